@@ -1,0 +1,162 @@
+//! A fixed-size CPU bitmask, the model's `struct cpumask`.
+
+use std::fmt;
+
+/// Largest machine the model supports (a 2-socket Sapphire Rapids has 224 CPUs).
+pub const MAX_CPUS: usize = 512;
+const WORDS: usize = MAX_CPUS / 64;
+
+/// A set of CPU ids, `Copy` and allocation-free so it can live in every task.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CpuSet {
+    words: [u64; WORDS],
+}
+
+impl CpuSet {
+    pub const fn empty() -> Self {
+        CpuSet { words: [0; WORDS] }
+    }
+
+    /// CPUs `0..n`.
+    pub fn first_n(n: usize) -> Self {
+        let mut s = Self::empty();
+        for cpu in 0..n.min(MAX_CPUS) {
+            s.insert(cpu);
+        }
+        s
+    }
+
+    pub fn single(cpu: usize) -> Self {
+        let mut s = Self::empty();
+        s.insert(cpu);
+        s
+    }
+
+    /// Panics if `cpu >= MAX_CPUS`: callers validate ids against the topology first.
+    pub fn insert(&mut self, cpu: usize) {
+        self.words[cpu / 64] |= 1 << (cpu % 64);
+    }
+
+    pub fn remove(&mut self, cpu: usize) {
+        if cpu < MAX_CPUS {
+            self.words[cpu / 64] &= !(1 << (cpu % 64));
+        }
+    }
+
+    pub fn contains(&self, cpu: usize) -> bool {
+        cpu < MAX_CPUS && self.words[cpu / 64] & (1 << (cpu % 64)) != 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|w| *w == 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn first(&self) -> Option<usize> {
+        self.iter().next()
+    }
+
+    /// Highest CPU id in the set.
+    pub fn last(&self) -> Option<usize> {
+        for (i, w) in self.words.iter().enumerate().rev() {
+            if *w != 0 {
+                return Some(i * 64 + 63 - w.leading_zeros() as usize);
+            }
+        }
+        None
+    }
+
+    pub fn and(&self, other: &CpuSet) -> CpuSet {
+        let mut out = *self;
+        for (a, b) in out.words.iter_mut().zip(other.words.iter()) {
+            *a &= *b;
+        }
+        out
+    }
+
+    pub fn or(&self, other: &CpuSet) -> CpuSet {
+        let mut out = *self;
+        for (a, b) in out.words.iter_mut().zip(other.words.iter()) {
+            *a |= *b;
+        }
+        out
+    }
+
+    pub fn is_subset(&self, other: &CpuSet) -> bool {
+        self.words.iter().zip(other.words.iter()).all(|(a, b)| a & !b == 0)
+    }
+
+    pub fn intersects(&self, other: &CpuSet) -> bool {
+        self.words.iter().zip(other.words.iter()).any(|(a, b)| a & b != 0)
+    }
+
+    /// Ascending CPU ids.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let bit = w.trailing_zeros() as usize;
+                w &= w - 1;
+                Some(i * 64 + bit)
+            })
+        })
+    }
+
+    /// The cpulist form the kernel prints (`0-3,8,10-11`).
+    pub fn to_cpulist(&self) -> String {
+        let mut out = String::new();
+        let mut run: Option<(usize, usize)> = None;
+        let flush = |out: &mut String, (a, b): (usize, usize)| {
+            if !out.is_empty() {
+                out.push(',');
+            }
+            if a == b {
+                out.push_str(&a.to_string());
+            } else {
+                out.push_str(&format!("{a}-{b}"));
+            }
+        };
+        for cpu in self.iter() {
+            run = match run {
+                Some((a, b)) if b + 1 == cpu => Some((a, cpu)),
+                Some(r) => {
+                    flush(&mut out, r);
+                    Some((cpu, cpu))
+                }
+                None => Some((cpu, cpu)),
+            };
+        }
+        if let Some(r) = run {
+            flush(&mut out, r);
+        }
+        out
+    }
+}
+
+impl fmt::Debug for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CpuSet({})", self.to_cpulist())
+    }
+}
+
+impl fmt::Display for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_cpulist())
+    }
+}
+
+impl FromIterator<usize> for CpuSet {
+    fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Self {
+        let mut s = CpuSet::empty();
+        for cpu in iter {
+            s.insert(cpu);
+        }
+        s
+    }
+}

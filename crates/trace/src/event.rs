@@ -1,0 +1,211 @@
+//! Event types.
+
+use std::collections::BTreeMap;
+
+/// Nanoseconds since the start of the run (simulated) or of CLOCK_MONOTONIC (real).
+pub type Nanos = u64;
+/// Kernel pid (tid). 0 is the idle task of a CPU.
+pub type Pid = i32;
+
+/// Task state letters as `sched_switch` prints `prev_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PrevState {
+    /// Still runnable: `R`, or `R+` when preempted (`preempt == true`).
+    Running { preempt: bool },
+    /// TASK_INTERRUPTIBLE, `S`.
+    Sleeping,
+    /// TASK_UNINTERRUPTIBLE, `D`.
+    DiskSleep,
+    /// TASK_DEAD, `X`.
+    Dead,
+}
+
+impl PrevState {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PrevState::Running { preempt: false } => "R",
+            PrevState::Running { preempt: true } => "R+",
+            PrevState::Sleeping => "S",
+            PrevState::DiskSleep => "D",
+            PrevState::Dead => "X",
+        }
+    }
+}
+
+/// Which path `try_to_wake_up()` took (decision event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WakePath {
+    /// `ttwu_runnable()`: task was still queued; `delayed` if `se.sched_delayed`
+    /// was set (requeued in place, no `select_task_rq()`).
+    Runnable { delayed: bool },
+    /// Full wakeup: `select_task_rq()` chose `cpu` (activated directly).
+    Activate,
+    /// Queued on the target's wakelist (`ttwu_queue_wakelist()`).
+    Wakelist,
+}
+
+/// Why a delayed (`sched_delayed`) entity stopped being delayed, or became so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DelayedWhat {
+    /// `dequeue_entity()` left an ineligible sleeper queued (DELAY_DEQUEUE).
+    Delayed,
+    /// `pick_next_entity()` picked it and completed the dequeue.
+    DequeuedAtPick,
+    /// `requeue_delayed_entity()` on wakeup: back in play on the same CPU.
+    Requeued,
+}
+
+/// What a workload thread did (user-space side, like a trace_marker write).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UserOp {
+    /// Signalled eventfd `obj` (handoff start when it wakes someone).
+    Signal { obj: u32 },
+    /// Returned from a wait on eventfd `obj` (handoff end).
+    WaitDone { obj: u32 },
+    /// Posted flag `obj`.
+    Post { obj: u32 },
+    /// Saw flag `obj` while polling.
+    PollDone { obj: u32 },
+    /// Acquired / released mutex `obj`.
+    Lock { obj: u32 },
+    Unlock { obj: u32 },
+    /// Finished iteration `n` of its program loop.
+    LoopEnd { n: u32 },
+}
+
+/// Why `wakeup_preempt()` did or did not preempt (decision event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PreemptReason {
+    /// The wakee's class is above curr's: always preempt.
+    HigherClass,
+    /// `pick_eevdf()` returned the wakee.
+    Pick,
+    /// `pick_eevdf()` returned someone else (curr protected by RUN_TO_PARITY, earlier deadline, ...).
+    NotPicked,
+    /// PREEMPT_SHORT cancelled curr's slice protection and the wakee won the pick.
+    Short,
+    /// Wakee is SCHED_BATCH / SCHED_IDLE: never preempts.
+    WakeeBatchOrIdle,
+    /// Curr is SCHED_IDLE and the wakee is not.
+    CurrIdlePolicy,
+    /// NO_WAKEUP_PREEMPTION.
+    Disabled,
+    /// Curr already had need_resched set.
+    AlreadyResched,
+    /// The CPU was idle: the wakee simply runs.
+    Idle,
+}
+
+impl PreemptReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PreemptReason::HigherClass => "higher_class",
+            PreemptReason::Pick => "pick",
+            PreemptReason::NotPicked => "not_picked",
+            PreemptReason::Short => "short",
+            PreemptReason::WakeeBatchOrIdle => "wakee_batch_idle",
+            PreemptReason::CurrIdlePolicy => "curr_sched_idle",
+            PreemptReason::Disabled => "disabled",
+            PreemptReason::AlreadyResched => "already_resched",
+            PreemptReason::Idle => "idle",
+        }
+    }
+}
+
+/// The payload of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    SchedWaking { pid: Pid, prio: i32, target_cpu: u32 },
+    SchedWakeup { pid: Pid, prio: i32, target_cpu: u32 },
+    SchedWakeupNew { pid: Pid, prio: i32, target_cpu: u32 },
+    SchedSwitch { prev_pid: Pid, prev_prio: i32, prev_state: PrevState, next_pid: Pid, next_prio: i32 },
+    SchedMigrateTask { pid: Pid, prio: i32, orig_cpu: u32, dest_cpu: u32 },
+    SchedStatRuntime { pid: Pid, runtime: u64 },
+    SchedPiSetprio { pid: Pid, oldprio: i32, newprio: i32 },
+    SchedWakeIdleWithoutIpi { cpu: u32 },
+    // ---- schedlab decision events (not kernel tracepoints) ----
+    /// `try_to_wake_up()` outcome for `pid`.
+    Ttwu { pid: Pid, path: WakePath, cpu: u32 },
+    /// DELAY_DEQUEUE lifecycle step of `pid` on this CPU.
+    Delayed { pid: Pid, what: DelayedWhat, lag: i64 },
+    /// `resched_curr()` on `cpu`; `ipi` if an IPI was sent to deliver it.
+    Resched { cpu: u32, ipi: bool },
+    /// Wakeup preemption check: `wakee` vs the running `curr` and the verdict.
+    WakeupPreempt { wakee: Pid, curr: Pid, preempt: bool, reason: PreemptReason },
+    /// A workload-level operation (the trace_marker equivalent).
+    User { pid: Pid, op: UserOp },
+}
+
+/// One event: when, on which CPU, in whose context, what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Event {
+    pub ts: Nanos,
+    pub cpu: u32,
+    /// Task whose context emitted the event (the prefix's `comm-pid`); 0 = idle.
+    pub ctx_pid: Pid,
+    /// The five latency-format characters (`d..2.`).
+    pub flags: [u8; 5],
+    pub kind: EventKind,
+}
+
+/// Static facts about a task, shared by all events that name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskInfo {
+    pub comm: String,
+    pub tgid: Pid,
+}
+
+/// pid → comm/tgid, plus the names of workload objects for `User` events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskTable {
+    pub tasks: BTreeMap<Pid, TaskInfo>,
+    /// Names of eventfds/flags/mutexes indexed by `obj`.
+    pub objects: Vec<String>,
+}
+
+impl TaskTable {
+    /// The comm the kernel would print for `pid` (`swapper/N` for idle inside payloads).
+    pub fn comm(&self, pid: Pid) -> &str {
+        self.tasks.get(&pid).map(|t| t.comm.as_str()).unwrap_or("<...>")
+    }
+}
+
+/// Where events go. The kernel model and the simulator write through this.
+pub trait TraceSink {
+    /// Whether events are wanted at all; emitters skip building them when false.
+    fn enabled(&self) -> bool {
+        true
+    }
+    fn emit(&mut self, ev: Event);
+}
+
+/// Collects every event in order.
+#[derive(Default, Debug, Clone)]
+pub struct VecSink {
+    pub events: Vec<Event>,
+}
+
+impl TraceSink for VecSink {
+    fn emit(&mut self, ev: Event) {
+        self.events.push(ev);
+    }
+}
+
+/// Drops everything.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct NullSink;
+
+impl TraceSink for NullSink {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn emit(&mut self, _ev: Event) {}
+}
+
+/// A complete trace: task table plus events in emission order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    pub table: TaskTable,
+    pub nr_cpus: u32,
+    pub events: Vec<Event>,
+}

@@ -1,0 +1,15 @@
+//! The event vocabulary shared by the simulator, the real runner and analysis.
+//!
+//! Events are the kernel's own sched tracepoints (same fields, same meaning,
+//! see `include/trace/events/sched.h`) plus decision events that the kernel
+//! does not trace but that explain behaviour (`schedlab_*`). Analysis consumes
+//! only this vocabulary, so simulated and real runs go through one pipeline.
+//!
+//! Events are small `Copy` values that name tasks by pid; comms live once in
+//! the [`TaskTable`]. The ftrace text writer renders exactly the layout of
+//! `/sys/kernel/tracing/trace`.
+
+pub mod event;
+pub mod ftrace;
+
+pub use event::*;
