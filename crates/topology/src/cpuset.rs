@@ -160,3 +160,87 @@ impl FromIterator<usize> for CpuSet {
         s
     }
 }
+
+/// Parse a cpulist as `taskset -c` and sysfs write it: `"4-7,20-23"`, `"0,2"`,
+/// `"0-15:2"` (stride). Whitespace around items is allowed. The error says
+/// what was expected, without position (callers add file/line/col).
+pub fn parse_cpulist(text: &str) -> Result<CpuSet, String> {
+    let mut set = CpuSet::empty();
+    if text.trim().is_empty() {
+        return Err("empty cpulist (expected e.g. \"0-3,8\")".into());
+    }
+    for item in text.split(',') {
+        let item = item.trim();
+        let (range, stride) = match item.split_once(':') {
+            Some((r, s)) => {
+                let stride: usize = s
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("bad stride `{s}` in `{item}` (expected a positive integer)"))?;
+                if stride == 0 {
+                    return Err(format!("stride 0 in `{item}` (expected a positive integer)"));
+                }
+                (r.trim(), stride)
+            }
+            None => (item, 1),
+        };
+        let parse_cpu = |s: &str| -> Result<usize, String> {
+            let v: usize = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad CPU number `{s}` in cpulist item `{item}` (expected N or N-M)"))?;
+            if v >= MAX_CPUS {
+                return Err(format!("CPU {v} is beyond the model's limit of {MAX_CPUS} CPUs"));
+            }
+            Ok(v)
+        };
+        let (lo, hi) = match range.split_once('-') {
+            Some((a, b)) => (parse_cpu(a)?, parse_cpu(b)?),
+            None => {
+                let v = parse_cpu(range)?;
+                (v, v)
+            }
+        };
+        if lo > hi {
+            return Err(format!("range `{item}` runs backwards (expected low-high)"));
+        }
+        let mut cpu = lo;
+        while cpu <= hi {
+            set.insert(cpu);
+            cpu += stride;
+        }
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_taskset_syntax_and_prints_it_back() {
+        let s = parse_cpulist("4-7,20-23").unwrap();
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![4, 5, 6, 7, 20, 21, 22, 23]);
+        assert_eq!(s.to_cpulist(), "4-7,20-23");
+        assert_eq!(parse_cpulist("0-6:2").unwrap().to_cpulist(), "0,2,4,6");
+        assert_eq!(parse_cpulist(" 3 , 1 ").unwrap().to_cpulist(), "1,3");
+    }
+
+    #[test]
+    fn rejects_malformed_lists() {
+        for bad in ["", "a", "3-1", "1-", "0-4:0", "1,,2", "600"] {
+            assert!(parse_cpulist(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn set_algebra() {
+        let a = parse_cpulist("0-3").unwrap();
+        let b = parse_cpulist("2-5").unwrap();
+        assert_eq!(a.and(&b).to_cpulist(), "2-3");
+        assert_eq!(a.or(&b).to_cpulist(), "0-5");
+        assert!(a.and(&b).is_subset(&a));
+        assert_eq!(b.last(), Some(5));
+        assert_eq!(a.len(), 4);
+    }
+}

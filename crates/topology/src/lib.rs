@@ -13,7 +13,7 @@
 pub mod cpuset;
 pub mod diag;
 
-pub use cpuset::{CpuSet, MAX_CPUS};
+pub use cpuset::{parse_cpulist, CpuSet, MAX_CPUS};
 pub use diag::InputError;
 
 /// One logical CPU.
