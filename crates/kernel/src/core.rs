@@ -1,0 +1,484 @@
+//! The model's `kernel/sched/core.c`: the [`Kernel`] state, task creation,
+//! `try_to_wake_up()`, `__schedule()`, `sched_tick()`, `resched_curr()`.
+//!
+//! Every entry point takes the simulated time and the CPU whose context runs
+//! the code (the waker's CPU for a wakeup, the ticking CPU for a tick), like
+//! the kernel's `smp_processor_id()`. The simulator owns time and decides
+//! when interrupts arrive; the model only records what it asks for (reschedule
+//! IPIs) in [`Kernel::ipis`].
+//!
+//! Step 1 simplifications: tasks stay on their CPU (`select_task_rq()` keeps
+//! `task_cpu(p)`; placement and the wakelist arrive with the wakeup path), only
+//! the fair and idle classes exist, and `__schedule()` is atomic, so the
+//! `p->on_cpu` wakeup race cannot happen.
+
+use crate::features::{Feature, Features};
+use crate::profile::Profile;
+use crate::sched::*;
+use schedlab_topology::{CpuSet, PreemptModel};
+use schedlab_trace::{Event, EventKind, Pid, PrevState, WakePath};
+
+/// Static configuration of a kernel instance.
+#[derive(Clone, Debug)]
+pub struct KernelConfig {
+    pub profile: Profile,
+    pub features: Features,
+    pub nr_cpus: usize,
+    pub tick_ns: u64,
+    pub preempt: PreemptModel,
+    /// Record events in [`Kernel::events`].
+    pub trace: bool,
+}
+
+/// What a new task looks like (`sched_setattr()` + affinity at creation).
+#[derive(Clone, Debug)]
+pub struct TaskParams {
+    pub pid: Pid,
+    pub policy: Policy,
+    pub nice: i32,
+    pub rt_priority: u32,
+    /// Custom slice (fair `sched_runtime`), already clamped to 0.1–100 ms.
+    pub slice_ns: Option<u64>,
+    pub cpus_mask: CpuSet,
+    pub cpu: usize,
+}
+
+/// A request the model makes of the hardware: deliver a reschedule to `cpu`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpiRequest {
+    pub cpu: usize,
+    /// The target was idle: it wakes through its polling idle loop (no IPI,
+    /// but it pays the idle-exit latency).
+    pub idle: bool,
+}
+
+/// What `__schedule()` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switch {
+    pub prev: Option<TaskId>,
+    pub next: Option<TaskId>,
+}
+
+impl Switch {
+    pub fn switched(&self) -> bool {
+        self.prev != self.next
+    }
+}
+
+/// The whole scheduler state of a machine.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub profile: Profile,
+    pub features: Features,
+    pub tasks: Vec<Task>,
+    pub rqs: Vec<Rq>,
+    /// `sysctl_sched_base_slice` for this machine.
+    pub base_slice: u64,
+    pub tick_ns: u64,
+    pub preempt: PreemptModel,
+    pub trace: bool,
+    /// Events since the simulator last drained them.
+    pub events: Vec<Event>,
+    /// Reschedules the simulator must deliver.
+    pub ipis: Vec<IpiRequest>,
+    now: u64,
+    exec_cpu: usize,
+}
+
+impl Kernel {
+    pub fn new(cfg: KernelConfig) -> Self {
+        Kernel {
+            base_slice: cfg.profile.base_slice_for(cfg.nr_cpus),
+            profile: cfg.profile,
+            features: cfg.features,
+            tasks: Vec::new(),
+            rqs: (0..cfg.nr_cpus).map(Rq::new).collect(),
+            tick_ns: cfg.tick_ns,
+            preempt: cfg.preempt,
+            trace: cfg.trace,
+            events: Vec::new(),
+            ipis: Vec::new(),
+            now: 0,
+            exec_cpu: 0,
+        }
+    }
+
+    pub fn feat(&self, f: Feature) -> bool {
+        self.features.is_set(f)
+    }
+
+    /// Record an event in the context of the executing CPU. `_rq` names the
+    /// runqueue the code is working on (events are always stamped with the
+    /// CPU that executes, as ftrace does).
+    pub(crate) fn emit(&mut self, _rq: usize, kind: EventKind) {
+        if self.trace {
+            let cpu = self.exec_cpu;
+            let ctx_pid = self.rqs[cpu].curr.map(|t| self.tasks[t as usize].pid).unwrap_or(0);
+            self.events.push(Event { ts: self.now, cpu: cpu as u32, ctx_pid, flags: *b"d..2.", kind });
+        }
+    }
+
+    /// Set the time and executing CPU for the kernel code about to run.
+    fn enter(&mut self, now: u64, exec_cpu: usize) {
+        debug_assert!(now >= self.now, "time went backwards: {} < {}", now, self.now);
+        self.now = now;
+        self.exec_cpu = exec_cpu;
+    }
+
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// `update_rq_clock()`.
+    fn update_rq_clock(&mut self, cpu: usize) {
+        self.rqs[cpu].clock = self.now;
+    }
+
+    /// Create a task in TASK_NEW (`sched_fork()` + `__sched_setscheduler()`).
+    pub fn add_task(&mut self, p: TaskParams) -> TaskId {
+        let id = self.tasks.len() as TaskId;
+        let (static_prio, normal_prio, weight) = match p.policy {
+            Policy::Fifo | Policy::Rr => (DEFAULT_PRIO, MAX_RT_PRIO - 1 - p.rt_priority as i32, NICE_0_WEIGHT),
+            Policy::Idle => (DEFAULT_PRIO + p.nice, DEFAULT_PRIO + p.nice, WEIGHT_IDLEPRIO),
+            Policy::Normal | Policy::Batch => {
+                (DEFAULT_PRIO + p.nice, DEFAULT_PRIO + p.nice, SCHED_PRIO_TO_WEIGHT[(p.nice + 20) as usize])
+            }
+        };
+        let slice = p.slice_ns.unwrap_or(self.base_slice);
+        self.tasks.push(Task {
+            pid: p.pid,
+            policy: p.policy,
+            static_prio,
+            normal_prio,
+            prio: normal_prio,
+            state: TaskState::New,
+            on_rq: OnRq::No,
+            on_cpu: false,
+            cpu: p.cpu,
+            cpus_mask: p.cpus_mask,
+            se: SchedEntity {
+                load: LoadWeight::new(weight),
+                on_rq: false,
+                sched_delayed: false,
+                rel_deadline: false,
+                custom_slice: p.slice_ns.is_some(),
+                vruntime: 0,
+                deadline: 0,
+                vlag: 0,
+                vprot: 0,
+                slice,
+                exec_start: 0,
+                sum_exec_runtime: 0,
+                prev_sum_exec_runtime: 0,
+            },
+            nvcsw: 0,
+            nivcsw: 0,
+        });
+        id
+    }
+
+    pub fn curr(&self, cpu: usize) -> Option<TaskId> {
+        self.rqs[cpu].curr
+    }
+
+    /// Whether the CPU must enter `schedule()` at its next preemption point.
+    /// `lazy_ok` says whether the point honours TIF_NEED_RESCHED_LAZY (every
+    /// return to user space does).
+    pub fn need_resched(&self, cpu: usize, lazy_ok: bool) -> bool {
+        let rq = &self.rqs[cpu];
+        rq.need_resched || (lazy_ok && rq.need_resched_lazy)
+    }
+
+    /// `idle_cpu()`: the idle task runs and nothing (not even a delayed task) is queued.
+    pub fn idle_cpu(&self, cpu: usize) -> bool {
+        let rq = &self.rqs[cpu];
+        rq.curr.is_none() && rq.nr_running == 0
+    }
+
+    /// `resched_curr()` / `resched_curr_lazy()`. Lazy requests only exist under
+    /// `preempt=lazy` for fair tasks; they set a flag and send no IPI.
+    pub(crate) fn resched_curr_maybe_lazy(&mut self, cpu: usize, lazy: bool) {
+        let curr_fair = self.rqs[cpu].curr.map(|t| self.tasks[t as usize].policy.is_fair()).unwrap_or(false);
+        let lazy = lazy && self.preempt == PreemptModel::Lazy && curr_fair;
+        let rq = &mut self.rqs[cpu];
+        if rq.need_resched {
+            return;
+        }
+        if lazy {
+            if !rq.need_resched_lazy {
+                rq.need_resched_lazy = true;
+                self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: false });
+            }
+            return;
+        }
+        rq.need_resched = true;
+        if cpu == self.exec_cpu {
+            self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: false });
+            return;
+        }
+        let idle = self.rqs[cpu].curr.is_none();
+        if idle {
+            self.emit(cpu, EventKind::SchedWakeIdleWithoutIpi { cpu: cpu as u32 });
+        } else {
+            self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: true });
+        }
+        self.ipis.push(IpiRequest { cpu, idle });
+    }
+
+    pub(crate) fn resched_curr(&mut self, cpu: usize) {
+        self.resched_curr_maybe_lazy(cpu, false);
+    }
+
+    /// `enqueue_task()`.
+    fn enqueue_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+        if flags & qflags::ENQUEUE_NOCLOCK == 0 {
+            self.update_rq_clock(cpu);
+        }
+        debug_assert!(self.tasks[t as usize].policy.is_fair(), "only the fair class is modeled");
+        self.enqueue_task_fair(cpu, t, flags);
+    }
+
+    /// `dequeue_task()`: false when the class kept the task queued (delayed).
+    fn dequeue_task(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
+        if flags & qflags::DEQUEUE_NOCLOCK == 0 {
+            self.update_rq_clock(cpu);
+        }
+        self.dequeue_task_fair(cpu, t, flags)
+    }
+
+    /// `activate_task()`.
+    fn activate_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+        self.enqueue_task(cpu, t, flags);
+        self.tasks[t as usize].on_rq = OnRq::Queued;
+    }
+
+    /// `__block_task()`: the task is off the runqueue for good.
+    pub(crate) fn __block_task(&mut self, _cpu: usize, t: TaskId) {
+        self.tasks[t as usize].on_rq = OnRq::No;
+    }
+
+    /// `block_task()`.
+    fn block_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+        if self.dequeue_task(cpu, t, qflags::DEQUEUE_SLEEP | flags) {
+            self.__block_task(cpu, t);
+        }
+    }
+
+    /// `wakeup_preempt()`: let the running class decide whether `p` preempts.
+    fn wakeup_preempt(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
+        match self.rqs[cpu].curr {
+            // The idle class's check always reschedules.
+            None => self.resched_curr(cpu),
+            Some(_) => self.check_preempt_wakeup_fair(cpu, p, wake_flags),
+        }
+    }
+
+    /// `ttwu_do_wakeup()`: TASK_RUNNING and `sched_wakeup`.
+    fn ttwu_do_wakeup(&mut self, t: TaskId) {
+        let task = &mut self.tasks[t as usize];
+        task.state = TaskState::Running;
+        let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
+        self.emit(cpu, EventKind::SchedWakeup { pid, prio, target_cpu: cpu as u32 });
+    }
+
+    /// `ttwu_do_activate()`.
+    fn ttwu_do_activate(&mut self, cpu: usize, t: TaskId, wake_flags: u32) {
+        let mut en_flags = qflags::ENQUEUE_WAKEUP | qflags::ENQUEUE_NOCLOCK;
+        if wake_flags & wflags::WF_MIGRATED != 0 {
+            en_flags |= qflags::ENQUEUE_MIGRATED;
+        }
+        if wake_flags & wflags::WF_RQ_SELECTED != 0 {
+            en_flags |= qflags::ENQUEUE_RQ_SELECTED;
+        }
+        self.activate_task(cpu, t, en_flags);
+        self.wakeup_preempt(cpu, t, wake_flags);
+        self.ttwu_do_wakeup(t);
+        self.rqs[cpu].idle_stamp = None;
+    }
+
+    /// `ttwu_runnable()`: the wakee is still queued (preempted, or delayed by
+    /// DELAY_DEQUEUE); wake it where it is, with no CPU selection.
+    fn ttwu_runnable(&mut self, t: TaskId, wake_flags: u32) -> bool {
+        if self.tasks[t as usize].on_rq != OnRq::Queued {
+            return false;
+        }
+        let cpu = self.tasks[t as usize].cpu;
+        self.update_rq_clock(cpu);
+        let delayed = self.tasks[t as usize].se.sched_delayed;
+        let pid = self.tasks[t as usize].pid;
+        self.emit(cpu, EventKind::Ttwu { pid, path: WakePath::Runnable { delayed }, cpu: cpu as u32 });
+        if delayed {
+            self.enqueue_task(cpu, t, qflags::ENQUEUE_NOCLOCK | qflags::ENQUEUE_DELAYED);
+        }
+        if !self.tasks[t as usize].on_cpu {
+            self.wakeup_preempt(cpu, t, wake_flags);
+        }
+        self.ttwu_do_wakeup(t);
+        true
+    }
+
+    /// `select_task_rq()`. Step 1: the task stays on `task_cpu(p)` if allowed.
+    fn select_task_rq(&self, t: TaskId) -> usize {
+        let task = &self.tasks[t as usize];
+        if task.cpus_mask.contains(task.cpu) {
+            task.cpu
+        } else {
+            task.cpus_mask.first().unwrap_or(task.cpu)
+        }
+    }
+
+    /// `set_task_cpu()`: emits `sched_migrate_task` when the CPU changes.
+    fn set_task_cpu(&mut self, t: TaskId, new_cpu: usize) {
+        let task = &self.tasks[t as usize];
+        if task.cpu != new_cpu {
+            let (pid, prio, orig) = (task.pid, task.prio, task.cpu);
+            self.emit(orig, EventKind::SchedMigrateTask { pid, prio, orig_cpu: orig as u32, dest_cpu: new_cpu as u32 });
+            self.tasks[t as usize].cpu = new_cpu;
+        }
+    }
+
+    /// `try_to_wake_up()` from the context of `exec_cpu`. Returns whether the
+    /// task was woken (its state matched TASK_NORMAL).
+    pub fn try_to_wake_up(&mut self, t: TaskId, now: u64, exec_cpu: usize, mut wake_flags: u32) -> bool {
+        self.enter(now, exec_cpu);
+        wake_flags |= wflags::WF_TTWU;
+        let task = &self.tasks[t as usize];
+        if !matches!(task.state, TaskState::Interruptible | TaskState::Uninterruptible) {
+            return false;
+        }
+        let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
+        self.emit(cpu, EventKind::SchedWaking { pid, prio, target_cpu: cpu as u32 });
+        if self.ttwu_runnable(t, wake_flags) {
+            return true;
+        }
+        let cpu = self.select_task_rq(t);
+        if cpu != self.tasks[t as usize].cpu {
+            wake_flags |= wflags::WF_MIGRATED;
+            self.set_task_cpu(t, cpu);
+        }
+        self.update_rq_clock(cpu);
+        self.emit(cpu, EventKind::Ttwu { pid, path: WakePath::Activate, cpu: cpu as u32 });
+        self.ttwu_do_activate(cpu, t, wake_flags);
+        true
+    }
+
+    /// `wake_up_new_task()`: first enqueue of a new task on `task_cpu(p)`.
+    pub fn wake_up_new_task(&mut self, t: TaskId, now: u64, exec_cpu: usize) {
+        self.enter(now, exec_cpu);
+        debug_assert_eq!(self.tasks[t as usize].state, TaskState::New);
+        self.tasks[t as usize].state = TaskState::Running;
+        let cpu = self.select_task_rq(t);
+        self.tasks[t as usize].cpu = cpu;
+        self.update_rq_clock(cpu);
+        self.activate_task(cpu, t, qflags::ENQUEUE_NOCLOCK | qflags::ENQUEUE_INITIAL);
+        let (pid, prio) = (self.tasks[t as usize].pid, self.tasks[t as usize].prio);
+        self.emit(cpu, EventKind::SchedWakeupNew { pid, prio, target_cpu: cpu as u32 });
+        self.wakeup_preempt(cpu, t, wflags::WF_FORK);
+        self.rqs[cpu].idle_stamp = None;
+    }
+
+    /// `set_current_state()`: the running task on `cpu` is about to sleep.
+    pub fn set_current_state(&mut self, cpu: usize, state: TaskState) {
+        let t = self.rqs[cpu].curr.expect("set_current_state on an idle CPU");
+        self.tasks[t as usize].state = state;
+    }
+
+    /// `do_sched_yield()` minus the `schedule()` the caller performs next.
+    pub fn sched_yield(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        self.yield_task_fair(cpu);
+    }
+
+    /// `pick_next_task()`: fair, else idle.
+    fn pick_next_task(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
+        let next = self.pick_next_task_fair(cpu, prev);
+        if next.is_none() {
+            if let Some(p) = prev {
+                self.put_prev_task_fair(cpu, p);
+            }
+        }
+        next
+    }
+
+    /// `__schedule()`. `preempt` is SM_PREEMPT (an involuntary switch: the
+    /// task stays runnable whatever its state); otherwise a task whose state
+    /// is not TASK_RUNNING is blocked first.
+    pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool) -> Switch {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        let prev = self.rqs[cpu].curr;
+        let prev_state = prev.map(|t| self.tasks[t as usize].state);
+        if let (Some(p), Some(state)) = (prev, prev_state) {
+            if !preempt && state != TaskState::Running {
+                // try_to_block_task(): TASK_DEAD is a special state, never delayed.
+                let special = if state == TaskState::Dead { qflags::DEQUEUE_SPECIAL } else { 0 };
+                self.block_task(cpu, p, qflags::DEQUEUE_NOCLOCK | special);
+            }
+        }
+        let next = self.pick_next_task(cpu, prev);
+        let rq = &mut self.rqs[cpu];
+        rq.need_resched = false;
+        rq.need_resched_lazy = false;
+        if next != prev {
+            rq.nr_switches += 1;
+            rq.curr = next;
+            if next.is_none() {
+                rq.idle_stamp = Some(now);
+            }
+            let trace_state = match prev_state {
+                None => PrevState::Running { preempt: false },
+                Some(_) if preempt => PrevState::Running { preempt: true },
+                Some(TaskState::Running) => PrevState::Running { preempt: false },
+                Some(TaskState::Uninterruptible) => PrevState::DiskSleep,
+                Some(TaskState::Dead) => PrevState::Dead,
+                Some(_) => PrevState::Sleeping,
+            };
+            if let Some(p) = prev {
+                self.tasks[p as usize].on_cpu = false;
+                if preempt || prev_state == Some(TaskState::Running) {
+                    self.tasks[p as usize].nivcsw += 1;
+                } else {
+                    self.tasks[p as usize].nvcsw += 1;
+                }
+            }
+            if let Some(n) = next {
+                self.tasks[n as usize].on_cpu = true;
+            }
+            let info = |k: &Kernel, t: Option<TaskId>| t.map(|t| (k.tasks[t as usize].pid, k.tasks[t as usize].prio)).unwrap_or((0, 120));
+            let (prev_pid, prev_prio) = info(self, prev);
+            let (next_pid, next_prio) = info(self, next);
+            // The switch event is recorded in prev's context.
+            if self.trace {
+                self.events.push(Event {
+                    ts: now,
+                    cpu: cpu as u32,
+                    ctx_pid: prev_pid,
+                    flags: *b"d..2.",
+                    kind: EventKind::SchedSwitch { prev_pid, prev_prio, prev_state: trace_state, next_pid, next_prio },
+                });
+            }
+        }
+        Switch { prev, next }
+    }
+
+    /// `sched_tick()` on `cpu`: promote a lazy reschedule, then the class tick.
+    pub fn sched_tick(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        if self.rqs[cpu].need_resched_lazy {
+            self.resched_curr(cpu);
+        }
+        if self.rqs[cpu].curr.is_some() {
+            self.task_tick_fair(cpu);
+        }
+    }
+
+    /// Bring curr's accounting up to `now` (what any `update_curr()` caller
+    /// would do) without other side effects; used before reading runtimes.
+    pub fn sync_curr(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        self.update_curr(cpu);
+    }
+}

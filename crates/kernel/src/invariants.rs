@@ -1,0 +1,100 @@
+//! Consistency checks over the whole model, run after every simulated step in
+//! debug builds and in tests: a task is on at most one CPU, a queued task is on
+//! exactly one runqueue, and every counter and weighted sum matches a recount.
+
+use crate::core::Kernel;
+use crate::sched::{OnRq, TaskId};
+
+impl Kernel {
+    /// Recount everything; `Err` describes the first violation found.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut running_on: Vec<Option<usize>> = vec![None; self.tasks.len()];
+        for rq in &self.rqs {
+            if let Some(t) = rq.curr {
+                if let Some(other) = running_on[t as usize] {
+                    return Err(format!("task {t} is curr on CPU {other} and CPU {}", rq.cpu));
+                }
+                running_on[t as usize] = Some(rq.cpu);
+                let task = &self.tasks[t as usize];
+                if !task.on_cpu || task.cpu != rq.cpu {
+                    return Err(format!("CPU {} runs task {t} but on_cpu={} task_cpu={}", rq.cpu, task.on_cpu, task.cpu));
+                }
+            }
+        }
+        for (i, task) in self.tasks.iter().enumerate() {
+            let t = i as TaskId;
+            if task.on_cpu && running_on[i].is_none() {
+                return Err(format!("task {t} has on_cpu set but no CPU runs it"));
+            }
+            let queued = task.on_rq == OnRq::Queued;
+            if queued != task.se.on_rq {
+                return Err(format!("task {t}: p->on_rq={:?} but se.on_rq={}", task.on_rq, task.se.on_rq));
+            }
+            if task.se.sched_delayed && !task.se.on_rq {
+                return Err(format!("task {t} is sched_delayed but not queued"));
+            }
+            // Queued on exactly one runqueue: its own, in the tree or as curr.
+            for rq in &self.rqs {
+                let in_tree = rq.cfs.timeline.contains(t);
+                let is_cfs_curr = rq.cfs.curr == Some(t);
+                let here = rq.cpu == task.cpu;
+                if in_tree && (!here || !queued) {
+                    return Err(format!("task {t} is in CPU {}'s tree (task_cpu {}, queued {queued})", rq.cpu, task.cpu));
+                }
+                if here && queued && !(in_tree ^ is_cfs_curr) {
+                    return Err(format!("queued task {t} on CPU {}: in_tree={in_tree} cfs_curr={is_cfs_curr}", rq.cpu));
+                }
+                if !here && is_cfs_curr {
+                    return Err(format!("task {t} is cfs curr of CPU {} but task_cpu is {}", rq.cpu, task.cpu));
+                }
+            }
+        }
+        for rq in &self.rqs {
+            let cfs = &rq.cfs;
+            cfs.timeline.check().map_err(|e| format!("CPU {} timeline: {e}", rq.cpu))?;
+            let queued: Vec<&crate::sched::Task> =
+                self.tasks.iter().filter(|p| p.se.on_rq && p.cpu == rq.cpu).collect();
+            let n = queued.len() as u32;
+            let delayed = queued.iter().filter(|p| p.se.sched_delayed).count() as u32;
+            let weight: u64 = queued.iter().map(|p| p.se.load.weight as u64).sum();
+            let checks = [
+                ("cfs.nr_running", cfs.nr_running, n),
+                ("cfs.h_nr_queued", cfs.h_nr_queued, n),
+                ("rq.nr_running", rq.nr_running, n),
+                ("cfs.h_nr_delayed", cfs.h_nr_delayed, delayed),
+                ("cfs.h_nr_runnable", cfs.h_nr_runnable, n - delayed),
+                ("cfs.tasks.len", cfs.tasks.len() as u32, n),
+            ];
+            for (name, have, want) in checks {
+                if have != want {
+                    return Err(format!("CPU {}: {name} = {have}, recount = {want}", rq.cpu));
+                }
+            }
+            if cfs.load_weight != weight {
+                return Err(format!("CPU {}: cfs load {} != Σ weights {weight}", rq.cpu, cfs.load_weight));
+            }
+            let (mut sum, mut load) = (0i64, 0u64);
+            for t in cfs.timeline.iter() {
+                let se = &self.tasks[t as usize].se;
+                sum += (se.vruntime - cfs.zero_vruntime) * se.load.weight as i64;
+                load += se.load.weight as u64;
+                let (d, v, s) = cfs.timeline.entity(t).unwrap();
+                if (d, v, s) != (se.deadline, se.vruntime, se.slice) {
+                    return Err(format!("CPU {}: task {t} changed while in the tree", rq.cpu));
+                }
+            }
+            if sum != cfs.avg_vruntime || load != cfs.avg_load {
+                return Err(format!(
+                    "CPU {}: avg_vruntime {} / avg_load {} but recount {sum} / {load}",
+                    rq.cpu, cfs.avg_vruntime, cfs.avg_load
+                ));
+            }
+            if let Some(c) = cfs.curr {
+                if rq.curr != Some(c) {
+                    return Err(format!("CPU {}: cfs curr {c} is not rq curr {:?}", rq.cpu, rq.curr));
+                }
+            }
+        }
+        Ok(())
+    }
+}

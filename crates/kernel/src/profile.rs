@@ -1,0 +1,131 @@
+//! Kernel profiles: the defaults and rules that differ between kernel versions.
+//!
+//! A profile fixes what a given kernel does where versions disagree; features
+//! then toggle on top of the profile's defaults. Each rule names the change
+//! that introduced it (see `shared/docs/kernel-model.md`).
+
+use crate::features::{Feature, Features, FEATURES};
+
+/// How `entity_lag()` bounds a task's lag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LagLimit {
+    /// 6.12: ±calc_delta_fair(max(2·slice, TICK_NSEC)).
+    TwiceSliceOrTick,
+    /// ≥7.x: ±calc_delta_fair(max slice queued on the cfs_rq + TICK_NSEC).
+    MaxSlicePlusTick,
+}
+
+/// What RUN_TO_PARITY protects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceProtection {
+    /// 6.12: the whole request, until `update_deadline()` moves the deadline.
+    UntilDeadline,
+    /// ≥6.17 ("Limit run to parity to the min slice of enqueued entities"):
+    /// until the smallest slice among queued entities has been served.
+    MinQueuedSlice,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// `normalized_sysctl_sched_base_slice`, before the CPU-count factor.
+    pub base_slice_ns: u64,
+    pub lag_limit: LagLimit,
+    pub slice_protection: SliceProtection,
+    /// PREEMPT_LAZY exists (≥6.13).
+    pub has_lazy_preempt: bool,
+    /// Fair wakeup preemption uses `resched_curr_lazy()` (≥7.0); `update_curr()`
+    /// slice expiry is lazy whenever the lazy model exists.
+    pub lazy_wakeup_preempt: bool,
+    /// `can_migrate_task()` refuses delayed tasks except for migrate_load (≥6.14).
+    pub lb_skips_delayed: bool,
+    /// Load-balance counters use `h_nr_runnable`, excluding delayed tasks (≥6.14).
+    pub lb_counts_runnable_only: bool,
+    pub defaults: Features,
+}
+
+fn defaults(mainline: bool) -> Features {
+    let mut f = Features::empty();
+    for (i, info) in FEATURES.iter().enumerate() {
+        let on = if mainline { info.default_mainline } else { info.default_6_12 };
+        f.set(Feature::ALL[i], on);
+    }
+    f
+}
+
+impl Profile {
+    pub const NAMES: &'static [&'static str] = &["6.12", "6.12.0", "mainline"];
+
+    /// Look a profile up by name.
+    pub fn by_name(name: &str) -> Option<Profile> {
+        match name {
+            "6.12" | "6.12.117" => Some(Profile {
+                name: "6.12",
+                description: "Debian linux 6.12.117 (stable backports: 0.70 ms base slice, zero_vruntime, h_nr_runnable)",
+                base_slice_ns: 700_000,
+                lag_limit: LagLimit::TwiceSliceOrTick,
+                slice_protection: SliceProtection::UntilDeadline,
+                has_lazy_preempt: false,
+                lazy_wakeup_preempt: false,
+                lb_skips_delayed: false,
+                lb_counts_runnable_only: false,
+                defaults: defaults(false),
+            }),
+            "6.12.0" => {
+                let mut p = Profile::by_name("6.12")?;
+                p.name = "6.12.0";
+                p.description = "mainline v6.12 release (0.75 ms base slice, RT_PUSH_IPI on)";
+                p.base_slice_ns = 750_000;
+                p.defaults.set(Feature::RT_PUSH_IPI, true);
+                Some(p)
+            }
+            "mainline" | "7.x" => Some(Profile {
+                name: "mainline",
+                description: "mainline 7.x as read from LKML/tip (lazy preemption, min-slice run-to-parity, delayed tasks not migrated by LB)",
+                base_slice_ns: 700_000,
+                lag_limit: LagLimit::MaxSlicePlusTick,
+                slice_protection: SliceProtection::MinQueuedSlice,
+                has_lazy_preempt: true,
+                lazy_wakeup_preempt: true,
+                lb_skips_delayed: true,
+                lb_counts_runnable_only: true,
+                defaults: defaults(true),
+            }),
+            _ => None,
+        }
+    }
+
+    /// `sysctl_sched_base_slice` for a machine with `nr_cpus` online CPUs:
+    /// the normalized value times `1 + ilog2(min(nr_cpus, 8))` (SCHED_TUNABLESCALING_LOG).
+    pub fn base_slice_for(&self, nr_cpus: usize) -> u64 {
+        let n = nr_cpus.clamp(1, 8) as u64;
+        let factor = 1 + (63 - n.leading_zeros() as u64);
+        self.base_slice_ns * factor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_slice_scales_with_log_of_cpus() {
+        let p = Profile::by_name("6.12").unwrap();
+        assert_eq!(p.base_slice_for(1), 700_000);
+        assert_eq!(p.base_slice_for(2), 1_400_000);
+        assert_eq!(p.base_slice_for(4), 2_100_000);
+        assert_eq!(p.base_slice_for(32), 2_800_000);
+        assert_eq!(Profile::by_name("6.12.0").unwrap().base_slice_for(32), 3_000_000);
+    }
+
+    #[test]
+    fn profiles_have_kernel_defaults() {
+        let p = Profile::by_name("6.12").unwrap();
+        assert!(p.defaults.is_set(Feature::DELAY_DEQUEUE));
+        assert!(p.defaults.is_set(Feature::RUN_TO_PARITY));
+        assert!(!p.defaults.is_set(Feature::NEXT_BUDDY));
+        assert!(!p.defaults.is_set(Feature::TTWU_DEQUEUE));
+        assert!(Profile::by_name("4.19").is_none());
+    }
+}

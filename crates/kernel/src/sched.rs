@@ -1,0 +1,274 @@
+//! The model's `kernel/sched/sched.h` and `struct task_struct`: task, entity
+//! and runqueue state, weights, and the flag values the paths pass around.
+//!
+//! Simplified: one root `cfs_rq` per CPU (no cgroup hierarchy, no autogroup),
+//! no PELT yet, a single scheduling class per task (fair; RT arrives later).
+
+use crate::timeline::Timeline;
+use schedlab_topology::CpuSet;
+use schedlab_trace::Pid;
+
+/// Index of a task in [`crate::core::Kernel::tasks`].
+pub type TaskId = u32;
+
+/// `sched_prio_to_weight[]`: nice −20..19 → load weight (1024 at nice 0).
+pub const SCHED_PRIO_TO_WEIGHT: [u32; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501,
+    1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+];
+/// `NICE_0_LOAD` in user-visible (scale_load_down) units.
+pub const NICE_0_WEIGHT: u32 = 1024;
+/// `WEIGHT_IDLEPRIO`: SCHED_IDLE tasks.
+pub const WEIGHT_IDLEPRIO: u32 = 3;
+/// `MAX_RT_PRIO`: prio values below this are RT.
+pub const MAX_RT_PRIO: i32 = 100;
+/// `DEFAULT_PRIO`: nice 0.
+pub const DEFAULT_PRIO: i32 = 120;
+
+/// `sched_prio_to_wmult[]`: ≈2^32/weight as the kernel tabulates it (its
+/// rounding is neither floor nor nearest everywhere, so the values are kept).
+pub const SCHED_PRIO_TO_WMULT: [u32; 40] = [
+    48388, 59856, 76040, 92818, 118348, 147320, 184698, 229616, 287308, 360437, 449829, 563644, 704093, 875809,
+    1099582, 1376151, 1717300, 2157191, 2708050, 3363326, 4194304, 5237765, 6557202, 8165337, 10153587, 12820798,
+    15790321, 19976592, 24970740, 31350126, 39045157, 49367440, 61356676, 76695844, 95443717, 119304647, 148102320,
+    186737708, 238609294, 286331153,
+];
+
+/// The inverse weight the kernel uses for `weight`: the table entry for nice
+/// weights, `2^32 / weight` otherwise (`__update_inv_weight()`, e.g. WMULT_IDLEPRIO).
+pub fn inv_weight(weight: u32) -> u32 {
+    match SCHED_PRIO_TO_WEIGHT.iter().position(|&w| w == weight) {
+        Some(i) => SCHED_PRIO_TO_WMULT[i],
+        None => ((1u64 << 32) / weight.max(1) as u64).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// Scheduling policy as the kernel stores it in `p->policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Policy {
+    Normal,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+}
+
+impl Policy {
+    /// `normal_policy()`: handled by the fair class and allowed to wakeup-preempt.
+    pub fn is_normal(self) -> bool {
+        self == Policy::Normal
+    }
+    pub fn is_fair(self) -> bool {
+        matches!(self, Policy::Normal | Policy::Batch | Policy::Idle)
+    }
+}
+
+/// `p->__state` (the subset the model uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaskState {
+    Running,
+    Interruptible,
+    Uninterruptible,
+    /// Not yet woken by `wake_up_new_task()`.
+    New,
+    Dead,
+}
+
+/// `p->on_rq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OnRq {
+    No,
+    /// TASK_ON_RQ_QUEUED (also while `sched_delayed`).
+    Queued,
+    /// TASK_ON_RQ_MIGRATING.
+    Migrating,
+}
+
+/// `struct load_weight` in scale_load_down units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadWeight {
+    pub weight: u32,
+    pub inv_weight: u32,
+}
+
+impl LoadWeight {
+    pub fn new(weight: u32) -> Self {
+        LoadWeight { weight, inv_weight: inv_weight(weight) }
+    }
+}
+
+/// `struct sched_entity` for a task.
+///
+/// vruntime/deadline are `i64` (the kernel's `u64` with wrap-safe compares);
+/// a run would need ~10^8 simulated seconds to overflow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedEntity {
+    pub load: LoadWeight,
+    pub on_rq: bool,
+    pub sched_delayed: bool,
+    pub rel_deadline: bool,
+    pub custom_slice: bool,
+    pub vruntime: i64,
+    pub deadline: i64,
+    /// Saved virtual lag while off the queue; while running, the slice
+    /// protection stash (6.12 reuses the field the same way).
+    pub vlag: i64,
+    /// ≥6.17 protection end (`vprot`), used with `SliceProtection::MinQueuedSlice`.
+    pub vprot: i64,
+    pub slice: u64,
+    pub exec_start: u64,
+    pub sum_exec_runtime: u64,
+    pub prev_sum_exec_runtime: u64,
+}
+
+/// `struct task_struct`, the scheduler-relevant part.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub pid: Pid,
+    pub policy: Policy,
+    /// `static_prio` = 120 + nice.
+    pub static_prio: i32,
+    /// `normal_prio`: static_prio for fair, 99 − rt_priority for RT.
+    pub normal_prio: i32,
+    /// Effective `prio` (PI may boost it).
+    pub prio: i32,
+    pub state: TaskState,
+    pub on_rq: OnRq,
+    /// `p->on_cpu`: it is some CPU's `curr`.
+    pub on_cpu: bool,
+    /// `task_cpu(p)`.
+    pub cpu: usize,
+    pub cpus_mask: CpuSet,
+    pub se: SchedEntity,
+    /// Voluntary/involuntary switch counts (`nvcsw`/`nivcsw`).
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+}
+
+impl Task {
+    pub fn nice(&self) -> i32 {
+        self.static_prio - DEFAULT_PRIO
+    }
+}
+
+/// `struct cfs_rq` (root only).
+#[derive(Clone, Debug)]
+pub struct CfsRq {
+    /// Sum of queued entity weights including curr and delayed entities.
+    pub load_weight: u64,
+    /// Entities queued including curr and delayed ones (6.14+: `nr_queued`).
+    pub nr_running: u32,
+    pub h_nr_queued: u32,
+    /// Queued tasks that are not delayed.
+    pub h_nr_runnable: u32,
+    pub h_nr_delayed: u32,
+    /// SCHED_IDLE tasks queued.
+    pub idle_h_nr_running: u32,
+    /// Σ (vruntime − zero_vruntime)·w over entities in the tree (not curr).
+    pub avg_vruntime: i64,
+    /// Σ w over entities in the tree (not curr).
+    pub avg_load: u64,
+    pub zero_vruntime: i64,
+    pub timeline: Timeline,
+    pub curr: Option<TaskId>,
+    pub next: Option<TaskId>,
+    /// `rq->cfs_tasks`, most recently picked first.
+    pub tasks: Vec<TaskId>,
+}
+
+impl CfsRq {
+    pub fn new() -> Self {
+        CfsRq {
+            load_weight: 0,
+            nr_running: 0,
+            h_nr_queued: 0,
+            h_nr_runnable: 0,
+            h_nr_delayed: 0,
+            idle_h_nr_running: 0,
+            avg_vruntime: 0,
+            avg_load: 0,
+            // init_cfs_rq() starts the origin slightly below zero.
+            zero_vruntime: -(1 << 20),
+            timeline: Timeline::new(),
+            curr: None,
+            next: None,
+            tasks: Vec::new(),
+        }
+    }
+}
+
+impl Default for CfsRq {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `struct rq`.
+#[derive(Clone, Debug)]
+pub struct Rq {
+    pub cpu: usize,
+    /// Tasks on this runqueue in any class, including delayed ones.
+    pub nr_running: u32,
+    /// `rq->curr`; `None` is the idle task.
+    pub curr: Option<TaskId>,
+    pub cfs: CfsRq,
+    /// TIF_NEED_RESCHED of curr.
+    pub need_resched: bool,
+    /// TIF_NEED_RESCHED_LAZY of curr (PREEMPT_LAZY).
+    pub need_resched_lazy: bool,
+    /// `rq_clock()`, in ns.
+    pub clock: u64,
+    pub nr_switches: u64,
+    /// When the CPU last went idle (`rq->idle_stamp`), if idle.
+    pub idle_stamp: Option<u64>,
+}
+
+impl Rq {
+    pub fn new(cpu: usize) -> Self {
+        Rq {
+            cpu,
+            nr_running: 0,
+            curr: None,
+            cfs: CfsRq::new(),
+            need_resched: false,
+            need_resched_lazy: false,
+            clock: 0,
+            nr_switches: 0,
+            idle_stamp: Some(0),
+        }
+    }
+}
+
+/// Flags of `enqueue_task()` / `dequeue_task()` (values as in 6.12's sched.h).
+pub mod qflags {
+    pub const DEQUEUE_SLEEP: u32 = 0x01;
+    pub const DEQUEUE_SAVE: u32 = 0x02;
+    pub const DEQUEUE_MOVE: u32 = 0x04;
+    pub const DEQUEUE_NOCLOCK: u32 = 0x08;
+    pub const DEQUEUE_SPECIAL: u32 = 0x10;
+    pub const DEQUEUE_MIGRATING: u32 = 0x100;
+    pub const DEQUEUE_DELAYED: u32 = 0x200;
+
+    pub const ENQUEUE_WAKEUP: u32 = 0x01;
+    pub const ENQUEUE_RESTORE: u32 = 0x02;
+    pub const ENQUEUE_MOVE: u32 = 0x04;
+    pub const ENQUEUE_NOCLOCK: u32 = 0x08;
+    pub const ENQUEUE_HEAD: u32 = 0x10;
+    pub const ENQUEUE_REPLENISH: u32 = 0x20;
+    pub const ENQUEUE_MIGRATED: u32 = 0x40;
+    pub const ENQUEUE_INITIAL: u32 = 0x80;
+    pub const ENQUEUE_MIGRATING: u32 = 0x100;
+    pub const ENQUEUE_DELAYED: u32 = 0x200;
+    pub const ENQUEUE_RQ_SELECTED: u32 = 0x400;
+}
+
+/// Wake flags (`WF_*`, 6.12 values).
+pub mod wflags {
+    pub const WF_EXEC: u32 = 0x02;
+    pub const WF_FORK: u32 = 0x04;
+    pub const WF_TTWU: u32 = 0x08;
+    pub const WF_SYNC: u32 = 0x10;
+    pub const WF_MIGRATED: u32 = 0x20;
+    pub const WF_CURRENT_CPU: u32 = 0x40;
+    pub const WF_RQ_SELECTED: u32 = 0x80;
+}
