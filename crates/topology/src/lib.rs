@@ -9,59 +9,193 @@
 //! Topologies come from TOML files (`topologies/*.toml`, also built in as
 //! presets). Every bad input is reported as an [`InputError`] naming the file,
 //! line and column.
+//!
+//! # File format
+//!
+//! ```toml
+//! name = "ryzen-7950x"          # default: the file name
+//! description = "AMD Ryzen 9 7950X, Fedora 7.1 kernel"
+//! hz = 1000                     # CONFIG_HZ: 100, 250, 300 or 1000 (required)
+//! preempt = "lazy"              # none | voluntary | full | lazy (required)
+//! itmt_enabled = true           # sched_itmt_enabled (default false)
+//!
+//! [layout]                      # generates the CPUs, numbered as Linux does
+//! packages = 1                  # sockets (default 1)
+//! nodes_per_package = 1         # NUMA nodes per socket, SNC/NPS (default 1)
+//! llcs_per_package = 2          # L3 domains per socket, e.g. CCDs (default 1)
+//! cores_per_llc = 8             # required
+//! threads_per_core = 2          # SMT width (default 1)
+//! smt_numbering = "sibling-offset"  # N and N+total_cores are siblings;
+//!                                   # "adjacent": 2k and 2k+1 (default sibling-offset)
+//!
+//! [asym_prio]                   # cpulist = arch_asym_cpu_priority() (default 0)
+//! "4,20" = 211                  # SMT siblings must get the same value
+//! "0-3,16-19" = 236
+//!
+//! [capacity]                    # cpulist = arch_scale_cpu_capacity(), 1..=1024
+//! "0-7,16-23" = 1024            # (default 1024; some CPU must be 1024)
+//! "8-15,24-30" = 980
+//!
+//! [costs]                       # durations: integer ns or "500ns", "2us", "1.5ms", "1s"
+//! ipi_ns = "2us"
+//! idle_exit_ns = "1us"
+//! context_switch_ns = "1.5us"
+//! migration_cold_ns = "4us"
+//! smt_speed_pct = 62            # 1..=100; defaults: see Costs::default()
+//!
+//! [jitter]                      # seeded noise, default 0
+//! burst_pct = 1.0               # 0 <= burst_pct < 100
+//! ipi_ns = "1us"
+//!
+//! [[cpus]]                      # per-CPU overrides of [layout] ...
+//! id = 31
+//! capacity = 980
+//! # ... or, without [layout], the whole machine: one entry per CPU with
+//! # id, core, llc (required), package, node (default 0), capacity, asym_prio.
+//! ```
+//!
+//! Unknown keys are errors. A CPU's capacity or priority may be set in one
+//! place only (a `[[cpus]]` entry or one key of the table). Core, LLC,
+//! package and node ids must be dense; SMT siblings must share LLC, package,
+//! node and priority; an LLC must lie inside one package.
 
+mod assemble;
 pub mod cpuset;
 pub mod diag;
+pub mod duration;
+mod file;
+mod presets;
+
+use std::path::Path;
 
 pub use cpuset::{parse_cpulist, CpuSet, MAX_CPUS};
 pub use diag::InputError;
+pub use duration::{parse_duration, DurationNs};
 
-/// One logical CPU.
+/// The CONFIG_HZ values the kernel's Kconfig offers (`HZ_100` ... `HZ_1000`).
+pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
+
+/// One logical CPU (a hardware thread, `/sys/devices/system/cpu/cpuN`).
+///
+/// The grouping indices are global and dense (`0..k` without gaps) so they
+/// can index arrays; they are what the kernel's `topology_core_id()`,
+/// `get_llc_id()`, `topology_physical_package_id()` and `cpu_to_node()`
+/// distinguish, renumbered machine-wide.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CpuInfo {
+    /// Logical CPU number, as in `taskset -c` and `sched_switch` traces.
     pub id: usize,
-    /// Global physical-core index; SMT siblings share it.
+    /// Global physical-core index; SMT siblings share it
+    /// (`topology_sibling_cpumask()`, the SMT sched domain).
     pub core: usize,
-    /// Global LLC index (e.g. a Zen 4 CCD).
+    /// Global LLC index (e.g. a Zen 4 CCD): `cpu_coregroup_mask()`, the MC
+    /// sched domain, `sd_llc`.
     pub llc: usize,
+    /// Socket (`topology_physical_package_id()`): the PKG sched domain.
     pub package: usize,
+    /// NUMA node (`cpu_to_node()`): the NUMA sched domains.
     pub node: usize,
-    /// `arch_scale_cpu_capacity()`: 1024 for the biggest CPU.
+    /// `arch_scale_cpu_capacity()`: 1024 (`SCHED_CAPACITY_SCALE`) for the
+    /// biggest CPU, proportionally less for smaller ones.
     pub capacity: u32,
-    /// `arch_asym_cpu_priority()` (ITMT / prefcore ranking); higher is preferred.
+    /// `arch_asym_cpu_priority()` (ITMT / AMD prefcore ranking, set through
+    /// `sched_set_itmt_core_prio()`); higher is preferred. SMT siblings
+    /// always share one value (x86 since 6.5).
     pub asym_prio: i32,
 }
 
 /// Kernel preemption model (`preempt=` with PREEMPT_DYNAMIC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PreemptModel {
+    /// `preempt=none`: reschedule only at return to user or when the task
+    /// blocks.
     None,
+    /// `preempt=voluntary`: as none, plus `might_resched()` points in the
+    /// kernel.
     Voluntary,
+    /// `preempt=full`: any reschedule request takes effect at the next
+    /// preemption point (IRQ exit, preempt_enable).
     Full,
     /// `preempt=lazy` (≥6.13): fair-class reschedules wait for the next tick or
     /// return to user; RT reschedules are immediate.
     Lazy,
 }
 
+impl PreemptModel {
+    /// The `preempt=` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreemptModel::None => "none",
+            PreemptModel::Voluntary => "voluntary",
+            PreemptModel::Full => "full",
+            PreemptModel::Lazy => "lazy",
+        }
+    }
+}
+
+impl std::fmt::Display for PreemptModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for PreemptModel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(PreemptModel::None),
+            "voluntary" => Ok(PreemptModel::Voluntary),
+            "full" => Ok(PreemptModel::Full),
+            "lazy" => Ok(PreemptModel::Lazy),
+            _ => Err(format!("unknown preemption model `{s}` (expected none, voluntary, full or lazy)")),
+        }
+    }
+}
+
 /// What the hardware charges for scheduler work, in nanoseconds.
+///
+/// The kernel has no such constants; they are the hardware model's answer
+/// to "how long does this take on this machine".
 #[derive(Clone, Debug, PartialEq)]
 pub struct Costs {
-    /// Reschedule / call-function IPI delivery to a busy CPU.
+    /// Reschedule / call-function IPI delivery to a busy CPU
+    /// (`smp_send_reschedule()` to `scheduler_ipi()`).
     pub ipi_ns: u64,
-    /// Extra latency for an idle CPU to leave its idle state when woken.
+    /// Extra latency for an idle CPU to leave its idle state when woken
+    /// (cpuidle exit latency of the state it sits in, e.g. C1/C1E).
     pub idle_exit_ns: u64,
-    /// Direct cost of a context switch, charged to the CPU before `next` runs.
+    /// Direct cost of a context switch (`__schedule()` + `context_switch()`),
+    /// charged to the CPU before `next` runs.
     pub context_switch_ns: u64,
-    /// Extra CPU work a task pays on its first run after changing CPU.
+    /// Extra CPU work a task pays on its first run after changing CPU
+    /// (cache refill; what `task_hot()` / `sysctl_sched_migration_cost`
+    /// try to avoid).
     pub migration_cold_ns: u64,
-    /// Speed of each sibling, in percent, while both SMT siblings run tasks.
+    /// Speed of each sibling, in percent, while both SMT siblings run tasks
+    /// (why `SD_SHARE_CPUCAPACITY` / `has_idle_cores` prefer idle cores).
     pub smt_speed_pct: u32,
 }
 
+impl Default for Costs {
+    /// Order-of-magnitude values for a bare-metal x86 machine: IPI 2 us,
+    /// idle exit 1 us (C1), context switch 1.5 us, cache-cold migration
+    /// 5 us, 60 % per SMT sibling (1.2x core throughput).
+    fn default() -> Self {
+        Costs {
+            ipi_ns: 2_000,
+            idle_exit_ns: 1_000,
+            context_switch_ns: 1_500,
+            migration_cold_ns: 5_000,
+            smt_speed_pct: 60,
+        }
+    }
+}
+
 /// Seeded timing noise; zero means exact.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Jitter {
     /// Each `run` burst is scaled by a factor uniform in `1 ± burst_pct/100`.
+    /// `0 <= burst_pct < 100`.
     pub burst_pct: f64,
     /// Each IPI delivery gets an extra delay uniform in `[0, ipi_ns]`.
     pub ipi_ns: u64,
@@ -70,20 +204,74 @@ pub struct Jitter {
 /// A whole machine plus the kernel-side constants that come with it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Topology {
+    /// Short name (the preset name or the file's `name`).
     pub name: String,
+    /// One line for reports: CPU model, kernel, where the numbers come from.
     pub description: String,
     /// Indexed by CPU id; ids are `0..cpus.len()`.
     pub cpus: Vec<CpuInfo>,
     /// `sched_itmt_enabled`: asym packing on when priorities differ.
     pub itmt_enabled: bool,
-    /// CONFIG_HZ.
+    /// CONFIG_HZ (one of [`HZ_CHOICES`]).
     pub hz: u32,
+    /// The `preempt=` model in effect.
     pub preempt: PreemptModel,
     pub costs: Costs,
     pub jitter: Jitter,
 }
 
 impl Topology {
+    /// Parse and validate a topology from TOML text. `path` is only used in
+    /// error messages (and as the default `name`). Never panics.
+    pub fn from_toml_str(path: &str, text: &str) -> Result<Topology, InputError> {
+        let file = file::parse(path, text)?;
+        assemble::build(path, text, file)
+    }
+
+    /// Read and parse a topology file.
+    pub fn load(path: &Path) -> Result<Topology, InputError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::whole_file(&shown, format!("cannot read topology file: {e}")))?;
+        Topology::from_toml_str(&shown, &text)
+    }
+
+    /// A built-in machine by name (see [`Topology::preset_names`]).
+    pub fn preset(name: &str) -> Option<Topology> {
+        presets::get(name)
+    }
+
+    /// The TOML source of a built-in machine, for `schedlab topology show`
+    /// or as a starting point for a custom file.
+    pub fn preset_text(name: &str) -> Option<&'static str> {
+        presets::text(name)
+    }
+
+    /// Names of the built-in machines, the files in `topologies/`.
+    pub fn preset_names() -> &'static [&'static str] {
+        presets::NAMES
+    }
+
+    /// What a scenario's `topology = "..."` means: a preset name if it is
+    /// one, else a file path relative to `base_dir` (the scenario's
+    /// directory). The error for neither lists the presets.
+    pub fn resolve(reference: &str, base_dir: &Path) -> Result<Topology, InputError> {
+        if let Some(t) = Topology::preset(reference) {
+            return Ok(t);
+        }
+        let path = base_dir.join(reference);
+        if path.is_file() {
+            return Topology::load(&path);
+        }
+        Err(InputError::whole_file(
+            path.display().to_string(),
+            format!(
+                "no topology preset or file named `{reference}` (expected a file path or one of the presets: {})",
+                Topology::preset_names().join(", ")
+            ),
+        ))
+    }
+
     pub fn nr_cpus(&self) -> usize {
         self.cpus.len()
     }

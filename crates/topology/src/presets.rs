@@ -1,0 +1,26 @@
+//! Built-in machines: the files in the repository's `topologies/`
+//! directory, compiled in so `topology = "ryzen-7950x"` works anywhere.
+
+use crate::Topology;
+
+/// Preset names, in the order `--help` should list them.
+pub(crate) const NAMES: &[&str] = &["ryzen-7950x", "sapphire-rapids-2s", "qemu-4", "smt-2x2"];
+
+/// The TOML text of a preset.
+pub(crate) fn text(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "ryzen-7950x" => include_str!("../../../topologies/ryzen-7950x.toml"),
+        "sapphire-rapids-2s" => include_str!("../../../topologies/sapphire-rapids-2s.toml"),
+        "qemu-4" => include_str!("../../../topologies/qemu-4.toml"),
+        "smt-2x2" => include_str!("../../../topologies/smt-2x2.toml"),
+        _ => return None,
+    })
+}
+
+pub(crate) fn get(name: &str) -> Option<Topology> {
+    let text = text(name)?;
+    let path = format!("topologies/{name}.toml");
+    // The presets are tested to parse (tests/presets.rs); failing here is a
+    // build defect, not bad user input.
+    Some(Topology::from_toml_str(&path, text).unwrap_or_else(|e| panic!("built-in preset is invalid: {e}")))
+}
