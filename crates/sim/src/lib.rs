@@ -1,1 +1,262 @@
-//! simulator
+//! The deterministic simulator: a discrete-event engine that runs a scenario's
+//! threads on a modeled machine under the kernel model.
+//!
+//! Same scenario, options and seed ⇒ bit-identical trace. The only randomness
+//! is the run's seeded [`rng::Rng`] (burst and IPI jitter from the topology).
+
+pub mod engine;
+pub mod queue;
+pub mod rng;
+pub mod workload;
+
+use engine::{Engine, Ev};
+use schedlab_kernel::{Features, Kernel, KernelConfig, Policy, Profile, TaskParams};
+use schedlab_scenario::{Policy as SPolicy, Scenario};
+use schedlab_topology::{InputError, PreemptModel, Topology};
+use schedlab_trace::{TaskInfo, TaskTable, Trace};
+use workload::Thread;
+
+/// Run-time choices that override the scenario file.
+#[derive(Clone, Debug, Default)]
+pub struct SimOptions {
+    pub seed: Option<u64>,
+    pub duration_ns: Option<u64>,
+    /// Extra feature settings (debugfs syntax) applied after the scenario's.
+    pub features: Vec<String>,
+    /// Replace the scenario's topology.
+    pub topology: Option<Topology>,
+    /// Check the model's invariants after every step (default: debug builds).
+    pub check_invariants: Option<bool>,
+}
+
+/// Why a simulation could not run or stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("{0}")]
+    Input(#[from] InputError),
+    #[error("{0}")]
+    Options(String),
+    #[error("simulation stopped: {0}")]
+    Model(String),
+}
+
+/// Per-thread summary the simulator knows directly.
+#[derive(Clone, Debug)]
+pub struct ThreadOutcome {
+    pub name: String,
+    pub pid: i32,
+    pub iterations: u64,
+    pub finished: bool,
+    /// `se.sum_exec_runtime` at the end of the run.
+    pub runtime_ns: u64,
+    /// Voluntary and involuntary context switches (`nvcsw`, `nivcsw`).
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct SimResult {
+    pub trace: Trace,
+    /// Simulated time at which the run ended.
+    pub end_ns: u64,
+    pub seed: u64,
+    pub profile: Profile,
+    pub features: Features,
+    pub topology: Topology,
+    pub threads: Vec<ThreadOutcome>,
+    /// Things the user should know about how the run was modeled.
+    pub notes: Vec<String>,
+    /// Number of events processed by the engine.
+    pub steps: u64,
+}
+
+/// First pid handed to workload threads (the process itself is `FIRST_PID - 1`).
+pub const FIRST_PID: i32 = 1001;
+
+/// Resolve the kernel profile and features of a scenario plus overrides.
+pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile, Features), SimError> {
+    let prof = &scenario.kernel_profile;
+    let profile = Profile::by_name(&prof.value).ok_or_else(|| {
+        scenario.error_at(
+            prof,
+            format!("unknown kernel profile `{}` (expected one of: {})", prof.value, Profile::NAMES.join(", ")),
+        )
+    })?;
+    let mut features = profile.defaults;
+    for f in &scenario.features {
+        features.apply(&f.value).map_err(|e| scenario.error_at(f, e.to_string()))?;
+    }
+    for f in extra {
+        for item in f.split([',', ' ']).filter(|s| !s.is_empty()) {
+            features.apply(item).map_err(|e| SimError::Options(format!("--features {item}: {e}")))?;
+        }
+    }
+    Ok((profile, features))
+}
+
+/// Simulate `scenario` and return its trace and outcome.
+pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, SimError> {
+    let topo = opts.topology.clone().unwrap_or_else(|| scenario.topology.clone());
+    let (profile, features) = kernel_settings(scenario, &opts.features)?;
+    let seed = opts.seed.unwrap_or(scenario.seed);
+    let duration = opts.duration_ns.or(scenario.duration_ns);
+    let mut notes = Vec::new();
+
+    let mut preempt = topo.preempt;
+    if preempt == PreemptModel::Lazy && !profile.has_lazy_preempt {
+        notes.push(format!(
+            "topology {} asks for preempt=lazy, which kernel profile {} does not have (PREEMPT_LAZY is ≥6.13); running as preempt=voluntary",
+            topo.name, profile.name
+        ));
+        preempt = PreemptModel::Voluntary;
+    }
+
+    let mut kernel = Kernel::new(KernelConfig {
+        profile: profile.clone(),
+        features,
+        nr_cpus: topo.nr_cpus(),
+        tick_ns: topo.tick_ns(),
+        preempt,
+        trace: true,
+    });
+
+    let mut table = TaskTable::default();
+    table.tasks.insert(FIRST_PID - 1, TaskInfo { comm: scenario.name.chars().take(15).collect(), tgid: FIRST_PID - 1 });
+    table.objects = scenario.objects.iter().map(|o| o.name.clone()).collect();
+
+    let mut threads = Vec::new();
+    let mut task_thread = Vec::new();
+    let mut starts = Vec::new();
+    for (i, spec) in scenario.threads.iter().enumerate() {
+        let policy = match spec.policy {
+            SPolicy::Other => Policy::Normal,
+            SPolicy::Batch => Policy::Batch,
+            SPolicy::Idle => Policy::Idle,
+            SPolicy::Fifo | SPolicy::Rr => {
+                return Err(InputError::new(
+                    scenario.path.clone(),
+                    spec.line,
+                    1,
+                    format!(
+                        "thread {} uses {}, but the RT class is not modeled yet (it arrives with step 4); \
+                         use SCHED_OTHER/BATCH/IDLE for now",
+                        spec.name,
+                        spec.policy.name()
+                    ),
+                )
+                .into());
+            }
+        };
+        if !spec.affinity.is_subset(&topo.all_cpus()) {
+            return Err(InputError::new(
+                scenario.path.clone(),
+                spec.line,
+                1,
+                format!(
+                    "thread {} has affinity {} but topology {} has only CPUs 0-{}",
+                    spec.name,
+                    spec.affinity,
+                    topo.name,
+                    topo.nr_cpus() - 1
+                ),
+            )
+            .into());
+        }
+        let cpu = spec.start_cpu.filter(|c| spec.affinity.contains(*c)).or(spec.affinity.first()).unwrap_or(0);
+        if spec.affinity.len() > 1 {
+            notes.push(format!(
+                "{} may run on CPUs {} but stays on CPU {cpu}: task placement and load balancing are not modeled yet",
+                spec.name, spec.affinity
+            ));
+        }
+        let pid = FIRST_PID + i as i32;
+        let task = kernel.add_task(TaskParams {
+            pid,
+            policy,
+            nice: spec.nice,
+            rt_priority: spec.rt_priority,
+            slice_ns: spec.slice_ns.map(|s| s.clamp(100_000, 100_000_000)),
+            cpus_mask: spec.affinity,
+            cpu,
+        });
+        table.tasks.insert(pid, TaskInfo { comm: spec.name.clone(), tgid: FIRST_PID - 1 });
+        task_thread.push(i);
+        threads.push(Thread::new(task, i));
+        starts.push(spec.start_delay_ns);
+    }
+
+    let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
+    let mut engine = Engine {
+        scenario,
+        topo: &topo,
+        kernel,
+        threads,
+        task_thread,
+        objects: workload::initial_objects(scenario),
+        cpus: vec![Default::default(); topo.nr_cpus()],
+        queue: queue::EventQueue::new(),
+        rng: rng::Rng::new(seed),
+        now: 0,
+        events: Vec::new(),
+        check_invariants: check,
+        end: duration,
+        error: None,
+    };
+    for (i, delay) in starts.iter().enumerate() {
+        engine.queue.push(*delay, Ev::Start(i));
+    }
+    if let Some(d) = duration {
+        engine.queue.push(d, Ev::End);
+    }
+    let mut steps = 0u64;
+    while engine.step() {
+        steps += 1;
+    }
+    if let Some(e) = engine.error.take() {
+        return Err(SimError::Model(e));
+    }
+    let end_ns = engine.now;
+    for cpu in 0..topo.nr_cpus() {
+        if engine.kernel.curr(cpu).is_some() {
+            engine.kernel.sync_curr(cpu, end_ns);
+        }
+    }
+    engine.kernel.events.clear();
+    if duration.is_none() {
+        let stuck: Vec<String> = engine
+            .threads
+            .iter()
+            .filter(|t| !t.finished)
+            .map(|t| format!("{} ({:?})", scenario.threads[t.spec].name, t.blocked))
+            .collect();
+        if !stuck.is_empty() {
+            notes.push(format!("run ended with threads that never finished: {}", stuck.join(", ")));
+        }
+    }
+    let outcomes = engine
+        .threads
+        .iter()
+        .map(|t| ThreadOutcome {
+            name: scenario.threads[t.spec].name.clone(),
+            pid: engine.kernel.tasks[t.task as usize].pid,
+            iterations: t.iteration,
+            finished: t.finished,
+            runtime_ns: engine.kernel.tasks[t.task as usize].se.sum_exec_runtime,
+            nvcsw: engine.kernel.tasks[t.task as usize].nvcsw,
+            nivcsw: engine.kernel.tasks[t.task as usize].nivcsw,
+        })
+        .collect();
+    let events = std::mem::take(&mut engine.events);
+    Ok(SimResult {
+        trace: Trace { table, nr_cpus: topo.nr_cpus() as u32, events },
+        end_ns,
+        seed,
+        profile,
+        features,
+        topology: topo.clone(),
+        threads: outcomes,
+        notes,
+        steps,
+    })
+}

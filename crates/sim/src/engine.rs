@@ -1,0 +1,499 @@
+//! The simulation loop: hardware events (work completion, ticks, IPIs, timers)
+//! drive the kernel model, and the workload interpreter runs each thread's
+//! program on the CPU the model gives it.
+//!
+//! Time is integer nanoseconds. A thread's `run` work is counted in
+//! `ns · 1024 · 100` units so that progress per nanosecond is exactly
+//! `capacity × speed%` (SMT siblings slow each other down).
+
+use crate::queue::EventQueue;
+use crate::rng::Rng;
+use crate::workload::{resolve, Blocked, ObjState, Thread};
+use schedlab_kernel::{Kernel, TaskId, TaskState};
+use schedlab_scenario::{Op, Repeat, Scenario};
+use schedlab_topology::Topology;
+use schedlab_trace::{Event, EventKind, Pid, UserOp};
+
+/// Work units per nanosecond at capacity 1024 and full speed.
+pub const UNITS_PER_NS: u64 = 1024 * 100;
+
+/// Ops a thread may execute at one instant before we call it a livelock.
+const MAX_OPS_PER_INSTANT: u32 = 100_000;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ev {
+    /// Create thread `0` (`wake_up_new_task`).
+    Start(usize),
+    /// The CPU's current thread reaches its next op boundary.
+    CpuWork { cpu: usize, gen: u64 },
+    /// Periodic scheduler tick.
+    Tick { cpu: usize, gen: u64 },
+    /// A reschedule IPI (or a polling idle CPU noticing need_resched) arrives.
+    Resched { cpu: usize },
+    /// A sleep's hrtimer expires; `exited` once an idle CPU has left idle.
+    Timer { thread: usize, gen: u64, cpu: usize, exited: bool },
+    End,
+}
+
+/// Per-CPU hardware state.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CpuHw {
+    /// Bumped whenever the pending `CpuWork` event becomes stale.
+    pub gen: u64,
+    pub tick_gen: u64,
+    pub tick_armed: bool,
+    /// The current thread executes user code from this time (after the switch cost).
+    pub exec_from: u64,
+    /// Work units per ns for the current thread, as of `exec_from`.
+    pub rate: u64,
+}
+
+pub(crate) struct Engine<'a> {
+    pub scenario: &'a Scenario,
+    pub topo: &'a Topology,
+    pub kernel: Kernel,
+    pub threads: Vec<Thread>,
+    /// Task id → thread index.
+    pub task_thread: Vec<usize>,
+    pub objects: Vec<ObjState>,
+    pub cpus: Vec<CpuHw>,
+    pub queue: EventQueue<Ev>,
+    pub rng: Rng,
+    pub now: u64,
+    pub events: Vec<Event>,
+    pub check_invariants: bool,
+    pub end: Option<u64>,
+    pub error: Option<String>,
+}
+
+impl<'a> Engine<'a> {
+    fn pid_of(&self, thread: usize) -> Pid {
+        self.kernel.tasks[self.threads[thread].task as usize].pid
+    }
+
+    /// Move the kernel's events into the trace, then check the model.
+    fn drain(&mut self) {
+        self.events.append(&mut self.kernel.events);
+        let ipis: Vec<_> = self.kernel.ipis.drain(..).collect();
+        for ipi in ipis {
+            let base = if ipi.idle { self.topo.costs.idle_exit_ns } else { self.topo.costs.ipi_ns };
+            let jitter = if self.topo.jitter.ipi_ns > 0 { self.rng.below_incl(self.topo.jitter.ipi_ns) } else { 0 };
+            self.queue.push(self.now + base + jitter, Ev::Resched { cpu: ipi.cpu });
+        }
+        if self.check_invariants {
+            if let Err(e) = self.kernel.check_invariants() {
+                if self.error.is_none() {
+                    self.error = Some(format!("invariant violated at {} ns: {e}", self.now));
+                }
+            }
+        }
+    }
+
+    fn user_event(&mut self, cpu: usize, thread: usize, op: UserOp) {
+        self.drain();
+        if self.kernel.trace {
+            let pid = self.pid_of(thread);
+            self.events.push(Event { ts: self.now, cpu: cpu as u32, ctx_pid: pid, flags: *b"...1.", kind: EventKind::User { pid, op } });
+        }
+    }
+
+    /// Execution speed of whatever runs on `cpu` now.
+    fn rate(&self, cpu: usize) -> u64 {
+        let cap = self.topo.cpus[cpu].capacity as u64;
+        let sibling_busy =
+            self.topo.smt_mask(cpu).iter().any(|s| s != cpu && self.kernel.curr(s).is_some());
+        cap * if sibling_busy { self.topo.costs.smt_speed_pct as u64 } else { 100 }
+    }
+
+    /// Account the current thread's progress up to now.
+    fn settle(&mut self, cpu: usize) {
+        let Some(t) = self.kernel.curr(cpu) else { return };
+        let th = self.task_thread[t as usize];
+        let hw = &mut self.cpus[cpu];
+        if self.now > hw.exec_from {
+            let done = (self.now - hw.exec_from).saturating_mul(hw.rate);
+            let thread = &mut self.threads[th];
+            if thread.run_started {
+                thread.remaining = thread.remaining.saturating_sub(done);
+            }
+            hw.exec_from = self.now;
+        }
+    }
+
+    /// Re-plan the current thread's next op boundary on `cpu`.
+    fn replan(&mut self, cpu: usize) {
+        self.cpus[cpu].gen += 1;
+        let gen = self.cpus[cpu].gen;
+        let Some(t) = self.kernel.curr(cpu) else { return };
+        let th = self.task_thread[t as usize];
+        let exec_from = self.cpus[cpu].exec_from;
+        self.cpus[cpu].rate = self.rate(cpu);
+        if exec_from > self.now {
+            self.queue.push(exec_from, Ev::CpuWork { cpu, gen });
+            return;
+        }
+        let thread = &self.threads[th];
+        let ops = &self.scenario.threads[thread.spec].program.ops;
+        match ops.get(thread.pc) {
+            Some(Op::Run { .. }) if thread.run_started => {
+                let rate = self.cpus[cpu].rate.max(1);
+                let ns = thread.remaining.div_ceil(rate);
+                self.queue.push(self.now + ns, Ev::CpuWork { cpu, gen });
+            }
+            Some(Op::Poll { flags, after_ns }) => {
+                if let Some(at) = self.earliest_post(flags) {
+                    self.queue.push((at + after_ns).max(self.now), Ev::CpuWork { cpu, gen });
+                }
+                // Otherwise spin until a post re-plans us.
+            }
+            _ => self.queue.push(self.now, Ev::CpuWork { cpu, gen }),
+        }
+    }
+
+    fn earliest_post(&self, flags: &[u32]) -> Option<u64> {
+        flags
+            .iter()
+            .filter_map(|f| match self.objects[*f as usize] {
+                ObjState::Flag { posted_at } => posted_at,
+                _ => None,
+            })
+            .min()
+    }
+
+    /// SMT siblings of `cpu` change speed when `cpu` starts or stops running.
+    fn siblings_changed(&mut self, cpu: usize) {
+        for s in self.topo.smt_mask(cpu).iter() {
+            if s != cpu && self.kernel.curr(s).is_some() {
+                self.settle(s);
+                self.replan(s);
+            }
+        }
+    }
+
+    /// Keep the periodic tick armed exactly while the CPU is busy (NOHZ idle).
+    fn update_tick(&mut self, cpu: usize) {
+        let busy = self.kernel.curr(cpu).is_some();
+        let hw = &mut self.cpus[cpu];
+        if busy && !hw.tick_armed {
+            hw.tick_armed = true;
+            hw.tick_gen += 1;
+            let tick = self.topo.tick_ns();
+            let next = (self.now / tick + 1) * tick;
+            self.queue.push(next, Ev::Tick { cpu, gen: hw.tick_gen });
+        } else if !busy && hw.tick_armed {
+            hw.tick_armed = false;
+            hw.tick_gen += 1;
+        }
+    }
+
+    /// `schedule()` on `cpu` and the hardware consequences of a switch.
+    fn do_schedule(&mut self, cpu: usize, preempt: bool) {
+        self.settle(cpu);
+        let sw = self.kernel.schedule(cpu, self.now, preempt);
+        self.drain();
+        if !sw.switched() {
+            self.replan(cpu);
+            return;
+        }
+        if let Some(n) = sw.next {
+            let th = self.task_thread[n as usize];
+            let mut cost = self.topo.costs.context_switch_ns;
+            if self.threads[th].last_cpu.is_some_and(|c| c != cpu) {
+                cost += self.topo.costs.migration_cold_ns;
+            }
+            self.threads[th].last_cpu = Some(cpu);
+            self.cpus[cpu].exec_from = self.now + cost;
+        }
+        self.update_tick(cpu);
+        if sw.prev.is_none() || sw.next.is_none() {
+            self.siblings_changed(cpu);
+        }
+        self.replan(cpu);
+    }
+
+    /// A preemption point on `cpu` (return to user from a syscall or interrupt).
+    fn preempt_point(&mut self, cpu: usize) -> bool {
+        if self.kernel.need_resched(cpu, true) {
+            self.do_schedule(cpu, true);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Block the current thread of `cpu` and schedule.
+    fn block(&mut self, cpu: usize, th: usize, why: Blocked) {
+        self.threads[th].blocked = why;
+        self.kernel.set_current_state(cpu, TaskState::Interruptible);
+        self.do_schedule(cpu, false);
+    }
+
+    fn wake(&mut self, th: usize, cpu: usize) {
+        self.threads[th].blocked = Blocked::No;
+        let task = self.threads[th].task;
+        self.kernel.try_to_wake_up(task, self.now, cpu, 0);
+        self.drain();
+    }
+
+    /// The current thread of `cpu` executes ops until it must wait for time
+    /// to pass, blocks, or is preempted.
+    fn run_thread(&mut self, cpu: usize) {
+        let mut budget = MAX_OPS_PER_INSTANT;
+        loop {
+            let Some(task) = self.kernel.curr(cpu) else { return };
+            if self.cpus[cpu].exec_from > self.now {
+                return self.replan(cpu);
+            }
+            budget -= 1;
+            if budget == 0 {
+                let name = &self.scenario.threads[self.threads[self.task_thread[task as usize]].spec].name;
+                self.error = Some(format!("thread {name} executes ops forever without time passing (livelock at {} ns)", self.now));
+                return;
+            }
+            let th = self.task_thread[task as usize];
+            let spec = self.threads[th].spec;
+            let ops = &self.scenario.threads[spec].program.ops;
+            let pc = self.threads[th].pc;
+            let Some(op) = ops.get(pc).cloned() else {
+                // End of one iteration.
+                let n = self.threads[th].iteration;
+                self.user_event(cpu, th, UserOp::LoopEnd { n: n as u32 });
+                self.threads[th].iteration += 1;
+                let again = match self.scenario.threads[spec].program.repeat {
+                    Repeat::Forever => true,
+                    Repeat::Times(k) => self.threads[th].iteration < k,
+                };
+                if again {
+                    self.threads[th].pc = 0;
+                    continue;
+                }
+                self.threads[th].finished = true;
+                self.kernel.set_current_state(cpu, TaskState::Dead);
+                self.do_schedule(cpu, false);
+                self.maybe_all_done();
+                continue;
+            };
+            let polled = self.threads[th].polled;
+            match op {
+                Op::Run { ns } => {
+                    let thread = &mut self.threads[th];
+                    if !thread.run_started {
+                        let jitter = self.topo.jitter.burst_pct;
+                        let mut work = ns as u128 * UNITS_PER_NS as u128;
+                        if jitter > 0.0 {
+                            let f = 1.0 + jitter / 100.0 * (2.0 * self.rng.unit_f64() - 1.0);
+                            work = (work as f64 * f) as u128;
+                        }
+                        let thread = &mut self.threads[th];
+                        thread.remaining = work.min(u64::MAX as u128) as u64;
+                        thread.run_started = true;
+                        self.cpus[cpu].exec_from = self.now;
+                    }
+                    if self.threads[th].remaining > 0 {
+                        return self.replan(cpu);
+                    }
+                    let thread = &mut self.threads[th];
+                    thread.run_started = false;
+                    thread.pc += 1;
+                }
+                Op::Sleep { ns } => {
+                    self.threads[th].pc += 1;
+                    self.threads[th].timer_gen += 1;
+                    let gen = self.threads[th].timer_gen;
+                    self.queue.push(self.now + ns, Ev::Timer { thread: th, gen, cpu, exited: false });
+                    self.block(cpu, th, Blocked::Sleep);
+                }
+                Op::Wait { efd } => {
+                    let Some(id) = resolve(&efd, polled) else { return self.bad_ref(th) };
+                    let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
+                    if *counter > 0 {
+                        *counter = 0;
+                        self.threads[th].pc += 1;
+                        self.user_event(cpu, th, UserOp::WaitDone { obj: id });
+                    } else {
+                        waiters.push(th);
+                        self.block(cpu, th, Blocked::Eventfd(id));
+                    }
+                }
+                Op::Signal { efd, count } => {
+                    let Some(id) = resolve(&efd, polled) else { return self.bad_ref(th) };
+                    self.threads[th].pc += 1;
+                    self.user_event(cpu, th, UserOp::Signal { obj: id });
+                    let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
+                    *counter += count;
+                    let woken: Vec<usize> = std::mem::take(waiters);
+                    for w in woken {
+                        self.wake(w, cpu);
+                    }
+                    self.preempt_point(cpu);
+                }
+                Op::Post { flag } => {
+                    let Some(id) = resolve(&flag, polled) else { return self.bad_ref(th) };
+                    self.threads[th].pc += 1;
+                    self.user_event(cpu, th, UserOp::Post { obj: id });
+                    if let ObjState::Flag { posted_at } = &mut self.objects[id as usize] {
+                        *posted_at = Some(self.now);
+                    }
+                    self.replan_pollers(id);
+                }
+                Op::Poll { flags, after_ns } => {
+                    let best = flags
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, f)| match self.objects[*f as usize] {
+                            ObjState::Flag { posted_at: Some(t) } => Some((t, k, *f)),
+                            _ => None,
+                        })
+                        .min();
+                    match best {
+                        Some((t, k, f)) if t + after_ns <= self.now => {
+                            if let ObjState::Flag { posted_at } = &mut self.objects[f as usize] {
+                                *posted_at = None;
+                            }
+                            self.threads[th].polled = Some(k);
+                            self.threads[th].pc += 1;
+                            self.user_event(cpu, th, UserOp::PollDone { obj: f });
+                        }
+                        _ => return self.replan(cpu),
+                    }
+                }
+                Op::Lock { mutex } => {
+                    let Some(id) = resolve(&mutex, polled) else { return self.bad_ref(th) };
+                    let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };
+                    match owner {
+                        None => {
+                            *owner = Some(th);
+                            self.threads[th].pc += 1;
+                            self.user_event(cpu, th, UserOp::Lock { obj: id });
+                        }
+                        Some(o) if *o == th => {
+                            // Handed over by the previous owner while we slept.
+                            self.threads[th].pc += 1;
+                            self.user_event(cpu, th, UserOp::Lock { obj: id });
+                        }
+                        Some(_) => {
+                            waiters.push(th);
+                            self.block(cpu, th, Blocked::Mutex(id));
+                        }
+                    }
+                }
+                Op::Unlock { mutex } => {
+                    let Some(id) = resolve(&mutex, polled) else { return self.bad_ref(th) };
+                    self.threads[th].pc += 1;
+                    self.user_event(cpu, th, UserOp::Unlock { obj: id });
+                    let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };
+                    *owner = None;
+                    if !waiters.is_empty() {
+                        let next = waiters.remove(0);
+                        *owner = Some(next);
+                        self.wake(next, cpu);
+                    }
+                    self.preempt_point(cpu);
+                }
+                Op::Yield => {
+                    self.threads[th].pc += 1;
+                    self.kernel.sched_yield(cpu, self.now);
+                    self.drain();
+                    self.do_schedule(cpu, false);
+                }
+            }
+        }
+    }
+
+    fn bad_ref(&mut self, th: usize) {
+        let name = &self.scenario.threads[self.threads[th].spec].name;
+        self.error = Some(format!("thread {name} used a {{*}} operand before any poll matched"));
+    }
+
+    /// A flag was posted: pollers that are running notice after their delay.
+    fn replan_pollers(&mut self, flag: u32) {
+        for cpu in 0..self.cpus.len() {
+            let Some(t) = self.kernel.curr(cpu) else { continue };
+            let th = &self.threads[self.task_thread[t as usize]];
+            let ops = &self.scenario.threads[th.spec].program.ops;
+            if let Some(Op::Poll { flags, .. }) = ops.get(th.pc) {
+                if flags.contains(&flag) {
+                    self.replan(cpu);
+                }
+            }
+        }
+    }
+
+    fn maybe_all_done(&mut self) {
+        if self.end.is_none() && self.threads.iter().all(|t| t.finished) {
+            self.queue.push(self.now, Ev::End);
+        }
+    }
+
+    /// Process one event; false when the run is over.
+    pub fn step(&mut self) -> bool {
+        let Some((t, ev)) = self.queue.pop() else { return false };
+        if let Some(end) = self.end {
+            if t > end {
+                self.now = end;
+                return false;
+            }
+        }
+        self.now = t;
+        match ev {
+            Ev::End => return false,
+            Ev::Start(th) => {
+                self.threads[th].started = true;
+                let task = self.threads[th].task;
+                let cpu = self.kernel.tasks[task as usize].cpu;
+                self.kernel.wake_up_new_task(task, self.now, cpu);
+                self.drain();
+                if !self.preempt_point(cpu) {
+                    self.replan_if_idle(cpu);
+                }
+            }
+            Ev::CpuWork { cpu, gen } => {
+                if gen == self.cpus[cpu].gen {
+                    self.settle(cpu);
+                    self.run_thread(cpu);
+                }
+            }
+            Ev::Tick { cpu, gen } => {
+                if gen == self.cpus[cpu].tick_gen {
+                    self.cpus[cpu].tick_armed = false;
+                    self.settle(cpu);
+                    self.kernel.sched_tick(cpu, self.now);
+                    self.drain();
+                    if !self.preempt_point(cpu) {
+                        self.replan(cpu);
+                    }
+                    self.update_tick(cpu);
+                }
+            }
+            Ev::Resched { cpu } => {
+                self.preempt_point(cpu);
+            }
+            Ev::Timer { thread, gen, cpu, exited } => {
+                if gen == self.threads[thread].timer_gen && self.threads[thread].blocked == Blocked::Sleep {
+                    if !exited && self.kernel.curr(cpu).is_none() && self.topo.costs.idle_exit_ns > 0 {
+                        let at = self.now + self.topo.costs.idle_exit_ns;
+                        self.queue.push(at, Ev::Timer { thread, gen, cpu, exited: true });
+                    } else {
+                        self.settle(cpu);
+                        self.wake(thread, cpu);
+                        if !self.preempt_point(cpu) {
+                            self.replan(cpu);
+                        }
+                    }
+                }
+            }
+        }
+        self.error.is_none()
+    }
+
+    fn replan_if_idle(&mut self, cpu: usize) {
+        if self.kernel.curr(cpu).is_some() {
+            self.replan(cpu);
+        }
+    }
+
+    #[allow(dead_code)]
+    pub fn thread_of_task(&self, t: TaskId) -> usize {
+        self.task_thread[t as usize]
+    }
+}

@@ -1,0 +1,89 @@
+//! Workload objects shared between threads: eventfd counters, shared-memory
+//! flags and mutexes, plus each thread's position in its program.
+
+use schedlab_kernel::TaskId;
+use schedlab_scenario::{ObjKind, ObjRef, ObjId, Scenario};
+
+/// State of one eventfd / flag / mutex.
+#[derive(Clone, Debug)]
+pub enum ObjState {
+    /// Counter semantics: `write(n)` adds n, a blocking `read()` takes all.
+    Eventfd { counter: u64, waiters: Vec<usize> },
+    /// A shared-memory flag with the time it was last posted.
+    Flag { posted_at: Option<u64> },
+    /// A mutex: owner thread and FIFO waiters. Unlock hands the lock to the
+    /// first waiter directly (a simplification of futex wake + retry).
+    Mutex { owner: Option<usize>, waiters: Vec<usize>, pi: bool },
+}
+
+impl ObjState {
+    pub fn new(kind: ObjKind) -> Self {
+        match kind {
+            ObjKind::Eventfd => ObjState::Eventfd { counter: 0, waiters: Vec::new() },
+            ObjKind::Flag => ObjState::Flag { posted_at: None },
+            ObjKind::Mutex { pi } => ObjState::Mutex { owner: None, waiters: Vec::new(), pi },
+        }
+    }
+}
+
+/// Why a thread is not executing its program right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocked {
+    No,
+    Sleep,
+    Eventfd(ObjId),
+    Mutex(ObjId),
+}
+
+/// A workload thread and where it is in its program.
+#[derive(Clone, Debug)]
+pub struct Thread {
+    pub task: TaskId,
+    pub spec: usize,
+    pub pc: usize,
+    pub iteration: u64,
+    /// Work left in the current `run` op, in ns·1024·100 units (see `engine`).
+    pub remaining: u64,
+    /// True once the current `run` op has been started (work assigned).
+    pub run_started: bool,
+    /// Index of the flag the last `poll` matched.
+    pub polled: Option<usize>,
+    pub blocked: Blocked,
+    /// Bumped to cancel a pending sleep timer.
+    pub timer_gen: u64,
+    pub started: bool,
+    pub finished: bool,
+    /// CPU it last executed on (for the cache-cold penalty).
+    pub last_cpu: Option<usize>,
+}
+
+impl Thread {
+    pub fn new(task: TaskId, spec: usize) -> Self {
+        Thread {
+            task,
+            spec,
+            pc: 0,
+            iteration: 0,
+            remaining: 0,
+            run_started: false,
+            polled: None,
+            blocked: Blocked::No,
+            timer_gen: 0,
+            started: false,
+            finished: false,
+            last_cpu: None,
+        }
+    }
+}
+
+/// Resolve an operand against the thread's last poll match.
+pub fn resolve(r: &ObjRef, polled: Option<usize>) -> Option<ObjId> {
+    match r {
+        ObjRef::Fixed(id) => Some(*id),
+        ObjRef::ByPolled(v) => polled.and_then(|k| v.get(k).copied()),
+    }
+}
+
+pub fn initial_objects(s: &Scenario) -> Vec<ObjState> {
+    s.objects.iter().map(|o| ObjState::new(o.kind)).collect()
+}
