@@ -4,13 +4,89 @@
 //! seed, and threads. Each thread has a scheduling policy, nice or RT priority,
 //! an optional custom slice, an affinity (taskset cpulist), a start CPU and a
 //! program of operations (`run`, `sleep`, `wait`/`signal` on eventfds,
-//! `post`/`poll` on shared flags, `lock`/`unlock` of mutexes), looping or not.
+//! `post`/`poll` on shared flags, `lock`/`unlock` of mutexes, `yield`),
+//! looping or not. Operation names follow rt-app where it has one.
 //!
 //! Parsing validates everything it can without the kernel model; the feature
 //! names and kernel profile are kept with their positions so the layer that
 //! knows the feature table can report errors at the right line.
+//!
+//! # File format (TOML)
+//!
+//! ```toml
+//! name = "demo"                 # default: the file name without .toml
+//! description = "..."
+//! topology = "ryzen-7950x"      # required: a preset or a file path relative to this file
+//! kernel = "6.12"               # kernel profile (default "6.12"), checked by the kernel layer
+//! features = ["NO_DELAY_DEQUEUE"]   # debugfs syntax, checked by the kernel layer
+//! duration = "30s"              # absent: run until every program ends (then every
+//!                               # thread needs a finite `loop` and every wait/poll a producer)
+//! seed = 1                      # default 1
+//! stall_threshold = "500us"     # default 500us
+//!
+//! [mutex.m]                     # optional per-mutex options, keyed by the expanded name
+//! pi = true                     # PTHREAD_PRIO_INHERIT (default false)
+//!
+//! [[thread]]
+//! name = "worker"               # comm; with instances: "worker-0", "worker-1"; <= 15 bytes
+//! instances = 2                 # default 1 (rt-app's `instance` also accepted), 1..1024
+//! policy = "SCHED_OTHER"        # or SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR; case and
+//!                               # the SCHED_ prefix optional
+//! nice = 0                      # -20..19; `priority` is accepted as nice for fair policies
+//!                               # (rt-app); for FIFO/RR `priority` is 1..99, default 10
+//! slice = "3ms"                 # custom EEVDF slice (sched_runtime), 0.1ms..100ms, fair only
+//! affinity = "4-7"              # cpulist, a CPU number, or [4, 5] (rt-app's `cpus` also
+//!                               # accepted); default: every CPU of the topology
+//! start_cpu = 4                 # must be in the affinity; default: the simulator decides
+//! delay = "0us"                 # before the thread starts
+//! loop = true                   # true/-1 forever (default), false once, N times
+//! program = [
+//!   { run = "1ms" },            # CPU work at capacity 1024
+//!   { sleep = "10ms" },
+//!   { lock = "m" },             # pthread mutex (not recursive)
+//!   { unlock = "m" },
+//!   { post = "done{i}" },       # set a flag; {i} = this thread's instance index
+//!   { wait = "efd{i}" },        # blocking eventfd read
+//!   { signal = "kick", count = 1 },   # eventfd write (count default 1)
+//!   { yield = true },           # sched_yield()
+//! ]
+//!
+//! [[thread]]
+//! name = "waker"
+//! affinity = "2"
+//! program = [
+//!   { poll = "done{*}", after = "10us" },  # busy-poll every flag named done<N>;
+//!                                          # binds {*} to the N that fired
+//!   { signal = "efd{*}" },                 # efd<N> for that same N
+//!   { poll = ["a", "b"] },                 # a plain list; binds nothing
+//! ]
+//! ```
+//!
+//! Durations are strings with a unit (`ns`, `us`/`µs`, `ms`, `s`) or integer
+//! nanoseconds, as in topology files (careful: rt-app's bare numbers are
+//! microseconds). An object
+//! is created on first use and its kind (eventfd, flag, mutex) comes from the
+//! operations that use it; one name used with two kinds is an error. A
+//! `"name{*}"` poll matches every flag posted or polled anywhere in the file
+//! as `name<N>` (N a decimal number), in numeric order; later `{*}` operands
+//! of the same program iteration resolve to [`ObjRef::ByPolled`]. A
+//! plain poll clears the binding.
+//!
+//! Also checked: mutexes are unlocked only when held, never locked twice,
+//! released by the end of each iteration, and no two threads take two mutexes
+//! in opposite orders (a lock-order cycle whose edges belong to distinct
+//! threads).
 
-use schedlab_topology::{CpuSet, InputError, Topology};
+use std::path::Path;
+
+pub use schedlab_topology::{CpuSet, InputError, Topology};
+
+mod build;
+mod file;
+mod validate;
+mod values;
+
+pub use build::{DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS};
 
 /// A value with the 1-based line/column where it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,21 +153,39 @@ pub enum ObjRef {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// CPU work: `ns` of execution at capacity 1024 (rt-app `run`).
-    Run { ns: u64 },
+    Run {
+        ns: u64,
+    },
     /// Block for `ns` (`clock_nanosleep`, rt-app `sleep`).
-    Sleep { ns: u64 },
+    Sleep {
+        ns: u64,
+    },
     /// Block until the eventfd counter is non-zero, then reset it (`read()`).
-    Wait { efd: ObjRef },
+    Wait {
+        efd: ObjRef,
+    },
     /// Add `count` to the eventfd counter, waking its waiter (`write()`).
-    Signal { efd: ObjRef, count: u64 },
+    Signal {
+        efd: ObjRef,
+        count: u64,
+    },
     /// Set a flag with the current time as its payload.
-    Post { flag: ObjRef },
+    Post {
+        flag: ObjRef,
+    },
     /// Busy-poll (stay running) until one of `flags` is set and at least
     /// `after_ns` have passed since it was posted; consume it. The matched
     /// index drives later `ObjRef::ByPolled` operands.
-    Poll { flags: Vec<ObjId>, after_ns: u64 },
-    Lock { mutex: ObjRef },
-    Unlock { mutex: ObjRef },
+    Poll {
+        flags: Vec<ObjId>,
+        after_ns: u64,
+    },
+    Lock {
+        mutex: ObjRef,
+    },
+    Unlock {
+        mutex: ObjRef,
+    },
     /// `sched_yield()`.
     Yield,
 }
@@ -121,10 +215,12 @@ pub struct ThreadSpec {
     pub nice: i32,
     /// RT priority for FIFO/RR (1..99).
     pub rt_priority: u32,
-    /// Custom slice (`sched_attr.sched_runtime`), clamped like the kernel to 0.1–100 ms.
+    /// Custom slice (`sched_attr.sched_runtime`), 0.1–100 ms (the kernel clamps
+    /// into this range; the parser refuses values outside it). Fair policies only.
     pub slice_ns: Option<u64>,
     pub affinity: CpuSet,
-    /// CPU the thread starts on; defaults to the first CPU of its affinity.
+    /// CPU the thread starts on (always in `affinity`); `None` lets the
+    /// simulator choose, e.g. the first CPU of its affinity.
     pub start_cpu: Option<usize>,
     /// Delay before the thread is created.
     pub start_delay_ns: u64,
@@ -146,6 +242,7 @@ pub struct Scenario {
     pub topology_ref: String,
     pub topology: Topology,
     /// Kernel profile name (`"6.12"`, `"mainline"`), checked by the kernel layer.
+    /// Line and column are 0 when the file does not set `kernel` (default `"6.12"`).
     pub kernel_profile: Spanned<String>,
     /// Feature settings in debugfs syntax (`NO_DELAY_DEQUEUE`), checked by the kernel layer.
     pub features: Vec<Spanned<String>>,
@@ -156,6 +253,52 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Parse and validate scenario text. `path` is used in error messages and
+    /// for the default name; `base_dir` is where a topology file path is
+    /// resolved (the scenario file's directory).
+    pub fn from_toml_str(path: &str, text: &str, base_dir: &Path) -> Result<Scenario, InputError> {
+        Self::parse(path, text, base_dir, None)
+    }
+
+    /// Like [`Scenario::from_toml_str`] but run on `topology` instead of the
+    /// one the file names (a `--topology` override). Affinities are checked
+    /// against it, and `topology_ref` becomes its name.
+    pub fn from_toml_str_on(
+        path: &str,
+        text: &str,
+        base_dir: &Path,
+        topology: Topology,
+    ) -> Result<Scenario, InputError> {
+        Self::parse(path, text, base_dir, Some(topology))
+    }
+
+    /// Read and parse a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, InputError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::whole_file(&shown, format!("cannot read scenario: {e}")))?;
+        let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Self::from_toml_str(&shown, &text, base)
+    }
+
+    fn parse(path: &str, text: &str, base_dir: &Path, topology: Option<Topology>) -> Result<Scenario, InputError> {
+        let raw: file::RawScenario = toml::from_str(text).map_err(|e| match e.span() {
+            Some(span) => InputError::at_offset(path, text, span.start, e.message().trim()),
+            None => InputError::whole_file(path, e.message().trim()),
+        })?;
+        build::build(values::Ctx { path, text }, raw, base_dir, topology)
+    }
+
+    /// The thread with this comm.
+    pub fn thread(&self, name: &str) -> Option<&ThreadSpec> {
+        self.threads.iter().find(|t| t.name == name)
+    }
+
+    /// The object with this name.
+    pub fn object_id(&self, name: &str) -> Option<ObjId> {
+        self.objects.iter().position(|o| o.name == name).map(|i| i as ObjId)
+    }
+
     /// An error located at a spanned value of this scenario's file.
     pub fn error_at<T>(&self, at: &Spanned<T>, message: impl Into<String>) -> InputError {
         InputError::new(self.path.clone(), at.line, at.col, message)

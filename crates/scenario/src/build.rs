@@ -1,0 +1,741 @@
+//! From the file schema to a [`Scenario`]: defaults, ranges, instance
+//! expansion, object interning and `{*}` resolution.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use schedlab_topology::{CpuSet, InputError, Topology};
+use toml::{Spanned, Value};
+
+use crate::file::{RawOp, RawScenario, RawThread, OP_KEYS};
+use crate::validate::{self, OpSite, ThreadSites};
+use crate::values::{self, a_type, Ctx, Zero};
+use crate::{ObjId, ObjKind, ObjRef, ObjectSpec, Op, Policy, Program, Repeat, Scenario, Spanned as Pos, ThreadSpec};
+
+/// Kernel `TASK_COMM_LEN` minus the terminating NUL.
+pub const MAX_COMM: usize = 15;
+/// Most instances one `[[thread]]` table may ask for.
+pub const MAX_INSTANCES: i64 = 1024;
+/// Custom slice bounds (`sched_attr.sched_runtime` for fair tasks, 6.12+).
+pub const MIN_SLICE_NS: u64 = 100_000;
+pub const MAX_SLICE_NS: u64 = 100_000_000;
+/// Kernel profile used when the file names none.
+pub const DEFAULT_KERNEL: &str = "6.12";
+/// Handoff that counts as a stall when the file names none (seed 000).
+pub const DEFAULT_STALL_NS: u64 = 500_000;
+pub const DEFAULT_SEED: u64 = 1;
+
+/// An object name as written in an operation: may contain `{i}` (instance
+/// index) and at most one `{*}` (index bound by the last `poll`).
+#[derive(Clone, Debug)]
+struct Name {
+    text: String,
+    at: usize,
+}
+
+#[derive(Clone, Debug)]
+enum OpT {
+    Run(u64),
+    Sleep(u64),
+    Wait(Name),
+    Signal(Name, u64),
+    Post(Name),
+    Poll(Vec<Name>, u64),
+    Lock(Name),
+    Unlock(Name),
+    Yield,
+}
+
+struct Group {
+    name: String,
+    name_at: usize,
+    instances: u32,
+    policy: Policy,
+    nice: i32,
+    rt_priority: u32,
+    slice_ns: Option<u64>,
+    affinity: CpuSet,
+    start_cpu: Option<usize>,
+    delay_ns: u64,
+    repeat: Repeat,
+    repeat_at: Option<usize>,
+    ops: Vec<(OpT, usize)>,
+    line: usize,
+}
+
+pub(crate) fn build(
+    ctx: Ctx,
+    raw: RawScenario,
+    base_dir: &Path,
+    topology: Option<Topology>,
+) -> Result<Scenario, InputError> {
+    let name = match &raw.name {
+        Some(n) if n.get_ref().trim().is_empty() => return Err(ctx.err(n, "`name` is empty")),
+        Some(n) => n.get_ref().clone(),
+        None => Path::new(ctx.path).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+    };
+    let description = raw.description.as_ref().map(|d| d.get_ref().clone()).unwrap_or_default();
+    let duration_ns = match &raw.duration {
+        Some(d) => Some(values::duration(ctx, d, "duration", Zero::Refused)?),
+        None => None,
+    };
+    let seed = match &raw.seed {
+        Some(s) if *s.get_ref() < 0 => {
+            return Err(ctx.err(s, format!("`seed` = {}: expected a non-negative integer", s.get_ref())))
+        }
+        Some(s) => *s.get_ref() as u64,
+        None => DEFAULT_SEED,
+    };
+    let stall_threshold_ns = match &raw.stall_threshold {
+        Some(d) => values::duration(ctx, d, "stall_threshold", Zero::Refused)?,
+        None => DEFAULT_STALL_NS,
+    };
+    let kernel_profile = match &raw.kernel {
+        Some(k) => ctx.pos(k),
+        None => Pos { value: DEFAULT_KERNEL.to_string(), line: 0, col: 0 },
+    };
+    let features = raw.features.as_ref().map(|f| f.iter().map(|s| ctx.pos(s)).collect()).unwrap_or_default();
+
+    let (topology_ref, topology) = match topology {
+        Some(t) => (t.name.clone(), t),
+        None => {
+            let r = &raw.topology;
+            let t = Topology::resolve(r.get_ref(), base_dir).map_err(|e| {
+                if e.line == 0 {
+                    ctx.err(r, format!("`topology` = \"{}\": {}", r.get_ref(), e.message))
+                } else {
+                    e
+                }
+            })?;
+            (r.get_ref().clone(), t)
+        }
+    };
+
+    let threads_raw = match &raw.thread {
+        Some(t) if !t.get_ref().is_empty() => t,
+        Some(t) => return Err(ctx.err(t, "no threads: expected at least one [[thread]] table")),
+        None => return Err(ctx.at(0, "no threads: expected at least one [[thread]] table")),
+    };
+    let mut groups = Vec::new();
+    for t in threads_raw.get_ref() {
+        groups.push(group(ctx, t, &topology)?);
+    }
+
+    let comms = thread_names(ctx, &groups)?;
+    let flag_names = flag_names(&groups);
+
+    let mut objects = Objects::default();
+    let mut threads = Vec::new();
+    let mut sites = Vec::new();
+    for (g, comm) in groups.iter().flat_map(|g| (0..g.instances).map(move |i| (g, i))).zip(comms) {
+        let (g, i) = g;
+        let (ops, op_sites) = program(ctx, g, i, &flag_names, &mut objects)?;
+        sites.push(ThreadSites { ops: op_sites, repeat_at: g.repeat_at, name_at: g.name_at });
+        threads.push(ThreadSpec {
+            name: comm,
+            group: g.name.clone(),
+            instance: i,
+            policy: g.policy,
+            nice: g.nice,
+            rt_priority: g.rt_priority,
+            slice_ns: g.slice_ns,
+            affinity: g.affinity,
+            start_cpu: g.start_cpu,
+            start_delay_ns: g.delay_ns,
+            program: Program { ops, repeat: g.repeat },
+            line: g.line,
+        });
+    }
+
+    if let Some(table) = &raw.mutex {
+        for (key, opts) in table {
+            let id = match objects.index.get(key.get_ref()) {
+                Some(id) => *id as usize,
+                None => {
+                    return Err(ctx.err(key, format!("[mutex.{}]: no thread locks a mutex of that name", key.get_ref())))
+                }
+            };
+            match &mut objects.specs[id].kind {
+                ObjKind::Mutex { pi } => *pi = opts.get_ref().pi.as_ref().is_some_and(|p| *p.get_ref()),
+                other => {
+                    return Err(ctx.err(
+                        key,
+                        format!("[mutex.{}]: `{}` is {}, not a mutex", key.get_ref(), key.get_ref(), kind_name(other)),
+                    ))
+                }
+            }
+        }
+    }
+
+    let scenario = Scenario {
+        path: ctx.path.to_string(),
+        name,
+        description,
+        duration_ns,
+        seed,
+        topology_ref,
+        topology,
+        kernel_profile,
+        features,
+        stall_threshold_ns,
+        objects: objects.specs,
+        threads,
+    };
+    validate::check(ctx, &scenario, &sites)?;
+    Ok(scenario)
+}
+
+fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, InputError> {
+    let raw = t.get_ref();
+    let name = raw.name.get_ref();
+    if name.is_empty() {
+        return Err(ctx.err(&raw.name, "thread `name` is empty"));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_whitespace() || c.is_control() || matches!(c, '{' | '}')) {
+        return Err(ctx.err(
+            &raw.name,
+            format!("thread name `{name}` contains {c:?}: expected no spaces, braces or control characters"),
+        ));
+    }
+    let instances = match &raw.instances {
+        Some(n) => values::int_in(ctx, n, "instances", 1, MAX_INSTANCES, "")? as u32,
+        None => 1,
+    };
+    let policy = match &raw.policy {
+        Some(p) => policy(ctx, p)?,
+        None => Policy::Other,
+    };
+    let (nice, rt_priority) = if policy.is_rt() {
+        if let Some(n) = &raw.nice {
+            return Err(ctx.err(n, format!("`nice` does not apply to {}: set `priority` (1..99)", policy.name())));
+        }
+        match &raw.priority {
+            Some(p) => (0, values::int_in(ctx, p, "priority", 1, 99, policy.name())? as u32),
+            None => (0, 10),
+        }
+    } else {
+        let (key, v) = match (&raw.nice, &raw.priority) {
+            (Some(_), Some(p)) => {
+                return Err(ctx.err(p, "give `nice` or `priority` (rt-app's name for nice on fair policies), not both"))
+            }
+            (Some(n), None) => ("nice", n),
+            (None, Some(p)) => ("priority", p),
+            (None, None) => ("nice", &Spanned::new(0..0, 0)),
+        };
+        (values::int_in(ctx, v, key, -20, 19, &format!("nice value for {}", policy.name()))? as i32, 0)
+    };
+    let slice_ns = match &raw.slice {
+        Some(s) if policy.is_rt() => {
+            return Err(ctx.err(s, format!("`slice` applies only to fair policies, not {}", policy.name())))
+        }
+        Some(s) => {
+            let ns = values::duration(ctx, s, "slice", Zero::Refused)?;
+            if !(MIN_SLICE_NS..=MAX_SLICE_NS).contains(&ns) {
+                return Err(ctx.err(
+                    s,
+                    format!(
+                        "`slice` = {} is out of range: expected 0.1ms..100ms (the kernel clamps sched_runtime into that range; schedlab refuses instead)",
+                        fmt_ns(ns)
+                    ),
+                ));
+            }
+            Some(ns)
+        }
+        None => None,
+    };
+    let affinity = match &raw.affinity {
+        Some(a) => values::affinity(ctx, a, topo)?,
+        None => topo.all_cpus(),
+    };
+    let start_cpu = match &raw.start_cpu {
+        Some(c) => {
+            let n = *c.get_ref();
+            if n < 0 || !affinity.contains(n as usize) {
+                return Err(
+                    ctx.err(c, format!("`start_cpu` = {n} is not in the thread's affinity {}", affinity.to_cpulist()))
+                );
+            }
+            Some(n as usize)
+        }
+        None => None,
+    };
+    let delay_ns = match &raw.delay {
+        Some(d) => values::duration(ctx, d, "delay", Zero::Allowed)?,
+        None => 0,
+    };
+    let repeat = match &raw.repeat {
+        Some(r) => values::repeat(ctx, r)?,
+        None => Repeat::Forever,
+    };
+    if raw.program.get_ref().is_empty() {
+        return Err(
+            ctx.err(&raw.program, "`program` is empty: expected at least one operation, e.g. { run = \"1ms\" }")
+        );
+    }
+    let mut ops = Vec::new();
+    for op in raw.program.get_ref() {
+        ops.push(op_template(ctx, op)?);
+    }
+    Ok(Group {
+        name: name.clone(),
+        name_at: raw.name.span().start,
+        instances,
+        policy,
+        nice,
+        rt_priority,
+        slice_ns,
+        affinity,
+        start_cpu,
+        delay_ns,
+        repeat,
+        repeat_at: raw.repeat.as_ref().map(|r| r.span().start),
+        ops,
+        line: ctx.line_of(t.span().start),
+    })
+}
+
+fn policy(ctx: Ctx, p: &Spanned<String>) -> Result<Policy, InputError> {
+    let s = p.get_ref().trim().to_ascii_uppercase();
+    let s = s.strip_prefix("SCHED_").unwrap_or(&s);
+    Ok(match s {
+        "OTHER" | "NORMAL" => Policy::Other,
+        "BATCH" => Policy::Batch,
+        "IDLE" => Policy::Idle,
+        "FIFO" => Policy::Fifo,
+        "RR" => Policy::Rr,
+        "DEADLINE" => {
+            return Err(
+                ctx.err(p, "SCHED_DEADLINE is not modelled; for an EEVDF custom slice use SCHED_OTHER with `slice`")
+            )
+        }
+        _ => {
+            return Err(ctx.err(
+                p,
+                format!(
+                    "unknown policy `{}`: expected SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO or SCHED_RR",
+                    p.get_ref()
+                ),
+            ))
+        }
+    })
+}
+
+/// Parse one `{ op = ..., modifier = ... }` table.
+fn op_template(ctx: Ctx, op: &Spanned<RawOp>) -> Result<(OpT, usize), InputError> {
+    let r = op.get_ref();
+    let present: Vec<(&str, usize)> = [
+        r.run.as_ref().map(|v| v.span().start),
+        r.sleep.as_ref().map(|v| v.span().start),
+        r.wait.as_ref().map(|v| v.span().start),
+        r.signal.as_ref().map(|v| v.span().start),
+        r.post.as_ref().map(|v| v.span().start),
+        r.poll.as_ref().map(|v| v.span().start),
+        r.lock.as_ref().map(|v| v.span().start),
+        r.unlock.as_ref().map(|v| v.span().start),
+        r.yield_.as_ref().map(|v| v.span().start),
+    ]
+    .into_iter()
+    .zip(OP_KEYS)
+    .filter_map(|(at, key)| at.map(|a| (*key, a)))
+    .collect();
+    let (key, at) = match present.as_slice() {
+        [] => {
+            return Err(
+                ctx.err(op, format!("operation without an operation key: expected one of {}", OP_KEYS.join(", ")))
+            )
+        }
+        [one] => *one,
+        [first, second, ..] => {
+            let (first, second) = if first.1 <= second.1 { (first, second) } else { (second, first) };
+            return Err(ctx.at(
+                second.1,
+                format!(
+                    "one operation per table: found `{}` and `{}`; write them as two entries of `program`",
+                    first.0, second.0
+                ),
+            ));
+        }
+    };
+    if let Some(c) = &r.count {
+        if key != "signal" {
+            return Err(ctx.err(c, format!("`count` applies only to `signal`, not `{key}`")));
+        }
+    }
+    if let Some(a) = &r.after {
+        if key != "poll" {
+            return Err(ctx.err(a, format!("`after` applies only to `poll`, not `{key}`")));
+        }
+    }
+    let t = match key {
+        "run" => OpT::Run(values::duration(ctx, r.run.as_ref().unwrap(), "run", Zero::Refused)?),
+        "sleep" => OpT::Sleep(values::duration(ctx, r.sleep.as_ref().unwrap(), "sleep", Zero::Allowed)?),
+        "wait" => OpT::Wait(name(ctx, r.wait.as_ref().unwrap())?),
+        "signal" => {
+            let count = match &r.count {
+                Some(c) => values::int_in(ctx, c, "count", 1, u32::MAX as i64, "")? as u64,
+                None => 1,
+            };
+            OpT::Signal(name(ctx, r.signal.as_ref().unwrap())?, count)
+        }
+        "post" => OpT::Post(name(ctx, r.post.as_ref().unwrap())?),
+        "poll" => {
+            let after = match &r.after {
+                Some(a) => values::duration(ctx, a, "after", Zero::Allowed)?,
+                None => 0,
+            };
+            OpT::Poll(poll_names(ctx, r.poll.as_ref().unwrap())?, after)
+        }
+        "lock" => OpT::Lock(name(ctx, r.lock.as_ref().unwrap())?),
+        "unlock" => OpT::Unlock(name(ctx, r.unlock.as_ref().unwrap())?),
+        _ => {
+            let y = r.yield_.as_ref().unwrap();
+            match y.get_ref() {
+                Value::Boolean(true) | Value::String(_) => OpT::Yield,
+                other => return Err(ctx.err(y, format!("`yield`: expected `yield = true`, found {}", a_type(other)))),
+            }
+        }
+    };
+    Ok((t, at))
+}
+
+fn name(ctx: Ctx, s: &Spanned<String>) -> Result<Name, InputError> {
+    check_name(s.get_ref()).map_err(|m| ctx.err(s, m))?;
+    Ok(Name { text: s.get_ref().clone(), at: s.span().start })
+}
+
+/// Object names: non-empty; braces only in `{i}` and one `{*}`.
+fn check_name(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Err("empty object name".into());
+    }
+    let mut rest = text;
+    let mut stars = 0;
+    while let Some(pos) = rest.find(['{', '}']) {
+        let tail = &rest[pos..];
+        if let Some(after) = tail.strip_prefix("{i}") {
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("{*}") {
+            stars += 1;
+            rest = after;
+        } else {
+            return Err(format!(
+                "bad placeholder in `{text}`: expected `{{i}}` (instance index) or `{{*}}` (index bound by the last poll)"
+            ));
+        }
+    }
+    if stars > 1 {
+        return Err(format!("`{text}` has more than one `{{*}}`"));
+    }
+    Ok(())
+}
+
+fn poll_names(ctx: Ctx, v: &Spanned<Value>) -> Result<Vec<Name>, InputError> {
+    let at = v.span().start;
+    match v.get_ref() {
+        Value::String(s) => {
+            check_name(s).map_err(|m| ctx.err(v, m))?;
+            Ok(vec![Name { text: s.clone(), at }])
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let mut out: Vec<Name> = Vec::new();
+            for item in items {
+                let Value::String(s) = item else {
+                    return Err(ctx.err(v, format!("`poll` list: expected flag names, found {}", a_type(item))));
+                };
+                check_name(s).map_err(|m| ctx.err(v, m))?;
+                if s.contains("{*}") {
+                    return Err(ctx.err(
+                        v,
+                        format!("`poll` list: `{s}`: a list takes plain names; poll a family with one \"name{{*}}\" pattern"),
+                    ));
+                }
+                if out.iter().any(|n| n.text == *s) {
+                    return Err(ctx.err(v, format!("`poll` list names `{s}` twice")));
+                }
+                out.push(Name { text: s.clone(), at });
+            }
+            Ok(out)
+        }
+        Value::Array(_) => Err(ctx.err(v, "`poll` list is empty: expected at least one flag name")),
+        other => Err(ctx.err(
+            v,
+            format!(
+                "`poll`: expected a flag name, a \"name{{*}}\" pattern or a list of names, found {}",
+                a_type(other)
+            ),
+        )),
+    }
+}
+
+/// Check thread names and comms; return the comm of every instance, in order.
+fn thread_names(ctx: Ctx, groups: &[Group]) -> Result<Vec<String>, InputError> {
+    let mut group_seen: HashMap<&str, usize> = HashMap::new();
+    let mut comm_seen: HashMap<String, &str> = HashMap::new();
+    let mut comms = Vec::new();
+    for g in groups {
+        if let Some(prev) = group_seen.insert(&g.name, g.name_at) {
+            return Err(ctx.at(
+                g.name_at,
+                format!("duplicate thread name `{}` (first used at line {})", g.name, ctx.line_of(prev)),
+            ));
+        }
+        let comm_of = |i: u32| if g.instances == 1 { g.name.clone() } else { format!("{}-{i}", g.name) };
+        let longest = comm_of(g.instances - 1);
+        if longest.len() > MAX_COMM {
+            let what = if g.instances == 1 {
+                format!("thread name `{longest}`")
+            } else {
+                format!("thread name `{}` with {} instances gives comm `{longest}`, which", g.name, g.instances)
+            };
+            return Err(ctx.at(
+                g.name_at,
+                format!(
+                    "{what} is {} bytes: the kernel's comm (TASK_COMM_LEN) holds at most {MAX_COMM}",
+                    longest.len()
+                ),
+            ));
+        }
+        for i in 0..g.instances {
+            let comm = comm_of(i);
+            if let Some(other) = comm_seen.insert(comm.clone(), &g.name) {
+                return Err(ctx.at(
+                    g.name_at,
+                    format!("thread `{}` gives comm `{comm}`, which thread `{other}` already has", g.name),
+                ));
+            }
+            comms.push(comm);
+        }
+    }
+    Ok(comms)
+}
+
+/// Every concrete flag name (`post`/`poll` without `{*}`, `{i}` expanded):
+/// what a `{*}` poll pattern can match.
+fn flag_names(groups: &[Group]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for g in groups {
+        for i in 0..g.instances {
+            for (op, _) in &g.ops {
+                let names: &[Name] = match op {
+                    OpT::Post(n) => std::slice::from_ref(n),
+                    OpT::Poll(ns, _) => ns,
+                    _ => &[],
+                };
+                for n in names.iter().filter(|n| !n.text.contains("{*}")) {
+                    out.insert(expand_i(&n.text, i));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn expand_i(text: &str, i: u32) -> String {
+    text.replace("{i}", &i.to_string())
+}
+
+/// Indices `n` (canonical decimal) such that `prefix n suffix` is a flag name.
+fn star_matches(prefix: &str, suffix: &str, flags: &BTreeSet<String>) -> Vec<String> {
+    let mut out: Vec<String> = flags
+        .iter()
+        .filter_map(|f| {
+            let mid = f.strip_prefix(prefix)?.strip_suffix(suffix)?;
+            let canonical =
+                !mid.is_empty() && mid.bytes().all(|b| b.is_ascii_digit()) && (mid == "0" || !mid.starts_with('0'));
+            canonical.then(|| mid.to_string())
+        })
+        .collect();
+    out.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+    out
+}
+
+#[derive(Default)]
+struct Objects {
+    specs: Vec<ObjectSpec>,
+    index: HashMap<String, ObjId>,
+    first: Vec<(usize, &'static str)>,
+}
+
+fn kind_name(k: &ObjKind) -> &'static str {
+    match k {
+        ObjKind::Eventfd => "an eventfd",
+        ObjKind::Flag => "a flag",
+        ObjKind::Mutex { .. } => "a mutex",
+    }
+}
+
+impl Objects {
+    fn intern(
+        &mut self,
+        ctx: Ctx,
+        name: &str,
+        kind: ObjKind,
+        op: &'static str,
+        at: usize,
+    ) -> Result<ObjId, InputError> {
+        if let Some(&id) = self.index.get(name) {
+            let have = &self.specs[id as usize].kind;
+            if std::mem::discriminant(have) != std::mem::discriminant(&kind) {
+                let (first_at, first_op) = self.first[id as usize];
+                return Err(ctx.at(
+                    at,
+                    format!(
+                        "`{name}` is used as {} here (`{op}`) but as {} at line {} (`{first_op}`); an object has one kind",
+                        kind_name(&kind),
+                        kind_name(have),
+                        ctx.line_of(first_at)
+                    ),
+                ));
+            }
+            return Ok(id);
+        }
+        let id = self.specs.len() as ObjId;
+        self.specs.push(ObjectSpec { name: name.to_string(), kind });
+        self.index.insert(name.to_string(), id);
+        self.first.push((at, op));
+        Ok(id)
+    }
+}
+
+/// The last `poll` with a `{*}` pattern: its op index and the indices it matched.
+struct Binding {
+    poll: usize,
+    indices: Vec<String>,
+}
+
+/// Build one instance's ops, resolving names to objects.
+fn program(
+    ctx: Ctx,
+    g: &Group,
+    instance: u32,
+    flags: &BTreeSet<String>,
+    objects: &mut Objects,
+) -> Result<(Vec<Op>, Vec<OpSite>), InputError> {
+    let mut ops = Vec::new();
+    let mut sites = Vec::new();
+    let mut binding: Option<Binding> = None;
+    for (k, (op, at)) in g.ops.iter().enumerate() {
+        let mut site = OpSite { at: *at, name: None, binding: None };
+        let mut resolve = |n: &Name,
+                           kind: ObjKind,
+                           opname: &'static str,
+                           site: &mut OpSite|
+         -> Result<ObjRef, InputError> {
+            let text = expand_i(&n.text, instance);
+            site.name = Some(text.clone());
+            match text.split_once("{*}") {
+                None => Ok(ObjRef::Fixed(objects.intern(ctx, &text, kind, opname, n.at)?)),
+                Some((pre, suf)) => {
+                    let Some(b) = &binding else {
+                        return Err(ctx.at(
+                            n.at,
+                            format!(
+                                "`{}` uses `{{*}}`, but no `poll` with a `{{*}}` pattern comes before it in this iteration of the program",
+                                n.text
+                            ),
+                        ));
+                    };
+                    site.binding = Some(b.poll);
+                    let ids = b
+                        .indices
+                        .iter()
+                        .map(|ix| objects.intern(ctx, &format!("{pre}{ix}{suf}"), kind, opname, n.at))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok(ObjRef::ByPolled(ids))
+                }
+            }
+        };
+        let built = match op {
+            OpT::Run(ns) => Op::Run { ns: *ns },
+            OpT::Sleep(ns) => Op::Sleep { ns: *ns },
+            OpT::Wait(n) => Op::Wait { efd: resolve(n, ObjKind::Eventfd, "wait", &mut site)? },
+            OpT::Signal(n, count) => {
+                Op::Signal { efd: resolve(n, ObjKind::Eventfd, "signal", &mut site)?, count: *count }
+            }
+            OpT::Post(n) => Op::Post { flag: resolve(n, ObjKind::Flag, "post", &mut site)? },
+            OpT::Lock(n) => Op::Lock { mutex: resolve(n, ObjKind::Mutex { pi: false }, "lock", &mut site)? },
+            OpT::Unlock(n) => Op::Unlock { mutex: resolve(n, ObjKind::Mutex { pi: false }, "unlock", &mut site)? },
+            OpT::Yield => Op::Yield,
+            OpT::Poll(names, after_ns) => {
+                let first = expand_i(&names[0].text, instance);
+                site.name = Some(first.clone());
+                let (names, new_binding) = match first.split_once("{*}") {
+                    Some((pre, suf)) => {
+                        let indices = star_matches(pre, suf, flags);
+                        if indices.is_empty() {
+                            return Err(ctx.at(
+                                names[0].at,
+                                format!(
+                                    "`{first}` matches no flag: no thread posts or polls a flag named `{pre}N{suf}` (N = 0, 1, ...)"
+                                ),
+                            ));
+                        }
+                        let names = indices.iter().map(|ix| format!("{pre}{ix}{suf}")).collect();
+                        (names, Some(Binding { poll: k, indices }))
+                    }
+                    None => (names.iter().map(|n| expand_i(&n.text, instance)).collect::<Vec<_>>(), None),
+                };
+                // Any poll rebinds: ByPolled operands follow the last poll's match.
+                binding = new_binding;
+                let ids = names
+                    .iter()
+                    .map(|n| objects.intern(ctx, n, ObjKind::Flag, "poll", *at))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Op::Poll { flags: ids, after_ns: *after_ns }
+            }
+        };
+        ops.push(built);
+        sites.push(site);
+    }
+    Ok((ops, sites))
+}
+
+/// `1500000` → `1.5ms`, for messages.
+pub(crate) fn fmt_ns(ns: u64) -> String {
+    let (unit, div) = match ns {
+        n if n >= 1_000_000_000 => ("s", 1e9),
+        n if n >= 1_000_000 => ("ms", 1e6),
+        n if n >= 1_000 => ("us", 1e3),
+        _ => ("ns", 1.0),
+    };
+    let v = ns as f64 / div;
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_allow_only_i_and_one_star() {
+        for ok in ["e", "efd{i}", "done{*}", "a{i}b{*}c", "x-1_y"] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "{", "}", "a{j}", "{*}{*}", "a{ i}", "{I}"] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn star_matches_canonical_numbers_in_numeric_order() {
+        let flags: BTreeSet<String> =
+            ["done10", "done2", "done0", "done01", "donex", "done", "xdone1", "done1a", "done1"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        assert_eq!(star_matches("done", "", &flags), ["0", "1", "2", "10"]);
+        let flags: BTreeSet<String> = ["q3.ready", "q12.ready", "q.ready"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(star_matches("q", ".ready", &flags), ["3", "12"]);
+    }
+
+    #[test]
+    fn durations_print_briefly() {
+        assert_eq!(fmt_ns(1_500_000), "1.5ms");
+        assert_eq!(fmt_ns(50_000), "50us");
+        assert_eq!(fmt_ns(200_000_000), "200ms");
+        assert_eq!(fmt_ns(999), "999ns");
+        assert_eq!(fmt_ns(30_000_000_000), "30s");
+    }
+}

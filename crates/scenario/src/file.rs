@@ -1,0 +1,79 @@
+//! The serde schema of a scenario file, as written (before expansion).
+//!
+//! Every table denies unknown keys. Values whose type depends on context
+//! (durations, cpulists, `loop`, `poll`, `yield`) are kept as
+//! `toml::Value` so that [`crate::build`] can explain exactly what was
+//! expected at the value's own line and column.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::{Spanned, Value};
+
+/// The top level of a scenario file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScenario {
+    pub name: Option<Spanned<String>>,
+    pub description: Option<Spanned<String>>,
+    pub duration: Option<Spanned<Value>>,
+    pub seed: Option<Spanned<i64>>,
+    pub topology: Spanned<String>,
+    pub kernel: Option<Spanned<String>>,
+    pub features: Option<Vec<Spanned<String>>>,
+    pub stall_threshold: Option<Spanned<Value>>,
+    /// `[mutex.NAME]` tables: per-mutex options.
+    pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
+    pub thread: Option<Spanned<Vec<Spanned<RawThread>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMutex {
+    /// `PTHREAD_PRIO_INHERIT`.
+    pub pi: Option<Spanned<bool>>,
+}
+
+/// One `[[thread]]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawThread {
+    pub name: Spanned<String>,
+    #[serde(alias = "instance")]
+    pub instances: Option<Spanned<i64>>,
+    pub policy: Option<Spanned<String>>,
+    pub nice: Option<Spanned<i64>>,
+    pub priority: Option<Spanned<i64>>,
+    pub slice: Option<Spanned<Value>>,
+    #[serde(alias = "cpus")]
+    pub affinity: Option<Spanned<Value>>,
+    pub start_cpu: Option<Spanned<i64>>,
+    pub delay: Option<Spanned<Value>>,
+    #[serde(rename = "loop")]
+    pub repeat: Option<Spanned<Value>>,
+    pub program: Spanned<Vec<Spanned<RawOp>>>,
+}
+
+/// One operation table in a program: exactly one of the operation keys,
+/// plus the modifiers that operation takes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOp {
+    pub run: Option<Spanned<Value>>,
+    pub sleep: Option<Spanned<Value>>,
+    pub wait: Option<Spanned<String>>,
+    pub signal: Option<Spanned<String>>,
+    pub post: Option<Spanned<String>>,
+    pub poll: Option<Spanned<Value>>,
+    pub lock: Option<Spanned<String>>,
+    pub unlock: Option<Spanned<String>>,
+    #[serde(rename = "yield")]
+    pub yield_: Option<Spanned<Value>>,
+    /// `signal` modifier: how much to add to the eventfd counter.
+    pub count: Option<Spanned<i64>>,
+    /// `poll` modifier: minimum time after the post before the poll succeeds.
+    pub after: Option<Spanned<Value>>,
+}
+
+/// The operation keys, in the order they are reported.
+pub(crate) const OP_KEYS: &[&str] = &["run", "sleep", "wait", "signal", "post", "poll", "lock", "unlock", "yield"];
