@@ -1,1 +1,88 @@
-fn main() {}
+//! `schedlab`: the command line. It only parses arguments and wires the
+//! library crates together; every rule lives in a crate.
+
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "schedlab", version, about = "A laboratory for the Linux CPU scheduler: simulate scheduler scenarios under a model of kernel/sched and explain the results")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate a scenario and print per-thread runtime, wait, wakeup and handoff latency.
+    Run(run::RunArgs),
+    /// List the sched_features the model knows, with each kernel profile's defaults.
+    Features {
+        /// Kernel profile whose defaults to show.
+        #[arg(long, default_value = "6.12")]
+        kernel: String,
+    },
+    /// List the topology presets, or print one as TOML.
+    Topologies {
+        /// A preset name to print in full.
+        name: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Run(args) => run::run(args),
+        Cmd::Features { kernel } => features(&kernel),
+        Cmd::Topologies { name } => topologies(name.as_deref()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("schedlab: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn features(kernel: &str) -> Result<(), String> {
+    let profile = schedlab_kernel::Profile::by_name(kernel).ok_or_else(|| {
+        format!("--kernel {kernel}: unknown kernel profile (expected one of: {})", schedlab_kernel::Profile::NAMES.join(", "))
+    })?;
+    println!("kernel profile {}: {}", profile.name, profile.description);
+    println!("{:<24} {:<8} {:<10} description", "feature", "default", "modeled");
+    for f in schedlab_kernel::Feature::ALL {
+        let info = f.info();
+        let default = if profile.defaults.is_set(*f) { "on" } else { "off" };
+        let modeled = if info.not_modeled.is_none() { "yes" } else { "not yet" };
+        println!("{:<24} {:<8} {:<10} {}", info.name, default, modeled, info.doc);
+    }
+    Ok(())
+}
+
+fn topologies(name: Option<&str>) -> Result<(), String> {
+    use schedlab_topology::Topology;
+    match name {
+        Some(n) => {
+            let text = Topology::preset_text(n)
+                .ok_or_else(|| format!("unknown preset `{n}` (expected one of: {})", Topology::preset_names().join(", ")))?;
+            print!("{text}");
+        }
+        None => {
+            for n in Topology::preset_names() {
+                let t = Topology::preset(n).expect("preset names resolve");
+                println!(
+                    "{:<20} {:>4} CPUs  HZ={:<5} preempt={:<9} ITMT {}  {}",
+                    n,
+                    t.nr_cpus(),
+                    t.hz,
+                    t.preempt.as_str(),
+                    if t.itmt_enabled { "on " } else { "off" },
+                    t.description
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! `schedlab run`: simulate one scenario and report.
+
+use clap::Args;
+use schedlab_analysis::{analyze, render_run_table, AnalysisOptions};
+use schedlab_kernel::Profile;
+use schedlab_scenario::{Scenario, Spanned};
+use schedlab_sim::{simulate, SimOptions};
+use schedlab_topology::{parse_duration, Topology};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Scenario file (TOML), e.g. scenarios/asym_min.toml.
+    pub scenario: PathBuf,
+    /// Seed for the run's timing jitter (overrides the file's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Simulated duration, e.g. 30s, 500ms (overrides the file's `duration`).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<u64>,
+    /// sched_features settings in debugfs syntax, comma-separated or repeated:
+    /// `--features NO_DELAY_DEQUEUE,NO_RUN_TO_PARITY`.
+    #[arg(long, value_name = "LIST")]
+    pub features: Vec<String>,
+    /// Topology preset name or TOML file (overrides the file's `topology`).
+    #[arg(long)]
+    pub topology: Option<String>,
+    /// Kernel profile: 6.12, 6.12.0 or mainline (overrides the file's `kernel`).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Handoffs at or above this count as stalls (default: the file's `stall_threshold`, else 500us).
+    #[arg(long, value_parser = parse_duration)]
+    pub threshold: Option<u64>,
+    /// Write the run's events as ftrace text (the format of /sys/kernel/tracing/trace).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Print the metrics as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Check the kernel model's invariants after every step (default: only in debug builds).
+    #[arg(long)]
+    pub check_invariants: bool,
+}
+
+fn load_scenario(args: &RunArgs) -> Result<Scenario, String> {
+    let path = &args.scenario;
+    let mut scenario = match &args.topology {
+        None => Scenario::load(path).map_err(|e| e.to_string())?,
+        Some(reference) => {
+            let topo = Topology::resolve(reference, Path::new(".")).map_err(|e| format!("--topology: {e}"))?;
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+            let base = path.parent().unwrap_or(Path::new("."));
+            Scenario::from_toml_str_on(&path.display().to_string(), &text, base, topo).map_err(|e| e.to_string())?
+        }
+    };
+    if let Some(k) = &args.kernel {
+        if Profile::by_name(k).is_none() {
+            return Err(format!("--kernel {k}: unknown kernel profile (expected one of: {})", Profile::NAMES.join(", ")));
+        }
+        scenario.kernel_profile = Spanned { value: k.clone(), line: 0, col: 0 };
+    }
+    if let Some(t) = args.threshold {
+        scenario.stall_threshold_ns = t;
+    }
+    Ok(scenario)
+}
+
+fn fmt_secs(ns: u64) -> String {
+    format!("{}.{:03} s", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)
+}
+
+pub fn run(args: RunArgs) -> Result<(), String> {
+    let scenario = load_scenario(&args)?;
+    let opts = SimOptions {
+        seed: args.seed,
+        duration_ns: args.duration,
+        features: args.features.clone(),
+        topology: None,
+        check_invariants: if args.check_invariants { Some(true) } else { None },
+    };
+    let wall = Instant::now();
+    let result = simulate(&scenario, &opts).map_err(|e| e.to_string())?;
+    let wall = wall.elapsed();
+
+    let metrics = analyze(
+        &result.trace,
+        &AnalysisOptions { stall_threshold_ns: scenario.stall_threshold_ns, end_ts: Some(result.end_ns) },
+    );
+
+    if let Some(path) = &args.trace {
+        let file = std::fs::File::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        schedlab_trace::ftrace::write_ftrace(&result.trace, &mut out)
+            .map_err(|e| format!("--trace {}: {e}", path.display()))?;
+    }
+
+    if args.json {
+        let doc = serde_json::json!({
+            "scenario": scenario.name,
+            "topology": result.topology.name,
+            "kernel": result.profile.name,
+            "features_changed": result.features.diff_from(&result.profile.defaults),
+            "seed": result.seed,
+            "simulated_ns": result.end_ns,
+            "notes": result.notes,
+            "metrics": metrics,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+
+    let topo = &result.topology;
+    let changed = result.features.diff_from(&result.profile.defaults);
+    println!("scenario  {} ({})", scenario.name, scenario.path);
+    if !scenario.description.is_empty() {
+        println!("          {}", scenario.description);
+    }
+    println!(
+        "machine   {}: {} CPUs, HZ={}, preempt={}, ITMT {}",
+        topo.name,
+        topo.nr_cpus(),
+        topo.hz,
+        topo.preempt.as_str(),
+        if topo.itmt_enabled { "on" } else { "off" }
+    );
+    println!(
+        "kernel    {} (base slice {} us), features: {}",
+        result.profile.name,
+        result.profile.base_slice_for(topo.nr_cpus()) / 1000,
+        if changed.is_empty() { "defaults".to_string() } else { changed.join(" ") }
+    );
+    let secs = wall.as_secs_f64().max(1e-9);
+    println!(
+        "run       {} simulated, seed {}, {} events in {:.3} s wall ({:.0}x real time)",
+        fmt_secs(result.end_ns),
+        result.seed,
+        result.trace.events.len(),
+        secs,
+        result.end_ns as f64 / 1e9 / secs
+    );
+    for note in &result.notes {
+        println!("note      {note}");
+    }
+    println!();
+    print!("{}", render_run_table(&metrics));
+    let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count as u64).sum();
+    if handoffs > 0 {
+        let stalls = metrics.stalls.len();
+        println!();
+        println!(
+            "stalls    {} of {} handoffs took >= {} us ({:.3} %)",
+            stalls,
+            handoffs,
+            scenario.stall_threshold_ns / 1000,
+            100.0 * stalls as f64 / handoffs as f64
+        );
+        let mut worst: Vec<_> = metrics.stalls.iter().collect();
+        worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
+        for s in worst.iter().take(5) {
+            let comm = |pid| result.trace.table.comm(pid).to_string();
+            println!(
+                "          {:>8} us  {} -> {} on {} at {}.{:06} s",
+                s.latency_ns / 1000,
+                comm(s.waker_pid),
+                comm(s.wakee_pid),
+                s.obj_name,
+                s.start_ts / 1_000_000_000,
+                s.start_ts % 1_000_000_000 / 1000
+            );
+        }
+    }
+    if let Some(path) = &args.trace {
+        println!();
+        println!("trace     {} ({} events, ftrace text)", path.display(), result.trace.events.len());
+    }
+    Ok(())
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what schedlab needs on a fresh Debian machine. Idempotent: run it
+# before building; README and .ci/run both call it.
+#
+# Today the build needs only a Rust toolchain (cargo >= 1.85). Later steps
+# (the real-kernel runner, the VM oracle) add their packages here.
+set -euo pipefail
+
+need_apt=()
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
+if ((${#need_apt[@]})); then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+    else
+        echo "install-deps: missing ${need_apt[*]}; run this script as root or install them" >&2
+        exit 1
+    fi
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "install-deps: cargo not found; install Rust (rustup) >= 1.85 first" >&2
+    exit 1
+fi
+cargo --version
