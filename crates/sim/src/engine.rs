@@ -57,6 +57,8 @@ pub(crate) struct Engine<'a> {
     pub task_thread: Vec<usize>,
     pub objects: Vec<ObjState>,
     pub cpus: Vec<CpuHw>,
+    /// SMT siblings of each CPU, itself excluded.
+    pub siblings: Vec<Vec<usize>>,
     pub queue: EventQueue<Ev>,
     pub rng: Rng,
     pub now: u64,
@@ -74,12 +76,14 @@ impl<'a> Engine<'a> {
     /// Move the kernel's events into the trace, then check the model.
     fn drain(&mut self) {
         self.events.append(&mut self.kernel.events);
-        let ipis: Vec<_> = self.kernel.ipis.drain(..).collect();
-        for ipi in ipis {
+        // Reuse the request buffer: no allocation per event in the steady state.
+        let mut ipis = std::mem::take(&mut self.kernel.ipis);
+        for ipi in ipis.drain(..) {
             let base = if ipi.idle { self.topo.costs.idle_exit_ns } else { self.topo.costs.ipi_ns };
             let jitter = if self.topo.jitter.ipi_ns > 0 { self.rng.below_incl(self.topo.jitter.ipi_ns) } else { 0 };
             self.queue.push(self.now + base + jitter, Ev::Resched { cpu: ipi.cpu });
         }
+        self.kernel.ipis = ipis;
         if self.check_invariants {
             if let Err(e) = self.kernel.check_invariants() {
                 if self.error.is_none() {
@@ -100,8 +104,7 @@ impl<'a> Engine<'a> {
     /// Execution speed of whatever runs on `cpu` now.
     fn rate(&self, cpu: usize) -> u64 {
         let cap = self.topo.cpus[cpu].capacity as u64;
-        let sibling_busy =
-            self.topo.smt_mask(cpu).iter().any(|s| s != cpu && self.kernel.curr(s).is_some());
+        let sibling_busy = self.siblings[cpu].iter().any(|&s| self.kernel.curr(s).is_some());
         cap * if sibling_busy { self.topo.costs.smt_speed_pct as u64 } else { 100 }
     }
 
@@ -162,8 +165,9 @@ impl<'a> Engine<'a> {
 
     /// SMT siblings of `cpu` change speed when `cpu` starts or stops running.
     fn siblings_changed(&mut self, cpu: usize) {
-        for s in self.topo.smt_mask(cpu).iter() {
-            if s != cpu && self.kernel.curr(s).is_some() {
+        for i in 0..self.siblings[cpu].len() {
+            let s = self.siblings[cpu][i];
+            if self.kernel.curr(s).is_some() {
                 self.settle(s);
                 self.replan(s);
             }
@@ -252,9 +256,11 @@ impl<'a> Engine<'a> {
             }
             let th = self.task_thread[task as usize];
             let spec = self.threads[th].spec;
-            let ops = &self.scenario.threads[spec].program.ops;
+            // The scenario outlives the engine, so ops are borrowed, never cloned.
+            let scenario: &'a Scenario = self.scenario;
+            let ops = &scenario.threads[spec].program.ops;
             let pc = self.threads[th].pc;
-            let Some(op) = ops.get(pc).cloned() else {
+            let Some(op) = ops.get(pc) else {
                 // End of one iteration.
                 let n = self.threads[th].iteration;
                 self.user_event(cpu, th, UserOp::LoopEnd { n: n as u32 });
@@ -275,7 +281,7 @@ impl<'a> Engine<'a> {
             };
             let polled = self.threads[th].polled;
             match op {
-                Op::Run { ns } => {
+                &Op::Run { ns } => {
                     let thread = &mut self.threads[th];
                     if !thread.run_started {
                         let jitter = self.topo.jitter.burst_pct;
@@ -296,7 +302,7 @@ impl<'a> Engine<'a> {
                     thread.run_started = false;
                     thread.pc += 1;
                 }
-                Op::Sleep { ns } => {
+                &Op::Sleep { ns } => {
                     self.threads[th].pc += 1;
                     self.threads[th].timer_gen += 1;
                     let gen = self.threads[th].timer_gen;
@@ -304,7 +310,7 @@ impl<'a> Engine<'a> {
                     self.block(cpu, th, Blocked::Sleep);
                 }
                 Op::Wait { efd } => {
-                    let Some(id) = resolve(&efd, polled) else { return self.bad_ref(th) };
+                    let Some(id) = resolve(efd, polled) else { return self.bad_ref(th) };
                     let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
                     if *counter > 0 {
                         *counter = 0;
@@ -315,20 +321,26 @@ impl<'a> Engine<'a> {
                         self.block(cpu, th, Blocked::Eventfd(id));
                     }
                 }
-                Op::Signal { efd, count } => {
-                    let Some(id) = resolve(&efd, polled) else { return self.bad_ref(th) };
+                &Op::Signal { ref efd, count } => {
+                    let Some(id) = resolve(efd, polled) else { return self.bad_ref(th) };
                     self.threads[th].pc += 1;
                     self.user_event(cpu, th, UserOp::Signal { obj: id });
                     let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
                     *counter += count;
-                    let woken: Vec<usize> = std::mem::take(waiters);
-                    for w in woken {
+                    let mut woken = std::mem::take(waiters);
+                    for &w in &woken {
                         self.wake(w, cpu);
+                    }
+                    woken.clear();
+                    if let ObjState::Eventfd { waiters, .. } = &mut self.objects[id as usize] {
+                        if waiters.is_empty() {
+                            *waiters = woken; // give the buffer back
+                        }
                     }
                     self.preempt_point(cpu);
                 }
                 Op::Post { flag } => {
-                    let Some(id) = resolve(&flag, polled) else { return self.bad_ref(th) };
+                    let Some(id) = resolve(flag, polled) else { return self.bad_ref(th) };
                     self.threads[th].pc += 1;
                     self.user_event(cpu, th, UserOp::Post { obj: id });
                     if let ObjState::Flag { posted_at } = &mut self.objects[id as usize] {
@@ -336,7 +348,7 @@ impl<'a> Engine<'a> {
                     }
                     self.replan_pollers(id);
                 }
-                Op::Poll { flags, after_ns } => {
+                &Op::Poll { ref flags, after_ns } => {
                     let best = flags
                         .iter()
                         .enumerate()
@@ -358,7 +370,7 @@ impl<'a> Engine<'a> {
                     }
                 }
                 Op::Lock { mutex } => {
-                    let Some(id) = resolve(&mutex, polled) else { return self.bad_ref(th) };
+                    let Some(id) = resolve(mutex, polled) else { return self.bad_ref(th) };
                     let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };
                     match owner {
                         None => {
@@ -378,7 +390,7 @@ impl<'a> Engine<'a> {
                     }
                 }
                 Op::Unlock { mutex } => {
-                    let Some(id) = resolve(&mutex, polled) else { return self.bad_ref(th) };
+                    let Some(id) = resolve(mutex, polled) else { return self.bad_ref(th) };
                     self.threads[th].pc += 1;
                     self.user_event(cpu, th, UserOp::Unlock { obj: id });
                     let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };

@@ -195,6 +195,7 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         task_thread,
         objects: workload::initial_objects(scenario),
         cpus: vec![Default::default(); topo.nr_cpus()],
+        siblings: (0..topo.nr_cpus()).map(|c| topo.smt_mask(c).iter().filter(|&s| s != c).collect()).collect(),
         queue: queue::EventQueue::new(),
         rng: rng::Rng::new(seed),
         now: 0,
