@@ -1,1 +1,187 @@
-//! analysis
+//! Metrics from a [`Trace`]: per-thread CPU time, runqueue wait, wakeup and
+//! handoff latency, and the stalls to attribute.
+//!
+//! Analysis sees only trace events (the kernel's sched tracepoints and the
+//! workload's markers), never simulator internals, so a simulated run and a
+//! tracefs capture of a real one go through the same code.
+//!
+//! ```
+//! use schedlab_analysis::{analyze, render_run_table, AnalysisOptions};
+//! # let trace = schedlab_trace::Trace::default();
+//! let m = analyze(&trace, &AnalysisOptions::default());
+//! print!("{}", render_run_table(&m));
+//! ```
+//!
+//! Kernel terms used by the metrics:
+//! * switch-in / switch-out: `sched_switch` with the task as `next_pid` /
+//!   `prev_pid`;
+//! * wakeup: `sched_wakeup` or `sched_wakeup_new` (the enqueue, not
+//!   `sched_waking`);
+//! * preemption: a switch-out with `prev_state` `R` or `R+` (still
+//!   `TASK_RUNNING`, i.e. an involuntary context switch, `nivcsw`).
+
+mod handoff;
+mod stats;
+mod table;
+mod tasks;
+
+use schedlab_trace::{EventKind, Nanos, Pid, Trace};
+use serde::Serialize;
+
+pub use handoff::Stall;
+pub use stats::{percentile, LatencyStats};
+pub use table::render_run_table;
+
+/// The seed reports' stall definition: a handoff of 0.5 ms or more.
+pub const DEFAULT_STALL_THRESHOLD_NS: u64 = 500_000;
+
+/// How to analyse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnalysisOptions {
+    /// A handoff at least this long is a stall; also the threshold for the
+    /// `at_or_above_threshold` counts of every [`LatencyStats`].
+    pub stall_threshold_ns: u64,
+    /// End of the observation window; default the last event's timestamp.
+    /// Intervals still open (a task running, waiting or sleeping) are clipped
+    /// here; later events are ignored.
+    pub end_ts: Option<Nanos>,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions { stall_threshold_ns: DEFAULT_STALL_THRESHOLD_NS, end_ts: None }
+    }
+}
+
+/// Everything measured for one task (pid; the idle task is not reported).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TaskMetrics {
+    pub pid: Pid,
+    /// `comm` from the trace's task table (`<...>` when unknown).
+    pub comm: String,
+    pub tgid: Pid,
+    /// Time on a CPU: switch-in to switch-out, summed; clipped to the window.
+    pub runtime_ns: u64,
+    /// Runnable but not running (runqueue wait, perf's "sch delay" summed):
+    /// from a wakeup or a preemption switch-out to the next switch-in.
+    pub wait_ns: u64,
+    /// Blocked: from a sleeping (`S`/`D`) switch-out to the next wakeup.
+    pub sleep_ns: u64,
+    /// `sched_wakeup` + `sched_wakeup_new` events for this task.
+    pub wakeups: u64,
+    /// Times switched out (`nvcsw + nivcsw` over the window).
+    pub context_switches: u64,
+    /// Of those, switched out while still runnable (`R`/`R+`: preempted or yielded).
+    pub involuntary_switches: u64,
+    /// `sched_migrate_task` events for this task.
+    pub migrations: u64,
+    /// `sched_wakeup`/`sched_wakeup_new` → the task's next switch-in.
+    pub wakeup_latency: LatencyStats,
+    /// Handoffs this task received: a signal on an object → this task's wait
+    /// on it returning.
+    pub handoff_latency: LatencyStats,
+    /// Ascending wakeup latency samples (ns); not serialised.
+    #[serde(skip)]
+    pub wakeup_samples: Vec<u64>,
+    /// Ascending handoff latency samples (ns); not serialised.
+    #[serde(skip)]
+    pub handoff_samples: Vec<u64>,
+}
+
+/// The metrics of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunMetrics {
+    /// Observation window: first event's timestamp to `end_ts`.
+    pub start_ts: Nanos,
+    pub end_ts: Nanos,
+    pub stall_threshold_ns: u64,
+    /// One row per pid seen in an event (except 0), sorted by pid.
+    pub tasks: Vec<TaskMetrics>,
+    /// Handoffs ≥ the threshold, in the order they ended.
+    pub stalls: Vec<Stall>,
+    /// Waits that returned with no signal pending on their object.
+    pub unmatched_waits: u64,
+    /// Objects signalled whose wait had not returned when the trace ended.
+    pub open_handoffs_at_end: u64,
+}
+
+impl RunMetrics {
+    /// The row for `pid`.
+    pub fn task(&self, pid: Pid) -> Option<&TaskMetrics> {
+        self.tasks.binary_search_by_key(&pid, |t| t.pid).ok().map(|i| &self.tasks[i])
+    }
+
+    /// Keep only the rows `keep` accepts (e.g. the workload's threads).
+    pub fn retain_tasks(&mut self, keep: impl FnMut(&TaskMetrics) -> bool) {
+        self.tasks.retain(keep);
+    }
+}
+
+/// Compute [`RunMetrics`] from the events of `trace`.
+///
+/// Events are taken in timestamp order (a stable sort is applied if the trace
+/// is not already sorted, as when per-CPU buffers were concatenated).
+pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> RunMetrics {
+    let sorted;
+    let events = if trace.events.windows(2).all(|w| w[0].ts <= w[1].ts) {
+        &trace.events
+    } else {
+        let mut v = trace.events.clone();
+        v.sort_by_key(|e| e.ts);
+        sorted = v;
+        &sorted
+    };
+    let start = events.first().map_or(0, |e| e.ts);
+    let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts)).max(start);
+    let threshold = opts.stall_threshold_ns;
+    let obj_name = |obj: u32| trace.table.objects.get(obj as usize).cloned().unwrap_or_else(|| format!("obj{obj}"));
+
+    let mut tasks = tasks::TaskTracker::new(start);
+    let mut handoffs = handoff::HandoffTracker::default();
+    for ev in events.iter().filter(|e| e.ts <= end) {
+        tasks.event(ev);
+        if let EventKind::User { pid, op } = ev.kind {
+            tasks.touch(pid);
+            handoffs.event(ev.ts, pid, op, threshold, obj_name);
+        }
+    }
+    tasks.finish(end);
+
+    let rows = tasks
+        .tasks
+        .into_iter()
+        .map(|(pid, a)| {
+            let mut handoff_samples = handoffs.samples.remove(&pid).unwrap_or_default();
+            handoff_samples.sort_unstable();
+            let info = trace.table.tasks.get(&pid);
+            TaskMetrics {
+                pid,
+                comm: trace.table.comm(pid).to_string(),
+                tgid: info.map_or(pid, |i| i.tgid),
+                runtime_ns: a.runtime,
+                wait_ns: a.wait,
+                sleep_ns: a.sleep,
+                wakeups: a.wakeups,
+                context_switches: a.switches,
+                involuntary_switches: a.involuntary,
+                migrations: a.migrations,
+                wakeup_latency: LatencyStats::from_sorted(&a.wakeup_samples, threshold),
+                handoff_latency: LatencyStats::from_sorted(&handoff_samples, threshold),
+                wakeup_samples: a.wakeup_samples,
+                handoff_samples,
+            }
+        })
+        .collect();
+    RunMetrics {
+        start_ts: start,
+        end_ts: end,
+        stall_threshold_ns: threshold,
+        tasks: rows,
+        open_handoffs_at_end: handoffs.open_at_end(),
+        stalls: handoffs.stalls,
+        unmatched_waits: handoffs.unmatched_waits,
+    }
+}
+
+#[cfg(test)]
+mod tests;

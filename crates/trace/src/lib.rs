@@ -13,3 +13,4 @@ pub mod event;
 pub mod ftrace;
 
 pub use event::*;
+pub use ftrace::{parse_ftrace, write_ftrace, TraceParseError};

@@ -1,0 +1,70 @@
+//! Handoffs between workload threads, from `User` (trace_marker) events.
+
+use std::collections::{BTreeMap, HashMap};
+
+use schedlab_trace::{Nanos, Pid, UserOp};
+use serde::Serialize;
+
+/// A handoff at or above the stall threshold, kept for attribution.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Stall {
+    /// Object index (`TaskTable::objects`) and its name.
+    pub obj: u32,
+    pub obj_name: String,
+    /// When the waker signalled (handoff start) and the wakee's wait returned.
+    pub start_ts: Nanos,
+    pub end_ts: Nanos,
+    pub latency_ns: u64,
+    pub waker_pid: Pid,
+    pub wakee_pid: Pid,
+}
+
+/// Pairs signals with waits per object.
+#[derive(Default)]
+pub(crate) struct HandoffTracker {
+    /// obj → (start, waker) of the handoff in flight.
+    pending: HashMap<u32, (Nanos, Pid)>,
+    /// wakee pid → latency samples.
+    pub samples: BTreeMap<Pid, Vec<u64>>,
+    pub stalls: Vec<Stall>,
+    /// Waits that returned with no signal pending (counter set before the
+    /// trace started, or a lost event).
+    pub unmatched_waits: u64,
+}
+
+impl HandoffTracker {
+    /// `Signal`/`Post` start a handoff on `obj` unless one is pending (an
+    /// eventfd counter or a flag absorbs repeated signals: the wakee sees the
+    /// first); `WaitDone`/`PollDone` end the pending one.
+    pub fn event(&mut self, ts: Nanos, pid: Pid, op: UserOp, threshold: u64, obj_name: impl Fn(u32) -> String) {
+        match op {
+            UserOp::Signal { obj } | UserOp::Post { obj } => {
+                self.pending.entry(obj).or_insert((ts, pid));
+            }
+            UserOp::WaitDone { obj } | UserOp::PollDone { obj } => match self.pending.remove(&obj) {
+                Some((start, waker)) => {
+                    let lat = ts.saturating_sub(start);
+                    self.samples.entry(pid).or_default().push(lat);
+                    if lat >= threshold {
+                        self.stalls.push(Stall {
+                            obj,
+                            obj_name: obj_name(obj),
+                            start_ts: start,
+                            end_ts: ts,
+                            latency_ns: lat,
+                            waker_pid: waker,
+                            wakee_pid: pid,
+                        });
+                    }
+                }
+                None => self.unmatched_waits += 1,
+            },
+            UserOp::Lock { .. } | UserOp::Unlock { .. } | UserOp::LoopEnd { .. } => {}
+        }
+    }
+
+    /// Handoffs signalled but not yet received when the trace ended.
+    pub fn open_at_end(&self) -> u64 {
+        self.pending.len() as u64
+    }
+}
