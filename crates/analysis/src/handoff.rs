@@ -33,15 +33,17 @@ pub(crate) struct HandoffTracker {
 }
 
 impl HandoffTracker {
-    /// `Signal`/`Post` start a handoff on `obj` unless one is pending (an
-    /// eventfd counter or a flag absorbs repeated signals: the wakee sees the
-    /// first); `WaitDone`/`PollDone` end the pending one.
+    /// `Signal` starts a handoff on eventfd `obj` unless one is pending (the
+    /// counter absorbs repeated signals: the wakee sees the first); `WaitDone`
+    /// ends the pending one. Flags (`Post`/`PollDone`) are not handoffs: a
+    /// poller spins on a CPU and is never woken, and seed 000 counts only the
+    /// eventfd write → read return.
     pub fn event(&mut self, ts: Nanos, pid: Pid, op: UserOp, threshold: u64, obj_name: impl Fn(u32) -> String) {
         match op {
-            UserOp::Signal { obj } | UserOp::Post { obj } => {
+            UserOp::Signal { obj } => {
                 self.pending.entry(obj).or_insert((ts, pid));
             }
-            UserOp::WaitDone { obj } | UserOp::PollDone { obj } => match self.pending.remove(&obj) {
+            UserOp::WaitDone { obj } => match self.pending.remove(&obj) {
                 Some((start, waker)) => {
                     let lat = ts.saturating_sub(start);
                     self.samples.entry(pid).or_default().push(lat);
@@ -59,7 +61,11 @@ impl HandoffTracker {
                 }
                 None => self.unmatched_waits += 1,
             },
-            UserOp::Lock { .. } | UserOp::Unlock { .. } | UserOp::LoopEnd { .. } => {}
+            UserOp::Post { .. }
+            | UserOp::PollDone { .. }
+            | UserOp::Lock { .. }
+            | UserOp::Unlock { .. }
+            | UserOp::LoopEnd { .. } => {}
         }
     }
 

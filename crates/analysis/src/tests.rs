@@ -218,7 +218,8 @@ fn handoffs_per_object_and_stalls() {
     assert_eq!(m.unmatched_waits, 1);
     assert_eq!(m.open_handoffs_at_end, 1);
     assert_eq!(m.task(2).unwrap().handoff_samples, vec![1_000]);
-    assert_eq!(m.task(3).unwrap().handoff_samples, vec![50, 490]);
+    // The flag post/poll at 1_200/1_250 is not a handoff.
+    assert_eq!(m.task(3).unwrap().handoff_samples, vec![490]);
     assert_eq!(
         m.stalls,
         vec![Stall {

@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "schedlab", version, about = "A laboratory for the Linux CPU scheduler: simulate scheduler scenarios under a model of kernel/sched and explain the results")]
+#[command(
+    name = "schedlab",
+    version,
+    about = "A laboratory for the Linux CPU scheduler: simulate scheduler scenarios under a model of kernel/sched and explain the results"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -48,7 +52,10 @@ fn main() -> ExitCode {
 
 fn features(kernel: &str) -> Result<(), String> {
     let profile = schedlab_kernel::Profile::by_name(kernel).ok_or_else(|| {
-        format!("--kernel {kernel}: unknown kernel profile (expected one of: {})", schedlab_kernel::Profile::NAMES.join(", "))
+        format!(
+            "--kernel {kernel}: unknown kernel profile (expected one of: {})",
+            schedlab_kernel::Profile::NAMES.join(", ")
+        )
     })?;
     println!("kernel profile {}: {}", profile.name, profile.description);
     println!("{:<24} {:<8} {:<10} description", "feature", "default", "modeled");
@@ -65,8 +72,9 @@ fn topologies(name: Option<&str>) -> Result<(), String> {
     use schedlab_topology::Topology;
     match name {
         Some(n) => {
-            let text = Topology::preset_text(n)
-                .ok_or_else(|| format!("unknown preset `{n}` (expected one of: {})", Topology::preset_names().join(", ")))?;
+            let text = Topology::preset_text(n).ok_or_else(|| {
+                format!("unknown preset `{n}` (expected one of: {})", Topology::preset_names().join(", "))
+            })?;
             print!("{text}");
         }
         None => {

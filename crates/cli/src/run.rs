@@ -56,7 +56,10 @@ fn load_scenario(args: &RunArgs) -> Result<Scenario, String> {
     };
     if let Some(k) = &args.kernel {
         if Profile::by_name(k).is_none() {
-            return Err(format!("--kernel {k}: unknown kernel profile (expected one of: {})", Profile::NAMES.join(", ")));
+            return Err(format!(
+                "--kernel {k}: unknown kernel profile (expected one of: {})",
+                Profile::NAMES.join(", ")
+            ));
         }
         scenario.kernel_profile = Spanned { value: k.clone(), line: 0, col: 0 };
     }
@@ -144,7 +147,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     }
     println!();
     print!("{}", render_run_table(&metrics));
-    let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count as u64).sum();
+    let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
     if handoffs > 0 {
         let stalls = metrics.stalls.len();
         println!();

@@ -445,7 +445,9 @@ impl Kernel {
             if let Some(n) = next {
                 self.tasks[n as usize].on_cpu = true;
             }
-            let info = |k: &Kernel, t: Option<TaskId>| t.map(|t| (k.tasks[t as usize].pid, k.tasks[t as usize].prio)).unwrap_or((0, 120));
+            let info = |k: &Kernel, t: Option<TaskId>| {
+                t.map(|t| (k.tasks[t as usize].pid, k.tasks[t as usize].prio)).unwrap_or((0, 120))
+            };
             let (prev_pid, prev_prio) = info(self, prev);
             let (next_pid, next_prio) = info(self, next);
             // The switch event is recorded in prev's context.

@@ -121,7 +121,11 @@ impl fmt::Display for FeatureError {
         match self {
             FeatureError::Unknown(s) => {
                 let names: Vec<&str> = FEATURES.iter().map(|f| f.name).collect();
-                write!(f, "unknown sched feature `{s}` (expected NAME or NO_NAME with NAME one of: {})", names.join(", "))
+                write!(
+                    f,
+                    "unknown sched feature `{s}` (expected NAME or NO_NAME with NAME one of: {})",
+                    names.join(", ")
+                )
             }
             FeatureError::NotModeled { name, until } => write!(
                 f,

@@ -17,7 +17,10 @@ impl Kernel {
                 running_on[t as usize] = Some(rq.cpu);
                 let task = &self.tasks[t as usize];
                 if !task.on_cpu || task.cpu != rq.cpu {
-                    return Err(format!("CPU {} runs task {t} but on_cpu={} task_cpu={}", rq.cpu, task.on_cpu, task.cpu));
+                    return Err(format!(
+                        "CPU {} runs task {t} but on_cpu={} task_cpu={}",
+                        rq.cpu, task.on_cpu, task.cpu
+                    ));
                 }
             }
         }
@@ -39,7 +42,10 @@ impl Kernel {
                 let is_cfs_curr = rq.cfs.curr == Some(t);
                 let here = rq.cpu == task.cpu;
                 if in_tree && (!here || !queued) {
-                    return Err(format!("task {t} is in CPU {}'s tree (task_cpu {}, queued {queued})", rq.cpu, task.cpu));
+                    return Err(format!(
+                        "task {t} is in CPU {}'s tree (task_cpu {}, queued {queued})",
+                        rq.cpu, task.cpu
+                    ));
                 }
                 if here && queued && !(in_tree ^ is_cfs_curr) {
                     return Err(format!("queued task {t} on CPU {}: in_tree={in_tree} cfs_curr={is_cfs_curr}", rq.cpu));

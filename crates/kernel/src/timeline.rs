@@ -94,14 +94,7 @@ impl Timeline {
 
     /// Pre-sizes the arena for slot ids `0..n`.
     pub fn with_capacity(n: usize) -> Self {
-        Timeline {
-            nodes: vec![EMPTY; n],
-            root: NIL,
-            head: NIL,
-            tail: NIL,
-            len: 0,
-            seq: 0,
-        }
+        Timeline { nodes: vec![EMPTY; n], root: NIL, head: NIL, tail: NIL, len: 0, seq: 0 }
     }
 
     /// Insert entity `id` with its current deadline, vruntime and slice. Equal deadlines:
@@ -262,11 +255,7 @@ impl Timeline {
         }
         let queued = self.nodes.iter().filter(|n| n.height > 0).count();
         if queued != self.len || order.len() != self.len {
-            bail!(
-                "len {} but {queued} slots queued, {} in tree",
-                self.len,
-                order.len()
-            );
+            bail!("len {} but {queued} slots queued, {} in tree", self.len, order.len());
         }
         Ok(())
     }
@@ -494,9 +483,7 @@ mod tests {
         let mut t = Timeline::with_capacity(n as usize);
         let mut x = 0x9e37_79b9u64;
         for id in 0..n {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             t.insert(id, (x >> 40) as i64, (x >> 20 & 0xfffff) as i64, 1);
         }
         t.check().unwrap();
@@ -514,11 +501,7 @@ mod tests {
             v <= -(n as i64 / 2 - 10)
         });
         assert!(picked.is_some());
-        assert!(
-            calls.get() <= 2 * height + 1,
-            "{} eligibility calls",
-            calls.get()
-        );
+        assert!(calls.get() <= 2 * height + 1, "{} eligibility calls", calls.get());
     }
 
     proptest! {

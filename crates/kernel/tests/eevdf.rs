@@ -108,7 +108,10 @@ fn delayed_task_is_dequeued_when_picked() {
     block(&mut k, now);
     assert_eq!(k.curr(0), None);
     assert!(!k.tasks[a as usize].se.on_rq && !k.tasks[a as usize].se.sched_delayed);
-    assert!(k.events.iter().any(|e| matches!(e.kind, EventKind::Delayed { what: DelayedWhat::DequeuedAtPick, pid: 1, .. })));
+    assert!(k
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::Delayed { what: DelayedWhat::DequeuedAtPick, pid: 1, .. })));
     assert!(k.tasks[a as usize].se.vlag <= 0, "DELAY_ZERO drops positive lag at the final dequeue");
     assert!(k.idle_cpu(0));
 }

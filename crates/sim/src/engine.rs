@@ -25,13 +25,26 @@ pub(crate) enum Ev {
     /// Create thread `0` (`wake_up_new_task`).
     Start(usize),
     /// The CPU's current thread reaches its next op boundary.
-    CpuWork { cpu: usize, gen: u64 },
+    CpuWork {
+        cpu: usize,
+        gen: u64,
+    },
     /// Periodic scheduler tick.
-    Tick { cpu: usize, gen: u64 },
+    Tick {
+        cpu: usize,
+        gen: u64,
+    },
     /// A reschedule IPI (or a polling idle CPU noticing need_resched) arrives.
-    Resched { cpu: usize },
+    Resched {
+        cpu: usize,
+    },
     /// A sleep's hrtimer expires; `exited` once an idle CPU has left idle.
-    Timer { thread: usize, gen: u64, cpu: usize, exited: bool },
+    Timer {
+        thread: usize,
+        gen: u64,
+        cpu: usize,
+        exited: bool,
+    },
     End,
 }
 
@@ -97,7 +110,13 @@ impl<'a> Engine<'a> {
         self.drain();
         if self.kernel.trace {
             let pid = self.pid_of(thread);
-            self.events.push(Event { ts: self.now, cpu: cpu as u32, ctx_pid: pid, flags: *b"...1.", kind: EventKind::User { pid, op } });
+            self.events.push(Event {
+                ts: self.now,
+                cpu: cpu as u32,
+                ctx_pid: pid,
+                flags: *b"...1.",
+                kind: EventKind::User { pid, op },
+            });
         }
     }
 
@@ -251,7 +270,10 @@ impl<'a> Engine<'a> {
             budget -= 1;
             if budget == 0 {
                 let name = &self.scenario.threads[self.threads[self.task_thread[task as usize]].spec].name;
-                self.error = Some(format!("thread {name} executes ops forever without time passing (livelock at {} ns)", self.now));
+                self.error = Some(format!(
+                    "thread {name} executes ops forever without time passing (livelock at {} ns)",
+                    self.now
+                ));
                 return;
             }
             let th = self.task_thread[task as usize];

@@ -2,7 +2,7 @@
 //! flags and mutexes, plus each thread's position in its program.
 
 use schedlab_kernel::TaskId;
-use schedlab_scenario::{ObjKind, ObjRef, ObjId, Scenario};
+use schedlab_scenario::{ObjId, ObjKind, ObjRef, Scenario};
 
 /// State of one eventfd / flag / mutex.
 #[derive(Clone, Debug)]

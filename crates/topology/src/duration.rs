@@ -66,7 +66,7 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     };
     let frac_den = 10u128.pow(frac_digits.len() as u32);
     let frac_ns = frac * scale;
-    if frac_ns % frac_den != 0 {
+    if !frac_ns.is_multiple_of(frac_den) {
         return Err(format!("`{t}` is not a whole number of nanoseconds"));
     }
     let ns = int * scale + frac_ns / frac_den;

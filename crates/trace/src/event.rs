@@ -59,18 +59,32 @@ pub enum DelayedWhat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UserOp {
     /// Signalled eventfd `obj` (handoff start when it wakes someone).
-    Signal { obj: u32 },
+    Signal {
+        obj: u32,
+    },
     /// Returned from a wait on eventfd `obj` (handoff end).
-    WaitDone { obj: u32 },
+    WaitDone {
+        obj: u32,
+    },
     /// Posted flag `obj`.
-    Post { obj: u32 },
+    Post {
+        obj: u32,
+    },
     /// Saw flag `obj` while polling.
-    PollDone { obj: u32 },
+    PollDone {
+        obj: u32,
+    },
     /// Acquired / released mutex `obj`.
-    Lock { obj: u32 },
-    Unlock { obj: u32 },
+    Lock {
+        obj: u32,
+    },
+    Unlock {
+        obj: u32,
+    },
     /// Finished iteration `n` of its program loop.
-    LoopEnd { n: u32 },
+    LoopEnd {
+        n: u32,
+    },
 }
 
 /// Why `wakeup_preempt()` did or did not preempt (decision event).
@@ -115,25 +129,76 @@ impl PreemptReason {
 /// The payload of an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKind {
-    SchedWaking { pid: Pid, prio: i32, target_cpu: u32 },
-    SchedWakeup { pid: Pid, prio: i32, target_cpu: u32 },
-    SchedWakeupNew { pid: Pid, prio: i32, target_cpu: u32 },
-    SchedSwitch { prev_pid: Pid, prev_prio: i32, prev_state: PrevState, next_pid: Pid, next_prio: i32 },
-    SchedMigrateTask { pid: Pid, prio: i32, orig_cpu: u32, dest_cpu: u32 },
-    SchedStatRuntime { pid: Pid, runtime: u64 },
-    SchedPiSetprio { pid: Pid, oldprio: i32, newprio: i32 },
-    SchedWakeIdleWithoutIpi { cpu: u32 },
+    SchedWaking {
+        pid: Pid,
+        prio: i32,
+        target_cpu: u32,
+    },
+    SchedWakeup {
+        pid: Pid,
+        prio: i32,
+        target_cpu: u32,
+    },
+    SchedWakeupNew {
+        pid: Pid,
+        prio: i32,
+        target_cpu: u32,
+    },
+    SchedSwitch {
+        prev_pid: Pid,
+        prev_prio: i32,
+        prev_state: PrevState,
+        next_pid: Pid,
+        next_prio: i32,
+    },
+    SchedMigrateTask {
+        pid: Pid,
+        prio: i32,
+        orig_cpu: u32,
+        dest_cpu: u32,
+    },
+    SchedStatRuntime {
+        pid: Pid,
+        runtime: u64,
+    },
+    SchedPiSetprio {
+        pid: Pid,
+        oldprio: i32,
+        newprio: i32,
+    },
+    SchedWakeIdleWithoutIpi {
+        cpu: u32,
+    },
     // ---- schedlab decision events (not kernel tracepoints) ----
     /// `try_to_wake_up()` outcome for `pid`.
-    Ttwu { pid: Pid, path: WakePath, cpu: u32 },
+    Ttwu {
+        pid: Pid,
+        path: WakePath,
+        cpu: u32,
+    },
     /// DELAY_DEQUEUE lifecycle step of `pid` on this CPU.
-    Delayed { pid: Pid, what: DelayedWhat, lag: i64 },
+    Delayed {
+        pid: Pid,
+        what: DelayedWhat,
+        lag: i64,
+    },
     /// `resched_curr()` on `cpu`; `ipi` if an IPI was sent to deliver it.
-    Resched { cpu: u32, ipi: bool },
+    Resched {
+        cpu: u32,
+        ipi: bool,
+    },
     /// Wakeup preemption check: `wakee` vs the running `curr` and the verdict.
-    WakeupPreempt { wakee: Pid, curr: Pid, preempt: bool, reason: PreemptReason },
+    WakeupPreempt {
+        wakee: Pid,
+        curr: Pid,
+        preempt: bool,
+        reason: PreemptReason,
+    },
     /// A workload-level operation (the trace_marker equivalent).
-    User { pid: Pid, op: UserOp },
+    User {
+        pid: Pid,
+        op: UserOp,
+    },
 }
 
 /// One event: when, on which CPU, in whose context, what.

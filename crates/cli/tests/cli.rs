@@ -1,0 +1,141 @@
+//! The `schedlab` binary end to end: what a user types and sees.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn schedlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = schedlab(args);
+    assert!(out.status.success(), "schedlab {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn err(args: &[&str]) -> String {
+    let out = schedlab(args);
+    assert!(!out.status.success(), "schedlab {args:?} should fail");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("schedlab-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn run_prints_the_setting_and_a_row_per_thread() {
+    let out = ok(&["run", "scenarios/two-hogs.toml", "--duration", "1s"]);
+    assert!(out.contains("machine   smt-2x2: 4 CPUs, HZ=1000"), "{out}");
+    assert!(out.contains("features: defaults"), "{out}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("hog-")).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for r in rows {
+        // Each hog ran half of the second.
+        assert!(r.contains(" 500.000 "), "{r}");
+    }
+    let out =
+        ok(&["run", "scenarios/two-hogs.toml", "--duration", "1s", "--features", "NO_RUN_TO_PARITY,NO_PLACE_LAG"]);
+    assert!(out.contains("features: NO_PLACE_LAG NO_RUN_TO_PARITY"), "{out}");
+}
+
+#[test]
+fn asym_min_reports_stalls_against_the_threshold() {
+    let measure = |extra: &[&str]| -> (u64, u64) {
+        let mut args = vec!["run", "scenarios/asym_min.toml", "--duration", "500ms"];
+        args.extend_from_slice(extra);
+        let out = ok(&args);
+        let line = out.lines().find(|l| l.starts_with("stalls")).unwrap_or_else(|| panic!("{out}")).to_string();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        (words[1].parse().unwrap(), words[3].parse().unwrap())
+    };
+    // Both workers share CPU 4 (no placement yet): about half the wakeups wait
+    // behind the other worker's 1 ms burst, as in seed 000's stacked state.
+    let (stalls, handoffs) = measure(&[]);
+    assert!((450..=520).contains(&handoffs), "{handoffs} handoffs (two workers, ~1 ms bursts, 0.5 s)");
+    assert!(stalls * 3 > handoffs, "{stalls} of {handoffs}");
+    let (stalls, _) = measure(&["--threshold", "2ms"]);
+    assert_eq!(stalls, 0, "no handoff waits two bursts");
+}
+
+#[test]
+fn same_seed_gives_a_byte_identical_trace_file() {
+    let (a, b, c) = (tmp("a.trace"), tmp("b.trace"), tmp("c.trace"));
+    for (p, seed) in [(&a, "1"), (&b, "1"), (&c, "2")] {
+        ok(&["run", "scenarios/asym_min.toml", "--duration", "200ms", "--seed", seed, "--trace", p.to_str().unwrap()]);
+    }
+    let (a, b, c) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap(), std::fs::read(c).unwrap());
+    assert!(a.len() > 10_000);
+    assert!(a == b, "same seed, different bytes");
+    assert!(a != c, "different seed, same bytes");
+}
+
+#[test]
+fn the_trace_file_reads_back_into_the_same_metrics() {
+    let path = tmp("rt.trace");
+    let json =
+        ok(&["run", "scenarios/asym_min.toml", "--duration", "300ms", "--json", "--trace", path.to_str().unwrap()]);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let trace = schedlab_trace::ftrace::parse_ftrace(path.to_str().unwrap(), &text).unwrap();
+    let end = doc["simulated_ns"].as_u64().unwrap();
+    let m = schedlab_analysis::analyze(
+        &trace,
+        &schedlab_analysis::AnalysisOptions { end_ts: Some(end), ..Default::default() },
+    );
+    let direct = &doc["metrics"];
+    assert_eq!(direct["stalls"].as_array().unwrap().len(), m.stalls.len());
+    for (row, t) in direct["tasks"].as_array().unwrap().iter().zip(&m.tasks) {
+        assert_eq!(row["comm"], t.comm.as_str());
+        // ftrace text keeps microseconds, so times agree to within a microsecond per interval.
+        let rt = row["runtime_ns"].as_u64().unwrap() as i64;
+        assert!((rt - t.runtime_ns as i64).abs() < 1_000 * (1 + t.context_switches as i64), "{rt} vs {}", t.runtime_ns);
+        assert_eq!(row["wakeups"].as_u64().unwrap(), t.wakeups);
+    }
+}
+
+#[test]
+fn bad_flags_and_files_get_clear_errors() {
+    assert!(err(&["run", "scenarios/two-hogs.toml", "--features", "NO_SUCH_THING"])
+        .contains("unknown sched feature `NO_SUCH_THING`"));
+    assert!(err(&["run", "scenarios/two-hogs.toml", "--features", "TTWU_QUEUE"]).contains("not modeled yet"));
+    assert!(err(&["run", "scenarios/two-hogs.toml", "--duration", "ten"]).contains("--duration"));
+    assert!(err(&["run", "scenarios/two-hogs.toml", "--kernel", "4.19"]).contains("unknown kernel profile"));
+    assert!(err(&["run", "scenarios/two-hogs.toml", "--topology", "nosuch"]).contains("nosuch"));
+    assert!(err(&["run", "scenarios/no-such-file.toml"]).contains("no-such-file.toml"));
+    // An affinity the overriding topology cannot satisfy.
+    let e = err(&["run", "scenarios/asym_min.toml", "--topology", "qemu-4"]);
+    assert!(e.contains("asym_min.toml:") && e.contains("qemu-4"), "{e}");
+}
+
+#[test]
+fn rt_policies_are_refused_until_the_rt_class_exists() {
+    let path = tmp("rt.toml");
+    std::fs::write(
+        &path,
+        "topology = \"qemu-4\"\nduration = \"1s\"\n\n[[thread]]\nname = \"rt\"\npolicy = \"SCHED_FIFO\"\npriority = 50\nprogram = [{ run = \"1ms\" }]\n",
+    )
+    .unwrap();
+    let e = err(&["run", path.to_str().unwrap()]);
+    assert!(e.contains("rt.toml:4:") && e.contains("SCHED_FIFO") && e.contains("not modeled yet"), "{e}");
+}
+
+#[test]
+fn features_and_topologies_list_what_exists() {
+    let f = ok(&["features"]);
+    assert!(f.lines().any(|l| l.starts_with("DELAY_DEQUEUE") && l.contains(" on ") && l.contains("yes")), "{f}");
+    assert!(f.lines().any(|l| l.starts_with("RT_PUSH_IPI") && l.contains(" off ") && l.contains("not yet")), "{f}");
+    let f = ok(&["features", "--kernel", "6.12.0"]);
+    assert!(f.lines().any(|l| l.starts_with("RT_PUSH_IPI") && l.contains(" on ")), "{f}");
+    let t = ok(&["topologies"]);
+    for name in ["ryzen-7950x", "qemu-4", "sapphire-rapids-2s", "smt-2x2"] {
+        assert!(t.contains(name), "{t}");
+    }
+    assert!(ok(&["topologies", "ryzen-7950x"]).contains("231"));
+}
