@@ -7,6 +7,13 @@
 //! when interrupts arrive; the model only records what it asks for (reschedule
 //! IPIs) in [`Kernel::ipis`].
 //!
+//! Preemption models: workload threads run in user space, where `none`,
+//! `voluntary` and `full` behave alike (a reschedule takes effect on the next
+//! return to user, i.e. when the IPI or tick interrupt returns); they differ
+//! only for kernel code, which the model does not run. `lazy` differs: fair
+//! reschedules set TIF_NEED_RESCHED_LAZY without an IPI and wait for the next
+//! tick or kernel exit on that CPU.
+//!
 //! Step 1 simplifications: tasks stay on their CPU (`select_task_rq()` keeps
 //! `task_cpu(p)`; placement and the wakelist arrive with the wakeup path), only
 //! the fair and idle classes exist, and `__schedule()` is atomic, so the

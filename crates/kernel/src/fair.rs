@@ -163,6 +163,21 @@ impl Kernel {
         vlag.clamp(-limit, limit)
     }
 
+    /// The clamped lag of a queued entity, for decision events only. Uses the
+    /// same floor-biased V as `avg_vruntime()` without moving the zero point,
+    /// so tracing never changes the model's state.
+    fn lag_for_trace(&self, cpu: usize, t: TaskId) -> i64 {
+        let curr = self.cfs_curr_on_rq(cpu);
+        let cfs = &self.rqs[cpu].cfs;
+        let (mut runtime, mut weight) = (cfs.avg_vruntime, cfs.avg_load as i64);
+        if let Some(c) = curr {
+            runtime += self.entity_key(cpu, c) * self.se_weight(c);
+            weight += self.se_weight(c);
+        }
+        let v = if weight > 0 { cfs.zero_vruntime + div_floor(runtime, weight) } else { cfs.zero_vruntime };
+        self.entity_lag(cpu, v, t)
+    }
+
     /// `update_entity_lag()`: save the lag before the entity leaves the queue.
     fn update_entity_lag(&mut self, cpu: usize, t: TaskId) {
         debug_assert!(self.tasks[t as usize].se.on_rq);
@@ -449,10 +464,11 @@ impl Kernel {
             debug_assert!(!(delay && self.tasks[t as usize].se.sched_delayed));
             if self.feat(Feature::DELAY_DEQUEUE) && delay && !self.entity_eligible(cpu, t) {
                 self.set_delayed(cpu, t);
-                let v = self.avg_vruntime(cpu);
-                let lag = self.entity_lag(cpu, v, t);
-                let pid = self.tasks[t as usize].pid;
-                self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::Delayed, lag });
+                if self.trace {
+                    let lag = self.lag_for_trace(cpu, t);
+                    let pid = self.tasks[t as usize].pid;
+                    self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::Delayed, lag });
+                }
                 return false;
             }
         }
@@ -503,10 +519,7 @@ impl Kernel {
         let se = self.pick_eevdf(cpu)?;
         if self.tasks[se as usize].se.sched_delayed {
             let pid = self.tasks[se as usize].pid;
-            let lag = {
-                let v = self.avg_vruntime(cpu);
-                self.entity_lag(cpu, v, se)
-            };
+            let lag = if self.trace { self.lag_for_trace(cpu, se) } else { 0 };
             self.dequeue_entities(cpu, se, DEQUEUE_SLEEP | DEQUEUE_DELAYED);
             self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::DequeuedAtPick, lag });
             return None;
