@@ -111,6 +111,19 @@ pub enum PreemptReason {
 }
 
 impl PreemptReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [PreemptReason; 9] = [
+        PreemptReason::HigherClass,
+        PreemptReason::Pick,
+        PreemptReason::NotPicked,
+        PreemptReason::Short,
+        PreemptReason::WakeeBatchOrIdle,
+        PreemptReason::CurrIdlePolicy,
+        PreemptReason::Disabled,
+        PreemptReason::AlreadyResched,
+        PreemptReason::Idle,
+    ];
+
     pub fn as_str(&self) -> &'static str {
         match self {
             PreemptReason::HigherClass => "higher_class",

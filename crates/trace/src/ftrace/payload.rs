@@ -54,18 +54,6 @@ fn delayed_what_str(w: DelayedWhat) -> &'static str {
     }
 }
 
-const PREEMPT_REASONS: [PreemptReason; 9] = [
-    PreemptReason::HigherClass,
-    PreemptReason::Pick,
-    PreemptReason::NotPicked,
-    PreemptReason::Short,
-    PreemptReason::WakeeBatchOrIdle,
-    PreemptReason::CurrIdlePolicy,
-    PreemptReason::Disabled,
-    PreemptReason::AlreadyResched,
-    PreemptReason::Idle,
-];
-
 fn user_op_name(op: &UserOp) -> &'static str {
     match op {
         UserOp::Signal { .. } => "signal",
@@ -482,7 +470,7 @@ pub(super) fn parse_payload<'a>(
             let curr = num(f[3], "curr_pid")?;
             comm_of(&mut comms, wakee, f[0].0);
             comm_of(&mut comms, curr, f[2].0);
-            let reason = PREEMPT_REASONS
+            let reason = PreemptReason::ALL
                 .iter()
                 .copied()
                 .find(|r| r.as_str() == f[5].0)

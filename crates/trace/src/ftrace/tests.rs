@@ -356,17 +356,7 @@ fn arb_kind(pids: Vec<Pid>, nobj: u32) -> impl Strategy<Value = EventKind> {
     let cpu = 0u32..300;
     let prio = -1i32..140;
     let obj = 0..nobj;
-    let reason = prop::sample::select(vec![
-        PreemptReason::HigherClass,
-        PreemptReason::Pick,
-        PreemptReason::NotPicked,
-        PreemptReason::Short,
-        PreemptReason::WakeeBatchOrIdle,
-        PreemptReason::CurrIdlePolicy,
-        PreemptReason::Disabled,
-        PreemptReason::AlreadyResched,
-        PreemptReason::Idle,
-    ]);
+    let reason = prop::sample::select(PreemptReason::ALL.to_vec());
     let path = prop_oneof![
         any::<bool>().prop_map(|delayed| WakePath::Runnable { delayed }),
         Just(WakePath::Activate),
