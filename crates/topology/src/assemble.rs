@@ -547,6 +547,7 @@ fn costs(ctx: &Ctx, c: crate::file::CostsFile) -> Result<Costs, InputError> {
         context_switch_ns: cost(ctx, c.context_switch_ns, "context_switch_ns", d.context_switch_ns)?,
         migration_cold_ns: cost(ctx, c.migration_cold_ns, "migration_cold_ns", d.migration_cold_ns)?,
         smt_speed_pct,
+        idle_polling: c.idle_polling.unwrap_or(d.idle_polling),
     })
 }
 

@@ -107,6 +107,7 @@ pub(crate) struct CostsFile {
     pub context_switch_ns: Option<Spanned<DurationNs>>,
     pub migration_cold_ns: Option<Spanned<DurationNs>>,
     pub smt_speed_pct: Option<Spanned<i64>>,
+    pub idle_polling: Option<bool>,
 }
 
 /// `[jitter]`; both keys default to 0 (exact timing).

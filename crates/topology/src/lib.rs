@@ -42,6 +42,7 @@
 //! context_switch_ns = "1.5us"
 //! migration_cold_ns = "4us"
 //! smt_speed_pct = 62            # 1..=100; defaults: see Costs::default()
+//! idle_polling = false          # idle wakes by flag (true) or by IPI (false)
 //!
 //! [jitter]                      # seeded noise, default 0
 //! burst_pct = 1.0               # 0 <= burst_pct < 100
@@ -174,6 +175,12 @@ pub struct Costs {
     /// Speed of each sibling, in percent, while both SMT siblings run tasks
     /// (why `SD_SHARE_CPUCAPACITY` / `has_idle_cores` prefer idle cores).
     pub smt_speed_pct: u32,
+    /// The idle loop keeps TIF_POLLING_NRFLAG set (polling or mwait-monitored
+    /// idle), so a remote wakeup sets a flag instead of sending an IPI
+    /// (`set_nr_if_polling()`, traced as `sched_wake_idle_without_ipi`) and
+    /// only pays `idle_exit_ns`. When false, waking an idle CPU costs
+    /// `ipi_ns + idle_exit_ns`.
+    pub idle_polling: bool,
 }
 
 impl Default for Costs {
@@ -187,6 +194,7 @@ impl Default for Costs {
             context_switch_ns: 1_500,
             migration_cold_ns: 5_000,
             smt_speed_pct: 60,
+            idle_polling: false,
         }
     }
 }
