@@ -14,24 +14,25 @@
 //! reschedules set TIF_NEED_RESCHED_LAZY without an IPI and wait for the next
 //! tick or kernel exit on that CPU.
 //!
-//! Step 1 simplifications: tasks stay on their CPU (`select_task_rq()` keeps
-//! `task_cpu(p)`; placement and the wakelist arrive with the wakeup path), only
-//! the fair and idle classes exist, and `__schedule()` is atomic, so the
-//! `p->on_cpu` wakeup race cannot happen.
+//! The wakeup half of core.c (`try_to_wake_up()` and the wakelist) lives in
+//! [`crate::ttwu`]. Simplified: only the fair and idle classes exist yet.
 
 use crate::features::{Feature, Features};
+use crate::pelt;
 use crate::profile::Profile;
 use crate::sched::*;
-use schedlab_topology::{CpuSet, PreemptModel};
-use schedlab_trace::{Event, EventKind, Pid, PrevState, WakePath};
+use crate::topology::{build_sched_domains, SchedDomains};
+use schedlab_topology::{CpuSet, PreemptModel, Topology};
+use schedlab_trace::{Event, EventKind, Pid, PrevState};
 
 /// Static configuration of a kernel instance.
 #[derive(Clone, Debug)]
 pub struct KernelConfig {
     pub profile: Profile,
     pub features: Features,
-    pub nr_cpus: usize,
-    pub tick_ns: u64,
+    /// The machine: CPUs, capacities, ITMT priorities, HZ, idle polling.
+    pub topology: Topology,
+    /// The preemption model in effect (the topology's, unless the profile lacks it).
     pub preempt: PreemptModel,
     /// Record events in [`Kernel::events`].
     pub trace: bool,
@@ -47,16 +48,41 @@ pub struct TaskParams {
     /// Custom slice (fair `sched_runtime`), already clamped to 0.1–100 ms.
     pub slice_ns: Option<u64>,
     pub cpus_mask: CpuSet,
+    /// The CPU the task is created on (the parent's CPU).
     pub cpu: usize,
+    /// Start on `cpu` without fork balancing (a scenario's `start_cpu`).
+    pub fixed_start: bool,
 }
 
-/// A request the model makes of the hardware: deliver a reschedule to `cpu`.
+/// What an interrupt to another CPU asks it to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpiKind {
+    /// `smp_send_reschedule()`: enter `schedule()` if need_resched.
+    Resched,
+    /// `send_call_function_single_ipi()` for the wakelist: run `sched_ttwu_pending()`.
+    CallFunction,
+}
+
+/// A request the model makes of the hardware: interrupt `cpu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IpiRequest {
     pub cpu: usize,
-    /// The target was idle: it wakes through its polling idle loop (no IPI,
-    /// but it pays the idle-exit latency).
+    pub kind: IpiKind,
+    /// The target is idle: it pays its idle-exit latency.
     pub idle: bool,
+    /// No IPI is needed: the idle target polls its flags (`set_nr_if_polling()`).
+    pub polled: bool,
+}
+
+/// `struct sched_domain_shared`: per-LLC state the wakeup path reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LlcShared {
+    /// Some core in the LLC has all its SMT siblings idle.
+    pub has_idle_cores: bool,
+    /// SIS_UTIL's scan budget for `select_idle_cpu()`.
+    pub nr_idle_scan: u32,
+    /// When the budget was last recomputed (ns).
+    pub last_scan_update: u64,
 }
 
 /// What `__schedule()` did.
@@ -86,28 +112,59 @@ pub struct Kernel {
     pub trace: bool,
     /// Events since the simulator last drained them.
     pub events: Vec<Event>,
-    /// Reschedules the simulator must deliver.
+    /// Interrupts the simulator must deliver.
     pub ipis: Vec<IpiRequest>,
-    now: u64,
-    exec_cpu: usize,
+    pub topo: Topology,
+    /// The sched domain hierarchy built from the topology.
+    pub domains: SchedDomains,
+    /// `sd_llc_shared`, indexed by CPU id of the LLC's `sd_llc_id`.
+    pub llc_shared: Vec<LlcShared>,
+    /// `sched_smt_active()`.
+    pub smt_active: bool,
+    pub(crate) now: u64,
+    pub(crate) exec_cpu: usize,
 }
 
 impl Kernel {
     pub fn new(cfg: KernelConfig) -> Self {
+        let topo = cfg.topology;
+        let nr_cpus = topo.nr_cpus();
+        let domains = build_sched_domains(&topo);
+        let mut rqs: Vec<Rq> = (0..nr_cpus).map(Rq::new).collect();
+        for (cpu, rq) in rqs.iter_mut().enumerate() {
+            rq.cpu_capacity = topo.cpus[cpu].capacity as u64;
+        }
+        // Before the first periodic balance measures utilisation, let SIS_UTIL
+        // scan the whole LLC as if it were idle; at boot every core is idle.
+        let llc_shared = (0..nr_cpus)
+            .map(|cpu| LlcShared {
+                nr_idle_scan: domains.cpus[cpu].sd_llc_size,
+                has_idle_cores: topo.has_smt(),
+                last_scan_update: 0,
+            })
+            .collect();
         Kernel {
-            base_slice: cfg.profile.base_slice_for(cfg.nr_cpus),
+            base_slice: cfg.profile.base_slice_for(nr_cpus),
             profile: cfg.profile,
             features: cfg.features,
             tasks: Vec::new(),
-            rqs: (0..cfg.nr_cpus).map(Rq::new).collect(),
-            tick_ns: cfg.tick_ns,
+            rqs,
+            tick_ns: topo.tick_ns(),
             preempt: cfg.preempt,
             trace: cfg.trace,
             events: Vec::new(),
             ipis: Vec::new(),
+            smt_active: topo.has_smt(),
+            topo,
+            domains,
+            llc_shared,
             now: 0,
             exec_cpu: 0,
         }
+    }
+
+    pub fn nr_cpus(&self) -> usize {
+        self.rqs.len()
     }
 
     pub fn feat(&self, f: Feature) -> bool {
@@ -126,7 +183,7 @@ impl Kernel {
     }
 
     /// Set the time and executing CPU for the kernel code about to run.
-    fn enter(&mut self, now: u64, exec_cpu: usize) {
+    pub(crate) fn enter(&mut self, now: u64, exec_cpu: usize) {
         debug_assert!(now >= self.now, "time went backwards: {} < {}", now, self.now);
         self.now = now;
         self.exec_cpu = exec_cpu;
@@ -137,7 +194,7 @@ impl Kernel {
     }
 
     /// `update_rq_clock()`.
-    fn update_rq_clock(&mut self, cpu: usize) {
+    pub(crate) fn update_rq_clock(&mut self, cpu: usize) {
         self.rqs[cpu].clock = self.now;
     }
 
@@ -163,6 +220,11 @@ impl Kernel {
             on_cpu: false,
             cpu: p.cpu,
             cpus_mask: p.cpus_mask,
+            wake_cpu: p.cpu,
+            recent_used_cpu: p.cpu,
+            wakee: WakeeStats::default(),
+            sched_remote_wakeup: false,
+            sched_remote_delayed: false,
             se: SchedEntity {
                 load: LoadWeight::new(weight),
                 on_rq: false,
@@ -177,10 +239,14 @@ impl Kernel {
                 exec_start: 0,
                 sum_exec_runtime: 0,
                 prev_sum_exec_runtime: 0,
+                avg: Default::default(),
             },
             nvcsw: 0,
             nivcsw: 0,
+            fixed_start: p.fixed_start,
         });
+        // sched_fork() → init_entity_runnable_average().
+        pelt::init_entity_runnable_average(&mut self.tasks[id as usize].se.avg, weight as u64);
         id
     }
 
@@ -196,10 +262,23 @@ impl Kernel {
         rq.need_resched || (lazy_ok && rq.need_resched_lazy)
     }
 
-    /// `idle_cpu()`: the idle task runs and nothing (not even a delayed task) is queued.
+    /// `idle_cpu()`: the idle task runs, nothing (not even a delayed task) is
+    /// queued, and no wakeup is pending on the wakelist.
     pub fn idle_cpu(&self, cpu: usize) -> bool {
         let rq = &self.rqs[cpu];
-        rq.curr.is_none() && rq.nr_running == 0
+        rq.curr.is_none() && rq.nr_running == 0 && !rq.ttwu_pending
+    }
+
+    /// `available_idle_cpu()`: `idle_cpu()` on a CPU that is not a preempted vCPU
+    /// (the model's vCPUs are never preempted).
+    pub fn available_idle_cpu(&self, cpu: usize) -> bool {
+        self.idle_cpu(cpu)
+    }
+
+    /// `sched_idle_cpu()`: only SCHED_IDLE tasks are queued.
+    pub fn sched_idle_cpu(&self, cpu: usize) -> bool {
+        let rq = &self.rqs[cpu];
+        rq.nr_running > 0 && rq.nr_running == rq.cfs.idle_h_nr_running
     }
 
     /// `resched_curr()` / `resched_curr_lazy()`. Lazy requests only exist under
@@ -223,13 +302,20 @@ impl Kernel {
             self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: false });
             return;
         }
+        self.send_ipi(cpu, IpiKind::Resched);
+    }
+
+    /// `smp_send_reschedule()` / `send_call_function_single_ipi()`: an idle
+    /// target that polls is woken by the flag alone (`set_nr_if_polling()`).
+    pub(crate) fn send_ipi(&mut self, cpu: usize, kind: IpiKind) {
         let idle = self.rqs[cpu].curr.is_none();
-        if idle {
+        let polled = idle && self.topo.costs.idle_polling;
+        if polled {
             self.emit(cpu, EventKind::SchedWakeIdleWithoutIpi { cpu: cpu as u32 });
-        } else {
+        } else if kind == IpiKind::Resched {
             self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: true });
         }
-        self.ipis.push(IpiRequest { cpu, idle });
+        self.ipis.push(IpiRequest { cpu, kind, idle, polled });
     }
 
     pub(crate) fn resched_curr(&mut self, cpu: usize) {
@@ -237,7 +323,7 @@ impl Kernel {
     }
 
     /// `enqueue_task()`.
-    fn enqueue_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+    pub(crate) fn enqueue_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
         if flags & qflags::ENQUEUE_NOCLOCK == 0 {
             self.update_rq_clock(cpu);
         }
@@ -246,7 +332,7 @@ impl Kernel {
     }
 
     /// `dequeue_task()`: false when the class kept the task queued (delayed).
-    fn dequeue_task(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
+    pub(crate) fn dequeue_task(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
         if flags & qflags::DEQUEUE_NOCLOCK == 0 {
             self.update_rq_clock(cpu);
         }
@@ -254,7 +340,7 @@ impl Kernel {
     }
 
     /// `activate_task()`.
-    fn activate_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+    pub(crate) fn activate_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
         self.enqueue_task(cpu, t, flags);
         self.tasks[t as usize].on_rq = OnRq::Queued;
     }
@@ -272,7 +358,7 @@ impl Kernel {
     }
 
     /// `wakeup_preempt()`: let the running class decide whether `p` preempts.
-    fn wakeup_preempt(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
+    pub(crate) fn wakeup_preempt(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
         match self.rqs[cpu].curr {
             // The idle class's check always reschedules.
             None => self.resched_curr(cpu),
@@ -280,108 +366,38 @@ impl Kernel {
         }
     }
 
-    /// `ttwu_do_wakeup()`: TASK_RUNNING and `sched_wakeup`.
-    fn ttwu_do_wakeup(&mut self, t: TaskId) {
-        let task = &mut self.tasks[t as usize];
-        task.state = TaskState::Running;
-        let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
-        self.emit(cpu, EventKind::SchedWakeup { pid, prio, target_cpu: cpu as u32 });
+    /// `deactivate_task()`: off the runqueue as a migration (not a sleep).
+    pub(crate) fn deactivate_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+        self.tasks[t as usize].on_rq = OnRq::Migrating;
+        self.dequeue_task(cpu, t, flags);
     }
 
-    /// `ttwu_do_activate()`.
-    fn ttwu_do_activate(&mut self, cpu: usize, t: TaskId, wake_flags: u32) {
-        let mut en_flags = qflags::ENQUEUE_WAKEUP | qflags::ENQUEUE_NOCLOCK;
-        if wake_flags & wflags::WF_MIGRATED != 0 {
-            en_flags |= qflags::ENQUEUE_MIGRATED;
-        }
-        if wake_flags & wflags::WF_RQ_SELECTED != 0 {
-            en_flags |= qflags::ENQUEUE_RQ_SELECTED;
-        }
-        self.activate_task(cpu, t, en_flags);
-        self.wakeup_preempt(cpu, t, wake_flags);
-        self.ttwu_do_wakeup(t);
-        self.rqs[cpu].idle_stamp = None;
-    }
-
-    /// `ttwu_runnable()`: the wakee is still queued (preempted, or delayed by
-    /// DELAY_DEQUEUE); wake it where it is, with no CPU selection.
-    fn ttwu_runnable(&mut self, t: TaskId, wake_flags: u32) -> bool {
-        if self.tasks[t as usize].on_rq != OnRq::Queued {
-            return false;
-        }
+    /// `move_queued_task()`: move a queued, not running task to `new_cpu`.
+    /// A delayed task stays delayed on its new runqueue.
+    pub(crate) fn move_queued_task(&mut self, t: TaskId, new_cpu: usize) {
         let cpu = self.tasks[t as usize].cpu;
         self.update_rq_clock(cpu);
-        let delayed = self.tasks[t as usize].se.sched_delayed;
-        let pid = self.tasks[t as usize].pid;
-        self.emit(cpu, EventKind::Ttwu { pid, path: WakePath::Runnable { delayed }, cpu: cpu as u32 });
-        if delayed {
-            self.enqueue_task(cpu, t, qflags::ENQUEUE_NOCLOCK | qflags::ENQUEUE_DELAYED);
-        }
-        if !self.tasks[t as usize].on_cpu {
-            self.wakeup_preempt(cpu, t, wake_flags);
-        }
-        self.ttwu_do_wakeup(t);
-        true
+        self.deactivate_task(cpu, t, qflags::DEQUEUE_NOCLOCK);
+        self.set_task_cpu(t, new_cpu);
+        self.update_rq_clock(new_cpu);
+        self.activate_task(new_cpu, t, qflags::ENQUEUE_NOCLOCK);
+        self.wakeup_preempt(new_cpu, t, 0);
     }
 
-    /// `select_task_rq()`. Step 1: the task stays on `task_cpu(p)` if allowed.
-    fn select_task_rq(&self, t: TaskId) -> usize {
-        let task = &self.tasks[t as usize];
-        if task.cpus_mask.contains(task.cpu) {
-            task.cpu
-        } else {
-            task.cpus_mask.first().unwrap_or(task.cpu)
-        }
-    }
-
-    /// `set_task_cpu()`: emits `sched_migrate_task` when the CPU changes.
-    fn set_task_cpu(&mut self, t: TaskId, new_cpu: usize) {
-        let task = &self.tasks[t as usize];
-        if task.cpu != new_cpu {
-            let (pid, prio, orig) = (task.pid, task.prio, task.cpu);
-            self.emit(orig, EventKind::SchedMigrateTask { pid, prio, orig_cpu: orig as u32, dest_cpu: new_cpu as u32 });
-            self.tasks[t as usize].cpu = new_cpu;
-        }
-    }
-
-    /// `try_to_wake_up()` from the context of `exec_cpu`. Returns whether the
-    /// task was woken (its state matched TASK_NORMAL).
-    pub fn try_to_wake_up(&mut self, t: TaskId, now: u64, exec_cpu: usize, mut wake_flags: u32) -> bool {
+    /// `sched_setaffinity()` → `__set_cpus_allowed_ptr()`: a queued task that
+    /// is not running and sits outside the new mask is moved at once
+    /// (`move_queued_task()`); a sleeping one simply wakes up inside it.
+    /// Simplified: the running case (a stopper migration) is not modeled;
+    /// a running task leaves at its next wakeup.
+    pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize) {
         self.enter(now, exec_cpu);
-        wake_flags |= wflags::WF_TTWU;
+        assert!(!mask.is_empty(), "empty affinity mask");
+        self.tasks[t as usize].cpus_mask = mask;
         let task = &self.tasks[t as usize];
-        if !matches!(task.state, TaskState::Interruptible | TaskState::Uninterruptible) {
-            return false;
+        if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
+            let dest = mask.first().expect("non-empty mask");
+            self.move_queued_task(t, dest);
         }
-        let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
-        self.emit(cpu, EventKind::SchedWaking { pid, prio, target_cpu: cpu as u32 });
-        if self.ttwu_runnable(t, wake_flags) {
-            return true;
-        }
-        let cpu = self.select_task_rq(t);
-        if cpu != self.tasks[t as usize].cpu {
-            wake_flags |= wflags::WF_MIGRATED;
-            self.set_task_cpu(t, cpu);
-        }
-        self.update_rq_clock(cpu);
-        self.emit(cpu, EventKind::Ttwu { pid, path: WakePath::Activate, cpu: cpu as u32 });
-        self.ttwu_do_activate(cpu, t, wake_flags);
-        true
-    }
-
-    /// `wake_up_new_task()`: first enqueue of a new task on `task_cpu(p)`.
-    pub fn wake_up_new_task(&mut self, t: TaskId, now: u64, exec_cpu: usize) {
-        self.enter(now, exec_cpu);
-        debug_assert_eq!(self.tasks[t as usize].state, TaskState::New);
-        self.tasks[t as usize].state = TaskState::Running;
-        let cpu = self.select_task_rq(t);
-        self.tasks[t as usize].cpu = cpu;
-        self.update_rq_clock(cpu);
-        self.activate_task(cpu, t, qflags::ENQUEUE_NOCLOCK | qflags::ENQUEUE_INITIAL);
-        let (pid, prio) = (self.tasks[t as usize].pid, self.tasks[t as usize].prio);
-        self.emit(cpu, EventKind::SchedWakeupNew { pid, prio, target_cpu: cpu as u32 });
-        self.wakeup_preempt(cpu, t, wflags::WF_FORK);
-        self.rqs[cpu].idle_stamp = None;
     }
 
     /// `set_current_state()`: the running task on `cpu` is about to sleep.
@@ -428,10 +444,13 @@ impl Kernel {
         rq.need_resched = false;
         rq.need_resched_lazy = false;
         if next != prev {
+            let rq = &mut self.rqs[cpu];
             rq.nr_switches += 1;
             rq.curr = next;
             if next.is_none() {
                 rq.idle_stamp = Some(now);
+                // set_next_task_idle() → update_idle_core().
+                self.__update_idle_core(cpu);
             }
             let trace_state = match prev_state {
                 None => PrevState::Running { preempt: false },

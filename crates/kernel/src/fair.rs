@@ -7,6 +7,7 @@
 //! says so.
 
 use crate::core::Kernel;
+use crate::fair_pelt::{DO_ATTACH, DO_DETACH, UPDATE_TG};
 use crate::features::Feature;
 use crate::profile::{LagLimit, SliceProtection};
 use crate::sched::{qflags::*, wflags::*, LoadWeight, OnRq, Policy, TaskId, NICE_0_WEIGHT};
@@ -414,6 +415,7 @@ impl Kernel {
             self.place_entity(cpu, t, flags);
         }
         self.update_curr(cpu);
+        self.update_load_avg(cpu, t, UPDATE_TG | DO_ATTACH);
         if !is_curr {
             self.place_entity(cpu, t, flags);
         }
@@ -463,6 +465,7 @@ impl Kernel {
             let delay = sleep && flags & DEQUEUE_SPECIAL == 0;
             debug_assert!(!(delay && self.tasks[t as usize].se.sched_delayed));
             if self.feat(Feature::DELAY_DEQUEUE) && delay && !self.entity_eligible(cpu, t) {
+                self.update_load_avg(cpu, t, 0);
                 self.set_delayed(cpu, t);
                 if self.trace {
                     let lag = self.lag_for_trace(cpu, t);
@@ -472,6 +475,8 @@ impl Kernel {
                 return false;
             }
         }
+        let migrating = self.tasks[t as usize].on_rq == OnRq::Migrating;
+        self.update_load_avg(cpu, t, UPDATE_TG | if migrating { DO_DETACH } else { 0 });
         self.update_entity_lag(cpu, t);
         if self.feat(Feature::PLACE_REL_DEADLINE) && !sleep {
             let se = &mut self.tasks[t as usize].se;
@@ -494,6 +499,7 @@ impl Kernel {
         self.clear_buddies(cpu, t);
         if self.tasks[t as usize].se.on_rq {
             self.__dequeue_entity(cpu, t);
+            self.update_load_avg(cpu, t, UPDATE_TG);
             self.set_protect_slice(cpu, t);
         }
         debug_assert!(self.rqs[cpu].cfs.curr.is_none());
@@ -532,6 +538,7 @@ impl Kernel {
         if self.tasks[prev as usize].se.on_rq {
             self.update_curr(cpu);
             self.__enqueue_entity(cpu, prev);
+            self.update_load_avg(cpu, prev, 0);
         }
         debug_assert_eq!(self.rqs[cpu].cfs.curr, Some(prev));
         self.rqs[cpu].cfs.curr = None;
@@ -558,6 +565,7 @@ impl Kernel {
                 self.rqs[cpu].cfs.nr_running += 1;
             }
         }
+        self.update_load_avg(cpu, t, 0);
         self.clear_delayed(cpu, t);
         let pid = self.tasks[t as usize].pid;
         let lag = self.tasks[t as usize].se.vlag;
@@ -734,6 +742,10 @@ impl Kernel {
     /// `task_tick_fair()` → `entity_tick()`: account and maybe reschedule.
     pub fn task_tick_fair(&mut self, cpu: usize) {
         self.update_curr(cpu);
+        if let Some(curr) = self.rqs[cpu].cfs.curr {
+            self.update_load_avg(cpu, curr, UPDATE_TG);
+        }
+        self.tick_update_idle_cpu_scan(cpu);
     }
 
     /// Whether `t` is queued on `cpu`'s cfs_rq as the kernel would see it.

@@ -95,6 +95,23 @@ impl Kernel {
                     rq.cpu, cfs.avg_vruntime, cfs.avg_load
                 ));
             }
+            if rq.ttwu_pending == rq.wake_list.is_empty() {
+                return Err(format!(
+                    "CPU {}: ttwu_pending={} with {} queued wakeups",
+                    rq.cpu,
+                    rq.ttwu_pending,
+                    rq.wake_list.len()
+                ));
+            }
+            for &t in &rq.wake_list {
+                let task = &self.tasks[t as usize];
+                if task.state != crate::sched::TaskState::Waking {
+                    return Err(format!("task {t} on CPU {}'s wakelist in state {:?}", rq.cpu, task.state));
+                }
+                if task.on_rq == OnRq::Queued && !task.se.sched_delayed {
+                    return Err(format!("task {t} on CPU {}'s wakelist is queued and not delayed", rq.cpu));
+                }
+            }
             if let Some(c) = cfs.curr {
                 if rq.curr != Some(c) {
                     return Err(format!("CPU {}: cfs curr {c} is not rq curr {:?}", rq.cpu, rq.curr));

@@ -1,6 +1,8 @@
 //! A pure model of the Linux scheduler (`kernel/sched/`).
 //!
-//! Modules follow the kernel's files: [`core`] (core.c), [`fair`] (fair.c),
+//! Modules follow the kernel's files: [`core`] and [`ttwu`] (core.c), [`fair`],
+//! [`fair_select`] and [`fair_pelt`] (fair.c), [`pelt`] (pelt.c), [`topology`]
+//! (topology.c),
 //! [`sched`] (sched.h and the scheduler half of `task_struct`), [`features`]
 //! (features.h plus proposed patches as toggles), [`timeline`] (the fair
 //! class's augmented rb-tree). [`profile`] holds what differs between kernel
@@ -13,13 +15,18 @@
 
 pub mod core;
 pub mod fair;
+pub mod fair_pelt;
+pub mod fair_select;
 pub mod features;
 pub mod invariants;
+pub mod pelt;
 pub mod profile;
 pub mod sched;
 pub mod timeline;
+pub mod topology;
+pub mod ttwu;
 
-pub use crate::core::{IpiRequest, Kernel, KernelConfig, Switch, TaskParams};
+pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Switch, TaskParams};
 pub use features::{Feature, FeatureError, Features};
 pub use profile::Profile;
 pub use sched::{Policy, TaskId, TaskState};

@@ -4,6 +4,7 @@
 //! Simplified: one root `cfs_rq` per CPU (no cgroup hierarchy, no autogroup),
 //! no PELT yet, a single scheduling class per task (fair; RT arrives later).
 
+use crate::pelt::SchedAvg;
 use crate::timeline::Timeline;
 use schedlab_topology::CpuSet;
 use schedlab_trace::Pid;
@@ -71,6 +72,8 @@ pub enum TaskState {
     Uninterruptible,
     /// Not yet woken by `wake_up_new_task()`.
     New,
+    /// TASK_WAKING: a wakeup owns the task and is choosing its CPU.
+    Waking,
     Dead,
 }
 
@@ -119,6 +122,18 @@ pub struct SchedEntity {
     pub exec_start: u64,
     pub sum_exec_runtime: u64,
     pub prev_sum_exec_runtime: u64,
+    /// PELT averages (`se->avg`).
+    pub avg: SchedAvg,
+}
+
+/// `wakee_flips` bookkeeping of a waker (`record_wakee()` / `wake_wide()`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WakeeStats {
+    /// How often this task switched the task it wakes (halved each second).
+    pub flips: u32,
+    pub last_wakee: Option<TaskId>,
+    /// `wakee_flip_decay_ts`, in ns.
+    pub flip_decay_ts: u64,
 }
 
 /// `struct task_struct`, the scheduler-relevant part.
@@ -139,15 +154,32 @@ pub struct Task {
     /// `task_cpu(p)`.
     pub cpu: usize,
     pub cpus_mask: CpuSet,
+    /// `p->wake_cpu`: where a wakeup starts looking (the waker's CPU under TTWU_QUEUE_DELAYED).
+    pub wake_cpu: usize,
+    /// `p->recent_used_cpu`, checked by `select_idle_sibling()`.
+    pub recent_used_cpu: usize,
+    /// As a waker: `wakee_flips`, `last_wakee`.
+    pub wakee: WakeeStats,
+    /// Queued on a wakelist as a migrated wakeup (`sched_remote_wakeup`).
+    pub sched_remote_wakeup: bool,
+    /// Queued on its own CPU's wakelist as a delayed task (TTWU_QUEUE_DELAYED).
+    pub sched_remote_delayed: bool,
     pub se: SchedEntity,
     /// Voluntary/involuntary switch counts (`nvcsw`/`nivcsw`).
     pub nvcsw: u64,
     pub nivcsw: u64,
+    /// Skip fork balancing for the first enqueue (scenario `start_cpu`).
+    pub fixed_start: bool,
 }
 
 impl Task {
     pub fn nice(&self) -> i32 {
         self.static_prio - DEFAULT_PRIO
+    }
+
+    /// `p->nr_cpus_allowed`.
+    pub fn nr_cpus_allowed(&self) -> usize {
+        self.cpus_mask.len()
     }
 }
 
@@ -174,6 +206,19 @@ pub struct CfsRq {
     pub next: Option<TaskId>,
     /// `rq->cfs_tasks`, most recently picked first.
     pub tasks: Vec<TaskId>,
+    /// PELT averages of the runqueue (`cfs_rq->avg`).
+    pub avg: SchedAvg,
+    /// Load of tasks that migrated away, subtracted at the next update (`cfs_rq->removed`).
+    pub removed: Removed,
+}
+
+/// `cfs_rq->removed`: contributions of tasks that left while not queued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    pub nr: u32,
+    pub load_avg: u64,
+    pub util_avg: u64,
+    pub runnable_avg: u64,
 }
 
 impl CfsRq {
@@ -193,6 +238,8 @@ impl CfsRq {
             curr: None,
             next: None,
             tasks: Vec::new(),
+            avg: SchedAvg::default(),
+            removed: Removed::default(),
         }
     }
 }
@@ -221,6 +268,14 @@ pub struct Rq {
     pub nr_switches: u64,
     /// When the CPU last went idle (`rq->idle_stamp`), if idle.
     pub idle_stamp: Option<u64>,
+    /// A wakeup is queued on this CPU's wakelist (`rq->ttwu_pending`).
+    pub ttwu_pending: bool,
+    /// The wakelist (`wake_entry` llist), in queueing order.
+    pub wake_list: Vec<TaskId>,
+    /// `wakee_flips` of this CPU's idle task, which wakes tasks from interrupts.
+    pub idle_wakee: WakeeStats,
+    /// `capacity_of()`: the CPU's capacity available to fair tasks.
+    pub cpu_capacity: u64,
 }
 
 impl Rq {
@@ -235,6 +290,10 @@ impl Rq {
             clock: 0,
             nr_switches: 0,
             idle_stamp: Some(0),
+            ttwu_pending: false,
+            wake_list: Vec::new(),
+            idle_wakee: WakeeStats::default(),
+            cpu_capacity: 1024,
         }
     }
 }
@@ -271,4 +330,8 @@ pub mod wflags {
     pub const WF_MIGRATED: u32 = 0x20;
     pub const WF_CURRENT_CPU: u32 = 0x40;
     pub const WF_RQ_SELECTED: u32 = 0x80;
+    /// RFC (Peter Zijlstra 2025): the on_cpu wakelist path.
+    pub const WF_ON_CPU: u32 = 0x100;
+    /// RFC (Peter Zijlstra 2025): a delayed task's wakeup handed to its own CPU.
+    pub const WF_DELAYED: u32 = 0x200;
 }

@@ -2,19 +2,22 @@
 //! at a time, with time advanced tick by tick as the simulator would.
 
 use schedlab_kernel::{Feature, Kernel, KernelConfig, Policy, Profile, TaskId, TaskParams, TaskState};
-use schedlab_topology::{CpuSet, PreemptModel};
+use schedlab_topology::{CpuSet, PreemptModel, Topology};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason, WakePath};
 
 const MS: u64 = 1_000_000;
 const TICK: u64 = MS; // HZ=1000
 
-fn kernel(nr_cpus: usize, settings: &[&str]) -> Kernel {
+/// A 4-CPU machine (smt-2x2, HZ=1000); every task here is pinned to CPU 0.
+fn kernel(settings: &[&str]) -> Kernel {
     let profile = Profile::by_name("6.12").unwrap();
     let mut features = profile.defaults;
     for s in settings {
         features.apply(s).unwrap();
     }
-    Kernel::new(KernelConfig { profile, features, nr_cpus, tick_ns: TICK, preempt: PreemptModel::Full, trace: true })
+    let topology = Topology::preset("smt-2x2").unwrap();
+    assert_eq!(topology.tick_ns(), TICK);
+    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true })
 }
 
 fn task(k: &mut Kernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskId {
@@ -26,6 +29,7 @@ fn task(k: &mut Kernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskId {
         slice_ns,
         cpus_mask: CpuSet::single(0),
         cpu: 0,
+        fixed_start: true,
     })
 }
 
@@ -64,7 +68,7 @@ fn lag(k: &mut Kernel, t: TaskId) -> i64 {
 
 #[test]
 fn ineligible_sleeper_is_delayed_then_requeued_in_place_on_wakeup() {
-    let mut k = kernel(1, &[]);
+    let mut k = kernel(&[]);
     let (a, b) = (task(&mut k, 1, 0, None), task(&mut k, 2, 0, None));
     let mut now = 0;
     start(&mut k, a, now);
@@ -95,7 +99,7 @@ fn ineligible_sleeper_is_delayed_then_requeued_in_place_on_wakeup() {
 
 #[test]
 fn delayed_task_is_dequeued_when_picked() {
-    let mut k = kernel(1, &[]);
+    let mut k = kernel(&[]);
     let (a, b) = (task(&mut k, 1, 0, None), task(&mut k, 2, 0, None));
     let mut now = 0;
     start(&mut k, a, now);
@@ -118,7 +122,7 @@ fn delayed_task_is_dequeued_when_picked() {
 
 #[test]
 fn no_delay_dequeue_dequeues_at_once() {
-    let mut k = kernel(1, &["NO_DELAY_DEQUEUE"]);
+    let mut k = kernel(&["NO_DELAY_DEQUEUE"]);
     let (a, b) = (task(&mut k, 1, 0, None), task(&mut k, 2, 0, None));
     let mut now = 0;
     start(&mut k, a, now);
@@ -132,7 +136,7 @@ fn no_delay_dequeue_dequeues_at_once() {
 
 #[test]
 fn eligible_sleeper_is_not_delayed() {
-    let mut k = kernel(1, &[]);
+    let mut k = kernel(&[]);
     let a = task(&mut k, 1, 0, None);
     let mut now = 0;
     start(&mut k, a, now);
@@ -144,7 +148,7 @@ fn eligible_sleeper_is_not_delayed() {
 /// A sleeper that blocks with positive lag: it waited a slice behind a hog,
 /// then runs only 0.3 ms before blocking.
 fn sleeper_lag_after_wakeup(settings: &[&str]) -> (i64, i64) {
-    let mut k = kernel(1, settings);
+    let mut k = kernel(settings);
     let (hog, s) = (task(&mut k, 1, 0, None), task(&mut k, 2, 0, None));
     let mut now = 0;
     start(&mut k, hog, now);
@@ -186,7 +190,7 @@ fn positive_lag_survives_sleep_with_place_lag_only() {
 /// new task with the default slice and an earlier deadline. Returns who runs next
 /// and the verdict reason.
 fn wakeup_against_protected_curr(settings: &[&str]) -> (bool, PreemptReason) {
-    let mut k = kernel(1, settings);
+    let mut k = kernel(settings);
     let a = task(&mut k, 1, 0, Some(10 * MS));
     let b = task(&mut k, 2, 0, None);
     let mut now = 0;
@@ -223,7 +227,7 @@ fn preempt_short_lets_a_shorter_slice_wakee_cut_protection() {
 
 #[test]
 fn invariant_checker_catches_corruption() {
-    let mut k = kernel(1, &[]);
+    let mut k = kernel(&[]);
     let (a, b) = (task(&mut k, 1, 0, None), task(&mut k, 2, 0, None));
     start(&mut k, a, 0);
     start(&mut k, b, 0);

@@ -9,7 +9,7 @@
 use crate::queue::EventQueue;
 use crate::rng::Rng;
 use crate::workload::{resolve, Blocked, ObjState, Thread};
-use schedlab_kernel::{Kernel, TaskId, TaskState};
+use schedlab_kernel::{IpiKind, Kernel, TaskId, TaskState};
 use schedlab_scenario::{Op, Repeat, Scenario};
 use schedlab_topology::Topology;
 use schedlab_trace::{Event, EventKind, Pid, UserOp};
@@ -34,9 +34,10 @@ pub(crate) enum Ev {
         cpu: usize,
         gen: u64,
     },
-    /// A reschedule IPI (or a polling idle CPU noticing need_resched) arrives.
-    Resched {
+    /// An IPI (or a polling idle CPU noticing its flag) is handled.
+    Ipi {
         cpu: usize,
+        kind: IpiKind,
     },
     /// A sleep's hrtimer expires; `exited` once an idle CPU has left idle.
     Timer {
@@ -92,9 +93,17 @@ impl<'a> Engine<'a> {
         // Reuse the request buffer: no allocation per event in the steady state.
         let mut ipis = std::mem::take(&mut self.kernel.ipis);
         for ipi in ipis.drain(..) {
-            let base = if ipi.idle { self.topo.costs.idle_exit_ns } else { self.topo.costs.ipi_ns };
-            let jitter = if self.topo.jitter.ipi_ns > 0 { self.rng.below_incl(self.topo.jitter.ipi_ns) } else { 0 };
-            self.queue.push(self.now + base + jitter, Ev::Resched { cpu: ipi.cpu });
+            let costs = &self.topo.costs;
+            // A polling idle CPU only needs to leave its idle state; a halted
+            // one needs the IPI first; a busy one takes the interrupt.
+            let mut delay = if ipi.polled { 0 } else { costs.ipi_ns };
+            if ipi.idle {
+                delay += costs.idle_exit_ns;
+            }
+            if !ipi.polled && self.topo.jitter.ipi_ns > 0 {
+                delay += self.rng.below_incl(self.topo.jitter.ipi_ns);
+            }
+            self.queue.push(self.now + delay, Ev::Ipi { cpu: ipi.cpu, kind: ipi.kind });
         }
         self.kernel.ipis = ipis;
         if self.check_invariants {
@@ -499,8 +508,16 @@ impl<'a> Engine<'a> {
                     self.update_tick(cpu);
                 }
             }
-            Ev::Resched { cpu } => {
+            Ev::Ipi { cpu, kind: IpiKind::Resched } => {
                 self.preempt_point(cpu);
+            }
+            Ev::Ipi { cpu, kind: IpiKind::CallFunction } => {
+                self.settle(cpu);
+                self.kernel.sched_ttwu_pending(cpu, self.now);
+                self.drain();
+                if !self.preempt_point(cpu) {
+                    self.replan_if_idle(cpu);
+                }
             }
             Ev::Timer { thread, gen, cpu, exited } => {
                 if gen == self.threads[thread].timer_gen && self.threads[thread].blocked == Blocked::Sleep {

@@ -112,14 +112,8 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         preempt = PreemptModel::Voluntary;
     }
 
-    let mut kernel = Kernel::new(KernelConfig {
-        profile: profile.clone(),
-        features,
-        nr_cpus: topo.nr_cpus(),
-        tick_ns: topo.tick_ns(),
-        preempt,
-        trace: true,
-    });
+    let mut kernel =
+        Kernel::new(KernelConfig { profile: profile.clone(), features, topology: topo.clone(), preempt, trace: true });
 
     let mut table = TaskTable::default();
     table.tasks.insert(FIRST_PID - 1, TaskInfo { comm: scenario.name.chars().take(15).collect(), tgid: FIRST_PID - 1 });
@@ -127,6 +121,7 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
 
     let mut threads = Vec::new();
     let mut task_thread = Vec::new();
+    let mut movable = false;
     let mut starts = Vec::new();
     for (i, spec) in scenario.threads.iter().enumerate() {
         let policy = match spec.policy {
@@ -165,10 +160,7 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         }
         let cpu = spec.start_cpu.filter(|c| spec.affinity.contains(*c)).or(spec.affinity.first()).unwrap_or(0);
         if spec.affinity.len() > 1 {
-            notes.push(format!(
-                "{} may run on CPUs {} but stays on CPU {cpu}: task placement and load balancing are not modeled yet",
-                spec.name, spec.affinity
-            ));
+            movable = true;
         }
         let pid = FIRST_PID + i as i32;
         let task = kernel.add_task(TaskParams {
@@ -179,6 +171,7 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
             slice_ns: spec.slice_ns.map(|s| s.clamp(100_000, 100_000_000)),
             cpus_mask: spec.affinity,
             cpu,
+            fixed_start: spec.start_cpu.is_some(),
         });
         table.tasks.insert(pid, TaskInfo { comm: spec.name.clone(), tgid: FIRST_PID - 1 });
         task_thread.push(i);
@@ -186,6 +179,12 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         starts.push(spec.start_delay_ns);
     }
 
+    if movable {
+        notes.push(
+            "load balancing is not modeled yet: threads move only when fork or wakeup placement picks another CPU"
+                .to_string(),
+        );
+    }
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
     let mut engine = Engine {
         scenario,

@@ -53,6 +53,9 @@ pub enum DelayedWhat {
     DequeuedAtPick,
     /// `requeue_delayed_entity()` on wakeup: back in play on the same CPU.
     Requeued,
+    /// A wakeup completed the dequeue so the task can be placed anew
+    /// (TTWU_DEQUEUE, TTWU_QUEUE_DELAYED, DEQUEUE_DELAYED patches).
+    DequeuedAtWakeup,
 }
 
 /// What a workload thread did (user-space side, like a trace_marker write).

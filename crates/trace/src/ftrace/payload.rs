@@ -51,6 +51,7 @@ fn delayed_what_str(w: DelayedWhat) -> &'static str {
         DelayedWhat::Delayed => "delayed",
         DelayedWhat::DequeuedAtPick => "dequeued_at_pick",
         DelayedWhat::Requeued => "requeued",
+        DelayedWhat::DequeuedAtWakeup => "dequeued_at_wakeup",
     }
 }
 
@@ -441,10 +442,11 @@ pub(super) fn parse_payload<'a>(
                 "delayed" => DelayedWhat::Delayed,
                 "dequeued_at_pick" => DelayedWhat::DequeuedAtPick,
                 "requeued" => DelayedWhat::Requeued,
+                "dequeued_at_wakeup" => DelayedWhat::DequeuedAtWakeup,
                 other => {
                     return Err(perr(
                         f[2].1,
-                        format!("expected delayed, dequeued_at_pick or requeued, found `{other}`"),
+                        format!("expected delayed, dequeued_at_pick, requeued or dequeued_at_wakeup, found `{other}`"),
                     ))
                 }
             };

@@ -362,7 +362,12 @@ fn arb_kind(pids: Vec<Pid>, nobj: u32) -> impl Strategy<Value = EventKind> {
         Just(WakePath::Activate),
         Just(WakePath::Wakelist)
     ];
-    let what = prop::sample::select(vec![DelayedWhat::Delayed, DelayedWhat::DequeuedAtPick, DelayedWhat::Requeued]);
+    let what = prop::sample::select(vec![
+        DelayedWhat::Delayed,
+        DelayedWhat::DequeuedAtPick,
+        DelayedWhat::Requeued,
+        DelayedWhat::DequeuedAtWakeup,
+    ]);
     let op = prop_oneof![
         obj.clone().prop_map(|obj| UserOp::Signal { obj }),
         obj.clone().prop_map(|obj| UserOp::WaitDone { obj }),

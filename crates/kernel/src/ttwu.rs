@@ -1,0 +1,326 @@
+//! The wakeup half of `kernel/sched/core.c`: `try_to_wake_up()` in the
+//! kernel's order, `ttwu_runnable()`, the remote wakelist
+//! (`ttwu_queue_wakelist()` / `sched_ttwu_pending()`), `select_task_rq()`,
+//! `set_task_cpu()` and `wake_up_new_task()`; plus the ttwu patches proposed
+//! in the seed threads as feature toggles.
+//!
+//! Simplified: `__schedule()` is atomic in the model, so a blocked task is
+//! never still `on_cpu` when a wakeup arrives and the `p->on_cpu` wakelist
+//! shortcut (and the waker's spin on `on_cpu`) is not reached; it is written
+//! out so the order stays the kernel's.
+
+use crate::core::{IpiKind, Kernel};
+use crate::features::Feature;
+use crate::sched::{qflags::*, wflags::*, OnRq, TaskId, TaskState};
+use schedlab_trace::{DelayedWhat, EventKind, WakePath};
+
+impl Kernel {
+    /// `ttwu_do_wakeup()`: TASK_RUNNING and `sched_wakeup`, emitted on the
+    /// CPU doing the enqueue (the waker's, or the target's for the wakelist).
+    fn ttwu_do_wakeup(&mut self, t: TaskId) {
+        let task = &mut self.tasks[t as usize];
+        task.state = TaskState::Running;
+        let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
+        self.emit(cpu, EventKind::SchedWakeup { pid, prio, target_cpu: cpu as u32 });
+    }
+
+    /// `ttwu_do_activate()`.
+    fn ttwu_do_activate(&mut self, cpu: usize, t: TaskId, wake_flags: u32) {
+        let mut en_flags = ENQUEUE_WAKEUP | ENQUEUE_NOCLOCK;
+        if wake_flags & WF_MIGRATED != 0 {
+            en_flags |= ENQUEUE_MIGRATED;
+        }
+        if wake_flags & WF_RQ_SELECTED != 0 {
+            en_flags |= ENQUEUE_RQ_SELECTED;
+        }
+        self.activate_task(cpu, t, en_flags);
+        self.wakeup_preempt(cpu, t, wake_flags);
+        self.ttwu_do_wakeup(t);
+        if let Some(stamp) = self.rqs[cpu].idle_stamp.take() {
+            // avg_idle feeds newidle balancing (step 3); keep the stamp honest.
+            let _ = stamp;
+        }
+    }
+
+    fn emit_ttwu(&mut self, t: TaskId, path: WakePath, cpu: usize) {
+        let pid = self.tasks[t as usize].pid;
+        self.emit(cpu, EventKind::Ttwu { pid, path, cpu: cpu as u32 });
+    }
+
+    /// `ttwu_runnable()`: the wakee is still queued (preempted, or left
+    /// `sched_delayed` by DELAY_DEQUEUE). Stock kernels wake it in place with
+    /// no CPU selection. Returns true when the wakeup is complete.
+    ///
+    /// Patches (off by default):
+    /// * `TTWU_QUEUE_DELAYED` — Peter Zijlstra, "[PATCH v2 12/12] sched: Add
+    ///   ttwu_queue support for delayed tasks" (2025-07-02): hand the wakeup of
+    ///   a delayed task to its own CPU's wakelist, recording the waker's CPU
+    ///   in `wake_cpu`; that CPU completes the dequeue and selects a CPU.
+    /// * `TTWU_DEQUEUE` — Peter Zijlstra in the same thread (June 2025, seed
+    ///   004): complete the delayed dequeue here and fall through to
+    ///   `select_task_rq()`.
+    /// * `DEQUEUE_DELAYED` — Mike Galbraith, "sched/fair: Dequeue sched_delayed
+    ///   tasks when waking to a busy CPU" (Nov 2024, seed 000): the same, but only
+    ///   when the runqueue is busy, the task may run elsewhere and it is not a
+    ///   waker/wakee buddy of the running task.
+    fn ttwu_runnable(&mut self, t: TaskId, wake_flags: u32) -> bool {
+        if self.feat(Feature::TTWU_QUEUE_DELAYED) && self.tasks[t as usize].se.sched_delayed {
+            self.tasks[t as usize].state = TaskState::Waking;
+            self.tasks[t as usize].wake_cpu = self.exec_cpu;
+            let cpu = self.tasks[t as usize].cpu;
+            if self.ttwu_queue_wakelist(t, cpu, wake_flags | WF_DELAYED) {
+                return true;
+            }
+        }
+        if self.tasks[t as usize].on_rq != OnRq::Queued {
+            return false;
+        }
+        let cpu = self.tasks[t as usize].cpu;
+        self.update_rq_clock(cpu);
+        let delayed = self.tasks[t as usize].se.sched_delayed;
+        if delayed {
+            let flags = ENQUEUE_DELAYED | ENQUEUE_NOCLOCK;
+            if self.feat(Feature::TTWU_DEQUEUE) || self.galbraith_dequeue_delayed(cpu, t) {
+                let (pid, lag) = (self.tasks[t as usize].pid, self.tasks[t as usize].se.vlag);
+                self.dequeue_task(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED | DEQUEUE_NOCLOCK);
+                self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::DequeuedAtWakeup, lag });
+                return false;
+            }
+            self.emit_ttwu(t, WakePath::Runnable { delayed: true }, cpu);
+            self.enqueue_task(cpu, t, flags);
+        } else {
+            self.emit_ttwu(t, WakePath::Runnable { delayed: false }, cpu);
+        }
+        if !self.tasks[t as usize].on_cpu {
+            self.wakeup_preempt(cpu, t, wake_flags);
+        }
+        self.ttwu_do_wakeup(t);
+        true
+    }
+
+    /// Mike Galbraith's DEQUEUE_DELAYED condition: a busy runqueue, a task
+    /// allowed elsewhere, and no waker/wakee relation with the running task.
+    fn galbraith_dequeue_delayed(&self, cpu: usize, t: TaskId) -> bool {
+        if !self.feat(Feature::DEQUEUE_DELAYED) {
+            return false;
+        }
+        let rq = &self.rqs[cpu];
+        let task = &self.tasks[t as usize];
+        if rq.nr_running <= 1 || task.nr_cpus_allowed() <= 1 {
+            return false;
+        }
+        let buddies = match rq.curr {
+            Some(c) => self.tasks[c as usize].wakee.last_wakee == Some(t) || task.wakee.last_wakee == Some(c),
+            None => task.wakee.last_wakee.is_none() && rq.idle_wakee.last_wakee == Some(t),
+        };
+        !buddies
+    }
+
+    /// `ttwu_queue_cond()`: whether to hand the wakeup to `cpu`'s wakelist
+    /// instead of taking its runqueue lock from here. `def` is the answer for
+    /// a busy target sharing our cache (false in stock kernels;
+    /// TTWU_QUEUE_DEFAULT or a delayed wakeup make it true in the RFC).
+    fn ttwu_queue_cond(&self, t: TaskId, cpu: usize, def: bool) -> bool {
+        if !self.tasks[t as usize].cpus_mask.contains(cpu) {
+            return false;
+        }
+        let this = self.exec_cpu;
+        if !self.domains.cpus_share_cache(this, cpu) {
+            return true;
+        }
+        if cpu == this {
+            return false;
+        }
+        // The target is idle or about to be: let it do the enqueue itself.
+        // A delayed task keeps nr_running above zero.
+        if self.rqs[cpu].nr_running == 0 {
+            return true;
+        }
+        def
+    }
+
+    /// `ttwu_queue_wakelist()`.
+    fn ttwu_queue_wakelist(&mut self, t: TaskId, cpu: usize, wake_flags: u32) -> bool {
+        let def = self.feat(Feature::TTWU_QUEUE_DEFAULT) || wake_flags & WF_DELAYED != 0;
+        if !self.feat(Feature::TTWU_QUEUE) || !self.ttwu_queue_cond(t, cpu, def) {
+            return false;
+        }
+        let task = &mut self.tasks[t as usize];
+        task.sched_remote_wakeup = wake_flags & WF_MIGRATED != 0;
+        task.sched_remote_delayed = wake_flags & WF_DELAYED != 0;
+        self.emit_ttwu(t, WakePath::Wakelist, cpu);
+        self.__ttwu_queue_wakelist(t, cpu);
+        true
+    }
+
+    /// `__ttwu_queue_wakelist()`: mark `ttwu_pending` (so `idle_cpu()` turns
+    /// false at once) and queue; the first entry raises the call-function IPI.
+    fn __ttwu_queue_wakelist(&mut self, t: TaskId, cpu: usize) {
+        let rq = &mut self.rqs[cpu];
+        rq.ttwu_pending = true;
+        let first = rq.wake_list.is_empty();
+        rq.wake_list.push(t);
+        if first {
+            self.send_ipi(cpu, IpiKind::CallFunction);
+        }
+    }
+
+    /// `sched_ttwu_pending()`: the target CPU runs its wakelist (from the IPI
+    /// or its idle loop), activating each task locally.
+    pub fn sched_ttwu_pending(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        if self.rqs[cpu].wake_list.is_empty() {
+            return;
+        }
+        self.update_rq_clock(cpu);
+        let mut list = std::mem::take(&mut self.rqs[cpu].wake_list);
+        for &t in &list {
+            let mut wake_flags = 0;
+            if self.tasks[t as usize].sched_remote_wakeup {
+                wake_flags |= WF_MIGRATED;
+            }
+            // The RFC series starts these flags at WF_TTWU so that
+            // ttwu_delayed()'s select_task_rq() takes the wakeup path.
+            if self.tasks[t as usize].sched_remote_delayed
+                && self.ttwu_delayed(cpu, t, wake_flags | WF_TTWU | WF_DELAYED)
+            {
+                continue;
+            }
+            if self.tasks[t as usize].cpu != cpu {
+                // The kernel warns here; keep the task's CPU consistent.
+                self.set_task_cpu(t, cpu);
+            }
+            self.ttwu_do_activate(cpu, t, wake_flags);
+        }
+        list.clear();
+        if self.rqs[cpu].wake_list.is_empty() {
+            self.rqs[cpu].wake_list = list; // keep the buffer
+            self.rqs[cpu].ttwu_pending = false;
+        }
+    }
+
+    /// `ttwu_delayed()` (TTWU_QUEUE_DELAYED): on the delayed task's own CPU,
+    /// finish the delayed dequeue, select a CPU as if woken from `wake_cpu`,
+    /// and either activate here (false) or forward to the chosen CPU (true).
+    fn ttwu_delayed(&mut self, cpu: usize, t: TaskId, mut wake_flags: u32) -> bool {
+        self.tasks[t as usize].sched_remote_delayed = false;
+        let p_cpu = self.tasks[t as usize].cpu;
+        if self.tasks[t as usize].on_rq == OnRq::Queued {
+            let (pid, lag) = (self.tasks[t as usize].pid, self.tasks[t as usize].se.vlag);
+            self.update_rq_clock(p_cpu);
+            self.dequeue_task(p_cpu, t, DEQUEUE_NOCLOCK | DEQUEUE_SLEEP | DEQUEUE_DELAYED);
+            self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::DequeuedAtWakeup, lag });
+        }
+        let wake_cpu = self.tasks[t as usize].wake_cpu;
+        let target = self.select_task_rq(t, wake_cpu, &mut wake_flags);
+        if target != self.tasks[t as usize].cpu {
+            self.set_task_cpu(t, target);
+            wake_flags |= WF_MIGRATED;
+        }
+        self.tasks[t as usize].sched_remote_wakeup = wake_flags & WF_MIGRATED != 0;
+        if target == cpu {
+            return false;
+        }
+        self.emit_ttwu(t, WakePath::Wakelist, target);
+        self.__ttwu_queue_wakelist(t, target);
+        true
+    }
+
+    /// `ttwu_queue()`: wakelist if the conditions hold, else lock the target
+    /// runqueue from here and activate directly.
+    fn ttwu_queue(&mut self, t: TaskId, cpu: usize, wake_flags: u32) {
+        if self.ttwu_queue_wakelist(t, cpu, wake_flags) {
+            return;
+        }
+        self.update_rq_clock(cpu);
+        self.emit_ttwu(t, WakePath::Activate, cpu);
+        self.ttwu_do_activate(cpu, t, wake_flags);
+    }
+
+    /// `select_task_rq()`: the class's choice when the task may move, then
+    /// the `is_cpu_allowed()` fallback.
+    pub(crate) fn select_task_rq(&mut self, t: TaskId, cpu: usize, wake_flags: &mut u32) -> usize {
+        let task = &self.tasks[t as usize];
+        let mut cpu = if task.nr_cpus_allowed() > 1 {
+            let c = self.select_task_rq_fair(t, cpu, *wake_flags);
+            *wake_flags |= WF_RQ_SELECTED;
+            c
+        } else {
+            task.cpus_mask.first().unwrap_or(cpu)
+        };
+        let mask = self.tasks[t as usize].cpus_mask;
+        if !mask.contains(cpu) {
+            // select_fallback_rq(): any allowed CPU.
+            cpu = mask.first().unwrap_or(cpu);
+        }
+        cpu
+    }
+
+    /// `set_task_cpu()`: `sched_migrate_task`, the fair migrate hook
+    /// (`migrate_task_rq_fair()`), then the new CPU.
+    pub(crate) fn set_task_cpu(&mut self, t: TaskId, new_cpu: usize) {
+        let task = &self.tasks[t as usize];
+        if task.cpu == new_cpu {
+            return;
+        }
+        let (pid, prio, orig) = (task.pid, task.prio, task.cpu);
+        self.emit(orig, EventKind::SchedMigrateTask { pid, prio, orig_cpu: orig as u32, dest_cpu: new_cpu as u32 });
+        self.migrate_task_rq_fair(t, new_cpu);
+        let task = &mut self.tasks[t as usize];
+        task.cpu = new_cpu;
+        task.wake_cpu = new_cpu;
+    }
+
+    /// `try_to_wake_up()` from the context of `exec_cpu`. Returns whether the
+    /// task was woken (its state matched TASK_NORMAL).
+    pub fn try_to_wake_up(&mut self, t: TaskId, now: u64, exec_cpu: usize, mut wake_flags: u32) -> bool {
+        self.enter(now, exec_cpu);
+        wake_flags |= WF_TTWU;
+        let task = &self.tasks[t as usize];
+        if !matches!(task.state, TaskState::Interruptible | TaskState::Uninterruptible) {
+            return false;
+        }
+        let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
+        self.emit(cpu, EventKind::SchedWaking { pid, prio, target_cpu: cpu as u32 });
+        if self.tasks[t as usize].on_rq != OnRq::No && self.ttwu_runnable(t, wake_flags) {
+            return true;
+        }
+        self.tasks[t as usize].state = TaskState::Waking;
+        if self.tasks[t as usize].on_cpu
+            && self.feat(Feature::TTWU_QUEUE_ON_CPU)
+            && self.ttwu_queue_wakelist(t, cpu, wake_flags)
+        {
+            return true;
+        }
+        let prev = self.tasks[t as usize].wake_cpu;
+        let cpu = self.select_task_rq(t, prev, &mut wake_flags);
+        if cpu != self.tasks[t as usize].cpu {
+            wake_flags |= WF_MIGRATED;
+            self.set_task_cpu(t, cpu);
+        }
+        self.ttwu_queue(t, cpu, wake_flags);
+        true
+    }
+
+    /// `wake_up_new_task()`: fork balancing picks the first CPU, PELT gets its
+    /// initial utilisation, then the first enqueue.
+    pub fn wake_up_new_task(&mut self, t: TaskId, now: u64, exec_cpu: usize) {
+        self.enter(now, exec_cpu);
+        debug_assert_eq!(self.tasks[t as usize].state, TaskState::New);
+        self.tasks[t as usize].state = TaskState::Running;
+        let prev = self.tasks[t as usize].cpu;
+        self.tasks[t as usize].recent_used_cpu = prev;
+        let mut wake_flags = WF_FORK;
+        let cpu = if self.tasks[t as usize].fixed_start { prev } else { self.select_task_rq(t, prev, &mut wake_flags) };
+        // __set_task_cpu(): no migration event for a task that never ran.
+        self.tasks[t as usize].cpu = cpu;
+        self.tasks[t as usize].wake_cpu = cpu;
+        self.update_rq_clock(cpu);
+        self.post_init_entity_util_avg(t);
+        self.activate_task(cpu, t, ENQUEUE_NOCLOCK | ENQUEUE_INITIAL);
+        let (pid, prio) = (self.tasks[t as usize].pid, self.tasks[t as usize].prio);
+        self.emit(cpu, EventKind::SchedWakeupNew { pid, prio, target_cpu: cpu as u32 });
+        self.wakeup_preempt(cpu, t, WF_FORK);
+        self.rqs[cpu].idle_stamp = None;
+    }
+}
