@@ -393,6 +393,11 @@ impl Kernel {
         self.enter(now, exec_cpu);
         assert!(!mask.is_empty(), "empty affinity mask");
         self.tasks[t as usize].cpus_mask = mask;
+        let cpu = self.tasks[t as usize].cpu;
+        if self.rqs[cpu].switching_out == Some(t) {
+            // The migration stopper runs after the switch away from it.
+            self.finish_task_switch(cpu);
+        }
         let task = &self.tasks[t as usize];
         if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
             let dest = mask.first().expect("non-empty mask");
@@ -461,7 +466,10 @@ impl Kernel {
                 Some(_) => PrevState::Sleeping,
             };
             if let Some(p) = prev {
-                self.tasks[p as usize].on_cpu = false;
+                // prev stays on_cpu until the switch completes
+                // (finish_task_switch()); a second switch completes the first.
+                self.finish_task_switch(cpu);
+                self.rqs[cpu].switching_out = Some(p);
                 if preempt || prev_state == Some(TaskState::Running) {
                     self.tasks[p as usize].nivcsw += 1;
                 } else {
@@ -488,6 +496,15 @@ impl Kernel {
             }
         }
         Switch { prev, next }
+    }
+
+    /// `finish_task_switch()`: the previous task is off the CPU for good
+    /// (`prev->on_cpu = 0`). The simulator calls it when the context switch
+    /// cost has been paid; a wakeup that must wait for it calls it early.
+    pub fn finish_task_switch(&mut self, cpu: usize) {
+        if let Some(p) = self.rqs[cpu].switching_out.take() {
+            self.tasks[p as usize].on_cpu = false;
+        }
     }
 
     /// `sched_tick()` on `cpu`: promote a lazy reschedule, then the class tick.

@@ -26,8 +26,15 @@ impl Kernel {
         }
         for (i, task) in self.tasks.iter().enumerate() {
             let t = i as TaskId;
-            if task.on_cpu && running_on[i].is_none() {
-                return Err(format!("task {t} has on_cpu set but no CPU runs it"));
+            let switching = self.rqs.iter().any(|rq| rq.switching_out == Some(t));
+            if task.on_cpu && running_on[i].is_none() && !switching {
+                return Err(format!("task {t} has on_cpu set but no CPU runs it or is switching away from it"));
+            }
+            if switching && (!task.on_cpu || running_on[i].is_some()) {
+                return Err(format!(
+                    "task {t} is switching out but on_cpu={} running_on={:?}",
+                    task.on_cpu, running_on[i]
+                ));
             }
             let queued = task.on_rq == OnRq::Queued;
             if queued != task.se.on_rq {

@@ -276,6 +276,9 @@ pub struct Rq {
     pub idle_wakee: WakeeStats,
     /// `capacity_of()`: the CPU's capacity available to fair tasks.
     pub cpu_capacity: u64,
+    /// The task switched away from whose switch has not completed: it is
+    /// still `on_cpu` until `finish_task_switch()`.
+    pub switching_out: Option<TaskId>,
 }
 
 impl Rq {
@@ -294,6 +297,7 @@ impl Rq {
             wake_list: Vec::new(),
             idle_wakee: WakeeStats::default(),
             cpu_capacity: 1024,
+            switching_out: None,
         }
     }
 }

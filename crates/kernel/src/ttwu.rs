@@ -4,10 +4,10 @@
 //! `set_task_cpu()` and `wake_up_new_task()`; plus the ttwu patches proposed
 //! in the seed threads as feature toggles.
 //!
-//! Simplified: `__schedule()` is atomic in the model, so a blocked task is
-//! never still `on_cpu` when a wakeup arrives and the `p->on_cpu` wakelist
-//! shortcut (and the waker's spin on `on_cpu`) is not reached; it is written
-//! out so the order stays the kernel's.
+//! A task that just blocked stays `on_cpu` until its CPU has paid the
+//! context-switch cost (`finish_task_switch()`); a wakeup in that window takes
+//! the `p->on_cpu` wakelist shortcut when it can. Simplified: where the kernel's
+//! waker would spin on `p->on_cpu`, the model completes the switch at once.
 
 use crate::core::{IpiKind, Kernel};
 use crate::features::Feature;
@@ -186,6 +186,10 @@ impl Kernel {
             {
                 continue;
             }
+            if self.tasks[t as usize].on_cpu {
+                // The IPI is taken once the switch that queued it completes.
+                self.finish_task_switch(self.tasks[t as usize].cpu);
+            }
             if self.tasks[t as usize].cpu != cpu {
                 // The kernel warns here; keep the task's CPU consistent.
                 self.set_task_cpu(t, cpu);
@@ -286,11 +290,12 @@ impl Kernel {
             return true;
         }
         self.tasks[t as usize].state = TaskState::Waking;
-        if self.tasks[t as usize].on_cpu
-            && self.feat(Feature::TTWU_QUEUE_ON_CPU)
-            && self.ttwu_queue_wakelist(t, cpu, wake_flags)
-        {
-            return true;
+        if self.tasks[t as usize].on_cpu {
+            if self.feat(Feature::TTWU_QUEUE_ON_CPU) && self.ttwu_queue_wakelist(t, cpu, wake_flags | WF_ON_CPU) {
+                return true;
+            }
+            // smp_cond_load_acquire(&p->on_cpu, !VAL): wait out the switch.
+            self.finish_task_switch(cpu);
         }
         let prev = self.tasks[t as usize].wake_cpu;
         let cpu = self.select_task_rq(t, prev, &mut wake_flags);

@@ -401,3 +401,35 @@ fn fork_balancing_spreads_new_tasks_over_idle_cpus() {
     cpus.sort();
     assert_eq!(cpus, vec![0, 1, 2, 3], "each new task lands on an idle CPU");
 }
+
+#[test]
+fn wakeup_during_the_switch_away_takes_the_on_cpu_wakelist_shortcut() {
+    let mut k = kernel("qemu-4", &[]);
+    let s = add(&mut k, 1, "0-3", 1);
+    start(&mut k, s, 0);
+    k.sync_curr(1, 100 * US);
+    k.set_current_state(1, TaskState::Interruptible);
+    k.schedule(1, 100 * US, false);
+    assert!(k.tasks[s as usize].on_cpu, "still on CPU 1 until the switch completes");
+    k.check_invariants().unwrap();
+    k.events.clear();
+    k.try_to_wake_up(s, 100 * US, 0, 0);
+    assert!(k.rqs[1].ttwu_pending, "queued to its own CPU without select_task_rq()");
+    assert!(!k.events.iter().any(|e| matches!(e.kind, EventKind::SchedMigrateTask { .. })));
+    k.check_invariants().unwrap();
+    k.sched_ttwu_pending(1, 102 * US);
+    assert!(!k.tasks[s as usize].on_cpu || k.curr(1) == Some(s));
+    assert!(k.tasks[s as usize].se.on_rq);
+    k.check_invariants().unwrap();
+
+    // Without TTWU_QUEUE_ON_CPU the waker waits for the switch, then selects a CPU.
+    let mut k = kernel("qemu-4", &["NO_TTWU_QUEUE_ON_CPU"]);
+    let s = add(&mut k, 1, "0-3", 1);
+    start(&mut k, s, 0);
+    k.sync_curr(1, 100 * US);
+    k.set_current_state(1, TaskState::Interruptible);
+    k.schedule(1, 100 * US, false);
+    k.try_to_wake_up(s, 100 * US, 0, 0);
+    assert!(!k.tasks[s as usize].on_cpu || k.curr(k.tasks[s as usize].cpu) == Some(s));
+    k.check_invariants().unwrap();
+}

@@ -34,6 +34,11 @@ pub(crate) enum Ev {
         cpu: usize,
         gen: u64,
     },
+    /// The context switch away from the previous task completes (`prev->on_cpu = 0`).
+    SwitchDone {
+        cpu: usize,
+        gen: u64,
+    },
     /// An IPI (or a polling idle CPU noticing its flag) is handled.
     Ipi {
         cpu: usize,
@@ -56,6 +61,8 @@ pub(crate) struct CpuHw {
     pub gen: u64,
     pub tick_gen: u64,
     pub tick_armed: bool,
+    /// Bumped per switch so a stale `SwitchDone` cannot finish a later one.
+    pub switch_gen: u64,
     /// The current thread executes user code from this time (after the switch cost).
     pub exec_from: u64,
     /// Work units per ns for the current thread, as of `exec_from`.
@@ -226,6 +233,16 @@ impl<'a> Engine<'a> {
         if !sw.switched() {
             self.replan(cpu);
             return;
+        }
+        if sw.prev.is_some() {
+            let cs = self.topo.costs.context_switch_ns;
+            if cs == 0 {
+                self.kernel.finish_task_switch(cpu);
+            } else {
+                self.cpus[cpu].switch_gen += 1;
+                let gen = self.cpus[cpu].switch_gen;
+                self.queue.push(self.now + cs, Ev::SwitchDone { cpu, gen });
+            }
         }
         if let Some(n) = sw.next {
             let th = self.task_thread[n as usize];
@@ -506,6 +523,12 @@ impl<'a> Engine<'a> {
                         self.replan(cpu);
                     }
                     self.update_tick(cpu);
+                }
+            }
+            Ev::SwitchDone { cpu, gen } => {
+                if gen == self.cpus[cpu].switch_gen {
+                    self.kernel.finish_task_switch(cpu);
+                    self.drain();
                 }
             }
             Ev::Ipi { cpu, kind: IpiKind::Resched } => {
