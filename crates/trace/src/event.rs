@@ -90,6 +90,32 @@ pub enum UserOp {
     },
 }
 
+/// Which balancing path moved a task (decision event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BalanceKind {
+    /// Periodic `sched_balance_rq()` from the tick's SCHED_SOFTIRQ on a busy or idle CPU.
+    Periodic,
+    /// `sched_balance_newidle()`: a CPU about to go idle pulled work.
+    Newidle,
+    /// The idle load balancer balancing on behalf of a tickless idle CPU (`nohz_idle_balance()`).
+    NohzIdle,
+    /// `active_load_balance_cpu_stop()`: the stopper on the source CPU pushed a task.
+    Active,
+}
+
+impl BalanceKind {
+    pub const ALL: [BalanceKind; 4] = [BalanceKind::Periodic, BalanceKind::Newidle, BalanceKind::NohzIdle, BalanceKind::Active];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BalanceKind::Periodic => "periodic",
+            BalanceKind::Newidle => "newidle",
+            BalanceKind::NohzIdle => "nohz_idle",
+            BalanceKind::Active => "active",
+        }
+    }
+}
+
 /// Why `wakeup_preempt()` did or did not preempt (decision event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PreemptReason {
