@@ -104,7 +104,8 @@ pub enum BalanceKind {
 }
 
 impl BalanceKind {
-    pub const ALL: [BalanceKind; 4] = [BalanceKind::Periodic, BalanceKind::Newidle, BalanceKind::NohzIdle, BalanceKind::Active];
+    pub const ALL: [BalanceKind; 4] =
+        [BalanceKind::Periodic, BalanceKind::Newidle, BalanceKind::NohzIdle, BalanceKind::Active];
 
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -240,6 +241,20 @@ pub enum EventKind {
     User {
         pid: Pid,
         op: UserOp,
+    },
+    /// The load balancer moved `pid` from `src_cpu` to `dst_cpu` (emitted right
+    /// after the `sched_migrate_task` it explains; `delayed` if it was `sched_delayed`).
+    LbMigrate {
+        pid: Pid,
+        src_cpu: u32,
+        dst_cpu: u32,
+        kind: BalanceKind,
+        delayed: bool,
+    },
+    /// `need_active_balance()` queued the stopper on `src_cpu` to push toward `dst_cpu`.
+    ActiveBalanceQueued {
+        src_cpu: u32,
+        dst_cpu: u32,
     },
 }
 

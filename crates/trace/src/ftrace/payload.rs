@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::event::{DelayedWhat, Event, EventKind, Pid, PreemptReason, PrevState, TaskTable, UserOp, WakePath};
+use crate::event::{
+    BalanceKind, DelayedWhat, Event, EventKind, Pid, PreemptReason, PrevState, TaskTable, UserOp, WakePath,
+};
 
 /// Event name as printed after the timestamp (`sched_switch`, `schedlab_ttwu`,
 /// `tracing_mark_write` for workload operations).
@@ -24,6 +26,8 @@ pub fn event_name(kind: &EventKind) -> &'static str {
         EventKind::Resched { .. } => "schedlab_resched",
         EventKind::WakeupPreempt { .. } => "schedlab_wakeup_preempt",
         EventKind::User { .. } => "tracing_mark_write",
+        EventKind::LbMigrate { .. } => "schedlab_lb_migrate",
+        EventKind::ActiveBalanceQueued { .. } => "schedlab_active_balance",
     }
 }
 
@@ -129,6 +133,14 @@ pub(super) fn write_payload(s: &mut String, table: &TaskTable, ev: &Event) {
             write!(s, "comm={} pid={pid} what={} lag={lag}", c(pid), delayed_what_str(what))
         }
         EventKind::Resched { cpu, ipi } => write!(s, "cpu={cpu} ipi={}", ipi as u8),
+        EventKind::LbMigrate { pid, src_cpu, dst_cpu, kind, delayed } => write!(
+            s,
+            "comm={} pid={pid} src_cpu={src_cpu} dst_cpu={dst_cpu} kind={} delayed={}",
+            c(pid),
+            kind.as_str(),
+            delayed as u8
+        ),
+        EventKind::ActiveBalanceQueued { src_cpu, dst_cpu } => write!(s, "src_cpu={src_cpu} dst_cpu={dst_cpu}"),
         EventKind::WakeupPreempt { wakee, curr, preempt, reason } => write!(
             s,
             "comm={} pid={wakee} curr_comm={} curr_pid={curr} preempt={} reason={}",
@@ -451,6 +463,34 @@ pub(super) fn parse_payload<'a>(
                 }
             };
             EventKind::Delayed { pid, what, lag: num(f[3], "lag")? }
+        }
+        "schedlab_lb_migrate" => {
+            let f = fields(
+                p,
+                &[("comm", Str), ("pid", Tok), ("src_cpu", Tok), ("dst_cpu", Tok), ("kind", Tok), ("delayed", Tok)],
+            )?;
+            let pid = num(f[1], "pid")?;
+            comm_of(&mut comms, pid, f[0].0);
+            let kind = match BalanceKind::ALL.iter().find(|k| k.as_str() == f[4].0) {
+                Some(k) => *k,
+                None => {
+                    return Err(perr(
+                        f[4].1,
+                        format!("expected periodic, newidle, nohz_idle or active, found `{}`", f[4].0),
+                    ))
+                }
+            };
+            EventKind::LbMigrate {
+                pid,
+                src_cpu: num(f[2], "src_cpu")?,
+                dst_cpu: num(f[3], "dst_cpu")?,
+                kind,
+                delayed: flag01(f[5], "delayed")?,
+            }
+        }
+        "schedlab_active_balance" => {
+            let f = fields(p, &[("src_cpu", Tok), ("dst_cpu", Tok)])?;
+            EventKind::ActiveBalanceQueued { src_cpu: num(f[0], "src_cpu")?, dst_cpu: num(f[1], "dst_cpu")? }
         }
         "schedlab_resched" => {
             let f = fields(p, &[("cpu", Tok), ("ipi", Tok)])?;

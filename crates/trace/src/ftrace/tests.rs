@@ -413,7 +413,16 @@ fn arb_kind(pids: Vec<Pid>, nobj: u32) -> impl Strategy<Value = EventKind> {
         cpu.clone().prop_map(|cpu| EventKind::SchedWakeIdleWithoutIpi { cpu }),
         (pid.clone(), path, cpu.clone()).prop_map(|(pid, path, cpu)| EventKind::Ttwu { pid, path, cpu }),
         (pid.clone(), what, any::<i64>()).prop_map(|(pid, what, lag)| EventKind::Delayed { pid, what, lag }),
-        (cpu, any::<bool>()).prop_map(|(cpu, ipi)| EventKind::Resched { cpu, ipi }),
+        (cpu.clone(), any::<bool>()).prop_map(|(cpu, ipi)| EventKind::Resched { cpu, ipi }),
+        (pid.clone(), cpu.clone(), cpu.clone(), prop::sample::select(BalanceKind::ALL.to_vec()), any::<bool>())
+            .prop_map(|(pid, src_cpu, dst_cpu, kind, delayed)| EventKind::LbMigrate {
+                pid,
+                src_cpu,
+                dst_cpu,
+                kind,
+                delayed
+            }),
+        (cpu.clone(), cpu.clone()).prop_map(|(src_cpu, dst_cpu)| EventKind::ActiveBalanceQueued { src_cpu, dst_cpu }),
         (pid.clone(), pid.clone(), any::<bool>(), reason)
             .prop_map(|(wakee, curr, preempt, reason)| EventKind::WakeupPreempt { wakee, curr, preempt, reason }),
         (pid, op).prop_map(|(pid, op)| EventKind::User { pid, op }),
