@@ -36,6 +36,8 @@ pub struct KernelConfig {
     pub preempt: PreemptModel,
     /// Record events in [`Kernel::events`].
     pub trace: bool,
+    /// Seed of the model's own random choices (NI_RANDOM).
+    pub seed: u64,
 }
 
 /// What a new task looks like (`sched_setattr()` + affinity at creation).
@@ -61,6 +63,8 @@ pub enum IpiKind {
     Resched,
     /// `send_call_function_single_ipi()` for the wakelist: run `sched_ttwu_pending()`.
     CallFunction,
+    /// `kick_ilb()`'s nohz CSD: run `nohz_csd_func()` and idle-balance.
+    NohzKick,
 }
 
 /// A request the model makes of the hardware: interrupt `cpu`.
@@ -81,8 +85,24 @@ pub struct LlcShared {
     pub has_idle_cores: bool,
     /// SIS_UTIL's scan budget for `select_idle_cpu()`.
     pub nr_idle_scan: u32,
+    /// CPUs of the LLC not in nohz idle (`nr_busy_cpus`).
+    pub nr_busy_cpus: u32,
     /// When the budget was last recomputed (ns).
     pub last_scan_update: u64,
+}
+
+/// The pid the model gives CPU `cpu`'s stopper thread (`migration/N`).
+pub fn stopper_pid(cpu: usize) -> Pid {
+    STOPPER_PID_BASE + cpu as Pid
+}
+
+const SCHED_NR_MIGRATE: usize = 32;
+
+/// First stopper pid; workload pids start far above it.
+pub const STOPPER_PID_BASE: Pid = 100;
+
+fn prev_pid_prio(k: &Kernel, t: Option<TaskId>) -> (Pid, i32) {
+    t.map(|t| (k.tasks[t as usize].pid, k.tasks[t as usize].prio)).unwrap_or((0, 120))
 }
 
 /// What `__schedule()` did.
@@ -121,6 +141,17 @@ pub struct Kernel {
     pub llc_shared: Vec<LlcShared>,
     /// `sched_smt_active()`.
     pub smt_active: bool,
+    /// Per CPU, per domain level: the mutable half of `struct sched_domain`.
+    pub sd_state: Vec<Vec<crate::fair_nohz::SdState>>,
+    /// `sgc->imbalance`, indexed by sched group id.
+    pub sgc_imbalance: Vec<bool>,
+    /// `rd->overloaded`.
+    pub rd_overloaded: bool,
+    /// The global `nohz` state.
+    pub nohz: crate::fair_nohz::Nohz,
+    pub(crate) rng_state: u64,
+    /// `env->tasks` of the balance in progress (reused, never freed).
+    pub(crate) lb_detached: Vec<TaskId>,
     pub(crate) now: u64,
     pub(crate) exec_cpu: usize,
 }
@@ -141,9 +172,40 @@ impl Kernel {
                 nr_idle_scan: domains.cpus[cpu].sd_llc_size,
                 has_idle_cores: topo.has_smt(),
                 last_scan_update: 0,
+                // Every CPU starts idle with its tick stopped.
+                nr_busy_cpus: 0,
             })
             .collect();
+        let sd_state = domains
+            .cpus
+            .iter()
+            .map(|c| {
+                c.domains
+                    .iter()
+                    .map(|d| crate::fair_nohz::SdState {
+                        balance_interval: d.balance_interval,
+                        newidle_call: d.newidle_call,
+                        newidle_success: d.newidle_success,
+                        newidle_ratio: d.newidle_ratio,
+                        ..Default::default()
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut nohz = crate::fair_nohz::Nohz::default();
+        for (cpu, rq) in rqs.iter_mut().enumerate() {
+            rq.nohz_tick_stopped = true;
+            rq.llc_nohz_idle = domains.cpus[cpu].sd_llc.is_some();
+            nohz.idle_cpus_mask.insert(cpu);
+            nohz.nr_cpus += 1;
+        }
         Kernel {
+            sd_state,
+            sgc_imbalance: Vec::new(),
+            rd_overloaded: false,
+            nohz,
+            rng_state: cfg.seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
+            lb_detached: Vec::with_capacity(SCHED_NR_MIGRATE),
             base_slice: cfg.profile.base_slice_for(nr_cpus),
             profile: cfg.profile,
             features: cfg.features,
@@ -244,6 +306,7 @@ impl Kernel {
             nvcsw: 0,
             nivcsw: 0,
             fixed_start: p.fixed_start,
+            lb_wakelist: false,
         });
         // sched_fork() → init_entity_runnable_average().
         pelt::init_entity_runnable_average(&mut self.tasks[id as usize].se.avg, weight as u64);
@@ -431,7 +494,10 @@ impl Kernel {
 
     /// `__schedule()`. `preempt` is SM_PREEMPT (an involuntary switch: the
     /// task stays runnable whatever its state); otherwise a task whose state
-    /// is not TASK_RUNNING is blocked first.
+    /// is not TASK_RUNNING is blocked first. Queued stopper work (active
+    /// balance) runs first, as the stop class outranks everything: prev is
+    /// switched out to `migration/N`, the stopper's work runs, then the next
+    /// task is picked.
     pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool) -> Switch {
         self.enter(now, cpu);
         self.update_rq_clock(cpu);
@@ -444,58 +510,88 @@ impl Kernel {
                 self.block_task(cpu, p, qflags::DEQUEUE_NOCLOCK | special);
             }
         }
-        let next = self.pick_next_task(cpu, prev);
+        let trace_state = match prev_state {
+            None => PrevState::Running { preempt: false },
+            Some(_) if preempt => PrevState::Running { preempt: true },
+            Some(TaskState::Running) => PrevState::Running { preempt: false },
+            Some(TaskState::Uninterruptible) => PrevState::DiskSleep,
+            Some(TaskState::Dead) => PrevState::Dead,
+            Some(_) => PrevState::Sleeping,
+        };
+        let mut from = prev;
+        let mut from_state = trace_state;
+        if self.rqs[cpu].stop_work_pending {
+            self.rqs[cpu].stop_work_pending = false;
+            if let Some(p) = prev {
+                self.put_prev_task_fair(cpu, p);
+                self.tasks[p as usize].on_cpu = false;
+                self.account_switch_out(p, preempt, prev_state);
+            }
+            self.rqs[cpu].curr = None;
+            let stopper = stopper_pid(cpu);
+            self.trace_switch(cpu, prev_pid_prio(self, prev), trace_state, (stopper, 0));
+            self.active_load_balance_cpu_stop(cpu);
+            from = None;
+            from_state = PrevState::Sleeping;
+            // The stopper is the task switched away from next.
+            self.rqs[cpu].stopper_ran = true;
+        }
+        let next = self.pick_next_task(cpu, from);
         let rq = &mut self.rqs[cpu];
         rq.need_resched = false;
         rq.need_resched_lazy = false;
-        if next != prev {
+        let stopper_ran = std::mem::take(&mut rq.stopper_ran);
+        if next != from || stopper_ran {
             let rq = &mut self.rqs[cpu];
             rq.nr_switches += 1;
             rq.curr = next;
             if next.is_none() {
                 rq.idle_stamp = Some(now);
-                // set_next_task_idle() → update_idle_core().
+                // set_next_task_idle() → update_idle_core(); the tick stops (NOHZ).
                 self.__update_idle_core(cpu);
+                self.nohz_balance_enter_idle(cpu);
             }
-            let trace_state = match prev_state {
-                None => PrevState::Running { preempt: false },
-                Some(_) if preempt => PrevState::Running { preempt: true },
-                Some(TaskState::Running) => PrevState::Running { preempt: false },
-                Some(TaskState::Uninterruptible) => PrevState::DiskSleep,
-                Some(TaskState::Dead) => PrevState::Dead,
-                Some(_) => PrevState::Sleeping,
-            };
-            if let Some(p) = prev {
+            if let Some(p) = from {
                 // prev stays on_cpu until the switch completes
                 // (finish_task_switch()); a second switch completes the first.
                 self.finish_task_switch(cpu);
                 self.rqs[cpu].switching_out = Some(p);
-                if preempt || prev_state == Some(TaskState::Running) {
-                    self.tasks[p as usize].nivcsw += 1;
-                } else {
-                    self.tasks[p as usize].nvcsw += 1;
-                }
+                self.account_switch_out(p, preempt, prev_state);
             }
             if let Some(n) = next {
                 self.tasks[n as usize].on_cpu = true;
             }
-            let info = |k: &Kernel, t: Option<TaskId>| {
-                t.map(|t| (k.tasks[t as usize].pid, k.tasks[t as usize].prio)).unwrap_or((0, 120))
-            };
-            let (prev_pid, prev_prio) = info(self, prev);
-            let (next_pid, next_prio) = info(self, next);
-            // The switch event is recorded in prev's context.
-            if self.trace {
-                self.events.push(Event {
-                    ts: now,
-                    cpu: cpu as u32,
-                    ctx_pid: prev_pid,
-                    flags: *b"d..2.",
-                    kind: EventKind::SchedSwitch { prev_pid, prev_prio, prev_state: trace_state, next_pid, next_prio },
-                });
-            }
+            let from_pid = if stopper_ran { (stopper_pid(cpu), 0) } else { prev_pid_prio(self, from) };
+            self.trace_switch(cpu, from_pid, from_state, prev_pid_prio(self, next));
         }
         Switch { prev, next }
+    }
+
+    fn account_switch_out(&mut self, p: TaskId, preempt: bool, state: Option<TaskState>) {
+        if preempt || state == Some(TaskState::Running) {
+            self.tasks[p as usize].nivcsw += 1;
+        } else {
+            self.tasks[p as usize].nvcsw += 1;
+        }
+    }
+
+    /// `sched_switch`, recorded in the context of the task switched away from.
+    fn trace_switch(&mut self, cpu: usize, prev: (Pid, i32), prev_state: PrevState, next: (Pid, i32)) {
+        if self.trace {
+            self.events.push(Event {
+                ts: self.now,
+                cpu: cpu as u32,
+                ctx_pid: prev.0,
+                flags: *b"d..2.",
+                kind: EventKind::SchedSwitch {
+                    prev_pid: prev.0,
+                    prev_prio: prev.1,
+                    prev_state,
+                    next_pid: next.0,
+                    next_prio: next.1,
+                },
+            });
+        }
     }
 
     /// `finish_task_switch()`: the previous task is off the CPU for good
@@ -507,7 +603,9 @@ impl Kernel {
         }
     }
 
-    /// `sched_tick()` on `cpu`: promote a lazy reschedule, then the class tick.
+    /// `sched_tick()` on `cpu`: promote a lazy reschedule, the class tick,
+    /// then `sched_balance_trigger()`; the SCHED_SOFTIRQ it raises runs at
+    /// the end of the tick interrupt.
     pub fn sched_tick(&mut self, cpu: usize, now: u64) {
         self.enter(now, cpu);
         self.update_rq_clock(cpu);
@@ -516,6 +614,10 @@ impl Kernel {
         }
         if self.rqs[cpu].curr.is_some() {
             self.task_tick_fair(cpu);
+        }
+        self.rqs[cpu].idle_balance = self.idle_cpu(cpu);
+        if self.sched_balance_trigger(cpu) {
+            self.sched_balance_softirq(cpu);
         }
     }
 

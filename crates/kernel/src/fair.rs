@@ -596,7 +596,7 @@ impl Kernel {
         }
         cfs.h_nr_queued += 1;
         cfs.idle_h_nr_running += idle as u32;
-        self.rqs[cpu].nr_running += 1;
+        self.add_nr_running(cpu, 1);
     }
 
     /// `dequeue_entities()`: returns -1 when the task was left delayed, 1 when
@@ -693,10 +693,18 @@ impl Kernel {
         }
     }
 
-    /// `pick_next_task_fair()` for a fair or idle `prev` (newidle balancing
-    /// arrives with load balancing). Performs put_prev/set_next when switching.
+    /// `pick_next_task_fair()` for a fair or idle `prev`, with newidle
+    /// balancing when nothing is queued. Performs put_prev/set_next when switching.
     pub fn pick_next_task_fair(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
-        let p = self.pick_task_fair(cpu)?;
+        let p = loop {
+            if let Some(p) = self.pick_task_fair(cpu) {
+                break p;
+            }
+            // Nothing to run: newidle balancing may pull work, then pick again.
+            if self.sched_balance_newidle(cpu) <= 0 {
+                return None;
+            }
+        };
         let prev_fair = prev.filter(|&x| self.rqs[cpu].cfs.curr == Some(x));
         if prev_fair != Some(p) {
             if let Some(prev) = prev_fair {

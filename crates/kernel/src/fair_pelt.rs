@@ -30,6 +30,10 @@ impl Kernel {
         self.rqs[cpu].clock + PELT_CLOCK_BASE
     }
 
+    pub(crate) fn update_cfs_rq_load_avg_pub(&mut self, cpu: usize) -> bool {
+        self.update_cfs_rq_load_avg(cpu)
+    }
+
     fn update_cfs_rq_load_avg(&mut self, cpu: usize) -> bool {
         let now = self.clock_pelt(cpu);
         let cfs = &mut self.rqs[cpu].cfs;

@@ -112,6 +112,15 @@ impl Kernel {
             }
             for &t in &rq.wake_list {
                 let task = &self.tasks[t as usize];
+                if task.lb_wakelist {
+                    if task.on_rq != OnRq::Migrating {
+                        return Err(format!(
+                            "load-balancer hand-off {t} on CPU {}'s wakelist is {:?}",
+                            rq.cpu, task.on_rq
+                        ));
+                    }
+                    continue;
+                }
                 if task.state != crate::sched::TaskState::Waking {
                     return Err(format!("task {t} on CPU {}'s wakelist in state {:?}", rq.cpu, task.state));
                 }

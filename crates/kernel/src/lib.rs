@@ -15,6 +15,8 @@
 
 pub mod core;
 pub mod fair;
+pub mod fair_lb;
+pub mod fair_nohz;
 pub mod fair_pelt;
 pub mod fair_select;
 pub mod features;

@@ -170,6 +170,8 @@ pub struct Task {
     pub nivcsw: u64,
     /// Skip fork balancing for the first enqueue (scenario `start_cpu`).
     pub fixed_start: bool,
+    /// On a wakelist as a load-balancer hand-off (LB_FIRST_MIGRATION patch).
+    pub lb_wakelist: bool,
 }
 
 impl Task {
@@ -279,6 +281,33 @@ pub struct Rq {
     /// The task switched away from whose switch has not completed: it is
     /// still `on_cpu` until `finish_task_switch()`.
     pub switching_out: Option<TaskId>,
+    // ---- load balancing (fair.c) ----
+    /// `rq->next_balance`, in jiffies.
+    pub next_balance: u64,
+    /// `rq->idle_balance`: the CPU was idle at its last tick.
+    pub idle_balance: bool,
+    /// `rq->nohz_tick_stopped`: in `nohz.idle_cpus_mask`.
+    pub nohz_tick_stopped: bool,
+    /// `nohz_flags(cpu)`: kick flags the idle load balancer must act on.
+    pub nohz_flags: u32,
+    /// `rq->nohz_idle_balance`: flags taken by the softirq of a kicked ILB.
+    pub nohz_idle_balance: u32,
+    /// `rq->has_blocked_load`.
+    pub has_blocked_load: bool,
+    /// `rq->avg_idle`, ns.
+    pub avg_idle: u64,
+    /// `rq->max_idle_balance_cost`, ns.
+    pub max_idle_balance_cost: u64,
+    /// `rq->active_balance`: a stopper push is queued.
+    pub active_balance: bool,
+    /// `rq->push_cpu`: where the active balance pushes to.
+    pub push_cpu: usize,
+    /// The stopper has work queued (`stop_one_cpu_nowait()`), run at the next `schedule()`.
+    pub stop_work_pending: bool,
+    /// Set while `schedule()` runs the stopper so the switch out of it is traced.
+    pub stopper_ran: bool,
+    /// The SD_SHARE_LLC domain of this CPU counts it as idle (`sd->nohz_idle`).
+    pub llc_nohz_idle: bool,
 }
 
 impl Rq {
@@ -298,6 +327,20 @@ impl Rq {
             idle_wakee: WakeeStats::default(),
             cpu_capacity: 1024,
             switching_out: None,
+            next_balance: 0,
+            idle_balance: false,
+            nohz_tick_stopped: false,
+            nohz_flags: 0,
+            nohz_idle_balance: 0,
+            has_blocked_load: false,
+            // sched_init(): twice the migration cost; max_idle_balance_cost = migration cost.
+            avg_idle: 1_000_000,
+            max_idle_balance_cost: 500_000,
+            active_balance: false,
+            push_cpu: 0,
+            stop_work_pending: false,
+            stopper_ran: false,
+            llc_nohz_idle: false,
         }
     }
 }

@@ -36,10 +36,7 @@ impl Kernel {
         self.activate_task(cpu, t, en_flags);
         self.wakeup_preempt(cpu, t, wake_flags);
         self.ttwu_do_wakeup(t);
-        if let Some(stamp) = self.rqs[cpu].idle_stamp.take() {
-            // avg_idle feeds newidle balancing (step 3); keep the stamp honest.
-            let _ = stamp;
-        }
+        self.update_avg_idle(cpu);
     }
 
     fn emit_ttwu(&mut self, t: TaskId, path: WakePath, cpu: usize) {
@@ -175,6 +172,12 @@ impl Kernel {
         self.update_rq_clock(cpu);
         let mut list = std::mem::take(&mut self.rqs[cpu].wake_list);
         for &t in &list {
+            if self.tasks[t as usize].lb_wakelist {
+                // LB_FIRST_MIGRATION patch: the balancer handed this task over.
+                self.tasks[t as usize].lb_wakelist = false;
+                self.attach_task(cpu, t);
+                continue;
+            }
             let mut wake_flags = 0;
             if self.tasks[t as usize].sched_remote_wakeup {
                 wake_flags |= WF_MIGRATED;

@@ -17,7 +17,7 @@ fn kernel(settings: &[&str]) -> Kernel {
     }
     let topology = Topology::preset("smt-2x2").unwrap();
     assert_eq!(topology.tick_ns(), TICK);
-    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true })
+    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed: 1 })
 }
 
 fn task(k: &mut Kernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskId {

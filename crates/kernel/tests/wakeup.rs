@@ -15,7 +15,7 @@ fn kernel_on(topology: Topology, settings: &[&str]) -> Kernel {
     for s in settings {
         features.apply(s).unwrap();
     }
-    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true })
+    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed: 1 })
 }
 
 fn kernel(preset: &str, settings: &[&str]) -> Kernel {

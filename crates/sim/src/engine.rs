@@ -534,6 +534,14 @@ impl<'a> Engine<'a> {
             Ev::Ipi { cpu, kind: IpiKind::Resched } => {
                 self.preempt_point(cpu);
             }
+            Ev::Ipi { cpu, kind: IpiKind::NohzKick } => {
+                self.settle(cpu);
+                self.kernel.nohz_csd_func(cpu, self.now);
+                self.drain();
+                if !self.preempt_point(cpu) {
+                    self.replan_if_idle(cpu);
+                }
+            }
             Ev::Ipi { cpu, kind: IpiKind::CallFunction } => {
                 self.settle(cpu);
                 self.kernel.sched_ttwu_pending(cpu, self.now);

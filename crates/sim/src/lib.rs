@@ -112,12 +112,22 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         preempt = PreemptModel::Voluntary;
     }
 
-    let mut kernel =
-        Kernel::new(KernelConfig { profile: profile.clone(), features, topology: topo.clone(), preempt, trace: true });
+    let mut kernel = Kernel::new(KernelConfig {
+        profile: profile.clone(),
+        features,
+        topology: topo.clone(),
+        preempt,
+        trace: true,
+        seed,
+    });
 
     let mut table = TaskTable::default();
     table.tasks.insert(FIRST_PID - 1, TaskInfo { comm: scenario.name.chars().take(15).collect(), tgid: FIRST_PID - 1 });
     table.objects = scenario.objects.iter().map(|o| o.name.clone()).collect();
+    for cpu in 0..topo.nr_cpus() {
+        let pid = schedlab_kernel::core::stopper_pid(cpu);
+        table.tasks.insert(pid, TaskInfo { comm: format!("migration/{cpu}"), tgid: pid });
+    }
 
     let mut threads = Vec::new();
     let mut task_thread = Vec::new();

@@ -548,6 +548,12 @@ fn costs(ctx: &Ctx, c: crate::file::CostsFile) -> Result<Costs, InputError> {
         migration_cold_ns: cost(ctx, c.migration_cold_ns, "migration_cold_ns", d.migration_cold_ns)?,
         smt_speed_pct,
         idle_polling: c.idle_polling.unwrap_or(d.idle_polling),
+        newidle_balance_ns_per_cpu: cost(
+            ctx,
+            c.newidle_balance_ns_per_cpu,
+            "newidle_balance_ns_per_cpu",
+            d.newidle_balance_ns_per_cpu,
+        )?,
     })
 }
 

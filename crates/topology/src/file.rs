@@ -108,6 +108,7 @@ pub(crate) struct CostsFile {
     pub migration_cold_ns: Option<Spanned<DurationNs>>,
     pub smt_speed_pct: Option<Spanned<i64>>,
     pub idle_polling: Option<bool>,
+    pub newidle_balance_ns_per_cpu: Option<Spanned<DurationNs>>,
 }
 
 /// `[jitter]`; both keys default to 0 (exact timing).

@@ -181,6 +181,9 @@ pub struct Costs {
     /// only pays `idle_exit_ns`. When false, waking an idle CPU costs
     /// `ipi_ns + idle_exit_ns`.
     pub idle_polling: bool,
+    /// Modeled CPU time of one newidle `sched_balance_rq()` per CPU of the
+    /// domain balanced; the newidle gate compares it with `avg_idle`.
+    pub newidle_balance_ns_per_cpu: u64,
 }
 
 impl Default for Costs {
@@ -195,6 +198,7 @@ impl Default for Costs {
             migration_cold_ns: 5_000,
             smt_speed_pct: 60,
             idle_polling: false,
+            newidle_balance_ns_per_cpu: 150,
         }
     }
 }
