@@ -104,7 +104,7 @@ fn the_trace_file_reads_back_into_the_same_metrics() {
 fn bad_flags_and_files_get_clear_errors() {
     assert!(err(&["run", "scenarios/two-hogs.toml", "--features", "NO_SUCH_THING"])
         .contains("unknown sched feature `NO_SUCH_THING`"));
-    assert!(err(&["run", "scenarios/two-hogs.toml", "--features", "LB_MIN"]).contains("not modeled yet"));
+    assert!(err(&["run", "scenarios/two-hogs.toml", "--features", "UTIL_EST"]).contains("not modeled yet"));
     assert!(err(&["run", "scenarios/two-hogs.toml", "--duration", "ten"]).contains("--duration"));
     assert!(err(&["run", "scenarios/two-hogs.toml", "--kernel", "4.19"]).contains("unknown kernel profile"));
     assert!(err(&["run", "scenarios/two-hogs.toml", "--topology", "nosuch"]).contains("nosuch"));

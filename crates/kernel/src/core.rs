@@ -98,6 +98,9 @@ pub fn stopper_pid(cpu: usize) -> Pid {
 
 const SCHED_NR_MIGRATE: usize = 32;
 
+/// Uptime the rq clock shows at simulated time 0 (see `update_rq_clock()`).
+pub const RQ_CLOCK_BASE: u64 = 1_000_000_000;
+
 /// First stopper pid; workload pids start far above it.
 pub const STOPPER_PID_BASE: Pid = 100;
 
@@ -255,9 +258,11 @@ impl Kernel {
         self.now
     }
 
-    /// `update_rq_clock()`.
+    /// `update_rq_clock()`. The rq clock reads as if the machine had been up
+    /// for [`RQ_CLOCK_BASE`] when the run starts, so a task that never ran is
+    /// not "cache hot" (`exec_start == 0`) and PELT never sees time zero.
     pub(crate) fn update_rq_clock(&mut self, cpu: usize) {
-        self.rqs[cpu].clock = self.now;
+        self.rqs[cpu].clock = self.now + RQ_CLOCK_BASE;
     }
 
     /// Create a task in TASK_NEW (`sched_fork()` + `__sched_setscheduler()`).
@@ -546,7 +551,7 @@ impl Kernel {
             rq.nr_switches += 1;
             rq.curr = next;
             if next.is_none() {
-                rq.idle_stamp = Some(now);
+                rq.idle_stamp = Some(rq.clock);
                 // set_next_task_idle() → update_idle_core(); the tick stops (NOHZ).
                 self.__update_idle_core(cpu);
                 self.nohz_balance_enter_idle(cpu);

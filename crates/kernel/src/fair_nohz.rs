@@ -313,6 +313,15 @@ impl Kernel {
         self.send_ipi(ilb, IpiKind::NohzKick);
     }
 
+    /// Run `cpu`'s periodic balance as an idle CPU, from the context of
+    /// `exec_cpu` (what the idle load balancer does for it). For tests and
+    /// tools that want one balancing pass on a crafted state.
+    pub fn run_idle_balance(&mut self, cpu: usize, now: u64, exec_cpu: usize) {
+        self.enter(now, exec_cpu);
+        self.update_rq_clock(cpu);
+        self.sched_balance_domains(cpu, CpuIdleType::Idle, BalanceKind::NohzIdle);
+    }
+
     /// `nohz_csd_func()` + the SCHED_SOFTIRQ it raises: the kicked CPU runs
     /// the idle balance on behalf of the tickless idle CPUs.
     pub fn nohz_csd_func(&mut self, cpu: usize, now: u64) {
@@ -418,7 +427,7 @@ impl Kernel {
         if self.rqs[cpu].ttwu_pending {
             return 0;
         }
-        self.rqs[cpu].idle_stamp = Some(self.now);
+        self.rqs[cpu].idle_stamp = Some(self.rqs[cpu].clock);
         let ndom = self.domains.cpus[cpu].domains.len();
         if ndom == 0 {
             return 0;

@@ -49,7 +49,6 @@ macro_rules! features {
 }
 
 const LATER: Option<&str> = Some("a later step (the model always ages PELT on attach)");
-const STEP3: Option<&str> = Some("load balancing");
 const STEP4: Option<&str> = Some("the RT class");
 const NOT_PLANNED: Option<&str> = Some("no planned step (it does not change scheduling decisions the model makes)");
 
@@ -61,7 +60,7 @@ features! {
     PREEMPT_SHORT = "PREEMPT_SHORT", true, true, Kernel, None, "an eligible wakee with a shorter slice may cancel that protection";
     NEXT_BUDDY = "NEXT_BUDDY", false, false, Kernel, None, "the wakee becomes the next buddy";
     PICK_BUDDY = "PICK_BUDDY", true, true, Kernel, None, "honour cfs_rq->next at pick when eligible";
-    CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, true, Kernel, STEP3, "the next buddy counts as cache-hot for load balancing";
+    CACHE_HOT_BUDDY = "CACHE_HOT_BUDDY", true, true, Kernel, None, "the next buddy counts as cache-hot for load balancing";
     DELAY_DEQUEUE = "DELAY_DEQUEUE", true, true, Kernel, None, "an ineligible sleeper stays queued (sched_delayed) until picked or woken";
     DELAY_ZERO = "DELAY_ZERO", true, true, Kernel, None, "clip positive lag to 0 when a delayed entity is dequeued or requeued";
     WAKEUP_PREEMPTION = "WAKEUP_PREEMPTION", true, true, Kernel, None, "allow fair wakeup preemption";
@@ -74,20 +73,20 @@ features! {
     WARN_DOUBLE_CLOCK = "WARN_DOUBLE_CLOCK", false, false, Kernel, NOT_PLANNED, "debug";
     RT_PUSH_IPI = "RT_PUSH_IPI", false, false, Kernel, STEP4, "RT pull through an IPI chain instead of locking remote runqueues";
     RT_RUNTIME_SHARE = "RT_RUNTIME_SHARE", false, false, Kernel, NOT_PLANNED, "borrow RT runtime between CPUs (RT_GROUP_SCHED)";
-    LB_MIN = "LB_MIN", false, false, Kernel, STEP3, "skip tiny-load tasks when detaching";
+    LB_MIN = "LB_MIN", false, false, Kernel, None, "skip tiny-load tasks when detaching";
     ATTACH_AGE_LOAD = "ATTACH_AGE_LOAD", true, true, Kernel, LATER, "age PELT across migration";
     WA_IDLE = "WA_IDLE", true, true, Kernel, None, "wake_affine_idle()";
     WA_WEIGHT = "WA_WEIGHT", true, true, Kernel, None, "wake_affine_weight()";
     WA_BIAS = "WA_BIAS", true, true, Kernel, None, "imbalance bias in wake_affine_weight()";
     UTIL_EST = "UTIL_EST", true, true, Kernel, NOT_PLANNED, "utilisation estimation";
     LATENCY_WARN = "LATENCY_WARN", false, false, Kernel, NOT_PLANNED, "warn on long need_resched latency";
-    NI_RANDOM = "NI_RANDOM", true, true, Kernel, STEP3, "newidle balance in proportion to its success rate";
+    NI_RANDOM = "NI_RANDOM", true, true, Kernel, None, "newidle balance in proportion to its success rate";
     TTWU_QUEUE_ON_CPU = "TTWU_QUEUE_ON_CPU", true, true, Patch, None, "(RFC, Peter Zijlstra 2025) gate the on_cpu wakelist path";
     TTWU_QUEUE_DELAYED = "TTWU_QUEUE_DELAYED", false, false, Patch, None, "(RFC, Peter Zijlstra 2025) wake a delayed task through its own CPU's wakelist, then select_task_rq()";
     TTWU_QUEUE_DEFAULT = "TTWU_QUEUE_DEFAULT", false, false, Patch, None, "(RFC, Peter Zijlstra 2025) queue remote wakeups even to busy same-LLC CPUs";
     TTWU_DEQUEUE = "TTWU_DEQUEUE", false, false, Patch, None, "(RFC, Peter Zijlstra 2025) ttwu_runnable() dequeues a delayed task so select_task_rq() runs";
     DEQUEUE_DELAYED = "DEQUEUE_DELAYED", false, false, Patch, None, "(RFC, Mike Galbraith 2024) dequeue a delayed wakee on a busy CPU so it can be placed elsewhere";
-    LB_FIRST_MIGRATION = "LB_FIRST_MIGRATION", false, false, Patch, STEP3, "(seed 000, K Prateek Nayak) idle-pull blocks delayed tasks, hands the first migrated task over the wakelist";
+    LB_FIRST_MIGRATION = "LB_FIRST_MIGRATION", false, false, Patch, None, "(seed 000, K Prateek Nayak) idle-pull blocks delayed tasks, hands the first migrated task over the wakelist";
     RT_PUSH_ON_BOOST = "RT_PUSH_ON_BOOST", false, false, Patch, STEP4, "(seed 003, Chaosheng Qu) prio_changed_rt() queues a push when a queued RT task is boosted";
 }
 
@@ -220,7 +219,7 @@ mod tests {
     fn unknown_and_unmodeled_are_refused() {
         let mut f = Features::empty();
         assert!(matches!(f.apply("NO_SUCH_THING"), Err(FeatureError::Unknown(_))));
-        let err = f.apply("NO_LB_MIN").unwrap_err();
+        let err = f.apply("NO_UTIL_EST").unwrap_err();
         assert!(err.to_string().contains("not modeled yet"), "{err}");
         assert!(matches!(f.apply("RT_PUSH_IPI"), Err(FeatureError::NotModeled { .. })));
     }

@@ -321,7 +321,7 @@ impl Rq {
             need_resched_lazy: false,
             clock: 0,
             nr_switches: 0,
-            idle_stamp: Some(0),
+            idle_stamp: None,
             ttwu_pending: false,
             wake_list: Vec::new(),
             idle_wakee: WakeeStats::default(),

@@ -329,6 +329,5 @@ impl Kernel {
         let (pid, prio) = (self.tasks[t as usize].pid, self.tasks[t as usize].prio);
         self.emit(cpu, EventKind::SchedWakeupNew { pid, prio, target_cpu: cpu as u32 });
         self.wakeup_preempt(cpu, t, WF_FORK);
-        self.rqs[cpu].idle_stamp = None;
     }
 }

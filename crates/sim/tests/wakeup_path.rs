@@ -117,22 +117,37 @@ program = [ { run = "5ms" }, { signal = "kick" } ]
 fn asym_min_with_placement_hands_off_in_microseconds() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/asym_min.toml");
     let s = Scenario::load(&path).unwrap();
-    let r = sim(&s, SimOptions { duration_ns: Some(2_000_000_000), ..Default::default() });
-    for w in ["worker-0", "worker-1"] {
-        let mut h = handoffs(&r, w);
-        h.sort();
-        let median = h[h.len() / 2];
-        assert!(h.len() > 1900, "{w}: {} handoffs", h.len());
-        assert!((2_000..10_000).contains(&median), "{w}: median handoff {median} ns");
+    let medians = |r: &SimResult| {
+        ["worker-0", "worker-1"].map(|w| {
+            let mut h = handoffs(r, w);
+            h.sort();
+            assert!(h.len() > 1900, "{w}: {} handoffs", h.len());
+            h[h.len() / 2]
+        })
+    };
+    let in_place = |r: &SimResult| {
+        r.trace
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Ttwu { path: WakePath::Runnable { delayed: true }, .. }))
+            .count()
+    };
+    // ITMT off: the workers settle on different CPUs and never share one.
+    let mut topo = Topology::preset("ryzen-7950x").unwrap();
+    topo.itmt_enabled = false;
+    let r = sim(&s, SimOptions { duration_ns: Some(2_000_000_000), topology: Some(topo), ..Default::default() });
+    for m in medians(&r) {
+        assert!((2_000..10_000).contains(&m), "median handoff {m} ns");
     }
-    // The workers were placed on different CPUs, so no wakeup met a delayed task.
-    let delayed = r
-        .trace
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Ttwu { path: WakePath::Runnable { delayed: true }, .. }))
-        .count();
-    assert_eq!(delayed, 0);
+    assert_eq!(in_place(&r), 0, "no wakeup meets a delayed task");
+    // ITMT on: still microseconds at the median, but asym packing stacks the
+    // workers on the preferred CPUs now and then, and the trace shows the
+    // in-place wakeups of delayed tasks.
+    let r = sim(&s, SimOptions { duration_ns: Some(2_000_000_000), ..Default::default() });
+    for m in medians(&r) {
+        assert!((2_000..10_000).contains(&m), "median handoff {m} ns");
+    }
+    assert!(in_place(&r) > 0);
 }
 
 #[test]
