@@ -78,6 +78,8 @@ impl Profile {
                 p.description = "mainline v6.12 release (0.75 ms base slice, RT_PUSH_IPI on)";
                 p.base_slice_ns = 750_000;
                 p.defaults.set(Feature::RT_PUSH_IPI, true);
+                // Proportional newidle balancing is a later stable backport.
+                p.defaults.set(Feature::NI_RANDOM, false);
                 Some(p)
             }
             "mainline" | "7.x" => Some(Profile {
