@@ -19,6 +19,15 @@ pub struct Stall {
     pub wakee_pid: Pid,
 }
 
+/// One completed handoff: a signal on `obj` and the wait on it returning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Handoff {
+    pub start_ts: Nanos,
+    pub latency_ns: u64,
+    pub waker_pid: Pid,
+    pub wakee_pid: Pid,
+}
+
 /// Pairs signals with waits per object.
 #[derive(Default)]
 pub(crate) struct HandoffTracker {
@@ -37,11 +46,19 @@ impl HandoffTracker {
     /// counter absorbs repeated signals: the wakee sees the first); `WaitDone`
     /// ends the pending one. Flags (`Post`/`PollDone`) are not handoffs: a
     /// poller spins on a CPU and is never woken, and seed 000 counts only the
-    /// eventfd write → read return.
-    pub fn event(&mut self, ts: Nanos, pid: Pid, op: UserOp, threshold: u64, obj_name: impl Fn(u32) -> String) {
+    /// eventfd write → read return. Returns the handoff a `WaitDone` completed.
+    pub fn event(
+        &mut self,
+        ts: Nanos,
+        pid: Pid,
+        op: UserOp,
+        threshold: u64,
+        obj_name: impl Fn(u32) -> String,
+    ) -> Option<Handoff> {
         match op {
             UserOp::Signal { obj } => {
                 self.pending.entry(obj).or_insert((ts, pid));
+                None
             }
             UserOp::WaitDone { obj } => match self.pending.remove(&obj) {
                 Some((start, waker)) => {
@@ -58,14 +75,18 @@ impl HandoffTracker {
                             wakee_pid: pid,
                         });
                     }
+                    Some(Handoff { start_ts: start, latency_ns: lat, waker_pid: waker, wakee_pid: pid })
                 }
-                None => self.unmatched_waits += 1,
+                None => {
+                    self.unmatched_waits += 1;
+                    None
+                }
             },
             UserOp::Post { .. }
             | UserOp::PollDone { .. }
             | UserOp::Lock { .. }
             | UserOp::Unlock { .. }
-            | UserOp::LoopEnd { .. } => {}
+            | UserOp::LoopEnd { .. } => None,
         }
     }
 

@@ -21,14 +21,18 @@
 //!   `TASK_RUNNING`, i.e. an involuntary context switch, `nivcsw`).
 
 mod handoff;
+mod stalls;
 mod stats;
 mod table;
 mod tasks;
 
-use schedlab_trace::{EventKind, Nanos, Pid, Trace};
+use std::borrow::Cow;
+
+use schedlab_trace::{Event, EventKind, Nanos, Pid, Trace};
 use serde::Serialize;
 
 pub use handoff::Stall;
+pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
 pub use table::render_run_table;
 
@@ -122,15 +126,8 @@ impl RunMetrics {
 /// Events are taken in timestamp order (a stable sort is applied if the trace
 /// is not already sorted, as when per-CPU buffers were concatenated).
 pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> RunMetrics {
-    let sorted;
-    let events = if trace.events.windows(2).all(|w| w[0].ts <= w[1].ts) {
-        &trace.events
-    } else {
-        let mut v = trace.events.clone();
-        v.sort_by_key(|e| e.ts);
-        sorted = v;
-        &sorted
-    };
+    let events = in_time_order(trace);
+    let events: &[Event] = &events;
     let start = events.first().map_or(0, |e| e.ts);
     let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts)).max(start);
     let threshold = opts.stall_threshold_ns;
@@ -180,6 +177,18 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> RunMetrics {
         open_handoffs_at_end: handoffs.open_at_end(),
         stalls: handoffs.stalls,
         unmatched_waits: handoffs.unmatched_waits,
+    }
+}
+
+/// The events of `trace` in timestamp order: borrowed when already sorted,
+/// else a stable-sorted copy (per-CPU buffers concatenated).
+pub(crate) fn in_time_order(trace: &Trace) -> Cow<'_, [Event]> {
+    if trace.events.windows(2).all(|w| w[0].ts <= w[1].ts) {
+        Cow::Borrowed(&trace.events)
+    } else {
+        let mut v = trace.events.clone();
+        v.sort_by_key(|e| e.ts);
+        Cow::Owned(v)
     }
 }
 

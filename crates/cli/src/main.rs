@@ -2,6 +2,7 @@
 //! library crates together; every rule lives in a crate.
 
 mod run;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,6 +22,9 @@ struct Cli {
 enum Cmd {
     /// Simulate a scenario and print per-thread runtime, wait, wakeup and handoff latency.
     Run(run::RunArgs),
+    /// Simulate a scenario under several settings over seeded rounds and print
+    /// a results table (stalls per run, totals, median handoff) like the seed reports'.
+    Sweep(sweep::SweepArgs),
     /// List the sched_features the model knows, with each kernel profile's defaults.
     Features {
         /// Kernel profile whose defaults to show.
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Run(args) => run::run(args),
+        Cmd::Sweep(args) => sweep::sweep(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies { name } => topologies(name.as_deref()),
     };

@@ -139,3 +139,68 @@ fn features_and_topologies_list_what_exists() {
     }
     assert!(ok(&["topologies", "ryzen-7950x"]).contains("231"));
 }
+
+#[test]
+fn sweep_prints_the_results_and_breakdown_tables() {
+    let out = ok(&["sweep", "crates/cli/tests/data/mini-sweep.toml"]);
+    assert!(out.contains("runs      2 interleaved rounds of 100 ms per setting, seeds 3-4"), "{out}");
+    let head = out.lines().find(|l| l.starts_with("setting ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(head.contains("stalls per run") && head.contains("total") && head.ends_with("median handoff"), "{head}");
+    for name in ["defaults ", "sched_itmt_enabled=0 "] {
+        let row = out.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no row {name}: {out}"));
+        // name, two runs, `S of H`, median `N.N us`
+        let words: Vec<&str> = row[name.len()..].split_whitespace().collect();
+        assert_eq!(words.len(), 7, "{row}");
+        let runs: u64 = words[0].parse::<u64>().unwrap() + words[1].parse::<u64>().unwrap();
+        assert_eq!(words[2].parse::<u64>().unwrap(), runs, "{row}");
+        assert_eq!(words[3], "of");
+        let handoffs: u64 = words[4].parse().unwrap();
+        assert!((370..=400).contains(&handoffs), "two workers, 1 ms bursts, 2 runs of 0.1 s: {row}");
+        assert_eq!(words[6], "us");
+    }
+    assert!(out.contains("defaults: stall breakdown per run"), "{out}");
+    assert!(out.contains("  on CPU 6 behind the other worker"), "{out}");
+    assert!(out.contains("defaults: bursts started per CPU"), "{out}");
+    assert!(!out.contains("sched_itmt_enabled=0: stall breakdown"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("wall      4 simulations in "), "{out}");
+
+    // --rounds, --duration and --jobs override the file; --json prints it all.
+    let json = ok(&[
+        "sweep",
+        "crates/cli/tests/data/mini-sweep.toml",
+        "--rounds",
+        "1",
+        "--duration",
+        "50ms",
+        "--jobs",
+        "1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["rounds"], 1);
+    assert_eq!(v["duration_ns"], 50_000_000);
+    assert_eq!(v["settings"][0]["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["settings"][0]["runs"][0]["seed"], 3);
+    assert_eq!(v["settings"][0]["runs"][0]["simulated_ns"], 50_000_000);
+    assert!(v["settings"][0]["runs"][0]["breakdown"]["wakeups"].as_u64().unwrap() > 0);
+    assert!(v["settings"][1]["runs"][0]["breakdown"].is_null());
+    assert_eq!(v["settings"][1]["itmt"], false);
+}
+
+#[test]
+fn sweep_errors_name_the_file_line_and_column() {
+    let bad = tmp("bad-sweep.toml");
+    let scenario = root().join("scenarios/asym_min.toml");
+    std::fs::write(
+        &bad,
+        format!(
+            "scenario = {:?}\n[[setting]]\nname = \"x\"\nfeatures = [\"NO_SUCH_FEATURE\"]\n",
+            scenario.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let e = err(&["sweep", bad.to_str().unwrap()]);
+    assert!(e.contains(&format!("{}:4:13: `features`", bad.display())), "{e}");
+    let e = err(&["sweep", "crates/cli/tests/data/mini-sweep.toml", "--rounds", "0"]);
+    assert!(e.contains("--rounds"), "{e}");
+}
