@@ -107,6 +107,10 @@ pub struct ClassifiedStall {
     pub other_pid: Option<Pid>,
     /// How `other_pid` last arrived on `wake_cpu`.
     pub other_arrival: Option<Arrival>,
+    /// When it arrived there.
+    pub other_arrived_ts: Option<Nanos>,
+    /// When the wakee last blocked (switched out sleeping) before this stall.
+    pub wakee_blocked_ts: Option<Nanos>,
     /// `wake_cpu` is the caller's top-ranked CPU.
     pub on_top_cpu: bool,
     /// Allowed CPUs other than `wake_cpu` that were idle at the wakeup (`None`
@@ -140,6 +144,10 @@ pub struct StallBreakdown {
     /// moved onto the CPU: "other thread moved to CPU 6 by
     /// active_load_balance_cpu_stop()".
     pub stalls_other_moved_by_active_balance: u64,
+    /// Of those, the move happened while the wakee slept (between its block
+    /// and its wait returning): the active-balance-vs-wakeup race itself,
+    /// rather than a stacking left over from an earlier cycle.
+    pub stalls_other_moved_by_active_balance_while_asleep: u64,
     /// Stalls behind another wakee, by how it last arrived on the CPU
     /// ([`Arrival::as_str`] → count).
     pub other_arrivals: BTreeMap<String, u64>,
@@ -156,7 +164,7 @@ struct Woken {
     ts: Nanos,
     cpu: u32,
     delayed: bool,
-    other: Option<(Pid, Arrival)>,
+    other: Option<(Pid, Arrival, Nanos)>,
     /// Switched in since (on any CPU): stop watching `cpu`.
     ran: bool,
     idle_allowed: Option<u32>,
@@ -169,8 +177,10 @@ struct Scan<'a> {
     allowed: &'a [u32],
     /// Task running on each CPU (0 = idle or not yet seen).
     curr: Vec<Pid>,
-    /// pid → (CPU, how) of its last arrival.
-    arrivals: HashMap<Pid, (u32, Arrival)>,
+    /// pid → (CPU, how, when) of its last arrival.
+    arrivals: HashMap<Pid, (u32, Arrival, Nanos)>,
+    /// pid → when it last switched out sleeping.
+    blocked: HashMap<Pid, Nanos>,
     waits: BTreeMap<Pid, Option<Woken>>,
 }
 
@@ -179,17 +189,20 @@ impl Scan<'_> {
         self.curr.get(cpu as usize).copied().unwrap_or(0)
     }
 
-    fn arrival(&self, pid: Pid, cpu: u32) -> Arrival {
+    fn arrival(&self, pid: Pid, cpu: u32) -> (Arrival, Nanos) {
         match self.arrivals.get(&pid) {
-            Some(&(c, how)) if c == cpu => how,
-            _ => Arrival::NotSeen,
+            Some(&(c, how, ts)) if c == cpu => (how, ts),
+            _ => (Arrival::NotSeen, 0),
         }
     }
 
-    /// Another wakee running on `cpu` now, with how it got there.
-    fn other_on(&self, pid: Pid, cpu: u32) -> Option<(Pid, Arrival)> {
+    /// Another wakee running on `cpu` now, with how and when it got there.
+    fn other_on(&self, pid: Pid, cpu: u32) -> Option<(Pid, Arrival, Nanos)> {
         let c = self.curr_on(cpu);
-        (c != pid && self.wakees.contains(&c)).then(|| (c, self.arrival(c, cpu)))
+        (c != pid && self.wakees.contains(&c)).then(|| {
+            let (how, ts) = self.arrival(c, cpu);
+            (c, how, ts)
+        })
     }
 
     /// A `Ttwu` or `sched_wakeup` of wakee `pid` on `cpu`.
@@ -215,14 +228,14 @@ impl Scan<'_> {
 
     /// `next` switched in on `cpu`.
     fn switched_in(&mut self, cpu: u32, next: Pid) {
-        let arrival = self.arrival(next, cpu);
+        let (how, ts) = self.arrival(next, cpu);
         let next_is_wakee = self.wakees.contains(&next);
         for (&pid, slot) in self.waits.iter_mut() {
             let Some(w) = slot else { continue };
             if pid == next {
                 w.ran = true;
             } else if next_is_wakee && !w.ran && w.cpu == cpu && w.other.is_none() {
-                w.other = Some((next, arrival));
+                w.other = Some((next, how, ts));
             }
         }
     }
@@ -239,6 +252,7 @@ pub fn stall_breakdown(trace: &Trace, opts: &StallOptions) -> StallBreakdown {
         allowed: &allowed,
         curr: vec![0; trace.nr_cpus as usize],
         arrivals: HashMap::new(),
+        blocked: HashMap::new(),
         waits: wakees.iter().map(|&p| (p, None)).collect(),
     };
     let mut handoffs = HandoffTracker::default();
@@ -256,6 +270,7 @@ pub fn stall_breakdown(trace: &Trace, opts: &StallOptions) -> StallBreakdown {
                 if matches!(prev_state, PrevState::Sleeping | PrevState::DiskSleep) {
                     if let Some(slot) = scan.waits.get_mut(&prev_pid) {
                         *slot = None;
+                        scan.blocked.insert(prev_pid, ev.ts);
                     }
                 }
                 scan.switched_in(ev.cpu, next_pid);
@@ -270,10 +285,10 @@ pub fn stall_breakdown(trace: &Trace, opts: &StallOptions) -> StallBreakdown {
                 scan.woken(ev.ts, pid, target_cpu, false, true);
             }
             EventKind::SchedMigrateTask { pid, dest_cpu, .. } => {
-                scan.arrivals.insert(pid, (dest_cpu, Arrival::Wakeup));
+                scan.arrivals.insert(pid, (dest_cpu, Arrival::Wakeup, ev.ts));
             }
             EventKind::LbMigrate { pid, dst_cpu, kind, .. } => {
-                scan.arrivals.insert(pid, (dst_cpu, kind.into()));
+                scan.arrivals.insert(pid, (dst_cpu, kind.into(), ev.ts));
             }
             EventKind::User { pid, op } => {
                 let done = handoffs.event(ev.ts, pid, op, opts.threshold_ns, |_| String::new());
@@ -298,6 +313,8 @@ pub fn stall_breakdown(trace: &Trace, opts: &StallOptions) -> StallBreakdown {
                     delayed_wakeup: woken.is_some_and(|w| w.delayed),
                     other_pid: other.map(|o| o.0),
                     other_arrival: other.map(|o| o.1),
+                    other_arrived_ts: other.map(|o| o.2),
+                    wakee_blocked_ts: scan.blocked.get(&pid).copied(),
                     on_top_cpu: wake_cpu.is_some() && wake_cpu == opts.top_cpu,
                     idle_allowed_at_wakeup: woken.and_then(|w| w.idle_allowed),
                 });
@@ -313,6 +330,8 @@ pub fn stall_breakdown(trace: &Trace, opts: &StallOptions) -> StallBreakdown {
             out.stalls_behind_other += 1;
             out.stalls_on_top_cpu_behind_other += u64::from(s.on_top_cpu);
             out.stalls_other_moved_by_active_balance += u64::from(how == Arrival::Active);
+            let while_asleep = matches!((s.other_arrived_ts, s.wakee_blocked_ts), (Some(a), Some(b)) if a >= b);
+            out.stalls_other_moved_by_active_balance_while_asleep += u64::from(how == Arrival::Active && while_asleep);
             *out.other_arrivals.entry(how.as_str().to_string()).or_default() += 1;
         }
         if let (Some(idle), Some(cpu)) = (s.idle_allowed_at_wakeup, s.wake_cpu) {

@@ -162,6 +162,18 @@ impl Kernel {
         self.sched_use_asym_prio(sd_flags, dst) && self.sched_asym_prefer(dst, src)
     }
 
+    /// The fair task count the balancer reads: `h_nr_queued` (delayed tasks
+    /// included) in 6.12, `h_nr_runnable` (excluded) from 6.14 on
+    /// ("sched/fair: Use the new cfs_rq.h_nr_runnable").
+    pub(crate) fn lb_h_nr(&self, cpu: usize) -> u32 {
+        let cfs = &self.rqs[cpu].cfs;
+        if self.profile.lb_counts_runnable_only {
+            cfs.h_nr_runnable
+        } else {
+            cfs.h_nr_queued
+        }
+    }
+
     /// `cpu_runnable()`.
     fn cpu_runnable(&self, cpu: usize) -> u64 {
         self.rqs[cpu].cfs.avg.runnable_avg
@@ -177,7 +189,7 @@ impl Kernel {
             sgs.group_load += self.cpu_load(i);
             sgs.group_util += self.cpu_util_cfs(i);
             sgs.group_runnable += self.cpu_runnable(i);
-            sgs.sum_h_nr_running += rq.cfs.h_nr_queued;
+            sgs.sum_h_nr_running += self.lb_h_nr(i);
             let nr_running = rq.nr_running;
             sgs.sum_nr_running += nr_running;
             if nr_running > 1 {
@@ -498,7 +510,7 @@ impl Kernel {
         let (mut busiest, mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) =
             (None, 0u64, 0u64, 1u64, 0u32);
         for i in span.and(&env.cpus).iter() {
-            let nr_running = self.rqs[i].cfs.h_nr_queued;
+            let nr_running = self.lb_h_nr(i);
             if nr_running == 0 {
                 continue;
             }

@@ -517,7 +517,7 @@ impl Kernel {
             sgs.group_util += self.cpu_util_without(i, p);
             sgs.group_runnable += self.cpu_runnable_without(i, p);
             let local = (self.rqs[i].curr == Some(p)) as u32;
-            sgs.sum_h_nr_running += self.rqs[i].cfs.h_nr_queued - local;
+            sgs.sum_h_nr_running += self.lb_h_nr(i) - local;
             let nr_running = self.rqs[i].nr_running - local;
             sgs.sum_nr_running += nr_running;
             if nr_running == 0 && self.idle_cpu_without(i, p) {

@@ -131,7 +131,6 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
 
     let mut threads = Vec::new();
     let mut task_thread = Vec::new();
-    let mut movable = false;
     let mut starts = Vec::new();
     for (i, spec) in scenario.threads.iter().enumerate() {
         let policy = match spec.policy {
@@ -169,9 +168,6 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
             .into());
         }
         let cpu = spec.start_cpu.filter(|c| spec.affinity.contains(*c)).or(spec.affinity.first()).unwrap_or(0);
-        if spec.affinity.len() > 1 {
-            movable = true;
-        }
         let pid = FIRST_PID + i as i32;
         let task = kernel.add_task(TaskParams {
             pid,
@@ -189,12 +185,6 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         starts.push(spec.start_delay_ns);
     }
 
-    if movable {
-        notes.push(
-            "load balancing is not modeled yet: threads move only when fork or wakeup placement picks another CPU"
-                .to_string(),
-        );
-    }
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
     let mut engine = Engine {
         scenario,

@@ -146,6 +146,12 @@ pub fn render_breakdown(r: &SweepResult, s: &SettingResult) -> String {
     for how in order.iter().map(Arrival::as_str).filter(|k| kinds.contains(k)) {
         let key = how.to_string();
         rows.push((arrival_label(how, n), Box::new(move |b| b.other_arrivals.get(&key).copied().unwrap_or(0))));
+        if how == Arrival::Active.as_str() {
+            rows.push((
+                "    of those, moved there while the wakee slept".into(),
+                Box::new(|b| b.stalls_other_moved_by_active_balance_while_asleep),
+            ));
+        }
     }
     rows.push((
         format!("  all other allowed CPUs ({}) idle at the wakeup", s.allowed_cpus),

@@ -57,6 +57,7 @@ fn breakdown(
         stalls_on_top_cpu_behind_other: top,
         stalls_after_delayed_wakeup: after,
         stalls_other_moved_by_active_balance: active,
+        stalls_other_moved_by_active_balance_while_asleep: active / 2,
         other_arrivals: BTreeMap::from([("active".to_string(), active), ("wakeup".to_string(), wakeup)]),
         stalls_all_other_allowed_idle: stalls,
         details: vec![],
@@ -146,6 +147,7 @@ waits >= 500 us                                                  310    153
   on CPU 6 behind the other worker                               288    137
   after a delayed wakeup, no CPU selection                       280    139
   other worker moved there by active_load_balance_cpu_stop()      30     12
+    of those, moved there while the wakee slept                   15      6
   other worker placed there at wakeup (select_task_rq())         259    126
   all other allowed CPUs (4-7) idle at the wakeup                310    153
 
