@@ -65,6 +65,8 @@ pub enum IpiKind {
     CallFunction,
     /// `kick_ilb()`'s nohz CSD: run `nohz_csd_func()` and idle-balance.
     NohzKick,
+    /// The RT_PUSH_IPI irq_work: run `rto_push_irq_work_func()`.
+    RtPushWork,
 }
 
 /// A request the model makes of the hardware: interrupt `cpu`.
@@ -144,6 +146,17 @@ pub struct Kernel {
     pub llc_shared: Vec<LlcShared>,
     /// `sched_smt_active()`.
     pub smt_active: bool,
+    /// PI mutexes, indexed by the workload's object id.
+    pub rt_mutexes: Vec<crate::rtmutex::RtMutex>,
+    /// Root domain: CPUs with pushable RT tasks (`rto_mask`, `rto_count`).
+    pub rto_mask: CpuSet,
+    pub rto_count: u32,
+    /// RT_PUSH_IPI chain state (`rto_cpu`, `rto_loop`, `rto_loop_next`).
+    pub rto_cpu: i64,
+    pub rto_loop: u64,
+    pub rto_loop_next: u64,
+    /// Cursor of `cpumask_any_distribute()`.
+    pub(crate) distribute_cursor: usize,
     /// Per CPU, per domain level: the mutable half of `struct sched_domain`.
     pub sd_state: Vec<Vec<crate::fair_nohz::SdState>>,
     /// `sgc->imbalance`, indexed by sched group id.
@@ -203,6 +216,13 @@ impl Kernel {
             nohz.nr_cpus += 1;
         }
         Kernel {
+            rt_mutexes: Vec::new(),
+            rto_mask: CpuSet::empty(),
+            rto_count: 0,
+            rto_cpu: -1,
+            rto_loop: 0,
+            rto_loop_next: 0,
+            distribute_cursor: 0,
             sd_state,
             sgc_imbalance: Vec::new(),
             rd_overloaded: false,
@@ -312,7 +332,13 @@ impl Kernel {
             nivcsw: 0,
             fixed_start: p.fixed_start,
             lb_wakelist: false,
+            rt_priority: p.rt_priority,
+            rt_time_slice: 0,
+            on_rt_rq: false,
+            pi_blocked_on: None,
+            pi_locks_held: Vec::new(),
         });
+        self.rt_init_slice(id);
         // sched_fork() → init_entity_runnable_average().
         pelt::init_entity_runnable_average(&mut self.tasks[id as usize].se.avg, weight as u64);
         id
@@ -395,8 +421,11 @@ impl Kernel {
         if flags & qflags::ENQUEUE_NOCLOCK == 0 {
             self.update_rq_clock(cpu);
         }
-        debug_assert!(self.tasks[t as usize].policy.is_fair(), "only the fair class is modeled");
-        self.enqueue_task_fair(cpu, t, flags);
+        if self.task_is_rt(t) {
+            self.enqueue_task_rt(cpu, t, flags);
+        } else {
+            self.enqueue_task_fair(cpu, t, flags);
+        }
     }
 
     /// `dequeue_task()`: false when the class kept the task queued (delayed).
@@ -404,7 +433,12 @@ impl Kernel {
         if flags & qflags::DEQUEUE_NOCLOCK == 0 {
             self.update_rq_clock(cpu);
         }
-        self.dequeue_task_fair(cpu, t, flags)
+        if self.task_is_rt(t) {
+            self.dequeue_task_rt(cpu, t);
+            true
+        } else {
+            self.dequeue_task_fair(cpu, t, flags)
+        }
     }
 
     /// `activate_task()`.
@@ -430,7 +464,13 @@ impl Kernel {
         match self.rqs[cpu].curr {
             // The idle class's check always reschedules.
             None => self.resched_curr(cpu),
-            Some(_) => self.check_preempt_wakeup_fair(cpu, p, wake_flags),
+            Some(c) => match (self.task_is_rt(p), self.task_is_rt(c)) {
+                (true, true) => self.wakeup_preempt_rt(cpu, p),
+                (false, false) => self.check_preempt_wakeup_fair(cpu, p, wake_flags),
+                // A higher class always preempts; a lower one never does.
+                (true, false) => self.resched_curr(cpu),
+                (false, true) => {}
+            },
         }
     }
 
@@ -483,18 +523,125 @@ impl Kernel {
     pub fn sched_yield(&mut self, cpu: usize, now: u64) {
         self.enter(now, cpu);
         self.update_rq_clock(cpu);
-        self.yield_task_fair(cpu);
+        match self.rqs[cpu].curr {
+            // yield_task_rt(): to the tail of its priority list.
+            Some(c) if self.task_is_rt(c) => {
+                let prio = self.tasks[c as usize].prio as usize;
+                let q = &mut self.rqs[cpu].rt.queue[prio];
+                if let Some(i) = q.iter().position(|&x| x == c) {
+                    q.remove(i);
+                    q.push_back(c);
+                }
+            }
+            _ => self.yield_task_fair(cpu),
+        }
     }
 
     /// `pick_next_task()`: fair, else idle.
+    /// `__pick_next_task()`: `balance_rt()` when an RT prev leaves (the
+    /// `prev_balance()` pull), then the classes in order rt > fair > idle.
+    /// `put_prev`/`set_next` run only when the task changes, as in
+    /// `put_prev_set_next_task()`.
     fn pick_next_task(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
-        let next = self.pick_next_task_fair(cpu, prev);
+        let prev_rt = prev.filter(|&p| self.task_is_rt(p));
+        if let Some(p) = prev_rt {
+            self.balance_rt(cpu, p);
+        }
+        if self.rt_runnable(cpu) {
+            let next = self.pick_task_rt(cpu).expect("rt_nr_running > 0");
+            if prev != Some(next) {
+                if let Some(p) = prev {
+                    self.put_prev_task(cpu, p);
+                }
+                self.set_next_task_rt(cpu, next, true);
+            }
+            return Some(next);
+        }
+        let fair_prev = if let Some(p) = prev_rt {
+            // Leaving the RT class: put it back before the fair pick.
+            self.put_prev_task_rt(cpu, p);
+            None
+        } else {
+            prev
+        };
+        let next = self.pick_next_task_fair(cpu, fair_prev);
         if next.is_none() {
-            if let Some(p) = prev {
+            if let Some(p) = fair_prev {
                 self.put_prev_task_fair(cpu, p);
             }
         }
         next
+    }
+
+    /// `put_prev_task()` of `p`'s class.
+    pub(crate) fn put_prev_task(&mut self, cpu: usize, p: TaskId) {
+        if self.task_is_rt(p) {
+            self.put_prev_task_rt(cpu, p);
+        } else {
+            self.put_prev_task_fair(cpu, p);
+        }
+    }
+
+    /// `rt_mutex_setprio()`: change `p`'s effective priority to the best of
+    /// its normal priority and `pi_prio` (a PI waiter's), moving it between
+    /// the fair and RT classes when the boost crosses MAX_RT_PRIO.
+    pub(crate) fn rt_mutex_setprio(&mut self, p: TaskId, pi_prio: Option<i32>) {
+        let normal = self.tasks[p as usize].normal_prio;
+        let prio = pi_prio.map_or(normal, |pp| pp.min(normal));
+        let oldprio = self.tasks[p as usize].prio;
+        if prio == oldprio {
+            return;
+        }
+        let cpu = self.tasks[p as usize].cpu;
+        self.update_rq_clock(cpu);
+        let pid = self.tasks[p as usize].pid;
+        self.emit(cpu, EventKind::SchedPiSetprio { pid, oldprio, newprio: prio });
+        let was_rt = oldprio < MAX_RT_PRIO;
+        let will_rt = prio < MAX_RT_PRIO;
+        if was_rt != will_rt && !was_rt && self.tasks[p as usize].se.sched_delayed {
+            // Leaving the fair class while delayed: finish the sleep first.
+            self.dequeue_task(cpu, p, qflags::DEQUEUE_SLEEP | qflags::DEQUEUE_DELAYED | qflags::DEQUEUE_NOCLOCK);
+        }
+        let queued = self.tasks[p as usize].on_rq == OnRq::Queued;
+        let running = self.rqs[cpu].curr == Some(p);
+        let mut queue_flags = qflags::DEQUEUE_SAVE | qflags::DEQUEUE_MOVE | qflags::DEQUEUE_NOCLOCK;
+        if queued {
+            self.dequeue_task(cpu, p, queue_flags);
+        }
+        if running {
+            self.put_prev_task(cpu, p);
+        }
+        self.tasks[p as usize].prio = prio;
+        if will_rt && !was_rt {
+            self.rt_init_slice(p);
+        }
+        queue_flags = qflags::ENQUEUE_RESTORE | qflags::ENQUEUE_NOCLOCK;
+        if will_rt && oldprio < prio {
+            // A deboosted RT task goes to the head of its new level.
+            queue_flags |= qflags::ENQUEUE_HEAD;
+        }
+        if queued {
+            self.tasks[p as usize].on_rq = OnRq::Queued;
+            self.enqueue_task(cpu, p, queue_flags);
+        }
+        if running {
+            if will_rt {
+                self.set_next_task_rt(cpu, p, false);
+            } else {
+                self.set_next_task_fair_running(cpu, p);
+            }
+        }
+        // check_class_changed()
+        if was_rt && !will_rt {
+            self.switched_from_rt(cpu, p);
+        } else if !was_rt && will_rt {
+            self.switched_to_rt(cpu, p);
+        } else if will_rt {
+            self.prio_changed_rt(cpu, p, oldprio);
+        } else if queued && self.rqs[cpu].curr.is_some() && !running {
+            self.wakeup_preempt(cpu, p, 0);
+        }
+        self.balance_callbacks(cpu);
     }
 
     /// `__schedule()`. `preempt` is SM_PREEMPT (an involuntary switch: the
@@ -569,6 +716,8 @@ impl Kernel {
             let from_pid = if stopper_ran { (stopper_pid(cpu), 0) } else { prev_pid_prio(self, from) };
             self.trace_switch(cpu, from_pid, from_state, prev_pid_prio(self, next));
         }
+        // finish_task_switch() / the no-switch path: run queued balance callbacks.
+        self.balance_callbacks(cpu);
         Switch { prev, next }
     }
 
@@ -617,8 +766,10 @@ impl Kernel {
         if self.rqs[cpu].need_resched_lazy {
             self.resched_curr(cpu);
         }
-        if self.rqs[cpu].curr.is_some() {
-            self.task_tick_fair(cpu);
+        match self.rqs[cpu].curr {
+            Some(c) if self.task_is_rt(c) => self.task_tick_rt(cpu, c),
+            Some(_) => self.task_tick_fair(cpu),
+            None => {}
         }
         self.rqs[cpu].idle_balance = self.idle_cpu(cpu);
         if self.sched_balance_trigger(cpu) {

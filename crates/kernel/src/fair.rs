@@ -716,6 +716,12 @@ impl Kernel {
         Some(p)
     }
 
+    /// `set_next_task_fair(rq, p, first = false)` for a running task that
+    /// (re)enters the fair class, e.g. when a PI boost ends.
+    pub(crate) fn set_next_task_fair_running(&mut self, cpu: usize, p: TaskId) {
+        self.set_next_entity(cpu, p);
+    }
+
     /// `__set_next_task_fair()`: most-recently-picked to the head of cfs_tasks.
     fn __set_next_task_fair(&mut self, cpu: usize, p: TaskId) {
         let tasks = &mut self.rqs[cpu].cfs.tasks;

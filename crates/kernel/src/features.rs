@@ -49,7 +49,6 @@ macro_rules! features {
 }
 
 const LATER: Option<&str> = Some("a later step (the model always ages PELT on attach)");
-const STEP4: Option<&str> = Some("the RT class");
 const NOT_PLANNED: Option<&str> = Some("no planned step (it does not change scheduling decisions the model makes)");
 
 features! {
@@ -71,7 +70,7 @@ features! {
     TTWU_QUEUE = "TTWU_QUEUE", true, true, Kernel, None, "remote wakeups through the target's wakelist (IPI)";
     SIS_UTIL = "SIS_UTIL", true, true, Kernel, None, "utilisation-based LLC scan budget in select_idle_cpu";
     WARN_DOUBLE_CLOCK = "WARN_DOUBLE_CLOCK", false, false, Kernel, NOT_PLANNED, "debug";
-    RT_PUSH_IPI = "RT_PUSH_IPI", false, false, Kernel, STEP4, "RT pull through an IPI chain instead of locking remote runqueues";
+    RT_PUSH_IPI = "RT_PUSH_IPI", false, false, Kernel, None, "RT pull through an IPI chain instead of locking remote runqueues";
     RT_RUNTIME_SHARE = "RT_RUNTIME_SHARE", false, false, Kernel, NOT_PLANNED, "borrow RT runtime between CPUs (RT_GROUP_SCHED)";
     LB_MIN = "LB_MIN", false, false, Kernel, None, "skip tiny-load tasks when detaching";
     ATTACH_AGE_LOAD = "ATTACH_AGE_LOAD", true, true, Kernel, LATER, "age PELT across migration";
@@ -87,7 +86,7 @@ features! {
     TTWU_DEQUEUE = "TTWU_DEQUEUE", false, false, Patch, None, "(RFC, Peter Zijlstra 2025) ttwu_runnable() dequeues a delayed task so select_task_rq() runs";
     DEQUEUE_DELAYED = "DEQUEUE_DELAYED", false, false, Patch, None, "(RFC, Mike Galbraith 2024) dequeue a delayed wakee on a busy CPU so it can be placed elsewhere";
     LB_FIRST_MIGRATION = "LB_FIRST_MIGRATION", false, false, Patch, None, "(seed 000, K Prateek Nayak) idle-pull blocks delayed tasks, hands the first migrated task over the wakelist";
-    RT_PUSH_ON_BOOST = "RT_PUSH_ON_BOOST", false, false, Patch, STEP4, "(seed 003, Chaosheng Qu) prio_changed_rt() queues a push when a queued RT task is boosted";
+    RT_PUSH_ON_BOOST = "RT_PUSH_ON_BOOST", false, false, Patch, None, "(seed 003, Chaosheng Qu) prio_changed_rt() queues a push when a queued RT task is boosted";
 }
 
 impl Feature {

@@ -37,6 +37,22 @@ impl Kernel {
                 ));
             }
             let queued = task.on_rq == OnRq::Queued;
+            if task.is_rt() {
+                if queued != task.on_rt_rq || task.se.on_rq {
+                    return Err(format!(
+                        "RT task {t}: on_rq={:?} on_rt_rq={} se.on_rq={}",
+                        task.on_rq, task.on_rt_rq, task.se.on_rq
+                    ));
+                }
+                let in_queue = self.rqs[task.cpu].rt.queue[task.prio as usize].contains(&t);
+                if in_queue != queued {
+                    return Err(format!("RT task {t} queued={queued} but in its prio list: {in_queue}"));
+                }
+                continue;
+            }
+            if task.on_rt_rq {
+                return Err(format!("fair task {t} is on an rt_rq"));
+            }
             if queued != task.se.on_rq {
                 return Err(format!("task {t}: p->on_rq={:?} but se.on_rq={}", task.on_rq, task.se.on_rq));
             }
@@ -65,6 +81,34 @@ impl Kernel {
         for rq in &self.rqs {
             let cfs = &rq.cfs;
             cfs.timeline.check().map_err(|e| format!("CPU {} timeline: {e}", rq.cpu))?;
+            let rt_queued = self.tasks.iter().filter(|p| p.on_rt_rq && p.cpu == rq.cpu).count() as u32;
+            if rq.rt.rt_nr_running != rt_queued {
+                return Err(format!(
+                    "CPU {}: rt_nr_running {} but {rt_queued} RT tasks queued",
+                    rq.cpu, rq.rt.rt_nr_running
+                ));
+            }
+            let listed: usize = rq.rt.queue.iter().map(|q| q.len()).sum();
+            if listed as u32 != rt_queued {
+                return Err(format!("CPU {}: {listed} tasks in the RT lists, {rt_queued} queued", rq.cpu));
+            }
+            for &p in &rq.rt.pushable {
+                let task = &self.tasks[p as usize];
+                if !task.on_rt_rq || task.cpu != rq.cpu || rq.curr == Some(p) || task.nr_cpus_allowed() < 2 {
+                    return Err(format!(
+                        "CPU {}: task {p} is pushable but not a queued, waiting, movable RT task here",
+                        rq.cpu
+                    ));
+                }
+            }
+            if rq.rt.overloaded == rq.rt.pushable.is_empty() || rq.rt.overloaded != self.rto_mask.contains(rq.cpu) {
+                return Err(format!(
+                    "CPU {}: overloaded={} with {} pushable",
+                    rq.cpu,
+                    rq.rt.overloaded,
+                    rq.rt.pushable.len()
+                ));
+            }
             let queued: Vec<&crate::sched::Task> =
                 self.tasks.iter().filter(|p| p.se.on_rq && p.cpu == rq.cpu).collect();
             let n = queued.len() as u32;
@@ -73,7 +117,7 @@ impl Kernel {
             let checks = [
                 ("cfs.nr_running", cfs.nr_running, n),
                 ("cfs.h_nr_queued", cfs.h_nr_queued, n),
-                ("rq.nr_running", rq.nr_running, n),
+                ("rq.nr_running", rq.nr_running, n + rt_queued),
                 ("cfs.h_nr_delayed", cfs.h_nr_delayed, delayed),
                 ("cfs.h_nr_runnable", cfs.h_nr_runnable, n - delayed),
                 ("cfs.tasks.len", cfs.tasks.len() as u32, n),

@@ -23,6 +23,8 @@ pub mod features;
 pub mod invariants;
 pub mod pelt;
 pub mod profile;
+pub mod rt;
+pub mod rtmutex;
 pub mod sched;
 pub mod timeline;
 pub mod topology;

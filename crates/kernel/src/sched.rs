@@ -8,6 +8,7 @@ use crate::pelt::SchedAvg;
 use crate::timeline::Timeline;
 use schedlab_topology::CpuSet;
 use schedlab_trace::Pid;
+use std::collections::VecDeque;
 
 /// Index of a task in [`crate::core::Kernel::tasks`].
 pub type TaskId = u32;
@@ -172,6 +173,63 @@ pub struct Task {
     pub fixed_start: bool,
     /// On a wakelist as a load-balancer hand-off (LB_FIRST_MIGRATION patch).
     pub lb_wakelist: bool,
+    /// RT priority as set by the user (1..99; 0 for fair policies).
+    pub rt_priority: u32,
+    /// `p->rt.time_slice` of SCHED_RR, in ticks.
+    pub rt_time_slice: u32,
+    /// Queued on its rt_rq (`on_rt_rq()`).
+    pub on_rt_rq: bool,
+    /// `p->pi_blocked_on`: the rt_mutex this task waits for.
+    pub pi_blocked_on: Option<u32>,
+    /// rt_mutexes this task owns (for the PI chain).
+    pub pi_locks_held: Vec<u32>,
+}
+
+impl Task {
+    /// In the RT class (`rt_prio(p->prio)`): RT policy or PI-boosted.
+    pub fn is_rt(&self) -> bool {
+        self.prio < MAX_RT_PRIO
+    }
+}
+
+/// `struct rt_rq`: per-priority FIFO lists and the push bookkeeping.
+#[derive(Clone, Debug)]
+pub struct RtRq {
+    /// One FIFO per kernel priority 0..99.
+    pub queue: Vec<VecDeque<TaskId>>,
+    /// Bit p set when `queue[p]` is non-empty.
+    pub bitmap: u128,
+    pub rt_nr_running: u32,
+    pub rr_nr_running: u32,
+    /// `highest_prio.curr`: best queued priority (99 = none).
+    pub highest_prio_curr: i32,
+    /// `highest_prio.next`: best pushable priority (99 = none).
+    pub highest_prio_next: i32,
+    /// `rt.overloaded`: has pushable tasks (in `rto_mask`).
+    pub overloaded: bool,
+    /// `pushable_tasks` plist: by priority, FIFO among equals.
+    pub pushable: Vec<TaskId>,
+}
+
+impl RtRq {
+    pub fn new() -> Self {
+        RtRq {
+            queue: (0..MAX_RT_PRIO).map(|_| VecDeque::new()).collect(),
+            bitmap: 0,
+            rt_nr_running: 0,
+            rr_nr_running: 0,
+            highest_prio_curr: MAX_RT_PRIO - 1,
+            highest_prio_next: MAX_RT_PRIO - 1,
+            overloaded: false,
+            pushable: Vec::new(),
+        }
+    }
+}
+
+impl Default for RtRq {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Task {
@@ -308,6 +366,13 @@ pub struct Rq {
     pub stopper_ran: bool,
     /// The SD_SHARE_LLC domain of this CPU counts it as idle (`sd->nohz_idle`).
     pub llc_nohz_idle: bool,
+    /// `rq->rt`.
+    pub rt: RtRq,
+    /// Queued balance callbacks (`rq->balance_callback`): RT push, RT pull.
+    pub push_callback: bool,
+    pub pull_callback: bool,
+    /// An RT push irq_work is queued for this CPU (RT_PUSH_IPI chain).
+    pub rto_push_pending: bool,
 }
 
 impl Rq {
@@ -341,6 +406,10 @@ impl Rq {
             stop_work_pending: false,
             stopper_ran: false,
             llc_nohz_idle: false,
+            rt: RtRq::new(),
+            push_callback: false,
+            pull_callback: false,
+            rto_push_pending: false,
         }
     }
 }

@@ -417,6 +417,30 @@ impl<'a> Engine<'a> {
                         _ => return self.replan(cpu),
                     }
                 }
+                Op::Lock { mutex } if self.is_pi(mutex, polled) => {
+                    let Some(id) = resolve(mutex, polled) else { return self.bad_ref(th) };
+                    let task = self.threads[th].task;
+                    if self.kernel.rt_mutex_lock(task, id, self.now, cpu) {
+                        self.threads[th].pc += 1;
+                        self.user_event(cpu, th, UserOp::Lock { obj: id });
+                    } else {
+                        self.drain();
+                        self.block(cpu, th, Blocked::Mutex(id));
+                    }
+                }
+                Op::Unlock { mutex } if self.is_pi(mutex, polled) => {
+                    let Some(id) = resolve(mutex, polled) else { return self.bad_ref(th) };
+                    self.threads[th].pc += 1;
+                    self.user_event(cpu, th, UserOp::Unlock { obj: id });
+                    let task = self.threads[th].task;
+                    let next = self.kernel.rt_mutex_unlock(task, id, self.now, cpu);
+                    self.drain();
+                    if let Some(n) = next {
+                        let nth = self.task_thread[n as usize];
+                        self.wake(nth, cpu);
+                    }
+                    self.preempt_point(cpu);
+                }
                 Op::Lock { mutex } => {
                     let Some(id) = resolve(mutex, polled) else { return self.bad_ref(th) };
                     let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };
@@ -458,6 +482,11 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+    }
+
+    /// A PTHREAD_PRIO_INHERIT mutex: the kernel model owns it (rt_mutex).
+    fn is_pi(&self, mutex: &schedlab_scenario::ObjRef, polled: Option<usize>) -> bool {
+        resolve(mutex, polled).is_some_and(|id| matches!(self.objects[id as usize], ObjState::Mutex { pi: true, .. }))
     }
 
     fn bad_ref(&mut self, th: usize) {
@@ -537,6 +566,14 @@ impl<'a> Engine<'a> {
             Ev::Ipi { cpu, kind: IpiKind::NohzKick } => {
                 self.settle(cpu);
                 self.kernel.nohz_csd_func(cpu, self.now);
+                self.drain();
+                if !self.preempt_point(cpu) {
+                    self.replan_if_idle(cpu);
+                }
+            }
+            Ev::Ipi { cpu, kind: IpiKind::RtPushWork } => {
+                self.settle(cpu);
+                self.kernel.rto_push_irq_work_func(cpu, self.now);
                 self.drain();
                 if !self.preempt_point(cpu) {
                     self.replan_if_idle(cpu);

@@ -137,20 +137,8 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
             SPolicy::Other => Policy::Normal,
             SPolicy::Batch => Policy::Batch,
             SPolicy::Idle => Policy::Idle,
-            SPolicy::Fifo | SPolicy::Rr => {
-                return Err(InputError::new(
-                    scenario.path.clone(),
-                    spec.line,
-                    1,
-                    format!(
-                        "thread {} uses {}, but the RT class is not modeled yet (it arrives with step 4); \
-                         use SCHED_OTHER/BATCH/IDLE for now",
-                        spec.name,
-                        spec.policy.name()
-                    ),
-                )
-                .into());
-            }
+            SPolicy::Fifo => Policy::Fifo,
+            SPolicy::Rr => Policy::Rr,
         };
         if !spec.affinity.is_subset(&topo.all_cpus()) {
             return Err(InputError::new(
