@@ -115,22 +115,19 @@ fn bad_flags_and_files_get_clear_errors() {
 }
 
 #[test]
-fn rt_policies_are_refused_until_the_rt_class_exists() {
-    let path = tmp("rt.toml");
-    std::fs::write(
-        &path,
-        "topology = \"qemu-4\"\nduration = \"1s\"\n\n[[thread]]\nname = \"rt\"\npolicy = \"SCHED_FIFO\"\npriority = 50\nprogram = [{ run = \"1ms\" }]\n",
-    )
-    .unwrap();
-    let e = err(&["run", path.to_str().unwrap()]);
-    assert!(e.contains("rt.toml:4:") && e.contains("SCHED_FIFO") && e.contains("not modeled yet"), "{e}");
+fn the_rt_probe_runs_and_shows_the_pi_boost() {
+    let path = tmp("probe.trace");
+    ok(&["run", "scenarios/rt-pi-push.toml", "--duration", "100ms", "--trace", path.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("sched_pi_setprio: comm=L pid=1002 oldprio=89 newprio=9"), "W's block boosts L to FIFO 90");
 }
 
 #[test]
 fn features_and_topologies_list_what_exists() {
     let f = ok(&["features"]);
     assert!(f.lines().any(|l| l.starts_with("DELAY_DEQUEUE") && l.contains(" on ") && l.contains("yes")), "{f}");
-    assert!(f.lines().any(|l| l.starts_with("RT_PUSH_IPI") && l.contains(" off ") && l.contains("not yet")), "{f}");
+    assert!(f.lines().any(|l| l.starts_with("RT_PUSH_IPI") && l.contains(" off ") && l.contains("yes")), "{f}");
+    assert!(f.lines().any(|l| l.starts_with("UTIL_EST") && l.contains("not yet")), "{f}");
     let f = ok(&["features", "--kernel", "6.12.0"]);
     assert!(f.lines().any(|l| l.starts_with("RT_PUSH_IPI") && l.contains(" on ")), "{f}");
     let t = ok(&["topologies"]);
