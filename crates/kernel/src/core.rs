@@ -139,6 +139,8 @@ pub struct Kernel {
     pub events: Vec<Event>,
     /// Interrupts the simulator must deliver.
     pub ipis: Vec<IpiRequest>,
+    /// Timers (fair server) the simulator must fire.
+    pub timer_requests: Vec<crate::deadline::TimerRequest>,
     pub topo: Topology,
     /// The sched domain hierarchy built from the topology.
     pub domains: SchedDomains,
@@ -239,6 +241,7 @@ impl Kernel {
             trace: cfg.trace,
             events: Vec::new(),
             ipis: Vec::new(),
+            timer_requests: Vec::new(),
             smt_active: topo.has_smt(),
             topo,
             domains,
@@ -425,6 +428,7 @@ impl Kernel {
             self.enqueue_task_rt(cpu, t, flags);
         } else {
             self.enqueue_task_fair(cpu, t, flags);
+            self.fair_server_update(cpu);
         }
     }
 
@@ -547,7 +551,8 @@ impl Kernel {
         if let Some(p) = prev_rt {
             self.balance_rt(cpu, p);
         }
-        if self.rt_runnable(cpu) {
+        self.fair_server_stop_if_idle(cpu);
+        if self.rt_runnable(cpu) && !self.fair_server_serving(cpu) {
             let next = self.pick_task_rt(cpu).expect("rt_nr_running > 0");
             if prev != Some(next) {
                 if let Some(p) = prev {
@@ -555,6 +560,8 @@ impl Kernel {
                 }
                 self.set_next_task_rt(cpu, next, true);
             }
+            self.rqs[cpu].curr = Some(next);
+            self.fair_server_update(cpu);
             return Some(next);
         }
         let fair_prev = if let Some(p) = prev_rt {

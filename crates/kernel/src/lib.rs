@@ -14,6 +14,7 @@
 //! reschedule requests.
 
 pub mod core;
+pub mod deadline;
 pub mod fair;
 pub mod fair_lb;
 pub mod fair_nohz;

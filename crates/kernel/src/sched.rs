@@ -373,6 +373,8 @@ pub struct Rq {
     pub pull_callback: bool,
     /// An RT push irq_work is queued for this CPU (RT_PUSH_IPI chain).
     pub rto_push_pending: bool,
+    /// `rq->fair_server`.
+    pub fair_server: crate::deadline::FairServer,
 }
 
 impl Rq {
@@ -410,6 +412,10 @@ impl Rq {
             push_callback: false,
             pull_callback: false,
             rto_push_pending: false,
+            fair_server: crate::deadline::FairServer {
+                runtime: crate::deadline::FAIR_SERVER_RUNTIME,
+                ..Default::default()
+            },
         }
     }
 }

@@ -10,6 +10,7 @@ use toml::{Spanned, Value};
 use crate::file::{RawOp, RawScenario, RawThread, OP_KEYS};
 use crate::validate::{self, OpSite, ThreadSites};
 use crate::values::{self, a_type, Ctx, Zero};
+use crate::Background;
 use crate::{ObjId, ObjKind, ObjRef, ObjectSpec, Op, Policy, Program, Repeat, Scenario, Spanned as Pos, ThreadSpec};
 
 /// Kernel `TASK_COMM_LEN` minus the terminating NUL.
@@ -89,6 +90,14 @@ pub(crate) fn build(
     let stall_threshold_ns = match &raw.stall_threshold {
         Some(d) => values::duration(ctx, d, "stall_threshold", Zero::Refused)?,
         None => DEFAULT_STALL_NS,
+    };
+    let background = match &raw.background {
+        None => Background::Quiet,
+        Some(b) => match b.get_ref().as_str() {
+            "quiet" => Background::Quiet,
+            "kernel" => Background::Kernel,
+            other => return Err(ctx.err(b, format!("unknown background `{other}` (expected \"quiet\" or \"kernel\")"))),
+        },
     };
     let kernel_profile = match &raw.kernel {
         Some(k) => ctx.pos(k),
@@ -178,6 +187,7 @@ pub(crate) fn build(
         kernel_profile,
         features,
         stall_threshold_ns,
+        background,
         objects: objects.specs,
         threads,
     };

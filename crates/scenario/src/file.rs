@@ -22,6 +22,7 @@ pub(crate) struct RawScenario {
     pub kernel: Option<Spanned<String>>,
     pub features: Option<Vec<Spanned<String>>>,
     pub stall_threshold: Option<Spanned<Value>>,
+    pub background: Option<Spanned<String>>,
     /// `[mutex.NAME]` tables: per-mutex options.
     pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
     pub thread: Option<Spanned<Vec<Spanned<RawThread>>>>,

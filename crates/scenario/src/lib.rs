@@ -23,6 +23,7 @@
 //!                               # thread needs a finite `loop` and every wait/poll a producer)
 //! seed = 1                      # default 1
 //! stall_threshold = "500us"     # default 500us
+//! background = "quiet"          # or "kernel": watchdog stopper, kworkers, fair_server
 //!
 //! [mutex.m]                     # optional per-mutex options, keyed by the expanded name
 //! pi = true                     # PTHREAD_PRIO_INHERIT (default false)
@@ -87,6 +88,18 @@ mod validate;
 mod values;
 
 pub use build::{DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS};
+
+/// Kernel activity the simulator adds besides the workload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Background {
+    /// Nothing but the workload (a `nowatchdog`, fair_server-runtime-0 box).
+    #[default]
+    Quiet,
+    /// A stock kernel's periodic per-CPU work: the soft-lockup watchdog's
+    /// stopper (`migration/N`, every 4 s), a per-CPU kworker (vmstat, every
+    /// 1 s), and the fair_server that serves starved fair tasks.
+    Kernel,
+}
 
 /// A value with the 1-based line/column where it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,6 +261,8 @@ pub struct Scenario {
     pub features: Vec<Spanned<String>>,
     /// A handoff at or above this counts as a stall (default 500 µs, as in seed 000).
     pub stall_threshold_ns: u64,
+    /// Kernel activity besides the workload (`background = "quiet" | "kernel"`).
+    pub background: Background,
     pub objects: Vec<ObjectSpec>,
     pub threads: Vec<ThreadSpec>,
 }

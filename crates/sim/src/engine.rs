@@ -17,6 +17,9 @@ use schedlab_trace::{Event, EventKind, Pid, UserOp};
 /// Work units per nanosecond at capacity 1024 and full speed.
 pub const UNITS_PER_NS: u64 = 1024 * 100;
 
+/// The soft-lockup watchdog's period (`watchdog_thresh` 10 s ⇒ hrtimer every 4 s).
+pub const WATCHDOG_PERIOD_NS: u64 = 4_000_000_000;
+
 /// Ops a thread may execute at one instant before we call it a livelock.
 const MAX_OPS_PER_INSTANT: u32 = 100_000;
 
@@ -33,6 +36,14 @@ pub(crate) enum Ev {
     Tick {
         cpu: usize,
         gen: u64,
+    },
+    /// The fair server's deferral timer on `cpu`.
+    FairServer {
+        cpu: usize,
+    },
+    /// The soft-lockup watchdog's hrtimer on `cpu` (background = "kernel").
+    Watchdog {
+        cpu: usize,
     },
     /// The context switch away from the previous task completes (`prev->on_cpu = 0`).
     SwitchDone {
@@ -113,6 +124,11 @@ impl<'a> Engine<'a> {
             self.queue.push(self.now + delay, Ev::Ipi { cpu: ipi.cpu, kind: ipi.kind });
         }
         self.kernel.ipis = ipis;
+        let mut timers = std::mem::take(&mut self.kernel.timer_requests);
+        for t in timers.drain(..) {
+            self.queue.push(t.at, Ev::FairServer { cpu: t.cpu });
+        }
+        self.kernel.timer_requests = timers;
         if self.check_invariants {
             if let Err(e) = self.kernel.check_invariants() {
                 if self.error.is_none() {
@@ -553,6 +569,21 @@ impl<'a> Engine<'a> {
                     }
                     self.update_tick(cpu);
                 }
+            }
+            Ev::FairServer { cpu } => {
+                self.settle(cpu);
+                self.kernel.fair_server_timer(cpu, self.now);
+                self.drain();
+                if !self.preempt_point(cpu) {
+                    self.replan_if_idle(cpu);
+                }
+            }
+            Ev::Watchdog { cpu } => {
+                self.settle(cpu);
+                self.kernel.watchdog_kick(cpu, self.now);
+                self.drain();
+                self.preempt_point(cpu);
+                self.queue.push(self.now + WATCHDOG_PERIOD_NS, Ev::Watchdog { cpu });
             }
             Ev::SwitchDone { cpu, gen } => {
                 if gen == self.cpus[cpu].switch_gen {

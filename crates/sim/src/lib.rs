@@ -11,7 +11,8 @@ pub mod workload;
 
 use engine::{Engine, Ev};
 use schedlab_kernel::{Features, Kernel, KernelConfig, Policy, Profile, TaskParams};
-use schedlab_scenario::{Policy as SPolicy, Scenario};
+use schedlab_scenario::{Background, Op, Policy as SPolicy, Program, Repeat, Scenario, ThreadSpec};
+use schedlab_topology::CpuSet;
 use schedlab_topology::{InputError, PreemptModel, Topology};
 use schedlab_trace::{TaskInfo, TaskTable, Trace};
 use workload::Thread;
@@ -98,8 +99,15 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
 /// Simulate `scenario` and return its trace and outcome.
 pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, SimError> {
     let topo = opts.topology.clone().unwrap_or_else(|| scenario.topology.clone());
-    let (profile, features) = kernel_settings(scenario, &opts.features)?;
     let seed = opts.seed.unwrap_or(scenario.seed);
+    let with_background;
+    let scenario = if scenario.background == Background::Kernel {
+        with_background = add_kernel_background(scenario, &topo, seed);
+        &with_background
+    } else {
+        scenario
+    };
+    let (profile, features) = kernel_settings(scenario, &opts.features)?;
     let duration = opts.duration_ns.or(scenario.duration_ns);
     let mut notes = Vec::new();
 
@@ -194,6 +202,14 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
     for (i, delay) in starts.iter().enumerate() {
         engine.queue.push(*delay, Ev::Start(i));
     }
+    if scenario.background == Background::Kernel {
+        // Each CPU's watchdog hrtimer started at some point of boot.
+        let mut phase_rng = rng::Rng::new(seed ^ 0x5741_5443_4844_4f47);
+        for cpu in 0..topo.nr_cpus() {
+            let phase = phase_rng.below_incl(engine::WATCHDOG_PERIOD_NS - 1);
+            engine.queue.push(phase, Ev::Watchdog { cpu });
+        }
+    }
     if let Some(d) = duration {
         engine.queue.push(d, Ev::End);
     }
@@ -247,4 +263,34 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         notes,
         steps,
     })
+}
+
+/// Per-CPU kernel work of a stock kernel (`background = "kernel"`): a
+/// `kworker/N:1` (SCHED_OTHER, pinned) that runs briefly once a second, like
+/// vmstat's per-CPU update, each with its own seeded phase. The watchdog
+/// stopper is added by the engine.
+fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Scenario {
+    let mut s = scenario.clone();
+    let mut rng = rng::Rng::new(seed ^ 0x6b77_6f72_6b65_7273);
+    for cpu in 0..topo.nr_cpus() {
+        let phase = rng.below_incl(999_999_999);
+        s.threads.push(ThreadSpec {
+            name: format!("kworker/{cpu}:1"),
+            group: "kworker".to_string(),
+            instance: cpu as u32,
+            policy: SPolicy::Other,
+            nice: 0,
+            rt_priority: 0,
+            slice_ns: None,
+            affinity: CpuSet::single(cpu),
+            start_cpu: Some(cpu),
+            start_delay_ns: phase,
+            program: Program {
+                ops: vec![Op::Run { ns: 20_000 }, Op::Sleep { ns: 1_000_000_000 }],
+                repeat: Repeat::Forever,
+            },
+            line: 0,
+        });
+    }
+    s
 }

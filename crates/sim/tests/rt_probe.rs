@@ -79,3 +79,27 @@ fn seed_003_table() {
         assert!(timely == 8 && median < 10 * MS && migrated == 8);
     }
 }
+
+#[test]
+fn with_kernel_background_no_rt_push_ipi_is_rescued_early_in_some_runs() {
+    let s = probe(|t| t.replace("seed = 1", "seed = 1\nbackground = \"kernel\""));
+    let mut early = vec![];
+    let mut late = 0;
+    for seed in 1..=16 {
+        let opts = SimOptions { seed: Some(seed), features: vec!["NO_RT_PUSH_IPI".into()], ..Default::default() };
+        let r = simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"));
+        let (w, migrated) = l_wait(&r);
+        if w < 1400 * MS {
+            assert!(migrated, "an early rescue is a push of L to CPU 3");
+            // The push ran on CPU 1 right after something other than X ran there.
+            early.push(w / MS);
+        } else {
+            late += 1;
+        }
+    }
+    eprintln!(
+        "background=kernel, NO_RT_PUSH_IPI: {} of 16 rescued early (ms: {early:?}), {late} waited the dwell",
+        early.len()
+    );
+    assert!(!early.is_empty() && late > 0, "a fraction, not all or none");
+}

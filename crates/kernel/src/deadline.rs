@@ -1,0 +1,113 @@
+//! The fair server (`kernel/sched/deadline.c`: `rq->fair_server`, a
+//! deferred `dl_server`): fair tasks starved by RT tasks get 50 ms of every
+//! 1 s period, once they have waited for the rest of it.
+//!
+//! Simplified: no deadline class beyond this server. The server arms when a
+//! fair task is runnable while an RT task holds the CPU; if the fair tasks
+//! are still starved `period − runtime` (950 ms) later, it runs them — above
+//! RT — until its 50 ms are used or no fair task is left, then re-arms. Fair
+//! time spent outside the server is not charged to it.
+
+use crate::core::Kernel;
+
+/// Default `fair_server` runtime and period (deadline.c `dl_server_start()`).
+pub const FAIR_SERVER_RUNTIME: u64 = 50_000_000;
+pub const FAIR_SERVER_PERIOD: u64 = 1_000_000_000;
+
+/// Per-CPU state of the fair server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FairServer {
+    /// When it armed (fair work waiting behind RT); `None` when idle.
+    pub armed_at: Option<u64>,
+    /// Serving fair tasks above RT now.
+    pub running: bool,
+    /// Budget left while running, ns.
+    pub budget: u64,
+    /// The runtime it may use per period (0 disables it, as writing 0 to
+    /// `/sys/kernel/debug/sched/fair_server/cpuN/runtime` does).
+    pub runtime: u64,
+}
+
+/// A timer the kernel model asks the simulator to fire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerRequest {
+    pub cpu: usize,
+    pub at: u64,
+}
+
+impl Kernel {
+    /// Arm the fair server when fair work waits behind an RT task (`dl_server_start()`
+    /// with deferral: the server's timer fires at the zero-laxity point).
+    pub(crate) fn fair_server_update(&mut self, cpu: usize) {
+        let fs = self.rqs[cpu].fair_server;
+        if fs.runtime == 0 || fs.running || fs.armed_at.is_some() {
+            return;
+        }
+        let rt_curr = self.rqs[cpu].curr.is_some_and(|c| self.task_is_rt(c));
+        if rt_curr && self.rqs[cpu].cfs.h_nr_runnable > 0 {
+            self.rqs[cpu].fair_server.armed_at = Some(self.now);
+            let at = self.now + FAIR_SERVER_PERIOD - fs.runtime;
+            self.timer_requests.push(TimerRequest { cpu, at });
+        }
+    }
+
+    /// The fair server's timer on `cpu`: start serving if fair work still waits.
+    pub fn fair_server_timer(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        let fs = &mut self.rqs[cpu].fair_server;
+        if fs.armed_at.take().is_none() {
+            return;
+        }
+        if self.rqs[cpu].cfs.h_nr_runnable > 0 {
+            let fs = &mut self.rqs[cpu].fair_server;
+            fs.running = true;
+            fs.budget = fs.runtime;
+            self.resched_curr(cpu);
+        }
+    }
+
+    /// The server picks fair tasks above RT while it runs with budget.
+    pub(crate) fn fair_server_serving(&self, cpu: usize) -> bool {
+        let fs = &self.rqs[cpu].fair_server;
+        fs.running && fs.budget > 0 && self.rqs[cpu].cfs.h_nr_runnable > 0
+    }
+
+    /// Charge fair runtime to a running server (`dl_server_update()`).
+    pub(crate) fn fair_server_charge(&mut self, cpu: usize, delta: u64) {
+        let fs = &mut self.rqs[cpu].fair_server;
+        if fs.running {
+            fs.budget = fs.budget.saturating_sub(delta);
+            if fs.budget == 0 {
+                fs.running = false;
+                self.resched_curr(cpu);
+            }
+        }
+    }
+
+    /// The server has nothing left to serve (`dl_server_stop()`).
+    pub(crate) fn fair_server_stop_if_idle(&mut self, cpu: usize) {
+        if self.rqs[cpu].fair_server.running && self.rqs[cpu].cfs.h_nr_runnable == 0 {
+            self.rqs[cpu].fair_server.running = false;
+        }
+    }
+
+    /// Disable or re-enable the fair server on every CPU (runtime in ns).
+    pub fn set_fair_server_runtime(&mut self, runtime: u64) {
+        for rq in &mut self.rqs {
+            rq.fair_server.runtime = runtime;
+        }
+    }
+
+    /// The soft-lockup watchdog's hrtimer on `cpu`: queue the stopper
+    /// (`stop_one_cpu_nowait(softlockup_fn)`); it preempts whatever runs.
+    pub fn watchdog_kick(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        let pid = crate::core::stopper_pid(cpu);
+        self.emit(cpu, schedlab_trace::EventKind::SchedWaking { pid, prio: 0, target_cpu: cpu as u32 });
+        self.emit(cpu, schedlab_trace::EventKind::SchedWakeup { pid, prio: 0, target_cpu: cpu as u32 });
+        self.rqs[cpu].stop_work_pending = true;
+        self.resched_curr(cpu);
+    }
+}
