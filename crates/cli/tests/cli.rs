@@ -131,7 +131,7 @@ fn features_and_topologies_list_what_exists() {
     let f = ok(&["features", "--kernel", "6.12.0"]);
     assert!(f.lines().any(|l| l.starts_with("RT_PUSH_IPI") && l.contains(" on ")), "{f}");
     let t = ok(&["topologies"]);
-    for name in ["ryzen-7950x", "qemu-4", "sapphire-rapids-2s", "smt-2x2"] {
+    for name in ["ryzen-7950x", "ryzen-5800x", "qemu-4", "sapphire-rapids-2s", "smt-2x2"] {
         assert!(t.contains(name), "{t}");
     }
     assert!(ok(&["topologies", "ryzen-7950x"]).contains("231"));

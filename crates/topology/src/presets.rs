@@ -4,7 +4,7 @@
 use crate::Topology;
 
 /// Preset names, in the order `--help` should list them.
-pub(crate) const NAMES: &[&str] = &["ryzen-7950x", "sapphire-rapids-2s", "qemu-4", "smt-2x2"];
+pub(crate) const NAMES: &[&str] = &["ryzen-7950x", "ryzen-5800x", "sapphire-rapids-2s", "qemu-4", "smt-2x2"];
 
 /// The TOML text of a preset.
 pub(crate) fn text(name: &str) -> Option<&'static str> {
@@ -13,6 +13,7 @@ pub(crate) fn text(name: &str) -> Option<&'static str> {
         "sapphire-rapids-2s" => include_str!("../../../topologies/sapphire-rapids-2s.toml"),
         "qemu-4" => include_str!("../../../topologies/qemu-4.toml"),
         "smt-2x2" => include_str!("../../../topologies/smt-2x2.toml"),
+        "ryzen-5800x" => include_str!("../../../topologies/ryzen-5800x.toml"),
         _ => return None,
     })
 }
