@@ -99,6 +99,16 @@ pub(crate) fn build(
             other => return Err(ctx.err(b, format!("unknown background `{other}` (expected \"quiet\" or \"kernel\")"))),
         },
     };
+    let fair_server_runtime_ns = match &raw.fair_server_runtime {
+        Some(d) => {
+            let ns = values::duration(ctx, d, "fair_server_runtime", Zero::Allowed)?;
+            if ns > 1_000_000_000 {
+                return Err(ctx.err(d, "fair_server_runtime must fit its 1 s period (expected 0 to 1s)"));
+            }
+            Some(ns)
+        }
+        None => None,
+    };
     let kernel_profile = match &raw.kernel {
         Some(k) => ctx.pos(k),
         None => Pos { value: DEFAULT_KERNEL.to_string(), line: 0, col: 0 },
@@ -188,6 +198,7 @@ pub(crate) fn build(
         features,
         stall_threshold_ns,
         background,
+        fair_server_runtime_ns,
         objects: objects.specs,
         threads,
     };

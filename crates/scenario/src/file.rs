@@ -23,6 +23,7 @@ pub(crate) struct RawScenario {
     pub features: Option<Vec<Spanned<String>>>,
     pub stall_threshold: Option<Spanned<Value>>,
     pub background: Option<Spanned<String>>,
+    pub fair_server_runtime: Option<Spanned<Value>>,
     /// `[mutex.NAME]` tables: per-mutex options.
     pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
     pub thread: Option<Spanned<Vec<Spanned<RawThread>>>>,

@@ -23,7 +23,8 @@
 //!                               # thread needs a finite `loop` and every wait/poll a producer)
 //! seed = 1                      # default 1
 //! stall_threshold = "500us"     # default 500us
-//! background = "quiet"          # or "kernel": watchdog stopper, kworkers, fair_server
+//! background = "quiet"          # or "kernel": watchdog stopper, kworkers
+//! fair_server_runtime = "50ms"  # per 1 s period; "0" disables it
 //!
 //! [mutex.m]                     # optional per-mutex options, keyed by the expanded name
 //! pi = true                     # PTHREAD_PRIO_INHERIT (default false)
@@ -263,6 +264,9 @@ pub struct Scenario {
     pub stall_threshold_ns: u64,
     /// Kernel activity besides the workload (`background = "quiet" | "kernel"`).
     pub background: Background,
+    /// The fair server's runtime per 1 s period (`fair_server_runtime`,
+    /// debugfs `sched/fair_server/cpuN/runtime`); `None` keeps the kernel's 50 ms.
+    pub fair_server_runtime_ns: Option<u64>,
     pub objects: Vec<ObjectSpec>,
     pub threads: Vec<ThreadSpec>,
 }

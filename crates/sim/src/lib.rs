@@ -128,6 +128,9 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         trace: true,
         seed,
     });
+    if let Some(runtime) = scenario.fair_server_runtime_ns {
+        kernel.set_fair_server_runtime(runtime);
+    }
 
     let mut table = TaskTable::default();
     table.tasks.insert(FIRST_PID - 1, TaskInfo { comm: scenario.name.chars().take(15).collect(), tgid: FIRST_PID - 1 });
