@@ -2,8 +2,9 @@
 # Installs what schedlab needs on a fresh Debian machine. Idempotent: run it
 # before building; README and .ci/run both call it.
 #
-# Today the build needs only a Rust toolchain (cargo >= 1.85). Later steps
-# (the real-kernel runner, the VM oracle) add their packages here.
+# The build needs a Rust toolchain (cargo >= 1.85); the tests also need a
+# Python venv with Perfetto's own trace schema (target/pyenv), which checks
+# that our Perfetto traces decode as Perfetto decodes them.
 set -euo pipefail
 
 need_apt=()
@@ -23,3 +24,6 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 cargo --version
+
+# Perfetto's schema for the trace writer's test (a venv under target/pyenv).
+"$(dirname "$0")/install-python-test-deps.sh" >/dev/null

@@ -104,6 +104,7 @@ mod tests;
 use std::fmt;
 
 pub use parse::{parse_ftrace, parse_ftrace_with, ParseOptions, ParseStats, ParsedTrace};
+pub(crate) use payload::write_payload;
 pub use payload::{event_name, user_marker_text};
 pub use write::{format_line, header, write_ftrace, write_ftrace_with, WriteOptions};
 

@@ -7,10 +7,13 @@
 //!
 //! Events are small `Copy` values that name tasks by pid; comms live once in
 //! the [`TaskTable`]. The ftrace text writer renders exactly the layout of
-//! `/sys/kernel/tracing/trace`.
+//! `/sys/kernel/tracing/trace`; the Perfetto writer gives the same events to
+//! the Perfetto UI as a native protobuf trace.
 
 pub mod event;
 pub mod ftrace;
+pub mod perfetto;
 
 pub use event::*;
 pub use ftrace::{parse_ftrace, write_ftrace, TraceParseError};
+pub use perfetto::write_perfetto;

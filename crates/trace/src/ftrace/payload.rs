@@ -100,7 +100,7 @@ pub fn user_marker_text(table: &TaskTable, op: &UserOp) -> String {
 }
 
 /// Append the payload of `ev` (the text after `name: `) to `s`.
-pub(super) fn write_payload(s: &mut String, table: &TaskTable, ev: &Event) {
+pub(crate) fn write_payload(s: &mut String, table: &TaskTable, ev: &Event) {
     let c = |pid: Pid| payload_comm(table, pid, ev.cpu);
     // Writing to a String cannot fail.
     let _ = match ev.kind {
