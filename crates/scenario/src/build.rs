@@ -24,6 +24,8 @@ pub const MAX_SLICE_NS: u64 = 100_000_000;
 pub const DEFAULT_KERNEL: &str = "6.12";
 /// Handoff that counts as a stall when the file names none (seed 000).
 pub const DEFAULT_STALL_NS: u64 = 500_000;
+/// The fair server's runtime per 1 s period on a stock kernel (deadline.c).
+pub const DEFAULT_FAIR_SERVER_RUNTIME_NS: u64 = 50_000_000;
 pub const DEFAULT_SEED: u64 = 1;
 
 /// An object name as written in an operation: may contain `{i}` (instance
@@ -106,6 +108,26 @@ pub(crate) fn build(
                 return Err(ctx.err(d, "fair_server_runtime must fit its 1 s period (expected 0 to 1s)"));
             }
             Some(ns)
+        }
+        None => None,
+    };
+    // /proc/sys/kernel/sched_rt_runtime_us: -1 or 0..=period (1 s), as
+    // sched_rt_global_validate() accepts; and, as sched_dl_global_validate()
+    // checks, not below the deadline bandwidth the fair servers already hold.
+    let sched_rt_runtime_us = match &raw.sched_rt_runtime_us {
+        Some(v) => {
+            let us = values::int_in(ctx, v, "sched_rt_runtime_us", -1, 1_000_000, "-1 (no limit) or 0 to 1000000 µs")?;
+            let fair_us = fair_server_runtime_ns.unwrap_or(DEFAULT_FAIR_SERVER_RUNTIME_NS) / 1_000;
+            if us >= 0 && (us as u64) < fair_us {
+                return Err(ctx.err(
+                    v,
+                    format!(
+                        "sched_rt_runtime_us = {us} is below the fair servers' {fair_us} µs per 1 s period; \
+                         the kernel refuses this write with EBUSY (lower fair_server_runtime first)"
+                    ),
+                ));
+            }
+            Some(us)
         }
         None => None,
     };
@@ -199,6 +221,7 @@ pub(crate) fn build(
         stall_threshold_ns,
         background,
         fair_server_runtime_ns,
+        sched_rt_runtime_us,
         objects: objects.specs,
         threads,
     };

@@ -24,6 +24,7 @@ pub(crate) struct RawScenario {
     pub stall_threshold: Option<Spanned<Value>>,
     pub background: Option<Spanned<String>>,
     pub fair_server_runtime: Option<Spanned<Value>>,
+    pub sched_rt_runtime_us: Option<Spanned<i64>>,
     /// `[mutex.NAME]` tables: per-mutex options.
     pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
     pub thread: Option<Spanned<Vec<Spanned<RawThread>>>>,

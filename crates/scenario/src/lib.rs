@@ -25,6 +25,7 @@
 //! stall_threshold = "500us"     # default 500us
 //! background = "quiet"          # or "kernel": watchdog stopper, kworkers
 //! fair_server_runtime = "50ms"  # per 1 s period; "0" disables it
+//! sched_rt_runtime_us = -1      # as /proc/sys/kernel; no throttling without RT_GROUP_SCHED
 //!
 //! [mutex.m]                     # optional per-mutex options, keyed by the expanded name
 //! pi = true                     # PTHREAD_PRIO_INHERIT (default false)
@@ -267,6 +268,12 @@ pub struct Scenario {
     /// The fair server's runtime per 1 s period (`fair_server_runtime`,
     /// debugfs `sched/fair_server/cpuN/runtime`); `None` keeps the kernel's 50 ms.
     pub fair_server_runtime_ns: Option<u64>,
+    /// `/proc/sys/kernel/sched_rt_runtime_us` (`-1` = no limit); `None`
+    /// keeps the kernel's 950000. Without `CONFIG_RT_GROUP_SCHED` (Debian's
+    /// 6.12) this no longer throttles RT tasks — the fair server does — so
+    /// the model only checks the write as the kernel would; the real runner
+    /// sets it.
+    pub sched_rt_runtime_us: Option<i64>,
     pub objects: Vec<ObjectSpec>,
     pub threads: Vec<ThreadSpec>,
 }

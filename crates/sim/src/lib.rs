@@ -128,6 +128,12 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         trace: true,
         seed,
     });
+    if let Some(us) = scenario.sched_rt_runtime_us {
+        notes.push(format!(
+            "sched_rt_runtime_us = {us} does not throttle RT tasks on kernel profile {} (no CONFIG_RT_GROUP_SCHED, as Debian builds it); the fair server is what lets fair tasks run under an RT hog",
+            profile.name
+        ));
+    }
     if let Some(runtime) = scenario.fair_server_runtime_ns {
         kernel.set_fair_server_runtime(runtime);
     }

@@ -58,3 +58,27 @@ fn fair_server_runtime_beyond_its_period_is_refused() {
     let err = Scenario::from_toml_str("x.toml", text, Path::new(".")).unwrap_err().to_string();
     assert!(err.contains("x.toml:3") && err.contains("fair_server_runtime"), "{err}");
 }
+
+#[test]
+fn sched_rt_runtime_us_is_checked_as_the_kernel_checks_the_write() {
+    let file = |keys: &str| {
+        format!("name = \"x\"\ntopology = \"qemu-4\"\nduration = \"1s\"\n{keys}\n[[thread]]\nname = \"a\"\nprogram = [{{ run = \"1ms\" }}]\n")
+    };
+    let parse = |keys: &str| Scenario::from_toml_str("x.toml", &file(keys), Path::new("."));
+    // Below the fair servers' 5 %: EBUSY, like sched_dl_global_validate().
+    let err = parse("sched_rt_runtime_us = 40000").unwrap_err().to_string();
+    assert!(err.contains("x.toml:4") && err.contains("EBUSY"), "{err}");
+    // ... which is fine once the fair servers are off.
+    if let Err(e) = parse("fair_server_runtime = \"0\"\nsched_rt_runtime_us = 40000") {
+        panic!("{e}");
+    }
+    let err = parse("sched_rt_runtime_us = -2").unwrap_err().to_string();
+    assert!(err.contains("x.toml:4") && err.contains("-1"), "{err}");
+    let err = parse("sched_rt_runtime_us = 1000001").unwrap_err().to_string();
+    assert!(err.contains("1000000"), "{err}");
+    // Accepted, and without RT_GROUP_SCHED it changes nothing but a note: the fair task still gets its budget.
+    let s = parse("sched_rt_runtime_us = -1").unwrap();
+    assert_eq!(s.sched_rt_runtime_us, Some(-1));
+    let ms = fair_runtime_ms("sched_rt_runtime_us = -1");
+    assert!((80.0..=110.0).contains(&ms), "fair task ran {ms:.1} ms");
+}
