@@ -14,6 +14,7 @@ use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId, MAX_RT_PRIO};
 use crate::topology::sd_flags::SD_WAKE_AFFINE;
 use schedlab_topology::CpuSet;
+use schedlab_trace::{EventKind, RtBalanceResult, RtBalanceResult::*};
 
 /// `RR_TIMESLICE` at HZ: 100 ms worth of ticks.
 fn rr_timeslice_ticks(tick_ns: u64) -> u32 {
@@ -425,6 +426,7 @@ impl Kernel {
         let Some(mut next) = self.pick_next_pushable_task(cpu) else { return false };
         loop {
             if self.tasks[next as usize].prio < self.curr_prio(cpu) {
+                self.emit_rt_push(cpu, next, None, RtBalanceResult::Resched);
                 self.resched_curr(cpu);
                 return false;
             }
@@ -433,6 +435,7 @@ impl Kernel {
             }
             match self.find_lock_lowest_rq(next, cpu) {
                 Some(lowest) => {
+                    self.emit_rt_push(cpu, next, Some(lowest), RtBalanceResult::Moved);
                     self.update_rq_clock(cpu);
                     self.deactivate_task(cpu, next, 0);
                     self.set_task_cpu(next, lowest);
@@ -441,12 +444,20 @@ impl Kernel {
                     self.resched_curr(lowest);
                     return true;
                 }
-                None => match self.pick_next_pushable_task(cpu) {
-                    Some(t) if t != next => next = t,
-                    _ => return false,
-                },
+                None => {
+                    self.emit_rt_push(cpu, next, None, RtBalanceResult::NoLowerCpu);
+                    match self.pick_next_pushable_task(cpu) {
+                        Some(t) if t != next => next = t,
+                        _ => return false,
+                    }
+                }
             }
         }
+    }
+
+    fn emit_rt_push(&mut self, cpu: usize, p: TaskId, dst: Option<usize>, result: RtBalanceResult) {
+        let pid = self.tasks[p as usize].pid;
+        self.emit(cpu, EventKind::RtPush { pid, src_cpu: cpu as u32, dst_cpu: dst.map(|c| c as u32), result });
     }
 
     /// `push_rt_tasks()`.
@@ -487,12 +498,25 @@ impl Kernel {
             if src == this_cpu {
                 continue;
             }
+            let first_pushable = self.rqs[src].rt.pushable.first().map_or(0, |&p| self.tasks[p as usize].pid);
             if self.rqs[src].rt.highest_prio_next >= self.rqs[this_cpu].rt.highest_prio_curr {
+                self.emit(this_cpu, EventKind::RtPull { src_cpu: src as u32, pid: first_pushable, result: NotHigher });
                 continue;
             }
-            if let Some(p) = self.pick_highest_pushable_task(src, this_cpu) {
+            let Some(p) = self.pick_highest_pushable_task(src, this_cpu) else {
+                self.emit(
+                    this_cpu,
+                    EventKind::RtPull { src_cpu: src as u32, pid: first_pushable, result: NotAllowedHere },
+                );
+                continue;
+            };
+            {
                 let prio = self.tasks[p as usize].prio;
-                if prio < self.rqs[this_cpu].rt.highest_prio_curr && prio >= self.curr_prio(src) {
+                let pid = self.tasks[p as usize].pid;
+                let pulled = prio < self.rqs[this_cpu].rt.highest_prio_curr && prio >= self.curr_prio(src);
+                let result = if pulled { RtBalanceResult::Moved } else { NotHigher };
+                self.emit(this_cpu, EventKind::RtPull { src_cpu: src as u32, pid, result });
+                if pulled {
                     self.update_rq_clock(src);
                     self.deactivate_task(src, p, 0);
                     self.set_task_cpu(p, this_cpu);
@@ -533,13 +557,14 @@ impl Kernel {
     }
 
     /// `tell_cpu_to_push()`: start (or extend) the RT_PUSH_IPI chain.
-    fn tell_cpu_to_push(&mut self, _this_cpu: usize) {
+    fn tell_cpu_to_push(&mut self, this_cpu: usize) {
         self.rto_loop_next += 1;
         if self.rto_cpu >= 0 {
             return; // a chain is already running; it will rescan
         }
         if let Some(cpu) = self.rto_next_cpu() {
             self.rqs[cpu].rto_push_pending = true;
+            self.emit(this_cpu, EventKind::RtPushIpi { dst_cpu: cpu as u32, first: true });
             self.send_ipi(cpu, IpiKind::RtPushWork);
         }
     }
@@ -554,6 +579,7 @@ impl Kernel {
         }
         if let Some(next) = self.rto_next_cpu() {
             self.rqs[next].rto_push_pending = true;
+            self.emit(cpu, EventKind::RtPushIpi { dst_cpu: next as u32, first: false });
             self.send_ipi(next, IpiKind::RtPushWork);
         }
     }
@@ -592,20 +618,28 @@ impl Kernel {
             return;
         }
         let prio = self.tasks[p as usize].prio;
-        if self.rqs[cpu].curr == Some(p) {
-            if oldprio < prio {
-                self.rt_queue_pull_task(cpu);
-            }
-            if prio > self.rqs[cpu].rt.highest_prio_curr {
-                self.resched_curr(cpu);
-            }
+        let running = self.rqs[cpu].curr == Some(p);
+        let (resched, push, pull) = if running {
+            (prio > self.rqs[cpu].rt.highest_prio_curr, false, oldprio < prio)
         } else {
-            if prio < self.curr_prio(cpu) {
-                self.resched_curr(cpu);
-            }
-            if self.feat(Feature::RT_PUSH_ON_BOOST) && prio < oldprio && self.rqs[cpu].rt.overloaded {
-                self.rt_queue_push_tasks(cpu);
-            }
+            // Stock kernels queue no push here: a boosted waiter stays put
+            // until something else reschedules one of its allowed CPUs.
+            let push = self.feat(Feature::RT_PUSH_ON_BOOST)
+                && prio < oldprio
+                && self.rqs[cpu].rt.overloaded
+                && !self.rqs[cpu].rt.pushable.is_empty();
+            (prio < self.curr_prio(cpu), push, false)
+        };
+        let pid = self.tasks[p as usize].pid;
+        self.emit(cpu, EventKind::RtPrioChanged { pid, oldprio, newprio: prio, running, resched, push, pull });
+        if pull {
+            self.rt_queue_pull_task(cpu);
+        }
+        if resched {
+            self.resched_curr(cpu);
+        }
+        if push {
+            self.rt_queue_push_tasks(cpu);
         }
     }
 

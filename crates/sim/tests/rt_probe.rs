@@ -91,7 +91,23 @@ fn with_kernel_background_no_rt_push_ipi_is_rescued_early_in_some_runs() {
         let (w, migrated) = l_wait(&r);
         if w < 1400 * MS {
             assert!(migrated, "an early rescue is a push of L to CPU 3");
-            // The push ran on CPU 1 right after something other than X ran there.
+            // The push ran on CPU 1 as X came back from a kworker or the
+            // watchdog's stopper: set_next_task_rt() queued it.
+            let l = *r.trace.table.tasks.iter().find(|(_, t)| t.comm == "L").unwrap().0;
+            let i = r
+                .trace
+                .events
+                .iter()
+                .position(|e| matches!(e.kind, EventKind::RtPush { pid, src_cpu: 1, dst_cpu: Some(3), .. } if pid == l))
+                .expect("the rescue is an RT push");
+            let last_switch = r.trace.events[..i]
+                .iter()
+                .rev()
+                .find(|e| e.cpu == 1 && matches!(e.kind, EventKind::SchedSwitch { .. }))
+                .unwrap();
+            let EventKind::SchedSwitch { prev_pid, next_pid, .. } = last_switch.kind else { unreachable!() };
+            let (prev, next) = (r.trace.table.comm(prev_pid), r.trace.table.comm(next_pid));
+            assert!(next == "X" && (prev == "kworker/1:1" || prev == "migration/1"), "{prev} -> {next}");
             early.push(w / MS);
         } else {
             late += 1;
@@ -102,4 +118,68 @@ fn with_kernel_background_no_rt_push_ipi_is_rescued_early_in_some_runs() {
         early.len()
     );
     assert!(!early.is_empty() && late > 0, "a fraction, not all or none");
+}
+
+/// The decision events around W blocking (t = 25 ms), in kernel terms.
+#[test]
+fn seed_003_trace_shows_the_mechanism() {
+    use schedlab_trace::RtBalanceResult::*;
+    let s = probe(|t| t);
+    let run = |features: &[&str]| {
+        let opts = SimOptions { features: features.iter().map(|f| f.to_string()).collect(), ..Default::default() };
+        simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let pid = |r: &SimResult, c: &str| *r.trace.table.tasks.iter().find(|(_, t)| t.comm == c).unwrap().0;
+    // The boost, as prio_changed_rt() saw it on L's runqueue (CPU 1, L queued).
+    let boost = |r: &SimResult| {
+        let l = pid(r, "L");
+        r.trace
+            .events
+            .iter()
+            .find_map(|e| match e.kind {
+                EventKind::RtPrioChanged { pid, oldprio: 89, newprio: 9, running, push, .. } if pid == l => {
+                    Some((e.ts, running, push))
+                }
+                _ => None,
+            })
+            .expect("L is boosted to W's priority")
+    };
+    let push_of_l = |r: &SimResult, after: u64| {
+        let l = pid(r, "L");
+        r.trace.events.iter().find_map(|e| match e.kind {
+            EventKind::RtPush { pid, src_cpu: 1, dst_cpu: Some(3), result: Moved } if pid == l && e.ts >= after => {
+                Some((e.ts, e.cpu))
+            }
+            _ => None,
+        })
+    };
+
+    // Stock 6.12: no push at the boost; CPU 2's direct pull passes L over (affinity); nothing moves L.
+    let r = run(&["NO_RT_PUSH_IPI"]);
+    let (t_boost, running, push) = boost(&r);
+    assert!(!running && !push);
+    let l = pid(&r, "L");
+    assert!(r.trace.events.iter().any(|e| e.cpu == 2
+        && e.ts >= t_boost
+        && e.ts < t_boost + MS
+        && matches!(e.kind, EventKind::RtPull { src_cpu: 1, pid, result: NotAllowedHere } if pid == l)));
+    assert_eq!(push_of_l(&r, t_boost), None);
+
+    // RT_PUSH_IPI: CPU 2 sends the push irq_work to CPU 1, which pushes L to CPU 3.
+    let r = run(&["RT_PUSH_IPI"]);
+    let (t_boost, _, push) = boost(&r);
+    assert!(!push);
+    let ipi =
+        r.trace.events.iter().find(|e| {
+            e.cpu == 2 && e.ts >= t_boost && matches!(e.kind, EventKind::RtPushIpi { dst_cpu: 1, first: true })
+        });
+    let (t_push, on_cpu) = push_of_l(&r, t_boost).expect("CPU 1 pushes L");
+    assert!(ipi.is_some_and(|i| i.ts <= t_push) && on_cpu == 1, "pushed by CPU 1 after the IPI");
+
+    // The patch: prio_changed_rt() queues the push, run as soon as the boost's rq lock drops.
+    let r = run(&["NO_RT_PUSH_IPI", "RT_PUSH_ON_BOOST"]);
+    let (t_boost, running, push) = boost(&r);
+    assert!(!running && push);
+    let (t_push, _) = push_of_l(&r, t_boost).expect("the queued push moves L");
+    assert!(t_push - t_boost < 100_000, "push {} ns after the boost", t_push - t_boost);
 }

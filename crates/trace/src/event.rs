@@ -117,6 +117,45 @@ impl BalanceKind {
     }
 }
 
+/// What one RT push or pull step found (decision events `RtPush` / `RtPull`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RtBalanceResult {
+    /// The task moved to the other runqueue.
+    Moved,
+    /// Push: `find_lowest_rq()` found no CPU in the task's affinity running
+    /// something of strictly lower priority.
+    NoLowerCpu,
+    /// Push: the pushable task outranks the one running here, so
+    /// `push_rt_task()` reschedules this CPU instead of moving it.
+    Resched,
+    /// Pull (without RT_PUSH_IPI): the source's pushable tasks are running or
+    /// not allowed on the pulling CPU (`pick_highest_pushable_task()`).
+    NotAllowedHere,
+    /// Pull: the source's next task does not outrank what the pulling CPU
+    /// runs, or would preempt the source's own current task.
+    NotHigher,
+}
+
+impl RtBalanceResult {
+    pub const ALL: [RtBalanceResult; 5] = [
+        RtBalanceResult::Moved,
+        RtBalanceResult::NoLowerCpu,
+        RtBalanceResult::Resched,
+        RtBalanceResult::NotAllowedHere,
+        RtBalanceResult::NotHigher,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RtBalanceResult::Moved => "moved",
+            RtBalanceResult::NoLowerCpu => "no_lower_cpu",
+            RtBalanceResult::Resched => "resched",
+            RtBalanceResult::NotAllowedHere => "not_allowed_here",
+            RtBalanceResult::NotHigher => "not_higher",
+        }
+    }
+}
+
 /// Why `wakeup_preempt()` did or did not preempt (decision event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PreemptReason {
@@ -255,6 +294,39 @@ pub enum EventKind {
     ActiveBalanceQueued {
         src_cpu: u32,
         dst_cpu: u32,
+    },
+    /// `push_rt_task()` for runqueue `src_cpu` (run on this CPU, which is
+    /// `src_cpu` except for balance callbacks run by a remote locker) tried
+    /// to move `pid`; `dst_cpu` is where it went, `None` when no CPU qualified.
+    RtPush {
+        pid: Pid,
+        src_cpu: u32,
+        dst_cpu: Option<u32>,
+        result: RtBalanceResult,
+    },
+    /// `pull_rt_task()` on this CPU looked at overloaded `src_cpu`; `pid` is
+    /// the task it pulled or passed over (0 when `src_cpu` had none to offer).
+    RtPull {
+        src_cpu: u32,
+        pid: Pid,
+        result: RtBalanceResult,
+    },
+    /// RT_PUSH_IPI: this CPU sent the push irq_work to `dst_cpu`; `first` for
+    /// `tell_cpu_to_push()` starting the chain, else a hop of `rto_push_irq_work_func()`.
+    RtPushIpi {
+        dst_cpu: u32,
+        first: bool,
+    },
+    /// `prio_changed_rt()` for queued `pid` (a PI boost or deboost) and what
+    /// it queued: a reschedule of this CPU, a push, a pull — or nothing.
+    RtPrioChanged {
+        pid: Pid,
+        oldprio: i32,
+        newprio: i32,
+        running: bool,
+        resched: bool,
+        push: bool,
+        pull: bool,
     },
 }
 

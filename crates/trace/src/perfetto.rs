@@ -427,7 +427,11 @@ fn ftrace_event(e: &mut Pb, table: &TaskTable, ev: &Event, opts: &PerfettoOption
         | EventKind::WakeupPreempt { .. }
         | EventKind::User { .. }
         | EventKind::LbMigrate { .. }
-        | EventKind::ActiveBalanceQueued { .. } => {
+        | EventKind::ActiveBalanceQueued { .. }
+        | EventKind::RtPush { .. }
+        | EventKind::RtPull { .. }
+        | EventKind::RtPushIpi { .. }
+        | EventKind::RtPrioChanged { .. } => {
             print_text(text, table, ev, opts.print_style);
             e.msg(f::event::PRINT, |p| p.str(f::print::BUF, text));
         }

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::event::{
-    BalanceKind, DelayedWhat, Event, EventKind, Pid, PreemptReason, PrevState, TaskTable, UserOp, WakePath,
+    BalanceKind, DelayedWhat, Event, EventKind, Pid, PreemptReason, PrevState, RtBalanceResult, TaskTable, UserOp,
+    WakePath,
 };
 
 /// Event name as printed after the timestamp (`sched_switch`, `schedlab_ttwu`,
@@ -28,6 +29,10 @@ pub fn event_name(kind: &EventKind) -> &'static str {
         EventKind::User { .. } => "tracing_mark_write",
         EventKind::LbMigrate { .. } => "schedlab_lb_migrate",
         EventKind::ActiveBalanceQueued { .. } => "schedlab_active_balance",
+        EventKind::RtPush { .. } => "schedlab_rt_push",
+        EventKind::RtPull { .. } => "schedlab_rt_pull",
+        EventKind::RtPushIpi { .. } => "schedlab_rt_push_ipi",
+        EventKind::RtPrioChanged { .. } => "schedlab_rt_prio_changed",
     }
 }
 
@@ -141,6 +146,29 @@ pub(crate) fn write_payload(s: &mut String, table: &TaskTable, ev: &Event) {
             delayed as u8
         ),
         EventKind::ActiveBalanceQueued { src_cpu, dst_cpu } => write!(s, "src_cpu={src_cpu} dst_cpu={dst_cpu}"),
+        EventKind::RtPush { pid, src_cpu, dst_cpu, result } => write!(
+            s,
+            "comm={} pid={pid} src_cpu={src_cpu} dst_cpu={} result={}",
+            c(pid),
+            dst_cpu.map_or(-1, i64::from),
+            result.as_str()
+        ),
+        EventKind::RtPull { src_cpu, pid, result } => write!(
+            s,
+            "src_cpu={src_cpu} comm={} pid={pid} result={}",
+            if pid == 0 { Cow::Borrowed("-") } else { c(pid) },
+            result.as_str()
+        ),
+        EventKind::RtPushIpi { dst_cpu, first } => write!(s, "dst_cpu={dst_cpu} first={}", first as u8),
+        EventKind::RtPrioChanged { pid, oldprio, newprio, running, resched, push, pull } => write!(
+            s,
+            "comm={} pid={pid} oldprio={oldprio} newprio={newprio} running={} resched={} push_queued={} pull_queued={}",
+            c(pid),
+            running as u8,
+            resched as u8,
+            push as u8,
+            pull as u8
+        ),
         EventKind::WakeupPreempt { wakee, curr, preempt, reason } => write!(
             s,
             "comm={} pid={wakee} curr_comm={} curr_pid={curr} preempt={} reason={}",
@@ -294,6 +322,13 @@ fn flag01(v: (&str, usize), key: &str) -> Result<bool, PErr> {
         "1" => Ok(true),
         _ => Err(perr(v.1, format!("expected 0 or 1 for `{key}`, found `{}`", v.0))),
     }
+}
+
+fn rt_result(v: (&str, usize)) -> Result<RtBalanceResult, PErr> {
+    RtBalanceResult::ALL.iter().copied().find(|r| r.as_str() == v.0).ok_or_else(|| {
+        let names: Vec<&str> = RtBalanceResult::ALL.iter().map(|r| r.as_str()).collect();
+        perr(v.1, format!("expected one of {} for `result`, found `{}`", names.join(", "), v.0))
+    })
 }
 
 /// `prev_state` as the kernel prints it (`R`, `R+`, `S`, `D`, `I`, `D|K`, ...)
@@ -491,6 +526,51 @@ pub(super) fn parse_payload<'a>(
         "schedlab_active_balance" => {
             let f = fields(p, &[("src_cpu", Tok), ("dst_cpu", Tok)])?;
             EventKind::ActiveBalanceQueued { src_cpu: num(f[0], "src_cpu")?, dst_cpu: num(f[1], "dst_cpu")? }
+        }
+        "schedlab_rt_push" => {
+            let f = fields(p, &[("comm", Str), ("pid", Tok), ("src_cpu", Tok), ("dst_cpu", Tok), ("result", Tok)])?;
+            let pid = num(f[1], "pid")?;
+            comm_of(&mut comms, pid, f[0].0);
+            let dst_cpu = if f[3].0 == "-1" { None } else { Some(num(f[3], "dst_cpu")?) };
+            EventKind::RtPush { pid, src_cpu: num(f[2], "src_cpu")?, dst_cpu, result: rt_result(f[4])? }
+        }
+        "schedlab_rt_pull" => {
+            let f = fields(p, &[("src_cpu", Tok), ("comm", Str), ("pid", Tok), ("result", Tok)])?;
+            let pid = num(f[2], "pid")?;
+            if pid != 0 {
+                comm_of(&mut comms, pid, f[1].0);
+            }
+            EventKind::RtPull { src_cpu: num(f[0], "src_cpu")?, pid, result: rt_result(f[3])? }
+        }
+        "schedlab_rt_push_ipi" => {
+            let f = fields(p, &[("dst_cpu", Tok), ("first", Tok)])?;
+            EventKind::RtPushIpi { dst_cpu: num(f[0], "dst_cpu")?, first: flag01(f[1], "first")? }
+        }
+        "schedlab_rt_prio_changed" => {
+            let f = fields(
+                p,
+                &[
+                    ("comm", Str),
+                    ("pid", Tok),
+                    ("oldprio", Tok),
+                    ("newprio", Tok),
+                    ("running", Tok),
+                    ("resched", Tok),
+                    ("push_queued", Tok),
+                    ("pull_queued", Tok),
+                ],
+            )?;
+            let pid = num(f[1], "pid")?;
+            comm_of(&mut comms, pid, f[0].0);
+            EventKind::RtPrioChanged {
+                pid,
+                oldprio: num(f[2], "oldprio")?,
+                newprio: num(f[3], "newprio")?,
+                running: flag01(f[4], "running")?,
+                resched: flag01(f[5], "resched")?,
+                push: flag01(f[6], "push_queued")?,
+                pull: flag01(f[7], "pull_queued")?,
+            }
         }
         "schedlab_resched" => {
             let f = fields(p, &[("cpu", Tok), ("ipi", Tok)])?;

@@ -405,7 +405,7 @@ fn arb_kind(pids: Vec<Pid>, nobj: u32) -> impl Strategy<Value = EventKind> {
         (pid.clone(), prio.clone(), cpu.clone(), cpu.clone())
             .prop_map(|(pid, prio, orig_cpu, dest_cpu)| EventKind::SchedMigrateTask { pid, prio, orig_cpu, dest_cpu }),
         (pid.clone(), any::<u64>()).prop_map(|(pid, runtime)| EventKind::SchedStatRuntime { pid, runtime }),
-        (pid.clone(), prio.clone(), prio).prop_map(|(pid, oldprio, newprio)| EventKind::SchedPiSetprio {
+        (pid.clone(), prio.clone(), prio.clone()).prop_map(|(pid, oldprio, newprio)| EventKind::SchedPiSetprio {
             pid,
             oldprio,
             newprio
@@ -423,6 +423,14 @@ fn arb_kind(pids: Vec<Pid>, nobj: u32) -> impl Strategy<Value = EventKind> {
                 delayed
             }),
         (cpu.clone(), cpu.clone()).prop_map(|(src_cpu, dst_cpu)| EventKind::ActiveBalanceQueued { src_cpu, dst_cpu }),
+        (pid.clone(), cpu.clone(), prop::option::of(cpu.clone()), prop::sample::select(RtBalanceResult::ALL.to_vec()))
+            .prop_map(|(pid, src_cpu, dst_cpu, result)| EventKind::RtPush { pid, src_cpu, dst_cpu, result }),
+        (cpu.clone(), pid.clone(), prop::sample::select(RtBalanceResult::ALL.to_vec()))
+            .prop_map(|(src_cpu, pid, result)| EventKind::RtPull { src_cpu, pid, result }),
+        (cpu.clone(), any::<bool>()).prop_map(|(dst_cpu, first)| EventKind::RtPushIpi { dst_cpu, first }),
+        (pid.clone(), prio.clone(), prio.clone(), any::<[bool; 4]>()).prop_map(|(pid, oldprio, newprio, b)| {
+            EventKind::RtPrioChanged { pid, oldprio, newprio, running: b[0], resched: b[1], push: b[2], pull: b[3] }
+        }),
         (pid.clone(), pid.clone(), any::<bool>(), reason)
             .prop_map(|(wakee, curr, preempt, reason)| EventKind::WakeupPreempt { wakee, curr, preempt, reason }),
         (pid, op).prop_map(|(pid, op)| EventKind::User { pid, op }),
