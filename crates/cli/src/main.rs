@@ -25,6 +25,9 @@ enum Cmd {
     /// Simulate a scenario under several settings over seeded rounds and print
     /// a results table (stalls per run, totals, median handoff) like the seed reports'.
     Sweep(sweep::SweepArgs),
+    /// Join the shard files of `schedlab sweep FILE --shard I/N --out DIR` and print
+    /// the report the unsharded sweep prints.
+    SweepMerge(sweep::MergeArgs),
     /// List the sched_features the model knows, with each kernel profile's defaults.
     Features {
         /// Kernel profile whose defaults to show.
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Run(args) => run::run(args),
         Cmd::Sweep(args) => sweep::sweep(args),
+        Cmd::SweepMerge(args) => sweep::sweep_merge(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies { name } => topologies(name.as_deref()),
     };

@@ -1,11 +1,31 @@
-//! `schedlab sweep`: run a sweep file and print the seed-style tables.
+//! `schedlab sweep` and `schedlab sweep-merge`: run a sweep file (whole, or
+//! one shard of it), or join shards, and print the seed-style tables, the
+//! A/B comparison, JSON or CSV.
 
 use clap::Args;
-use schedlab_sweep::{render, run_sweep, Progress, Sweep, MAX_ROUNDS};
+use schedlab_sweep::{
+    compare, merge_dir, parse_ab_pair, render, render_ab, render_csv, run_shard, run_sweep, AbSpec, Bar, ShardSpec,
+    Sweep, SweepResult, MAX_ROUNDS,
+};
 use schedlab_topology::parse_duration;
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// How to print a result: shared by `sweep` and `sweep-merge`.
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Print the results as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write one CSV row per (setting, round) to FILE; `-` prints the CSV instead of the tables.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Compare setting B against setting A: means, change, bootstrap 95 % CI, Welch's t-test
+    /// (overrides the pair of the file's [ab] table; its gates still apply, and a failed
+    /// gate makes the exit status 1).
+    #[arg(long, value_name = "A,B")]
+    pub ab: Option<String>,
+}
 
 #[derive(Args)]
 pub struct SweepArgs {
@@ -17,18 +37,38 @@ pub struct SweepArgs {
     /// Simulated duration of each run, e.g. 30s, 500ms (overrides the file's `duration`).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<u64>,
-    /// Print the results as JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
     /// Simulations to run at once (default: one per CPU).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: Option<u32>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Run only shard I of N (the jobs j with j % N == I, jobs numbered round by round) and
+    /// write DIR/shard-I-of-N.json for `schedlab sweep-merge DIR`.
+    #[arg(long, value_name = "I/N", requires = "out", conflicts_with_all = ["merge", "json", "csv", "ab"])]
+    pub shard: Option<ShardSpec>,
+    /// Where --shard writes its file.
+    #[arg(long, value_name = "DIR", requires = "shard")]
+    pub out: Option<PathBuf>,
+    /// Do not run: merge the shard files in DIR, which must come from this file and options.
+    #[arg(long, value_name = "DIR")]
+    pub merge: Option<PathBuf>,
+    /// Leave out the closing wall-time line, so that outputs compare byte for byte.
+    #[arg(long)]
+    pub no_timing: bool,
+}
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// Directory of shard-I-of-N.json files written by `schedlab sweep FILE --shard I/N --out DIR`.
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let mut sweep = Sweep::load(&args.sweep).map_err(|e| e.to_string())?;
     if let Some(r) = args.rounds {
-        sweep.rounds = r;
+        sweep.set_rounds(r)?;
     }
     if let Some(d) = args.duration {
         if d == 0 {
@@ -36,44 +76,115 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
         }
         sweep.duration_ns = Some(d);
     }
+    if let Some(arg) = &args.output.ab {
+        // Before running anything.
+        let names: Vec<&str> = sweep.settings.iter().map(|s| s.name.as_str()).collect();
+        parse_ab_pair(arg, &names)?;
+    }
+    if let Some(dir) = &args.merge {
+        let merged = merge_dir(dir, Some(&sweep))?;
+        return print(&merged.result, sweep.ab.as_ref(), &args.output, None);
+    }
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(j) = args.jobs {
         pool = pool.num_threads(j as usize);
     }
     let pool = pool.build().map_err(|e| format!("cannot start worker threads: {e}"))?;
     let threads = pool.current_num_threads();
-
-    let tty = std::io::stderr().is_terminal();
-    let progress = |p: &Progress| {
-        if tty {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(
-                err,
-                "\r\x1b[K[{}/{}] {} run {}: {} stalls of {} handoffs",
-                p.done, p.total, p.setting, p.run, p.stalls, p.handoffs
-            );
-            let _ = err.flush();
-        }
-    };
+    let on = |n: usize| format!("{n} simulation{} in", if n == 1 { "" } else { "s" });
     let wall = Instant::now();
-    let result = pool.install(|| run_sweep(&sweep, &progress));
-    if tty {
-        eprint!("\r\x1b[K");
+    let timing = |n: usize| {
+        format!(
+            "{} {:.2} s wall on {threads} thread{}",
+            on(n),
+            wall.elapsed().as_secs_f64(),
+            if threads == 1 { "" } else { "s" }
+        )
+    };
+
+    if let (Some(spec), Some(dir)) = (args.shard, &args.out) {
+        let total = (0..sweep.jobs()).filter(|&j| spec.owns(j)).count();
+        let bar = Bar::new(total, &format!("shard {spec}"));
+        let file = pool.install(|| run_shard(&sweep, spec, &|p| bar.update(p)));
+        bar.finish();
+        let file = file.map_err(|e| e.to_string())?;
+        let path = file.write(dir)?;
+        eprintln!("wrote {} ({} of {}; {})", path.display(), file.len(), sweep.jobs(), timing(file.len()));
+        return Ok(());
     }
+
+    let bar = Bar::new(sweep.jobs(), "");
+    let result = pool.install(|| run_sweep(&sweep, &|p| bar.update(p)));
+    bar.finish();
     let result = result.map_err(|e| e.to_string())?;
-    let wall = wall.elapsed().as_secs_f64();
-    let timing = format!(
-        "{} simulations in {wall:.2} s wall on {threads} thread{}",
-        sweep.jobs(),
-        if threads == 1 { "" } else { "s" }
-    );
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?);
-        eprintln!("{timing}");
-    } else {
-        print!("{}", render(&result));
-        println!();
-        println!("wall      {timing}");
+    let timing = (!args.no_timing).then(|| timing(sweep.jobs()));
+    print(&result, sweep.ab.as_ref(), &args.output, timing)
+}
+
+pub fn sweep_merge(args: MergeArgs) -> Result<(), String> {
+    let merged = merge_dir(&args.dir, None)?;
+    print(&merged.result, merged.ab.as_ref(), &args.output, None)
+}
+
+/// The A/B to run: the file's `[ab]`, with `--ab A,B` replacing its pair.
+fn ab_spec(result: &SweepResult, file: Option<&AbSpec>, cli: Option<&str>) -> Result<Option<AbSpec>, String> {
+    let Some(arg) = cli else { return Ok(file.cloned()) };
+    let names: Vec<&str> = result.settings.iter().map(|s| s.name.as_str()).collect();
+    let (a, b) = parse_ab_pair(arg, &names)?;
+    let mut spec = file.cloned().unwrap_or_else(|| AbSpec::new(&a, &b));
+    spec.a = a;
+    spec.b = b;
+    Ok(Some(spec))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("--csv {}: {e}", path.display()))
+}
+
+/// Print `result` as `out` asks; `timing` closes the text report. A failed
+/// A/B gate is an error (exit status 1) after everything is printed.
+fn print(
+    result: &SweepResult,
+    file_ab: Option<&AbSpec>,
+    out: &OutputArgs,
+    timing: Option<String>,
+) -> Result<(), String> {
+    let spec = ab_spec(result, file_ab, out.ab.as_deref())?;
+    let ab = spec.as_ref().map(|s| compare(result, s)).transpose()?;
+    let csv_stdout = out.csv.as_deref() == Some(Path::new("-"));
+    if csv_stdout && out.json {
+        return Err("--csv - and --json both print to stdout: choose one".into());
     }
-    Ok(())
+    if let Some(path) = out.csv.as_deref().filter(|_| !csv_stdout) {
+        write_file(path, &render_csv(result))?;
+    }
+    if csv_stdout {
+        print!("{}", render_csv(result));
+    } else if out.json {
+        let mut v = serde_json::to_value(result).map_err(|e| e.to_string())?;
+        if let (Some(ab), Some(map)) = (&ab, v.as_object_mut()) {
+            map.insert("ab".into(), serde_json::to_value(ab).map_err(|e| e.to_string())?);
+        }
+        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
+        if let Some(t) = &timing {
+            eprintln!("{t}");
+        }
+    } else {
+        print!("{}", render(result));
+        if let Some(ab) = &ab {
+            println!();
+            print!("{}", render_ab(ab));
+        }
+        if let Some(t) = &timing {
+            println!();
+            println!("wall      {t}");
+        }
+    }
+    match ab.and_then(|a| a.pass.is_some_and(|p| !p).then_some(a)) {
+        Some(a) => {
+            let failed: Vec<&str> = a.gates.iter().filter(|g| !g.pass).map(|g| g.gate.metric.key()).collect();
+            Err(format!("A/B gate failed ({} vs {}): {}", a.spec.b, a.spec.a, failed.join(", ")))
+        }
+        None => Ok(()),
+    }
 }

@@ -1,15 +1,23 @@
 //! Sweep files: the serde schema (every table denies unknown keys) and the
 //! checks that turn it into a [`Sweep`], each error located in the file.
+//!
+//! A setting is built from parts: its `[[setting]]` table and, for every
+//! `[[axis]]`, one of that axis's values (the cross product). Scalar keys
+//! (`itmt`, `kernel`, `topology`) may be set by one part only; `features`
+//! add up; the per-group tables (`affinity`, `nice`, `slice`) merge, each
+//! group set by one part only.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use schedlab_scenario::{CpuSet, InputError, Op, Scenario, Spanned as Pos};
+use schedlab_scenario::{CpuSet, InputError, Op, Scenario, Spanned as Pos, MAX_SLICE_NS, MIN_SLICE_NS};
 use schedlab_sim::kernel_settings;
 use schedlab_topology::{parse_cpulist, parse_duration, Topology, MAX_CPUS};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
+use crate::ab::{parse_ab, RawAb};
+use crate::shard::{fnv1a, FNV_OFFSET};
 use crate::{Setting, Sweep, MAX_ROUNDS};
 
 #[derive(Debug, Deserialize)]
@@ -19,22 +27,42 @@ struct RawSweep {
     rounds: Option<Spanned<i64>>,
     duration: Option<Spanned<Value>>,
     seed: Option<Spanned<i64>>,
+    seeds: Option<Spanned<Vec<Spanned<i64>>>>,
     wakees: Option<Spanned<Vec<Spanned<String>>>>,
     top_cpu: Option<Spanned<i64>>,
     stall_threshold: Option<Spanned<Value>>,
     breakdown: Option<Vec<Spanned<String>>>,
     setting: Option<Spanned<Vec<Spanned<RawSetting>>>>,
+    axis: Option<Vec<Spanned<RawAxis>>>,
+    ab: Option<RawAb>,
 }
 
+/// A `[[setting]]` table, or one value of an `[[axis]]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSetting {
     name: Spanned<String>,
     itmt: Option<Spanned<bool>>,
     kernel: Option<Spanned<String>>,
+    topology: Option<Spanned<String>>,
     features: Option<Vec<Spanned<String>>>,
     affinity: Option<BTreeMap<Spanned<String>, Spanned<Value>>>,
+    nice: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
+    slice: Option<BTreeMap<Spanned<String>, Spanned<Value>>>,
 }
+
+/// `[[axis]]`: every setting is run once with each of `values`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAxis {
+    /// What the axis varies, for the reader; names are built from the values'.
+    #[allow(dead_code)]
+    name: Option<Spanned<String>>,
+    values: Spanned<Vec<Spanned<RawSetting>>>,
+}
+
+/// What joins a setting's name and its axis values' names.
+pub const AXIS_JOIN: &str = " / ";
 
 /// The file being read: every error is located in it.
 #[derive(Clone, Copy)]
@@ -81,6 +109,10 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         }
         Some(s) => *s.get_ref() as u64,
         None => scenario.seed,
+    };
+    let (rounds, seeds) = match &raw.seeds {
+        Some(list) => (list.get_ref().len() as u32, Some(seed_list(ctx, list, &raw)?)),
+        None => (rounds, None),
     };
     let stall_threshold_ns = match &raw.stall_threshold {
         Some(d) => duration(ctx, d, "stall_threshold")?,
@@ -147,13 +179,33 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
             return Err(InputError::at_offset(path, text, 0, "no settings: expected at least one [[setting]] table"))
         }
     };
+    let mut axes: Vec<&[Spanned<RawSetting>]> = Vec::new();
+    for a in raw.axis.iter().flatten() {
+        let values = &a.get_ref().values;
+        if values.get_ref().is_empty() {
+            return Err(ctx.err(values, "`values` is empty: an axis needs at least one value"));
+        }
+        axes.push(values.get_ref());
+    }
+    let base = Base { scenario: &scenario, groups: &groups, wakees: &wakees, top_cpu, base_dir };
     let mut settings: Vec<Setting> = Vec::new();
     for rs in raw_settings {
-        let s = setting(ctx, rs.get_ref(), &scenario, &groups, &wakees, top_cpu)?;
-        if settings.iter().any(|o| o.name == s.name) {
-            return Err(ctx.err(&rs.get_ref().name, format!("setting `{}` is defined twice", s.name)));
+        // The cross product of this setting with one value of every axis.
+        let mut combos: Vec<Vec<&RawSetting>> = vec![vec![rs.get_ref()]];
+        for values in &axes {
+            combos = combos
+                .iter()
+                .flat_map(|c| values.iter().map(move |v| c.iter().copied().chain([v.get_ref()]).collect()))
+                .collect();
         }
-        settings.push(s);
+        for parts in combos {
+            let s = setting(ctx, &parts, &base)?;
+            if settings.iter().any(|o| o.name == s.name) {
+                let last = &parts[parts.len() - 1].name;
+                return Err(ctx.err(last, format!("setting `{}` is defined twice", s.name)));
+            }
+            settings.push(s);
+        }
     }
     for b in raw.breakdown.iter().flatten() {
         match settings.iter_mut().find(|s| &s.name == b.get_ref()) {
@@ -168,6 +220,20 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         }
     }
 
+    let names: Vec<&str> = settings.iter().map(|s| s.name.as_str()).collect();
+    let ab = match &raw.ab {
+        Some(a) => Some(parse_ab(a, &names, &|span, m| InputError::at_offset(path, text, span.start, m))?),
+        None => None,
+    };
+
+    // What the results depend on besides the options: both files and the
+    // machines as resolved (a topology file may have changed).
+    let scenario_text = std::fs::read(&scenario_path).unwrap_or_default();
+    let mut source_hash = fnv1a(fnv1a(FNV_OFFSET, text.as_bytes()), &scenario_text);
+    for s in &settings {
+        source_hash = fnv1a(source_hash, format!("{:?}", s.topology).as_bytes());
+    }
+
     Ok(Sweep {
         path: path.to_string(),
         scenario_path: scenario.path.clone(),
@@ -176,10 +242,40 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         rounds,
         duration_ns,
         seed,
+        seeds,
         wakees,
         stall_threshold_ns,
         settings,
+        ab,
+        source_hash,
     })
+}
+
+/// `seeds = [..]`: one per round, distinct and non-negative; instead of
+/// `seed` and `rounds`.
+fn seed_list(ctx: Ctx, list: &Spanned<Vec<Spanned<i64>>>, raw: &RawSweep) -> Result<Vec<u64>, InputError> {
+    if let Some(r) = &raw.rounds {
+        return Err(ctx.err(r, "`rounds` comes from the length of `seeds`: give one or the other"));
+    }
+    if let Some(s) = &raw.seed {
+        return Err(ctx.err(s, "`seed` and `seeds` both given: give one or the other"));
+    }
+    let items = list.get_ref();
+    if items.is_empty() || items.len() > MAX_ROUNDS as usize {
+        return Err(ctx.err(list, format!("`seeds` lists {} seeds: expected 1..{MAX_ROUNDS}", items.len())));
+    }
+    let mut out: Vec<u64> = Vec::new();
+    for s in items {
+        let v = *s.get_ref();
+        if v < 0 {
+            return Err(ctx.err(s, format!("`seeds`: {v} is negative")));
+        }
+        if out.contains(&(v as u64)) {
+            return Err(ctx.err(s, format!("`seeds`: seed {v} is listed twice (a seed gives the same run each time)")));
+        }
+        out.push(v as u64);
+    }
+    Ok(out)
 }
 
 fn unknown_group(name: &str, scenario: &Scenario, groups: &[&str]) -> String {
@@ -190,25 +286,91 @@ fn unknown_group(name: &str, scenario: &Scenario, groups: &[&str]) -> String {
     )
 }
 
-/// One `[[setting]]`: the scenario with its overrides applied and checked.
-fn setting(
-    ctx: Ctx,
-    rs: &RawSetting,
-    base: &Scenario,
-    groups: &[&str],
-    wakees: &[String],
+/// What every setting starts from.
+struct Base<'a> {
+    scenario: &'a Scenario,
+    groups: &'a [&'a str],
+    wakees: &'a [String],
     top_cpu: Option<u32>,
-) -> Result<Setting, InputError> {
-    let name = rs.name.get_ref().trim().to_string();
-    if name.is_empty() {
-        return Err(ctx.err(&rs.name, "setting `name` is empty"));
+    /// Where a setting's `topology` file is resolved: the sweep file's directory.
+    base_dir: &'a Path,
+}
+
+/// The one part that sets a scalar key, if any; two parts setting it is an error.
+fn only_one<'p, T>(
+    ctx: Ctx,
+    parts: &[&'p RawSetting],
+    key: &str,
+    get: impl Fn(&'p RawSetting) -> Option<&'p Spanned<T>>,
+) -> Result<Option<&'p Spanned<T>>, InputError> {
+    let mut found: Option<&Spanned<T>> = None;
+    for p in parts {
+        if let Some(v) = get(p) {
+            if found.is_some() {
+                return Err(ctx.err(
+                    v,
+                    format!(
+                        "`{key}` is set twice for this setting (by the setting and an axis value, or two axis values)"
+                    ),
+                ));
+            }
+            found = Some(v);
+        }
     }
-    let mut scenario = base.clone();
-    let mut topology = base.topology.clone();
-    if let Some(i) = &rs.itmt {
+    Ok(found)
+}
+
+/// A per-group entry: the group name and its value.
+type GroupEntry<'p, V> = (&'p Spanned<String>, &'p Spanned<V>);
+
+/// The per-group entries of a table over all parts, each group once.
+fn per_group<'p, V>(
+    ctx: Ctx,
+    parts: &[&'p RawSetting],
+    key: &str,
+    get: impl Fn(&'p RawSetting) -> Option<&'p BTreeMap<Spanned<String>, Spanned<V>>>,
+) -> Result<Vec<GroupEntry<'p, V>>, InputError> {
+    let mut out: Vec<GroupEntry<'p, V>> = Vec::new();
+    for (g, v) in parts.iter().filter_map(|p| get(p)).flatten() {
+        if out.iter().any(|(o, _)| o.get_ref() == g.get_ref()) {
+            return Err(ctx.err(g, format!("`{key}` of group `{}` is set twice for this setting", g.get_ref())));
+        }
+        out.push((g, v));
+    }
+    Ok(out)
+}
+
+/// One setting: a `[[setting]]` table and one value of each axis, applied
+/// to the scenario and checked.
+fn setting(ctx: Ctx, parts: &[&RawSetting], base: &Base) -> Result<Setting, InputError> {
+    let mut names = Vec::new();
+    for p in parts {
+        let n = p.name.get_ref().trim();
+        if n.is_empty() {
+            return Err(ctx.err(&p.name, "setting `name` is empty"));
+        }
+        names.push(n);
+    }
+    let name = names.join(AXIS_JOIN);
+    let groups = base.groups;
+    let mut scenario = base.scenario.clone();
+    let mut topology = base.scenario.topology.clone();
+    let topo_ref = only_one(ctx, parts, "topology", |p| p.topology.as_ref())?;
+    if let Some(t) = topo_ref {
+        topology = Topology::resolve(t.get_ref(), base.base_dir).map_err(|e| {
+            if e.message.starts_with("no topology preset") {
+                ctx.err(t, format!("`topology`: {}", e.message))
+            } else {
+                e
+            }
+        })?;
+        scenario.topology_ref = t.get_ref().clone();
+    }
+    if let Some(i) = only_one(ctx, parts, "itmt", |p| p.itmt.as_ref())? {
         topology.itmt_enabled = *i.get_ref();
     }
-    if let Some(k) = &rs.kernel {
+    scenario.topology = topology.clone();
+    if let Some(k) = only_one(ctx, parts, "kernel", |p| p.kernel.as_ref())? {
         scenario.kernel_profile = Pos { value: k.get_ref().clone(), line: 0, col: 0 };
         if let Err(e) = kernel_settings(&scenario, &[]) {
             return Err(match e {
@@ -218,7 +380,7 @@ fn setting(
         }
     }
     let mut features = Vec::new();
-    for f in rs.features.iter().flatten() {
+    for f in parts.iter().flat_map(|p| p.features.iter().flatten()) {
         if let Err(e) = kernel_settings(&scenario, std::slice::from_ref(f.get_ref())) {
             let msg = message(&e);
             let msg =
@@ -227,23 +389,80 @@ fn setting(
         }
         features.push(f.get_ref().clone());
     }
-    for (group, value) in rs.affinity.iter().flatten() {
-        if !groups.contains(&group.get_ref().as_str()) {
-            return Err(ctx.err(group, unknown_group(group.get_ref(), base, groups)));
+    let check_group = |g: &Spanned<String>| {
+        if groups.contains(&g.get_ref().as_str()) {
+            Ok(())
+        } else {
+            Err(ctx.err(g, unknown_group(g.get_ref(), base.scenario, groups)))
         }
+    };
+    for (group, value) in per_group(ctx, parts, "affinity", |p| p.affinity.as_ref())? {
+        check_group(group)?;
         let set = affinity(ctx, value, &topology)?;
         for t in scenario.threads.iter_mut().filter(|t| &t.group == group.get_ref()) {
             t.affinity = set;
         }
     }
+    for (group, value) in per_group(ctx, parts, "nice", |p| p.nice.as_ref())? {
+        check_group(group)?;
+        let n = *value.get_ref();
+        if !(-20..=19).contains(&n) {
+            return Err(ctx.err(value, format!("`nice` = {n}: expected -20..19")));
+        }
+        for t in scenario.threads.iter_mut().filter(|t| &t.group == group.get_ref()) {
+            if t.policy.is_rt() {
+                return Err(ctx.err(value, format!("`nice` does not apply to {} thread `{}`", t.policy.name(), t.name)));
+            }
+            t.nice = n as i32;
+        }
+    }
+    for (group, value) in per_group(ctx, parts, "slice", |p| p.slice.as_ref())? {
+        check_group(group)?;
+        let ns = duration(ctx, value, "slice")?;
+        if !(MIN_SLICE_NS..=MAX_SLICE_NS).contains(&ns) {
+            return Err(ctx.err(value, "`slice` is out of range: expected 0.1ms..100ms"));
+        }
+        for t in scenario.threads.iter_mut().filter(|t| &t.group == group.get_ref()) {
+            if t.policy.is_rt() {
+                return Err(ctx.err(
+                    value,
+                    format!("`slice` applies only to fair policies, not {} thread `{}`", t.policy.name(), t.name),
+                ));
+            }
+            t.slice_ns = Some(ns);
+        }
+    }
+    if let Some(t) = topo_ref {
+        // The scenario's affinities and start CPUs must exist on the new machine.
+        let all = topology.all_cpus();
+        for th in &scenario.threads {
+            let outside = !th.affinity.is_subset(&all) || th.start_cpu.is_some_and(|c| c >= topology.nr_cpus());
+            if outside {
+                return Err(ctx.err(
+                    t,
+                    format!(
+                        "`topology` {} has CPUs {}, but thread `{}` is bound to {}: set `affinity = {{ {} = ... }}` in this setting",
+                        topology.name,
+                        all.to_cpulist(),
+                        th.name,
+                        th.affinity.to_cpulist(),
+                        th.group
+                    ),
+                ));
+            }
+        }
+        if let Some(c) = base.top_cpu.filter(|&c| c as usize >= topology.nr_cpus()) {
+            return Err(ctx.err(t, format!("`top_cpu` = {c} is not a CPU of topology `{}`", topology.name)));
+        }
+    }
     let (profile, feats) = kernel_settings(&scenario, &features)
-        .map_err(|e| ctx.err(&rs.name, format!("setting `{name}`: {}", message(&e))))?;
+        .map_err(|e| ctx.err(&parts[0].name, format!("setting `{name}`: {}", message(&e))))?;
     let allowed = scenario
         .threads
         .iter()
-        .filter(|t| wakees.contains(&t.group))
+        .filter(|t| base.wakees.contains(&t.group))
         .fold(CpuSet::empty(), |acc, t| acc.or(&t.affinity));
-    let top_cpu = top_cpu.or_else(|| top_ranked(&topology, &allowed));
+    let top_cpu = base.top_cpu.or_else(|| top_ranked(&topology, &allowed));
     Ok(Setting {
         name,
         kernel: profile.name.to_string(),

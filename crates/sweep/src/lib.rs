@@ -1,16 +1,20 @@
 //! Sweeps: one scenario under several settings, over interleaved seeded
-//! rounds, summarised as the seed reports' tables.
+//! rounds, summarised as the seed reports' tables, compared A/B with
+//! significance tests and gates, and runnable in shards.
 //!
 //! A sweep file names a scenario and a list of settings (feature toggles,
-//! `sched_itmt_enabled`, per-thread-group affinity, kernel profile). Every
-//! setting is simulated once per round; round `r` (0-based) of every setting
-//! uses seed `seed + r`, so all settings of a round see the same seed and each
-//! round a fresh one. For each run the sweep counts the wakees' handoffs and
-//! stalls and their median handoff; for the settings listed in `breakdown` it
-//! also classifies every stall ([`schedlab_analysis::stall_breakdown`]) and
-//! counts burst starts per CPU. [`render`] prints LKML-pasteable tables shaped
-//! like seed 000's "Results" and "Trace" tables; [`SweepResult`] serialises to
-//! JSON.
+//! `sched_itmt_enabled`, the machine, per-thread-group affinity, nice and
+//! custom slice, kernel profile), optionally crossed with `[[axis]]` values.
+//! Every setting is simulated once per round; round `r` (0-based) of every
+//! setting uses seed `seed + r` (or the `r`-th of `seeds`), so all settings
+//! of a round see the same seed and each round a fresh one. For each run the
+//! sweep counts the wakees' handoffs and stalls and their median, p99 and
+//! largest handoff; for the settings listed in `breakdown` it also
+//! classifies every stall ([`schedlab_analysis::stall_breakdown`]) and
+//! counts burst starts per CPU. [`render`] prints LKML-pasteable tables
+//! shaped like seed 000's "Results" and "Trace" tables; [`SweepResult`]
+//! serialises to JSON; [`render_csv`] gives one CSV row per run;
+//! [`compare`] and [`render_ab`] give the A/B comparison ([`ab`]).
 //!
 //! # File format (TOML)
 //!
@@ -19,6 +23,7 @@
 //! rounds = 5                       # default 1, at most 1000
 //! duration = "30s"                 # default: the scenario's
 //! seed = 1                         # default: the scenario's; round r uses seed + r
+//! # seeds = [1, 7, 42]             # instead of seed and rounds: one round per seed
 //! stall_threshold = "500us"        # default: the scenario's
 //! wakees = ["worker"]              # thread groups whose handoffs and stalls count;
 //!                                  # default: every group that waits on an eventfd
@@ -30,19 +35,51 @@
 //! name = "defaults"                # required, unique
 //! itmt = false                     # override the topology's itmt_enabled
 //! kernel = "6.12"                  # override the scenario's kernel profile
+//! topology = "qemu-4"              # another machine: a preset, or a file relative
+//!                                  # to the sweep file; every thread's affinity must
+//!                                  # fit it (override them here)
 //! features = ["NO_DELAY_DEQUEUE"]  # added after the scenario's (debugfs syntax)
 //! affinity = { worker = "4-7,20-23" }   # per thread group: cpulist, CPU or [CPUs]
+//! nice = { worker = 5 }            # per thread group, -20..19
+//! slice = { worker = "3ms" }       # per thread group: custom slice, 0.1ms..100ms
+//!
+//! [[axis]]                         # optional, any number: every setting is run with
+//! name = "machine"                 # each value; the names join as "defaults / qemu-4"
+//! values = [
+//!     { name = "7950X" },          # a value takes the keys of [[setting]]
+//!     { name = "qemu-4", topology = "qemu-4", affinity = { worker = "0-1", waker = 3 } },
+//! ]
+//!
+//! [ab]                             # optional: compare two settings ([`ab`])
+//! a = "defaults"                   # the baseline
+//! b = "NO_DELAY_DEQUEUE"
+//! alpha = 0.05                     # significance level of the gates (default 0.05)
+//! bootstrap = 10000                # bootstrap resamples (default 10000)
+//! seed = 1                         # bootstrap seed (default 1)
+//! [ab.gates]                       # <metric>_abs / <metric>_rel, metric one of
+//! stall_rate_rel = -0.5            # stall_rate, median_handoff, p99_handoff
+//! p99_handoff_abs = "20us"
 //! ```
 //!
-//! Unknown keys are errors, and every error names the file, line and column.
+//! A setting and its axis values may not both set `itmt`, `kernel` or
+//! `topology`, nor the same group in `affinity`, `nice` or `slice`; their
+//! `features` add up. Unknown keys are errors, and every error names the
+//! file, line and column.
 //!
 //! Jobs run in parallel on the current rayon pool; each job analyses its trace
 //! and drops it before returning, so at most one trace per worker thread is
-//! alive. Results are in (setting, round) order whatever the pool size.
+//! alive. Results are in (setting, round) order whatever the pool size. The
+//! jobs can also be split over processes or machines and merged ([`shard`]).
 
+pub mod ab;
+mod export;
 mod file;
+mod progress;
 mod render;
 mod run;
+pub mod shard;
+pub mod stats;
+mod wire;
 
 use std::fmt;
 use std::path::Path;
@@ -50,8 +87,15 @@ use std::path::Path;
 use schedlab_scenario::{CpuSet, InputError, Scenario};
 use schedlab_topology::Topology;
 
+pub use ab::{compare, parse_ab_pair, render_ab, AbReport, AbSpec};
+pub use export::{render_csv, CSV_COLUMNS};
+pub use file::AXIS_JOIN;
+pub use progress::Bar;
 pub use render::{render, render_breakdown, render_burst_starts, render_summary};
-pub use run::{run_sweep, Progress, RunResult, SettingResult, SweepResult};
+pub use run::{
+    assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress, RunResult, SettingResult, SweepResult,
+};
+pub use shard::{fingerprint, merge_dir, run_shard, Merged, ShardFile, ShardSpec};
 
 /// Most rounds a sweep may ask for.
 pub const MAX_ROUNDS: u32 = 1000;
@@ -68,21 +112,29 @@ pub struct Sweep {
     pub rounds: u32,
     /// Simulated time per run; `None`: the scenario's.
     pub duration_ns: Option<u64>,
-    /// Round `r` (0-based) runs with seed `seed + r`.
+    /// Round `r` (0-based) runs with seed `seed + r`, unless `seeds` lists them.
     pub seed: u64,
+    /// The file's `seeds = [..]`: round `r` runs with `seeds[r]`; as many
+    /// rounds as seeds (or fewer, see [`Sweep::set_rounds`]).
+    pub seeds: Option<Vec<u64>>,
     /// Thread groups whose handoffs and stalls are counted.
     pub wakees: Vec<String>,
     pub stall_threshold_ns: u64,
     pub settings: Vec<Setting>,
+    /// The `[ab]` table.
+    pub ab: Option<AbSpec>,
+    /// Hash of the sweep file, the scenario file and every setting's machine
+    /// (see [`shard::fingerprint`]).
+    pub source_hash: u64,
 }
 
 /// One row of the results: the scenario with this setting's overrides.
 #[derive(Clone, Debug)]
 pub struct Setting {
     pub name: String,
-    /// The scenario with `kernel` and `affinity` overrides applied.
+    /// The scenario with the `kernel`, `topology`, `affinity`, `nice` and `slice` overrides applied.
     pub scenario: Scenario,
-    /// The machine with the `itmt` override applied.
+    /// The machine (the scenario's, or the setting's `topology`) with the `itmt` override applied.
     pub topology: Topology,
     /// Extra features (debugfs syntax), applied after the scenario's.
     pub features: Vec<String>,
@@ -116,6 +168,35 @@ impl Sweep {
     /// Number of simulations the sweep runs.
     pub fn jobs(&self) -> usize {
         self.settings.len() * self.rounds as usize
+    }
+
+    /// The seed of round `round` (0-based).
+    pub fn seed_of(&self, round: u32) -> u64 {
+        match &self.seeds {
+            Some(list) => list[round as usize],
+            None => self.seed + u64::from(round),
+        }
+    }
+
+    /// The seed of every round.
+    pub fn round_seeds(&self) -> Vec<u64> {
+        (0..self.rounds).map(|r| self.seed_of(r)).collect()
+    }
+
+    /// `--rounds`: with explicit `seeds`, at most as many as listed (the
+    /// first `n` are used).
+    pub fn set_rounds(&mut self, n: u32) -> Result<(), String> {
+        if !(1..=MAX_ROUNDS).contains(&n) {
+            return Err(format!("--rounds {n}: expected 1..{MAX_ROUNDS}"));
+        }
+        if let Some(list) = &mut self.seeds {
+            if n as usize > list.len() {
+                return Err(format!("--rounds {n}: {} lists only {} seeds", self.path, list.len()));
+            }
+            list.truncate(n as usize);
+        }
+        self.rounds = n;
+        Ok(())
     }
 }
 

@@ -40,7 +40,7 @@ fn pad_right(s: &str, w: usize) -> String {
     format!("{s:<w$}")
 }
 
-fn push_line(out: &mut String, line: &str) {
+pub(crate) fn push_line(out: &mut String, line: &str) {
     out.push_str(line.trim_end());
     out.push('\n');
 }
@@ -228,9 +228,11 @@ pub fn render_burst_starts(s: &SettingResult) -> String {
 pub fn render(r: &SweepResult) -> String {
     let mut out = String::new();
     let simulated = r.duration_ns.or_else(|| r.settings.first().and_then(|s| s.runs.first()).map(|x| x.simulated_ns));
-    let seeds = match r.rounds {
-        1 => format!("seed {}", r.seed),
-        n => format!("seeds {}-{}", r.seed, r.seed + u64::from(n) - 1),
+    let consecutive = r.seeds.iter().enumerate().all(|(i, &s)| s == r.seed + i as u64);
+    let seeds = match r.seeds.as_slice() {
+        [] | [_] => format!("seed {}", r.seed),
+        [first, .., last] if consecutive => format!("seeds {first}-{last}"),
+        list => format!("seeds {}", list.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
     };
     push_line(&mut out, &format!("sweep     {}: {} on {}", r.sweep, r.scenario, r.topology));
     push_line(
@@ -250,6 +252,17 @@ pub fn render(r: &SweepResult) -> String {
             dur(r.stall_threshold_ns)
         ),
     );
+    // Settings on another machine than the scenario's, by machine.
+    let mut machines: Vec<(&str, Vec<&str>)> = Vec::new();
+    for s in r.settings.iter().filter(|s| s.topology != r.topology) {
+        match machines.iter_mut().find(|(t, _)| *t == s.topology) {
+            Some((_, names)) => names.push(&s.name),
+            None => machines.push((&s.topology, vec![&s.name])),
+        }
+    }
+    for (t, names) in &machines {
+        push_line(&mut out, &format!("machine   {t} for {}", names.join("; ")));
+    }
     out.push('\n');
     out.push_str(&render_summary(r));
     let mut notes: Vec<String> = Vec::new();

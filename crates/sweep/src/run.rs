@@ -1,5 +1,11 @@
 //! Running a sweep: (setting × round) jobs on the rayon pool, each one
-//! simulation analysed inside the job, merged in (setting, round) order.
+//! simulation analysed inside the job, then put in (setting, round) order.
+//!
+//! The jobs have a fixed order, round-major and interleaved: job
+//! `j = round × settings + setting`, so round 1 of every setting comes
+//! before round 2 of any. [`run_jobs`] runs any subset of them (a shard);
+//! [`assemble`] turns a complete set of [`JobOutput`]s into the
+//! [`SweepResult`], whichever process or machine ran each job.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,9 +15,13 @@ use schedlab_analysis::{
     analyze, burst_starts_per_cpu, percentile, stall_breakdown, AnalysisOptions, StallBreakdown, StallOptions,
 };
 use schedlab_sim::{simulate, SimOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::wire;
 use crate::{Setting, Sweep, SweepError};
+
+/// wakee comm → CPU → bursts started there.
+pub type BurstStarts = BTreeMap<String, BTreeMap<u32, u64>>;
 
 /// One finished job, reported as it completes (from a pool thread).
 #[derive(Clone, Debug)]
@@ -27,15 +37,18 @@ pub struct Progress<'a> {
 }
 
 /// Everything a sweep measured.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepResult {
     pub sweep: String,
     pub scenario: String,
     pub scenario_path: String,
+    /// The scenario's machine (a setting may run on another: [`SettingResult::topology`]).
     pub topology: String,
     pub rounds: u32,
-    /// Seed of the first round; round r (0-based) used `seed + r`.
+    /// Seed of the first round.
     pub seed: u64,
+    /// Seed of every round: `seed + r`, or the file's `seeds` list.
+    pub seeds: Vec<u64>,
     /// The duration override; `None`: the scenario's.
     pub duration_ns: Option<u64>,
     pub wakees: Vec<String>,
@@ -44,11 +57,13 @@ pub struct SweepResult {
 }
 
 /// One setting over all its rounds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SettingResult {
     pub name: String,
     pub kernel: String,
     pub features_changed: Vec<String>,
+    /// The machine it ran on, and whether ITMT was enabled there.
+    pub topology: String,
     pub itmt: bool,
     /// Union of the wakees' affinities (cpulist).
     pub allowed_cpus: String,
@@ -64,107 +79,186 @@ pub struct SettingResult {
 }
 
 /// One simulation.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// 1-based round.
     pub run: u32,
     pub seed: u64,
     pub simulated_ns: u64,
-    /// Handoffs the wakees received, those at or above the threshold, and the median.
+    /// Handoffs the wakees received, those at or above the threshold, and
+    /// the median, 99th percentile and largest handoff latency.
     pub handoffs: u64,
     pub stalls: u64,
     pub median_handoff_ns: Option<u64>,
+    pub p99_handoff_ns: Option<u64>,
+    pub max_handoff_ns: Option<u64>,
     /// Breakdown settings only; per-stall details are dropped.
+    #[serde(with = "wire::opt_breakdown")]
     pub breakdown: Option<StallBreakdown>,
     /// Breakdown settings only: wakee comm → CPU → bursts started there.
-    pub burst_starts: Option<BTreeMap<String, BTreeMap<u32, u64>>>,
+    pub burst_starts: Option<BurstStarts>,
     /// The wakees' handoff latencies, ascending (for the setting's median).
     #[serde(skip)]
     pub handoff_samples: Vec<u64>,
+}
+
+/// What one job measured, before it is put in its place: the unit that
+/// shard files carry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobOutput {
+    /// Index in the job order.
+    pub job: usize,
+    pub setting: usize,
+    /// 0-based.
+    pub round: u32,
+    pub seed: u64,
+    pub simulated_ns: u64,
+    /// The wakees' handoff latencies, ascending.
+    pub samples: Vec<u64>,
+    pub stalls: u64,
+    pub breakdown: Option<StallBreakdown>,
+    pub burst_starts: Option<BurstStarts>,
+    /// The simulator's notes.
+    pub notes: Vec<String>,
+}
+
+impl JobOutput {
+    /// The run's row: counts and percentiles of the samples.
+    fn into_run(self) -> (RunResult, Vec<String>) {
+        let s = self.samples;
+        let run = RunResult {
+            run: self.round + 1,
+            seed: self.seed,
+            simulated_ns: self.simulated_ns,
+            handoffs: s.len() as u64,
+            stalls: self.stalls,
+            median_handoff_ns: percentile(&s, 500),
+            p99_handoff_ns: percentile(&s, 990),
+            max_handoff_ns: s.last().copied(),
+            breakdown: self.breakdown,
+            burst_starts: self.burst_starts,
+            handoff_samples: s,
+        };
+        (run, self.notes)
+    }
+}
+
+/// Every job as (setting, 0-based round), in job order: round-major,
+/// interleaved, `j = round × settings + setting`.
+pub fn job_order(sweep: &Sweep) -> Vec<(usize, u32)> {
+    (0..sweep.rounds).flat_map(|r| (0..sweep.settings.len()).map(move |s| (s, r))).collect()
+}
+
+/// Run the jobs whose index `select` accepts on the current rayon pool,
+/// calling `progress` as each finishes (its `total` is the number
+/// selected). The outputs come back in job order. On failure, the error
+/// of the first failed job in (setting, round) order.
+pub fn run_jobs(
+    sweep: &Sweep,
+    select: &(dyn Fn(usize) -> bool + Sync),
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Vec<JobOutput>, SweepError> {
+    let jobs: Vec<(usize, (usize, u32))> =
+        job_order(sweep).into_iter().enumerate().filter(|(j, _)| select(*j)).collect();
+    let done = AtomicUsize::new(0);
+    let total = jobs.len();
+    let results: Vec<((usize, u32), Result<JobOutput, SweepError>)> = jobs
+        .par_iter()
+        .map(|&(j, (s, r))| {
+            let res = run_job(sweep, &sweep.settings[s], j, s, r);
+            if let Ok(out) = &res {
+                let done = done.fetch_add(1, Ordering::Relaxed) + 1;
+                progress(&Progress {
+                    done,
+                    total,
+                    setting: &sweep.settings[s].name,
+                    run: r + 1,
+                    stalls: out.stalls,
+                    handoffs: out.samples.len() as u64,
+                });
+            }
+            ((s, r), res)
+        })
+        .collect();
+    let first_err = results.iter().filter(|(_, r)| r.is_err()).min_by_key(|(key, _)| *key);
+    if let Some((_, Err(e))) = first_err {
+        return Err(e.clone());
+    }
+    Ok(results.into_iter().map(|(_, r)| r.expect("errors returned above")).collect())
+}
+
+/// The result with every setting's description and no runs: what
+/// [`assemble`] fills in.
+pub fn skeleton(sweep: &Sweep) -> SweepResult {
+    SweepResult {
+        sweep: sweep.path.clone(),
+        scenario: sweep.scenario_name.clone(),
+        scenario_path: sweep.scenario_path.clone(),
+        topology: sweep.topology_name.clone(),
+        rounds: sweep.rounds,
+        seed: sweep.seed_of(0),
+        seeds: sweep.round_seeds(),
+        duration_ns: sweep.duration_ns,
+        wakees: sweep.wakees.clone(),
+        stall_threshold_ns: sweep.stall_threshold_ns,
+        settings: sweep
+            .settings
+            .iter()
+            .map(|setting| SettingResult {
+                name: setting.name.clone(),
+                kernel: setting.kernel.clone(),
+                features_changed: setting.features_changed.clone(),
+                topology: setting.topology.name.clone(),
+                itmt: setting.topology.itmt_enabled,
+                allowed_cpus: setting.allowed_cpus.to_cpulist(),
+                top_cpu: setting.top_cpu,
+                breakdown: setting.breakdown,
+                notes: Vec::new(),
+                stalls: 0,
+                handoffs: 0,
+                median_handoff_ns: None,
+                runs: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+/// Put a complete set of job outputs (any order) into `skeleton`: runs in
+/// round order, totals, the median of all of a setting's handoffs, and the
+/// notes of its first round.
+pub fn assemble(skeleton: &SweepResult, mut jobs: Vec<JobOutput>) -> SweepResult {
+    jobs.sort_by_key(|j| (j.setting, j.round));
+    let mut r = skeleton.clone();
+    for job in jobs {
+        let set = &mut r.settings[job.setting];
+        let (run, notes) = job.into_run();
+        if set.runs.is_empty() {
+            set.notes = notes;
+        }
+        set.runs.push(run);
+    }
+    for set in &mut r.settings {
+        let mut all: Vec<u64> = set.runs.iter().flat_map(|x| x.handoff_samples.iter().copied()).collect();
+        all.sort_unstable();
+        set.stalls = set.runs.iter().map(|x| x.stalls).sum();
+        set.handoffs = set.runs.iter().map(|x| x.handoffs).sum();
+        set.median_handoff_ns = percentile(&all, 500);
+    }
+    r
 }
 
 /// Run every (setting, round) job of `sweep` on the current rayon pool
 /// (`ThreadPool::install` to choose its size), calling `progress` as each
 /// job finishes. The result does not depend on the pool size or job order.
 pub fn run_sweep(sweep: &Sweep, progress: &(dyn Fn(&Progress) + Sync)) -> Result<SweepResult, SweepError> {
-    // Interleaved: round 1 of every setting, then round 2, ...
-    let jobs: Vec<(usize, u32)> =
-        (0..sweep.rounds).flat_map(|r| (0..sweep.settings.len()).map(move |s| (s, r))).collect();
-    let done = AtomicUsize::new(0);
-    let total = jobs.len();
-    type Job = Result<(RunResult, Vec<String>), SweepError>;
-    let results: Vec<((usize, u32), Job)> = jobs
-        .par_iter()
-        .map(|&(s, r)| {
-            let res = run_job(sweep, &sweep.settings[s], r);
-            if let Ok((run, _)) = &res {
-                let done = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress(&Progress {
-                    done,
-                    total,
-                    setting: &sweep.settings[s].name,
-                    run: run.run,
-                    stalls: run.stalls,
-                    handoffs: run.handoffs,
-                });
-            }
-            ((s, r), res)
-        })
-        .collect();
-    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); sweep.settings.len()];
-    let mut sorted = results;
-    sorted.sort_by_key(|&(key, _)| key);
-    let mut notes: Vec<Vec<String>> = vec![Vec::new(); sweep.settings.len()];
-    for ((s, _), res) in sorted {
-        let (run, n) = res?;
-        if runs[s].is_empty() {
-            notes[s] = n;
-        }
-        runs[s].push(run);
-    }
-    let settings = sweep
-        .settings
-        .iter()
-        .zip(runs)
-        .zip(notes)
-        .map(|((setting, runs), notes)| {
-            let mut all: Vec<u64> = runs.iter().flat_map(|r| r.handoff_samples.iter().copied()).collect();
-            all.sort_unstable();
-            SettingResult {
-                name: setting.name.clone(),
-                kernel: setting.kernel.clone(),
-                features_changed: setting.features_changed.clone(),
-                itmt: setting.topology.itmt_enabled,
-                allowed_cpus: setting.allowed_cpus.to_cpulist(),
-                top_cpu: setting.top_cpu,
-                breakdown: setting.breakdown,
-                notes,
-                stalls: runs.iter().map(|r| r.stalls).sum(),
-                handoffs: runs.iter().map(|r| r.handoffs).sum(),
-                median_handoff_ns: percentile(&all, 500),
-                runs,
-            }
-        })
-        .collect();
-    Ok(SweepResult {
-        sweep: sweep.path.clone(),
-        scenario: sweep.scenario_name.clone(),
-        scenario_path: sweep.scenario_path.clone(),
-        topology: sweep.topology_name.clone(),
-        rounds: sweep.rounds,
-        seed: sweep.seed,
-        duration_ns: sweep.duration_ns,
-        wakees: sweep.wakees.clone(),
-        stall_threshold_ns: sweep.stall_threshold_ns,
-        settings,
-    })
+    let jobs = run_jobs(sweep, &|_| true, progress)?;
+    Ok(assemble(&skeleton(sweep), jobs))
 }
 
 /// One simulation of `setting` in round `round` (0-based), analysed and
-/// reduced to its counts; the trace is dropped before returning. Also
-/// returns the simulator's notes.
-fn run_job(sweep: &Sweep, setting: &Setting, round: u32) -> Result<(RunResult, Vec<String>), SweepError> {
-    let seed = sweep.seed + u64::from(round);
+/// reduced to its samples and counts; the trace is dropped before returning.
+fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u32) -> Result<JobOutput, SweepError> {
+    let seed = sweep.seed_of(round);
     let opts = SimOptions {
         seed: Some(seed),
         duration_ns: sweep.duration_ns,
@@ -216,16 +310,16 @@ fn run_job(sweep: &Sweep, setting: &Setting, round: u32) -> Result<(RunResult, V
     } else {
         (None, None)
     };
-    let run = RunResult {
-        run: round + 1,
+    Ok(JobOutput {
+        job,
+        setting: index,
+        round,
         seed,
         simulated_ns: result.end_ns,
-        handoffs: samples.len() as u64,
+        samples,
         stalls,
-        median_handoff_ns: percentile(&samples, 500),
         breakdown,
         burst_starts,
-        handoff_samples: samples,
-    };
-    Ok((run, result.notes))
+        notes: result.notes,
+    })
 }

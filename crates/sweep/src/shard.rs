@@ -1,0 +1,346 @@
+//! Sharded sweeps: split the jobs over processes or machines (Slurm job
+//! arrays, GNU parallel, plain loops) and merge the pieces into exactly
+//! the report one process would print.
+//!
+//! # The contract
+//!
+//! * Jobs are numbered in the fixed order of [`crate::job_order`]
+//!   (round-major, interleaved: `j = round × settings + setting`).
+//! * Shard `I/N` runs the jobs with `j % N == I` and writes
+//!   `DIR/shard-I-of-N.json` ([`ShardFile`]), atomically (a temporary file
+//!   renamed into place).
+//! * Every shard file carries the sweep's [`fingerprint`]: a hash of the
+//!   sweep file, the scenario file, every setting's machine and the options
+//!   that change results (rounds, seeds, duration). [`merge_dir`] refuses
+//!   files whose fingerprints differ, a missing or duplicated shard, and
+//!   a split whose jobs do not add up.
+//! * Merging sorts the jobs back into (setting, round) order and goes
+//!   through the same [`crate::assemble`] as an unsharded run, so every
+//!   table, the JSON and the CSV are byte-identical.
+//!
+//! The hash is 64-bit FNV-1a: it guards against mixing up runs, not
+//! against forgery.
+//!
+//! ```sh
+//! # Slurm: one array task per shard, then one merge.
+//! sbatch --array=0-7 --wrap 'schedlab sweep S.toml --shard $SLURM_ARRAY_TASK_ID/8 --out out/'
+//! schedlab sweep-merge out/          # or: schedlab sweep S.toml --merge out/
+//! # GNU parallel on one machine or over ssh:
+//! parallel schedlab sweep S.toml --jobs 1 --shard {}/4 --out out/ ::: 0 1 2 3
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ab::AbSpec;
+use crate::run::{assemble, job_order, run_jobs, skeleton, BurstStarts, JobOutput, Progress, SweepResult};
+use crate::wire;
+use crate::{Sweep, SweepError};
+
+/// `format` of a shard file.
+pub const SHARD_FORMAT: &str = "schedlab-sweep-shard/1";
+
+/// Most shards a sweep may be split into.
+pub const MAX_SHARDS: u32 = 1_000_000;
+
+/// `--shard I/N`: this process runs shard `index` of `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardSpec {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl FromStr for ShardSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ShardSpec, String> {
+        let expected = || format!("`{s}`: expected I/N with 0 <= I < N, e.g. 0/4 (shard 0 of 4)");
+        let (i, n) = s.split_once('/').ok_or_else(expected)?;
+        let num = |t: &str| t.trim().parse::<u32>().map_err(|_| expected());
+        let (index, count) = (num(i)?, num(n)?);
+        if count == 0 || count > MAX_SHARDS {
+            return Err(format!("`{s}`: the shard count must be 1..{MAX_SHARDS}"));
+        }
+        if index >= count {
+            return Err(format!(
+                "`{s}`: shard index {index} is not below the count {count} (shards are 0..{})",
+                count - 1
+            ));
+        }
+        Ok(ShardSpec { index, count })
+    }
+}
+
+impl fmt::Display for ShardSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl ShardSpec {
+    /// `shard-I-of-N.json`.
+    pub fn file_name(&self) -> String {
+        format!("shard-{}-of-{}.json", self.index, self.count)
+    }
+
+    /// Whether job `j` belongs to this shard.
+    pub fn owns(&self, j: usize) -> bool {
+        j % self.count as usize == self.index as usize
+    }
+}
+
+/// 64-bit FNV-1a.
+pub(crate) fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// The sweep's identity for shards: its sources (`Sweep::source_hash`),
+/// the options that change results, and the schedlab version, as 16 hex
+/// digits.
+pub fn fingerprint(sweep: &Sweep) -> String {
+    let mut h = fnv1a(FNV_OFFSET, SHARD_FORMAT.as_bytes());
+    h = fnv1a(h, env!("CARGO_PKG_VERSION").as_bytes());
+    h = fnv1a(h, &sweep.source_hash.to_le_bytes());
+    let options = format!("rounds={} seeds={:?} duration={:?}", sweep.rounds, sweep.round_seeds(), sweep.duration_ns);
+    h = fnv1a(h, options.as_bytes());
+    format!("{h:016x}")
+}
+
+/// One job in a shard file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct JobRecord {
+    job: usize,
+    setting: usize,
+    setting_name: String,
+    /// 0-based.
+    round: u32,
+    seed: u64,
+    simulated_ns: u64,
+    stalls: u64,
+    /// The ascending handoff samples, delta-encoded.
+    samples_delta: Vec<u64>,
+    #[serde(with = "wire::opt_breakdown_compact", default)]
+    breakdown: Option<schedlab_analysis::StallBreakdown>,
+    burst_starts: Option<BurstStarts>,
+    notes: Vec<String>,
+}
+
+/// What `schedlab sweep FILE --shard I/N` writes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardFile {
+    pub format: String,
+    /// [`fingerprint`] of the sweep that was run.
+    pub hash: String,
+    pub shard: u32,
+    pub shards: u32,
+    /// Jobs in the whole sweep.
+    pub jobs: usize,
+    /// The sweep's description without runs (as [`crate::skeleton`]).
+    pub skeleton: SweepResult,
+    /// The file's `[ab]` table, for `sweep-merge`.
+    pub ab: Option<AbSpec>,
+    results: Vec<JobRecord>,
+}
+
+impl ShardFile {
+    /// Jobs this shard ran.
+    pub fn len(&self) -> usize {
+        self.results.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty()
+    }
+
+    /// Write `dir/shard-I-of-N.json` (creating `dir`), through a temporary
+    /// file renamed into place so a reader never sees half a shard.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let spec = ShardSpec { index: self.shard, count: self.shards };
+        let path = dir.join(spec.file_name());
+        let tmp = dir.join(format!(".{}.tmp-{}", spec.file_name(), std::process::id()));
+        let mut text = serde_json::to_string(self).map_err(|e| e.to_string())?;
+        text.push('\n');
+        std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Read and check one shard file.
+    pub fn read(path: &Path) -> Result<ShardFile, String> {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{shown}: not a schedlab sweep shard: {e}"))?;
+        match v.get("format").and_then(|f| f.as_str()) {
+            Some(SHARD_FORMAT) => {}
+            Some(other) => {
+                return Err(format!("{shown}: shard format `{other}`, but this schedlab reads `{SHARD_FORMAT}`"))
+            }
+            None => return Err(format!("{shown}: not a schedlab sweep shard (no `format`)")),
+        }
+        serde_json::from_value(v).map_err(|e| format!("{shown}: damaged shard file: {e}"))
+    }
+}
+
+/// Run shard `spec` of `sweep` on the current rayon pool.
+pub fn run_shard(
+    sweep: &Sweep,
+    spec: ShardSpec,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<ShardFile, SweepError> {
+    let outputs = run_jobs(sweep, &|j| spec.owns(j), progress)?;
+    let results = outputs
+        .into_iter()
+        .map(|o| JobRecord {
+            job: o.job,
+            setting: o.setting,
+            setting_name: sweep.settings[o.setting].name.clone(),
+            round: o.round,
+            seed: o.seed,
+            simulated_ns: o.simulated_ns,
+            stalls: o.stalls,
+            samples_delta: wire::delta_encode(&o.samples),
+            breakdown: o.breakdown,
+            burst_starts: o.burst_starts,
+            notes: o.notes,
+        })
+        .collect();
+    Ok(ShardFile {
+        format: SHARD_FORMAT.to_string(),
+        hash: fingerprint(sweep),
+        shard: spec.index,
+        shards: spec.count,
+        jobs: sweep.jobs(),
+        skeleton: skeleton(sweep),
+        ab: sweep.ab.clone(),
+        results,
+    })
+}
+
+/// A merged sweep.
+#[derive(Clone, Debug)]
+pub struct Merged {
+    pub result: SweepResult,
+    /// The `[ab]` table of the sweep file the shards ran.
+    pub ab: Option<AbSpec>,
+    /// How many shard files were joined.
+    pub shards: u32,
+}
+
+/// The shard files in `dir`, by name.
+fn shard_paths(dir: &Path) -> Result<Vec<(ShardSpec, PathBuf)>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for e in entries {
+        let e = e.map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(core) = name.strip_prefix("shard-").and_then(|n| n.strip_suffix(".json")) else { continue };
+        let Some((i, n)) = core.split_once("-of-") else { continue };
+        if let Ok(spec) = format!("{i}/{n}").parse::<ShardSpec>() {
+            out.push((spec, e.path()));
+        }
+    }
+    out.sort_by_key(|(s, _)| (s.count, s.index));
+    Ok(out)
+}
+
+/// Join the shard files in `dir`. With `sweep` (`schedlab sweep FILE
+/// --merge DIR`), every shard must come from it and its options, and the
+/// report describes it as given now; without (`schedlab sweep-merge DIR`),
+/// the shards must agree with each other and shard 0 describes the sweep.
+pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
+    let paths = shard_paths(dir)?;
+    if paths.is_empty() {
+        return Err(format!("{}: no shard files (shard-I-of-N.json) to merge", dir.display()));
+    }
+    let counts: Vec<u32> = paths.iter().map(|(s, _)| s.count).collect();
+    if counts.iter().any(|&c| c != counts[0]) {
+        let mut seen: Vec<String> = counts.iter().map(|c| format!("of-{c}")).collect();
+        seen.dedup();
+        return Err(format!(
+            "{}: shard files of different splits ({}): keep one split",
+            dir.display(),
+            seen.join(", ")
+        ));
+    }
+    let count = counts[0];
+    let expected_hash = sweep.map(fingerprint);
+    let mut files: Vec<(String, ShardFile)> = Vec::new();
+    for (spec, path) in &paths {
+        let f = ShardFile::read(path)?;
+        let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        if (f.shard, f.shards) != (spec.index, spec.count) {
+            return Err(format!("{name}: holds shard {}/{}, not {spec}", f.shard, f.shards));
+        }
+        let (want, against) = match (&expected_hash, files.first()) {
+            (Some(h), _) => (h.clone(), "this sweep file and these options have".to_string()),
+            (None, Some((first, g))) => (g.hash.clone(), format!("{first} has")),
+            (None, None) => (f.hash.clone(), String::new()),
+        };
+        if f.hash != want {
+            return Err(format!(
+                "{name} comes from a different sweep or different options (hash {}, {against} {want}); rerun that shard or remove it",
+                f.hash
+            ));
+        }
+        files.push((name, f));
+    }
+    for i in 0..count {
+        if !files.iter().any(|(_, f)| f.shard == i) {
+            return Err(format!("{}: missing {}", dir.display(), ShardSpec { index: i, count }.file_name()));
+        }
+    }
+    let skel = match sweep {
+        Some(s) => skeleton(s),
+        None => files[0].1.skeleton.clone(),
+    };
+    let nsettings = skel.settings.len();
+    let total = files[0].1.jobs;
+    if total != nsettings * skel.rounds as usize {
+        return Err(format!("{}: {total} jobs do not match {nsettings} settings × {} rounds", files[0].0, skel.rounds));
+    }
+    let mut seen = vec![false; total];
+    let mut outputs = Vec::with_capacity(total);
+    for (name, f) in files.iter() {
+        for rec in &f.results {
+            let in_order =
+                rec.job < total && rec.setting == rec.job % nsettings && rec.round as usize == rec.job / nsettings;
+            if !in_order || !(ShardSpec { index: f.shard, count }).owns(rec.job) {
+                return Err(format!("{name}: job {} is not one of this shard's jobs", rec.job));
+            }
+            if std::mem::replace(&mut seen[rec.job], true) {
+                return Err(format!("{name}: job {} appears twice", rec.job));
+            }
+            let samples = wire::delta_decode(&rec.samples_delta)
+                .ok_or_else(|| format!("{name}: job {}: damaged samples", rec.job))?;
+            outputs.push(JobOutput {
+                job: rec.job,
+                setting: rec.setting,
+                round: rec.round,
+                seed: rec.seed,
+                simulated_ns: rec.simulated_ns,
+                samples,
+                stalls: rec.stalls,
+                breakdown: rec.breakdown.clone(),
+                burst_starts: rec.burst_starts.clone(),
+                notes: rec.notes.clone(),
+            });
+        }
+    }
+    if let Some(j) = seen.iter().position(|s| !s) {
+        let spec = ShardSpec { index: (j % count as usize) as u32, count };
+        return Err(format!("{}: job {j} is missing from {}", dir.display(), spec.file_name()));
+    }
+    Ok(Merged { result: assemble(&skel, outputs), ab: files[0].1.ab.clone(), shards: count })
+}
+
+/// Used by tests and docs: the jobs shard `spec` runs, as (setting, round).
+pub fn shard_jobs(sweep: &Sweep, spec: ShardSpec) -> Vec<(usize, u32)> {
+    job_order(sweep).into_iter().enumerate().filter(|(j, _)| spec.owns(*j)).map(|(_, x)| x).collect()
+}
