@@ -208,6 +208,11 @@ pub(crate) fn build(
         }
     }
 
+    let measures = match &raw.measure {
+        Some(m) => crate::measure::measures(ctx, m, &threads, |name| objects.index.get(name).copied())?,
+        None => Vec::new(),
+    };
+
     let scenario = Scenario {
         path: ctx.path.to_string(),
         name,
@@ -224,6 +229,7 @@ pub(crate) fn build(
         sched_rt_runtime_us,
         objects: objects.specs,
         threads,
+        measures,
     };
     validate::check(ctx, &scenario, &sites)?;
     Ok(scenario)

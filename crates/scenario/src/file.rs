@@ -28,6 +28,7 @@ pub(crate) struct RawScenario {
     /// `[mutex.NAME]` tables: per-mutex options.
     pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
     pub thread: Option<Spanned<Vec<Spanned<RawThread>>>>,
+    pub measure: Option<Vec<Spanned<crate::measure::RawMeasure>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -63,6 +63,12 @@
 //!   { signal = "efd{*}" },                 # efd<N> for that same N
 //!   { poll = ["a", "b"] },                 # a plain list; binds nothing
 //! ]
+//!
+//! [[measure]]                   # a named latency between two markers (see `Measure`)
+//! name = "efd0 handoff"
+//! from = "waker signal efd0"    # THREAD OP [OBJECT]; THREAD = comm or [[thread]] name;
+//! to = "worker wait_done efd0"  # OBJECT `*` = any. Ops: signal wait_done post poll_done
+//! within = "100us"              # lock unlock loop_end. Optional: count those in time
 //! ```
 //!
 //! Durations are strings with a unit (`ns`, `us`/`µs`, `ms`, `s`) or integer
@@ -86,10 +92,12 @@ pub use schedlab_topology::{CpuSet, InputError, Topology};
 
 mod build;
 mod file;
+mod measure;
 mod validate;
 mod values;
 
 pub use build::{DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS};
+pub use measure::{Marker, MarkerOp, Measure};
 
 /// Kernel activity the simulator adds besides the workload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -276,6 +284,8 @@ pub struct Scenario {
     pub sched_rt_runtime_us: Option<i64>,
     pub objects: Vec<ObjectSpec>,
     pub threads: Vec<ThreadSpec>,
+    /// `[[measure]]` latencies between workload markers.
+    pub measures: Vec<Measure>,
 }
 
 impl Scenario {

@@ -139,3 +139,41 @@ fn crate_doc_example_parses() {
     assert_eq!(s.threads.len(), 3);
     assert_eq!(s.objects[s.object_id("m").unwrap() as usize].kind, ObjKind::Mutex { pi: true });
 }
+
+/// `[[measure]]`: markers resolve to comms and objects; mistakes name the line.
+#[test]
+fn measures_resolve_threads_and_objects_and_refuse_unknown_ones() {
+    let base = r#"
+name = "m"
+topology = "qemu-4"
+duration = "1s"
+[[thread]]
+name = "w"
+instances = 2
+program = [{ wait = "e{i}" }]
+[[thread]]
+name = "k"
+program = [{ signal = "e0" }, { signal = "e1" }, { sleep = "1ms" }]
+"#;
+    let with = |m: &str| Scenario::from_toml_str("m.toml", &format!("{base}[[measure]]\n{m}\n"), Path::new("."));
+    let s = with("name = \"h\"\nfrom = \"k signal e1\"\nto = \"w wait_done *\"\nwithin = \"1ms\"").unwrap();
+    let m = &s.measures[0];
+    assert_eq!(m.from.threads, vec!["k"]);
+    assert_eq!(m.to.threads, vec!["w-0", "w-1"], "a [[thread]] name means every instance");
+    assert_eq!(m.from.object, s.object_id("e1"));
+    assert_eq!((m.to.object, m.within_ns, m.line), (None, Some(1_000_000), 12), "the [[measure]] line");
+    for (bad, want) in [
+        ("name = \"h\"\nfrom = \"x signal e1\"\nto = \"w wait_done e1\"", "no thread `x`"),
+        ("name = \"h\"\nfrom = \"k shout e1\"\nto = \"w wait_done e1\"", "unknown operation `shout`"),
+        ("name = \"h\"\nfrom = \"k signal nope\"\nto = \"w wait_done e1\"", "no eventfd, flag or mutex named `nope`"),
+        ("name = \"h\"\nfrom = \"k signal\"\nto = \"w wait_done e1\"", "needs an object"),
+        ("name = \"h\"\nfrom = \"k loop_end e1\"\nto = \"w wait_done e1\"", "loop_end takes no object"),
+        ("name = \"h\"\nfrom = \"k\"\nto = \"w wait_done e1\"", "expected \"THREAD OP OBJECT\""),
+        ("name = \"h\"\nfrom = \"k signal e1\"\nto = \"w wait_done e1\"\nwithin = \"0\"", "within"),
+        ("name = \"h\"\nfrom = \"k signal e1\"\nto = \"w wait_done e1\"\nspeed = 1", "unknown field `speed`"),
+    ] {
+        let err = with(bad).unwrap_err().to_string();
+        let line: usize = err.split(':').nth(1).unwrap().parse().unwrap();
+        assert!(line >= 13 && err.contains(want), "{bad}\n=> {err}");
+    }
+}

@@ -105,7 +105,7 @@ use std::fmt;
 
 pub use parse::{parse_ftrace, parse_ftrace_with, ParseOptions, ParseStats, ParsedTrace};
 pub(crate) use payload::write_payload;
-pub use payload::{event_name, user_marker_text};
+pub use payload::{event_name, user_marker_text, user_op_name};
 pub use write::{format_line, header, write_ftrace, write_ftrace_with, WriteOptions};
 
 /// A syntax error in trace text: `file:line:col: message`.

@@ -64,7 +64,8 @@ fn delayed_what_str(w: DelayedWhat) -> &'static str {
     }
 }
 
-fn user_op_name(op: &UserOp) -> &'static str {
+/// The name a workload marker gives its operation (`post`, `poll_done`, ...).
+pub fn user_op_name(op: &UserOp) -> &'static str {
     match op {
         UserOp::Signal { .. } => "signal",
         UserOp::WaitDone { .. } => "wait_done",
