@@ -20,21 +20,37 @@
 //! * preemption: a switch-out with `prev_state` `R` or `R+` (still
 //!   `TASK_RUNNING`, i.e. an involuntary context switch, `nivcsw`).
 
+mod attribution;
+mod causes;
 mod handoff;
+mod measure;
+mod narrative;
 mod stalls;
 mod stats;
 mod table;
 mod tasks;
+mod timeline;
+mod workcons;
 
 use std::borrow::Cow;
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, Trace};
 use serde::Serialize;
 
+pub use attribution::{attribute_stalls, AttributionOptions};
+pub use causes::{
+    Attribution, Cause, CauseRow, Component, CpuArrival, CpuIdle, Part, PreemptCheck, StallStory, WakeDecision,
+};
 pub use handoff::Stall;
+pub use measure::{measure, render_measures, MarkerSpec, MeasureResult, MeasureSpec};
+pub use narrative::{render_cause_table, render_stall_narratives, render_work_conservation, Step};
 pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
 pub use table::render_run_table;
+pub use timeline::{cpulist, percpu_kthread_cpu};
+pub use workcons::{
+    work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsOptions, WorkConservation, DEFAULT_GRACE_NS,
+};
 
 /// The seed reports' stall definition: a handoff of 0.5 ms or more.
 pub const DEFAULT_STALL_THRESHOLD_NS: u64 = 500_000;

@@ -13,7 +13,7 @@ fn us(ns: u64) -> String {
 }
 
 /// A threshold for a column head: `500us`, `1ms`, `1500ns`.
-fn threshold_label(ns: u64) -> String {
+pub(crate) fn threshold_label(ns: u64) -> String {
     if ns >= 1_000_000 && ns / 1_000_000 * 1_000_000 == ns {
         format!("{}ms", ns / 1_000_000)
     } else if ns / 1_000 * 1_000 == ns {
@@ -28,14 +28,15 @@ fn pcts(s: &LatencyStats) -> [String; 4] {
     [f(s.p50_ns), f(s.p90_ns), f(s.p99_ns), f(s.max_ns)]
 }
 
-struct Col {
-    group: &'static str,
-    head: String,
-    left: bool,
+/// A column: optional group label spanning equal neighbours, head, alignment.
+pub(crate) struct Col {
+    pub group: String,
+    pub head: String,
+    pub left: bool,
 }
 
-fn col(group: &'static str, head: &str, left: bool) -> Col {
-    Col { group, head: head.to_string(), left }
+pub(crate) fn col(group: &str, head: &str, left: bool) -> Col {
+    Col { group: group.to_string(), head: head.to_string(), left }
 }
 
 /// One row per task (sorted by pid, as in [`RunMetrics::tasks`]), columns:
@@ -88,7 +89,9 @@ fn width(s: &str) -> usize {
     s.chars().count()
 }
 
-fn layout(cols: &[Col], rows: &[Vec<String>]) -> String {
+/// Aligned text: two spaces between columns, left- or right-aligned cells,
+/// group labels centred over their columns, no trailing spaces.
+pub(crate) fn layout(cols: &[Col], rows: &[Vec<String>]) -> String {
     let mut w: Vec<usize> = cols
         .iter()
         .enumerate()
@@ -105,7 +108,7 @@ fn layout(cols: &[Col], rows: &[Vec<String>]) -> String {
         }
         if !cols[i].group.is_empty() {
             let span: usize = w[i..j].iter().sum::<usize>() + GAP * (j - i - 1);
-            let need = width(cols[i].group);
+            let need = width(&cols[i].group);
             if need > span {
                 w[j - 1] += need - span;
             }
@@ -121,7 +124,7 @@ fn layout(cols: &[Col], rows: &[Vec<String>]) -> String {
         for &(a, b) in &spans {
             let start = offset(a);
             let span = offset(b) - GAP - start;
-            let label = cols[a].group;
+            let label = cols[a].group.as_str();
             let pad = (span - width(label)) / 2;
             line.extend(std::iter::repeat_n(' ', start + pad - width(&line)));
             line.push_str(label);

@@ -1,11 +1,15 @@
 //! `schedlab run`: simulate one scenario and report.
 
 use clap::Args;
-use schedlab_analysis::{analyze, render_run_table, AnalysisOptions};
+use schedlab_analysis::{
+    analyze, attribute_stalls, render_cause_table, render_run_table, render_stall_narratives, render_work_conservation,
+    work_conservation, AnalysisOptions, AttributionOptions, WorkConsOptions,
+};
 use schedlab_kernel::Profile;
 use schedlab_scenario::{Scenario, Spanned};
 use schedlab_sim::{simulate, SimOptions};
 use schedlab_topology::{parse_duration, Topology};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -32,6 +36,13 @@ pub struct RunArgs {
     /// Handoffs at or above this count as stalls (default: the file's `stall_threshold`, else 500us).
     #[arg(long, value_parser = parse_duration)]
     pub threshold: Option<u64>,
+    /// Print the narratives (decision chains) of the first N stalls; 0 prints none.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub stalls: usize,
+    /// Work-conservation grace window: violations shorter than this are not
+    /// counted in the concurrent figures (Ipanema's concurrent work conservation).
+    #[arg(long, value_parser = parse_duration, default_value = "100us")]
+    pub grace: u64,
     /// Write the run's events as ftrace text (the format of /sys/kernel/tracing/trace).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -91,6 +102,24 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         &AnalysisOptions { stall_threshold_ns: scenario.stall_threshold_ns, end_ts: Some(result.end_ns) },
     );
 
+    // The trace has no affinities: each scenario thread's comes from the
+    // scenario (pids are handed out in thread order).
+    let allowed: BTreeMap<i32, Vec<u32>> = scenario
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.iter().map(|c| c as u32).collect()))
+        .collect();
+    let workcons = work_conservation(
+        &result.trace,
+        &WorkConsOptions { allowed: allowed.clone(), grace_ns: args.grace, end_ts: Some(result.end_ns) },
+    );
+    let attribution = attribute_stalls(
+        &result.trace,
+        &AttributionOptions { stall_threshold_ns: scenario.stall_threshold_ns, end_ts: Some(result.end_ns), allowed },
+    );
+    debug_assert_eq!(attribution.stalls.len(), metrics.stalls.len());
+
     if let Some(path) = &args.trace {
         let file = std::fs::File::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
         let mut out = std::io::BufWriter::new(file);
@@ -108,6 +137,8 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             "simulated_ns": result.end_ns,
             "notes": result.notes,
             "metrics": metrics,
+            "work_conservation": workcons,
+            "attribution": attribution,
         });
         println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
         return Ok(());
@@ -171,6 +202,26 @@ pub fn run(args: RunArgs) -> Result<(), String> {
                 s.start_ts / 1_000_000_000,
                 s.start_ts % 1_000_000_000 / 1000
             );
+        }
+    }
+    println!();
+    println!(
+        "work conservation: runnable tasks waiting while a CPU of their affinity is idle (strict, and >= {} us)",
+        args.grace / 1000
+    );
+    print!("{}", render_work_conservation(&workcons));
+    if !attribution.stalls.is_empty() {
+        println!();
+        println!(
+            "stall causes: {} stalls, {}.{:03} ms of handoff time",
+            attribution.stalls.len(),
+            attribution.total_ns / 1_000_000,
+            attribution.total_ns / 1000 % 1000
+        );
+        print!("{}", render_cause_table(&attribution));
+        if args.stalls > 0 {
+            println!();
+            print!("{}", render_stall_narratives(&attribution, args.stalls));
         }
     }
     if let Some(path) = &args.trace {

@@ -34,7 +34,9 @@ fn run_prints_the_setting_and_a_row_per_thread() {
     let out = ok(&["run", "scenarios/two-hogs.toml", "--duration", "1s"]);
     assert!(out.contains("machine   smt-2x2: 4 CPUs, HZ=1000"), "{out}");
     assert!(out.contains("features: defaults"), "{out}");
-    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("hog-")).collect();
+    // The per-thread table (the work-conservation table below repeats the names).
+    let rows: Vec<&str> =
+        out.lines().take_while(|l| !l.starts_with("work conservation")).filter(|l| l.starts_with("hog-")).collect();
     assert_eq!(rows.len(), 2, "{out}");
     for r in rows {
         // Each hog ran half of the second.
@@ -200,4 +202,126 @@ fn sweep_errors_name_the_file_line_and_column() {
     assert!(e.contains(&format!("{}:4:13: `features`", bad.display())), "{e}");
     let e = err(&["sweep", "crates/cli/tests/data/mini-sweep.toml", "--rounds", "0"]);
     assert!(e.contains("--rounds"), "{e}");
+}
+
+/// The JSON cause table of a short asym_min run, recounted from the written
+/// trace file by a rule of its own: a stall (signal -> wait_done >= 500 us)
+/// whose wakee's last `schedlab_ttwu` was `runnable_delayed` is "delayed in
+/// place" behind whoever was running on that CPU at the ttwu; one placed on
+/// an idle CPU where a task that the balancer had moved there
+/// (`schedlab_lb_migrate`) was switched in first is "stacked by balancer"
+/// behind that task; anything else is "other".
+#[test]
+fn cause_table_matches_a_recount_from_the_trace_file() {
+    use schedlab_trace::{EventKind, UserOp, WakePath};
+    use std::collections::{BTreeMap, HashMap};
+
+    let mut seen_stacked = 0;
+    for seed in ["1", "4"] {
+        let path = tmp(&format!("causes-{seed}.trace"));
+        let json = ok(&[
+            "run",
+            "scenarios/asym_min.toml",
+            "--duration",
+            "2s",
+            "--seed",
+            seed,
+            "--json",
+            "--trace",
+            path.to_str().unwrap(),
+        ]);
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let mut from_json: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for row in doc["attribution"]["causes"].as_array().unwrap() {
+            let cause = row["cause"].as_str().unwrap();
+            let key = match cause {
+                "delayed_in_place" | "stacked_by_balancer" => {
+                    (cause.to_string(), row["culprit"].as_str().unwrap_or("-").to_string())
+                }
+                _ => ("other".to_string(), "-".to_string()),
+            };
+            *from_json.entry(key).or_default() += row["stalls"].as_u64().unwrap();
+        }
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let trace = schedlab_trace::ftrace::parse_ftrace(path.to_str().unwrap(), &text).unwrap();
+        let mut curr: Vec<i32> = vec![0; trace.nr_cpus as usize];
+        let mut signalled: HashMap<u32, u64> = HashMap::new();
+        // wakee -> (ttwu ts, delayed, cpu, running there at the ttwu, first other task switched in there)
+        let mut woken: HashMap<i32, (u64, bool, u32, i32, Option<i32>)> = HashMap::new();
+        let mut balanced_to: HashMap<i32, u32> = HashMap::new();
+        let mut recount: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for ev in &trace.events {
+            match ev.kind {
+                EventKind::SchedSwitch { next_pid, .. } => {
+                    curr[ev.cpu as usize] = next_pid;
+                    for (&pid, w) in woken.iter_mut() {
+                        if w.2 == ev.cpu && w.4.is_none() && next_pid != 0 && next_pid != pid {
+                            w.4 = Some(next_pid);
+                        }
+                    }
+                    if let Some(w) = woken.get_mut(&next_pid) {
+                        w.4.get_or_insert(next_pid);
+                    }
+                }
+                EventKind::Ttwu { pid, path, cpu } => {
+                    let delayed = path == WakePath::Runnable { delayed: true };
+                    woken.insert(pid, (ev.ts, delayed, cpu, curr[cpu as usize], None));
+                }
+                EventKind::LbMigrate { pid, dst_cpu, .. } => {
+                    balanced_to.insert(pid, dst_cpu);
+                }
+                EventKind::User { pid, op: UserOp::Signal { obj } } => {
+                    let _ = pid;
+                    signalled.entry(obj).or_insert(ev.ts);
+                }
+                EventKind::User { pid, op: UserOp::WaitDone { obj } } => {
+                    let Some(start) = signalled.remove(&obj) else { continue };
+                    if ev.ts - start < 500_000 {
+                        continue;
+                    }
+                    let comm = |p: i32| trace.table.comm(p).to_string();
+                    let key = match woken.get(&pid) {
+                        Some(&(ts, true, _, running, _)) if ts >= start => ("delayed_in_place".into(), comm(running)),
+                        Some(&(ts, false, cpu, 0, Some(first)))
+                            if ts >= start && first != pid && balanced_to.get(&first) == Some(&cpu) =>
+                        {
+                            ("stacked_by_balancer".into(), comm(first))
+                        }
+                        _ => ("other".to_string(), "-".to_string()),
+                    };
+                    *recount.entry(key).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(from_json, recount, "seed {seed}");
+        let stalls = doc["metrics"]["stalls"].as_array().unwrap().len() as u64;
+        assert_eq!(recount.values().sum::<u64>(), stalls, "seed {seed}");
+        assert!(recount.keys().any(|k| k.0 == "delayed_in_place"), "seed {seed}: {recount:?}");
+        seen_stacked += recount.keys().filter(|k| k.0 == "stacked_by_balancer").count();
+        let wc = &doc["work_conservation"];
+        assert!(wc["unclaimed_pct"].as_f64().unwrap() > 0.0);
+        assert_eq!(wc["grace_ns"], 100_000);
+    }
+    assert!(seen_stacked > 0, "seed 4 has the wakeup vs. active-balance race");
+}
+
+#[test]
+fn run_prints_work_conservation_causes_and_narratives() {
+    let out = ok(&["run", "scenarios/asym_min.toml", "--duration", "2s", "--stalls", "2"]);
+    let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("no {needle:?} in {out}"));
+    assert!(at("stalls    4 of") < at("work conservation:"));
+    assert!(at("work conservation:") < at("unclaimed idle:"));
+    assert!(at("unclaimed idle:") < at("stall causes: 4 stalls"));
+    assert!(at("stall causes: 4 stalls") < at("stall 1 of 4: "));
+    assert!(out.contains("stall 2 of 4: ") && !out.contains("stall 3 of 4: "), "{out}");
+    let row =
+        out.lines().find(|l| l.starts_with("worker-0 ") && l.contains(" 4-7 ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(row.split_whitespace().count() == 11, "{row}");
+    assert!(out.contains("woken in place while delayed behind worker-"), "{out}");
+    assert!(out.lines().all(|l| l == l.trim_end()), "trailing spaces");
+    let none = ok(&["run", "scenarios/asym_min.toml", "--duration", "2s", "--stalls", "0", "--grace", "1ms"]);
+    assert!(none.contains("stall causes: 4 stalls") && !none.contains("stall 1 of"), "{none}");
+    assert!(none.contains("with a 1ms grace window"), "{none}");
 }

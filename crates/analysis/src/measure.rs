@@ -1,0 +1,216 @@
+//! Named latencies between workload markers (a scenario's `[[measure]]`):
+//! "from W posting t_w to L's poll returning", matched by comm and object
+//! name so a tracefs capture of a real run is measured the same way.
+
+use schedlab_trace::{ftrace::user_op_name, Nanos, Pid, Trace, UserOp};
+use serde::Serialize;
+use std::collections::HashSet;
+
+use crate::stats::percentile;
+
+/// One end of a measure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MarkerSpec {
+    /// Comms whose markers count.
+    pub comms: Vec<String>,
+    /// The marker's operation as the trace names it (`post`, `poll_done`, ...).
+    pub op: String,
+    /// Object name; `None` = any (and `loop_end`, which has none).
+    pub object: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MeasureSpec {
+    pub name: String,
+    pub from: MarkerSpec,
+    pub to: MarkerSpec,
+    pub within_ns: Option<u64>,
+}
+
+/// The intervals of one measure in one run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MeasureResult {
+    pub name: String,
+    /// Completed intervals in the order they started, ns.
+    pub intervals_ns: Vec<u64>,
+    /// An interval still open at the end of the run: its length so far.
+    pub unfinished_ns: Option<u64>,
+    pub within_ns: Option<u64>,
+    /// Completed intervals shorter than `within_ns` (all of them without one).
+    pub timely: usize,
+    pub p50_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+}
+
+impl MeasureResult {
+    /// Intervals started: completed plus the one left open.
+    pub fn started(&self) -> usize {
+        self.intervals_ns.len() + self.unfinished_ns.is_some() as usize
+    }
+}
+
+struct Matcher {
+    pids: HashSet<Pid>,
+    op: String,
+    object: Option<u32>,
+    /// The object is named but absent from this trace: nothing matches.
+    never: bool,
+}
+
+impl Matcher {
+    fn new(trace: &Trace, m: &MarkerSpec) -> Self {
+        let pids = trace.table.tasks.iter().filter(|(_, t)| m.comms.contains(&t.comm)).map(|(p, _)| *p).collect();
+        let object = m.object.as_ref().map(|o| trace.table.objects.iter().position(|n| n == o));
+        Matcher {
+            pids,
+            op: m.op.clone(),
+            object: object.flatten().map(|i| i as u32),
+            never: matches!(object, Some(None)),
+        }
+    }
+
+    fn matches(&self, pid: Pid, op: &UserOp) -> bool {
+        if self.never || !self.pids.contains(&pid) || user_op_name(op) != self.op {
+            return false;
+        }
+        let obj = match *op {
+            UserOp::Signal { obj }
+            | UserOp::WaitDone { obj }
+            | UserOp::Post { obj }
+            | UserOp::PollDone { obj }
+            | UserOp::Lock { obj }
+            | UserOp::Unlock { obj } => Some(obj),
+            UserOp::LoopEnd { .. } => None,
+        };
+        self.object.is_none() || self.object == obj
+    }
+}
+
+/// Pair each `from` marker (while no interval is open) with the next `to`
+/// marker; `end_ns` closes the books on one left open.
+pub fn measure(trace: &Trace, spec: &MeasureSpec, end_ns: Nanos) -> MeasureResult {
+    let (from, to) = (Matcher::new(trace, &spec.from), Matcher::new(trace, &spec.to));
+    let mut open: Option<Nanos> = None;
+    let mut intervals = Vec::new();
+    for ev in &trace.events {
+        let schedlab_trace::EventKind::User { pid, op } = ev.kind else { continue };
+        // A marker that both ends and starts (a loop's own period) does both.
+        if let Some(start) = open {
+            if to.matches(pid, &op) {
+                intervals.push(ev.ts - start);
+                open = None;
+            }
+        }
+        if open.is_none() && from.matches(pid, &op) {
+            open = Some(ev.ts);
+        }
+    }
+    let mut sorted = intervals.clone();
+    sorted.sort_unstable();
+    let timely = match spec.within_ns {
+        Some(w) => sorted.partition_point(|&x| x < w),
+        None => sorted.len(),
+    };
+    MeasureResult {
+        name: spec.name.clone(),
+        p50_ns: percentile(&sorted, 500),
+        max_ns: sorted.last().copied(),
+        intervals_ns: intervals,
+        unfinished_ns: open.map(|s| end_ns.saturating_sub(s)),
+        within_ns: spec.within_ns,
+        timely,
+    }
+}
+
+/// The measures of a run as a small table (one line each).
+pub fn render_measures(results: &[MeasureResult]) -> String {
+    use std::fmt::Write as _;
+    let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
+    let mut s = String::new();
+    for r in results {
+        let _ = write!(s, "{:<20} n={}", r.name, r.intervals_ns.len());
+        if let Some(p50) = r.p50_ns {
+            let _ = write!(s, "  median {}  max {}", ms(p50), ms(r.max_ns.unwrap_or(p50)));
+        }
+        if let Some(w) = r.within_ns {
+            let _ = write!(s, "  within {}: {}/{}", ms(w), r.timely, r.started());
+        }
+        if let Some(u) = r.unfinished_ns {
+            let _ = write!(s, "  (one still open after {})", ms(u));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_trace::{Event, EventKind, TaskInfo, TaskTable};
+
+    fn trace(events: &[(Nanos, Pid, UserOp)]) -> Trace {
+        let mut table = TaskTable::default();
+        for (pid, comm) in [(1, "W"), (2, "L"), (3, "other")] {
+            table.tasks.insert(pid, TaskInfo { comm: comm.into(), tgid: 1 });
+        }
+        table.objects = vec!["t_w".into(), "M".into()];
+        let events = events
+            .iter()
+            .map(|&(ts, pid, op)| Event {
+                ts,
+                cpu: 0,
+                ctx_pid: pid,
+                flags: *b".....",
+                kind: EventKind::User { pid, op },
+            })
+            .collect();
+        Trace { table, nr_cpus: 4, events }
+    }
+
+    fn spec(within: Option<u64>) -> MeasureSpec {
+        let m = |c: &str, op: &str, o: Option<&str>| MarkerSpec {
+            comms: vec![c.into()],
+            op: op.into(),
+            object: o.map(Into::into),
+        };
+        MeasureSpec {
+            name: "resume".into(),
+            from: m("W", "post", Some("t_w")),
+            to: m("L", "poll_done", Some("t_w")),
+            within_ns: within,
+        }
+    }
+
+    #[test]
+    fn pairs_each_start_with_the_next_end_and_ignores_other_threads_and_objects() {
+        let t = trace(&[
+            (10, 2, UserOp::PollDone { obj: 0 }), // an end with nothing open
+            (100, 1, UserOp::Post { obj: 0 }),
+            (150, 1, UserOp::Post { obj: 0 }), // already open: the first start counts
+            (160, 3, UserOp::PollDone { obj: 0 }), // another thread
+            (170, 2, UserOp::PollDone { obj: 1 }), // another object
+            (400, 2, UserOp::PollDone { obj: 0 }),
+            (1000, 1, UserOp::Post { obj: 0 }),
+            (1050, 2, UserOp::PollDone { obj: 0 }),
+            (2000, 1, UserOp::Post { obj: 0 }),
+        ]);
+        let r = measure(&t, &spec(Some(100)), 2600);
+        assert_eq!(r.intervals_ns, vec![300, 50]);
+        assert_eq!(r.unfinished_ns, Some(600));
+        assert_eq!((r.timely, r.started()), (1, 3));
+        assert_eq!(r.p50_ns, Some(50)); // nearest rank of [50, 300]
+        let text = render_measures(&[r]);
+        assert!(text.contains("within 0.000 ms: 1/3") && text.contains("still open after 0.001 ms"), "{text}");
+    }
+
+    #[test]
+    fn an_object_absent_from_the_trace_matches_nothing() {
+        let mut s = spec(None);
+        s.to.object = Some("nope".into());
+        let t = trace(&[(100, 1, UserOp::Post { obj: 0 }), (400, 2, UserOp::PollDone { obj: 0 })]);
+        let r = measure(&t, &s, 500);
+        assert!(r.intervals_ns.is_empty() && r.unfinished_ns == Some(400));
+        s.to.object = None; // any object
+        assert_eq!(measure(&t, &s, 500).intervals_ns, vec![300]);
+    }
+}

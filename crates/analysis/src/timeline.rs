@@ -1,0 +1,201 @@
+//! Per-CPU occupancy from `sched_switch`: which task was `rq->curr` on each
+//! CPU at every moment of the window, as the trace shows it.
+//!
+//! A CPU is *idle* while its current task is the idle task (pid 0,
+//! `swapper/N`), exactly as `sched_switch` reports it: a CPU that has been
+//! sent a wakeup but has not yet switched away from its idle task (IPI in
+//! flight, leaving a C-state) is still idle here.
+//!
+//! Before the first `sched_switch` on a CPU its current task is that switch's
+//! `prev_pid`; a CPU without any switch runs the task in whose context its
+//! first event was emitted (`ctx_pid`), and a CPU without any event at all is
+//! idle for the whole window (the idle task emits no sched events).
+
+use schedlab_trace::{Event, EventKind, Nanos, Pid};
+
+/// One stretch of time during which `pid` was current on a CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Segment {
+    pub start: Nanos,
+    pub end: Nanos,
+    pub pid: Pid,
+    /// Kernel prio as `sched_switch` prints it (0-99 RT/stop, 100-139 fair,
+    /// 120 when the trace does not say).
+    pub prio: i32,
+}
+
+/// Every CPU's segments, contiguous and covering `[start, end]`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CpuTimeline {
+    pub cpus: Vec<Vec<Segment>>,
+}
+
+impl CpuTimeline {
+    /// Build from time-ordered `events` for CPUs `0..nr_cpus` (more if an
+    /// event names a higher CPU); events after `end` are ignored.
+    pub fn build(events: &[Event], nr_cpus: u32, start: Nanos, end: Nanos) -> Self {
+        let max_cpu = events.iter().map(|e| e.cpu + 1).max().unwrap_or(0);
+        let n = nr_cpus.max(max_cpu) as usize;
+        // Initial occupant: first switch's prev, else first event's context.
+        let mut init: Vec<Option<(Pid, i32, bool)>> = vec![None; n];
+        for ev in events.iter().take_while(|e| e.ts <= end) {
+            let slot = &mut init[ev.cpu as usize];
+            match (ev.kind, *slot) {
+                (EventKind::SchedSwitch { prev_pid, prev_prio, .. }, None | Some((_, _, false))) => {
+                    *slot = Some((prev_pid, prev_prio, true));
+                }
+                (_, None) => *slot = Some((ev.ctx_pid, 120, false)),
+                _ => {}
+            }
+        }
+        let mut cpus: Vec<Vec<Segment>> = init
+            .iter()
+            .map(|i| {
+                let (pid, prio, _) = i.unwrap_or((0, 120, false));
+                vec![Segment { start, end, pid, prio }]
+            })
+            .collect();
+        for ev in events.iter().take_while(|e| e.ts <= end) {
+            if let EventKind::SchedSwitch { next_pid, next_prio, .. } = ev.kind {
+                let segs = &mut cpus[ev.cpu as usize];
+                let ts = ev.ts.max(start);
+                let last = segs.last_mut().expect("every CPU has a segment");
+                if last.start == ts {
+                    // Zero-length occupant (several switches at one instant).
+                    last.pid = next_pid;
+                    last.prio = next_prio;
+                } else {
+                    last.end = ts;
+                    segs.push(Segment { start: ts, end, pid: next_pid, prio: next_prio });
+                }
+            }
+        }
+        for segs in &mut cpus {
+            // Merge neighbours with the same occupant (a zero-length visitor in between).
+            segs.dedup_by(|b, a| {
+                if a.pid == b.pid && a.end == b.start {
+                    a.end = b.end;
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+        CpuTimeline { cpus }
+    }
+
+    /// Segments of `cpu` overlapping `[a, b)`, clipped to it. Empty for a CPU
+    /// the trace does not know.
+    pub fn overlapping(&self, cpu: u32, a: Nanos, b: Nanos) -> impl Iterator<Item = Segment> + '_ {
+        let segs: &[Segment] = self.cpus.get(cpu as usize).map_or(&[], |v| v.as_slice());
+        let first = segs.partition_point(|s| s.end <= a);
+        segs[first..].iter().take_while(move |s| s.start < b).filter_map(move |s| {
+            let (start, end) = (s.start.max(a), s.end.min(b));
+            (start < end).then_some(Segment { start, end, ..*s })
+        })
+    }
+
+    /// The task current on `cpu` at `t` (the later occupant at a switch
+    /// instant); `None` for an unknown CPU.
+    pub fn curr_at(&self, cpu: u32, t: Nanos) -> Option<Pid> {
+        let segs = self.cpus.get(cpu as usize)?;
+        let i = segs.partition_point(|s| s.end <= t).min(segs.len().checked_sub(1)?);
+        Some(segs[i].pid)
+    }
+
+    /// Time `cpu` was idle within `[a, b)`.
+    pub fn idle_ns(&self, cpu: u32, a: Nanos, b: Nanos) -> u64 {
+        self.overlapping(cpu, a, b).filter(|s| s.pid == 0).map(|s| s.end - s.start).sum()
+    }
+
+    /// The idle stretches of `cpu`, in order.
+    pub fn idle_intervals(&self, cpu: u32) -> Vec<(Nanos, Nanos)> {
+        self.cpus
+            .get(cpu as usize)
+            .map(|v| v.iter().filter(|s| s.pid == 0 && s.end > s.start).map(|s| (s.start, s.end)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The task current on each CPU at the window start.
+    pub fn initial(&self) -> Vec<Pid> {
+        self.cpus.iter().map(|v| v[0].pid).collect()
+    }
+}
+
+/// Per-CPU kernel threads are bound to the CPU their comm names
+/// (`migration/N`, `ksoftirqd/N`, `cpuhp/N`, `kworker/N:M`, ...): the CPU, or
+/// `None` for any other comm (unbound kworkers are `kworker/uN:M`).
+pub fn percpu_kthread_cpu(comm: &str) -> Option<u32> {
+    const BOUND: [&str; 9] = [
+        "migration/",
+        "ksoftirqd/",
+        "cpuhp/",
+        "idle_inject/",
+        "kworker/",
+        "rcuc/",
+        "watchdog/",
+        "posixcputmr/",
+        "irq_work/",
+    ];
+    let rest = BOUND.iter().find_map(|p| comm.strip_prefix(p))?;
+    let digits: &str = &rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len())];
+    let tail = &rest[digits.len()..];
+    if digits.is_empty() || !(tail.is_empty() || (comm.starts_with("kworker/") && tail.starts_with(':'))) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Merge sorted-by-start intervals into disjoint ones (touching ones join).
+pub(crate) fn merge(mut v: Vec<(Nanos, Nanos)>) -> Vec<(Nanos, Nanos)> {
+    v.sort_unstable();
+    let mut out: Vec<(Nanos, Nanos)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// Intersection of two sorted disjoint interval lists.
+pub(crate) fn intersect(x: &[(Nanos, Nanos)], y: &[(Nanos, Nanos)]) -> Vec<(Nanos, Nanos)> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < x.len() && j < y.len() {
+        let (a, b) = (x[i].0.max(y[j].0), x[i].1.min(y[j].1));
+        if a < b {
+            out.push((a, b));
+        }
+        if x[i].1 < y[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// A cpulist the way `taskset -c` prints it: `2,4-7`.
+pub fn cpulist(cpus: &[u32]) -> String {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", v[i], v[j])
+        } else if j == i + 1 {
+            format!("{},{}", v[i], v[j])
+        } else {
+            v[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
