@@ -2,7 +2,7 @@
 //! "from W posting t_w to L's poll returning", matched by comm and object
 //! name so a tracefs capture of a real run is measured the same way.
 
-use schedlab_trace::{ftrace::user_op_name, Nanos, Pid, Trace, UserOp};
+use schedlab_trace::{ftrace::user_op_name, EventKind, Nanos, Pid, Trace, UserOp};
 use serde::Serialize;
 use std::collections::HashSet;
 
@@ -38,6 +38,10 @@ pub struct MeasureResult {
     pub within_ns: Option<u64>,
     /// Completed intervals shorter than `within_ns` (all of them without one).
     pub timely: usize,
+    /// Completed intervals during which a `to` thread was migrated
+    /// (`sched_migrate_task`): the waiter was moved to run rather than
+    /// waiting for its CPU.
+    pub moved: usize,
     pub p50_ns: Option<u64>,
     pub max_ns: Option<u64>,
 }
@@ -92,17 +96,27 @@ pub fn measure(trace: &Trace, spec: &MeasureSpec, end_ns: Nanos) -> MeasureResul
     let (from, to) = (Matcher::new(trace, &spec.from), Matcher::new(trace, &spec.to));
     let mut open: Option<Nanos> = None;
     let mut intervals = Vec::new();
+    let (mut moved, mut moved_now) = (0, false);
     for ev in &trace.events {
-        let schedlab_trace::EventKind::User { pid, op } = ev.kind else { continue };
+        let (pid, op) = match ev.kind {
+            EventKind::User { pid, op } => (pid, op),
+            EventKind::SchedMigrateTask { pid, .. } if open.is_some() && to.pids.contains(&pid) => {
+                moved_now = true;
+                continue;
+            }
+            _ => continue,
+        };
         // A marker that both ends and starts (a loop's own period) does both.
         if let Some(start) = open {
             if to.matches(pid, &op) {
                 intervals.push(ev.ts - start);
+                moved += std::mem::take(&mut moved_now) as usize;
                 open = None;
             }
         }
         if open.is_none() && from.matches(pid, &op) {
             open = Some(ev.ts);
+            moved_now = false;
         }
     }
     let mut sorted = intervals.clone();
@@ -119,6 +133,7 @@ pub fn measure(trace: &Trace, spec: &MeasureSpec, end_ns: Nanos) -> MeasureResul
         unfinished_ns: open.map(|s| end_ns.saturating_sub(s)),
         within_ns: spec.within_ns,
         timely,
+        moved,
     }
 }
 
@@ -135,6 +150,7 @@ pub fn render_measures(results: &[MeasureResult]) -> String {
         if let Some(w) = r.within_ns {
             let _ = write!(s, "  within {}: {}/{}", ms(w), r.timely, r.started());
         }
+        let _ = write!(s, "  moved {}/{}", r.moved, r.intervals_ns.len());
         if let Some(u) = r.unfinished_ns {
             let _ = write!(s, "  (one still open after {})", ms(u));
         }
@@ -196,11 +212,36 @@ mod tests {
         ]);
         let r = measure(&t, &spec(Some(100)), 2600);
         assert_eq!(r.intervals_ns, vec![300, 50]);
+        assert_eq!(r.moved, 0);
         assert_eq!(r.unfinished_ns, Some(600));
         assert_eq!((r.timely, r.started()), (1, 3));
         assert_eq!(r.p50_ns, Some(50)); // nearest rank of [50, 300]
         let text = render_measures(&[r]);
         assert!(text.contains("within 0.000 ms: 1/3") && text.contains("still open after 0.001 ms"), "{text}");
+    }
+
+    #[test]
+    fn counts_intervals_in_which_the_waiter_was_migrated() {
+        let mut t = trace(&[
+            (100, 1, UserOp::Post { obj: 0 }),
+            (400, 2, UserOp::PollDone { obj: 0 }),
+            (1000, 1, UserOp::Post { obj: 0 }),
+            (1300, 2, UserOp::PollDone { obj: 0 }),
+            (2000, 1, UserOp::Post { obj: 0 }),
+        ]);
+        let migrate = |ts, pid| Event {
+            ts,
+            cpu: 0,
+            ctx_pid: 0,
+            flags: *b".....",
+            kind: EventKind::SchedMigrateTask { pid, prio: 120, orig_cpu: 1, dest_cpu: 3 },
+        };
+        // L moved before any interval, W moved inside one, L moved inside the second, L moved in the open one.
+        t.events.extend([migrate(50, 2), migrate(200, 1), migrate(1100, 2), migrate(2100, 2)]);
+        t.events.sort_by_key(|e| e.ts);
+        let r = measure(&t, &spec(None), 3000);
+        assert_eq!((r.intervals_ns.clone(), r.moved), (vec![300, 300], 1));
+        assert!(render_measures(&[r]).contains("moved 1/2"));
     }
 
     #[test]

@@ -10,7 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use schedlab_scenario::{CpuSet, InputError, Op, Scenario, Spanned as Pos, MAX_SLICE_NS, MIN_SLICE_NS};
+use schedlab_scenario::{
+    Background, CpuSet, InputError, ObjKind, ObjectSpec, Op, Scenario, Spanned as Pos, MAX_SLICE_NS, MIN_SLICE_NS,
+};
 use schedlab_sim::kernel_settings;
 use schedlab_topology::{parse_cpulist, parse_duration, Topology, MAX_CPUS};
 use serde::Deserialize;
@@ -49,6 +51,10 @@ struct RawSetting {
     affinity: Option<BTreeMap<Spanned<String>, Spanned<Value>>>,
     nice: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
     slice: Option<BTreeMap<Spanned<String>, Spanned<Value>>>,
+    /// Per mutex: PTHREAD_PRIO_INHERIT on or off.
+    pi: Option<BTreeMap<Spanned<String>, Spanned<bool>>>,
+    background: Option<Spanned<String>>,
+    fair_server_runtime: Option<Spanned<Value>>,
 }
 
 /// `[[axis]]`: every setting is run once with each of `values`.
@@ -431,6 +437,27 @@ fn setting(ctx: Ctx, parts: &[&RawSetting], base: &Base) -> Result<Setting, Inpu
             }
             t.slice_ns = Some(ns);
         }
+    }
+    for (mutex, value) in per_group(ctx, parts, "pi", |p| p.pi.as_ref())? {
+        let obj = scenario.object_id(mutex.get_ref()).map(|id| &mut scenario.objects[id as usize]);
+        match obj {
+            Some(ObjectSpec { kind: ObjKind::Mutex { pi }, .. }) => *pi = *value.get_ref(),
+            _ => return Err(ctx.err(mutex, format!("`pi`: the scenario has no mutex named `{}`", mutex.get_ref()))),
+        }
+    }
+    if let Some(b) = only_one(ctx, parts, "background", |p| p.background.as_ref())? {
+        scenario.background = match b.get_ref().as_str() {
+            "quiet" => Background::Quiet,
+            "kernel" => Background::Kernel,
+            other => return Err(ctx.err(b, format!("`background` = \"{other}\": expected \"quiet\" or \"kernel\""))),
+        };
+    }
+    if let Some(v) = only_one(ctx, parts, "fair_server_runtime", |p| p.fair_server_runtime.as_ref())? {
+        let ns = duration(ctx, v, "fair_server_runtime")?;
+        if ns > 1_000_000_000 {
+            return Err(ctx.err(v, "`fair_server_runtime` must fit its 1 s period (expected 0 to 1s)"));
+        }
+        scenario.fair_server_runtime_ns = Some(ns);
     }
     if let Some(t) = topo_ref {
         // The scenario's affinities and start CPUs must exist on the new machine.

@@ -42,6 +42,9 @@
 //! affinity = { worker = "4-7,20-23" }   # per thread group: cpulist, CPU or [CPUs]
 //! nice = { worker = 5 }            # per thread group, -20..19
 //! slice = { worker = "3ms" }       # per thread group: custom slice, 0.1ms..100ms
+//! pi = { M = false }               # per mutex: PTHREAD_PRIO_INHERIT on/off
+//! background = "kernel"            # override the scenario's `background`
+//! fair_server_runtime = "0"        # override the fair server's runtime per 1 s
 //!
 //! [[axis]]                         # optional, any number: every setting is run with
 //! name = "machine"                 # each value; the names join as "defaults / qemu-4"
@@ -62,7 +65,8 @@
 //! ```
 //!
 //! A setting and its axis values may not both set `itmt`, `kernel` or
-//! `topology`, nor the same group in `affinity`, `nice` or `slice`; their
+//! `topology` (or `background`, `fair_server_runtime`), nor the same group
+//! in `affinity`, `nice` or `slice` (or mutex in `pi`); their
 //! `features` add up. Unknown keys are errors, and every error names the
 //! file, line and column.
 //!
@@ -74,6 +78,7 @@
 pub mod ab;
 mod export;
 mod file;
+pub mod measures;
 mod progress;
 mod render;
 mod run;
@@ -91,7 +96,7 @@ pub use ab::{compare, parse_ab_pair, render_ab, AbReport, AbSpec};
 pub use export::{render_csv, CSV_COLUMNS};
 pub use file::AXIS_JOIN;
 pub use progress::Bar;
-pub use render::{render, render_breakdown, render_burst_starts, render_summary};
+pub use render::{render, render_breakdown, render_burst_starts, render_measures, render_summary};
 pub use run::{
     assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress, RunResult, SettingResult, SweepResult,
 };

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use schedlab_analysis::{Arrival, StallBreakdown};
 
+use crate::measures::measure_row;
 use crate::{SettingResult, SweepResult};
 
 /// wakee comm → CPU → bursts started there.
@@ -223,6 +224,74 @@ pub fn render_burst_starts(s: &SettingResult) -> String {
     out
 }
 
+/// `ns` in milliseconds with three decimals: `1476.012 ms`.
+fn ms(ns: u64) -> String {
+    format!("{}.{:03} ms", ns / 1_000_000, ns / 1_000 % 1_000)
+}
+
+/// One table per `[[measure]]`: a row per setting with how many intervals
+/// ended within the measure's bound, in how many the waiting thread was
+/// migrated, and their median, like seed 003's.
+///
+/// ```text
+/// L resume: from "W post t_w" to "L poll_done t_w", timely = under 100 ms
+/// setting           timely   moved        median           min           max
+/// NO_RT_PUSH_IPI       0/8     0/8   1470.781 ms   1455.887 ms   1502.030 ms
+/// RT_PUSH_IPI          8/8     8/8      0.089 ms      0.083 ms      0.111 ms
+/// ```
+pub fn render_measures(r: &SweepResult) -> String {
+    let mut out = String::new();
+    for (i, info) in r.measures.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let bound =
+            info.within_ns.map_or_else(|| "every completed interval".to_string(), |w| format!("under {}", dur(w)));
+        push_line(&mut out, &format!("{}: from \"{}\" to \"{}\", timely = {bound}", info.name, info.from, info.to));
+        let rows: Vec<(String, String, String, [String; 3], usize)> = r
+            .settings
+            .iter()
+            .map(|s| {
+                let row = measure_row(s.runs.iter().filter_map(|x| x.measures.get(i)), info.within_ns);
+                let f = |v: Option<u64>| v.map_or("-".to_string(), ms);
+                (
+                    s.name.clone(),
+                    format!("{}/{}", row.timely, row.started),
+                    format!("{}/{}", row.moved, row.completed),
+                    [f(row.median_ns), f(row.min_ns), f(row.max_ns)],
+                    row.open,
+                )
+            })
+            .collect();
+        let name_w = rows.iter().map(|r| r.0.len()).chain([7]).max().unwrap_or(7);
+        let timely_w = rows.iter().map(|r| r.1.len()).chain(["timely".len()]).max().unwrap_or(6);
+        let moved_w = rows.iter().map(|r| r.2.len()).chain(["moved".len()]).max().unwrap_or(5);
+        let num_w = rows.iter().flat_map(|r| r.3.iter().map(String::len)).chain([6]).max().unwrap_or(6);
+        let any_open = rows.iter().any(|r| r.4 > 0);
+        let mut head = vec![
+            pad_right("setting", name_w),
+            pad_left("timely", timely_w),
+            pad_left("moved", moved_w),
+            pad_left("median", num_w),
+            pad_left("min", num_w),
+            pad_left("max", num_w),
+        ];
+        if any_open {
+            head.push("open at end".into());
+        }
+        push_line(&mut out, &head.join(GAP));
+        for (name, timely, moved, nums, open) in &rows {
+            let mut cols = vec![pad_right(name, name_w), pad_left(timely, timely_w), pad_left(moved, moved_w)];
+            cols.extend(nums.iter().map(|n| pad_left(n, num_w)));
+            if any_open {
+                cols.push(pad_left(&open.to_string(), "open at end".len()));
+            }
+            push_line(&mut out, &cols.join(GAP));
+        }
+    }
+    out
+}
+
 /// The whole report: what was run, the results table, the notes, and the
 /// breakdown and burst-start tables of every breakdown setting.
 pub fn render(r: &SweepResult) -> String {
@@ -244,14 +313,12 @@ pub fn render(r: &SweepResult) -> String {
             simulated.map_or_else(|| "the scenario's length".into(), dur),
         ),
     );
-    push_line(
-        &mut out,
-        &format!(
-            "stalls    handoffs to {} of {} or more",
-            if r.wakees.is_empty() { "no thread".to_string() } else { r.wakees.join(", ") },
-            dur(r.stall_threshold_ns)
-        ),
-    );
+    if !r.wakees.is_empty() {
+        push_line(
+            &mut out,
+            &format!("stalls    handoffs to {} of {} or more", r.wakees.join(", "), dur(r.stall_threshold_ns)),
+        );
+    }
     // Settings on another machine than the scenario's, by machine.
     let mut machines: Vec<(&str, Vec<&str>)> = Vec::new();
     for s in r.settings.iter().filter(|s| s.topology != r.topology) {
@@ -264,7 +331,16 @@ pub fn render(r: &SweepResult) -> String {
         push_line(&mut out, &format!("machine   {t} for {}", names.join("; ")));
     }
     out.push('\n');
-    out.push_str(&render_summary(r));
+    if !r.measures.is_empty() {
+        out.push_str(&render_measures(r));
+    }
+    // Without wakees there are no handoffs: the stall table would be all zeros.
+    if !r.wakees.is_empty() {
+        if !r.measures.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&render_summary(r));
+    }
     let mut notes: Vec<String> = Vec::new();
     for s in &r.settings {
         for n in &s.notes {

@@ -17,6 +17,7 @@ use schedlab_analysis::{
 use schedlab_sim::{simulate, SimOptions};
 use serde::{Deserialize, Serialize};
 
+use crate::measures::{measure_infos, measure_run, measure_specs, MeasureInfo, MeasureRun};
 use crate::wire;
 use crate::{Setting, Sweep, SweepError};
 
@@ -53,6 +54,9 @@ pub struct SweepResult {
     pub duration_ns: Option<u64>,
     pub wakees: Vec<String>,
     pub stall_threshold_ns: u64,
+    /// The scenario's `[[measure]]` latencies.
+    #[serde(default)]
+    pub measures: Vec<MeasureInfo>,
     pub settings: Vec<SettingResult>,
 }
 
@@ -100,6 +104,9 @@ pub struct RunResult {
     /// The wakees' handoff latencies, ascending (for the setting's median).
     #[serde(skip)]
     pub handoff_samples: Vec<u64>,
+    /// The scenario's measures, in its order.
+    #[serde(default)]
+    pub measures: Vec<MeasureRun>,
 }
 
 /// What one job measured, before it is put in its place: the unit that
@@ -120,6 +127,7 @@ pub struct JobOutput {
     pub burst_starts: Option<BurstStarts>,
     /// The simulator's notes.
     pub notes: Vec<String>,
+    pub measures: Vec<MeasureRun>,
 }
 
 impl JobOutput {
@@ -138,6 +146,7 @@ impl JobOutput {
             breakdown: self.breakdown,
             burst_starts: self.burst_starts,
             handoff_samples: s,
+            measures: self.measures,
         };
         (run, self.notes)
     }
@@ -201,6 +210,7 @@ pub fn skeleton(sweep: &Sweep) -> SweepResult {
         duration_ns: sweep.duration_ns,
         wakees: sweep.wakees.clone(),
         stall_threshold_ns: sweep.stall_threshold_ns,
+        measures: sweep.settings.first().map(|s| measure_infos(&s.scenario)).unwrap_or_default(),
         settings: sweep
             .settings
             .iter()
@@ -283,6 +293,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
     let threshold = sweep.stall_threshold_ns;
     let metrics =
         analyze(&result.trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: Some(result.end_ns) });
+    let measures = measure_run(&result.trace, &measure_specs(&setting.scenario), result.end_ns);
     let mut samples: Vec<u64> = wakees
         .iter()
         .filter_map(|(pid, _)| metrics.task(*pid))
@@ -321,5 +332,6 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         breakdown,
         burst_starts,
         notes: result.notes,
+        measures,
     })
 }

@@ -128,6 +128,8 @@ struct JobRecord {
     breakdown: Option<schedlab_analysis::StallBreakdown>,
     burst_starts: Option<BurstStarts>,
     notes: Vec<String>,
+    #[serde(default)]
+    measures: Vec<crate::measures::MeasureRun>,
 }
 
 /// What `schedlab sweep FILE --shard I/N` writes.
@@ -209,6 +211,7 @@ pub fn run_shard(
             breakdown: o.breakdown,
             burst_starts: o.burst_starts,
             notes: o.notes,
+            measures: o.measures,
         })
         .collect();
     Ok(ShardFile {
@@ -330,6 +333,7 @@ pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
                 breakdown: rec.breakdown.clone(),
                 burst_starts: rec.burst_starts.clone(),
                 notes: rec.notes.clone(),
+                measures: rec.measures.clone(),
             });
         }
     }

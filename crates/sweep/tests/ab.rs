@@ -39,6 +39,7 @@ fn setting(name: &str, runs: &[Run]) -> SettingResult {
                 breakdown: None,
                 burst_starts: None,
                 handoff_samples: vec![],
+                measures: vec![],
             })
             .collect(),
     }
@@ -56,6 +57,7 @@ fn result(settings: Vec<SettingResult>) -> SweepResult {
         duration_ns: None,
         wakees: vec!["worker".into()],
         stall_threshold_ns: 500_000,
+        measures: vec![],
         settings,
     }
 }

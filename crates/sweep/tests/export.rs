@@ -15,6 +15,7 @@ fn run(n: u32, stalls: u64, handoffs: u64, p99: Option<u64>) -> RunResult {
         breakdown: None,
         burst_starts: None,
         handoff_samples: vec![],
+        measures: vec![],
     }
 }
 
@@ -49,6 +50,7 @@ fn header_and_rows() {
         duration_ns: Some(10_000_000_000),
         wakees: vec!["worker".into()],
         stall_threshold_ns: 500_000,
+        measures: vec![],
         settings: vec![
             setting("defaults", "ryzen-7950x", vec![run(1, 156, 19_548, Some(7_938)), run(2, 0, 0, None)]),
             setting(

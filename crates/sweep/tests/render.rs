@@ -19,6 +19,7 @@ fn run(n: u32, stalls: u64, handoffs: u64) -> RunResult {
         breakdown: None,
         burst_starts: None,
         handoff_samples: vec![3_000],
+        measures: vec![],
     }
 }
 
@@ -90,6 +91,7 @@ fn seed_000() -> SweepResult {
         duration_ns: Some(30_000_000_000),
         wakees: vec!["worker".into()],
         stall_threshold_ns: 500_000,
+        measures: vec![],
         settings: vec![
             defaults,
             itmt,
