@@ -2,8 +2,8 @@
 
 use clap::Args;
 use schedlab_analysis::{
-    analyze, attribute_stalls, render_cause_table, render_run_table, render_stall_narratives, render_work_conservation,
-    work_conservation, AnalysisOptions, AttributionOptions, WorkConsOptions,
+    analyze, attribute_stalls, measure, render_cause_table, render_measures, render_run_table, render_stall_narratives,
+    render_work_conservation, work_conservation, AnalysisOptions, AttributionOptions, WorkConsOptions,
 };
 use schedlab_kernel::Profile;
 use schedlab_scenario::{Scenario, Spanned};
@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// Write the run's events as ftrace text (the format of /sys/kernel/tracing/trace).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Write the run's events as a Perfetto protobuf trace (open it at ui.perfetto.dev):
+    /// sched events as Perfetto's own, schedlab's decision events and markers as instants.
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
     /// Print the metrics as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -127,6 +131,16 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             .map_err(|e| format!("--trace {}: {e}", path.display()))?;
     }
 
+    if let Some(path) = &args.perfetto {
+        let file = std::fs::File::create(path).map_err(|e| format!("--perfetto {}: {e}", path.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        schedlab_trace::write_perfetto(&result.trace, &mut out)
+            .and_then(|()| std::io::Write::flush(&mut out))
+            .map_err(|e| format!("--perfetto {}: {e}", path.display()))?;
+    }
+    let specs = schedlab_sweep::measures::measure_specs(&scenario);
+    let measures: Vec<_> = specs.iter().map(|m| measure(&result.trace, m, result.end_ns)).collect();
+
     if args.json {
         let doc = serde_json::json!({
             "scenario": scenario.name,
@@ -139,6 +153,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             "metrics": metrics,
             "work_conservation": workcons,
             "attribution": attribution,
+            "measures": measures,
         });
         println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
         return Ok(());
@@ -178,6 +193,11 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     }
     println!();
     print!("{}", render_run_table(&metrics));
+    if !measures.is_empty() {
+        println!();
+        println!("measures  (from the scenario's [[measure]] tables)");
+        print!("{}", render_measures(&measures));
+    }
     let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
     if handoffs > 0 {
         let stalls = metrics.stalls.len();
@@ -227,6 +247,9 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     if let Some(path) = &args.trace {
         println!();
         println!("trace     {} ({} events, ftrace text)", path.display(), result.trace.events.len());
+    }
+    if let Some(path) = &args.perfetto {
+        println!("perfetto  {} (open at https://ui.perfetto.dev)", path.display());
     }
     Ok(())
 }

@@ -125,6 +125,38 @@ fn the_rt_probe_runs_and_shows_the_pi_boost() {
 }
 
 #[test]
+fn run_reports_the_scenarios_measures_in_text_and_json() {
+    let text = ok(&["run", "scenarios/rt-pi-push.toml", "--features", "RT_PUSH_IPI"]);
+    assert!(text.contains("measures  (from the scenario's [[measure]] tables)"), "{text}");
+    let line = text.lines().find(|l| l.starts_with("L resume")).unwrap();
+    assert!(line.contains("within 100.000 ms: 1/1") && line.contains("moved 1/1"), "{line}");
+
+    let json = ok(&["run", "scenarios/rt-pi-push.toml", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let m = &doc["measures"][0];
+    assert_eq!(m["name"], "L resume");
+    let wait = m["intervals_ns"][0].as_u64().unwrap();
+    assert!(wait > 1_400_000_000, "6.12 defaults: L waits the dwell, {wait} ns");
+    assert_eq!((m["timely"].as_u64(), m["moved"].as_u64()), (Some(0), Some(0)));
+}
+
+#[test]
+fn perfetto_file_holds_the_runs_events() {
+    let path = tmp("probe.pftrace");
+    let out =
+        ok(&["run", "scenarios/rt-pi-push.toml", "--features", "RT_PUSH_IPI", "--perfetto", path.to_str().unwrap()]);
+    assert!(out.contains(&format!("perfetto  {}", path.display())));
+    let bytes = std::fs::read(&path).unwrap();
+    // A Trace message: repeated field 1 (TracePacket), length-delimited.
+    assert_eq!(bytes[0], 0x0a);
+    let has = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
+    assert!(has("schedlab_rt_push: comm=L") && has("schedlab_rt_push_ipi: dst_cpu=1"), "decision events as instants");
+    assert!(has("6.12.0-schedlab"), "the system info packet that tells Perfetto how to read prev_state");
+    let e = err(&["run", "scenarios/rt-pi-push.toml", "--perfetto", "/nonexistent-dir/x.pftrace"]);
+    assert!(e.contains("--perfetto /nonexistent-dir/x.pftrace"), "{e}");
+}
+
+#[test]
 fn features_and_topologies_list_what_exists() {
     let f = ok(&["features"]);
     assert!(f.lines().any(|l| l.starts_with("DELAY_DEQUEUE") && l.contains(" on ") && l.contains("yes")), "{f}");
