@@ -1,6 +1,7 @@
 //! `schedlab`: the command line. It only parses arguments and wires the
 //! library crates together; every rule lives in a crate.
 
+mod analyze;
 mod run;
 mod sweep;
 
@@ -28,6 +29,9 @@ enum Cmd {
     /// Join the shard files of `schedlab sweep FILE --shard I/N --out DIR` and print
     /// the report the unsharded sweep prints.
     SweepMerge(sweep::MergeArgs),
+    /// Analyse a trace captured elsewhere (tracefs text or `trace-cmd report`): the
+    /// `schedlab run` report for the workload's threads, with lost events and skipped lines accounted for.
+    Analyze(analyze::AnalyzeArgs),
     /// List the sched_features the model knows, with each kernel profile's defaults.
     Features {
         /// Kernel profile whose defaults to show.
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => run::run(args),
         Cmd::Sweep(args) => sweep::sweep(args),
         Cmd::SweepMerge(args) => sweep::sweep_merge(args),
+        Cmd::Analyze(args) => analyze::analyze_trace(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies { name } => topologies(name.as_deref()),
     };

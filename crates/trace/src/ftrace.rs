@@ -94,6 +94,7 @@
 //! not know are counted and skipped. Anything else is an error naming the
 //! line and column.
 
+mod gaps;
 mod parse;
 mod payload;
 mod write;
@@ -103,7 +104,8 @@ mod tests;
 
 use std::fmt;
 
-pub use parse::{parse_ftrace, parse_ftrace_with, ParseOptions, ParseStats, ParsedTrace};
+pub use gaps::{drop_markers_across_gaps, gaps, Gap, GapDrops};
+pub use parse::{parse_ftrace, parse_ftrace_with, LostEvents, ParseOptions, ParseStats, ParsedTrace, TraceFormat};
 pub(crate) use payload::write_payload;
 pub use payload::{event_name, user_marker_text, user_op_name};
 pub use write::{format_line, header, write_ftrace, write_ftrace_with, WriteOptions};

@@ -1,4 +1,12 @@
 //! The reader: tracefs `trace` text and `trace-cmd report` text into a [`Trace`].
+//!
+//! Real captures are untidy, and the reader keeps going where a kernel
+//! developer would: lost-event markers are recorded with the stretch of time
+//! they leave uncovered ([`LostEvents`]), events this crate does not model
+//! are counted and skipped, `<...>` comms are ignored and a pid whose comm
+//! changed keeps the last one. Only a line that is not a trace line at all, or
+//! a known event whose payload does not parse, is an error (with its line and
+//! column).
 
 use std::collections::BTreeMap;
 
@@ -15,9 +23,49 @@ pub struct ParseOptions {
     pub objects: Vec<String>,
 }
 
+/// Which text layout the reader recognised. Every line is read by the same
+/// rules whatever the layout; this only says what the input looked like.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// `/sys/kernel/tracing/trace` or `trace_pipe`: latency flags after `[CPU]`.
+    #[default]
+    Tracefs,
+    /// `trace-cmd report`: `cpus=N` / `version = N` header lines, no flags
+    /// column, each line prefixed with the buffer name for an instance.
+    TraceCmdReport,
+}
+
+impl TraceFormat {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TraceFormat::Tracefs => "tracefs text",
+            TraceFormat::TraceCmdReport => "trace-cmd report",
+        }
+    }
+}
+
+/// A `CPU:N [LOST M EVENTS]` line: CPU N's ring buffer dropped M events
+/// between the CPU's last line before the marker and its first line after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LostEvents {
+    /// 1-based line number of the marker.
+    pub line: usize,
+    pub cpu: u32,
+    /// M; `None` for trace-cmd's `[EVENTS DROPPED]` without a count.
+    pub count: Option<u64>,
+    /// Timestamp of CPU N's last line before the marker (`None`: the loss is
+    /// at the start of the CPU's data, as when `trace_pipe` is read after the
+    /// buffer wrapped).
+    pub after_ts: Option<Nanos>,
+    /// Timestamp of CPU N's first line after the marker (`None`: none follows).
+    pub before_ts: Option<Nanos>,
+}
+
 /// What the reader saw besides events.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ParseStats {
+    /// The layout recognised.
+    pub format: TraceFormat,
     /// Lines in the input.
     pub lines: usize,
     /// Events produced.
@@ -34,6 +82,28 @@ pub struct ParseStats {
     pub lost_lines: usize,
     /// Sum of M over those lines.
     pub lost_events: u64,
+    /// Each of those lines, with the stretch of time it leaves uncovered.
+    pub lost: Vec<LostEvents>,
+    /// tracefs header `# entries-in-buffer/entries-written: B/W`: (B, W).
+    /// W > B means the oldest W − B events were overwritten (the buffer
+    /// wrapped), so each CPU's data starts at a different time.
+    pub entries: Option<(u64, u64)>,
+    /// `#P:N` or `cpus=N` from the header, when present.
+    pub header_cpus: Option<u32>,
+    /// Timestamp of each CPU's first line (any event, modelled or not).
+    pub cpu_first_ts: BTreeMap<u32, Nanos>,
+    /// Buffer (instance) names that prefixed `trace-cmd report` lines.
+    pub buffers: Vec<String>,
+    /// Pids whose payload comm changed during the trace (`prctl(PR_SET_NAME)`,
+    /// exec), with every name in order; the task table keeps the last.
+    pub renamed: BTreeMap<Pid, Vec<String>>,
+}
+
+impl ParseStats {
+    /// Events the header says were overwritten before the first one shown.
+    pub fn overwritten(&self) -> u64 {
+        self.entries.map_or(0, |(b, w)| w.saturating_sub(b))
+    }
 }
 
 /// A trace plus what the reader counted.
@@ -55,7 +125,8 @@ pub fn parse_ftrace(path: &str, text: &str) -> Result<Trace, TraceParseError> {
 /// prefix comm (which tracefs fills in at read time from `saved_cmdlines` and
 /// may be stale), and within each the last one seen wins. `<...>` and the idle
 /// task are never recorded. `tgid` comes from the `(TGID)` column when present,
-/// otherwise it is the pid itself.
+/// otherwise it is the pid itself. `nr_cpus` is the header's CPU count, raised
+/// to cover every CPU an event line names.
 pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<ParsedTrace, TraceParseError> {
     let mut stats = ParseStats::default();
     let mut events = Vec::new();
@@ -63,42 +134,68 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
     let mut payload_comms: BTreeMap<Pid, String> = BTreeMap::new();
     let mut prefix_comms: BTreeMap<Pid, String> = BTreeMap::new();
     let mut tgids: BTreeMap<Pid, Pid> = BTreeMap::new();
-    let mut header_cpus: Option<u32> = None;
     let mut max_cpu: Option<u32> = None;
+    // Per CPU: the last line's timestamp, and lost markers awaiting its next line.
+    let mut last_ts: BTreeMap<u32, Nanos> = BTreeMap::new();
+    let mut awaiting: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    let (mut with_flags, mut without_flags, mut trace_cmd_header) = (0usize, 0usize, false);
 
     for (i, raw) in text.lines().enumerate() {
         stats.lines += 1;
-        let line = raw.trim_end();
+        let full = raw.trim_end();
+        let (buffer, line) = split_buffer_name(full);
+        let base = full.len() - line.len();
         let t = line.trim_start();
-        let err = |off: usize, msg: String| TraceParseError {
-            path: path.to_string(),
-            line: i + 1,
-            col: line[..off.min(line.len())].chars().count() + 1,
-            message: msg,
+        let err = |off: usize, msg: String| {
+            let off = (base + off).min(full.len());
+            TraceParseError {
+                path: path.to_string(),
+                line: i + 1,
+                col: full.get(..off).unwrap_or(full).chars().count() + 1,
+                message: msg,
+            }
         };
         if t.is_empty() || t.starts_with('#') {
-            if let Some(p) = t.find("#P:") {
-                let d: String = t[p + 3..].chars().take_while(char::is_ascii_digit).collect();
-                header_cpus = d.parse().ok().or(header_cpus);
-            }
+            header_comment(t, &mut stats);
             stats.comment_lines += 1;
             continue;
         }
-        if let Some(lost) = lost_line(t) {
+        if let Some((cpu, count)) = lost_line(t) {
             stats.lost_lines += 1;
-            stats.lost_events += lost;
+            stats.lost_events += count.unwrap_or(0);
+            awaiting.entry(cpu).or_default().push(stats.lost.len());
+            let after_ts = last_ts.get(&cpu).copied();
+            stats.lost.push(LostEvents { line: i + 1, cpu, count, after_ts, before_ts: None });
             continue;
         }
         if let Some(n) = t.strip_prefix("cpus=") {
-            header_cpus = n.trim().parse().ok().or(header_cpus);
+            stats.header_cpus = n.trim().parse().ok().or(stats.header_cpus);
             stats.comment_lines += 1;
+            trace_cmd_header = true;
             continue;
         }
         if t.starts_with("version = ") || (t.starts_with("CPU ") && t.ends_with(" is empty")) {
             stats.comment_lines += 1;
+            trace_cmd_header = true;
             continue;
         }
         let pre = parse_prefix(line).map_err(|e| err(e.off, e.msg))?;
+        if let Some(b) = buffer {
+            if !stats.buffers.iter().any(|x| x == b) {
+                stats.buffers.push(b.to_string());
+            }
+        }
+        if pre.has_flags {
+            with_flags += 1;
+        } else {
+            without_flags += 1;
+        }
+        stats.cpu_first_ts.entry(pre.cpu).or_insert(pre.ts);
+        last_ts.insert(pre.cpu, pre.ts);
+        for k in awaiting.remove(&pre.cpu).unwrap_or_default() {
+            stats.lost[k].before_ts = Some(pre.ts);
+        }
+        max_cpu = max_cpu.max(Some(pre.cpu));
         if pre.pid != 0 && pre.comm != "<...>" && pre.comm != "<idle>" {
             prefix_comms.insert(pre.pid, pre.comm.to_string());
         }
@@ -120,9 +217,13 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
             continue;
         };
         for (pid, comm) in d.comms {
-            payload_comms.insert(pid, comm.to_string());
+            match payload_comms.insert(pid, comm.to_string()) {
+                Some(old) if old != comm => {
+                    stats.renamed.entry(pid).or_insert_with(|| vec![old]).push(comm.to_string())
+                }
+                _ => {}
+            }
         }
-        max_cpu = max_cpu.max(Some(pre.cpu));
         events.push(Event { ts: pre.ts, cpu: pre.cpu, ctx_pid: pre.pid, flags: pre.flags, kind: d.kind });
     }
 
@@ -132,20 +233,78 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
         table.tasks.insert(pid, TaskInfo { comm, tgid });
     }
     stats.events = events.len();
-    let nr_cpus = header_cpus.unwrap_or_else(|| max_cpu.map_or(0, |c| c + 1));
+    if trace_cmd_header || !stats.buffers.is_empty() || without_flags > with_flags {
+        stats.format = TraceFormat::TraceCmdReport;
+    }
+    // A header smaller than the CPUs actually seen (a hand-edited or merged
+    // file) must not make analysis index past its per-CPU tables.
+    let seen = max_cpu.map_or(0, |c| c.saturating_add(1));
+    let nr_cpus = stats.header_cpus.unwrap_or(0).max(seen);
     Ok(ParsedTrace { trace: Trace { table, nr_cpus, events }, stats })
 }
 
-/// `CPU:N [LOST M EVENTS]` (tracefs) or `CPU:N [M EVENTS DROPPED]` (trace-cmd): M.
-fn lost_line(t: &str) -> Option<u64> {
+/// `#P:N` and `entries-in-buffer/entries-written: B/W` from a `#` header line.
+fn header_comment(t: &str, stats: &mut ParseStats) {
+    let number = |s: &str| -> Option<u64> {
+        let n = s.bytes().take_while(u8::is_ascii_digit).count();
+        s[..n].parse().ok()
+    };
+    if let Some(p) = t.find("#P:") {
+        stats.header_cpus = number(&t[p + 3..]).and_then(|n| u32::try_from(n).ok()).or(stats.header_cpus);
+    }
+    const ENTRIES: &str = "entries-in-buffer/entries-written:";
+    if let Some(p) = t.find(ENTRIES) {
+        if let Some((b, w)) = t[p + ENTRIES.len()..].trim_start().split_once('/') {
+            if let (Some(b), Some(w)) = (number(b), number(w)) {
+                stats.entries = Some((b, w));
+            }
+        }
+    }
+}
+
+/// `trace-cmd report` prefixes each line of an instance's buffer with
+/// `NAME: ` at column 0, whereas an event line's comm is right-aligned in 16
+/// columns (comms have at most 15 characters) so it never starts there.
+/// Returns the name, if any, and the rest of the line.
+fn split_buffer_name(line: &str) -> (Option<&str>, &str) {
+    if line.is_empty() || line.starts_with(char::is_whitespace) {
+        return (None, line);
+    }
+    let tok_end = line.find(char::is_whitespace).unwrap_or(line.len());
+    let Some(name) = line[..tok_end].strip_suffix(':') else { return (None, line) };
+    if name.is_empty() || name.starts_with("CPU") || tok_end == line.len() {
+        return (None, line);
+    }
+    let rest = &line[tok_end..];
+    // Only when the rest is itself a line this reader understands.
+    if lost_line(rest.trim_start()).is_some() || parse_prefix(rest).is_ok() {
+        (Some(name), rest)
+    } else {
+        (None, line)
+    }
+}
+
+/// `CPU:N [LOST M EVENTS]` (tracefs), `CPU:N [M EVENTS DROPPED]` or
+/// `CPU:N [EVENTS DROPPED]` (trace-cmd, count unknown): N and M.
+fn lost_line(t: &str) -> Option<(u32, Option<u64>)> {
     let rest = t.strip_prefix("CPU:")?;
     let open = rest.find('[')?;
-    if !rest[..open].trim().bytes().all(|b| b.is_ascii_digit()) || !t.ends_with(']') || !rest.contains("EVENTS") {
+    let cpu = rest[..open].trim();
+    if cpu.is_empty() || !cpu.bytes().all(|b| b.is_ascii_digit()) || !rest.ends_with(']') {
         return None;
     }
-    let inner = rest[open + 1..].trim_start_matches("LOST").trim_start();
-    let digits: String = inner.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
+    let cpu = cpu.parse().ok()?;
+    let inner = rest[open + 1..rest.len() - 1].trim();
+    if inner == "EVENTS DROPPED" {
+        return Some((cpu, None));
+    }
+    let inner = inner.strip_prefix("LOST").map_or(inner, str::trim_start);
+    let digits = inner.bytes().take_while(u8::is_ascii_digit).count();
+    let tail = inner[digits..].trim();
+    if digits == 0 || !(tail == "EVENTS" || tail == "EVENTS DROPPED") {
+        return None;
+    }
+    Some((cpu, Some(inner[..digits].parse().ok()?)))
 }
 
 struct Prefix<'a> {
@@ -154,6 +313,8 @@ struct Prefix<'a> {
     tgid: Option<Pid>,
     cpu: u32,
     flags: [u8; 5],
+    /// Whether the line had a latency-flags column (tracefs has; `trace-cmd report` by default not).
+    has_flags: bool,
     ts: Nanos,
     event: Option<EventText<'a>>,
 }
@@ -188,7 +349,9 @@ fn parse_prefix(line: &str) -> Result<Prefix<'_>, PErr> {
         match parse_right(line, after + digits + 1) {
             Ok((flags, ts, event)) => {
                 let (comm, pid, tgid) = left;
-                return Ok(Prefix { comm, pid, tgid, cpu, flags, ts, event });
+                let has_flags = flags.is_some();
+                let flags = flags.unwrap_or(*b".....");
+                return Ok(Prefix { comm, pid, tgid, cpu, flags, has_flags, ts, event });
             }
             Err(e) => {
                 right_err.get_or_insert(e);
@@ -249,9 +412,12 @@ fn timestamp(t: &str) -> Option<Nanos> {
 }
 
 /// After `[CPU]`: optional flags, `TIMESTAMP:`, then `name: payload`.
-fn parse_right(line: &str, off: usize) -> Result<([u8; 5], Nanos, Option<EventText<'_>>), PErr> {
+/// The latency flags (absent in `trace-cmd report`), timestamp and event of a line.
+type RightSide<'a> = (Option<[u8; 5]>, Nanos, Option<EventText<'a>>);
+
+fn parse_right(line: &str, off: usize) -> Result<RightSide<'_>, PErr> {
     let mut p = skip_ws(line, off);
-    let mut flags = *b".....";
+    let mut flags = None;
     let first = tok_at(line, p);
     let is_ts = |t: &str| t.strip_suffix(':').is_some_and(|x| timestamp(x).is_some());
     if !is_ts(first) {
@@ -262,7 +428,9 @@ fn parse_right(line: &str, off: usize) -> Result<([u8; 5], Nanos, Option<EventTe
                 msg: "expected latency flags like `d..2.` or a timestamp `SECS.USECS:`".into(),
             });
         }
-        flags[..b.len()].copy_from_slice(b);
+        let mut f = *b".....";
+        f[..b.len()].copy_from_slice(b);
+        flags = Some(f);
         p = skip_ws(line, p + first.len());
     }
     let tst = tok_at(line, p);
