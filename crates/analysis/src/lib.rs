@@ -22,6 +22,7 @@
 
 mod attribution;
 mod causes;
+mod diff;
 mod handoff;
 mod measure;
 mod narrative;
@@ -40,6 +41,11 @@ use serde::Serialize;
 pub use attribution::{attribute_stalls, AttributionOptions};
 pub use causes::{
     Attribution, Cause, CauseRow, Component, CpuArrival, CpuIdle, Part, PreemptCheck, StallStory, WakeDecision,
+};
+pub use diff::{
+    cpu_states, describe_event, diff_traces, drift_rows, first_divergence, is_decision, render_cpu_state,
+    render_divergence, render_drift, same_step, CpuState, DiffLine, DiffOptions, Divergence, DivergentSide, DriftRow,
+    NextDecision, TaskOnCpu, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT,
 };
 pub use handoff::Stall;
 pub use measure::{measure, render_measures, MarkerSpec, MeasureResult, MeasureSpec};

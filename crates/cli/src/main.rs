@@ -2,6 +2,7 @@
 //! library crates together; every rule lives in a crate.
 
 mod analyze;
+mod diff;
 mod run;
 mod sweep;
 
@@ -29,6 +30,9 @@ enum Cmd {
     /// Join the shard files of `schedlab sweep FILE --shard I/N --out DIR` and print
     /// the report the unsharded sweep prints.
     SweepMerge(sweep::MergeArgs),
+    /// Run a scenario and seed under two settings (--a, --b) and show the first scheduler
+    /// decision where the runs diverge, the CPUs involved, and how far the runs drift apart.
+    Diff(diff::DiffArgs),
     /// Analyse a trace captured elsewhere (tracefs text or `trace-cmd report`): the
     /// `schedlab run` report for the workload's threads, with lost events and skipped lines accounted for.
     Analyze(analyze::AnalyzeArgs),
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => run::run(args),
         Cmd::Sweep(args) => sweep::sweep(args),
         Cmd::SweepMerge(args) => sweep::sweep_merge(args),
+        Cmd::Diff(args) => diff::diff(args),
         Cmd::Analyze(args) => analyze::analyze_trace(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies { name } => topologies(name.as_deref()),

@@ -1,0 +1,188 @@
+//! `schedlab diff` end to end on the seed scenarios: where two settings part
+//! ways, read off the two runs' traces (`schedlab run ... --trace`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn schedlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = schedlab(args);
+    assert!(out.status.success(), "schedlab {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn err(args: &[&str]) -> String {
+    let out = schedlab(args);
+    assert!(!out.status.success(), "schedlab {args:?} should fail");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// The lines of `text` after the line starting with `head`, up to the next blank line.
+fn section<'a>(text: &'a str, head: &str) -> Vec<&'a str> {
+    text.lines().skip_while(|l| !l.starts_with(head)).skip(1).take_while(|l| !l.is_empty()).collect()
+}
+
+const ASYM: [&str; 8] =
+    ["diff", "scenarios/asym_min.toml", "--a", "DELAY_DEQUEUE", "--b", "NO_DELAY_DEQUEUE", "--duration", "600ms"];
+
+#[test]
+fn asym_min_diverges_where_delay_dequeue_keeps_worker_1_queued() {
+    let out = ok(&ASYM);
+    // At 0.544194 worker-1 ends a burst on CPU 6, where worker-0 was just
+    // woken behind it, and blocks ineligible: A leaves it sched_delayed, B
+    // dequeues it. Both then switch to worker-0.
+    assert!(out.contains("first divergence at 0.544194 s: event #15629"), "{out}");
+    let a = section(&out, "A from the divergence on");
+    assert!(a[0].starts_with(">>") && a[0].contains("schedlab_delayed: comm=worker-1 pid=1002 what=delayed"), "{out}");
+    let b = section(&out, "B from the divergence on");
+    assert!(b[0]
+        .contains("sched_switch: prev_comm=worker-1 prev_pid=1002 prev_prio=120 prev_state=S ==> next_comm=worker-0"));
+    let what = section(&out, "what differs");
+    assert!(
+        what[0].starts_with("  A (decision): dequeue_entity() left worker-1 queued as sched_delayed on CPU 6"),
+        "{out}"
+    );
+    assert_eq!(what[1], "  B (event): __schedule() on CPU 6: worker-1 blocks, worker-0 runs");
+    // 10 us later the waker wakes worker-1: in place behind worker-0 on CPU 6
+    // (A) or onto idle CPU 7 (B): the seed's stall.
+    let next = section(&out, "next differing decisions");
+    let at = next.iter().position(|l| *l == "  worker-1 (1002) wakeup:").expect("worker-1's wakeup pair");
+    assert_eq!(
+        next[at + 1],
+        "    A 0.544204: ttwu_runnable() requeued worker-1 in place (sched_delayed) on CPU 6, no select_task_rq()"
+    );
+    assert_eq!(
+        next[at + 2],
+        "    B 0.544204: select_task_rq() chose CPU 7 for worker-1, queued on its wakelist (ttwu_queue_wakelist)"
+    );
+    let cpus = section(&out, "CPUs involved");
+    assert!(
+        cpus.contains(&"  CPU 6   running worker-1 (1002) for 186.7 us; waiting: worker-0 (1001) woken for 186.7 us")
+    );
+    assert!(cpus.contains(&"  CPU 7   idle for 188.7 us; waiting: none"), "{out}");
+    // The drift table has a row per workload thread; A stalls, B does not.
+    let drift = section(&out, "drift:");
+    assert_eq!(drift.len(), 5, "{out}");
+    assert!(drift[2].starts_with("worker-0  1001"), "{out}");
+    assert!(out.contains("stalls    A: 2 of 1179 handoffs"), "{out}");
+}
+
+#[test]
+fn asym_min_does_not_diverge_in_its_first_200ms() {
+    let mut args = ASYM.to_vec();
+    args[7] = "200ms";
+    let out = ok(&args);
+    assert!(
+        out.contains(
+            "no divergence: both runs emit the same 5733 events; the setting made no difference for seed 1 and 0.200 s"
+        ),
+        "{out}"
+    );
+    // The same settings twice are reported as such.
+    let out = ok(&["diff", "scenarios/asym_min.toml", "--a", "", "--b", "defaults", "--duration", "50ms"]);
+    assert!(out.contains("A and B resolve to the same kernel settings"), "{out}");
+    assert!(out.contains("no divergence"), "{out}");
+}
+
+#[test]
+fn rt_pi_push_diverges_at_w_blocking_pull_vs_push_ipi() {
+    let out = ok(&[
+        "diff",
+        "scenarios/rt-pi-push.toml",
+        "--a",
+        "NO_RT_PUSH_IPI",
+        "--b",
+        "RT_PUSH_IPI",
+        "--duration",
+        "100ms",
+        "--context",
+        "2",
+    ]);
+    // W posts t_w at 25.010 ms and blocks on M, boosting L; going idle, CPU 2
+    // pulls directly (A) or asks CPU 1 to push by IPI (B).
+    assert!(out.contains("first divergence at 0.025010 s"), "{out}");
+    let before = section(&out, "last 2 common events");
+    assert_eq!(before.len(), 2);
+    assert!(before[1].contains("schedlab_rt_prio_changed: comm=L pid=1002 oldprio=89 newprio=9"), "{out}");
+    assert!(
+        section(&out, "A from")[0].contains("W-1004    [002] d..2.     0.025010: schedlab_rt_pull: src_cpu=1 comm=L")
+    );
+    assert!(section(&out, "B from")[0].contains("0.025010: schedlab_rt_push_ipi: dst_cpu=1 first=1"), "{out}");
+    let what = section(&out, "what differs");
+    assert!(
+        what[0].starts_with("  A (decision): pull_rt_task() on CPU 2 passed over L on CPU 1: not allowed"),
+        "{out}"
+    );
+    assert!(what[1].starts_with("  B (decision): tell_cpu_to_push(): CPU 2 asks CPU 1 to push by IPI"), "{out}");
+    assert!(out.contains("    B 0.025040: push_rt_task() for CPU 1 pushed L to CPU 3"), "{out}");
+    // L has waited on CPU 1 behind X since X took the CPU at 5 ms.
+    let cpus = section(&out, "CPUs involved");
+    assert_eq!(
+        cpus,
+        vec![
+            "  CPU 1   running X (1003) for 20.010 ms; waiting: L (1002) preempted for 20.010 ms",
+            "  CPU 2   running W (1004) for 10.0 us; waiting: none",
+            "  CPU 3   running R (1001) for 25.010 ms; waiting: none",
+        ]
+    );
+    // The scenario's measure: L resumes at once only with the push IPI.
+    let measures = section(&out, "measures");
+    assert!(measures[0].contains("A  L resume") && measures[0].contains("within 100.000 ms: 0/1"), "{out}");
+    assert!(measures[1].contains("B  L resume") && measures[1].contains("within 100.000 ms: 1/1"), "{out}");
+}
+
+#[test]
+fn json_carries_the_divergence_and_the_drift() {
+    let mut args = ASYM.to_vec();
+    args.push("--json");
+    let doc: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    let d = &doc["divergence"];
+    assert_eq!(d["index"], 15629);
+    assert_eq!(d["ts"], 544_194_662u64);
+    assert!(d["a"]["event"]["line"].as_str().unwrap().contains("schedlab_delayed"), "{d}");
+    assert_eq!(d["a"]["event"]["decision"], true);
+    assert_eq!(d["cpus"].as_array().unwrap().iter().map(|c| c["cpu"].as_u64().unwrap()).collect::<Vec<_>>(), [6, 7]);
+    assert_eq!(doc["a"]["features_changed"], serde_json::json!([]));
+    assert_eq!(doc["b"]["features_changed"], serde_json::json!(["NO_DELAY_DEQUEUE"]));
+    assert_eq!(doc["drift"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn bad_settings_are_errors_naming_the_flag() {
+    let e = err(&["diff", "scenarios/asym_min.toml", "--a", "NO_DELAY_DEQUEUE,FOO"]);
+    assert!(e.contains("--a NO_DELAY_DEQUEUE,FOO: unknown sched feature `FOO`"), "{e}");
+    let e = err(&["diff", "scenarios/asym_min.toml", "--b", "itmt=yes"]);
+    assert!(e.contains("--b itmt=yes: `itmt=yes`: expected itmt=0 or itmt=1"), "{e}");
+    let e = err(&["diff", "scenarios/asym_min.toml", "--b", "kernel=4.19"]);
+    assert!(e.contains("unknown kernel profile `4.19`"), "{e}");
+    let e = err(&["diff", "scenarios/no-such.toml"]);
+    assert!(e.contains("no-such.toml"), "{e}");
+    let e = err(&["diff", "scenarios/asym_min.toml", "--duration", "soon"]);
+    assert!(e.contains("--duration"), "{e}");
+}
+
+#[test]
+fn itmt_off_removes_the_asym_packing_pull_to_cpu_6() {
+    let out = ok(&["diff", "scenarios/asym_min.toml", "--b", "itmt=0", "--duration", "50ms"]);
+    assert!(out.contains("B         itmt=0: kernel mainline, ITMT off, features: defaults"), "{out}");
+    // With ITMT the idle load balancer (on CPU 0) asks the stopper on CPU 4
+    // to push worker-0 to CPU 6, the highest-priority core; without it
+    // nothing happens then.
+    assert!(out.contains("first divergence at 0.016003 s"), "{out}");
+    let what = section(&out, "what differs");
+    assert_eq!(
+        what[0],
+        "  A (decision): need_active_balance(): the stopper on CPU 4 is queued to push a task to CPU 6"
+    );
+    assert!(what[1].starts_with("  B: nothing at 0.016003; next, at 0.016220 (event): worker-0 writes the marker"));
+    assert!(out.contains("    A 0.016006: active_load_balance_cpu_stop moved worker-0 from CPU 4 to CPU 6"), "{out}");
+}
