@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// sched events as Perfetto's own, schedlab's decision events and markers as instants.
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
+    /// Write SVG plots to DIR: handoff-cdf.svg (one curve per wakee thread group) and
+    /// stall-1.svg … stall-N.svg (per-CPU occupancy around the first N of --stalls).
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
     /// Print the metrics as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -120,7 +124,11 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     );
     let attribution = attribute_stalls(
         &result.trace,
-        &AttributionOptions { stall_threshold_ns: scenario.stall_threshold_ns, end_ts: Some(result.end_ns), allowed },
+        &AttributionOptions {
+            stall_threshold_ns: scenario.stall_threshold_ns,
+            end_ts: Some(result.end_ns),
+            allowed: allowed.clone(),
+        },
     );
     debug_assert_eq!(attribution.stalls.len(), metrics.stalls.len());
 
@@ -138,6 +146,26 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             .and_then(|()| std::io::Write::flush(&mut out))
             .map_err(|e| format!("--perfetto {}: {e}", path.display()))?;
     }
+    let plots = match &args.plot {
+        Some(dir) => schedlab_plot::write_run_plots(
+            dir,
+            &schedlab_plot::RunPlots {
+                title: format!("{}: handoff latency per wakee thread group (seed {})", scenario.name, result.seed),
+                trace: &result.trace,
+                metrics: &metrics,
+                stalls: &attribution.stalls,
+                groups: scenario
+                    .threads
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.group.clone()))
+                    .collect(),
+                allowed: &allowed,
+                max_stalls: args.stalls,
+            },
+        )?,
+        None => Vec::new(),
+    };
     let specs = schedlab_sweep::measures::measure_specs(&scenario);
     let measures: Vec<_> = specs.iter().map(|m| measure(&result.trace, m, result.end_ns)).collect();
 
@@ -250,6 +278,10 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     }
     if let Some(path) = &args.perfetto {
         println!("perfetto  {} (open at https://ui.perfetto.dev)", path.display());
+    }
+    if let Some(dir) = &args.plot {
+        let stall_plots = plots.len() - 1;
+        println!("plots     {}: {} SVG files (handoff-cdf.svg, {stall_plots} stall plots)", dir.display(), plots.len());
     }
     Ok(())
 }

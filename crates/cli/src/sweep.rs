@@ -52,6 +52,9 @@ pub struct SweepArgs {
     /// Do not run: merge the shard files in DIR, which must come from this file and options.
     #[arg(long, value_name = "DIR")]
     pub merge: Option<PathBuf>,
+    /// Write DIR/handoff-cdf.svg: the handoff latency CDF, one curve per setting (all rounds pooled).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["merge", "shard"])]
+    pub plot: Option<PathBuf>,
     /// Leave out the closing wall-time line, so that outputs compare byte for byte.
     #[arg(long)]
     pub no_timing: bool,
@@ -117,6 +120,11 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let result = pool.install(|| run_sweep(&sweep, &|p| bar.update(p)));
     bar.finish();
     let result = result.map_err(|e| e.to_string())?;
+    if let Some(dir) = &args.plot {
+        for path in schedlab_plot::write_sweep_plots(dir, &result)? {
+            eprintln!("wrote {}", path.display());
+        }
+    }
     let timing = (!args.no_timing).then(|| timing(sweep.jobs()));
     print(&result, sweep.ab.as_ref(), &args.output, timing)
 }
