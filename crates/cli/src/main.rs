@@ -2,6 +2,7 @@
 //! library crates together; every rule lives in a crate.
 
 mod analyze;
+mod bench;
 mod diff;
 mod run;
 mod sweep;
@@ -36,6 +37,9 @@ enum Cmd {
     /// Analyse a trace captured elsewhere (tracefs text or `trace-cmd report`): the
     /// `schedlab run` report for the workload's threads, with lost events and skipped lines accounted for.
     Analyze(analyze::AnalyzeArgs),
+    /// Measure the simulator: events per wall second, simulated/wall time for asym_min,
+    /// rt-pi-push and schbench-spr, the seed-000 sweep's wall time, peak RSS (median of --reps).
+    Bench(bench::BenchArgs),
     /// List the sched_features the model knows, with each kernel profile's defaults.
     Features {
         /// Kernel profile whose defaults to show.
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Cmd::SweepMerge(args) => sweep::sweep_merge(args),
         Cmd::Diff(args) => diff::diff(args),
         Cmd::Analyze(args) => analyze::analyze_trace(args),
+        Cmd::Bench(args) => bench::bench(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies { name } => topologies(name.as_deref()),
     };

@@ -226,6 +226,13 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         println!("measures  (from the scenario's [[measure]] tables)");
         print!("{}", render_measures(&measures));
     }
+    if let Some(sb) = &scenario.schbench {
+        if let Some(report) = schedlab_analysis::schbench_report(&result.trace, result.end_ns) {
+            println!();
+            println!("schbench  {} (its own metrics, as it prints them)", sb.command_line());
+            print!("{}", report.render());
+        }
+    }
     let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
     if handoffs > 0 {
         let stalls = metrics.stalls.len();

@@ -152,8 +152,10 @@ pub(crate) fn build(
         }
     };
 
+    let no_threads = Spanned::new(0..0, Vec::new());
     let threads_raw = match &raw.thread {
         Some(t) if !t.get_ref().is_empty() => t,
+        None if raw.schbench.is_some() => &no_threads,
         Some(t) => return Err(ctx.err(t, "no threads: expected at least one [[thread]] table")),
         None => return Err(ctx.at(0, "no threads: expected at least one [[thread]] table")),
     };
@@ -187,6 +189,30 @@ pub(crate) fn build(
             line: g.line,
         });
     }
+
+    // The [schbench] generator's threads follow the [[thread]] tables.
+    let schbench = match &raw.schbench {
+        Some(t) => {
+            let at = t.span().start;
+            let first = threads.len();
+            let mut intern = |name: &str, kind| objects.intern(ctx, name, kind, "schbench", at);
+            let (spec, extra) = crate::schbench::expand(ctx, t, &topology, first, &mut intern)?;
+            for th in extra {
+                if let Some(other) = threads.iter().find(|o| o.name == th.name) {
+                    return Err(ctx.at(
+                        at,
+                        format!("[schbench] names a thread `{}`, which thread `{}` already has", th.name, other.group),
+                    ));
+                }
+                let op_sites = vec![OpSite { at, name: None, binding: None }; th.program.ops.len()];
+                sites.push(ThreadSites { ops: op_sites, repeat_at: None, name_at: at });
+                threads.push(th);
+            }
+            Some(spec)
+        }
+        None => None,
+    };
+    let duration_ns = duration_ns.or(schbench.as_ref().map(|s| s.runtime_ns));
 
     if let Some(table) = &raw.mutex {
         for (key, opts) in table {
@@ -230,6 +256,7 @@ pub(crate) fn build(
         objects: objects.specs,
         threads,
         measures,
+        schbench,
     };
     validate::check(ctx, &scenario, &sites)?;
     Ok(scenario)
@@ -611,6 +638,7 @@ fn kind_name(k: &ObjKind) -> &'static str {
         ObjKind::Eventfd => "an eventfd",
         ObjKind::Flag => "a flag",
         ObjKind::Mutex { .. } => "a mutex",
+        ObjKind::WakeList => "a wake list",
     }
 }
 

@@ -29,6 +29,8 @@ pub(crate) struct RawScenario {
     pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
     pub thread: Option<Spanned<Vec<Spanned<RawThread>>>>,
     pub measure: Option<Vec<Spanned<crate::measure::RawMeasure>>>,
+    /// `[schbench]`: the built-in schbench generator.
+    pub schbench: Option<Spanned<crate::schbench::RawSchbench>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -95,9 +95,11 @@ mod file;
 mod measure;
 mod validate;
 mod values;
+pub mod schbench;
 
 pub use build::{DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS};
 pub use measure::{Marker, MarkerOp, Measure};
+pub use schbench::Schbench;
 
 /// Kernel activity the simulator adds besides the workload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -155,6 +157,10 @@ pub enum ObjKind {
     Flag,
     /// A pthread mutex (plain now; PI with `pi = true` once the RT class lands).
     Mutex { pi: bool },
+    /// A lock-free list of eventfds to post (schbench's `xlist`): `list_add`
+    /// pushes, `wake_list` takes them all. Only the `[schbench]` generator
+    /// creates these.
+    WakeList,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,6 +217,21 @@ pub enum Op {
     },
     /// `sched_yield()`.
     Yield,
+    /// Push eventfd `efd` onto wake list `list` (schbench's `xlist_add()`:
+    /// a CAS, no syscall).
+    ListAdd {
+        list: ObjRef,
+        efd: ObjRef,
+    },
+    /// Take every eventfd on `list` (`xlist_splice()`, newest first), mark
+    /// the instant once (the `post` marker on the list: schbench's one
+    /// shared `gettimeofday()` per list run), then for each: `cost_ns` of
+    /// CPU work (the futex syscall), a post (a `signal` of 1, waking its
+    /// waiter). schbench's `xlist_wake_all()`.
+    WakeList {
+        list: ObjRef,
+        cost_ns: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,6 +307,9 @@ pub struct Scenario {
     pub threads: Vec<ThreadSpec>,
     /// `[[measure]]` latencies between workload markers.
     pub measures: Vec<Measure>,
+    /// The `[schbench]` generator's parameters, when the file has one (its
+    /// threads are in `threads`).
+    pub schbench: Option<Schbench>,
 }
 
 impl Scenario {

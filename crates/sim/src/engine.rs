@@ -98,6 +98,8 @@ pub(crate) struct Engine<'a> {
     pub check_invariants: bool,
     pub end: Option<u64>,
     pub error: Option<String>,
+    /// Emit the workload's markers even when the kernel's tracing is off.
+    pub user_trace: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -140,7 +142,7 @@ impl<'a> Engine<'a> {
 
     fn user_event(&mut self, cpu: usize, thread: usize, op: UserOp) {
         self.drain();
-        if self.kernel.trace {
+        if self.kernel.trace || self.user_trace {
             let pid = self.pid_of(thread);
             self.events.push(Event {
                 ts: self.now,
@@ -189,7 +191,7 @@ impl<'a> Engine<'a> {
         let thread = &self.threads[th];
         let ops = &self.scenario.threads[thread.spec].program.ops;
         match ops.get(thread.pc) {
-            Some(Op::Run { .. }) if thread.run_started => {
+            Some(Op::Run { .. } | Op::WakeList { .. }) if thread.run_started => {
                 let rate = self.cpus[cpu].rate.max(1);
                 let ns = thread.remaining.div_ceil(rate);
                 self.queue.push(self.now + ns, Ev::CpuWork { cpu, gen });
@@ -388,19 +390,55 @@ impl<'a> Engine<'a> {
                 &Op::Signal { ref efd, count } => {
                     let Some(id) = resolve(efd, polled) else { return self.bad_ref(th) };
                     self.threads[th].pc += 1;
-                    self.user_event(cpu, th, UserOp::Signal { obj: id });
-                    let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
-                    *counter += count;
-                    let mut woken = std::mem::take(waiters);
-                    for &w in &woken {
-                        self.wake(w, cpu);
+                    self.signal(cpu, th, id, count);
+                    self.preempt_point(cpu);
+                }
+                Op::ListAdd { list, efd } => {
+                    let (Some(list), Some(efd)) = (resolve(list, polled), resolve(efd, polled)) else {
+                        return self.bad_ref(th);
+                    };
+                    self.threads[th].pc += 1;
+                    if let ObjState::WakeList { entries } = &mut self.objects[list as usize] {
+                        entries.push(efd);
                     }
-                    woken.clear();
-                    if let ObjState::Eventfd { waiters, .. } = &mut self.objects[id as usize] {
-                        if waiters.is_empty() {
-                            *waiters = woken; // give the buffer back
+                }
+                &Op::WakeList { ref list, cost_ns } => {
+                    let Some(list) = resolve(list, polled) else { return self.bad_ref(th) };
+                    if self.threads[th].wake_pos.is_none() {
+                        // xlist_splice() returns the newest entry first; one
+                        // timestamp stands for the whole list run.
+                        let thread = &mut self.threads[th];
+                        let mut batch = std::mem::take(&mut thread.wake_batch);
+                        batch.clear();
+                        if let ObjState::WakeList { entries } = &mut self.objects[list as usize] {
+                            std::mem::swap(entries, &mut batch);
                         }
+                        batch.reverse();
+                        let thread = &mut self.threads[th];
+                        thread.wake_batch = batch;
+                        thread.wake_pos = Some(0);
+                        self.user_event(cpu, th, UserOp::Post { obj: list });
                     }
+                    let thread = &mut self.threads[th];
+                    let pos = thread.wake_pos.unwrap_or(0);
+                    let Some(&efd) = thread.wake_batch.get(pos) else {
+                        thread.wake_pos = None;
+                        thread.pc += 1;
+                        continue;
+                    };
+                    // The futex syscall's CPU time, then the post.
+                    if cost_ns > 0 && !thread.run_started {
+                        thread.remaining = cost_ns * UNITS_PER_NS;
+                        thread.run_started = true;
+                        self.cpus[cpu].exec_from = self.now;
+                    }
+                    if self.threads[th].remaining > 0 {
+                        return self.replan(cpu);
+                    }
+                    let thread = &mut self.threads[th];
+                    thread.run_started = false;
+                    thread.wake_pos = Some(pos + 1);
+                    self.signal(cpu, th, efd, 1);
                     self.preempt_point(cpu);
                 }
                 Op::Post { flag } => {
@@ -496,6 +534,24 @@ impl<'a> Engine<'a> {
                     self.drain();
                     self.do_schedule(cpu, false);
                 }
+            }
+        }
+    }
+
+    /// `write()` of `count` to eventfd `id` by thread `th` on `cpu`: the
+    /// `signal` marker, then every waiter is woken (no preemption point).
+    fn signal(&mut self, cpu: usize, th: usize, id: u32, count: u64) {
+        self.user_event(cpu, th, UserOp::Signal { obj: id });
+        let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
+        *counter += count;
+        let mut woken = std::mem::take(waiters);
+        for &w in &woken {
+            self.wake(w, cpu);
+        }
+        woken.clear();
+        if let ObjState::Eventfd { waiters, .. } = &mut self.objects[id as usize] {
+            if waiters.is_empty() {
+                *waiters = woken; // give the buffer back
             }
         }
     }

@@ -98,6 +98,29 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
 
 /// Simulate `scenario` and return its trace and outcome.
 pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, SimError> {
+    simulate_inner(scenario, opts, None, true)
+}
+
+/// Simulate `scenario`, handing every trace event to `sink` as it happens
+/// instead of keeping it (`SimResult::trace.events` comes back empty): for
+/// runs whose trace would not fit in memory (schbench: ~3 M requests per
+/// simulated second). With `kernel_events` false the kernel model emits no
+/// tracepoints at all (cheaper), and only the workload's markers reach `sink`.
+pub fn simulate_streaming(
+    scenario: &Scenario,
+    opts: &SimOptions,
+    sink: &mut dyn FnMut(&schedlab_trace::Event),
+    kernel_events: bool,
+) -> Result<SimResult, SimError> {
+    simulate_inner(scenario, opts, Some(sink), kernel_events)
+}
+
+fn simulate_inner(
+    scenario: &Scenario,
+    opts: &SimOptions,
+    mut sink: Option<&mut dyn FnMut(&schedlab_trace::Event)>,
+    kernel_events: bool,
+) -> Result<SimResult, SimError> {
     let topo = opts.topology.clone().unwrap_or_else(|| scenario.topology.clone());
     let seed = opts.seed.unwrap_or(scenario.seed);
     let with_background;
@@ -125,7 +148,7 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         features,
         topology: topo.clone(),
         preempt,
-        trace: true,
+        trace: kernel_events,
         seed,
     });
     if let Some(us) = scenario.sched_rt_runtime_us {
@@ -207,6 +230,7 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
         check_invariants: check,
         end: duration,
         error: None,
+        user_trace: true,
     };
     for (i, delay) in starts.iter().enumerate() {
         engine.queue.push(*delay, Ev::Start(i));
@@ -225,6 +249,16 @@ pub fn simulate(scenario: &Scenario, opts: &SimOptions) -> Result<SimResult, Sim
     let mut steps = 0u64;
     while engine.step() {
         steps += 1;
+        if let Some(sink) = sink.as_mut() {
+            for e in engine.events.drain(..) {
+                sink(&e);
+            }
+        }
+    }
+    if let Some(sink) = sink.as_mut() {
+        for e in engine.events.drain(..) {
+            sink(&e);
+        }
     }
     if let Some(e) = engine.error.take() {
         return Err(SimError::Model(e));

@@ -14,6 +14,8 @@ pub enum ObjState {
     /// A mutex: owner thread and FIFO waiters. Unlock hands the lock to the
     /// first waiter directly (a simplification of futex wake + retry).
     Mutex { owner: Option<usize>, waiters: Vec<usize>, pi: bool },
+    /// schbench's `xlist`: eventfds pushed by `list_add`, oldest first.
+    WakeList { entries: Vec<ObjId> },
 }
 
 impl ObjState {
@@ -22,6 +24,7 @@ impl ObjState {
             ObjKind::Eventfd => ObjState::Eventfd { counter: 0, waiters: Vec::new() },
             ObjKind::Flag => ObjState::Flag { posted_at: None },
             ObjKind::Mutex { pi } => ObjState::Mutex { owner: None, waiters: Vec::new(), pi },
+            ObjKind::WakeList => ObjState::WakeList { entries: Vec::new() },
         }
     }
 }
@@ -55,6 +58,10 @@ pub struct Thread {
     pub finished: bool,
     /// CPU it last executed on (for the cache-cold penalty).
     pub last_cpu: Option<usize>,
+    /// A `wake_list` in progress: the spliced eventfds, in wake order, and
+    /// how many have been posted (the buffer is reused between runs).
+    pub wake_batch: Vec<ObjId>,
+    pub wake_pos: Option<usize>,
 }
 
 impl Thread {
@@ -72,6 +79,8 @@ impl Thread {
             started: false,
             finished: false,
             last_cpu: None,
+            wake_batch: Vec::new(),
+            wake_pos: None,
         }
     }
 }

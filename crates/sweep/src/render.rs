@@ -357,11 +357,33 @@ pub fn render(r: &SweepResult) -> String {
             push_line(&mut out, &format!("note      {n}"));
         }
     }
+    out.push_str(&render_schbench_rps(r));
     for s in r.settings.iter().filter(|s| s.breakdown) {
         out.push('\n');
         out.push_str(&render_breakdown(r, s));
         out.push('\n');
         out.push_str(&render_burst_starts(s));
+    }
+    out
+}
+
+/// `[schbench]` sweeps: schbench's `average rps` per run, one line per
+/// setting and run as seed 004 lists them, then the setting's mean.
+pub fn render_schbench_rps(r: &SweepResult) -> String {
+    if !r.settings.iter().any(|s| s.runs.iter().any(|x| x.schbench_rps.is_some())) {
+        return String::new();
+    }
+    let width = r.settings.iter().map(|s| s.name.len()).max().unwrap_or(7).max(7);
+    let mut out = String::from("\nschbench average rps per run\n");
+    for s in &r.settings {
+        let rps: Vec<f64> = s.runs.iter().filter_map(|x| x.schbench_rps).collect();
+        for (x, v) in s.runs.iter().zip(&rps) {
+            out.push_str(&format!("{:<width$}  run {}: average rps: {v:.2}\n", s.name, x.run));
+        }
+        if !rps.is_empty() {
+            let mean = rps.iter().sum::<f64>() / rps.len() as f64;
+            out.push_str(&format!("{:<width$}  mean   {mean:.2}\n", s.name));
+        }
     }
     out
 }

@@ -334,6 +334,7 @@ pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
                 burst_starts: rec.burst_starts.clone(),
                 notes: rec.notes.clone(),
                 measures: rec.measures.clone(),
+                schbench_rps: None,
             });
         }
     }

@@ -40,6 +40,7 @@ fn setting(name: &str, runs: &[Run]) -> SettingResult {
                 burst_starts: None,
                 handoff_samples: vec![],
                 measures: vec![],
+                schbench_rps: None,
             })
             .collect(),
     }

@@ -16,6 +16,7 @@ fn run(n: u32, stalls: u64, handoffs: u64, p99: Option<u64>) -> RunResult {
         burst_starts: None,
         handoff_samples: vec![],
         measures: vec![],
+        schbench_rps: None,
     }
 }
 

@@ -20,6 +20,7 @@ fn run(n: u32, stalls: u64, handoffs: u64) -> RunResult {
         burst_starts: None,
         handoff_samples: vec![3_000],
         measures: vec![],
+        schbench_rps: None,
     }
 }
 

@@ -1,0 +1,102 @@
+//! The `[schbench]` generator: what its table expands into, and bad keys
+//! refused with file:line:col.
+
+use std::path::Path;
+
+use schedlab_scenario::{InputError, ObjKind, ObjRef, Op, Scenario};
+
+fn parse(text: &str) -> Result<Scenario, InputError> {
+    Scenario::from_toml_str("t.toml", text, Path::new("."))
+}
+
+/// A scenario on `sapphire-rapids-2s` whose `[schbench]` table is `body`.
+fn table(body: &str) -> String {
+    format!("topology = \"sapphire-rapids-2s\"\n[schbench]\n{body}\n")
+}
+
+#[track_caller]
+fn expect_err(text: &str, line: usize, needle: &str, msg: &str) {
+    let e = match parse(text) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e,
+    };
+    let src = text.lines().nth(line - 1).unwrap_or_else(|| panic!("no line {line}"));
+    let col = src.find(needle).unwrap_or_else(|| panic!("`{needle}` not on line {line}: {src}")) + 1;
+    assert_eq!((e.path.as_str(), e.line, e.col), ("t.toml", line, col), "wrong position for: {e}");
+    assert!(e.message.contains(msg), "message `{}` lacks `{msg}`", e.message);
+}
+
+#[test]
+fn seed_004_command_line_expands_into_4_pinned_message_threads_and_512_free_workers() {
+    let s = Scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/schbench-spr.toml")).unwrap();
+    let sb = s.schbench.as_ref().unwrap();
+    assert_eq!((sb.message_threads, sb.workers_per_message_thread, sb.total_workers()), (4, 128, 512));
+    assert_eq!(s.threads.len(), 4 + 512);
+    assert_eq!(s.duration_ns, Some(60_000_000_000), "-r 60 is the run's duration");
+    for m in 0..4 {
+        let t = &s.threads[sb.first_thread + m];
+        assert_eq!(t.affinity.iter().collect::<Vec<_>>(), vec![m], "-M auto pins message thread {m} to CPU {m}");
+        assert!(matches!(t.program.ops[0], Op::WakeList { cost_ns: 1_000, .. }));
+        assert!(matches!(t.program.ops[1], Op::Wait { .. }));
+    }
+    // main@24e32b8's auto pinning leaves the workers every CPU.
+    let w = &s.threads[sb.worker_thread(3, 127)];
+    assert_eq!(w.name, "sb-w3-127");
+    assert_eq!(w.affinity.len(), 224);
+    // list_add, the fpost's syscall, fpost, fwait, usleep(100) + 50us slack; -n 0: no math.
+    let ops = &w.program.ops;
+    assert_eq!(ops.len(), 5, "{ops:?}");
+    let (Op::ListAdd { list, efd: own }, Op::Run { ns: 1_000 }, Op::Signal { efd: msg, count: 1 }, Op::Wait { efd }) =
+        (&ops[0], &ops[1], &ops[2], &ops[3])
+    else {
+        panic!("{ops:?}")
+    };
+    assert_eq!(ops[4], Op::Sleep { ns: 150_000 });
+    assert_eq!(own, efd);
+    let name = |r: &ObjRef| match r {
+        ObjRef::Fixed(id) => s.objects[*id as usize].name.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        (name(list), name(own), name(msg)),
+        ("schbench-list3".into(), "schbench-wf3.127".into(), "schbench-mf3".into())
+    );
+    assert_eq!(s.objects[s.object_id("schbench-list3").unwrap() as usize].kind, ObjKind::WakeList);
+}
+
+#[test]
+fn fixed_auto_pinning_keeps_workers_off_the_message_cpus_and_math_is_cpu_time() {
+    let s = parse(&table("message_threads = 2\nworkers = 3\nno_lock = true\nmessage_cpus = \"auto\"\nauto_pin = \"fixed\"\noperations = 2\ncache_footprint = 256")).unwrap();
+    let sb = s.schbench.unwrap();
+    assert!(!sb.worker_cpus.contains(0) && !sb.worker_cpus.contains(1) && sb.worker_cpus.contains(2));
+    // side = sqrt(256·1024/3/8) = 104; 104³ multiply-adds at 3 ns.
+    assert_eq!(sb.op_ns, 104 * 104 * 104 * 3);
+    let w = &s.threads[sb.worker_thread(1, 2)];
+    assert_eq!(w.program.ops.last(), Some(&Op::Run { ns: 2 * sb.op_ns }));
+    // An explicit -M list pins round-robin.
+    let s = parse(&table("message_threads = 3\nworkers = 1\nno_lock = true\nmessage_cpus = \"8,9\"")).unwrap();
+    assert_eq!(s.schbench.unwrap().message_cpus, vec![Some(8), Some(9), Some(8)]);
+}
+
+#[test]
+fn bad_keys_are_refused_at_their_line() {
+    expect_err(&table("no_lock = true\nmesage_threads = 4"), 4, "mesage_threads", "unknown field");
+    expect_err(&table("no_lock = true\nworkers = 0"), 4, "0", "`workers` = 0 is out of range");
+    expect_err(&table("no_lock = true\nruntime = 60"), 4, "60", "schbench's -r is seconds");
+    expect_err(&table("no_lock = true\nsleep = \"100 parsecs\""), 4, "\"100", "`sleep`");
+    expect_err(&table("no_lock = true\nmessage_cpus = \"0-999\""), 4, "\"0-999\"", "message_cpus");
+    expect_err(&table("no_lock = true\nworker_cpus = \"x\""), 4, "\"x\"", "worker_cpus");
+    expect_err(&table("no_lock = true\nauto_pin = \"maybe\""), 4, "\"maybe\"", "unknown auto_pin");
+    expect_err(&table("no_lock = true\nrequests_per_sec = 1000"), 4, "1000", "not modelled yet");
+    expect_err(&table("no_lock = false"), 3, "false", "per-CPU lock");
+    expect_err(&table("workers = 2"), 2, "[schbench]", "per-CPU lock");
+    expect_err(&table("no_lock = true\nmessage_threads = \"four\""), 4, "\"four\"", "expected i64");
+}
+
+#[test]
+fn schbench_threads_may_not_take_a_thread_name_already_used() {
+    let text = "topology = \"smt-2x2\"\n[[thread]]\nname = \"sb-msg-0\"\nprogram = [{ run = \"1ms\" }]\n[schbench]\nno_lock = true\nworkers = 1\n";
+    let e = parse(text).unwrap_err();
+    assert_eq!(e.line, 5, "{e}");
+    assert!(e.message.contains("sb-msg-0"), "{e}");
+}
