@@ -325,3 +325,23 @@ proptest! {
         }
     }
 }
+
+/// Kernel events we do not model are skipped and counted; an unknown
+/// `schedlab_*` event is ours and damaged, so it is an error at its line.
+#[test]
+fn unknown_kernel_events_are_skipped_but_unknown_schedlab_events_are_errors() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pingpong.trace");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let n = text.lines().position(|l| l.contains(": sched_waking:")).unwrap();
+    let edit = |from: &str, to: &str| {
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        lines[n] = lines[n].replacen(from, to, 1);
+        lines.join("\n") + "\n"
+    };
+    let opts = ParseOptions::default();
+    let parsed = parse_ftrace_with("x.trace", &edit("sched_waking:", "sched_frobnicate:"), &opts).unwrap();
+    assert_eq!(parsed.stats.skipped_by_event.get("sched_frobnicate"), Some(&1));
+    let e =
+        parse_ftrace_with("x.trace", &edit("sched_waking:", "schedlab_frobnicate:"), &opts).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("x.trace:{}:", n + 1)) && e.contains("unknown schedlab event"), "{e}");
+}

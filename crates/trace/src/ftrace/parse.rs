@@ -212,6 +212,17 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
         let decoded = parse_payload(ev.name, ev.payload, pre.pid, &mut objects)
             .map_err(|e| err(ev.payload_off + e.off, format!("{}: {}", ev.name, e.msg)))?;
         let Some(d) = decoded else {
+            // Our own events are a closed set: an unknown one is damage or a
+            // trace from another schedlab version, not a kernel we don't model.
+            if ev.name.starts_with("schedlab_") {
+                return Err(err(
+                    ev.name_off,
+                    format!(
+                        "unknown schedlab event `{}` (a damaged trace, or one written by another version)",
+                        ev.name
+                    ),
+                ));
+            }
             stats.skipped_lines += 1;
             *stats.skipped_by_event.entry(ev.name.to_string()).or_default() += 1;
             continue;
@@ -322,6 +333,7 @@ struct Prefix<'a> {
 struct EventText<'a> {
     name: &'a str,
     payload: &'a str,
+    name_off: usize,
     payload_off: usize,
 }
 
@@ -441,7 +453,7 @@ fn parse_right(line: &str, off: usize) -> Result<RightSide<'_>, PErr> {
     let name_len = line[q..].bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
     let event = if name_len > 0 && line[q + name_len..].starts_with(':') {
         let payload_off = q + name_len + 1;
-        Some(EventText { name: &line[q..q + name_len], payload: &line[payload_off..], payload_off })
+        Some(EventText { name: &line[q..q + name_len], payload: &line[payload_off..], name_off: q, payload_off })
     } else {
         None
     };
