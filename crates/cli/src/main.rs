@@ -3,7 +3,9 @@
 
 mod analyze;
 mod bench;
+mod compare;
 mod diff;
+mod real;
 mod run;
 mod sweep;
 
@@ -37,6 +39,12 @@ enum Cmd {
     /// Analyse a trace captured elsewhere (tracefs text or `trace-cmd report`): the
     /// `schedlab run` report for the workload's threads, with lost events and skipped lines accounted for.
     Analyze(analyze::AnalyzeArgs),
+    /// Run a scenario on this machine's kernel (root): real threads, tracefs capture of the
+    /// sched tracepoints and the workload's markers, the `schedlab run` report.
+    Real(real::RealArgs),
+    /// Run a scenario on the model and on this machine's kernel with the same settings and
+    /// print the figures, per-thread tables and stall causes side by side.
+    Compare(compare::CompareArgs),
     /// Measure the simulator: events per wall second, simulated/wall time for asym_min,
     /// rt-pi-push and schbench-spr, the seed-000 sweep's wall time, peak RSS (median of --reps).
     Bench(bench::BenchArgs),
@@ -61,6 +69,8 @@ fn main() -> ExitCode {
         Cmd::SweepMerge(args) => sweep::sweep_merge(args),
         Cmd::Diff(args) => diff::diff(args),
         Cmd::Analyze(args) => analyze::analyze_trace(args),
+        Cmd::Real(args) => real::real(args),
+        Cmd::Compare(args) => compare::compare(args),
         Cmd::Bench(args) => bench::bench(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies { name } => topologies(name.as_deref()),

@@ -1,0 +1,151 @@
+//! `schedlab compare`: one scenario on the model and on this machine's
+//! kernel with the same settings, the figures side by side, then each run's
+//! per-thread table and stall causes. The two go through one analysis, so a
+//! difference is a difference between the model and the kernel (or the
+//! hardware), not between two measuring tools.
+
+use clap::Args;
+use schedlab_analysis::{render_cause_table, render_run_table, Cause, LatencyStats};
+use schedlab_sim::{simulate, SimOptions};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::real::{analyze_run, print_real_header, real_run, RealSettings, Report};
+
+#[derive(Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub settings: RealSettings,
+    /// Seed of the simulation (overrides the file's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the real run's captured tracefs text.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Write the simulation's trace (ftrace text) too.
+    #[arg(long, value_name = "FILE")]
+    pub sim_trace: Option<PathBuf>,
+}
+
+fn us(ns: Option<u64>) -> String {
+    ns.map_or_else(|| "-".to_string(), |v| format!("{}.{}", v / 1000, v / 100 % 10))
+}
+
+/// All samples of one kind merged over the workload's threads.
+fn merged(r: &Report, pick: impl Fn(&schedlab_analysis::TaskMetrics) -> &Vec<u64>, threshold: u64) -> LatencyStats {
+    let mut all: Vec<u64> = r.metrics.tasks.iter().flat_map(|t| pick(t).iter().copied()).collect();
+    all.sort_unstable();
+    LatencyStats::from_sorted(&all, threshold)
+}
+
+fn cause_counts(r: &Report) -> BTreeMap<Cause, u64> {
+    let mut m = BTreeMap::new();
+    for row in &r.attribution.causes {
+        *m.entry(row.cause).or_default() += row.stalls;
+    }
+    m
+}
+
+/// Rows of (figure, simulated, real), aligned.
+fn side_by_side(rows: &[(String, String, String)]) -> String {
+    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(6);
+    let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max("simulated".len());
+    let mut out = format!("{:<w0$}  {:>w1$}  {}\n", "", "simulated", "real");
+    for (a, b, c) in rows {
+        out.push_str(&format!("{a:<w0$}  {b:>w1$}  {c}\n"));
+    }
+    out
+}
+
+fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, String, String)> {
+    let mut rows = Vec::new();
+    let mut row = |name: &str, f: &dyn Fn(&Report) -> String| rows.push((name.to_string(), f(sim), f(real)));
+    row("handoffs", &|r| r.handoffs.to_string());
+    let ho = |r: &Report| merged(r, |t| &t.handoff_samples, threshold);
+    row("handoff p50 (us)", &|r| us(ho(r).p50_ns));
+    row("handoff p90 (us)", &|r| us(ho(r).p90_ns));
+    row("handoff p99 (us)", &|r| us(ho(r).p99_ns));
+    row("handoff max (us)", &|r| us(ho(r).max_ns));
+    row(&format!("stalls (>= {} us)", threshold / 1000), &|r| {
+        let n = r.metrics.stalls.len();
+        format!("{n} ({:.3} %)", if r.handoffs > 0 { 100.0 * n as f64 / r.handoffs as f64 } else { 0.0 })
+    });
+    let wk = |r: &Report| merged(r, |t| &t.wakeup_samples, threshold);
+    row("wakeup p50 (us)", &|r| us(wk(r).p50_ns));
+    row("wakeup p99 (us)", &|r| us(wk(r).p99_ns));
+    row("migrations", &|r| r.metrics.tasks.iter().map(|t| t.migrations).sum::<u64>().to_string());
+    row("involuntary switches", &|r| r.metrics.tasks.iter().map(|t| t.involuntary_switches).sum::<u64>().to_string());
+    row("unclaimed idle (strict)", &|r| format!("{:.2} %", r.workcons.unclaimed_pct));
+    rows
+}
+
+pub fn compare(args: CompareArgs) -> Result<(), String> {
+    // The real run first: it forks, so the process must still be single-threaded.
+    let (scenario, run, real) = real_run(&args.settings, args.trace.clone())?;
+    let opts = SimOptions { seed: args.seed, duration_ns: args.settings.duration, ..Default::default() };
+    let sim_result = simulate(&scenario, &opts).map_err(|e| e.to_string())?;
+    if let Some(path) = &args.sim_trace {
+        let file = std::fs::File::create(path).map_err(|e| format!("--sim-trace {}: {e}", path.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        schedlab_trace::ftrace::write_ftrace(&sim_result.trace, &mut out)
+            .map_err(|e| format!("--sim-trace {}: {e}", path.display()))?;
+    }
+    let sim_pids: Vec<i32> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as i32).collect();
+    // The simulation runs on the scenario's CPUs; with --remap the real run's
+    // are the host's, and each run gets its own affinities.
+    let sim_allowed = scenario
+        .threads
+        .iter()
+        .zip(&sim_pids)
+        .map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect()))
+        .collect();
+    let sim = analyze_run(&scenario, &sim_result.trace, sim_result.end_ns, sim_allowed, &sim_pids, args.settings.grace);
+
+    let topo = &sim_result.topology;
+    println!("scenario  {} ({})", scenario.name, scenario.path);
+    println!(
+        "model     {}: {} CPUs, kernel profile {}, seed {}",
+        topo.name,
+        topo.nr_cpus(),
+        sim_result.profile.name,
+        sim_result.seed
+    );
+    for note in &sim_result.notes {
+        println!("note      (model) {note}");
+    }
+    print_real_header(&run);
+    println!();
+    print!("{}", side_by_side(&figures(&sim, &real, scenario.stall_threshold_ns)));
+
+    let (sc, rc) = (cause_counts(&sim), cause_counts(&real));
+    if !sc.is_empty() || !rc.is_empty() {
+        println!();
+        println!("stall causes (stalls per class)");
+        let rows: Vec<(String, String, String)> = Cause::ALL
+            .iter()
+            .filter(|c| sc.contains_key(c) || rc.contains_key(c))
+            .map(|c| {
+                let n = |m: &BTreeMap<Cause, u64>| m.get(c).copied().unwrap_or(0).to_string();
+                (c.label().to_string(), n(&sc), n(&rc))
+            })
+            .collect();
+        print!("{}", side_by_side(&rows));
+    }
+    for (name, r) in [("simulated", &sim), ("real", &real)] {
+        println!();
+        println!("== {name} ==");
+        print!("{}", render_run_table(&r.metrics));
+        if !r.attribution.stalls.is_empty() {
+            println!();
+            print!("{}", render_cause_table(&r.attribution));
+        }
+    }
+    if let Some(path) = &args.trace {
+        println!();
+        println!("trace     {} (real run, tracefs text)", path.display());
+    }
+    if let Some(path) = &args.sim_trace {
+        println!("sim trace {} (simulation, ftrace text)", path.display());
+    }
+    Ok(())
+}

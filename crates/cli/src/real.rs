@@ -1,0 +1,246 @@
+//! `schedlab real`: run a scenario on this machine's kernel, capture its
+//! sched tracepoints and markers through tracefs, and report it the way
+//! `schedlab run` reports a simulation.
+
+use clap::Args;
+use schedlab_analysis::{
+    analyze, attribute_stalls, measure, render_cause_table, render_measures, render_run_table, render_stall_narratives,
+    render_work_conservation, work_conservation, AnalysisOptions, Attribution, AttributionOptions, MeasureResult,
+    RunMetrics, WorkConsOptions, WorkConservation,
+};
+use schedlab_runner::{run_real, RealOptions, RealRun};
+use schedlab_scenario::Scenario;
+use schedlab_topology::parse_duration;
+use schedlab_trace::{Pid, Trace};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The settings of a real run (shared with `schedlab compare`).
+#[derive(Args, Clone)]
+pub struct RealSettings {
+    /// Scenario file (TOML), e.g. scenarios/asym_min-2cpu.toml.
+    pub scenario: PathBuf,
+    /// How long the workload runs, e.g. 30s, 500ms (overrides the file's `duration`).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<u64>,
+    /// Limit for a scenario without a duration (it runs until every program ends).
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub max_duration: u64,
+    /// Map the scenario's CPUs onto this machine's when they do not exist here
+    /// (in order, wrapping around); the mapping is printed.
+    #[arg(long)]
+    pub remap: bool,
+    /// Handoffs at or above this count as stalls (default: the file's `stall_threshold`, else 500us).
+    #[arg(long, value_parser = parse_duration)]
+    pub threshold: Option<u64>,
+    /// Ring-buffer size per CPU in KB (default: 2 MB per second of run, at least 8 MB).
+    #[arg(long, value_name = "KB")]
+    pub buffer_kb: Option<u64>,
+    /// Also capture sched_stat_runtime (one event per tick and switch).
+    #[arg(long)]
+    pub stat_runtime: bool,
+    /// Apply the scenario's sched_rt_runtime_us for the run (restored after);
+    /// without it RT throttling is never changed.
+    #[arg(long)]
+    pub set_rt_runtime: bool,
+    /// Skip calibration: busy-loop iterations per microsecond of `run` work.
+    #[arg(long, value_name = "N")]
+    pub loops_per_us: Option<f64>,
+    /// Work-conservation grace window.
+    #[arg(long, value_parser = parse_duration, default_value = "100us")]
+    pub grace: u64,
+    /// Print the narratives of the first N stalls; 0 prints none.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub stalls: usize,
+}
+
+#[derive(Args)]
+pub struct RealArgs {
+    #[command(flatten)]
+    pub settings: RealSettings,
+    /// Write the captured tracefs text (the whole capture, as read from `trace`).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Print the results as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Metrics of one run, simulated or real, for the workload's threads.
+pub(crate) struct Report {
+    pub metrics: RunMetrics,
+    pub workcons: WorkConservation,
+    pub attribution: Attribution,
+    pub measures: Vec<MeasureResult>,
+    pub handoffs: u64,
+}
+
+/// Analyse `trace` up to `end_ns`; per-thread rows only for `workload`
+/// (a real trace names every task on the machine).
+pub(crate) fn analyze_run(
+    scenario: &Scenario,
+    trace: &Trace,
+    end_ns: u64,
+    allowed: BTreeMap<Pid, Vec<u32>>,
+    workload: &[Pid],
+    grace_ns: u64,
+) -> Report {
+    let threshold = scenario.stall_threshold_ns;
+    let mut metrics = analyze(trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: Some(end_ns) });
+    metrics.retain_tasks(|t| workload.contains(&t.pid));
+    let mut workcons =
+        work_conservation(trace, &WorkConsOptions { allowed: allowed.clone(), grace_ns, end_ts: Some(end_ns) });
+    workcons.tasks.retain(|t| workload.contains(&t.pid));
+    let attribution =
+        attribute_stalls(trace, &AttributionOptions { stall_threshold_ns: threshold, end_ts: Some(end_ns), allowed });
+    let specs = schedlab_sweep::measures::measure_specs(scenario);
+    let measures = specs.iter().map(|m| measure(trace, m, end_ns)).collect();
+    let handoffs = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
+    Report { metrics, workcons, attribution, measures, handoffs }
+}
+
+pub(crate) fn load(settings: &RealSettings) -> Result<Scenario, String> {
+    let mut s = Scenario::load(Path::new(&settings.scenario)).map_err(|e| e.to_string())?;
+    if let Some(t) = settings.threshold {
+        s.stall_threshold_ns = t;
+    }
+    Ok(s)
+}
+
+pub(crate) fn options(settings: &RealSettings, trace: Option<PathBuf>) -> RealOptions {
+    RealOptions {
+        duration_ns: settings.duration,
+        max_duration_ns: settings.max_duration,
+        remap: settings.remap,
+        buffer_kb: settings.buffer_kb,
+        stat_runtime: settings.stat_runtime,
+        set_rt_runtime: settings.set_rt_runtime,
+        loops_per_us: settings.loops_per_us,
+        features: Vec::new(),
+        trace_out: trace,
+    }
+}
+
+/// Run for real and analyse.
+pub(crate) fn real_run(settings: &RealSettings, trace: Option<PathBuf>) -> Result<(Scenario, RealRun, Report), String> {
+    let scenario = load(settings)?;
+    if let Some(l) = settings.loops_per_us {
+        if !(l.is_finite() && l > 0.0) {
+            return Err(format!("--loops-per-us {l}: expected a positive number of iterations per microsecond"));
+        }
+    }
+    let run = run_real(&scenario, &options(settings, trace))?;
+    let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), settings.grace);
+    Ok((scenario, run, report))
+}
+
+fn secs(ns: u64) -> String {
+    format!("{}.{:03} s", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)
+}
+
+/// The header lines of a real run: host, calibration, notes, capture.
+pub(crate) fn print_real_header(run: &RealRun) {
+    let cpus: schedlab_topology::CpuSet = run.plan.host_cpus.iter().copied().collect();
+    println!("host      Linux {}, CPUs {}, worker pid {}", run.kernel, cpus.to_cpulist(), run.worker_pid);
+    println!("calibr.   {}", run.calibration.describe());
+    for note in &run.notes {
+        println!("note      {note}");
+    }
+    println!(
+        "run       {} on the host kernel; {} events captured, {} in the run's window, {} lost",
+        secs(run.end_ns - run.start_ns),
+        run.events_captured,
+        run.trace.events.len(),
+        run.lost_events
+    );
+}
+
+/// The tables `schedlab run` prints, for any run.
+pub(crate) fn print_report(scenario: &Scenario, trace: &Trace, r: &Report, grace_ns: u64, narratives: usize) {
+    print!("{}", render_run_table(&r.metrics));
+    if !r.measures.is_empty() {
+        println!();
+        println!("measures  (from the scenario's [[measure]] tables)");
+        print!("{}", render_measures(&r.measures));
+    }
+    if r.handoffs > 0 {
+        let stalls = r.metrics.stalls.len();
+        println!();
+        println!(
+            "stalls    {} of {} handoffs took >= {} us ({:.3} %)",
+            stalls,
+            r.handoffs,
+            scenario.stall_threshold_ns / 1000,
+            100.0 * stalls as f64 / r.handoffs as f64
+        );
+        let mut worst: Vec<_> = r.metrics.stalls.iter().collect();
+        worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
+        for s in worst.iter().take(5) {
+            println!(
+                "          {:>8} us  {} -> {} on {} at {}.{:06} s",
+                s.latency_ns / 1000,
+                trace.table.comm(s.waker_pid),
+                trace.table.comm(s.wakee_pid),
+                s.obj_name,
+                s.start_ts / 1_000_000_000,
+                s.start_ts % 1_000_000_000 / 1000
+            );
+        }
+    }
+    println!();
+    println!(
+        "work conservation: runnable tasks waiting while a CPU of their affinity is idle (strict, and >= {} us)",
+        grace_ns / 1000
+    );
+    print!("{}", render_work_conservation(&r.workcons));
+    if !r.attribution.stalls.is_empty() {
+        println!();
+        println!(
+            "stall causes: {} stalls, {}.{:03} ms of handoff time",
+            r.attribution.stalls.len(),
+            r.attribution.total_ns / 1_000_000,
+            r.attribution.total_ns / 1000 % 1000
+        );
+        print!("{}", render_cause_table(&r.attribution));
+        if narratives > 0 {
+            println!();
+            print!("{}", render_stall_narratives(&r.attribution, narratives));
+        }
+    }
+}
+
+pub fn real(args: RealArgs) -> Result<(), String> {
+    let (scenario, run, report) = real_run(&args.settings, args.trace.clone())?;
+    if args.json {
+        let doc = serde_json::json!({
+            "scenario": scenario.name,
+            "kernel": run.kernel,
+            "host_cpus": run.plan.host_cpus,
+            "cpu_map": run.plan.cpu_map,
+            "calibration": run.calibration,
+            "notes": run.notes,
+            "threads": run.threads,
+            "window_ns": [run.start_ns, run.end_ns],
+            "events_captured": run.events_captured,
+            "lost_events": run.lost_events,
+            "metrics": report.metrics,
+            "work_conservation": report.workcons,
+            "attribution": report.attribution,
+            "measures": report.measures,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    println!("scenario  {} ({})", scenario.name, scenario.path);
+    if !scenario.description.is_empty() {
+        println!("          {}", scenario.description);
+    }
+    print_real_header(&run);
+    println!();
+    print_report(&scenario, &run.trace, &report, args.settings.grace, args.settings.stalls);
+    if let Some(path) = &args.trace {
+        println!();
+        println!("trace     {} ({} events captured, tracefs text)", path.display(), run.events_captured);
+    }
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! Run a scenario on the host kernel and capture what its scheduler did, as
+//! a [`Trace`] the analysis reads exactly as it reads a simulated one.
+//!
+//! [`run_real`] plans the run ([`Plan`]: host CPUs, `--remap`, duration, what
+//! the host cannot honour), then the calling process becomes the
+//! *supervisor* and forks a *worker*:
+//!
+//! * the **supervisor** takes a lock (one real run at a time: the ring
+//!   buffer is machine-wide), restores tracefs settings an earlier run left
+//!   behind (its supervisor was SIGKILLed), saves the settings it will change
+//!   to `/run/schedlab/tracefs-saved.json`, enables `sched_switch`,
+//!   `sched_waking`, `sched_wakeup`, `sched_wakeup_new`,
+//!   `sched_migrate_task`, `sched_pi_setprio` (and `sched_stat_runtime` on
+//!   request) with `trace_clock=mono` and a sized buffer, and waits for the
+//!   worker with a deadline; then it stops tracing, reads `trace`, and
+//!   restores every setting — after a normal end, an error, Ctrl-C, or a
+//!   SIGKILLed worker;
+//! * the **worker** (`PR_SET_PDEATHSIG`: it dies with the supervisor) runs a
+//!   SCHED_FIFO 99 watchdog pinned away from the scenario's RT threads,
+//!   calibrates the busy loop, creates one thread per scenario thread (comm,
+//!   affinity or start CPU, policy, nice, RT priority, custom slice via
+//!   `sched_setattr`), holds them at a barrier, writes a start marker and
+//!   lets them go; each runs its program ([`program`]) and writes the same
+//!   `trace_marker` lines at the same points as the simulator emits its
+//!   `User` events (`schedlab signal obj=efd0` just before the eventfd
+//!   `write()`, `schedlab wait_done obj=efd0` just after `read()` returns,
+//!   ...). At the duration every thread stops; blocked ones are woken.
+//!
+//! The captured text is parsed by the project's ftrace reader with the
+//! scenario's object names, so marker objects get the simulator's indices,
+//! and cut to the run's window (start marker to stop). Events of other
+//! processes are kept: a kworker or another process that delayed a wakee is
+//! part of the story the attribution tells; callers restrict per-thread
+//! tables to [`RealRun::tids`].
+//!
+//! Limits: timestamps in `trace` are microseconds; the host's
+//! `sched_features` are whatever they are (a scenario's `features` are
+//! reported, not applied); `sched_rt_runtime_us` is only changed with
+//! [`RealOptions::set_rt_runtime`]. An unexpanded ring buffer
+//! (`buffer_size_kb` reading `7 (expanded: 1408)`) is restored to its
+//! expanded size, the one state that cannot be put back byte for byte.
+
+pub mod calibrate;
+pub mod plan;
+pub mod program;
+pub mod state;
+mod supervisor;
+pub mod sys;
+pub mod tracefs;
+pub mod worker;
+
+use std::collections::BTreeMap;
+
+use schedlab_scenario::Scenario;
+use schedlab_trace::ftrace::{parse_ftrace_with, ParseOptions, ParseStats};
+use schedlab_trace::{Pid, TaskInfo, Trace};
+
+pub use calibrate::Calibration;
+pub use plan::{Plan, RealOptions, ThreadPlan};
+pub use worker::ThreadReport;
+
+/// A finished real run.
+#[derive(Clone, Debug)]
+pub struct RealRun {
+    /// The captured events from the start marker to the end of the run, with
+    /// the workload threads' comms and every other task the trace named.
+    pub trace: Trace,
+    /// The window, CLOCK_MONOTONIC ns (the trace's clock).
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub calibration: Calibration,
+    /// Per scenario thread, in order: its tid, what could not be applied, how it ended.
+    pub threads: Vec<ThreadReport>,
+    pub plan: Plan,
+    /// tid → host CPUs it may use, for work conservation and attribution.
+    pub allowed: BTreeMap<Pid, Vec<u32>>,
+    /// Everything the user should know: plan notes, degraded settings, lost events.
+    pub notes: Vec<String>,
+    pub parse_stats: ParseStats,
+    /// Events in the whole capture, before cutting to the window.
+    pub events_captured: usize,
+    /// Ring-buffer overruns and drops reported by tracefs.
+    pub lost_events: u64,
+    /// `uname -r`.
+    pub kernel: String,
+    pub worker_pid: i32,
+}
+
+impl RealRun {
+    /// The workload threads' tids, in scenario order.
+    pub fn tids(&self) -> Vec<Pid> {
+        self.threads.iter().map(|t| t.tid).collect()
+    }
+}
+
+/// Run `scenario` on this host. The calling process must be single-threaded
+/// (it forks the worker); it must be root (tracefs, SCHED_FIFO).
+pub fn run_real(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, String> {
+    let host_cpus = sys::allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let plan = Plan::new(scenario, opts, &host_cpus)?;
+    let cap = supervisor::supervise(scenario, &plan, opts)?;
+
+    if let Some(path) = &opts.trace_out {
+        std::fs::write(path, &cap.text).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+    }
+    let shown = opts.trace_out.as_ref().map_or_else(|| "<tracefs trace>".to_string(), |p| p.display().to_string());
+    let objects = scenario.objects.iter().map(|o| o.name.clone()).collect();
+    let parsed = parse_ftrace_with(&shown, &cap.text, &ParseOptions { objects }).map_err(|e| {
+        let hint = if opts.trace_out.is_none() { " (pass --trace FILE to keep the text)" } else { "" };
+        format!("reading the captured trace: {e}{hint}")
+    })?;
+    let report = cap.report;
+    let mut trace = parsed.trace;
+    let events_captured = trace.events.len();
+    // `trace` prints microseconds: widen the window to whole microseconds.
+    let (start_ns, end_ns) = (report.t0_ns / 1000 * 1000, report.t_end_ns);
+    trace.events.retain(|e| e.ts >= start_ns && e.ts <= end_ns);
+    for t in &report.threads {
+        trace.table.tasks.insert(t.tid, TaskInfo { comm: t.name.clone(), tgid: cap.worker_pid });
+    }
+    let allowed = report.threads.iter().zip(plan.allowed()).map(|(t, cpus)| (t.tid, cpus)).collect();
+
+    let mut notes = plan.notes.clone();
+    notes.extend(cap.notes);
+    notes.extend(report.threads.iter().flat_map(|t| t.setup_notes.iter().cloned()));
+    notes.extend(report.notes.iter().cloned());
+    if cap.lost_events > 0 || parsed.stats.lost_events > 0 {
+        notes.push(format!(
+            "the ring buffer lost {} events ({} reported in the text): raise --buffer-kb (now {} KB per CPU)",
+            cap.lost_events.max(parsed.stats.lost_events),
+            parsed.stats.lost_events,
+            plan.buffer_kb(opts)
+        ));
+    }
+    if report.marker_write_failures > 0 {
+        notes.push(format!("{} trace_marker writes failed", report.marker_write_failures));
+    }
+    Ok(RealRun {
+        trace,
+        start_ns,
+        end_ns,
+        calibration: report.calibration.unwrap_or_else(|| Calibration::given(0.0, 0)),
+        threads: report.threads,
+        plan,
+        allowed,
+        notes,
+        parse_stats: parsed.stats,
+        events_captured,
+        lost_events: cap.lost_events,
+        kernel: sys::kernel_release(),
+        worker_pid: cap.worker_pid,
+    })
+}

@@ -1,0 +1,151 @@
+//! The on-disk copy of the tracefs settings a run changed, and the lock that
+//! keeps two real runs from sharing the machine-global ring buffer.
+//!
+//! The directory is `$SCHEDLAB_STATE_DIR`, else `/run/schedlab` (a tmpfs:
+//! a reboot forgets the state along with the settings), else
+//! `/tmp/schedlab`. `tracefs-saved.json` exists exactly while a run's
+//! settings are in force; if a run finds one and holds the lock, the run that
+//! wrote it died without restoring (its supervisor was SIGKILLed), so it
+//! restores it first.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use crate::tracefs::{restore, SavedState};
+
+pub const STATE_FILE: &str = "tracefs-saved.json";
+const LOCK_FILE: &str = "lock";
+
+/// Where the saved state and the lock live.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SCHEDLAB_STATE_DIR") {
+        return PathBuf::from(d);
+    }
+    if Path::new("/run").is_dir() && std::fs::create_dir_all("/run/schedlab").is_ok() {
+        return PathBuf::from("/run/schedlab");
+    }
+    std::env::temp_dir().join("schedlab")
+}
+
+/// The run lock (`flock` on `<dir>/lock`), held for the supervisor's life.
+pub struct RunLock {
+    file: File,
+    pub dir: PathBuf,
+}
+
+impl RunLock {
+    /// Take the lock or say who has it.
+    pub fn acquire(dir: &Path) -> Result<RunLock, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        let p = dir.join(LOCK_FILE);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&p)
+            .map_err(|e| format!("{}: cannot open: {e}", p.display()))?;
+        // SAFETY: plain syscall on an fd we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let holder = std::fs::read_to_string(&p).unwrap_or_default();
+            return Err(format!(
+                "another `schedlab real` is running (pid {}; lock {}): the trace buffer is machine-wide, so runs cannot overlap",
+                holder.trim(),
+                p.display()
+            ));
+        }
+        file.set_len(0).ok();
+        let _ = write!(file, "{}", std::process::id());
+        Ok(RunLock { file, dir: dir.to_path_buf() })
+    }
+
+    pub fn raw_fd(&self) -> i32 {
+        self.file.as_raw_fd()
+    }
+
+    fn state_path(&self) -> PathBuf {
+        self.dir.join(STATE_FILE)
+    }
+
+    /// Write the saved settings durably (temp file, fsync, rename) before any
+    /// of them is changed.
+    pub fn write_state(&self, s: &SavedState) -> Result<(), String> {
+        let p = self.state_path();
+        let tmp = self.dir.join(format!("{STATE_FILE}.tmp"));
+        let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
+        let mut f = File::create(&tmp).map_err(|e| format!("{}: cannot create: {e}", tmp.display()))?;
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| format!("{}: cannot write: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &p).map_err(|e| format!("{}: cannot rename to {}: {e}", tmp.display(), p.display()))
+    }
+
+    /// The settings have been put back: forget them.
+    pub fn clear_state(&self) {
+        let _ = std::fs::remove_file(self.state_path());
+    }
+
+    /// If a previous run left its saved settings, restore them and say what
+    /// was done (`None`: nothing was left).
+    pub fn restore_leftover(&self) -> Result<Option<String>, String> {
+        let p = self.state_path();
+        let text = match std::fs::read_to_string(&p) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: cannot read: {e}", p.display())),
+        };
+        let state: SavedState = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}:{}:{}: not a saved tracefs state ({e}); inspect it, restore by hand and delete it",
+                p.display(),
+                e.line(),
+                e.column()
+            )
+        })?;
+        restore(&state).map_err(|e| format!("restoring the settings saved in {}: {e}", p.display()))?;
+        self.clear_state();
+        let files: Vec<String> = state.files.iter().map(|s| format!("{}={}", s.file, s.value)).collect();
+        Ok(Some(format!(
+            "restored the tracefs settings that an interrupted run (pid {}) left in {}: {}",
+            state.pid,
+            p.display(),
+            files.join(", ")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tracefs::Saved;
+
+    #[test]
+    fn a_leftover_state_is_restored_once_and_a_second_lock_is_refused() {
+        let dir = std::env::temp_dir().join(format!("schedlab-state-test-{}", std::process::id()));
+        let fake_tracefs = dir.join("tracefs");
+        std::fs::create_dir_all(&fake_tracefs).unwrap();
+        std::fs::write(fake_tracefs.join("tracing_on"), "1").unwrap();
+        let lock = RunLock::acquire(&dir).unwrap();
+        let state = SavedState {
+            tracefs: fake_tracefs.display().to_string(),
+            mounted_by_us: false,
+            pid: 42,
+            files: vec![Saved { file: "tracing_on".into(), value: "0".into() }],
+        };
+        lock.write_state(&state).unwrap();
+        let msg = lock.restore_leftover().unwrap().unwrap();
+        assert!(msg.contains("pid 42") && msg.contains("tracing_on=0"), "{msg}");
+        assert_eq!(std::fs::read_to_string(fake_tracefs.join("tracing_on")).unwrap(), "0");
+        assert_eq!(lock.restore_leftover().unwrap(), None);
+
+        std::fs::write(dir.join(STATE_FILE), "{ not json").unwrap();
+        let err = lock.restore_leftover().unwrap_err();
+        assert!(err.contains(STATE_FILE) && err.contains(":1:"), "{err}");
+        let busy = RunLock::acquire(&dir).err().unwrap();
+        assert!(busy.contains(&format!("pid {}", std::process::id())), "{busy}");
+        drop(lock);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

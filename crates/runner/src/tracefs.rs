@@ -1,0 +1,286 @@
+//! The tracefs controller: find (or mount) tracefs, save the settings a run
+//! changes, set them, read the `trace` file, put everything back.
+//!
+//! Every file the runner writes is first saved into a [`SavedState`], which
+//! the supervisor also writes to disk ([`crate::state`]) before touching
+//! anything, so the settings come back on every exit path: normal end, error,
+//! Ctrl-C (the supervisor catches it), a SIGKILLed worker (the supervisor
+//! restores) and a SIGKILLed supervisor (the next run restores first).
+
+use std::fs::OpenOptions;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The tracepoints a real run enables (`events/sched/<name>/enable`).
+pub const SCHED_EVENTS: [&str; 6] =
+    ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task", "sched_pi_setprio"];
+
+/// Optional: one event per `update_curr()`, i.e. per tick and switch.
+pub const STAT_RUNTIME: &str = "sched_stat_runtime";
+
+/// The standard mount point; `/sys/kernel/debug/tracing` is tried second.
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// `/proc/sys/kernel/sched_rt_runtime_us`, saved and restored like a tracefs file
+/// when a run is allowed to change RT throttling.
+pub const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+
+/// An error with the file it concerns.
+fn ctx(path: &Path, what: &str, e: io::Error) -> String {
+    let hint = match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => " (run as root)",
+        _ => "",
+    };
+    format!("{}: cannot {what}: {e}{hint}", path.display())
+}
+
+/// A mounted tracefs.
+#[derive(Clone, Debug)]
+pub struct Tracefs {
+    pub root: PathBuf,
+    /// Whether this process mounted it (it is unmounted again on restore).
+    pub mounted_by_us: bool,
+}
+
+impl Tracefs {
+    /// Find tracefs; mount it at [`TRACEFS`] when it is not mounted anywhere
+    /// (root only), noting that it did.
+    pub fn open() -> Result<Tracefs, String> {
+        for root in [TRACEFS, "/sys/kernel/debug/tracing"] {
+            if Path::new(root).join("trace").exists() {
+                return Ok(Tracefs { root: root.into(), mounted_by_us: false });
+            }
+        }
+        let target = std::ffi::CString::new(TRACEFS).expect("no NUL");
+        let fstype = std::ffi::CString::new("tracefs").expect("no NUL");
+        // SAFETY: all pointers are valid NUL-terminated strings; data may be null.
+        let r = unsafe {
+            libc::mount(fstype.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null::<libc::c_void>())
+        };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            return Err(format!(
+                "tracefs is not mounted and mounting it at {TRACEFS} failed: {e}{}",
+                if e.raw_os_error() == Some(libc::EPERM) { " (run as root)" } else { "" }
+            ));
+        }
+        Ok(Tracefs { root: TRACEFS.into(), mounted_by_us: true })
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn read(&self, rel: &str) -> Result<String, String> {
+        let p = self.path(rel);
+        std::fs::read_to_string(&p).map_err(|e| ctx(&p, "read", e))
+    }
+
+    /// Write `value` the way `echo value > file` does (truncating open, one write).
+    pub fn write(&self, rel: &str, value: &str) -> Result<(), String> {
+        write_file(&self.path(rel), value)
+    }
+
+    /// The clock in use: the bracketed name of `trace_clock`.
+    pub fn current_clock(&self) -> Result<String, String> {
+        let s = self.read("trace_clock")?;
+        selected_clock(&s)
+            .ok_or_else(|| format!("{}: no [selected] clock in `{}`", self.path("trace_clock").display(), s.trim()))
+    }
+
+    /// Empty the ring buffer (`echo > trace`).
+    pub fn clear(&self) -> Result<(), String> {
+        let p = self.path("trace");
+        OpenOptions::new().write(true).truncate(true).open(&p).map(drop).map_err(|e| ctx(&p, "clear", e))
+    }
+
+    /// The whole `trace` file (tracing should be off while it is read).
+    pub fn read_trace(&self) -> Result<String, String> {
+        let p = self.path("trace");
+        let mut f = std::fs::File::open(&p).map_err(|e| ctx(&p, "open", e))?;
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf).map_err(|e| ctx(&p, "read", e))?;
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+
+    /// Events overwritten or dropped in the ring buffers during the capture
+    /// (`overrun` + `dropped events` of `per_cpu/cpuN/stats`).
+    pub fn lost_events(&self) -> u64 {
+        let Ok(dir) = std::fs::read_dir(self.path("per_cpu")) else { return 0 };
+        let mut lost = 0;
+        for entry in dir.flatten() {
+            let Ok(s) = std::fs::read_to_string(entry.path().join("stats")) else { continue };
+            for line in s.lines() {
+                if let Some(v) = line.strip_prefix("overrun:").or_else(|| line.strip_prefix("dropped events:")) {
+                    lost += v.trim().parse::<u64>().unwrap_or(0);
+                }
+            }
+        }
+        lost
+    }
+}
+
+fn write_file(p: &Path, value: &str) -> Result<(), String> {
+    let mut f = OpenOptions::new().write(true).truncate(true).open(p).map_err(|e| ctx(p, "open for writing", e))?;
+    f.write_all(value.as_bytes()).map_err(|e| ctx(p, &format!("write `{}` to it", value.trim()), e))
+}
+
+/// `[local] global counter ... mono` → `local`.
+pub fn selected_clock(s: &str) -> Option<String> {
+    let open = s.find('[')?;
+    let close = s[open..].find(']')? + open;
+    Some(s[open + 1..close].to_string())
+}
+
+/// `buffer_size_kb` as a value to write back: `7 (expanded: 1408)` (a
+/// buffer never used yet) becomes `1408`, the size the kernel would expand
+/// it to; the unexpanded state itself cannot be restored once any event
+/// has been enabled.
+pub fn effective_buffer_kb(s: &str) -> String {
+    let s = s.trim();
+    match s.split_once("(expanded:") {
+        Some((_, rest)) => rest.trim_end_matches(')').trim().to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// One saved setting: a path (relative to the tracefs root, or absolute for
+/// files outside it) and the value to write back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Saved {
+    pub file: String,
+    pub value: String,
+}
+
+/// Everything a run changes, as it was before.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedState {
+    pub tracefs: String,
+    pub mounted_by_us: bool,
+    /// The supervisor that saved it.
+    pub pid: i32,
+    /// Restored in order; `tracing_on` comes last.
+    pub files: Vec<Saved>,
+}
+
+/// What to set up for a capture.
+#[derive(Clone, Debug)]
+pub struct CaptureSettings {
+    /// Per-CPU ring buffer size.
+    pub buffer_kb: u64,
+    pub stat_runtime: bool,
+    /// Write this to `sched_rt_runtime_us` (saved and restored).
+    pub rt_runtime_us: Option<i64>,
+}
+
+impl Tracefs {
+    fn event_files(&self, s: &CaptureSettings) -> Vec<String> {
+        let mut names: Vec<&str> = SCHED_EVENTS.to_vec();
+        if s.stat_runtime {
+            names.push(STAT_RUNTIME);
+        }
+        names.into_iter().map(|n| format!("events/sched/{n}/enable")).filter(|f| self.path(f).exists()).collect()
+    }
+
+    /// Read the current value of every file `configure` will write.
+    pub fn save(&self, s: &CaptureSettings) -> Result<SavedState, String> {
+        let mut files = Vec::new();
+        let mut keep = |file: String, value: String| files.push(Saved { file, value });
+        for f in self.event_files(s) {
+            // `1*`/`0*`: soft (trigger) mode; the digit is what can be written back.
+            let v = self.read(&f)?;
+            keep(f, v.trim().trim_end_matches('*').to_string());
+        }
+        keep("options/markers".into(), self.read("options/markers")?.trim().to_string());
+        keep("trace_clock".into(), self.current_clock()?);
+        keep("buffer_size_kb".into(), effective_buffer_kb(&self.read("buffer_size_kb")?));
+        if s.rt_runtime_us.is_some() {
+            let v = std::fs::read_to_string(RT_RUNTIME).map_err(|e| ctx(Path::new(RT_RUNTIME), "read", e))?;
+            keep(RT_RUNTIME.into(), v.trim().to_string());
+        }
+        keep("tracing_on".into(), self.read("tracing_on")?.trim().to_string());
+        Ok(SavedState {
+            tracefs: self.root.display().to_string(),
+            mounted_by_us: self.mounted_by_us,
+            pid: std::process::id() as i32,
+            files,
+        })
+    }
+
+    /// Set up the capture: tracing off, mono clock, buffer size, events on,
+    /// buffer emptied, tracing on. `save` must have run first.
+    pub fn configure(&self, s: &CaptureSettings) -> Result<(), String> {
+        self.write("tracing_on", "0")?;
+        self.write("trace_clock", "mono")?;
+        self.write("buffer_size_kb", &s.buffer_kb.to_string())?;
+        self.write("options/markers", "1")?;
+        for f in self.event_files(s) {
+            self.write(&f, "1")?;
+        }
+        if let Some(v) = s.rt_runtime_us {
+            write_file(Path::new(RT_RUNTIME), &v.to_string())?;
+        }
+        self.clear()?;
+        self.write("tracing_on", "1")
+    }
+}
+
+/// Put back every saved value (all of them, even after a failure, reporting
+/// the first error), then unmount tracefs if the run mounted it.
+pub fn restore(state: &SavedState) -> Result<(), String> {
+    let root = Path::new(&state.tracefs);
+    let mut first_err = None;
+    for s in &state.files {
+        let p = if s.file.starts_with('/') { PathBuf::from(&s.file) } else { root.join(&s.file) };
+        if let Err(e) = write_file(&p, &s.value) {
+            first_err.get_or_insert(e);
+        }
+    }
+    if state.mounted_by_us {
+        let target = std::ffi::CString::new(state.tracefs.as_str()).map_err(|e| e.to_string())?;
+        // SAFETY: valid NUL-terminated path.
+        if unsafe { libc::umount(target.as_ptr()) } != 0 {
+            first_err.get_or_insert(format!("umount {}: {}", state.tracefs, io::Error::last_os_error()));
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_and_buffer_values_are_read_as_writable_values() {
+        assert_eq!(selected_clock("[local] global counter uptime perf mono\n").as_deref(), Some("local"));
+        assert_eq!(selected_clock("local global [mono] boot\n").as_deref(), Some("mono"));
+        assert_eq!(selected_clock("local"), None);
+        assert_eq!(effective_buffer_kb("7 (expanded: 1408)\n"), "1408");
+        assert_eq!(effective_buffer_kb("16384\n"), "16384");
+    }
+
+    #[test]
+    fn restore_writes_every_file_in_order_even_after_a_failure() {
+        let dir = std::env::temp_dir().join(format!("schedlab-restore-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("options")).unwrap();
+        std::fs::write(dir.join("trace_clock"), "mono").unwrap();
+        std::fs::write(dir.join("tracing_on"), "1").unwrap();
+        let state = SavedState {
+            tracefs: dir.display().to_string(),
+            mounted_by_us: false,
+            pid: 1,
+            files: vec![
+                Saved { file: "trace_clock".into(), value: "local".into() },
+                Saved { file: "no/such/dir/file".into(), value: "1".into() },
+                Saved { file: "tracing_on".into(), value: "0".into() },
+            ],
+        };
+        let err = restore(&state).unwrap_err();
+        assert!(err.contains("no/such/dir/file"), "{err}");
+        assert_eq!(std::fs::read_to_string(dir.join("trace_clock")).unwrap(), "local");
+        assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

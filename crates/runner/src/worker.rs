@@ -1,0 +1,318 @@
+//! The worker process: the scenario's threads, their start and stop, the
+//! watchdog. It runs in the child the supervisor forks, never returns, and
+//! sends a [`WorkerReport`] to the supervisor through a pipe.
+//!
+//! Order: die with the supervisor (`PR_SET_PDEATHSIG`), arm the watchdog,
+//! calibrate, create every thread (comm, affinity or start CPU, policy,
+//! nice, slice) and hold them at a barrier, write the start marker, open the
+//! barrier; at the duration set `stop`, write the stop marker and keep
+//! kicking the eventfds until every thread has returned.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::time::Duration;
+
+use schedlab_scenario::{Policy, Scenario, ThreadSpec};
+use serde::{Deserialize, Serialize};
+
+use crate::calibrate::{calibrate, Calibration};
+use crate::plan::{Plan, RealOptions, ThreadPlan};
+use crate::program::{run_program, End, Markers, Outcome, Shared};
+use crate::sys::{self, now_ns, sched_setattr, set_affinity, set_comm, sleep_until, SchedAttr};
+
+/// Time allowed for calibration and thread creation before the watchdog fires.
+pub const SETUP_LIMIT_NS: u64 = 10_000_000_000;
+/// Time allowed after the duration for every thread to return.
+pub const STOP_GRACE_NS: u64 = 2_000_000_000;
+
+/// One thread's setup and result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadReport {
+    pub name: String,
+    pub tid: i32,
+    /// What could not be applied (a degraded run), e.g. SCHED_FIFO without privileges.
+    pub setup_notes: Vec<String>,
+    /// `None` when the thread had not returned by the end of the grace time.
+    pub outcome: Option<Outcome>,
+}
+
+/// What the worker tells the supervisor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    pub calibration: Option<Calibration>,
+    pub threads: Vec<ThreadReport>,
+    /// CLOCK_MONOTONIC ns of the start (the barrier opening) and the end of the window.
+    pub t0_ns: u64,
+    pub t_end_ns: u64,
+    pub marker_write_failures: u64,
+    pub notes: Vec<String>,
+    /// Why the run could not happen.
+    pub error: Option<String>,
+}
+
+/// A thread's tid and what could not be applied to it.
+type Setup = (i32, Vec<String>);
+
+/// Everything the child needs; the supervisor builds it before forking.
+pub struct WorkerArgs<'a> {
+    pub scenario: &'a Scenario,
+    pub plan: &'a Plan,
+    pub opts: &'a RealOptions,
+    pub trace_marker: std::path::PathBuf,
+    pub supervisor_pid: i32,
+}
+
+fn policy_number(p: Policy) -> u32 {
+    (match p {
+        Policy::Other => libc::SCHED_OTHER,
+        Policy::Batch => libc::SCHED_BATCH,
+        Policy::Idle => libc::SCHED_IDLE,
+        Policy::Fifo => libc::SCHED_FIFO,
+        Policy::Rr => libc::SCHED_RR,
+    }) as u32
+}
+
+/// Apply the spec's policy, nice/priority and slice to the calling thread;
+/// what fails is returned as notes and the thread runs with what it got.
+fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
+    let mut notes = Vec::new();
+    let default = spec.policy == Policy::Other && spec.nice == 0 && spec.slice_ns.is_none();
+    if default {
+        return notes;
+    }
+    let mut attr = SchedAttr { policy: policy_number(spec.policy), ..Default::default() };
+    let what = if spec.policy.is_rt() {
+        attr.priority = spec.rt_priority;
+        format!("{} priority {}", spec.policy.name(), spec.rt_priority)
+    } else {
+        attr.nice = spec.nice;
+        attr.runtime = spec.slice_ns.unwrap_or(0);
+        let slice = spec.slice_ns.map(|s| format!(", slice {} us", s / 1000)).unwrap_or_default();
+        format!("{} nice {}{slice}", spec.policy.name(), spec.nice)
+    };
+    if let Err(e) = sched_setattr(0, &attr) {
+        let fallback = if attr.runtime != 0 {
+            // Kernels before 6.12 refuse a fair sched_runtime: keep the rest.
+            attr.runtime = 0;
+            sched_setattr(0, &attr).ok().map(|()| "without the custom slice")
+        } else {
+            None
+        };
+        notes.push(format!(
+            "{}: sched_setattr({what}) failed: {e}{}; it runs {}",
+            spec.name,
+            if e.raw_os_error() == Some(libc::EPERM) { " (needs root or CAP_SYS_NICE)" } else { "" },
+            fallback.unwrap_or("as SCHED_OTHER nice 0")
+        ));
+    }
+    notes
+}
+
+/// A high-priority thread that SIGKILLs the worker if it is still alive at
+/// `deadline` (CLOCK_MONOTONIC) — a runaway RT spinner cannot starve it.
+fn spawn_watchdog(cpu: usize, deadline: u64, notes: &mut Vec<String>) -> Arc<AtomicBool> {
+    let disarmed = Arc::new(AtomicBool::new(false));
+    let d = disarmed.clone();
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new().name("schedlab-wdog".into()).stack_size(64 << 10).spawn(move || {
+        set_comm("schedlab-wdog");
+        let mut problems = Vec::new();
+        if let Err(e) = set_affinity(&[cpu]) {
+            problems.push(format!("watchdog: cannot pin to CPU {cpu}: {e}"));
+        }
+        let attr = SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 99, ..Default::default() };
+        if let Err(e) = sched_setattr(0, &attr) {
+            problems.push(format!("watchdog: cannot use SCHED_FIFO 99 ({e}); it runs as SCHED_OTHER"));
+        }
+        let _ = tx.send(problems);
+        while now_ns() < deadline {
+            sleep_until(deadline);
+        }
+        if !d.load(Ordering::SeqCst) {
+            eprintln!("schedlab real: watchdog: the worker overran its deadline; killing it");
+            // SAFETY: plain syscalls.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        }
+    });
+    match spawned {
+        Ok(_) => notes.extend(rx.recv().unwrap_or_default()),
+        Err(e) => notes.push(format!("watchdog thread could not start: {e}")),
+    }
+    disarmed
+}
+
+/// The child's whole life. Never returns.
+pub fn worker_main(args: WorkerArgs<'_>, report_fd: i32) -> ! {
+    // SAFETY: plain prctl/getppid calls.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        if libc::getppid() != args.supervisor_pid {
+            libc::_exit(3); // the supervisor died before the prctl
+        }
+    }
+    set_comm("schedlab-worker");
+    let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&args))).unwrap_or_else(|p| {
+        let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+        failed_report(format!("the worker panicked: {}", msg.unwrap_or_default()))
+    });
+    // SAFETY: we own report_fd (the pipe's write end in this process).
+    let mut out = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(report_fd) };
+    let text = serde_json::to_string(&report).unwrap_or_else(|e| format!("{{\"error\":\"report: {e}\"}}"));
+    let _ = writeln!(out, "{text}");
+    drop(out);
+    // SAFETY: end the child without running the parent's atexit handlers or destructors.
+    unsafe { libc::_exit(0) }
+}
+
+fn failed_report(error: String) -> WorkerReport {
+    WorkerReport {
+        calibration: None,
+        threads: Vec::new(),
+        t0_ns: 0,
+        t_end_ns: 0,
+        marker_write_failures: 0,
+        notes: Vec::new(),
+        error: Some(error),
+    }
+}
+
+fn run(args: &WorkerArgs<'_>) -> WorkerReport {
+    let (scenario, plan, opts) = (args.scenario, args.plan, args.opts);
+    let mut notes = Vec::new();
+    let deadline = now_ns() + SETUP_LIMIT_NS + plan.duration_ns + STOP_GRACE_NS;
+    let disarmed = spawn_watchdog(plan.watchdog_cpu(scenario), deadline, &mut notes);
+
+    let marker = match OpenOptions::new().write(true).open(&args.trace_marker) {
+        Ok(f) => f,
+        Err(e) => return failed_report(format!("{}: cannot open for writing: {e}", args.trace_marker.display())),
+    };
+    // Calibrate on the first CPU a `run` thread may use.
+    let cal_cpu = plan.threads.first().and_then(|t| t.start_cpu.or(t.cpus.first().copied())).unwrap_or(0);
+    let calibration = match opts.loops_per_us {
+        Some(l) => Calibration::given(l, cal_cpu),
+        None => {
+            if let Err(e) = set_affinity(&[cal_cpu]) {
+                return failed_report(format!("cannot pin the calibration to CPU {cal_cpu}: {e}"));
+            }
+            let c = calibrate(cal_cpu);
+            let _ = set_affinity(&plan.host_cpus);
+            c
+        }
+    };
+    let shared = match Shared::new(scenario, Markers::new(marker, scenario), calibration.clone()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return failed_report(format!("cannot create the scenario's objects: {e}")),
+    };
+
+    let n = scenario.threads.len();
+    let ready = Arc::new(Barrier::new(n + 1));
+    let go = Arc::new(Barrier::new(n + 1));
+    let setups: Arc<Mutex<Vec<Setup>>> = Arc::new(Mutex::new(vec![(0, Vec::new()); n]));
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Outcome)>();
+    for (i, (spec, tp)) in scenario.threads.iter().zip(&plan.threads).enumerate() {
+        let (spec, tp): (ThreadSpec, ThreadPlan) = (spec.clone(), tp.clone());
+        let (shared, ready, go, setups, done_tx) =
+            (shared.clone(), ready.clone(), go.clone(), setups.clone(), done_tx.clone());
+        let delay = spec.start_delay_ns;
+        let spawned = std::thread::Builder::new().name(spec.name.clone()).stack_size(256 << 10).spawn(move || {
+            set_comm(&spec.name);
+            let mut setup = Vec::new();
+            let first = tp.start_cpu.map(|c| vec![c]).unwrap_or_else(|| tp.cpus.clone());
+            if let Err(e) = set_affinity(&first) {
+                setup.push(format!("{}: sched_setaffinity({:?}) failed: {e}", spec.name, first));
+            }
+            setup.extend(apply_sched(&spec));
+            setups.lock().unwrap()[i] = (sys::gettid(), setup);
+            ready.wait();
+            go.wait();
+            if tp.start_cpu.is_some() && tp.cpus.len() > 1 {
+                let _ = set_affinity(&tp.cpus);
+            }
+            if delay > 0 {
+                sleep_until(now_ns().saturating_add(delay).min(shared.stop_at.load(Ordering::Relaxed)));
+            }
+            let outcome = run_program(&shared, &spec);
+            let _ = done_tx.send((i, outcome));
+        });
+        if let Err(e) = spawned {
+            // The process exits when the report is sent; the threads spawned so far die with it.
+            return failed_report(format!("cannot create thread {}: {e}", scenario.threads[i].name));
+        }
+    }
+    drop(done_tx);
+    ready.wait();
+
+    let t0 = now_ns();
+    let stop_at = t0 + plan.duration_ns;
+    shared.stop_at.store(stop_at, Ordering::SeqCst);
+    shared.markers.write(&format!("schedlab_real start scenario={} t0={t0}", scenario.name));
+    go.wait();
+    // The main thread only wakes to stop the run; let it preempt the workload then.
+    let _ = sched_setattr(0, &SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 98, ..Default::default() });
+
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
+    let mut left = n;
+    while left > 0 {
+        let now = now_ns();
+        if now >= stop_at {
+            break;
+        }
+        match done_rx.recv_timeout(Duration::from_nanos(stop_at - now)) {
+            Ok((i, o)) => {
+                outcomes[i] = Some(o);
+                left -= 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let t_end = now_ns().min(stop_at);
+    shared.markers.write(&format!("schedlab_real stop t_end={t_end}"));
+    shared.stop.store(true, Ordering::SeqCst);
+    let give_up = stop_at.max(t_end) + STOP_GRACE_NS / 2;
+    while left > 0 && now_ns() < give_up {
+        shared.kick_eventfds();
+        match done_rx.recv_timeout(Duration::from_millis(1)) {
+            Ok((i, o)) => {
+                outcomes[i] = Some(o);
+                left -= 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    disarmed.store(true, Ordering::SeqCst);
+    let setups = setups.lock().unwrap().clone();
+    let threads = scenario
+        .threads
+        .iter()
+        .zip(setups)
+        .zip(outcomes)
+        .map(|((spec, (tid, setup_notes)), outcome)| ThreadReport {
+            name: spec.name.clone(),
+            tid,
+            setup_notes,
+            outcome,
+        })
+        .collect::<Vec<_>>();
+    for t in &threads {
+        match &t.outcome {
+            None => {
+                notes.push(format!("{} did not return within {} ms of the stop", t.name, STOP_GRACE_NS / 2_000_000))
+            }
+            Some(Outcome { end: End::Failed(e), .. }) => notes.push(format!("{} failed: {e}", t.name)),
+            _ => {}
+        }
+    }
+    WorkerReport {
+        calibration: Some(calibration),
+        threads,
+        t0_ns: t0,
+        t_end_ns: t_end,
+        marker_write_failures: shared.markers.failed.load(Ordering::Relaxed),
+        notes,
+        error: None,
+    }
+}
