@@ -559,7 +559,9 @@ impl<'c, 'a> Builder<'c, 'a> {
                                 _ if cpu != ep.start_cpu => Cause::MovedOntoBusyCpu,
                                 _ => {
                                     let curr = dec.as_ref().map_or(0, |d| d.curr_at_decision);
-                                    if curr != 0 {
+                                    if curr != 0 && path == Some("unknown") {
+                                        Cause::WokenOntoBusyCpu
+                                    } else if curr != 0 {
                                         Cause::BusyCpuSelected
                                     } else {
                                         let first_run = self

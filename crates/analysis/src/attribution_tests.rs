@@ -204,6 +204,27 @@ fn placed_on_a_busy_cpu_by_select_task_rq() {
     assert!(s.summary.contains("select_task_rq -> CPU 6 (running worker-1 at the decision)"), "{}", s.summary);
 }
 
+/// The same stall in a real kernel's trace (no `schedlab_ttwu`, no
+/// `schedlab_wakeup_preempt`): the path is not claimed, only the busy CPU.
+#[test]
+fn woken_onto_a_busy_cpu_without_decision_events() {
+    let s = only(
+        vec![
+            sw(0, 6, 0, S, B),
+            sw(0, 5, A, S, 0),
+            signal(100),
+            migrate(100, A, 5, 6),
+            wakeup(100, 2, A, 6),
+            sw(700_100, 6, B, S, A),
+            done(700_200, 6, A),
+        ],
+        Cause::WokenOntoBusyCpu,
+        Some(B),
+    );
+    assert_eq!(s.wakeup.as_ref().unwrap().path, "unknown");
+    assert!(!s.summary.contains("select_task_rq ->"), "{}", s.summary);
+}
+
 /// The wakeup vs. active-balance race: CPU 6 idle when chosen, the stopper
 /// on CPU 7 pushes B there and B is picked first.
 fn race(arrive: &[Event]) -> Vec<Event> {

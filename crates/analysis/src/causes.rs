@@ -19,6 +19,11 @@ pub enum Cause {
     /// `select_task_rq()` chose a CPU on which the culprit was running at the
     /// decision, and `wakeup_preempt()` did not preempt it.
     BusyCpuSelected,
+    /// Woken onto a CPU the culprit was running on, in a trace that does not
+    /// say which wakeup path was taken (a real kernel's trace has no
+    /// `schedlab_ttwu`): `ttwu_runnable()` in place or `select_task_rq()`
+    /// look the same from the sched tracepoints.
+    WokenOntoBusyCpu,
     /// `select_task_rq()` chose a CPU that was idle at the decision, but the
     /// load balancer (`schedlab_lb_migrate`) moved the culprit there, and the
     /// culprit ran first: a wakeup vs. balance race.
@@ -43,10 +48,11 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub const ALL: [Cause; 10] = [
+    pub const ALL: [Cause; 11] = [
         Cause::DelayedInPlace,
         Cause::RunnableInPlace,
         Cause::BusyCpuSelected,
+        Cause::WokenOntoBusyCpu,
         Cause::StackedByBalancer,
         Cause::StackedByWakeup,
         Cause::MovedOntoBusyCpu,
@@ -62,6 +68,7 @@ impl Cause {
             Cause::DelayedInPlace => "woken in place while delayed (ttwu_runnable, no select_task_rq)",
             Cause::RunnableInPlace => "woken while still queued (ttwu_runnable)",
             Cause::BusyCpuSelected => "placed on a busy CPU by select_task_rq",
+            Cause::WokenOntoBusyCpu => "woken onto a busy CPU (wakeup path not in the trace)",
             Cause::StackedByBalancer => "stacked by the load balancer after select_task_rq",
             Cause::StackedByWakeup => "stacked by a concurrent wakeup after select_task_rq",
             Cause::MovedOntoBusyCpu => "migrated onto a busy CPU while waiting",
@@ -79,6 +86,7 @@ impl Cause {
             Cause::DelayedInPlace => format!("woken in place while delayed behind {c}"),
             Cause::RunnableInPlace => format!("woken while still queued, behind {c}"),
             Cause::BusyCpuSelected => format!("placed on a busy CPU by select_task_rq behind {c}"),
+            Cause::WokenOntoBusyCpu => format!("woken onto a CPU busy with {c} (wakeup path not traced)"),
             Cause::StackedByBalancer => format!("{c} moved onto the wake CPU by the load balancer and ran first"),
             Cause::StackedByWakeup => format!("{c} woken onto the same idle CPU and ran first"),
             Cause::MovedOntoBusyCpu => format!("migrated while waiting onto a CPU busy with {c}"),
