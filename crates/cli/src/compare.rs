@@ -38,6 +38,24 @@ fn merged(r: &Report, pick: impl Fn(&schedlab_analysis::TaskMetrics) -> &Vec<u64
     LatencyStats::from_sorted(&all, threshold)
 }
 
+/// schedlab's own decision events, which no real kernel trace has.
+fn is_schedlab_decision(kind: &schedlab_trace::EventKind) -> bool {
+    use schedlab_trace::EventKind::*;
+    matches!(
+        kind,
+        Ttwu { .. }
+            | Delayed { .. }
+            | Resched { .. }
+            | WakeupPreempt { .. }
+            | LbMigrate { .. }
+            | ActiveBalanceQueued { .. }
+            | RtPush { .. }
+            | RtPull { .. }
+            | RtPushIpi { .. }
+            | RtPrioChanged { .. }
+    )
+}
+
 fn cause_counts(r: &Report) -> BTreeMap<Cause, u64> {
     let mut m = BTreeMap::new();
     for row in &r.attribution.causes {
@@ -93,13 +111,26 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     let sim_pids: Vec<i32> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as i32).collect();
     // The simulation runs on the scenario's CPUs; with --remap the real run's
     // are the host's, and each run gets its own affinities.
-    let sim_allowed = scenario
+    let sim_allowed: BTreeMap<i32, Vec<u32>> = scenario
         .threads
         .iter()
         .zip(&sim_pids)
         .map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect()))
         .collect();
-    let sim = analyze_run(&scenario, &sim_result.trace, sim_result.end_ns, sim_allowed, &sim_pids, args.settings.grace);
+    let sim = analyze_run(
+        &scenario,
+        &sim_result.trace,
+        sim_result.end_ns,
+        sim_allowed.clone(),
+        &sim_pids,
+        args.settings.grace,
+    );
+    // Like with like: the real kernel's trace has only tracepoints and
+    // markers, so attribute the simulated run from those alone too.
+    let mut tracepoints_only = sim_result.trace.clone();
+    tracepoints_only.events.retain(|e| !is_schedlab_decision(&e.kind));
+    let sim_tp =
+        analyze_run(&scenario, &tracepoints_only, sim_result.end_ns, sim_allowed, &sim_pids, args.settings.grace);
 
     let topo = &sim_result.topology;
     println!("scenario  {} ({})", scenario.name, scenario.path);
@@ -127,6 +158,19 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
             .map(|c| {
                 let n = |m: &BTreeMap<Cause, u64>| m.get(c).copied().unwrap_or(0).to_string();
                 (c.label().to_string(), n(&sc), n(&rc))
+            })
+            .collect();
+        print!("{}", side_by_side(&rows));
+
+        let tc = cause_counts(&sim_tp);
+        println!();
+        println!("stall causes from the sched tracepoints alone (the simulated trace without schedlab_* decisions)");
+        let rows: Vec<(String, String, String)> = Cause::ALL
+            .iter()
+            .filter(|c| tc.contains_key(c) || rc.contains_key(c))
+            .map(|c| {
+                let n = |m: &BTreeMap<Cause, u64>| m.get(c).copied().unwrap_or(0).to_string();
+                (c.label().to_string(), n(&tc), n(&rc))
             })
             .collect();
         print!("{}", side_by_side(&rows));

@@ -171,6 +171,7 @@ fn real_runs_on_the_host_kernel_and_always_restore_tracefs() {
     sigkill_of_the_worker_is_cleaned_up_by_the_supervisor(&state, sc, &before);
     sigint_to_the_supervisor_stops_the_run_and_restores(&state, sc, &before);
     sigkill_of_the_supervisor_is_restored_by_the_next_run(&state, sc, &before);
+    compare_attributes_both_runs_from_tracepoints_alike(&state, &before);
 
     drop(machine);
     if !had_tracefs {
@@ -330,4 +331,32 @@ fn asym_min_2cpu_compare_30s() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("handoffs"));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `compare` on the 2-CPU asym_min: both runs' stalls, seen through the
+/// sched tracepoints alone, fall in the same dominant class (the worker woken
+/// onto CPU 1 while the other worker runs its burst there).
+fn compare_attributes_both_runs_from_tracepoints_alike(state: &Path, before: &BTreeMap<String, String>) {
+    let out = run(state, &["compare", "scenarios/asym_min-2cpu.toml", "--duration", "1s"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "compare failed: {}\n{stdout}", text(&out.stderr));
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("stall causes from the sched tracepoints alone"))
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    // Rows: label, simulated count, real count; the largest of each column.
+    let rows: Vec<(String, u64, u64)> = table
+        .iter()
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let n = w.len();
+            (w[..n - 2].join(" "), w[n - 2].parse().unwrap(), w[n - 1].parse().unwrap())
+        })
+        .collect();
+    let top = |col: fn(&(String, u64, u64)) -> u64| rows.iter().max_by_key(|r| col(r)).unwrap().0.clone();
+    assert_eq!(top(|r| r.1), "woken onto a busy CPU (wakeup path not in the trace)", "{stdout}");
+    assert_eq!(top(|r| r.2), top(|r| r.1), "{stdout}");
+    assert_eq!(&snapshot(), before, "compare restores tracefs too");
 }
