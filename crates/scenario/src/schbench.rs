@@ -78,6 +78,10 @@ pub const MAX_MESSAGE_THREADS: i64 = 64;
 pub const MAX_WORKERS: i64 = 4096;
 /// Nanoseconds per multiply-add of `do_some_math()` (see the module docs).
 pub const NS_PER_MULTIPLY_ADD: f64 = 3.0;
+/// The longest `sleep` or `timer_slack` accepted.
+const MAX_NAP_NS: u64 = 10_000_000_000;
+/// The most CPU work one request may carry.
+const MAX_REQUEST_NS: u64 = 10_000_000_000;
 
 /// An expanded `[schbench]` table: its parameters and where its threads and
 /// objects are, for the analysis (`schedlab_analysis::schbench`).
@@ -200,6 +204,21 @@ pub(crate) fn expand(
             (side * side * side * NS_PER_MULTIPLY_ADD).round().max(1.0) as u64
         }
     };
+    // Bounds that keep the sums below in range; schbench's own values are
+    // microseconds to milliseconds.
+    for (v, ns, key) in [(&raw.sleep, sleep_ns, "sleep"), (&raw.timer_slack, timer_slack_ns, "timer_slack")] {
+        if let (Some(v), true) = (v, ns > MAX_NAP_NS) {
+            return Err(ctx.err(v, format!("`{key}` is too long: expected at most 10s")));
+        }
+    }
+    let request_ns = (operations as u64).checked_mul(op_ns).filter(|&ns| ns <= MAX_REQUEST_NS);
+    let Some(request_ns) = request_ns else {
+        let at = raw.operations.as_ref().map(|v| v.span().start).unwrap_or(t.span().start);
+        return Err(ctx.at(
+            at,
+            "`operations` x `op_time` (or the time `cache_footprint` implies) exceeds 10s of work per request",
+        ));
+    };
     let no_lock = raw.no_lock.as_ref().is_some_and(|v| *v.get_ref());
     if !no_lock {
         let at = raw.no_lock.as_ref().map(|v| v.span().start).unwrap_or(t.span().start);
@@ -317,8 +336,8 @@ pub(crate) fn expand(
             if sleep_ns + timer_slack_ns > 0 {
                 ops.push(Op::Sleep { ns: sleep_ns + timer_slack_ns });
             }
-            if operations > 0 {
-                ops.push(Op::Run { ns: operations as u64 * op_ns });
+            if request_ns > 0 {
+                ops.push(Op::Run { ns: request_ns });
             }
             let n = (k * workers as usize + i) as u32;
             threads.push(thread(format!("sb-w{k}-{i}"), "schbench-worker", n, worker_cpus, ops, line));

@@ -91,6 +91,10 @@ fn bad_keys_are_refused_at_their_line() {
     expect_err(&table("no_lock = false"), 3, "false", "per-CPU lock");
     expect_err(&table("workers = 2"), 2, "[schbench]", "per-CPU lock");
     expect_err(&table("no_lock = true\nmessage_threads = \"four\""), 4, "\"four\"", "expected i64");
+    // Values whose sums would overflow (found by the mutation proptest).
+    expect_err(&table("no_lock = true\nsleep = 9223372036854775807"), 4, "9223372036854775807", "too long");
+    expect_err(&table("no_lock = true\ntimer_slack = \"11s\""), 4, "\"11s\"", "too long");
+    expect_err(&table("no_lock = true\noperations = 1000000\nop_time = \"1ms\""), 4, "1000000", "10s of work");
 }
 
 #[test]
