@@ -50,8 +50,8 @@ pub use diff::{
 };
 pub use handoff::Stall;
 pub use measure::{measure, render_measures, MarkerSpec, MeasureResult, MeasureSpec};
-pub use schbench::{schbench_report, PlatHistogram, SchbenchCollector, SchbenchReport};
 pub use narrative::{render_cause_table, render_stall_narratives, render_work_conservation, Step};
+pub use schbench::{schbench_report, PlatHistogram, SchbenchCollector, SchbenchReport};
 pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
 pub use table::render_run_table;

@@ -93,9 +93,9 @@ pub use schedlab_topology::{CpuSet, InputError, Topology};
 mod build;
 mod file;
 mod measure;
+pub mod schbench;
 mod validate;
 mod values;
-pub mod schbench;
 
 pub use build::{DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS};
 pub use measure::{Marker, MarkerOp, Measure};

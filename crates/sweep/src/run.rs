@@ -371,9 +371,8 @@ fn run_schbench_job(
         ..Default::default()
     };
     let mut collector = schedlab_analysis::SchbenchCollector::new(&table, None);
-    let result = schedlab_sim::simulate_streaming(scenario, &opts, &mut |e| collector.observe(e), false).map_err(
-        |e| SweepError { setting: setting.name.clone(), run: round + 1, seed, message: e.to_string() },
-    )?;
+    let result = schedlab_sim::simulate_streaming(scenario, &opts, &mut |e| collector.observe(e), false)
+        .map_err(|e| SweepError { setting: setting.name.clone(), run: round + 1, seed, message: e.to_string() })?;
     let report = collector.finish(result.end_ns);
     Ok(JobOutput {
         job,
