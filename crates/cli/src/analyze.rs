@@ -16,9 +16,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use schedlab_analysis::{
-    analyze, attribute_stalls, cpulist, measure, render_cause_table, render_measures, render_run_table,
-    render_stall_narratives, render_work_conservation, work_conservation, AnalysisOptions, AttributionOptions,
-    WorkConsOptions, DEFAULT_STALL_THRESHOLD_NS,
+    analyze, attribute_stalls, cpulist, measure, render_measures, render_run_table, work_conservation, AnalysisOptions,
+    AttributionOptions, WorkConsOptions, DEFAULT_STALL_THRESHOLD_NS,
 };
 use schedlab_scenario::Scenario;
 use schedlab_topology::parse_duration;
@@ -355,28 +354,9 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result<(), String> {
         println!();
         println!("stalls    no handoffs (no `schedlab signal`/`wait_done` marker pairs from the workload)");
     }
-    println!();
-    println!(
-        "work conservation: runnable tasks waiting while a CPU of their affinity is idle (strict, and >= {} us)",
-        args.grace / 1000
-    );
     let mut wc = workcons.clone();
     wc.tasks.retain(|t| workload.roles.contains_key(&t.pid));
-    print!("{}", render_work_conservation(&wc));
-    if !attribution.stalls.is_empty() {
-        println!();
-        println!(
-            "stall causes: {} stalls, {}.{:03} ms of handoff time",
-            attribution.stalls.len(),
-            attribution.total_ns / 1_000_000,
-            attribution.total_ns / 1000 % 1000
-        );
-        print!("{}", render_cause_table(&attribution));
-        if args.stalls > 0 {
-            println!();
-            print!("{}", render_stall_narratives(&attribution, args.stalls));
-        }
-    }
+    crate::report::print_workcons_and_causes(&wc, &attribution, args.grace, args.stalls);
     if let Some(p) = &args.perfetto {
         println!();
         println!("perfetto  {} (open at https://ui.perfetto.dev)", p.display());

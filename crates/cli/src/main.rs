@@ -6,6 +6,7 @@ mod bench;
 mod compare;
 mod diff;
 mod real;
+mod report;
 mod run;
 mod sweep;
 

@@ -2,8 +2,8 @@
 
 use clap::Args;
 use schedlab_analysis::{
-    analyze, attribute_stalls, measure, render_cause_table, render_measures, render_run_table, render_stall_narratives,
-    render_work_conservation, work_conservation, AnalysisOptions, AttributionOptions, WorkConsOptions,
+    analyze, attribute_stalls, measure, render_measures, render_run_table, work_conservation, AnalysisOptions,
+    AttributionOptions, WorkConsOptions,
 };
 use schedlab_kernel::Profile;
 use schedlab_scenario::{Scenario, Spanned};
@@ -244,41 +244,9 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             scenario.stall_threshold_ns / 1000,
             100.0 * stalls as f64 / handoffs as f64
         );
-        let mut worst: Vec<_> = metrics.stalls.iter().collect();
-        worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
-        for s in worst.iter().take(5) {
-            let comm = |pid| result.trace.table.comm(pid).to_string();
-            println!(
-                "          {:>8} us  {} -> {} on {} at {}.{:06} s",
-                s.latency_ns / 1000,
-                comm(s.waker_pid),
-                comm(s.wakee_pid),
-                s.obj_name,
-                s.start_ts / 1_000_000_000,
-                s.start_ts % 1_000_000_000 / 1000
-            );
-        }
+        crate::report::print_worst_stalls(&metrics, &result.trace.table);
     }
-    println!();
-    println!(
-        "work conservation: runnable tasks waiting while a CPU of their affinity is idle (strict, and >= {} us)",
-        args.grace / 1000
-    );
-    print!("{}", render_work_conservation(&workcons));
-    if !attribution.stalls.is_empty() {
-        println!();
-        println!(
-            "stall causes: {} stalls, {}.{:03} ms of handoff time",
-            attribution.stalls.len(),
-            attribution.total_ns / 1_000_000,
-            attribution.total_ns / 1000 % 1000
-        );
-        print!("{}", render_cause_table(&attribution));
-        if args.stalls > 0 {
-            println!();
-            print!("{}", render_stall_narratives(&attribution, args.stalls));
-        }
-    }
+    crate::report::print_workcons_and_causes(&workcons, &attribution, args.grace, args.stalls);
     if let Some(path) = &args.trace {
         println!();
         println!("trace     {} ({} events, ftrace text)", path.display(), result.trace.events.len());
