@@ -627,12 +627,7 @@ impl<'a> Engine<'a> {
                 }
             }
             Ev::FairServer { cpu } => {
-                self.settle(cpu);
-                self.kernel.fair_server_timer(cpu, self.now);
-                self.drain();
-                if !self.preempt_point(cpu) {
-                    self.replan_if_idle(cpu);
-                }
+                self.irq_on(cpu, Kernel::fair_server_timer);
             }
             Ev::Watchdog { cpu } => {
                 self.settle(cpu);
@@ -651,28 +646,13 @@ impl<'a> Engine<'a> {
                 self.preempt_point(cpu);
             }
             Ev::Ipi { cpu, kind: IpiKind::NohzKick } => {
-                self.settle(cpu);
-                self.kernel.nohz_csd_func(cpu, self.now);
-                self.drain();
-                if !self.preempt_point(cpu) {
-                    self.replan_if_idle(cpu);
-                }
+                self.irq_on(cpu, Kernel::nohz_csd_func);
             }
             Ev::Ipi { cpu, kind: IpiKind::RtPushWork } => {
-                self.settle(cpu);
-                self.kernel.rto_push_irq_work_func(cpu, self.now);
-                self.drain();
-                if !self.preempt_point(cpu) {
-                    self.replan_if_idle(cpu);
-                }
+                self.irq_on(cpu, Kernel::rto_push_irq_work_func);
             }
             Ev::Ipi { cpu, kind: IpiKind::CallFunction } => {
-                self.settle(cpu);
-                self.kernel.sched_ttwu_pending(cpu, self.now);
-                self.drain();
-                if !self.preempt_point(cpu) {
-                    self.replan_if_idle(cpu);
-                }
+                self.irq_on(cpu, Kernel::sched_ttwu_pending);
             }
             Ev::Timer { thread, gen, cpu, exited } => {
                 if gen == self.threads[thread].timer_gen && self.threads[thread].blocked == Blocked::Sleep {
@@ -690,6 +670,17 @@ impl<'a> Engine<'a> {
             }
         }
         self.error.is_none()
+    }
+
+    /// An interrupt-context kernel entry on `cpu` (timer, IPI, irq_work):
+    /// run it, then let the CPU reschedule, or pick work if it was idle.
+    fn irq_on(&mut self, cpu: usize, handler: fn(&mut Kernel, usize, u64)) {
+        self.settle(cpu);
+        handler(&mut self.kernel, cpu, self.now);
+        self.drain();
+        if !self.preempt_point(cpu) {
+            self.replan_if_idle(cpu);
+        }
     }
 
     fn replan_if_idle(&mut self, cpu: usize) {
