@@ -2,44 +2,18 @@
 //! active balance, the delayed-task rule per profile, newidle gating, and
 //! seed 000's LB_FIRST_MIGRATION patch.
 
-use schedlab_kernel::{IpiKind, Kernel, KernelConfig, Policy, Profile, TaskId, TaskParams, TaskState};
-use schedlab_topology::{parse_cpulist, PreemptModel, Topology};
+use schedlab_kernel::{IpiKind, Kernel, KernelConfig, Profile, TaskId, TaskState};
+use schedlab_topology::{PreemptModel, Topology};
 use schedlab_trace::{BalanceKind, EventKind};
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
+mod common;
+use common::{fair_task as task, start_fair as start};
+
 fn kernel(preset: &str, profile: &str, settings: &[&str]) -> Kernel {
-    let profile = Profile::by_name(profile).unwrap();
-    let mut features = profile.defaults;
-    for s in settings {
-        features.apply(s).unwrap();
-    }
-    let topology = Topology::preset(preset).unwrap();
-    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed: 7 })
-}
-
-fn task(k: &mut Kernel, pid: i32, mask: &str, cpu: usize) -> TaskId {
-    k.add_task(TaskParams {
-        pid,
-        policy: Policy::Normal,
-        nice: 0,
-        rt_priority: 0,
-        slice_ns: None,
-        cpus_mask: parse_cpulist(mask).unwrap(),
-        cpu,
-        fixed_start: true,
-    })
-}
-
-fn start(k: &mut Kernel, t: TaskId, now: u64) {
-    let cpu = k.tasks[t as usize].cpu;
-    k.wake_up_new_task(t, now, cpu);
-    if k.need_resched(cpu, true) {
-        k.schedule(cpu, now, true);
-    }
-    k.ipis.clear();
-    k.check_invariants().unwrap();
+    common::kernel_with(Topology::preset(preset).unwrap(), profile, settings, 7)
 }
 
 fn lb_moves(k: &Kernel) -> Vec<(i32, u32, u32, BalanceKind, bool)> {

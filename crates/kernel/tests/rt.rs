@@ -1,32 +1,16 @@
 //! RT class and PI rules on crafted states.
 
-use schedlab_kernel::{IpiKind, Kernel, KernelConfig, Policy, Profile, TaskId, TaskParams, TaskState};
-use schedlab_topology::{parse_cpulist, PreemptModel, Topology};
+use schedlab_kernel::{IpiKind, Kernel, Policy, TaskId, TaskState};
+use schedlab_topology::Topology;
 use schedlab_trace::EventKind;
 
 const MS: u64 = 1_000_000;
 
-fn kernel(settings: &[&str]) -> Kernel {
-    let profile = Profile::by_name("6.12").unwrap();
-    let mut features = profile.defaults;
-    for s in settings {
-        features.apply(s).unwrap();
-    }
-    let topology = Topology::preset("qemu-4").unwrap();
-    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed: 3 })
-}
+mod common;
+use common::task_with as task;
 
-fn task(k: &mut Kernel, pid: i32, policy: Policy, rt_priority: u32, mask: &str, cpu: usize) -> TaskId {
-    k.add_task(TaskParams {
-        pid,
-        policy,
-        nice: 0,
-        rt_priority,
-        slice_ns: None,
-        cpus_mask: parse_cpulist(mask).unwrap(),
-        cpu,
-        fixed_start: true,
-    })
+fn kernel(settings: &[&str]) -> Kernel {
+    common::kernel_with(Topology::preset("qemu-4").unwrap(), "6.12", settings, 3)
 }
 
 fn start(k: &mut Kernel, t: TaskId, now: u64) {

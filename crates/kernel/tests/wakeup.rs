@@ -2,47 +2,22 @@
 //! `select_idle_sibling()` rule, the wakelist, and the ttwu patches.
 
 use schedlab_kernel::fair_select::SisRule;
-use schedlab_kernel::{IpiKind, Kernel, KernelConfig, Policy, Profile, TaskId, TaskParams, TaskState};
-use schedlab_topology::{parse_cpulist, CpuSet, PreemptModel, Topology};
+use schedlab_kernel::{IpiKind, Kernel, Policy, TaskId, TaskParams, TaskState};
+use schedlab_topology::{CpuSet, Topology};
 use schedlab_trace::{DelayedWhat, EventKind, WakePath};
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
+mod common;
+use common::{fair_task as add, start_fair as start};
+
 fn kernel_on(topology: Topology, settings: &[&str]) -> Kernel {
-    let profile = Profile::by_name("6.12").unwrap();
-    let mut features = profile.defaults;
-    for s in settings {
-        features.apply(s).unwrap();
-    }
-    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed: 1 })
+    common::kernel_with(topology, "6.12", settings, 1)
 }
 
 fn kernel(preset: &str, settings: &[&str]) -> Kernel {
     kernel_on(Topology::preset(preset).unwrap(), settings)
-}
-
-fn add(k: &mut Kernel, pid: i32, mask: &str, cpu: usize) -> TaskId {
-    k.add_task(TaskParams {
-        pid,
-        policy: Policy::Normal,
-        nice: 0,
-        rt_priority: 0,
-        slice_ns: None,
-        cpus_mask: parse_cpulist(mask).unwrap(),
-        cpu,
-        fixed_start: true,
-    })
-}
-
-fn start(k: &mut Kernel, t: TaskId, now: u64) {
-    let cpu = k.tasks[t as usize].cpu;
-    k.wake_up_new_task(t, now, cpu);
-    if k.need_resched(cpu, true) {
-        k.schedule(cpu, now, true);
-    }
-    k.ipis.clear();
-    k.check_invariants().unwrap();
 }
 
 /// A hog pinned to `cpu`, running.
