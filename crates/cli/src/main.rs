@@ -64,6 +64,15 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `schedlab run ... | head` should end quietly as other Unix tools do,
+    // not panic in println!. Not for `real`/`compare`: their supervisor must
+    // outlive a closed stdout to restore tracefs.
+    if !matches!(cli.cmd, Cmd::Real(_) | Cmd::Compare(_)) {
+        // SAFETY: called before any thread exists; only resets a signal disposition.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match cli.cmd {
         Cmd::Run(args) => run::run(args),
         Cmd::Sweep(args) => sweep::sweep(args),

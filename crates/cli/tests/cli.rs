@@ -357,3 +357,23 @@ fn run_prints_work_conservation_causes_and_narratives() {
     assert!(none.contains("stall causes: 4 stalls") && !none.contains("stall 1 of"), "{none}");
     assert!(none.contains("with a 1ms grace window"), "{none}");
 }
+
+/// `schedlab run ... | head`: a closed stdout ends the process quietly (as
+/// SIGPIPE does for other tools), never with a panic message.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        // ~110 KB of narratives: more than a pipe holds, so writes hit the closed pipe.
+        .args(["run", "scenarios/asym_min.toml", "--duration", "2s", "--seed", "4", "--stalls", "73"])
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the pipe closes
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
