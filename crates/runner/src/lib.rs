@@ -54,10 +54,11 @@ use std::collections::BTreeMap;
 use schedlab_scenario::Scenario;
 use schedlab_trace::ftrace::{parse_ftrace_with, ParseOptions, ParseStats};
 use schedlab_trace::{Pid, TaskInfo, Trace};
+use serde::{Deserialize, Serialize};
 
 pub use calibrate::Calibration;
 pub use plan::{Plan, RealOptions, ThreadPlan};
-pub use worker::ThreadReport;
+pub use worker::{ThreadReport, WorkerReport};
 
 /// A finished real run.
 #[derive(Clone, Debug)]
@@ -93,13 +94,51 @@ impl RealRun {
     }
 }
 
-/// Run `scenario` on this host. The calling process must be single-threaded
-/// (it forks the worker); it must be root (tracefs, SCHED_FIFO).
-pub fn run_real(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, String> {
+/// What a capture produced before it is parsed: everything [`assemble`]
+/// needs to build a [`RealRun`], so a capture taken in one place (a VM
+/// guest) can be analysed in another (the host that booted it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RawCapture {
+    pub plan: Plan,
+    /// `uname -r` where the capture ran.
+    pub kernel: String,
+    /// The tracefs text (skipped in serialization: it travels as its own frames).
+    #[serde(skip)]
+    pub text: String,
+    pub report: WorkerReport,
+    pub lost_events: u64,
+    pub notes: Vec<String>,
+    pub worker_pid: i32,
+}
+
+/// Run `scenario` on this host and capture it, without parsing the trace.
+/// The calling process must be single-threaded (it forks the worker); it
+/// must be root (tracefs, SCHED_FIFO).
+pub fn capture_real(scenario: &Scenario, opts: &RealOptions) -> Result<RawCapture, String> {
     let host_cpus = sys::allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))?;
     let plan = Plan::new(scenario, opts, &host_cpus)?;
     let cap = supervisor::supervise(scenario, &plan, opts)?;
+    Ok(RawCapture {
+        plan,
+        kernel: sys::kernel_release(),
+        text: cap.text,
+        report: cap.report,
+        lost_events: cap.lost_events,
+        notes: cap.notes,
+        worker_pid: cap.worker_pid,
+    })
+}
 
+/// Run `scenario` on this host. The calling process must be single-threaded
+/// (it forks the worker); it must be root (tracefs, SCHED_FIFO).
+pub fn run_real(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, String> {
+    assemble(scenario, opts, capture_real(scenario, opts)?)
+}
+
+/// Parse a capture with the scenario's object names, cut it to the run's
+/// window and collect the notes; writes the text to `opts.trace_out` first.
+pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Result<RealRun, String> {
+    let plan = cap.plan;
     if let Some(path) = &opts.trace_out {
         std::fs::write(path, &cap.text).map_err(|e| format!("--trace {}: {e}", path.display()))?;
     }
@@ -147,7 +186,7 @@ pub fn run_real(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, Stri
         parse_stats: parsed.stats,
         events_captured,
         lost_events: cap.lost_events,
-        kernel: sys::kernel_release(),
+        kernel: cap.kernel,
         worker_pid: cap.worker_pid,
     })
 }

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 
 use schedlab_scenario::{Background, Repeat, Scenario};
 use schedlab_topology::CpuSet;
+use serde::{Deserialize, Serialize};
 
 /// Run-time choices for a real run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RealOptions {
     /// Overrides the scenario's `duration`.
     pub duration_ns: Option<u64>,
@@ -29,6 +30,11 @@ pub struct RealOptions {
     pub features: Vec<String>,
     /// Write the captured tracefs text here (before it is parsed).
     pub trace_out: Option<std::path::PathBuf>,
+    /// The caller applied the scenario's features, fair server runtime and
+    /// `sched_rt_runtime_us` itself (a VM guest's init does): the plan does
+    /// not note them as left alone.
+    #[serde(default)]
+    pub kernel_settings_applied: bool,
 }
 
 impl Default for RealOptions {
@@ -43,12 +49,13 @@ impl Default for RealOptions {
             loops_per_us: None,
             features: Vec::new(),
             trace_out: None,
+            kernel_settings_applied: false,
         }
     }
 }
 
 /// One scenario thread as it will run here.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadPlan {
     /// Host CPUs it may use.
     pub cpus: Vec<usize>,
@@ -60,7 +67,7 @@ pub struct ThreadPlan {
 }
 
 /// The run as planned.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     /// The CPUs this process may use.
     pub host_cpus: Vec<usize>,
@@ -163,7 +170,7 @@ impl Plan {
         }
         let features: Vec<String> =
             scenario.features.iter().map(|f| f.value.clone()).chain(opts.features.iter().cloned()).collect();
-        if !features.is_empty() {
+        if !features.is_empty() && !opts.kernel_settings_applied {
             notes.push(format!(
                 "features {} are not applied: a real run uses the host kernel's sched_features as they are",
                 features.join(" ")
@@ -171,19 +178,20 @@ impl Plan {
         }
         if scenario.kernel_profile.line != 0 {
             notes.push(format!(
-                "kernel profile `{}` is the model's; this run is on the host kernel {}",
+                "kernel profile `{}` is the model's; this run is on the {} kernel {}",
                 scenario.kernel_profile.value,
+                if opts.kernel_settings_applied { "guest" } else { "host" },
                 crate::sys::kernel_release()
             ));
         }
-        if scenario.fair_server_runtime_ns.is_some() {
+        if scenario.fair_server_runtime_ns.is_some() && !opts.kernel_settings_applied {
             notes.push("fair_server_runtime is not applied (debugfs sched/fair_server is not changed)".into());
         }
         if scenario.background == Background::Kernel {
             notes.push("background = \"kernel\" is the model's; the host has whatever background it has".into());
         }
         if let Some(v) = scenario.sched_rt_runtime_us {
-            if !opts.set_rt_runtime {
+            if !opts.set_rt_runtime && !opts.kernel_settings_applied {
                 let now = std::fs::read_to_string(crate::tracefs::RT_RUNTIME).unwrap_or_default();
                 if now.trim() != v.to_string() {
                     notes.push(format!(
