@@ -96,7 +96,9 @@ pub use ab::{compare, parse_ab_pair, render_ab, AbReport, AbSpec};
 pub use export::{render_csv, CSV_COLUMNS};
 pub use file::AXIS_JOIN;
 pub use progress::Bar;
-pub use render::{render, render_breakdown, render_burst_starts, render_measures, render_summary};
+pub use render::{
+    render, render_breakdown, render_burst_starts, render_measure_table, render_measures, render_summary,
+};
 pub use run::{
     assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress, RunResult, SettingResult, SweepResult,
 };

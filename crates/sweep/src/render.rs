@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use schedlab_analysis::{Arrival, StallBreakdown};
 
-use crate::measures::measure_row;
+use crate::measures::{measure_row, MeasureInfo, MeasureRun};
 use crate::{SettingResult, SweepResult};
 
 /// wakee comm → CPU → bursts started there.
@@ -240,22 +240,29 @@ fn ms(ns: u64) -> String {
 /// RT_PUSH_IPI          8/8     8/8      0.089 ms      0.083 ms      0.111 ms
 /// ```
 pub fn render_measures(r: &SweepResult) -> String {
+    let rows: Vec<(String, Vec<&[MeasureRun]>)> =
+        r.settings.iter().map(|s| (s.name.clone(), s.runs.iter().map(|x| x.measures.as_slice()).collect())).collect();
+    render_measure_table(&r.measures, &rows)
+}
+
+/// [`render_measures`] for any rows: a name and, per run, that run's
+/// measures in the order of `infos` (a VM's runs of a scenario, say).
+pub fn render_measure_table(infos: &[MeasureInfo], rows_in: &[(String, Vec<&[MeasureRun]>)]) -> String {
     let mut out = String::new();
-    for (i, info) in r.measures.iter().enumerate() {
+    for (i, info) in infos.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
         let bound =
             info.within_ns.map_or_else(|| "every completed interval".to_string(), |w| format!("under {}", dur(w)));
         push_line(&mut out, &format!("{}: from \"{}\" to \"{}\", timely = {bound}", info.name, info.from, info.to));
-        let rows: Vec<(String, String, String, [String; 3], usize)> = r
-            .settings
+        let rows: Vec<(String, String, String, [String; 3], usize)> = rows_in
             .iter()
-            .map(|s| {
-                let row = measure_row(s.runs.iter().filter_map(|x| x.measures.get(i)), info.within_ns);
+            .map(|(name, runs)| {
+                let row = measure_row(runs.iter().filter_map(|x| x.get(i)), info.within_ns);
                 let f = |v: Option<u64>| v.map_or("-".to_string(), ms);
                 (
-                    s.name.clone(),
+                    name.clone(),
                     format!("{}/{}", row.timely, row.started),
                     format!("{}/{}", row.moved, row.completed),
                     [f(row.median_ns), f(row.min_ns), f(row.max_ns)],
