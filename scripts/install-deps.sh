@@ -2,8 +2,8 @@
 # Installs what schedlab needs on a fresh Debian machine. Idempotent: run it
 # before building; README and .ci/run both call it.
 #
-# The build needs a Rust toolchain (cargo >= 1.85); the tests also need a
-# Python venv with Perfetto's own trace schema (target/pyenv), which checks
+# The build needs a Rust toolchain (cargo >= 1.85); `schedlab vm` needs QEMU
+# (scripts/install-vm-deps.sh); the tests also need a Python venv with Perfetto's own trace schema (target/pyenv), which checks
 # that our Perfetto traces decode as Perfetto decodes them.
 set -euo pipefail
 
@@ -24,6 +24,9 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 cargo --version
+
+# QEMU for `schedlab vm` and its boot test.
+"$(dirname "$0")/install-vm-deps.sh"
 
 # Perfetto's schema for the trace writer's test (a venv under target/pyenv).
 "$(dirname "$0")/install-python-test-deps.sh" >/dev/null

@@ -1,8 +1,9 @@
-//! `schedlab compare`: one scenario on the model and on this machine's
-//! kernel with the same settings, the figures side by side, then each run's
-//! per-thread table and stall causes. The two go through one analysis, so a
-//! difference is a difference between the model and the kernel (or the
-//! hardware), not between two measuring tools.
+//! `schedlab compare`: one scenario on the model and on a real kernel with
+//! the same settings — this machine's kernel, or with `--vm` a kernel booted
+//! under QEMU with the same `sched_features` set inside it — the figures
+//! side by side, then each run's per-thread table and stall causes. The two
+//! go through one analysis, so a difference is a difference between the
+//! model and the kernel (or the hardware), not between two measuring tools.
 
 use clap::Args;
 use schedlab_analysis::{render_cause_table, render_run_table, Cause, LatencyStats};
@@ -11,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::real::{analyze_run, print_real_header, real_run, RealSettings, Report};
+use crate::vm::{measure_runs, print_vm_header, render_runs, vm_runs, VmSettings};
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -25,6 +27,16 @@ pub struct CompareArgs {
     /// Write the simulation's trace (ftrace text) too.
     #[arg(long, value_name = "FILE")]
     pub sim_trace: Option<PathBuf>,
+    /// sched_features settings (debugfs syntax) for the model and, with --vm,
+    /// written in the guest; this machine's own kernel is left as it is.
+    #[arg(long, value_delimiter = ',')]
+    pub features: Vec<String>,
+    /// Run the real side in a QEMU guest (`schedlab vm`) instead of on this
+    /// machine; with --runs N the model runs N seeds from --seed.
+    #[arg(long)]
+    pub vm: bool,
+    #[command(flatten, next_help_heading = "The guest (with --vm)")]
+    pub guest: VmSettings,
 }
 
 fn us(ns: Option<u64>) -> String {
@@ -99,9 +111,26 @@ fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, String, 
 
 pub fn compare(args: CompareArgs) -> Result<(), String> {
     // The real run first: it forks, so the process must still be single-threaded.
-    let (scenario, run, real) = real_run(&args.settings, args.trace.clone())?;
-    let opts = SimOptions { seed: args.seed, duration_ns: args.settings.duration, ..Default::default() };
-    let sim_result = simulate(&scenario, &opts).map_err(|e| e.to_string())?;
+    let (scenario, real_runs, vm_result) = if args.vm {
+        let (scenario, vm, runs) = vm_runs(&args.settings, &args.guest, &args.features, args.trace.as_deref())?;
+        (scenario, runs, Some(vm))
+    } else {
+        let (scenario, run, report) = real_run(&args.settings, args.trace.clone(), &args.features)?;
+        (scenario, vec![(run, report)], None)
+    };
+    let nruns = real_runs.len();
+    let first_seed = args.seed.unwrap_or(scenario.seed);
+    let mut sims = Vec::new();
+    for i in 0..nruns as u64 {
+        let opts = SimOptions {
+            seed: Some(first_seed + i),
+            duration_ns: args.settings.duration,
+            features: args.features.clone(),
+            ..Default::default()
+        };
+        sims.push(simulate(&scenario, &opts).map_err(|e| e.to_string())?);
+    }
+    let sim_result = &sims[0];
     if let Some(path) = &args.sim_trace {
         let file = std::fs::File::create(path).map_err(|e| format!("--sim-trace {}: {e}", path.display()))?;
         let mut out = std::io::BufWriter::new(file);
@@ -117,14 +146,12 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
         .zip(&sim_pids)
         .map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect()))
         .collect();
-    let sim = analyze_run(
-        &scenario,
-        &sim_result.trace,
-        sim_result.end_ns,
-        sim_allowed.clone(),
-        &sim_pids,
-        args.settings.grace,
-    );
+    let sim_reports: Vec<Report> = sims
+        .iter()
+        .map(|r| analyze_run(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, args.settings.grace))
+        .collect();
+    let sim = &sim_reports[0];
+    let (run, real) = &real_runs[0];
     // Like with like: the real kernel's trace has only tracepoints and
     // markers, so attribute the simulated run from those alone too.
     let mut tracepoints_only = sim_result.trace.clone();
@@ -144,11 +171,41 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     for note in &sim_result.notes {
         println!("note      (model) {note}");
     }
-    print_real_header(&run);
+    match &vm_result {
+        Some(vm) => print_vm_header(vm),
+        None => print_real_header(run),
+    }
+    if nruns > 1 {
+        println!();
+        println!("guest runs");
+        print!("{}", render_runs(&scenario, &real_runs));
+    }
+    if !scenario.measures.is_empty() {
+        let sim_measures = measure_runs(&sims.iter().zip(&sim_reports).map(|(_, r)| r).collect::<Vec<_>>());
+        let real_measures = measure_runs(&real_runs.iter().map(|(_, r)| r).collect::<Vec<_>>());
+        let seeds = if nruns > 1 {
+            format!("seeds {first_seed}-{}", first_seed + nruns as u64 - 1)
+        } else {
+            format!("seed {first_seed}")
+        };
+        let real_label = match &vm_result {
+            Some(vm) => format!("guest {} ({nruns} run{})", vm.guest.kernel, if nruns > 1 { "s" } else { "" }),
+            None => format!("host {}", run.kernel),
+        };
+        let rows = vec![
+            (format!("model {} ({seeds})", sim_result.profile.name), sim_measures.iter().map(Vec::as_slice).collect()),
+            (real_label, real_measures.iter().map(Vec::as_slice).collect()),
+        ];
+        println!();
+        print!("{}", schedlab_sweep::render_measure_table(&schedlab_sweep::measures::measure_infos(&scenario), &rows));
+    }
     println!();
-    print!("{}", side_by_side(&figures(&sim, &real, scenario.stall_threshold_ns)));
+    if nruns > 1 {
+        println!("figures of the first run (seed {first_seed}) and the guest's run 1");
+    }
+    print!("{}", side_by_side(&figures(sim, real, scenario.stall_threshold_ns)));
 
-    let (sc, rc) = (cause_counts(&sim), cause_counts(&real));
+    let (sc, rc) = (cause_counts(sim), cause_counts(real));
     if !sc.is_empty() || !rc.is_empty() {
         println!();
         println!("stall causes (stalls per class)");
@@ -175,7 +232,7 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
             .collect();
         print!("{}", side_by_side(&rows));
     }
-    for (name, r) in [("simulated", &sim), ("real", &real)] {
+    for (name, r) in [("simulated", sim), ("real", real)] {
         println!();
         println!("== {name} ==");
         print!("{}", render_run_table(&r.metrics));

@@ -9,6 +9,7 @@ mod real;
 mod report;
 mod run;
 mod sweep;
+mod vm;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -46,6 +47,10 @@ enum Cmd {
     /// Run a scenario on the model and on this machine's kernel with the same settings and
     /// print the figures, per-thread tables and stall causes side by side.
     Compare(compare::CompareArgs),
+    /// Boot a real kernel under QEMU (Debian's 6.12 or your bzImage), set sched_features
+    /// and knobs inside it, run the scenario there (--runs N in one boot) and report it
+    /// like `schedlab real`.
+    Vm(vm::VmArgs),
     /// Measure the simulator: events per wall second, simulated/wall time for asym_min,
     /// rt-pi-push and schbench-spr, the seed-000 sweep's wall time, peak RSS (median of --reps).
     Bench(bench::BenchArgs),
@@ -63,11 +68,15 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // As a VM guest's /init, schedlab runs the job packed in its initramfs.
+    if std::process::id() == 1 {
+        schedlab_vm::guest::main();
+    }
     let cli = Cli::parse();
     // `schedlab run ... | head` should end quietly as other Unix tools do,
     // not panic in println!. Not for `real`/`compare`: their supervisor must
     // outlive a closed stdout to restore tracefs.
-    if !matches!(cli.cmd, Cmd::Real(_) | Cmd::Compare(_)) {
+    if !matches!(cli.cmd, Cmd::Real(_) | Cmd::Compare(_) | Cmd::Vm(_)) {
         // SAFETY: called before any thread exists; only resets a signal disposition.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -81,6 +90,7 @@ fn main() -> ExitCode {
         Cmd::Analyze(args) => analyze::analyze_trace(args),
         Cmd::Real(args) => real::real(args),
         Cmd::Compare(args) => compare::compare(args),
+        Cmd::Vm(args) => vm::vm(args),
         Cmd::Bench(args) => bench::bench(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies { name } => topologies(name.as_deref()),

@@ -118,18 +118,26 @@ pub(crate) fn options(settings: &RealSettings, trace: Option<PathBuf>) -> RealOp
         loops_per_us: settings.loops_per_us,
         features: Vec::new(),
         trace_out: trace,
+        kernel_settings_applied: false,
     }
 }
 
-/// Run for real and analyse.
-pub(crate) fn real_run(settings: &RealSettings, trace: Option<PathBuf>) -> Result<(Scenario, RealRun, Report), String> {
+/// Run for real and analyse; `features` are only noted (the host's
+/// sched_features are not changed).
+pub(crate) fn real_run(
+    settings: &RealSettings,
+    trace: Option<PathBuf>,
+    features: &[String],
+) -> Result<(Scenario, RealRun, Report), String> {
     let scenario = load(settings)?;
     if let Some(l) = settings.loops_per_us {
         if !(l.is_finite() && l > 0.0) {
             return Err(format!("--loops-per-us {l}: expected a positive number of iterations per microsecond"));
         }
     }
-    let run = run_real(&scenario, &options(settings, trace))?;
+    let mut opts = options(settings, trace);
+    opts.features = features.to_vec();
+    let run = run_real(&scenario, &opts)?;
     let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), settings.grace);
     Ok((scenario, run, report))
 }
@@ -210,7 +218,7 @@ pub(crate) fn print_report(scenario: &Scenario, trace: &Trace, r: &Report, grace
 }
 
 pub fn real(args: RealArgs) -> Result<(), String> {
-    let (scenario, run, report) = real_run(&args.settings, args.trace.clone())?;
+    let (scenario, run, report) = real_run(&args.settings, args.trace.clone(), &[])?;
     if args.json {
         let doc = serde_json::json!({
             "scenario": scenario.name,

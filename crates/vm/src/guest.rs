@@ -1,0 +1,202 @@
+//! The guest side: schedlab running as the guest kernel's `/init`. It
+//! mounts the pseudo filesystems, applies the job's `sched_features` and
+//! knobs through debugfs and procfs and reads each back, runs the scenario
+//! with the real runner as many times as asked, sends everything to the
+//! host over the virtio-serial port and powers the machine off. A guest
+//! has nothing to restore: it is thrown away.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use schedlab_runner::capture_real;
+use schedlab_scenario::Scenario;
+
+use crate::wire::{encode, GuestInfo, Kind, CHUNK, MAGIC};
+use crate::{Job, JOB_PATH, PORT_NAME};
+
+const FEATURES: &str = "/sys/kernel/debug/sched/features";
+const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+
+/// The host's end of the results channel.
+struct Channel {
+    port: std::fs::File,
+}
+
+impl Channel {
+    fn open() -> Result<Channel, String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(dev) = find_port() {
+                let mut port = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&dev)
+                    .map_err(|e| format!("opening {}: {e}", dev.display()))?;
+                port.write_all(MAGIC).map_err(|e| format!("writing {}: {e}", dev.display()))?;
+                return Ok(Channel { port });
+            }
+            if Instant::now() > deadline {
+                return Err(format!("no virtio-serial port named `{PORT_NAME}` in /sys/class/virtio-ports"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn send(&mut self, kind: Kind, payload: &[u8]) -> Result<(), String> {
+        let mut frame = Vec::with_capacity(payload.len() + 5);
+        encode(&mut frame, kind, payload);
+        self.port.write_all(&frame).map_err(|e| format!("writing the results port: {e}"))
+    }
+
+    /// A progress line: on the console and to the host.
+    fn log(&mut self, line: &str) {
+        eprintln!("schedlab-guest: {line}");
+        let _ = self.send(Kind::Log, line.as_bytes());
+    }
+}
+
+fn find_port() -> Option<PathBuf> {
+    let ports = std::fs::read_dir("/sys/class/virtio-ports").ok()?;
+    ports.flatten().find_map(|e| {
+        let name = std::fs::read_to_string(e.path().join("name")).ok()?;
+        let dev = Path::new("/dev").join(e.file_name());
+        (name.trim() == PORT_NAME && dev.exists()).then_some(dev)
+    })
+}
+
+fn mount(fstype: &str, target: &str) -> Result<(), String> {
+    let _ = std::fs::create_dir_all(target);
+    let (src, fs, tgt) = (CString::new(fstype).unwrap(), CString::new(fstype).unwrap(), CString::new(target).unwrap());
+    // SAFETY: valid NUL-terminated strings; no data argument.
+    let rc = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EBUSY) {
+            return Err(format!("mount -t {fstype} {target}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+/// One `write()` of the whole value, as `echo VALUE > FILE` does.
+fn write_knob(path: &str, value: &str) -> Result<(), String> {
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("{path}: {e}"))?;
+    f.write_all(value.as_bytes()).map_err(|e| format!("writing {value} to {path}: {e}"))
+}
+
+/// Apply one `sched_features` setting and check it reads back.
+fn apply_feature(setting: &str) -> Result<String, String> {
+    write_knob(FEATURES, setting).map_err(|e| {
+        if e.contains("Invalid argument") {
+            format!("{e}: this kernel has no sched_feature `{}`", setting.trim_start_matches("NO_"))
+        } else {
+            e
+        }
+    })?;
+    let now = read_trim(FEATURES);
+    if !now.split_whitespace().any(|f| f == setting) {
+        return Err(format!("wrote {setting} to {FEATURES} but it reads back: {now}"));
+    }
+    Ok(format!("sched_features {setting} (read back)"))
+}
+
+fn apply_settings(job: &Job, nr_cpus: usize) -> Result<Vec<String>, String> {
+    let mut applied = Vec::new();
+    for f in &job.features {
+        applied.push(apply_feature(f)?);
+    }
+    if let Some(ns) = job.fair_server_runtime_ns {
+        let mut seen = Vec::new();
+        for cpu in 0..nr_cpus {
+            let path = format!("/sys/kernel/debug/sched/fair_server/cpu{cpu}/runtime");
+            write_knob(&path, &ns.to_string())?;
+            seen.push(read_trim(&path));
+        }
+        seen.dedup();
+        applied.push(format!("fair_server/cpu*/runtime = {ns} ns on {nr_cpus} CPUs (read back: {})", seen.join(",")));
+    }
+    if let Some(us) = job.rt_runtime_us {
+        write_knob(RT_RUNTIME, &us.to_string())?;
+        applied.push(format!("sched_rt_runtime_us = {us} (read back: {})", read_trim(RT_RUNTIME)));
+    }
+    Ok(applied)
+}
+
+fn guest_main(chan: &mut Channel, uptime_at_init_s: f64) -> Result<(), String> {
+    let job: Job = serde_json::from_str(
+        &std::fs::read_to_string(JOB_PATH).map_err(|e| format!("{JOB_PATH}: {e} (not a schedlab initramfs?)"))?,
+    )
+    .map_err(|e| format!("{JOB_PATH}: {e}"))?;
+    let scenario = Scenario::load(Path::new(&job.scenario_path)).map_err(|e| e.to_string())?;
+    let nr_cpus = schedlab_runner::sys::allowed_cpus().map(|c| c.len()).unwrap_or(0);
+    let features_before = read_trim(FEATURES);
+    let applied = apply_settings(&job, nr_cpus)?;
+    let info = GuestInfo {
+        kernel: schedlab_runner::sys::kernel_release(),
+        nr_cpus,
+        cmdline: read_trim("/proc/cmdline"),
+        uptime_at_init_s,
+        features_before,
+        features_after: read_trim(FEATURES),
+        applied,
+    };
+    chan.send(Kind::Hello, serde_json::to_string(&info).map_err(|e| e.to_string())?.as_bytes())?;
+    for i in 0..job.runs {
+        chan.log(&format!("run {}/{} of {}", i + 1, job.runs, scenario.name));
+        let cap = capture_real(&scenario, &job.opts)?;
+        chan.send(Kind::RunMeta, serde_json::to_string(&cap).map_err(|e| e.to_string())?.as_bytes())?;
+        for chunk in cap.text.as_bytes().chunks(CHUNK) {
+            chan.send(Kind::TraceChunk, chunk)?;
+        }
+        chan.send(Kind::RunEnd, &[])?;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    chan.send(Kind::Bye, read_trim("/proc/uptime").as_bytes())
+}
+
+fn power_off() -> ! {
+    // SAFETY: plain syscalls; as PID 1 we are allowed to power off.
+    unsafe {
+        libc::sync();
+        libc::reboot(libc::RB_POWER_OFF);
+    }
+    // reboot() does not return on success; if it failed, exiting PID 1
+    // panics the kernel, which `panic=-1` and QEMU's -no-reboot end too.
+    std::process::exit(1)
+}
+
+/// Entry point when schedlab is the guest's PID 1. Never returns.
+pub fn main() -> ! {
+    std::panic::set_hook(Box::new(|p| eprintln!("schedlab-guest: panic: {p}")));
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0);
+    let mounted = [("proc", "/proc"), ("sysfs", "/sys"), ("devtmpfs", "/dev")]
+        .iter()
+        .chain(&[("debugfs", "/sys/kernel/debug"), ("tracefs", "/sys/kernel/tracing")])
+        .try_for_each(|(fs, at)| mount(fs, at));
+    let uptime = if uptime == 0.0 {
+        read_trim("/proc/uptime").split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    } else {
+        uptime
+    };
+    let _ = std::fs::create_dir_all("/run");
+    let _ = std::fs::create_dir_all("/tmp");
+    match Channel::open() {
+        Ok(mut chan) => {
+            let result = mounted.and_then(|()| guest_main(&mut chan, uptime));
+            if let Err(e) = result {
+                eprintln!("schedlab-guest: error: {e}");
+                let _ = chan.send(Kind::Error, e.as_bytes());
+            }
+        }
+        Err(e) => eprintln!("schedlab-guest: error: {e}"),
+    }
+    power_off()
+}

@@ -1,0 +1,367 @@
+//! Run a scenario on a real kernel booted under QEMU, with `sched_features`
+//! and scheduler knobs set inside the guest — for a kernel the host cannot
+//! boot (Debian's 6.12, or the user's patched bzImage).
+//!
+//! [`run_vm`] resolves the kernel ([`kernel`]), finds or builds a static
+//! schedlab ([`guest_bin`]), packs it as `/init` with the scenario and a
+//! [`Job`] into an initramfs ([`initramfs`]), boots QEMU ([`qemu`]: KVM
+//! where a hardware hypervisor backs it, else TCG) and reads the results
+//! from a virtio-serial port as frames ([`wire`]). In the guest, schedlab is
+//! PID 1 ([`guest::main`]): it applies the settings, reads them back, runs
+//! the real runner `runs` times and powers off. Every phase has a deadline;
+//! a guest that panics or hangs is killed and reported with its console's
+//! last lines.
+
+pub mod guest;
+pub mod guest_bin;
+pub mod initramfs;
+pub mod kernel;
+pub mod qemu;
+pub mod wire;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use schedlab_runner::{RawCapture, RealOptions};
+use schedlab_scenario::Scenario;
+use serde::{Deserialize, Serialize};
+
+pub use qemu::{Accel, AccelChoice};
+pub use wire::GuestInfo;
+
+/// Where the job sits in the initramfs.
+pub const JOB_PATH: &str = "/schedlab/job.json";
+/// The virtio-serial port's name (`/sys/class/virtio-ports/*/name`).
+pub const PORT_NAME: &str = "schedlab";
+
+/// What the guest's init does.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Job {
+    /// The scenario's path inside the guest (the host's absolute path).
+    pub scenario_path: String,
+    /// `sched_features` writes, in order.
+    pub features: Vec<String>,
+    /// Written to every CPU's `fair_server/cpuN/runtime`.
+    pub fair_server_runtime_ns: Option<u64>,
+    /// Written to `/proc/sys/kernel/sched_rt_runtime_us`.
+    pub rt_runtime_us: Option<i64>,
+    pub runs: u32,
+    pub opts: RealOptions,
+}
+
+/// `schedlab vm`'s choices.
+#[derive(Clone, Debug)]
+pub struct VmOptions {
+    /// `debian-6.12` or the path of a bzImage.
+    pub kernel: String,
+    pub cpus: usize,
+    pub memory_mb: u64,
+    pub accel: Accel,
+    /// Deterministic-ish virtual time (`-icount`): tighter timing, ~2x slower.
+    pub icount: bool,
+    /// Silence the background that reschedules CPUs by itself: `nowatchdog`
+    /// and fair-server runtime 0 (unless the scenario sets one).
+    pub quiet_kernel: bool,
+    /// Extra kernel command-line words.
+    pub append: Vec<String>,
+    /// `sched_features` settings after the scenario's.
+    pub features: Vec<String>,
+    /// Runs of the scenario in one boot.
+    pub runs: u32,
+    pub guest_bin: Option<PathBuf>,
+    /// Limit for reaching `/init` and applying the settings.
+    pub boot_timeout: Duration,
+    /// The real runner's options inside the guest.
+    pub real: RealOptions,
+}
+
+impl Default for VmOptions {
+    fn default() -> Self {
+        VmOptions {
+            kernel: kernel::DEBIAN_612.into(),
+            cpus: 4,
+            memory_mb: 2048,
+            accel: Accel::Auto,
+            icount: false,
+            quiet_kernel: false,
+            append: Vec::new(),
+            features: Vec::new(),
+            runs: 1,
+            guest_bin: None,
+            boot_timeout: Duration::from_secs(180),
+            real: RealOptions::default(),
+        }
+    }
+}
+
+/// A finished VM session.
+#[derive(Clone, Debug)]
+pub struct VmResult {
+    pub guest: GuestInfo,
+    /// One capture per run, in order (each with its tracefs text).
+    pub runs: Vec<RawCapture>,
+    /// Wall seconds of each run, from its start to its last frame.
+    pub run_wall_s: Vec<f64>,
+    pub kernel_label: String,
+    pub accel: AccelChoice,
+    pub icount: bool,
+    pub qemu_command: String,
+    pub kernel_cmdline: String,
+    pub cpus: usize,
+    pub memory_mb: u64,
+    /// Wall seconds from starting QEMU to the guest's settings applied.
+    pub boot_s: f64,
+    /// Wall seconds from starting QEMU to its exit.
+    pub total_s: f64,
+    /// What the user should know (quiet-kernel choices, ...).
+    pub notes: Vec<String>,
+}
+
+fn canonical(p: &Path) -> Result<PathBuf, String> {
+    p.canonicalize().map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// The scenario file and, when its topology is a file, that file too, each
+/// at its absolute host path so the guest loads them exactly as the host did.
+fn scenario_files(scenario: &Scenario) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let path = canonical(Path::new(&scenario.path))?;
+    let mut files = vec![(path.display().to_string(), std::fs::read(&path).map_err(|e| e.to_string())?)];
+    if schedlab_scenario::Topology::preset(&scenario.topology_ref).is_none() {
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        let topo = canonical(&dir.join(&scenario.topology_ref))?;
+        files.push((topo.display().to_string(), std::fs::read(&topo).map_err(|e| e.to_string())?));
+    }
+    Ok(files)
+}
+
+/// How long one run may take in the guest before it counts as hung.
+fn run_limit(plan_ns: u64, icount: bool, kvm: bool) -> Duration {
+    let slowdown = if kvm {
+        1.5
+    } else if icount {
+        4.0
+    } else {
+        2.5
+    };
+    Duration::from_secs_f64(plan_ns as f64 / 1e9 * slowdown + 120.0)
+}
+
+/// Boot `opts.kernel` in QEMU and run `scenario` in it `opts.runs` times.
+/// `log` receives progress lines (download, build, boot, each run).
+pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) -> Result<VmResult, String> {
+    if opts.cpus == 0 || opts.cpus > 64 {
+        return Err(format!("--cpus {}: expected 1 to 64", opts.cpus));
+    }
+    if opts.runs == 0 {
+        return Err("--runs 0: expected at least one run".into());
+    }
+    let qemu_bin = qemu::qemu_binary()?;
+    let kernel = kernel::resolve(&opts.kernel, log)?;
+    let guest_bin = guest_bin::guest_binary(opts.guest_bin.as_deref(), log)?;
+    let accel = qemu::choose_accel(opts.accel);
+    if accel.kvm && opts.icount {
+        return Err("--icount needs TCG: pass --accel tcg (or auto where KVM is not usable)".into());
+    }
+
+    let work = std::env::temp_dir().join(format!(
+        "schedlab-vm-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let result = boot_and_run(scenario, opts, &qemu_bin, kernel, &guest_bin, accel, &work, log);
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn boot_and_run(
+    scenario: &Scenario,
+    opts: &VmOptions,
+    qemu_bin: &Path,
+    kernel: kernel::Kernel,
+    guest_bin: &Path,
+    accel: AccelChoice,
+    work: &Path,
+    log: &mut dyn FnMut(&str),
+) -> Result<VmResult, String> {
+    let mut notes = Vec::new();
+    let fair_server_runtime_ns = match (scenario.fair_server_runtime_ns, opts.quiet_kernel) {
+        (Some(ns), true) => {
+            notes.push(format!("--quiet-kernel: the scenario's fair_server_runtime ({ns} ns) is kept"));
+            Some(ns)
+        }
+        (Some(ns), false) => Some(ns),
+        (None, true) => Some(0),
+        (None, false) => None,
+    };
+    let features: Vec<String> =
+        scenario.features.iter().map(|f| f.value.clone()).chain(opts.features.iter().cloned()).collect();
+    let mut real = opts.real.clone();
+    real.kernel_settings_applied = true;
+    real.set_rt_runtime = false;
+    real.trace_out = None;
+    let job = Job {
+        scenario_path: canonical(Path::new(&scenario.path))?.display().to_string(),
+        features,
+        fair_server_runtime_ns,
+        rt_runtime_us: scenario.sched_rt_runtime_us,
+        runs: opts.runs,
+        opts: real.clone(),
+    };
+
+    let mut cpio = initramfs::Cpio::new();
+    for d in ["dev", "proc", "sys", "run", "tmp", "schedlab"] {
+        cpio.dir(d);
+    }
+    cpio.char_dev("dev/console", 5, 1);
+    let stripped = work.join("schedlab");
+    guest_bin::stripped_copy(guest_bin, &stripped)?;
+    cpio.file("init", 0o755, &std::fs::read(&stripped).map_err(|e| e.to_string())?);
+    cpio.file(JOB_PATH, 0o644, serde_json::to_string_pretty(&job).map_err(|e| e.to_string())?.as_bytes());
+    for (path, bytes) in scenario_files(scenario)? {
+        cpio.file(&path, 0o644, &bytes);
+    }
+    let initramfs = work.join("initramfs.cpio");
+    std::fs::write(&initramfs, cpio.finish()).map_err(|e| format!("{}: {e}", initramfs.display()))?;
+
+    let mut words = vec!["console=ttyS0".to_string(), "panic=-1".into(), "quiet".into(), "rdinit=/init".into()];
+    if opts.quiet_kernel {
+        words.push("nowatchdog".into());
+    }
+    words.extend(opts.append.iter().cloned());
+    let spec = qemu::MachineSpec {
+        kernel: kernel.image.clone(),
+        initramfs,
+        cmdline: words.join(" "),
+        cpus: opts.cpus,
+        memory_mb: opts.memory_mb,
+        kvm: accel.kvm,
+        icount: opts.icount,
+        console: work.join("console.log"),
+        data: work.join("data.bin"),
+    };
+    let args = qemu::qemu_args(&spec);
+    let qemu_command = qemu::shown(qemu_bin, &args);
+    log(&format!("booting {} on {} vCPUs ({})", kernel.label, opts.cpus, accel.why));
+
+    let plan_ns = real.duration_ns.or(scenario.duration_ns).unwrap_or(real.max_duration_ns);
+    let per_run = run_limit(plan_ns, opts.icount, accel.kvm);
+    let start = Instant::now();
+    let mut child = qemu::spawn(qemu_bin, &args, &work.join("qemu.stderr"))?;
+    let mut tail = qemu::ConsoleTail::default();
+    let mut guest: Option<GuestInfo> = None;
+    let mut boot_s = 0.0;
+    let mut runs: Vec<RawCapture> = Vec::new();
+    let mut run_wall_s = Vec::new();
+    let mut current: Option<(RawCapture, Vec<u8>)> = None;
+    let mut run_started = Instant::now();
+    let mut guest_error: Option<String> = None;
+    let mut bye = false;
+    let nruns = opts.runs;
+    let mut on_frame = |f: wire::Frame| -> Result<qemu::Wait, String> {
+        use wire::Kind;
+        let json_err = |what: &str, e: serde_json::Error| format!("the guest's {what} frame: {e}");
+        Ok(match f.kind {
+            Kind::Hello => {
+                let info: GuestInfo = serde_json::from_slice(&f.payload).map_err(|e| json_err("hello", e))?;
+                boot_s = start.elapsed().as_secs_f64();
+                log(&format!(
+                    "guest up in {boot_s:.1} s (kernel {}, {} CPUs, init at uptime {:.1} s)",
+                    info.kernel, info.nr_cpus, info.uptime_at_init_s
+                ));
+                for a in &info.applied {
+                    log(&format!("guest applied {a}"));
+                }
+                guest = Some(info);
+                run_started = Instant::now();
+                qemu::Wait::Deadline(per_run, format!("during run 1 of {nruns}"))
+            }
+            Kind::Log => {
+                log(&format!("guest: {}", String::from_utf8_lossy(&f.payload)));
+                qemu::Wait::Continue
+            }
+            Kind::RunMeta => {
+                let cap: RawCapture = serde_json::from_slice(&f.payload).map_err(|e| json_err("run", e))?;
+                current = Some((cap, Vec::new()));
+                qemu::Wait::Continue
+            }
+            Kind::TraceChunk => {
+                let (_, text) = current.as_mut().ok_or("the guest sent trace text outside a run")?;
+                text.extend_from_slice(&f.payload);
+                qemu::Wait::Continue
+            }
+            Kind::RunEnd => {
+                let (mut cap, text) = current.take().ok_or("the guest ended a run it had not started")?;
+                cap.text = String::from_utf8(text).map_err(|e| format!("the guest's trace text is not UTF-8: {e}"))?;
+                runs.push(cap);
+                run_wall_s.push(run_started.elapsed().as_secs_f64());
+                run_started = Instant::now();
+                let next = runs.len() as u32 + 1;
+                qemu::Wait::Deadline(per_run, format!("during run {next} of {nruns}"))
+            }
+            Kind::Error => {
+                guest_error = Some(String::from_utf8_lossy(&f.payload).into_owned());
+                qemu::Wait::Deadline(Duration::from_secs(30), "powering off after an error".into())
+            }
+            Kind::Bye => {
+                bye = true;
+                qemu::Wait::Deadline(Duration::from_secs(30), "powering off".into())
+            }
+        })
+    };
+    let status = qemu::monitor(
+        &mut child,
+        &spec.data,
+        &spec.console,
+        (opts.boot_timeout, "while booting (no word from its init)".into()),
+        &mut tail,
+        &mut on_frame,
+    )?;
+    let total_s = start.elapsed().as_secs_f64();
+    let qemu_stderr = std::fs::read_to_string(work.join("qemu.stderr")).unwrap_or_default();
+    if let Some(e) = guest_error {
+        return Err(format!("in the guest ({}): {e}", kernel.label));
+    }
+    if !bye {
+        let q =
+            if qemu_stderr.trim().is_empty() { String::new() } else { format!("\nqemu said: {}", qemu_stderr.trim()) };
+        let console = tail.render();
+        let what = if console.contains("Kernel panic") { "the guest kernel panicked" } else { "the guest stopped" };
+        return Err(format!(
+            "{what} before finishing ({} of {} runs done; qemu exited with {status}). \
+             Its console's last lines:\n{console}{q}",
+            runs.len(),
+            opts.runs,
+        ));
+    }
+    let guest = guest.ok_or("the guest finished without reporting its settings")?;
+    Ok(VmResult {
+        guest,
+        runs,
+        run_wall_s,
+        kernel_label: kernel.label,
+        accel,
+        icount: opts.icount,
+        qemu_command,
+        kernel_cmdline: spec.cmdline,
+        cpus: opts.cpus,
+        memory_mb: opts.memory_mb,
+        boot_s,
+        total_s,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_limits_grow_with_the_slowdown() {
+        let d = 1_700_000_000;
+        assert!(run_limit(d, false, true) < run_limit(d, false, false));
+        assert!(run_limit(d, false, false) < run_limit(d, true, false));
+        assert!(run_limit(d, true, false) >= Duration::from_secs(120));
+    }
+}
