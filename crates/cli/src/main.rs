@@ -49,7 +49,8 @@ enum Cmd {
     Compare(compare::CompareArgs),
     /// Boot a real kernel under QEMU (Debian's 6.12 or your bzImage), set sched_features
     /// and knobs inside it, run the scenario there (--runs N in one boot) and report it
-    /// like `schedlab real`.
+    /// like `schedlab real`. In the guest the scenario's sched_rt_runtime_us and
+    /// fair_server_runtime are always applied (the guest is thrown away after).
     Vm(vm::VmArgs),
     /// Measure the simulator: events per wall second, simulated/wall time for asym_min,
     /// rt-pi-push and schbench-spr, the seed-000 sweep's wall time, peak RSS (median of --reps).

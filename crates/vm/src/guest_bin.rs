@@ -64,8 +64,8 @@ pub fn guest_binary(given: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<P
     })?;
     let target_dir = ws.join("target/guest");
     log(&format!(
-        "building the guest's static schedlab (cargo build --release --target {TARGET}, crt-static, in {}; \
-         the first build takes a few minutes)",
+        "guest binary: cargo build --release --target {TARGET} with crt-static in {} \
+         (a no-op when up to date; the first build takes a few minutes)",
         target_dir.display()
     ));
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
@@ -73,6 +73,8 @@ pub fn guest_binary(given: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<P
         .args(["build", "--quiet", "--release", "--target", TARGET, "-p", "schedlab"])
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        // No debug info: a faster first build and a smaller initramfs.
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
         .status()
         .map_err(|e| format!("running cargo to build the guest binary: {e} (or pass --guest-bin)"))?;
     if !status.success() {
