@@ -172,6 +172,19 @@ pub struct Kernel {
     pub(crate) lb_detached: Vec<TaskId>,
     pub(crate) now: u64,
     pub(crate) exec_cpu: usize,
+    /// `jiffies` at `now`, kept by `enter()`: the balancer reads it per
+    /// domain, and computing it is a 64-bit division.
+    pub(crate) jiffies: u64,
+    /// `HZ` and `max_load_balance_interval`, fixed once `tick_ns` is (divisions too).
+    pub(crate) hz: u64,
+    pub(crate) max_lb_interval: u64,
+    /// `cpu_smt_mask()` of each CPU. `Topology::smt_mask()` scans every CPU
+    /// to build it, and the idle-core and balance paths ask for it per CPU.
+    pub(crate) smt_masks: Vec<CpuSet>,
+    /// The `sched_asym_cpucapacity` static key: some CPU has an
+    /// `sd_asym_cpucapacity` domain. Fixed once the domains are built; the
+    /// wakeup path tests it several times per wakeup.
+    pub(crate) asym_cpucap_active: bool,
 }
 
 impl Kernel {
@@ -217,7 +230,15 @@ impl Kernel {
             nohz.idle_cpus_mask.insert(cpu);
             nohz.nr_cpus += 1;
         }
+        let tick_ns = topo.tick_ns();
+        let hz = 1_000_000_000 / tick_ns;
         Kernel {
+            jiffies: 0,
+            hz,
+            // HZ·nr_cpus/10 jiffies.
+            max_lb_interval: (hz * nr_cpus as u64 / 10).max(1),
+            smt_masks: (0..nr_cpus).map(|cpu| topo.smt_mask(cpu)).collect(),
+            asym_cpucap_active: domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some()),
             rt_mutexes: Vec::new(),
             rto_mask: CpuSet::empty(),
             rto_count: 0,
@@ -236,7 +257,7 @@ impl Kernel {
             features: cfg.features,
             tasks: Vec::new(),
             rqs,
-            tick_ns: topo.tick_ns(),
+            tick_ns,
             preempt: cfg.preempt,
             trace: cfg.trace,
             events: Vec::new(),
@@ -274,6 +295,7 @@ impl Kernel {
     pub(crate) fn enter(&mut self, now: u64, exec_cpu: usize) {
         debug_assert!(now >= self.now, "time went backwards: {} < {}", now, self.now);
         self.now = now;
+        self.jiffies = now / self.tick_ns;
         self.exec_cpu = exec_cpu;
     }
 

@@ -138,7 +138,7 @@ impl Kernel {
 
     /// `is_core_idle()`: every other SMT sibling of `cpu` is idle.
     pub fn is_core_idle(&self, cpu: usize) -> bool {
-        self.topo.smt_mask(cpu).iter().all(|s| s == cpu || self.idle_cpu(s))
+        self.smt_masks[cpu].iter().all(|s| s == cpu || self.idle_cpu(s))
     }
 
     pub(crate) fn sd_flags_of(&self, sd_cpu: usize, sd: usize) -> u32 {
@@ -802,7 +802,7 @@ impl Kernel {
                 if idle_smt.is_none() {
                     idle_smt = Some(cpu);
                 }
-                for s in self.topo.smt_mask(cpu).iter() {
+                for s in self.smt_masks[cpu].iter() {
                     swb_cpus.remove(s);
                 }
                 continue;

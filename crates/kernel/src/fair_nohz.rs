@@ -57,11 +57,12 @@ pub struct Nohz {
 impl Kernel {
     /// `jiffies`.
     pub fn jiffies(&self) -> u64 {
-        self.now / self.tick_ns
+        debug_assert_eq!(self.jiffies, self.now / self.tick_ns);
+        self.jiffies
     }
 
     fn hz(&self) -> u64 {
-        1_000_000_000 / self.tick_ns
+        self.hz
     }
 
     fn msecs_to_jiffies(&self, ms: u64) -> u64 {
@@ -70,7 +71,7 @@ impl Kernel {
 
     /// `max_load_balance_interval`: HZ·nr_cpus/10 jiffies.
     fn max_load_balance_interval(&self) -> u64 {
-        (self.hz() * self.nr_cpus() as u64 / 10).max(1)
+        self.max_lb_interval
     }
 
     /// `add_nr_running()`: a second task on a runqueue marks the root domain overloaded.
@@ -368,11 +369,10 @@ impl Kernel {
         if flags & NOHZ_NEXT_KICK != 0 {
             self.nohz.needs_update = false;
         }
-        let n = self.nr_cpus();
         let mut aborted = false;
-        for k in 1..=n {
-            let balance_cpu = (this_cpu + k) % n;
-            if !self.nohz.idle_cpus_mask.contains(balance_cpu) || !self.idle_cpu(balance_cpu) {
+        let mut scan = crate::fair_select::WrapCursor::new(this_cpu + 1, self.nr_cpus());
+        while let Some(balance_cpu) = scan.next_in(&self.nohz.idle_cpus_mask) {
+            if !self.idle_cpu(balance_cpu) {
                 continue;
             }
             if !self.idle_cpu(this_cpu) && self.need_resched(this_cpu, false) {

@@ -111,6 +111,40 @@ pub enum SisRule {
     Fallback,
 }
 
+/// `for_each_cpu_wrap()`: the CPUs of a set in the order `start..n`, then
+/// `0..start`. It reads the set afresh at each step, so a loop may drop CPUs
+/// it has not reached yet (as `select_idle_core()` does), and it jumps from
+/// member to member instead of testing every position (224 on SPR).
+pub(crate) struct WrapCursor {
+    next: usize,
+    start: usize,
+    n: usize,
+    wrapped: bool,
+}
+
+impl WrapCursor {
+    /// Start at CPU `start`, taken modulo `n` (so `target + 1` may be `n`).
+    pub(crate) fn new(start: usize, n: usize) -> Self {
+        let start = if start >= n { start % n.max(1) } else { start };
+        WrapCursor { next: start, start, n, wrapped: false }
+    }
+
+    /// The next CPU of `set` in wrap order, each position visited at most once.
+    pub(crate) fn next_in(&mut self, set: &CpuSet) -> Option<usize> {
+        if !self.wrapped {
+            if let Some(c) = set.next_from(self.next).filter(|&c| c < self.n) {
+                self.next = c + 1;
+                return Some(c);
+            }
+            self.wrapped = true;
+            self.next = 0;
+        }
+        let c = set.next_from(self.next).filter(|&c| c < self.start)?;
+        self.next = c + 1;
+        Some(c)
+    }
+}
+
 impl Kernel {
     /// The `WakeeStats` of whatever runs on the executing CPU (`current`).
     fn current_wakee(&mut self) -> &mut WakeeStats {
@@ -278,7 +312,8 @@ impl Kernel {
 
     /// `sched_asym_cpucap_active()`.
     fn sched_asym_cpucap_active(&self) -> bool {
-        self.domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some())
+        debug_assert_eq!(self.asym_cpucap_active, self.domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some()));
+        self.asym_cpucap_active
     }
 
     /// `select_idle_sibling()`: find an idle CPU sharing the target's cache,
@@ -352,7 +387,7 @@ impl Kernel {
         if !self.smt_active || self.test_idle_cores(core) {
             return;
         }
-        let siblings = self.topo.smt_mask(core);
+        let siblings = self.smt_masks[core];
         if siblings.iter().all(|c| c == core || self.available_idle_cpu(c)) {
             self.set_idle_cores(core, true);
         }
@@ -360,7 +395,7 @@ impl Kernel {
 
     /// `select_idle_smt()`: an idle SMT sibling of `target` inside the LLC.
     fn select_idle_smt(&self, p: TaskId, llc_span: CpuSet, target: usize) -> Option<usize> {
-        let mask = self.topo.smt_mask(target).and(&self.tasks[p as usize].cpus_mask);
+        let mask = self.smt_masks[target].and(&self.tasks[p as usize].cpus_mask);
         let found = mask.iter().find(|&c| c != target && llc_span.contains(c) && self.idle_or_sched_idle(c));
         found
     }
@@ -369,7 +404,7 @@ impl Kernel {
     /// first idle thread seen in `idle_cpu`, and drops the core from `cpus`.
     fn select_idle_core(&self, core: usize, cpus: &mut CpuSet, idle_cpu: &mut Option<usize>) -> Option<usize> {
         let mut idle = true;
-        for cpu in self.topo.smt_mask(core).iter() {
+        for cpu in self.smt_masks[core].iter() {
             if !self.available_idle_cpu(cpu) {
                 idle = false;
                 if idle_cpu.is_none() {
@@ -388,7 +423,7 @@ impl Kernel {
         if idle {
             return Some(core);
         }
-        for c in self.topo.smt_mask(core).iter() {
+        for c in self.smt_masks[core].iter() {
             cpus.remove(c);
         }
         None
@@ -407,12 +442,8 @@ impl Kernel {
                 return None;
             }
         }
-        let n = self.nr_cpus();
-        for k in 1..=n {
-            let cpu = (target + k) % n;
-            if !cpus.contains(cpu) {
-                continue;
-            }
+        let mut scan = WrapCursor::new(target + 1, self.nr_cpus());
+        while let Some(cpu) = scan.next_in(&cpus) {
             if has_idle_core {
                 if let Some(i) = self.select_idle_core(cpu, &mut cpus, &mut idle_cpu) {
                     return Some(i);
@@ -440,10 +471,9 @@ impl Kernel {
         let cpus = span.and(&self.tasks[p as usize].cpus_mask);
         let util = self.task_util(p);
         let (mut best_cap, mut best_cpu) = (0, None);
-        let n = self.nr_cpus();
-        for k in 0..n {
-            let cpu = (target + k) % n;
-            if !cpus.contains(cpu) || !self.idle_or_sched_idle(cpu) {
+        let mut scan = WrapCursor::new(target, self.nr_cpus());
+        while let Some(cpu) = scan.next_in(&cpus) {
+            if !self.idle_or_sched_idle(cpu) {
                 continue;
             }
             let cap = self.rqs[cpu].cpu_capacity;
@@ -690,4 +720,35 @@ fn update_pick_idlest(idlest: &SgStats, sgs: &SgStats) -> bool {
 /// `util_fits_cpu()` without uclamp: `fits_capacity()`, 20 % headroom.
 pub fn util_fits_cpu(util: u64, capacity: u64) -> bool {
     util * 1280 < capacity * 1024
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cursor visits what `for k in 1..=n { (start + k) % n }` with a
+    /// live membership test visits, also when the loop drops CPUs ahead.
+    #[test]
+    fn wrap_cursor_matches_the_modulo_scan() {
+        let n = 70;
+        for start in 0..=n {
+            let set: CpuSet = (0..n).filter(|c| c % 3 != 1).chain([n + 5]).collect();
+            let (mut a, mut b) = (set, set);
+            let mut modulo = Vec::new();
+            for k in 0..n {
+                let cpu = (start + k) % n;
+                if a.contains(cpu) {
+                    modulo.push(cpu);
+                    a.remove((cpu + 7) % n);
+                }
+            }
+            let mut cursor = Vec::new();
+            let mut scan = WrapCursor::new(start, n);
+            while let Some(cpu) = scan.next_in(&b) {
+                cursor.push(cpu);
+                b.remove((cpu + 7) % n);
+            }
+            assert_eq!(cursor, modulo, "start {start}");
+        }
+    }
 }

@@ -65,10 +65,28 @@ pub(crate) enum Ev {
     End,
 }
 
+/// Keys of the per-CPU timers in the event queue, re-armed in place (see
+/// `queue`): the next op boundary, the tick, the end of a context switch.
+pub(crate) const KEYS_PER_CPU: usize = 3;
+
+fn work_key(cpu: usize) -> usize {
+    cpu * KEYS_PER_CPU
+}
+
+fn tick_key(cpu: usize) -> usize {
+    cpu * KEYS_PER_CPU + 1
+}
+
+fn switch_key(cpu: usize) -> usize {
+    cpu * KEYS_PER_CPU + 2
+}
+
 /// Per-CPU hardware state.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CpuHw {
-    /// Bumped whenever the pending `CpuWork` event becomes stale.
+    /// Bumped whenever the pending `CpuWork` event becomes stale. The queue
+    /// replaces or cancels stale per-CPU events itself; the generations
+    /// remain as a cross-check when they pop.
     pub gen: u64,
     pub tick_gen: u64,
     pub tick_armed: bool,
@@ -94,7 +112,11 @@ pub(crate) struct Engine<'a> {
     pub queue: EventQueue<Ev>,
     pub rng: Rng,
     pub now: u64,
-    pub events: Vec<Event>,
+    /// The trace is `kernel.events[..traced]`: the kernel emits into its
+    /// buffer and the workload's markers are appended to the same one, so
+    /// no event is copied. Events past `traced` are the kernel's since the
+    /// last `drain()`, which adds them (a run drops what it never drained).
+    pub traced: usize,
     pub check_invariants: bool,
     pub end: Option<u64>,
     pub error: Option<String>,
@@ -107,9 +129,32 @@ impl<'a> Engine<'a> {
         self.kernel.tasks[self.threads[thread].task as usize].pid
     }
 
-    /// Move the kernel's events into the trace, then check the model.
+    /// Take the kernel's new events into the trace, deliver its requests,
+    /// then check the model.
     fn drain(&mut self) {
-        self.events.append(&mut self.kernel.events);
+        self.traced = self.kernel.events.len();
+        // Most kernel entries request neither an IPI nor a timer.
+        if !self.kernel.ipis.is_empty() {
+            self.deliver_ipis();
+        }
+        if !self.kernel.timer_requests.is_empty() {
+            let mut timers = std::mem::take(&mut self.kernel.timer_requests);
+            for t in timers.drain(..) {
+                self.queue.push(t.at, Ev::FairServer { cpu: t.cpu });
+            }
+            self.kernel.timer_requests = timers;
+        }
+        if self.check_invariants {
+            if let Err(e) = self.kernel.check_invariants() {
+                if self.error.is_none() {
+                    self.error = Some(format!("invariant violated at {} ns: {e}", self.now));
+                }
+            }
+        }
+    }
+
+    /// Queue the interrupts the kernel asked for, with their delivery latency.
+    fn deliver_ipis(&mut self) {
         // Reuse the request buffer: no allocation per event in the steady state.
         let mut ipis = std::mem::take(&mut self.kernel.ipis);
         for ipi in ipis.drain(..) {
@@ -126,31 +171,20 @@ impl<'a> Engine<'a> {
             self.queue.push(self.now + delay, Ev::Ipi { cpu: ipi.cpu, kind: ipi.kind });
         }
         self.kernel.ipis = ipis;
-        let mut timers = std::mem::take(&mut self.kernel.timer_requests);
-        for t in timers.drain(..) {
-            self.queue.push(t.at, Ev::FairServer { cpu: t.cpu });
-        }
-        self.kernel.timer_requests = timers;
-        if self.check_invariants {
-            if let Err(e) = self.kernel.check_invariants() {
-                if self.error.is_none() {
-                    self.error = Some(format!("invariant violated at {} ns: {e}", self.now));
-                }
-            }
-        }
     }
 
     fn user_event(&mut self, cpu: usize, thread: usize, op: UserOp) {
         self.drain();
         if self.kernel.trace || self.user_trace {
             let pid = self.pid_of(thread);
-            self.events.push(Event {
+            self.kernel.events.push(Event {
                 ts: self.now,
                 cpu: cpu as u32,
                 ctx_pid: pid,
                 flags: *b"...1.",
                 kind: EventKind::User { pid, op },
             });
+            self.traced += 1;
         }
     }
 
@@ -180,12 +214,13 @@ impl<'a> Engine<'a> {
     fn replan(&mut self, cpu: usize) {
         self.cpus[cpu].gen += 1;
         let gen = self.cpus[cpu].gen;
-        let Some(t) = self.kernel.curr(cpu) else { return };
+        let key = work_key(cpu);
+        let Some(t) = self.kernel.curr(cpu) else { return self.queue.cancel(key) };
         let th = self.task_thread[t as usize];
         let exec_from = self.cpus[cpu].exec_from;
         self.cpus[cpu].rate = self.rate(cpu);
         if exec_from > self.now {
-            self.queue.push(exec_from, Ev::CpuWork { cpu, gen });
+            self.queue.push_keyed(key, exec_from, Ev::CpuWork { cpu, gen });
             return;
         }
         let thread = &self.threads[th];
@@ -194,15 +229,17 @@ impl<'a> Engine<'a> {
             Some(Op::Run { .. } | Op::WakeList { .. }) if thread.run_started => {
                 let rate = self.cpus[cpu].rate.max(1);
                 let ns = thread.remaining.div_ceil(rate);
-                self.queue.push(self.now + ns, Ev::CpuWork { cpu, gen });
+                self.queue.push_keyed(key, self.now + ns, Ev::CpuWork { cpu, gen });
             }
             Some(Op::Poll { flags, after_ns }) => {
                 if let Some(at) = self.earliest_post(flags) {
-                    self.queue.push((at + after_ns).max(self.now), Ev::CpuWork { cpu, gen });
+                    self.queue.push_keyed(key, (at + after_ns).max(self.now), Ev::CpuWork { cpu, gen });
+                } else {
+                    // Spin until a post re-plans us.
+                    self.queue.cancel(key);
                 }
-                // Otherwise spin until a post re-plans us.
             }
-            _ => self.queue.push(self.now, Ev::CpuWork { cpu, gen }),
+            _ => self.queue.push_keyed(key, self.now, Ev::CpuWork { cpu, gen }),
         }
     }
 
@@ -236,10 +273,11 @@ impl<'a> Engine<'a> {
             hw.tick_gen += 1;
             let tick = self.topo.tick_ns();
             let next = (self.now / tick + 1) * tick;
-            self.queue.push(next, Ev::Tick { cpu, gen: hw.tick_gen });
+            self.queue.push_keyed(tick_key(cpu), next, Ev::Tick { cpu, gen: hw.tick_gen });
         } else if !busy && hw.tick_armed {
             hw.tick_armed = false;
             hw.tick_gen += 1;
+            self.queue.cancel(tick_key(cpu));
         }
     }
 
@@ -259,7 +297,7 @@ impl<'a> Engine<'a> {
             } else {
                 self.cpus[cpu].switch_gen += 1;
                 let gen = self.cpus[cpu].switch_gen;
-                self.queue.push(self.now + cs, Ev::SwitchDone { cpu, gen });
+                self.queue.push_keyed(switch_key(cpu), self.now + cs, Ev::SwitchDone { cpu, gen });
             }
         }
         if let Some(n) = sw.next {
@@ -588,7 +626,12 @@ impl<'a> Engine<'a> {
 
     /// Process one event; false when the run is over.
     pub fn step(&mut self) -> bool {
-        let Some((t, ev)) = self.queue.pop() else { return false };
+        let Some((t, ev)) = self.queue.pop() else {
+            // Superseded timers used to pop (as no-ops) before the queue ran
+            // dry: the clock ends where they would have taken it.
+            self.now = self.now.max(self.queue.dropped_max());
+            return false;
+        };
         if let Some(end) = self.end {
             if t > end {
                 self.now = end;
@@ -687,6 +730,14 @@ impl<'a> Engine<'a> {
         if self.kernel.curr(cpu).is_some() {
             self.replan(cpu);
         }
+    }
+
+    /// Hand the trace so far to `sink` and forget it (streamed runs).
+    pub fn stream_to(&mut self, sink: &mut dyn FnMut(&Event)) {
+        for e in self.kernel.events.drain(..self.traced) {
+            sink(&e);
+        }
+        self.traced = 0;
     }
 
     #[allow(dead_code)]

@@ -223,10 +223,10 @@ fn simulate_inner(
         objects: workload::initial_objects(scenario),
         cpus: vec![Default::default(); topo.nr_cpus()],
         siblings: (0..topo.nr_cpus()).map(|c| topo.smt_mask(c).iter().filter(|&s| s != c).collect()).collect(),
-        queue: queue::EventQueue::new(),
+        queue: queue::EventQueue::with_keys(engine::KEYS_PER_CPU * topo.nr_cpus()),
         rng: rng::Rng::new(seed),
         now: 0,
-        events: Vec::new(),
+        traced: 0,
         check_invariants: check,
         end: duration,
         error: None,
@@ -250,20 +250,20 @@ fn simulate_inner(
     while engine.step() {
         steps += 1;
         if let Some(sink) = sink.as_mut() {
-            for e in engine.events.drain(..) {
-                sink(&e);
-            }
+            engine.stream_to(sink);
         }
     }
     if let Some(sink) = sink.as_mut() {
-        for e in engine.events.drain(..) {
-            sink(&e);
-        }
+        engine.stream_to(sink);
     }
     if let Some(e) = engine.error.take() {
         return Err(SimError::Model(e));
     }
     let end_ns = engine.now;
+    // The trace; what the kernel emitted after the last drain, and emits
+    // below while settling the clocks, is left out.
+    let mut events = std::mem::take(&mut engine.kernel.events);
+    events.truncate(engine.traced);
     for cpu in 0..topo.nr_cpus() {
         if engine.kernel.curr(cpu).is_some() {
             engine.kernel.sync_curr(cpu, end_ns);
@@ -294,7 +294,6 @@ fn simulate_inner(
             nivcsw: engine.kernel.tasks[t.task as usize].nivcsw,
         })
         .collect();
-    let events = std::mem::take(&mut engine.events);
     Ok(SimResult {
         trace: Trace { table, nr_cpus: topo.nr_cpus() as u32, events },
         end_ns,

@@ -1,14 +1,29 @@
-//! The discrete-event queue: integer-ns time, ties broken by insertion order,
-//! cancellation by generation numbers checked when an event pops.
+//! The discrete-event queue: integer-ns time, ties broken by insertion order.
+//!
+//! Two kinds of events share one order (time, then push sequence number):
+//!
+//! * one-shot events, in a plain binary heap;
+//! * keyed events — per-CPU timers that the engine re-arms all the time (the
+//!   next op boundary, the tick, the end of a context switch) — of which at
+//!   most one is pending per key. Re-arming one replaces it in place, and
+//!   cancelling one removes it. With plain pushes and generation numbers the
+//!   superseded entries would stay in the heap until their time came: in
+//!   schbench they outnumbered the live ones and popping them dominated the
+//!   run time. Replacing gives the same pops in the same order (a superseded
+//!   event did nothing when it popped), without the dead weight.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Min-heap of `(time, seq, payload)`; equal times pop in push order.
+/// Min-queue of `(time, seq, payload)`; equal times pop in push order.
 #[derive(Debug)]
 pub struct EventQueue<T> {
-    heap: BinaryHeap<Reverse<(u64, u64, Slot<T>)>>,
+    heap: BinaryHeap<Reverse<(u128, Slot<T>)>>,
+    keyed: KeyedHeap<T>,
     seq: u64,
+    /// Latest time of any event that was replaced or cancelled before it
+    /// popped: the time a drained queue would have reached had it popped it.
+    dropped_max: u64,
 }
 
 /// Wrapper so payloads need no ordering of their own.
@@ -32,30 +47,204 @@ impl<T> Ord for Slot<T> {
     }
 }
 
-impl<T> EventQueue<T> {
-    pub fn new() -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0 }
+/// An indexed binary min-heap of keys ordered by `(time, seq)`, with each
+/// key's position so that an entry can be moved or removed in O(log n).
+#[derive(Debug)]
+struct KeyedHeap<T> {
+    /// `(order, key)`, heap-ordered, where `order` packs `(time, seq)` into
+    /// one integer (see `order`) so that each comparison is a single one.
+    heap: Vec<(u128, u32)>,
+    /// Index in `heap` of each key's entry, or `NONE`.
+    pos: Vec<u32>,
+    payload: Vec<Option<T>>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// `(time, seq)` as one integer that orders the same way.
+fn order(at: u64, seq: u64) -> u128 {
+    (u128::from(at) << 64) | u128::from(seq)
+}
+
+fn time_of(order: u128) -> u64 {
+    (order >> 64) as u64
+}
+
+impl<T> KeyedHeap<T> {
+    fn new(keys: usize) -> Self {
+        KeyedHeap { heap: Vec::with_capacity(keys), pos: vec![NONE; keys], payload: (0..keys).map(|_| None).collect() }
     }
 
+    fn top(&self) -> Option<u128> {
+        self.heap.first().map(|&(o, _)| o)
+    }
+
+    /// Insert or move `key` to `(at, seq)`; returns the time it replaced.
+    fn set(&mut self, key: u32, at: u64, seq: u64, ev: T) -> Option<u64> {
+        self.payload[key as usize] = Some(ev);
+        let p = self.pos[key as usize];
+        if p == NONE {
+            let i = self.heap.len();
+            self.heap.push((order(at, seq), key));
+            self.pos[key as usize] = i as u32;
+            self.sift_up(i);
+            None
+        } else {
+            let i = p as usize;
+            let old = time_of(self.heap[i].0);
+            // The new sequence number is the largest yet: the entry can only
+            // move up if its time decreased, else only down.
+            self.heap[i] = (order(at, seq), key);
+            if at < old {
+                self.sift_up(i);
+            } else {
+                self.sift_down(i);
+            }
+            Some(old)
+        }
+    }
+
+    /// Remove `key`'s pending entry; returns its time.
+    fn remove(&mut self, key: u32) -> Option<u64> {
+        let p = self.pos[key as usize];
+        if p == NONE {
+            return None;
+        }
+        let i = p as usize;
+        let at = time_of(self.heap[i].0);
+        self.pos[key as usize] = NONE;
+        self.payload[key as usize] = None;
+        let last = self.heap.pop().expect("a pending key is in the heap");
+        if i < self.heap.len() {
+            self.heap[i] = last;
+            self.pos[last.1 as usize] = i as u32;
+            // The moved entry came from a leaf: it may belong above or below.
+            self.sift_up(i);
+            self.sift_down(self.pos[last.1 as usize] as usize);
+        }
+        Some(at)
+    }
+
+    fn pop(&mut self) -> Option<(u64, T)> {
+        let &(o, key) = self.heap.first()?;
+        let at = time_of(o);
+        let ev = self.payload[key as usize].take().expect("a pending key has a payload");
+        self.pos[key as usize] = NONE;
+        let last = self.heap.pop().expect("non-empty");
+        if !self.heap.is_empty() {
+            self.heap[0] = last;
+            self.pos[last.1 as usize] = 0;
+            self.sift_down(0);
+        }
+        Some((at, ev))
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let p = self.heap[parent];
+            if p.0 <= e.0 {
+                break;
+            }
+            self.heap[i] = p;
+            self.pos[p.1 as usize] = i as u32;
+            i = parent;
+        }
+        self.heap[i] = e;
+        self.pos[e.1 as usize] = i as u32;
+    }
+
+    /// Floyd's variant: walk the hole down to a leaf along the smaller
+    /// children, then sift the entry up from there. Entries sifted down
+    /// (the last leaf after a pop, a timer pushed later) mostly belong near
+    /// the bottom, so this saves a comparison per level, and the child choice
+    /// is branch-free.
+    fn sift_down(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        let n = self.heap.len();
+        let mut l = 2 * i + 1;
+        while l + 1 < n {
+            let c = l + usize::from(self.heap[l + 1].0 < self.heap[l].0);
+            let ch = self.heap[c];
+            self.heap[i] = ch;
+            self.pos[ch.1 as usize] = i as u32;
+            i = c;
+            l = 2 * i + 1;
+        }
+        if l < n {
+            let ch = self.heap[l];
+            self.heap[i] = ch;
+            self.pos[ch.1 as usize] = i as u32;
+            i = l;
+        }
+        self.heap[i] = e;
+        self.sift_up(i);
+    }
+}
+
+impl<T> EventQueue<T> {
+    /// A queue with no keyed events.
+    pub fn new() -> Self {
+        Self::with_keys(0)
+    }
+
+    /// A queue whose keyed events use keys `0..keys`.
+    pub fn with_keys(keys: usize) -> Self {
+        EventQueue { heap: BinaryHeap::with_capacity(1024), keyed: KeyedHeap::new(keys), seq: 0, dropped_max: 0 }
+    }
+
+    /// Queue a one-shot event.
     pub fn push(&mut self, at: u64, ev: T) {
         self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, Slot(ev))));
+        self.heap.push(Reverse((order(at, self.seq), Slot(ev))));
+    }
+
+    /// Queue `key`'s event, replacing the one pending under `key` if any. It
+    /// takes its place in the order as a fresh push would.
+    pub fn push_keyed(&mut self, key: usize, at: u64, ev: T) {
+        self.seq += 1;
+        if let Some(old) = self.keyed.set(key as u32, at, self.seq, ev) {
+            self.dropped_max = self.dropped_max.max(old);
+        }
+    }
+
+    /// Drop `key`'s pending event, if any.
+    pub fn cancel(&mut self, key: usize) {
+        if let Some(old) = self.keyed.remove(key as u32) {
+            self.dropped_max = self.dropped_max.max(old);
+        }
     }
 
     pub fn pop(&mut self) -> Option<(u64, T)> {
-        self.heap.pop().map(|Reverse((t, _, Slot(ev)))| (t, ev))
+        let heap_top = self.heap.peek().map(|Reverse((o, _))| *o);
+        match (heap_top, self.keyed.top()) {
+            (Some(h), Some(k)) if k < h => self.keyed.pop(),
+            (None, Some(_)) => self.keyed.pop(),
+            _ => self.heap.pop().map(|Reverse((o, Slot(ev)))| (time_of(o), ev)),
+        }
     }
 
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap.peek().map(|Reverse((t, _, _))| *t)
+        let h = self.heap.peek().map(|Reverse((o, _))| time_of(*o));
+        let k = self.keyed.top().map(time_of);
+        match (h, k) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Latest time among the events replaced or cancelled before they popped.
+    pub fn dropped_max(&self) -> u64 {
+        self.dropped_max
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.keyed.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -78,5 +267,69 @@ mod tests {
         q.push(1, "b");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, vec![(1, "a"), (1, "b"), (5, "c"), (5, "d")]);
+    }
+
+    #[test]
+    fn keyed_events_replace_and_keep_fifo_ties() {
+        let mut q = EventQueue::with_keys(3);
+        q.push(5, "a");
+        q.push_keyed(0, 3, "x");
+        q.push_keyed(1, 5, "b");
+        q.push_keyed(0, 5, "c"); // replaces x, and ties after b
+        q.push(5, "d");
+        q.push_keyed(2, 1, "gone");
+        q.cancel(2);
+        q.cancel(2);
+        assert_eq!(q.len(), 4);
+        assert_eq!(q.peek_time(), Some(5));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec![(5, "a"), (5, "b"), (5, "c"), (5, "d")]);
+        assert_eq!(q.dropped_max(), 3);
+    }
+
+    /// Against the generation-number scheme it replaces: same pops, same order.
+    #[test]
+    fn keyed_matches_lazy_cancellation() {
+        let mut rng = crate::rng::Rng::new(7);
+        let mut q = EventQueue::with_keys(8);
+        let mut lazy = EventQueue::new();
+        let mut gen = [0u64; 8];
+        let mut now = 0;
+        let mut popped = (Vec::new(), Vec::new());
+        for _ in 0..20_000 {
+            match rng.below_incl(9) {
+                0..=4 => {
+                    let key = rng.below_incl(7) as usize;
+                    let at = now + rng.below_incl(50);
+                    gen[key] += 1;
+                    q.push_keyed(key, at, (key, gen[key]));
+                    lazy.push(at, (key, gen[key]));
+                }
+                5 => {
+                    let key = rng.below_incl(7) as usize;
+                    gen[key] += 1;
+                    q.cancel(key);
+                }
+                6 => {
+                    let at = now + rng.below_incl(50);
+                    q.push(at, (99, 0));
+                    lazy.push(at, (99, 0));
+                }
+                _ => {
+                    if let Some((t, ev)) = q.pop() {
+                        now = t;
+                        popped.0.push((t, ev));
+                    }
+                    while let Some((t, (k, g))) = lazy.pop() {
+                        if k == 99 || gen[k] == g {
+                            popped.1.push((t, (k, g)));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(popped.0, popped.1);
+        assert!(!popped.0.is_empty());
     }
 }

@@ -95,17 +95,28 @@ impl CpuSet {
 
     /// Ascending CPU ids.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let bit = w.trailing_zeros() as usize;
-                w &= w - 1;
-                Some(i * 64 + bit)
-            })
-        })
+        // A plain word cursor: the scheduler's hot loops iterate small sets,
+        // where a `flat_map` over all eight words costs more than the bits.
+        Iter { words: &self.words, i: 0, w: self.words[0] }
+    }
+
+    /// The first CPU of the set at or after `start` (`cpumask_next(start - 1)`).
+    pub fn next_from(&self, start: usize) -> Option<usize> {
+        let mut i = start / 64;
+        if i >= WORDS {
+            return None;
+        }
+        let mut w = self.words[i] & (!0u64 << (start % 64));
+        loop {
+            if w != 0 {
+                return Some(i * 64 + w.trailing_zeros() as usize);
+            }
+            i += 1;
+            if i >= WORDS {
+                return None;
+            }
+            w = self.words[i];
+        }
     }
 
     /// The cpulist form the kernel prints (`0-3,8,10-11`).
@@ -136,6 +147,32 @@ impl CpuSet {
             flush(&mut out, r);
         }
         out
+    }
+}
+
+/// [`CpuSet::iter`]'s iterator: the bits left in word `i`, then the next words.
+struct Iter<'a> {
+    words: &'a [u64; WORDS],
+    i: usize,
+    w: u64,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        loop {
+            if self.w != 0 {
+                let bit = self.w.trailing_zeros() as usize;
+                self.w &= self.w - 1;
+                return Some(self.i * 64 + bit);
+            }
+            self.i += 1;
+            if self.i >= WORDS {
+                return None;
+            }
+            self.w = self.words[self.i];
+        }
     }
 }
 
@@ -216,6 +253,17 @@ pub fn parse_cpulist(text: &str) -> Result<CpuSet, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iter_and_next_from_walk_every_word() {
+        let cpus = [0, 5, 63, 64, 200, 447, 448, 511];
+        let s: CpuSet = cpus.iter().copied().collect();
+        assert_eq!(s.iter().collect::<Vec<_>>(), cpus);
+        assert_eq!(CpuSet::empty().iter().next(), None);
+        for start in 0..MAX_CPUS + 2 {
+            assert_eq!(s.next_from(start), cpus.iter().copied().find(|&c| c >= start), "from {start}");
+        }
+    }
 
     #[test]
     fn parses_taskset_syntax_and_prints_it_back() {
