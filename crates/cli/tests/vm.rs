@@ -107,3 +107,22 @@ fn a_guest_that_panics_or_hangs_is_reported_with_its_console() {
     assert!(stderr.contains("the guest timed out while booting (no word from its init); killed it"), "{stderr}");
     assert!(t.elapsed().as_secs() < 60);
 }
+
+#[test]
+fn bad_vm_settings_are_refused_before_booting() {
+    // None of these needs QEMU: each is checked before a guest starts.
+    let out = vm(&["scenarios/asym_min.toml"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("pinned to CPUs 2,4-7") && stderr.contains("(in a guest with --cpus 4)"), "{stderr}");
+    assert!(!stderr.contains("booting"), "refused before booting: {stderr}");
+
+    let out = vm(&["scenarios/rt-pi-push.toml", "--cpus", "0"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--cpus 0: expected 1 to 64"));
+    if have_qemu() {
+        let out = vm(&["scenarios/rt-pi-push.toml", "--kernel", "Cargo.toml"]);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--kernel Cargo.toml: not an x86 bzImage"));
+    }
+    let out = vm(&["scenarios/rt-pi-push.toml", "--accel", "xen"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected auto, kvm or tcg"));
+}

@@ -155,6 +155,11 @@ pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) 
     if opts.runs == 0 {
         return Err("--runs 0: expected at least one run".into());
     }
+    // The guest's CPUs are 0..cpus: refuse a scenario that cannot run there
+    // before spending a boot on it.
+    let guest_cpus: Vec<usize> = (0..opts.cpus).collect();
+    schedlab_runner::Plan::new(scenario, &opts.real, &guest_cpus)
+        .map_err(|e| format!("{e} (in a guest with --cpus {})", opts.cpus))?;
     let qemu_bin = qemu::qemu_binary()?;
     let kernel = kernel::resolve(&opts.kernel, log)?;
     let guest_bin = guest_bin::guest_binary(opts.guest_bin.as_deref(), log)?;
