@@ -1,8 +1,11 @@
 //! A pure model of the Linux scheduler (`kernel/sched/`).
 //!
 //! Modules follow the kernel's files: [`core`] and [`ttwu`] (core.c), [`fair`],
-//! [`fair_select`] and [`fair_pelt`] (fair.c), [`pelt`] (pelt.c), [`topology`]
-//! (topology.c),
+//! [`fair_select`], [`fair_pelt`] and [`fair_lb`] (fair.c; the load balancer's
+//! group statistics, imbalance calculation and task migration are its
+//! submodules), [`pelt`] (pelt.c, with fair.c's PELT bookkeeping and readers
+//! in submodules), [`topology`] (topology.c: the domain structures, with the
+//! `SD_*` flags, the topology table and the domain build in submodules),
 //! [`sched`] (sched.h and the scheduler half of `task_struct`), [`features`]
 //! (features.h plus proposed patches as toggles), [`timeline`] (the fair
 //! class's augmented rb-tree). [`profile`] holds what differs between kernel

@@ -1,0 +1,246 @@
+//! The statistics half of `fair.c`'s load balancer: `update_sg_lb_stats()`,
+//! `group_classify()` (here `group_classify_lb()`), `update_sd_pick_busiest()`
+//! and `update_sd_lb_stats()`, with `struct sg_lb_stats` / `struct sd_lb_stats`
+//! and `cpu_runnable()`.
+//!
+//! Simplified as the rest of [`crate::fair_lb`]: no misfit tracking, no
+//! capacity pressure, no NUMA (fbq) statistics.
+
+use super::{CpuIdleType, LbEnv};
+use crate::core::Kernel;
+use crate::fair_select::GroupType;
+use crate::topology::sd_flags::*;
+
+/// `struct sg_lb_stats`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SgLbStats {
+    pub avg_load: u64,
+    pub group_load: u64,
+    pub group_capacity: u64,
+    pub group_util: u64,
+    pub group_runnable: u64,
+    pub sum_nr_running: u32,
+    pub sum_h_nr_running: u32,
+    pub idle_cpus: u32,
+    pub group_weight: u32,
+    pub group_type: GroupType,
+    pub group_asym_packing: bool,
+    pub group_smt_balance: bool,
+    pub group_misfit_task_load: u64,
+}
+
+impl SgLbStats {
+    fn new() -> Self {
+        SgLbStats {
+            avg_load: 0,
+            group_load: 0,
+            group_capacity: 0,
+            group_util: 0,
+            group_runnable: 0,
+            sum_nr_running: 0,
+            sum_h_nr_running: 0,
+            idle_cpus: 0,
+            group_weight: 0,
+            group_type: GroupType::HasSpare,
+            group_asym_packing: false,
+            group_smt_balance: false,
+            group_misfit_task_load: 0,
+        }
+    }
+}
+
+/// `struct sd_lb_stats`: groups are indices into the domain's `groups`.
+#[derive(Clone, Debug)]
+pub struct SdLbStats {
+    pub busiest: Option<usize>,
+    pub local: Option<usize>,
+    pub total_load: u64,
+    pub total_capacity: u64,
+    pub avg_load: u64,
+    pub prefer_sibling: bool,
+    pub busiest_stat: SgLbStats,
+    pub local_stat: SgLbStats,
+}
+
+impl Kernel {
+    /// `cpu_runnable()`.
+    fn cpu_runnable(&self, cpu: usize) -> u64 {
+        self.rqs[cpu].cfs.avg.runnable_avg
+    }
+
+    /// `update_sg_lb_stats()`.
+    fn update_sg_lb_stats(&self, env: &LbEnv, gi: usize, local_group: bool, overloaded: &mut bool) -> SgLbStats {
+        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
+        let group = &dom.groups[gi];
+        let mut sgs = SgLbStats::new();
+        for i in group.span.and(&env.cpus).iter() {
+            let rq = &self.rqs[i];
+            sgs.group_load += self.cpu_load(i);
+            sgs.group_util += self.cpu_util_cfs(i);
+            sgs.group_runnable += self.cpu_runnable(i);
+            sgs.sum_h_nr_running += self.lb_h_nr(i);
+            let nr_running = rq.nr_running;
+            sgs.sum_nr_running += nr_running;
+            if nr_running > 1 {
+                *overloaded = true;
+            }
+            if nr_running == 0 && self.idle_cpu(i) {
+                sgs.idle_cpus += 1;
+                continue;
+            }
+            // Misfit and reduced-capacity tracking are not modeled (see module doc).
+        }
+        sgs.group_capacity = group.capacity;
+        sgs.group_weight = group.weight;
+        if !local_group && env.idle != CpuIdleType::NotIdle && sgs.sum_h_nr_running > 0 {
+            // sched_group_asym(): an SMT group must have exactly one busy CPU.
+            let smt_ok = group.flags & SD_SHARE_CPUCAPACITY == 0 || sgs.group_weight - sgs.idle_cpus == 1;
+            if smt_ok && self.sched_asym(dom.flags, env.dst_cpu, group.asym_prefer_cpu) {
+                sgs.group_asym_packing = true;
+            }
+        }
+        if !local_group
+            && env.idle != CpuIdleType::NotIdle
+            && group.flags & SD_SHARE_CPUCAPACITY != 0
+            && sgs.sum_h_nr_running > 1
+        {
+            sgs.group_smt_balance = true;
+        }
+        sgs.group_type = self.group_classify_lb(dom.imbalance_pct as u64, group.id, &sgs);
+        if sgs.group_type == GroupType::Overloaded {
+            sgs.avg_load = sgs.group_load * 1024 / sgs.group_capacity.max(1);
+        }
+        sgs
+    }
+
+    /// `group_classify()` with the balancer's inputs.
+    fn group_classify_lb(&self, pct: u64, group_id: usize, sgs: &SgLbStats) -> GroupType {
+        let basic = crate::fair_select::SgStats {
+            avg_load: 0,
+            group_load: sgs.group_load,
+            group_util: sgs.group_util,
+            group_runnable: sgs.group_runnable,
+            sum_nr_running: sgs.sum_nr_running,
+            sum_h_nr_running: sgs.sum_h_nr_running,
+            idle_cpus: sgs.idle_cpus,
+            group_weight: sgs.group_weight,
+            group_capacity: sgs.group_capacity,
+            group_type: GroupType::HasSpare,
+            group_misfit_task_load: 0,
+        };
+        if crate::fair_select::group_is_overloaded(pct, &basic) {
+            GroupType::Overloaded
+        } else if self.sgc_imbalance.get(group_id).copied().unwrap_or(false) {
+            GroupType::Imbalanced
+        } else if sgs.group_asym_packing {
+            GroupType::AsymPacking
+        } else if sgs.group_smt_balance {
+            GroupType::SmtBalance
+        } else if sgs.group_misfit_task_load != 0 {
+            GroupType::MisfitTask
+        } else if !crate::fair_select::group_has_capacity(pct, &basic) {
+            GroupType::FullyBusy
+        } else {
+            GroupType::HasSpare
+        }
+    }
+
+    /// `update_sd_pick_busiest()`.
+    fn update_sd_pick_busiest(&self, env: &LbEnv, sds: &SdLbStats, gi: usize, sgs: &SgLbStats) -> bool {
+        let busiest = &sds.busiest_stat;
+        if sgs.sum_h_nr_running == 0 {
+            return false;
+        }
+        if sgs.group_type > busiest.group_type {
+            return true;
+        }
+        if sgs.group_type < busiest.group_type {
+            return false;
+        }
+        let groups = &self.domains.cpus[env.sd_cpu].domains[env.sd].groups;
+        let sg = &groups[gi];
+        let has_spare = |sgs: &SgLbStats, busiest: &SgLbStats| {
+            !(sgs.idle_cpus > busiest.idle_cpus
+                || (sgs.idle_cpus == busiest.idle_cpus && sgs.sum_nr_running <= busiest.sum_nr_running))
+        };
+        match sgs.group_type {
+            GroupType::Overloaded => sgs.avg_load > busiest.avg_load,
+            GroupType::Imbalanced => false,
+            GroupType::AsymPacking => match sds.busiest {
+                Some(b) => self.sched_asym_prefer(groups[b].asym_prefer_cpu, sg.asym_prefer_cpu),
+                None => true,
+            },
+            GroupType::MisfitTask => sgs.group_misfit_task_load > busiest.group_misfit_task_load,
+            GroupType::SmtBalance if sgs.idle_cpus != 0 || busiest.idle_cpus != 0 => has_spare(sgs, busiest),
+            GroupType::SmtBalance | GroupType::FullyBusy => {
+                if sgs.avg_load < busiest.avg_load {
+                    return false;
+                }
+                if sgs.avg_load == busiest.avg_load {
+                    if let Some(b) = sds.busiest {
+                        if groups[b].flags & SD_SHARE_CPUCAPACITY != 0 {
+                            return false;
+                        }
+                    }
+                }
+                true
+            }
+            GroupType::HasSpare => {
+                if let Some(b) = sds.busiest {
+                    let smt_vs_nonsmt = (groups[b].flags & SD_SHARE_CPUCAPACITY) != (sg.flags & SD_SHARE_CPUCAPACITY);
+                    if smt_vs_nonsmt {
+                        return !(sg.flags & SD_SHARE_CPUCAPACITY != 0 && sgs.sum_h_nr_running <= 1);
+                    }
+                }
+                has_spare(sgs, busiest)
+            }
+        }
+    }
+
+    /// `update_sd_lb_stats()`.
+    pub(super) fn update_sd_lb_stats(&mut self, env: &mut LbEnv) -> SdLbStats {
+        env.dst_core_idle = !self.smt_active || self.is_core_idle(env.dst_cpu);
+        let mut sds = SdLbStats {
+            busiest: None,
+            local: None,
+            total_load: 0,
+            total_capacity: 0,
+            avg_load: 0,
+            prefer_sibling: false,
+            busiest_stat: SgLbStats { idle_cpus: u32::MAX, ..SgLbStats::new() },
+            local_stat: SgLbStats::new(),
+        };
+        let mut overloaded = false;
+        let mut sum_util = 0;
+        let ngroups = self.domains.cpus[env.sd_cpu].domains[env.sd].groups.len();
+        for gi in 0..ngroups {
+            let span = self.domains.cpus[env.sd_cpu].domains[env.sd].groups[gi].span;
+            let local_group = span.contains(env.dst_cpu);
+            let sgs = self.update_sg_lb_stats(env, gi, local_group, &mut overloaded);
+            if local_group {
+                sds.local = Some(gi);
+                sds.local_stat = sgs;
+            } else if self.update_sd_pick_busiest(env, &sds, gi, &sgs) {
+                sds.busiest = Some(gi);
+                sds.busiest_stat = sgs;
+            }
+            sds.total_load += sgs.group_load;
+            sds.total_capacity += sgs.group_capacity;
+            sum_util += sgs.group_util;
+        }
+        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
+        if let Some(b) = sds.busiest {
+            sds.prefer_sibling = dom.groups[b].flags & SD_PREFER_SIBLING != 0;
+        }
+        let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
+        if is_root {
+            self.rd_overloaded = overloaded;
+        }
+        // update_idle_cpu_scan(): only at the LLC-sized domain, not for newidle.
+        let pct = dom.imbalance_pct as u64;
+        if env.idle != CpuIdleType::NewlyIdle && dom.span_weight == self.domains.cpus[env.dst_cpu].sd_llc_size {
+            self.update_idle_cpu_scan(env.dst_cpu, sum_util, pct);
+        }
+        sds
+    }
+}
