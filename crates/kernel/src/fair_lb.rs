@@ -90,14 +90,9 @@ mod stats;
 pub use stats::{SdLbStats, SgLbStats};
 
 impl Kernel {
-    /// `arch_asym_cpu_priority()`.
-    fn asym_prio(&self, cpu: usize) -> i32 {
-        self.topo.cpus[cpu].asym_prio
-    }
-
-    /// `sched_asym_prefer(a, b)`.
+    /// `sched_asym_prefer(a, b)` on this kernel's machine.
     pub fn sched_asym_prefer(&self, a: usize, b: usize) -> bool {
-        self.asym_prio(a) > self.asym_prio(b)
+        crate::topology::sched_asym_prefer(&self.topo, a, b)
     }
 
     /// `is_core_idle()`: every other SMT sibling of `cpu` is idle.

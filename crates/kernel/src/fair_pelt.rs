@@ -16,15 +16,10 @@ use crate::sched::{OnRq, TaskId};
 /// clock never does after boot); shifting it keeps every difference intact.
 pub(crate) const PELT_CLOCK_BASE: u64 = 1 << 30;
 
-/// `update_load_avg()` flags.
-pub(crate) const UPDATE_TG: u32 = 0x1;
-pub(crate) const SKIP_AGE_LOAD: u32 = 0x2;
-pub(crate) const DO_ATTACH: u32 = 0x4;
-pub(crate) const DO_DETACH: u32 = 0x8;
+/// `update_load_avg()` flags, defined once with the PELT sums.
+pub(crate) use crate::pelt::{DO_ATTACH, DO_DETACH, SKIP_AGE_LOAD, UPDATE_TG};
 
 impl Kernel {
-    /// `update_cfs_rq_load_avg()`: apply what migrated away, then decay and
-    /// accumulate the runqueue's sums up to now.
     /// `cfs_rq_clock_pelt()`: the rq clock (no capacity or frequency scaling).
     fn clock_pelt(&self, cpu: usize) -> u64 {
         self.rqs[cpu].clock + PELT_CLOCK_BASE

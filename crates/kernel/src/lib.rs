@@ -6,7 +6,10 @@
 //! submodules), [`pelt`] (pelt.c, with fair.c's PELT bookkeeping and readers
 //! in submodules), [`topology`] (topology.c: the domain structures, with the
 //! `SD_*` flags, the topology table and the domain build in submodules),
-//! [`sched`] (sched.h and the scheduler half of `task_struct`), [`features`]
+//! [`fair_nohz`] (fair.c's balance triggers: the tick's `sched_balance_trigger`,
+//! NOHZ idle balancing and newidle balancing), [`rt`] (rt.c and cpupri.c),
+//! [`rtmutex`] (rtmutex.c's priority inheritance), [`deadline`] (deadline.c's
+//! fair server), [`sched`] (sched.h and the scheduler half of `task_struct`), [`features`]
 //! (features.h plus proposed patches as toggles), [`timeline`] (the fair
 //! class's augmented rb-tree). [`profile`] holds what differs between kernel
 //! versions, [`invariants`] the consistency checks run after every simulated
