@@ -112,7 +112,7 @@ fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, String, 
 pub fn compare(args: CompareArgs) -> Result<(), String> {
     // The real run first: it forks, so the process must still be single-threaded.
     let (scenario, real_runs, vm_result) = if args.vm {
-        let (scenario, vm, runs) = vm_runs(&args.settings, &args.guest, &args.features, args.trace.as_deref())?;
+        let (scenario, vm, runs) = vm_runs(&args.settings, &args.guest, &args.features, &[], args.trace.as_deref())?;
         (scenario, runs, Some(vm))
     } else {
         let (scenario, run, report) = real_run(&args.settings, args.trace.clone(), &args.features)?;
@@ -178,7 +178,7 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     if nruns > 1 {
         println!();
         println!("guest runs");
-        print!("{}", render_runs(&scenario, &real_runs));
+        print!("{}", render_runs(&scenario, &real_runs, &[]));
     }
     if !scenario.measures.is_empty() {
         let sim_measures = measure_runs(&sims.iter().zip(&sim_reports).map(|(_, r)| r).collect::<Vec<_>>());

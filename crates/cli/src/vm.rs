@@ -62,17 +62,40 @@ pub struct VmSettings {
 #[derive(Args)]
 pub struct VmArgs {
     #[command(flatten)]
-    pub settings: RealSettings,
+    pub settings_real: RealSettings,
     #[command(flatten)]
     pub vm: VmSettings,
     /// sched_features settings in debugfs syntax, written in the guest after
     /// the scenario's own: --features NO_RT_PUSH_IPI,NO_DELAY_DEQUEUE.
     #[arg(long, value_delimiter = ',')]
     pub features: Vec<String>,
+    /// Alternate between feature sets in one boot (repeatable): each round of
+    /// --runs runs the scenario once under each, in turn, and the report has a
+    /// row per set. A set is a comma list (`-` for none: the base state); a
+    /// feature only another set names is put back to its base state, e.g.
+    /// --setting NO_RT_PUSH_IPI --setting RT_PUSH_IPI.
+    #[arg(long = "setting", value_name = "FEATURES")]
+    pub settings: Vec<String>,
     /// Write each run's captured tracefs text (FILE, or FILE with .runN before
     /// the extension when there are several runs).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+}
+
+/// `--setting` values as feature lists (`-` is the empty set).
+fn parse_settings(raw: &[String]) -> Vec<Vec<String>> {
+    raw.iter()
+        .map(|s| if s.trim() == "-" { Vec::new() } else { s.split(',').map(|f| f.trim().to_string()).collect() })
+        .collect()
+}
+
+/// How a setting is named in tables.
+fn setting_label(set: &[String]) -> String {
+    if set.is_empty() {
+        "(base)".into()
+    } else {
+        set.join(",")
+    }
 }
 
 /// The trace file of run `i` (0-based) of `n`.
@@ -96,6 +119,7 @@ pub(crate) fn vm_runs(
     settings: &RealSettings,
     vm: &VmSettings,
     features: &[String],
+    alternate: &[Vec<String>],
     trace: Option<&Path>,
 ) -> Result<(Scenario, VmResult, Vec<AnalysedRun>), String> {
     let scenario = load(settings)?;
@@ -109,6 +133,7 @@ pub(crate) fn vm_runs(
         append: vm.append.clone(),
         features: features.to_vec(),
         runs: vm.runs,
+        settings: alternate.to_vec(),
         guest_bin: vm.guest_bin.clone(),
         boot_timeout: Duration::from_nanos(vm.boot_timeout),
         real: options(settings, None),
@@ -116,11 +141,11 @@ pub(crate) fn vm_runs(
     let result = run_vm(&scenario, &opts, &mut |line| eprintln!("vm: {line}"))?;
     let n = result.runs.len();
     let mut runs = Vec::new();
-    for (i, raw) in result.runs.iter().enumerate() {
+    for (i, r) in result.runs.iter().enumerate() {
         let mut o = opts.real.clone();
         o.kernel_settings_applied = true;
         o.trace_out = trace.map(|t| trace_path(t, i, n));
-        let run = assemble(&scenario, &o, raw.clone()).map_err(|e| format!("run {}: {e}", i + 1))?;
+        let run = assemble(&scenario, &o, r.capture.clone()).map_err(|e| format!("run {}: {e}", i + 1))?;
         let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), settings.grace);
         runs.push((run, report));
     }
@@ -152,7 +177,7 @@ pub(crate) fn print_vm_header(r: &VmResult) {
     for n in &r.notes {
         println!("note      {n}");
     }
-    let walls: Vec<String> = r.run_wall_s.iter().map(|s| format!("{s:.1}")).collect();
+    let walls: Vec<String> = r.runs.iter().map(|r| format!("{:.1}", r.wall_s)).collect();
     println!(
         "time      boot {:.1} s (init at guest uptime {:.1} s), run{} {} s, total {:.1} s wall",
         r.boot_s,
@@ -187,10 +212,16 @@ fn ms(ns: u64) -> String {
 }
 
 /// One line per run: capture size, handoffs, stalls, each measure.
-pub(crate) fn render_runs(scenario: &Scenario, runs: &[(RealRun, Report)]) -> String {
+/// `labels`: each run's setting, when there are several.
+pub(crate) fn render_runs(scenario: &Scenario, runs: &[(RealRun, Report)], labels: &[String]) -> String {
     let mut out = String::new();
+    let width = labels.iter().map(String::len).max().unwrap_or(0);
     for (i, (run, r)) in runs.iter().enumerate() {
-        let mut cols = vec![format!("run {:>2}", i + 1), format!("{} events", run.trace.events.len())];
+        let mut cols = vec![format!("run {:>2}", i + 1)];
+        if let Some(l) = labels.get(i) {
+            cols.push(format!("{l:<width$}"));
+        }
+        cols.push(format!("{} events", run.trace.events.len()));
         if run.lost_events > 0 {
             cols.push(format!("{} lost", run.lost_events));
         }
@@ -239,12 +270,28 @@ pub(crate) fn measure_runs(reports: &[&Report]) -> Vec<Vec<MeasureRun>> {
 }
 
 pub fn vm(args: VmArgs) -> Result<(), String> {
-    let (scenario, result, runs) = vm_runs(&args.settings, &args.vm, &args.features, args.trace.as_deref())?;
+    let alternate = parse_settings(&args.settings);
+    let (scenario, result, runs) =
+        vm_runs(&args.settings_real, &args.vm, &args.features, &alternate, args.trace.as_deref())?;
+    let labels: Vec<String> = if alternate.is_empty() {
+        Vec::new()
+    } else {
+        result.runs.iter().map(|r| setting_label(&alternate[r.setting])).collect()
+    };
     println!("scenario  {} ({})", scenario.name, scenario.path);
     if !scenario.description.is_empty() {
         println!("          {}", scenario.description);
     }
     print_vm_header(&result);
+    if !alternate.is_empty() {
+        let sets: Vec<String> = alternate.iter().map(|s| setting_label(s)).collect();
+        println!(
+            "settings  in turn, {} round{}: {} (each written to sched/features and read back before its run)",
+            args.vm.runs,
+            if args.vm.runs > 1 { "s" } else { "" },
+            sets.join(" | ")
+        );
+    }
     let mut notes: Vec<&String> = runs.iter().flat_map(|(r, _)| r.notes.iter()).collect();
     notes.sort();
     notes.dedup();
@@ -254,13 +301,23 @@ pub fn vm(args: VmArgs) -> Result<(), String> {
     println!();
     if runs.len() == 1 {
         let (run, report) = &runs[0];
-        print_report(&scenario, &run.trace, report, args.settings.grace, args.settings.stalls);
+        print_report(&scenario, &run.trace, report, args.settings_real.grace, args.settings_real.stalls);
     } else {
-        print!("{}", render_runs(&scenario, &runs));
+        print!("{}", render_runs(&scenario, &runs, &labels));
         if !scenario.measures.is_empty() {
             let per_run = measure_runs(&runs.iter().map(|(_, r)| r).collect::<Vec<_>>());
-            let label = format!("guest {}", result.guest.kernel);
-            let rows = vec![(label, per_run.iter().map(Vec::as_slice).collect())];
+            let rows: Vec<(String, Vec<&[MeasureRun]>)> = if alternate.is_empty() {
+                vec![(format!("guest {}", result.guest.kernel), per_run.iter().map(Vec::as_slice).collect())]
+            } else {
+                alternate
+                    .iter()
+                    .enumerate()
+                    .map(|(k, set)| {
+                        let mine = result.runs.iter().zip(&per_run).filter(|(r, _)| r.setting == k);
+                        (setting_label(set), mine.map(|(_, m)| m.as_slice()).collect())
+                    })
+                    .collect()
+            };
             println!();
             print!("{}", schedlab_sweep::render_measure_table(&measure_infos(&scenario), &rows));
         }
@@ -286,6 +343,14 @@ mod tests {
             "NO_RT_PUSH_IPI (was RT_PUSH_IPI)"
         );
         assert_eq!(feature_changes("NO_HRTICK", "HRTICK"), "HRTICK (was NO_HRTICK)");
+    }
+
+    #[test]
+    fn settings_parse_and_label() {
+        let sets = parse_settings(&["NO_RT_PUSH_IPI".into(), "-".into(), "A, NO_B".into()]);
+        assert_eq!(sets, vec![vec!["NO_RT_PUSH_IPI".to_string()], vec![], vec!["A".to_string(), "NO_B".to_string()]]);
+        assert_eq!(setting_label(&sets[1]), "(base)");
+        assert_eq!(setting_label(&sets[2]), "A,NO_B");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use schedlab_runner::capture_real;
 use schedlab_scenario::Scenario;
 
 use crate::wire::{encode, GuestInfo, Kind, CHUNK, MAGIC};
-use crate::{Job, JOB_PATH, PORT_NAME};
+use crate::{Job, RunHeader, JOB_PATH, PORT_NAME};
 
 const FEATURES: &str = "/sys/kernel/debug/sched/features";
 const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
@@ -105,6 +105,39 @@ fn apply_feature(setting: &str) -> Result<String, String> {
     Ok(format!("sched_features {setting} (read back)"))
 }
 
+/// `DELAY_DEQUEUE` for both `DELAY_DEQUEUE` and `NO_DELAY_DEQUEUE`.
+fn feature_name(setting: &str) -> &str {
+    setting.strip_prefix("NO_").unwrap_or(setting)
+}
+
+/// The writes that put the features into setting `set` of `all`: each
+/// feature `set` names as it says, each feature only the other sets name
+/// back to its state in `base` (the features before any set).
+pub(crate) fn setting_writes(set: &[String], all: &[Vec<String>], base: &str) -> Result<Vec<String>, String> {
+    let mut names: Vec<&str> = all.iter().flatten().map(|f| feature_name(f)).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            if let Some(f) = set.iter().rev().find(|f| feature_name(f) == name) {
+                return Ok(f.clone());
+            }
+            base.split_whitespace()
+                .find(|t| feature_name(t) == name)
+                .map(str::to_string)
+                .ok_or_else(|| format!("this kernel has no sched_feature `{name}`"))
+        })
+        .collect()
+}
+
+fn apply_setting(set: &[String], all: &[Vec<String>], base: &str) -> Result<(), String> {
+    for w in setting_writes(set, all, base)? {
+        apply_feature(&w)?;
+    }
+    Ok(())
+}
+
 fn apply_settings(job: &Job, nr_cpus: usize) -> Result<Vec<String>, String> {
     let mut applied = Vec::new();
     for f in &job.features {
@@ -145,16 +178,26 @@ fn guest_main(chan: &mut Channel, uptime_at_init_s: f64) -> Result<(), String> {
         features_after: read_trim(FEATURES),
         applied,
     };
+    let base = info.features_after.clone();
     chan.send(Kind::Hello, serde_json::to_string(&info).map_err(|e| e.to_string())?.as_bytes())?;
-    for i in 0..job.runs {
-        chan.log(&format!("run {}/{} of {}", i + 1, job.runs, scenario.name));
-        let cap = capture_real(&scenario, &job.opts)?;
-        chan.send(Kind::RunMeta, serde_json::to_string(&cap).map_err(|e| e.to_string())?.as_bytes())?;
-        for chunk in cap.text.as_bytes().chunks(CHUNK) {
-            chan.send(Kind::TraceChunk, chunk)?;
+    let nsettings = job.settings.len().max(1);
+    let total = job.runs as usize * nsettings;
+    for round in 0..job.runs as usize {
+        for setting in 0..nsettings {
+            if let Some(set) = job.settings.get(setting) {
+                apply_setting(set, &job.settings, &base)?;
+            }
+            let n = round * nsettings + setting + 1;
+            chan.log(&format!("run {n}/{total} of {} (setting {})", scenario.name, setting + 1));
+            let capture = capture_real(&scenario, &job.opts)?;
+            let head = RunHeader { setting, features: read_trim(FEATURES), capture };
+            chan.send(Kind::RunMeta, serde_json::to_string(&head).map_err(|e| e.to_string())?.as_bytes())?;
+            for chunk in head.capture.text.as_bytes().chunks(CHUNK) {
+                chan.send(Kind::TraceChunk, chunk)?;
+            }
+            chan.send(Kind::RunEnd, &[])?;
+            std::thread::sleep(Duration::from_millis(50));
         }
-        chan.send(Kind::RunEnd, &[])?;
-        std::thread::sleep(Duration::from_millis(50));
     }
     chan.send(Kind::Bye, read_trim("/proc/uptime").as_bytes())
 }
@@ -199,4 +242,26 @@ pub fn main() -> ! {
         Err(e) => eprintln!("schedlab-guest: error: {e}"),
     }
     power_off()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(x: &[&str]) -> Vec<String> {
+        x.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn each_setting_restores_what_only_the_others_change() {
+        let all = vec![v(&["NO_RT_PUSH_IPI"]), v(&["RT_PUSH_IPI", "NO_DELAY_DEQUEUE"])];
+        let base = "DELAY_DEQUEUE NO_RT_PUSH_IPI WAKEUP_PREEMPTION";
+        assert_eq!(setting_writes(&all[0], &all, base).unwrap(), ["DELAY_DEQUEUE", "NO_RT_PUSH_IPI"]);
+        assert_eq!(setting_writes(&all[1], &all, base).unwrap(), ["NO_DELAY_DEQUEUE", "RT_PUSH_IPI"]);
+        // A set may be empty: everything back to the base.
+        let all = vec![vec![], v(&["NO_DELAY_DEQUEUE"])];
+        assert_eq!(setting_writes(&all[0], &all, base).unwrap(), ["DELAY_DEQUEUE"]);
+        let err = setting_writes(&all[0], &[v(&["NO_FOO"])], base).unwrap_err();
+        assert!(err.contains("no sched_feature `FOO`"), "{err}");
+    }
 }

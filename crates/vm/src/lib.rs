@@ -46,7 +46,32 @@ pub struct Job {
     /// Written to `/proc/sys/kernel/sched_rt_runtime_us`.
     pub rt_runtime_us: Option<i64>,
     pub runs: u32,
+    /// Feature sets run in turn in each round (`--setting`); empty: one
+    /// round of the base settings alone.
+    #[serde(default)]
+    pub settings: Vec<Vec<String>>,
     pub opts: RealOptions,
+}
+
+/// One run's header on the channel: which setting it ran under and what
+/// the features read back before it started.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunHeader {
+    pub setting: usize,
+    pub features: String,
+    pub capture: RawCapture,
+}
+
+/// A run as the host received it.
+#[derive(Clone, Debug)]
+pub struct VmRun {
+    /// Index into [`VmOptions::settings`] (0 when there are none).
+    pub setting: usize,
+    /// debugfs `sched/features` as read back before the run.
+    pub features: String,
+    pub capture: RawCapture,
+    /// Wall seconds from the previous run's end (or the guest's hello).
+    pub wall_s: f64,
 }
 
 /// `schedlab vm`'s choices.
@@ -66,8 +91,12 @@ pub struct VmOptions {
     pub append: Vec<String>,
     /// `sched_features` settings after the scenario's.
     pub features: Vec<String>,
-    /// Runs of the scenario in one boot.
+    /// Rounds of the scenario in one boot (each round runs every setting).
     pub runs: u32,
+    /// Feature sets to alternate between, one run of each per round, on top
+    /// of the scenario's and `features`; a feature one set names and another
+    /// does not is put back to its state before the sets for the other.
+    pub settings: Vec<Vec<String>>,
     pub guest_bin: Option<PathBuf>,
     /// Limit for reaching `/init` and applying the settings.
     pub boot_timeout: Duration,
@@ -87,6 +116,7 @@ impl Default for VmOptions {
             append: Vec::new(),
             features: Vec::new(),
             runs: 1,
+            settings: Vec::new(),
             guest_bin: None,
             boot_timeout: Duration::from_secs(180),
             real: RealOptions::default(),
@@ -98,10 +128,8 @@ impl Default for VmOptions {
 #[derive(Clone, Debug)]
 pub struct VmResult {
     pub guest: GuestInfo,
-    /// One capture per run, in order (each with its tracefs text).
-    pub runs: Vec<RawCapture>,
-    /// Wall seconds of each run, from its start to its last frame.
-    pub run_wall_s: Vec<f64>,
+    /// Every run in the order it ran (each capture with its tracefs text).
+    pub runs: Vec<VmRun>,
     pub kernel_label: String,
     pub accel: AccelChoice,
     pub icount: bool,
@@ -154,6 +182,9 @@ pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) 
     }
     if opts.runs == 0 {
         return Err("--runs 0: expected at least one run".into());
+    }
+    if let Some(f) = opts.settings.iter().flatten().find(|f| f.is_empty() || f.contains(char::is_whitespace)) {
+        return Err(format!("--setting: `{f}` is not a sched_features name (expected e.g. NO_DELAY_DEQUEUE)"));
     }
     // The guest's CPUs are 0..cpus: refuse a scenario that cannot run there
     // before spending a boot on it.
@@ -212,6 +243,7 @@ fn boot_and_run(
         fair_server_runtime_ns,
         rt_runtime_us: scenario.sched_rt_runtime_us,
         runs: opts.runs,
+        settings: opts.settings.clone(),
         opts: real.clone(),
     };
 
@@ -257,13 +289,12 @@ fn boot_and_run(
     let mut tail = qemu::ConsoleTail::default();
     let mut guest: Option<GuestInfo> = None;
     let mut boot_s = 0.0;
-    let mut runs: Vec<RawCapture> = Vec::new();
-    let mut run_wall_s = Vec::new();
-    let mut current: Option<(RawCapture, Vec<u8>)> = None;
+    let mut runs: Vec<VmRun> = Vec::new();
+    let mut current: Option<(RunHeader, Vec<u8>)> = None;
     let mut run_started = Instant::now();
     let mut guest_error: Option<String> = None;
     let mut bye = false;
-    let nruns = opts.runs;
+    let nruns = opts.runs * opts.settings.len().max(1) as u32;
     let mut on_frame = |f: wire::Frame| -> Result<qemu::Wait, String> {
         use wire::Kind;
         let json_err = |what: &str, e: serde_json::Error| format!("the guest's {what} frame: {e}");
@@ -287,8 +318,8 @@ fn boot_and_run(
                 qemu::Wait::Continue
             }
             Kind::RunMeta => {
-                let cap: RawCapture = serde_json::from_slice(&f.payload).map_err(|e| json_err("run", e))?;
-                current = Some((cap, Vec::new()));
+                let head: RunHeader = serde_json::from_slice(&f.payload).map_err(|e| json_err("run", e))?;
+                current = Some((head, Vec::new()));
                 qemu::Wait::Continue
             }
             Kind::TraceChunk => {
@@ -297,10 +328,12 @@ fn boot_and_run(
                 qemu::Wait::Continue
             }
             Kind::RunEnd => {
-                let (mut cap, text) = current.take().ok_or("the guest ended a run it had not started")?;
-                cap.text = String::from_utf8(text).map_err(|e| format!("the guest's trace text is not UTF-8: {e}"))?;
-                runs.push(cap);
-                run_wall_s.push(run_started.elapsed().as_secs_f64());
+                let (head, text) = current.take().ok_or("the guest ended a run it had not started")?;
+                let mut capture = head.capture;
+                capture.text =
+                    String::from_utf8(text).map_err(|e| format!("the guest's trace text is not UTF-8: {e}"))?;
+                let wall_s = run_started.elapsed().as_secs_f64();
+                runs.push(VmRun { setting: head.setting, features: head.features, capture, wall_s });
                 run_started = Instant::now();
                 let next = runs.len() as u32 + 1;
                 qemu::Wait::Deadline(per_run, format!("during run {next} of {nruns}"))
@@ -337,14 +370,13 @@ fn boot_and_run(
             "{what} before finishing ({} of {} runs done; qemu exited with {status}). \
              Its console's last lines:\n{console}{q}",
             runs.len(),
-            opts.runs,
+            nruns,
         ));
     }
     let guest = guest.ok_or("the guest finished without reporting its settings")?;
     Ok(VmResult {
         guest,
         runs,
-        run_wall_s,
         kernel_label: kernel.label,
         accel,
         icount: opts.icount,
