@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::real::{analyze_run, print_real_header, real_run, RealSettings, Report};
-use crate::vm::{measure_runs, print_vm_header, render_runs, vm_runs, VmSettings};
+use crate::vm::{measure_runs, parse_settings, print_vm_header, render_runs, setting_label, vm_runs, VmSettings};
+use schedlab_sweep::measures::MeasureRun;
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -35,6 +36,11 @@ pub struct CompareArgs {
     /// machine; with --runs N the model runs N seeds from --seed.
     #[arg(long)]
     pub vm: bool,
+    /// With --vm: alternate feature sets in one boot (repeatable, as `schedlab
+    /// vm --setting`); the model runs each set over the same seeds, and the
+    /// table has a model row and a guest row per set.
+    #[arg(long = "setting", value_name = "FEATURES")]
+    pub settings_alt: Vec<String>,
     #[command(flatten, next_help_heading = "The guest (with --vm)")]
     pub guest: VmSettings,
 }
@@ -110,6 +116,12 @@ fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, String, 
 }
 
 pub fn compare(args: CompareArgs) -> Result<(), String> {
+    if !args.settings_alt.is_empty() {
+        if !args.vm {
+            return Err("--setting alternates feature sets inside a VM guest: it needs --vm".into());
+        }
+        return compare_settings(&args);
+    }
     // The real run first: it forks, so the process must still be single-threaded.
     let (scenario, real_runs, vm_result) = if args.vm {
         let (scenario, vm, runs) = vm_runs(&args.settings, &args.guest, &args.features, &[], args.trace.as_deref())?;
@@ -247,6 +259,83 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     }
     if let Some(path) = &args.sim_trace {
         println!("sim trace {} (simulation, ftrace text)", path.display());
+    }
+    Ok(())
+}
+
+/// `compare --vm --setting A --setting B`: one boot alternating the sets;
+/// the model runs each set over the same seeds; a model row and a guest row
+/// per set, then each set's first run side by side.
+fn compare_settings(args: &CompareArgs) -> Result<(), String> {
+    let alternate = parse_settings(&args.settings_alt);
+    let (scenario, vm, real_runs) =
+        vm_runs(&args.settings, &args.guest, &args.features, &alternate, args.trace.as_deref())?;
+    let first_seed = args.seed.unwrap_or(scenario.seed);
+    let rounds = u64::from(args.guest.runs);
+    let sim_pids: Vec<i32> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as i32).collect();
+    let sim_allowed: BTreeMap<i32, Vec<u32>> = scenario
+        .threads
+        .iter()
+        .zip(&sim_pids)
+        .map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect()))
+        .collect();
+    let mut per_set: Vec<Vec<Report>> = Vec::new();
+    let mut profile = String::new();
+    for set in &alternate {
+        let mut reports = Vec::new();
+        for i in 0..rounds {
+            let features: Vec<String> = args.features.iter().chain(set).cloned().collect();
+            let opts = SimOptions {
+                seed: Some(first_seed + i),
+                duration_ns: args.settings.duration,
+                features,
+                ..Default::default()
+            };
+            let r = simulate(&scenario, &opts).map_err(|e| e.to_string())?;
+            profile = r.profile.name.to_string();
+            reports.push(analyze_run(
+                &scenario,
+                &r.trace,
+                r.end_ns,
+                sim_allowed.clone(),
+                &sim_pids,
+                args.settings.grace,
+            ));
+        }
+        per_set.push(reports);
+    }
+
+    println!("scenario  {} ({})", scenario.name, scenario.path);
+    println!(
+        "model     {}: {} CPUs, kernel profile {profile}, seeds {first_seed}-{}",
+        scenario.topology.name,
+        scenario.topology.nr_cpus(),
+        first_seed + rounds - 1
+    );
+    print_vm_header(&vm);
+    let labels: Vec<String> = vm.runs.iter().map(|r| setting_label(&alternate[r.setting])).collect();
+    println!();
+    println!("guest runs");
+    print!("{}", render_runs(&scenario, &real_runs, &labels));
+    if !scenario.measures.is_empty() {
+        let real_measures = measure_runs(&real_runs.iter().map(|(_, r)| r).collect::<Vec<_>>());
+        let sim_measures: Vec<Vec<Vec<MeasureRun>>> =
+            per_set.iter().map(|reports| measure_runs(&reports.iter().collect::<Vec<_>>())).collect();
+        let mut rows: Vec<(String, Vec<&[MeasureRun]>)> = Vec::new();
+        for (k, set) in alternate.iter().enumerate() {
+            let label = setting_label(set);
+            rows.push((format!("model  {label}"), sim_measures[k].iter().map(Vec::as_slice).collect()));
+            let mine = vm.runs.iter().zip(&real_measures).filter(|(r, _)| r.setting == k);
+            rows.push((format!("guest  {label}"), mine.map(|(_, m)| m.as_slice()).collect()));
+        }
+        println!();
+        print!("{}", schedlab_sweep::render_measure_table(&schedlab_sweep::measures::measure_infos(&scenario), &rows));
+    }
+    for (k, set) in alternate.iter().enumerate() {
+        let Some(i) = vm.runs.iter().position(|r| r.setting == k) else { continue };
+        println!();
+        println!("{}: seed {first_seed} beside the guest's run {}", setting_label(set), i + 1);
+        print!("{}", side_by_side(&figures(&per_set[k][0], &real_runs[i].1, scenario.stall_threshold_ns)));
     }
     Ok(())
 }

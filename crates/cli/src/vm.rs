@@ -83,14 +83,14 @@ pub struct VmArgs {
 }
 
 /// `--setting` values as feature lists (`-` is the empty set).
-fn parse_settings(raw: &[String]) -> Vec<Vec<String>> {
+pub(crate) fn parse_settings(raw: &[String]) -> Vec<Vec<String>> {
     raw.iter()
         .map(|s| if s.trim() == "-" { Vec::new() } else { s.split(',').map(|f| f.trim().to_string()).collect() })
         .collect()
 }
 
 /// How a setting is named in tables.
-fn setting_label(set: &[String]) -> String {
+pub(crate) fn setting_label(set: &[String]) -> String {
     if set.is_empty() {
         "(base)".into()
     } else {

@@ -22,14 +22,14 @@ fn have_qemu() -> bool {
 }
 
 fn vm(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .current_dir(root())
-        .arg("vm")
-        .args(args)
-        .output()
-        .expect("run schedlab vm");
+    run(&[&["vm"], args].concat())
+}
+
+fn run(args: &[&str]) -> Output {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_schedlab")).current_dir(root()).args(args).output().expect("run schedlab");
     eprintln!(
-        "--- schedlab vm {}\n{}{}",
+        "--- schedlab {}\n{}{}",
         args.join(" "),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
@@ -61,16 +61,23 @@ fn the_guest_applies_features_and_its_kernel_obeys_them() {
     assert!(features.split_whitespace().any(|f| f == "NO_RT_PUSH_IPI"), "{features}");
     assert_eq!(l_resume(&stdout), (false, false), "NO_RT_PUSH_IPI: L must wait on CPU 1 for X's dwell");
 
-    // Both settings in one boot, in turn: the seed's table from one command.
-    let out = vm(&[&common[..], &["--setting", "RT_PUSH_IPI", "--setting", "NO_RT_PUSH_IPI"]].concat());
+    // Both settings in one boot, in turn, beside the model: the seed's table
+    // from one command, and the model and the kernel must agree on it.
+    let out = run(
+        &[&["compare", "--vm"], &common[..], &["--setting", "RT_PUSH_IPI", "--setting", "NO_RT_PUSH_IPI"]].concat()
+    );
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     let row = |name: &str| -> Vec<String> {
-        let line = stdout.lines().find(|l| l.starts_with(&format!("{name} "))).expect("a row per setting");
+        let line = stdout.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("a row `{name}`: {stdout}"));
         line.split_whitespace().map(str::to_string).collect()
     };
-    assert_eq!(row("RT_PUSH_IPI")[1..3], ["1/1", "1/1"], "RT_PUSH_IPI: CPU 1 must push L to CPU 3 within 100 ms");
-    assert_eq!(row("NO_RT_PUSH_IPI")[1..3], ["0/1", "0/1"], "NO_RT_PUSH_IPI after RT_PUSH_IPI: L stranded again");
+    for side in ["model ", "guest "] {
+        let push = row(&format!("{side} RT_PUSH_IPI"));
+        assert_eq!(push[2..4], ["1/1", "1/1"], "{side}RT_PUSH_IPI: CPU 1 must push L to CPU 3 within 100 ms");
+        let no_push = row(&format!("{side} NO_RT_PUSH_IPI"));
+        assert_eq!(no_push[2..4], ["0/1", "0/1"], "{side}NO_RT_PUSH_IPI after RT_PUSH_IPI: L stranded again");
+    }
 }
 
 #[test]
@@ -130,4 +137,7 @@ fn bad_vm_settings_are_refused_before_booting() {
     }
     let out = vm(&["scenarios/rt-pi-push.toml", "--accel", "xen"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected auto, kvm or tcg"));
+    let out = run(&["compare", "scenarios/rt-pi-push.toml", "--setting", "RT_PUSH_IPI"]);
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--setting alternates feature sets inside a VM guest: it needs --vm"));
 }
