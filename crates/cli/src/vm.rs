@@ -76,6 +76,10 @@ pub struct VmArgs {
     /// --setting NO_RT_PUSH_IPI --setting RT_PUSH_IPI.
     #[arg(long = "setting", value_name = "FEATURES")]
     pub settings: Vec<String>,
+    /// Print the results as JSON instead of tables (guest, settings, and per
+    /// run its setting, features read back, metrics, measures, causes).
+    #[arg(long)]
+    pub json: bool,
     /// Write each run's captured tracefs text (FILE, or FILE with .runN before
     /// the extension when there are several runs).
     #[arg(long, value_name = "FILE")]
@@ -278,6 +282,47 @@ pub fn vm(args: VmArgs) -> Result<(), String> {
     } else {
         result.runs.iter().map(|r| setting_label(&alternate[r.setting])).collect()
     };
+    if args.json {
+        let runs_json: Vec<serde_json::Value> = result
+            .runs
+            .iter()
+            .zip(&runs)
+            .map(|(r, (run, report))| {
+                serde_json::json!({
+                    "setting": alternate.get(r.setting).map(|s| setting_label(s)),
+                    "features": r.features,
+                    "wall_s": r.wall_s,
+                    "window_ns": [run.start_ns, run.end_ns],
+                    "events": run.trace.events.len(),
+                    "lost_events": run.lost_events,
+                    "notes": run.notes,
+                    "threads": run.threads,
+                    "metrics": report.metrics,
+                    "work_conservation": report.workcons,
+                    "attribution": report.attribution,
+                    "measures": report.measures,
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "scenario": scenario.name,
+            "kernel": result.kernel_label,
+            "guest": result.guest,
+            "accel": result.accel.why,
+            "icount": result.icount,
+            "cpus": result.cpus,
+            "memory_mb": result.memory_mb,
+            "kernel_cmdline": result.kernel_cmdline,
+            "qemu_command": result.qemu_command,
+            "boot_s": result.boot_s,
+            "total_s": result.total_s,
+            "notes": result.notes,
+            "settings": alternate,
+            "runs": runs_json,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
     println!("scenario  {} ({})", scenario.name, scenario.path);
     if !scenario.description.is_empty() {
         println!("          {}", scenario.description);

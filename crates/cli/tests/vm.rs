@@ -37,12 +37,6 @@ fn run(args: &[&str]) -> Output {
     out
 }
 
-/// The "L resume" line of a single-run report: (timely, moved).
-fn l_resume(stdout: &str) -> (bool, bool) {
-    let line = stdout.lines().find(|l| l.starts_with("L resume")).expect("an L resume line");
-    (line.contains("within 100.000 ms: 1/1"), line.contains("moved 1/1"))
-}
-
 #[test]
 fn the_guest_applies_features_and_its_kernel_obeys_them() {
     if !have_qemu() {
@@ -51,15 +45,21 @@ fn the_guest_applies_features_and_its_kernel_obeys_them() {
     }
     let common = ["scenarios/rt-pi-push.toml", "--cpus", "4", "--quiet-kernel", "--duration", "2500ms"];
 
-    let out = vm(&[&common[..], &["--features", "NO_RT_PUSH_IPI"]].concat());
+    let out = vm(&[&common[..], &["--features", "NO_RT_PUSH_IPI", "--json"]].concat());
     assert!(out.status.success());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("applied   sched_features NO_RT_PUSH_IPI (read back)"), "{stdout}");
-    assert!(stdout.contains("applied   fair_server/cpu*/runtime = 0 ns on 4 CPUs (read back: 0)"), "{stdout}");
-    assert!(stdout.contains("cmdline   console=ttyS0 panic=-1 quiet rdinit=/init nowatchdog"), "{stdout}");
-    let features = stdout.lines().find(|l| l.starts_with("features  ")).unwrap();
-    assert!(features.split_whitespace().any(|f| f == "NO_RT_PUSH_IPI"), "{features}");
-    assert_eq!(l_resume(&stdout), (false, false), "NO_RT_PUSH_IPI: L must wait on CPU 1 for X's dwell");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    let applied: Vec<&str> = doc["guest"]["applied"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(applied.contains(&"sched_features NO_RT_PUSH_IPI (read back)"), "{applied:?}");
+    assert!(applied.contains(&"fair_server/cpu*/runtime = 0 ns on 4 CPUs (read back: 0)"), "{applied:?}");
+    assert_eq!(doc["kernel_cmdline"], "console=ttyS0 panic=-1 quiet rdinit=/init nowatchdog");
+    let first = &doc["runs"][0];
+    let read_back = first["features"].as_str().unwrap();
+    assert!(read_back.split_whitespace().any(|f| f == "NO_RT_PUSH_IPI"), "{read_back}");
+    // L waits on CPU 1 for X's dwell: not moved, and not back within 100 ms.
+    let m = &first["measures"][0];
+    assert_eq!(m["name"], "L resume");
+    assert_eq!(m["moved"], 0, "NO_RT_PUSH_IPI: L must not be pushed: {m}");
+    assert!(m["intervals_ns"].as_array().unwrap().iter().all(|v| v.as_u64().unwrap() >= 100_000_000), "{m}");
 
     // Both settings in one boot, in turn, beside the model: the seed's table
     // from one command, and the model and the kernel must agree on it.
@@ -68,6 +68,7 @@ fn the_guest_applies_features_and_its_kernel_obeys_them() {
     );
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("cmdline   console=ttyS0 panic=-1 quiet rdinit=/init nowatchdog"), "{stdout}");
     let row = |name: &str| -> Vec<String> {
         let line = stdout.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("a row `{name}`: {stdout}"));
         line.split_whitespace().map(str::to_string).collect()
