@@ -115,6 +115,16 @@ fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, String, 
     rows
 }
 
+/// The simulated workload's pids and the CPUs each may use. The simulation
+/// runs on the scenario's CPUs; with --remap the real run's are the host's,
+/// and each run gets its own affinities.
+fn sim_workload(scenario: &schedlab_scenario::Scenario) -> (Vec<i32>, BTreeMap<i32, Vec<u32>>) {
+    let pids: Vec<i32> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as i32).collect();
+    let allowed =
+        scenario.threads.iter().zip(&pids).map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect())).collect();
+    (pids, allowed)
+}
+
 pub fn compare(args: CompareArgs) -> Result<(), String> {
     if !args.settings_alt.is_empty() {
         if !args.vm {
@@ -149,15 +159,7 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
         schedlab_trace::ftrace::write_ftrace(&sim_result.trace, &mut out)
             .map_err(|e| format!("--sim-trace {}: {e}", path.display()))?;
     }
-    let sim_pids: Vec<i32> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as i32).collect();
-    // The simulation runs on the scenario's CPUs; with --remap the real run's
-    // are the host's, and each run gets its own affinities.
-    let sim_allowed: BTreeMap<i32, Vec<u32>> = scenario
-        .threads
-        .iter()
-        .zip(&sim_pids)
-        .map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect()))
-        .collect();
+    let (sim_pids, sim_allowed) = sim_workload(&scenario);
     let sim_reports: Vec<Report> = sims
         .iter()
         .map(|r| analyze_run(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, args.settings.grace))
@@ -272,13 +274,7 @@ fn compare_settings(args: &CompareArgs) -> Result<(), String> {
         vm_runs(&args.settings, &args.guest, &args.features, &alternate, args.trace.as_deref())?;
     let first_seed = args.seed.unwrap_or(scenario.seed);
     let rounds = u64::from(args.guest.runs);
-    let sim_pids: Vec<i32> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as i32).collect();
-    let sim_allowed: BTreeMap<i32, Vec<u32>> = scenario
-        .threads
-        .iter()
-        .zip(&sim_pids)
-        .map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect()))
-        .collect();
+    let (sim_pids, sim_allowed) = sim_workload(&scenario);
     let mut per_set: Vec<Vec<Report>> = Vec::new();
     let mut profile = String::new();
     for set in &alternate {
