@@ -370,7 +370,7 @@ impl Kernel {
             self.nohz.needs_update = false;
         }
         let mut aborted = false;
-        let mut scan = crate::fair_select::WrapCursor::new(this_cpu + 1, self.nr_cpus());
+        let mut scan = schedlab_topology::CpuWrap::new(this_cpu + 1, self.nr_cpus());
         while let Some(balance_cpu) = scan.next_in(&self.nohz.idle_cpus_mask) {
             if !self.idle_cpu(balance_cpu) {
                 continue;

@@ -13,7 +13,7 @@ use crate::core::Kernel;
 use crate::features::Feature;
 use crate::sched::{wflags::*, TaskId, WakeeStats};
 use crate::topology::sd_flags::*;
-use schedlab_topology::CpuSet;
+use schedlab_topology::{CpuSet, CpuWrap};
 
 /// `enum group_type` (fair.c), in the kernel's order: later is busier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -109,40 +109,6 @@ pub enum SisRule {
     IdleCore,
     IdleCpu,
     Fallback,
-}
-
-/// `for_each_cpu_wrap()`: the CPUs of a set in the order `start..n`, then
-/// `0..start`. It reads the set afresh at each step, so a loop may drop CPUs
-/// it has not reached yet (as `select_idle_core()` does), and it jumps from
-/// member to member instead of testing every position (224 on SPR).
-pub(crate) struct WrapCursor {
-    next: usize,
-    start: usize,
-    n: usize,
-    wrapped: bool,
-}
-
-impl WrapCursor {
-    /// Start at CPU `start`, taken modulo `n` (so `target + 1` may be `n`).
-    pub(crate) fn new(start: usize, n: usize) -> Self {
-        let start = if start >= n { start % n.max(1) } else { start };
-        WrapCursor { next: start, start, n, wrapped: false }
-    }
-
-    /// The next CPU of `set` in wrap order, each position visited at most once.
-    pub(crate) fn next_in(&mut self, set: &CpuSet) -> Option<usize> {
-        if !self.wrapped {
-            if let Some(c) = set.next_from(self.next).filter(|&c| c < self.n) {
-                self.next = c + 1;
-                return Some(c);
-            }
-            self.wrapped = true;
-            self.next = 0;
-        }
-        let c = set.next_from(self.next).filter(|&c| c < self.start)?;
-        self.next = c + 1;
-        Some(c)
-    }
 }
 
 impl Kernel {
@@ -442,7 +408,7 @@ impl Kernel {
                 return None;
             }
         }
-        let mut scan = WrapCursor::new(target + 1, self.nr_cpus());
+        let mut scan = CpuWrap::new(target + 1, self.nr_cpus());
         while let Some(cpu) = scan.next_in(&cpus) {
             if has_idle_core {
                 if let Some(i) = self.select_idle_core(cpu, &mut cpus, &mut idle_cpu) {
@@ -471,7 +437,7 @@ impl Kernel {
         let cpus = span.and(&self.tasks[p as usize].cpus_mask);
         let util = self.task_util(p);
         let (mut best_cap, mut best_cpu) = (0, None);
-        let mut scan = WrapCursor::new(target, self.nr_cpus());
+        let mut scan = CpuWrap::new(target, self.nr_cpus());
         while let Some(cpu) = scan.next_in(&cpus) {
             if !self.idle_or_sched_idle(cpu) {
                 continue;
@@ -720,35 +686,4 @@ fn update_pick_idlest(idlest: &SgStats, sgs: &SgStats) -> bool {
 /// `util_fits_cpu()` without uclamp: `fits_capacity()`, 20 % headroom.
 pub fn util_fits_cpu(util: u64, capacity: u64) -> bool {
     util * 1280 < capacity * 1024
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The cursor visits what `for k in 1..=n { (start + k) % n }` with a
-    /// live membership test visits, also when the loop drops CPUs ahead.
-    #[test]
-    fn wrap_cursor_matches_the_modulo_scan() {
-        let n = 70;
-        for start in 0..=n {
-            let set: CpuSet = (0..n).filter(|c| c % 3 != 1).chain([n + 5]).collect();
-            let (mut a, mut b) = (set, set);
-            let mut modulo = Vec::new();
-            for k in 0..n {
-                let cpu = (start + k) % n;
-                if a.contains(cpu) {
-                    modulo.push(cpu);
-                    a.remove((cpu + 7) % n);
-                }
-            }
-            let mut cursor = Vec::new();
-            let mut scan = WrapCursor::new(start, n);
-            while let Some(cpu) = scan.next_in(&b) {
-                cursor.push(cpu);
-                b.remove((cpu + 7) % n);
-            }
-            assert_eq!(cursor, modulo, "start {start}");
-        }
-    }
 }

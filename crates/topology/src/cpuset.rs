@@ -250,8 +250,81 @@ pub fn parse_cpulist(text: &str) -> Result<CpuSet, String> {
     Ok(set)
 }
 
+/// `for_each_cpu_wrap()` (cpumask.h) as a cursor: the CPUs of a set in the
+/// order `start..n`, then `0..start`. It reads the set afresh at each step,
+/// so a loop may drop CPUs it has not reached yet (as `select_idle_core()`
+/// does), and it jumps from member to member instead of testing every
+/// position.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuWrap {
+    next: usize,
+    start: usize,
+    n: usize,
+    wrapped: bool,
+}
+
+impl CpuWrap {
+    /// Start at CPU `start`, taken modulo `n` (so `target + 1` may be `n`).
+    pub fn new(start: usize, n: usize) -> Self {
+        let start = if start >= n { start % n.max(1) } else { start };
+        CpuWrap { next: start, start, n, wrapped: false }
+    }
+
+    /// The next CPU of `set` in wrap order, each position visited at most once.
+    pub fn next_in(&mut self, set: &CpuSet) -> Option<usize> {
+        if !self.wrapped {
+            if let Some(c) = set.next_from(self.next).filter(|&c| c < self.n) {
+                self.next = c + 1;
+                return Some(c);
+            }
+            self.wrapped = true;
+            self.next = 0;
+        }
+        let c = set.next_from(self.next).filter(|&c| c < self.start)?;
+        self.next = c + 1;
+        Some(c)
+    }
+}
+
+impl CpuSet {
+    /// `for_each_cpu_wrap()` over this set as it is now.
+    pub fn iter_wrap(&self, start: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut cursor = CpuWrap::new(start, MAX_CPUS);
+        std::iter::from_fn(move || cursor.next_in(self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// The cursor visits what `for k in 1..=n { (start + k) % n }` with a
+    /// live membership test visits, also when the loop drops CPUs ahead.
+    #[test]
+    fn wrap_cursor_matches_the_modulo_scan() {
+        let n = 70;
+        for start in 0..=n {
+            let set: CpuSet = (0..n).filter(|c| c % 3 != 1).chain([n + 5]).collect();
+            let (mut a, mut b) = (set, set);
+            let mut modulo = Vec::new();
+            for k in 0..n {
+                let cpu = (start + k) % n;
+                if a.contains(cpu) {
+                    modulo.push(cpu);
+                    a.remove((cpu + 7) % n);
+                }
+            }
+            let mut cursor = Vec::new();
+            let mut scan = CpuWrap::new(start, n);
+            while let Some(cpu) = scan.next_in(&b) {
+                cursor.push(cpu);
+                b.remove((cpu + 7) % n);
+            }
+            assert_eq!(cursor, modulo, "start {start}");
+        }
+        let set: CpuSet = [1, 4, 9, 70].into_iter().collect();
+        assert_eq!(set.iter_wrap(5).collect::<Vec<_>>(), [9, 70, 1, 4]);
+        assert_eq!(set.iter_wrap(0).collect::<Vec<_>>(), [1, 4, 9, 70]);
+    }
+
     use super::*;
 
     #[test]

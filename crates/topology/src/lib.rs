@@ -69,7 +69,7 @@ mod presets;
 
 use std::path::Path;
 
-pub use cpuset::{parse_cpulist, CpuSet, MAX_CPUS};
+pub use cpuset::{parse_cpulist, CpuSet, CpuWrap, MAX_CPUS};
 pub use diag::InputError;
 pub use duration::{parse_duration, DurationNs};
 

@@ -137,12 +137,6 @@ fn sd_init(
     (sd, clear_child_prefer_sibling)
 }
 
-/// `for_each_cpu_wrap(i, span, start)`: the span in ascending order starting
-/// at `start`, wrapping around to the lower ids.
-fn for_each_cpu_wrap(span: &CpuSet, start: usize) -> impl Iterator<Item = usize> + '_ {
-    span.iter().filter(move |&i| i >= start).chain(span.iter().filter(move |&i| i < start))
-}
-
 /// The build state: `struct s_data` / `sd_data` for every level.
 struct Builder {
     /// `*per_cpu_ptr(tl->data.sd, cpu)`: `sds[cpu][tl]`, `None` where the
@@ -203,7 +197,7 @@ impl Builder {
         let span = self.sds[cpu][t].as_ref().expect("domain exists").span;
         let mut covered = CpuSet::empty();
         let mut list = Vec::new();
-        for i in for_each_cpu_wrap(&span, cpu) {
+        for i in span.iter_wrap(cpu) {
             if covered.contains(i) {
                 continue;
             }
@@ -247,7 +241,7 @@ impl Builder {
         let span = self.sds[cpu][t].as_ref().expect("domain exists").span;
         let mut covered = CpuSet::empty();
         let mut list = Vec::new();
-        for i in for_each_cpu_wrap(&span, cpu) {
+        for i in span.iter_wrap(cpu) {
             if covered.contains(i) {
                 continue;
             }
