@@ -7,7 +7,7 @@
 
 use clap::Args;
 use schedlab_analysis::{render_cause_table, render_run_table, Cause, LatencyStats};
-use schedlab_sim::{simulate, SimOptions};
+use schedlab_sim::{simulate, SimOptions, SimResult};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -125,6 +125,37 @@ fn sim_workload(scenario: &schedlab_scenario::Scenario) -> (Vec<i32>, BTreeMap<i
     (pids, allowed)
 }
 
+/// The scenario simulated over `n` consecutive seeds from --seed (or the file's).
+fn simulate_seeds(
+    scenario: &schedlab_scenario::Scenario,
+    args: &CompareArgs,
+    features: &[String],
+    n: u64,
+) -> Result<Vec<SimResult>, String> {
+    let first = args.seed.unwrap_or(scenario.seed);
+    (0..n)
+        .map(|i| {
+            let opts = SimOptions {
+                seed: Some(first + i),
+                duration_ns: args.settings.duration,
+                features: features.to_vec(),
+                ..Default::default()
+            };
+            simulate(scenario, &opts).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// One row per cause either side has, with its stall count on each side.
+fn cause_rows(sim: &BTreeMap<Cause, u64>, real: &BTreeMap<Cause, u64>) -> Vec<(String, String, String)> {
+    let n = |m: &BTreeMap<Cause, u64>, c: &Cause| m.get(c).copied().unwrap_or(0).to_string();
+    Cause::ALL
+        .iter()
+        .filter(|c| sim.contains_key(c) || real.contains_key(c))
+        .map(|c| (c.label().to_string(), n(sim, c), n(real, c)))
+        .collect()
+}
+
 pub fn compare(args: CompareArgs) -> Result<(), String> {
     if !args.settings_alt.is_empty() {
         if !args.vm {
@@ -142,16 +173,7 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     };
     let nruns = real_runs.len();
     let first_seed = args.seed.unwrap_or(scenario.seed);
-    let mut sims = Vec::new();
-    for i in 0..nruns as u64 {
-        let opts = SimOptions {
-            seed: Some(first_seed + i),
-            duration_ns: args.settings.duration,
-            features: args.features.clone(),
-            ..Default::default()
-        };
-        sims.push(simulate(&scenario, &opts).map_err(|e| e.to_string())?);
-    }
+    let sims = simulate_seeds(&scenario, &args, &args.features, nruns as u64)?;
     let sim_result = &sims[0];
     if let Some(path) = &args.sim_trace {
         let file = std::fs::File::create(path).map_err(|e| format!("--sim-trace {}: {e}", path.display()))?;
@@ -223,28 +245,12 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     if !sc.is_empty() || !rc.is_empty() {
         println!();
         println!("stall causes (stalls per class)");
-        let rows: Vec<(String, String, String)> = Cause::ALL
-            .iter()
-            .filter(|c| sc.contains_key(c) || rc.contains_key(c))
-            .map(|c| {
-                let n = |m: &BTreeMap<Cause, u64>| m.get(c).copied().unwrap_or(0).to_string();
-                (c.label().to_string(), n(&sc), n(&rc))
-            })
-            .collect();
-        print!("{}", side_by_side(&rows));
+        print!("{}", side_by_side(&cause_rows(&sc, &rc)));
 
         let tc = cause_counts(&sim_tp);
         println!();
         println!("stall causes from the sched tracepoints alone (the simulated trace without schedlab_* decisions)");
-        let rows: Vec<(String, String, String)> = Cause::ALL
-            .iter()
-            .filter(|c| tc.contains_key(c) || rc.contains_key(c))
-            .map(|c| {
-                let n = |m: &BTreeMap<Cause, u64>| m.get(c).copied().unwrap_or(0).to_string();
-                (c.label().to_string(), n(&tc), n(&rc))
-            })
-            .collect();
-        print!("{}", side_by_side(&rows));
+        print!("{}", side_by_side(&cause_rows(&tc, &rc)));
     }
     for (name, r) in [("simulated", sim), ("real", real)] {
         println!();
@@ -278,27 +284,13 @@ fn compare_settings(args: &CompareArgs) -> Result<(), String> {
     let mut per_set: Vec<Vec<Report>> = Vec::new();
     let mut profile = String::new();
     for set in &alternate {
-        let mut reports = Vec::new();
-        for i in 0..rounds {
-            let features: Vec<String> = args.features.iter().chain(set).cloned().collect();
-            let opts = SimOptions {
-                seed: Some(first_seed + i),
-                duration_ns: args.settings.duration,
-                features,
-                ..Default::default()
-            };
-            let r = simulate(&scenario, &opts).map_err(|e| e.to_string())?;
-            profile = r.profile.name.to_string();
-            reports.push(analyze_run(
-                &scenario,
-                &r.trace,
-                r.end_ns,
-                sim_allowed.clone(),
-                &sim_pids,
-                args.settings.grace,
-            ));
-        }
-        per_set.push(reports);
+        let features: Vec<String> = args.features.iter().chain(set).cloned().collect();
+        let sims = simulate_seeds(&scenario, args, &features, rounds)?;
+        profile = sims[0].profile.name.to_string();
+        let analyse = |r: &SimResult| {
+            analyze_run(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, args.settings.grace)
+        };
+        per_set.push(sims.iter().map(analyse).collect());
     }
 
     println!("scenario  {} ({})", scenario.name, scenario.path);

@@ -257,20 +257,7 @@ pub(crate) fn render_runs(scenario: &Scenario, runs: &[(RealRun, Report)], label
 
 /// The measures of each run as the sweep keeps them.
 pub(crate) fn measure_runs(reports: &[&Report]) -> Vec<Vec<MeasureRun>> {
-    reports
-        .iter()
-        .map(|r| {
-            r.measures
-                .iter()
-                .map(|m| MeasureRun {
-                    name: m.name.clone(),
-                    intervals_ns: m.intervals_ns.clone(),
-                    unfinished_ns: m.unfinished_ns,
-                    moved: m.moved,
-                })
-                .collect()
-        })
-        .collect()
+    reports.iter().map(|r| r.measures.iter().map(MeasureRun::from).collect()).collect()
 }
 
 pub fn vm(args: VmArgs) -> Result<(), String> {

@@ -2,7 +2,7 @@
 //! tabulated per setting as the seed reports do ("timely 0/8, median
 //! 1476 ms").
 
-use schedlab_analysis::{measure, percentile, MarkerSpec, MeasureSpec};
+use schedlab_analysis::{measure, percentile, MarkerSpec, MeasureResult, MeasureSpec};
 use schedlab_scenario::{Marker, Scenario};
 use schedlab_trace::Trace;
 use serde::{Deserialize, Serialize};
@@ -55,14 +55,19 @@ pub fn measure_infos(s: &Scenario) -> Vec<MeasureInfo> {
         .collect()
 }
 
+impl From<&MeasureResult> for MeasureRun {
+    fn from(r: &MeasureResult) -> MeasureRun {
+        MeasureRun {
+            name: r.name.clone(),
+            intervals_ns: r.intervals_ns.clone(),
+            unfinished_ns: r.unfinished_ns,
+            moved: r.moved,
+        }
+    }
+}
+
 pub(crate) fn measure_run(trace: &Trace, specs: &[MeasureSpec], end_ns: u64) -> Vec<MeasureRun> {
-    specs
-        .iter()
-        .map(|spec| {
-            let r = measure(trace, spec, end_ns);
-            MeasureRun { name: r.name, intervals_ns: r.intervals_ns, unfinished_ns: r.unfinished_ns, moved: r.moved }
-        })
-        .collect()
+    specs.iter().map(|spec| MeasureRun::from(&measure(trace, spec, end_ns))).collect()
 }
 
 /// One setting's figures for one measure over all its runs.

@@ -216,19 +216,17 @@ fn power_off() -> ! {
 /// Entry point when schedlab is the guest's PID 1. Never returns.
 pub fn main() -> ! {
     std::panic::set_hook(Box::new(|p| eprintln!("schedlab-guest: panic: {p}")));
-    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(0.0);
-    let mounted = [("proc", "/proc"), ("sysfs", "/sys"), ("devtmpfs", "/dev")]
-        .iter()
-        .chain(&[("debugfs", "/sys/kernel/debug"), ("tracefs", "/sys/kernel/tracing")])
-        .try_for_each(|(fs, at)| mount(fs, at));
-    let uptime = if uptime == 0.0 {
-        read_trim("/proc/uptime").split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0.0)
-    } else {
-        uptime
-    };
+    let mounted = [
+        ("proc", "/proc"),
+        ("sysfs", "/sys"),
+        ("devtmpfs", "/dev"),
+        ("debugfs", "/sys/kernel/debug"),
+        ("tracefs", "/sys/kernel/tracing"),
+    ]
+    .iter()
+    .try_for_each(|(fs, at)| mount(fs, at));
+    // Read as soon as /proc is there: how long the kernel took to reach init.
+    let uptime = read_trim("/proc/uptime").split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0.0);
     let _ = std::fs::create_dir_all("/run");
     let _ = std::fs::create_dir_all("/tmp");
     match Channel::open() {
