@@ -14,6 +14,19 @@
 //! reschedules set TIF_NEED_RESCHED_LAZY without an IPI and wait for the next
 //! tick or kernel exit on that CPU.
 //!
+//! Laid out in pieces: this file holds the [`Kernel`] state and its
+//! configuration, `update_rq_clock()`, task creation (`sched_fork()` +
+//! `__sched_setscheduler()`), the idle-CPU predicates (`idle_cpu()`,
+//! `available_idle_cpu()`, `sched_idle_cpu()`) and `resched_curr()` with the
+//! IPIs it sends. The runqueue operations that dispatch to a class
+//! (`enqueue_task()`, `dequeue_task()`, `activate_task()`,
+//! `deactivate_task()`, `block_task()`, `wakeup_preempt()`,
+//! `move_queued_task()`, `__set_cpus_allowed_ptr()`, `rt_mutex_setprio()`)
+//! are in `queue`; `__schedule()` with the class pick and the context switch
+//! (`pick_next_task()`, `put_prev_task()`, `finish_task_switch()`), its
+//! callers' preludes (`set_current_state()`, `do_sched_yield()`) and
+//! `sched_tick()` in `schedule`.
+//!
 //! The wakeup half of core.c (`try_to_wake_up()` and the wakelist) lives in
 //! [`crate::ttwu`]. Simplified: only the fair and idle classes exist yet.
 
@@ -23,7 +36,12 @@ use crate::profile::Profile;
 use crate::sched::*;
 use crate::topology::{build_sched_domains, SchedDomains};
 use schedlab_topology::{CpuSet, PreemptModel, Topology};
-use schedlab_trace::{Event, EventKind, Pid, PrevState};
+use schedlab_trace::{Event, EventKind, Pid};
+
+mod queue;
+mod schedule;
+
+pub use schedule::Switch;
 
 /// Static configuration of a kernel instance.
 #[derive(Clone, Debug)]
@@ -105,23 +123,6 @@ pub const RQ_CLOCK_BASE: u64 = 1_000_000_000;
 
 /// First stopper pid; workload pids start far above it.
 pub const STOPPER_PID_BASE: Pid = 100;
-
-fn prev_pid_prio(k: &Kernel, t: Option<TaskId>) -> (Pid, i32) {
-    t.map(|t| (k.tasks[t as usize].pid, k.tasks[t as usize].prio)).unwrap_or((0, 120))
-}
-
-/// What `__schedule()` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Switch {
-    pub prev: Option<TaskId>,
-    pub next: Option<TaskId>,
-}
-
-impl Switch {
-    pub fn switched(&self) -> bool {
-        self.prev != self.next
-    }
-}
 
 /// The whole scheduler state of a machine.
 #[derive(Clone, Debug)]
@@ -439,378 +440,5 @@ impl Kernel {
 
     pub(crate) fn resched_curr(&mut self, cpu: usize) {
         self.resched_curr_maybe_lazy(cpu, false);
-    }
-
-    /// `enqueue_task()`.
-    pub(crate) fn enqueue_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
-        if flags & qflags::ENQUEUE_NOCLOCK == 0 {
-            self.update_rq_clock(cpu);
-        }
-        if self.task_is_rt(t) {
-            self.enqueue_task_rt(cpu, t, flags);
-        } else {
-            self.enqueue_task_fair(cpu, t, flags);
-            self.fair_server_update(cpu);
-        }
-    }
-
-    /// `dequeue_task()`: false when the class kept the task queued (delayed).
-    pub(crate) fn dequeue_task(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
-        if flags & qflags::DEQUEUE_NOCLOCK == 0 {
-            self.update_rq_clock(cpu);
-        }
-        if self.task_is_rt(t) {
-            self.dequeue_task_rt(cpu, t);
-            true
-        } else {
-            self.dequeue_task_fair(cpu, t, flags)
-        }
-    }
-
-    /// `activate_task()`.
-    pub(crate) fn activate_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
-        self.enqueue_task(cpu, t, flags);
-        self.tasks[t as usize].on_rq = OnRq::Queued;
-    }
-
-    /// `__block_task()`: the task is off the runqueue for good.
-    pub(crate) fn __block_task(&mut self, _cpu: usize, t: TaskId) {
-        self.tasks[t as usize].on_rq = OnRq::No;
-    }
-
-    /// `block_task()`.
-    fn block_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
-        if self.dequeue_task(cpu, t, qflags::DEQUEUE_SLEEP | flags) {
-            self.__block_task(cpu, t);
-        }
-    }
-
-    /// `wakeup_preempt()`: let the running class decide whether `p` preempts.
-    pub(crate) fn wakeup_preempt(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
-        match self.rqs[cpu].curr {
-            // The idle class's check always reschedules.
-            None => self.resched_curr(cpu),
-            Some(c) => match (self.task_is_rt(p), self.task_is_rt(c)) {
-                (true, true) => self.wakeup_preempt_rt(cpu, p),
-                (false, false) => self.check_preempt_wakeup_fair(cpu, p, wake_flags),
-                // A higher class always preempts; a lower one never does.
-                (true, false) => self.resched_curr(cpu),
-                (false, true) => {}
-            },
-        }
-    }
-
-    /// `deactivate_task()`: off the runqueue as a migration (not a sleep).
-    pub(crate) fn deactivate_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
-        self.tasks[t as usize].on_rq = OnRq::Migrating;
-        self.dequeue_task(cpu, t, flags);
-    }
-
-    /// `move_queued_task()`: move a queued, not running task to `new_cpu`.
-    /// A delayed task stays delayed on its new runqueue.
-    pub(crate) fn move_queued_task(&mut self, t: TaskId, new_cpu: usize) {
-        let cpu = self.tasks[t as usize].cpu;
-        self.update_rq_clock(cpu);
-        self.deactivate_task(cpu, t, qflags::DEQUEUE_NOCLOCK);
-        self.set_task_cpu(t, new_cpu);
-        self.update_rq_clock(new_cpu);
-        self.activate_task(new_cpu, t, qflags::ENQUEUE_NOCLOCK);
-        self.wakeup_preempt(new_cpu, t, 0);
-    }
-
-    /// `sched_setaffinity()` → `__set_cpus_allowed_ptr()`: a queued task that
-    /// is not running and sits outside the new mask is moved at once
-    /// (`move_queued_task()`); a sleeping one simply wakes up inside it.
-    /// Simplified: the running case (a stopper migration) is not modeled;
-    /// a running task leaves at its next wakeup.
-    pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize) {
-        self.enter(now, exec_cpu);
-        assert!(!mask.is_empty(), "empty affinity mask");
-        self.tasks[t as usize].cpus_mask = mask;
-        let cpu = self.tasks[t as usize].cpu;
-        if self.rqs[cpu].switching_out == Some(t) {
-            // The migration stopper runs after the switch away from it.
-            self.finish_task_switch(cpu);
-        }
-        let task = &self.tasks[t as usize];
-        if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
-            let dest = mask.first().expect("non-empty mask");
-            self.move_queued_task(t, dest);
-        }
-    }
-
-    /// `set_current_state()`: the running task on `cpu` is about to sleep.
-    pub fn set_current_state(&mut self, cpu: usize, state: TaskState) {
-        let t = self.rqs[cpu].curr.expect("set_current_state on an idle CPU");
-        self.tasks[t as usize].state = state;
-    }
-
-    /// `do_sched_yield()` minus the `schedule()` the caller performs next.
-    pub fn sched_yield(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        match self.rqs[cpu].curr {
-            // yield_task_rt(): to the tail of its priority list.
-            Some(c) if self.task_is_rt(c) => {
-                let prio = self.tasks[c as usize].prio as usize;
-                let q = &mut self.rqs[cpu].rt.queue[prio];
-                if let Some(i) = q.iter().position(|&x| x == c) {
-                    q.remove(i);
-                    q.push_back(c);
-                }
-            }
-            _ => self.yield_task_fair(cpu),
-        }
-    }
-
-    /// `pick_next_task()`: fair, else idle.
-    /// `__pick_next_task()`: `balance_rt()` when an RT prev leaves (the
-    /// `prev_balance()` pull), then the classes in order rt > fair > idle.
-    /// `put_prev`/`set_next` run only when the task changes, as in
-    /// `put_prev_set_next_task()`.
-    fn pick_next_task(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
-        let prev_rt = prev.filter(|&p| self.task_is_rt(p));
-        if let Some(p) = prev_rt {
-            self.balance_rt(cpu, p);
-        }
-        self.fair_server_stop_if_idle(cpu);
-        if self.rt_runnable(cpu) && !self.fair_server_serving(cpu) {
-            let next = self.pick_task_rt(cpu).expect("rt_nr_running > 0");
-            if prev != Some(next) {
-                if let Some(p) = prev {
-                    self.put_prev_task(cpu, p);
-                }
-                self.set_next_task_rt(cpu, next, true);
-            }
-            self.rqs[cpu].curr = Some(next);
-            self.fair_server_update(cpu);
-            return Some(next);
-        }
-        let fair_prev = if let Some(p) = prev_rt {
-            // Leaving the RT class: put it back before the fair pick.
-            self.put_prev_task_rt(cpu, p);
-            None
-        } else {
-            prev
-        };
-        let next = self.pick_next_task_fair(cpu, fair_prev);
-        if next.is_none() {
-            if let Some(p) = fair_prev {
-                self.put_prev_task_fair(cpu, p);
-            }
-        }
-        next
-    }
-
-    /// `put_prev_task()` of `p`'s class.
-    pub(crate) fn put_prev_task(&mut self, cpu: usize, p: TaskId) {
-        if self.task_is_rt(p) {
-            self.put_prev_task_rt(cpu, p);
-        } else {
-            self.put_prev_task_fair(cpu, p);
-        }
-    }
-
-    /// `rt_mutex_setprio()`: change `p`'s effective priority to the best of
-    /// its normal priority and `pi_prio` (a PI waiter's), moving it between
-    /// the fair and RT classes when the boost crosses MAX_RT_PRIO.
-    pub(crate) fn rt_mutex_setprio(&mut self, p: TaskId, pi_prio: Option<i32>) {
-        let normal = self.tasks[p as usize].normal_prio;
-        let prio = pi_prio.map_or(normal, |pp| pp.min(normal));
-        let oldprio = self.tasks[p as usize].prio;
-        if prio == oldprio {
-            return;
-        }
-        let cpu = self.tasks[p as usize].cpu;
-        self.update_rq_clock(cpu);
-        let pid = self.tasks[p as usize].pid;
-        self.emit(cpu, EventKind::SchedPiSetprio { pid, oldprio, newprio: prio });
-        let was_rt = oldprio < MAX_RT_PRIO;
-        let will_rt = prio < MAX_RT_PRIO;
-        if was_rt != will_rt && !was_rt && self.tasks[p as usize].se.sched_delayed {
-            // Leaving the fair class while delayed: finish the sleep first.
-            self.dequeue_task(cpu, p, qflags::DEQUEUE_SLEEP | qflags::DEQUEUE_DELAYED | qflags::DEQUEUE_NOCLOCK);
-        }
-        let queued = self.tasks[p as usize].on_rq == OnRq::Queued;
-        let running = self.rqs[cpu].curr == Some(p);
-        let mut queue_flags = qflags::DEQUEUE_SAVE | qflags::DEQUEUE_MOVE | qflags::DEQUEUE_NOCLOCK;
-        if queued {
-            self.dequeue_task(cpu, p, queue_flags);
-        }
-        if running {
-            self.put_prev_task(cpu, p);
-        }
-        self.tasks[p as usize].prio = prio;
-        if will_rt && !was_rt {
-            self.rt_init_slice(p);
-        }
-        queue_flags = qflags::ENQUEUE_RESTORE | qflags::ENQUEUE_NOCLOCK;
-        if will_rt && oldprio < prio {
-            // A deboosted RT task goes to the head of its new level.
-            queue_flags |= qflags::ENQUEUE_HEAD;
-        }
-        if queued {
-            self.tasks[p as usize].on_rq = OnRq::Queued;
-            self.enqueue_task(cpu, p, queue_flags);
-        }
-        if running {
-            if will_rt {
-                self.set_next_task_rt(cpu, p, false);
-            } else {
-                self.set_next_task_fair_running(cpu, p);
-            }
-        }
-        // check_class_changed()
-        if was_rt && !will_rt {
-            self.switched_from_rt(cpu, p);
-        } else if !was_rt && will_rt {
-            self.switched_to_rt(cpu, p);
-        } else if will_rt {
-            self.prio_changed_rt(cpu, p, oldprio);
-        } else if queued && self.rqs[cpu].curr.is_some() && !running {
-            self.wakeup_preempt(cpu, p, 0);
-        }
-        self.balance_callbacks(cpu);
-    }
-
-    /// `__schedule()`. `preempt` is SM_PREEMPT (an involuntary switch: the
-    /// task stays runnable whatever its state); otherwise a task whose state
-    /// is not TASK_RUNNING is blocked first. Queued stopper work (active
-    /// balance) runs first, as the stop class outranks everything: prev is
-    /// switched out to `migration/N`, the stopper's work runs, then the next
-    /// task is picked.
-    pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool) -> Switch {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        let prev = self.rqs[cpu].curr;
-        let prev_state = prev.map(|t| self.tasks[t as usize].state);
-        if let (Some(p), Some(state)) = (prev, prev_state) {
-            if !preempt && state != TaskState::Running {
-                // try_to_block_task(): TASK_DEAD is a special state, never delayed.
-                let special = if state == TaskState::Dead { qflags::DEQUEUE_SPECIAL } else { 0 };
-                self.block_task(cpu, p, qflags::DEQUEUE_NOCLOCK | special);
-            }
-        }
-        let trace_state = match prev_state {
-            None => PrevState::Running { preempt: false },
-            Some(_) if preempt => PrevState::Running { preempt: true },
-            Some(TaskState::Running) => PrevState::Running { preempt: false },
-            Some(TaskState::Uninterruptible) => PrevState::DiskSleep,
-            Some(TaskState::Dead) => PrevState::Dead,
-            Some(_) => PrevState::Sleeping,
-        };
-        let mut from = prev;
-        let mut from_state = trace_state;
-        if self.rqs[cpu].stop_work_pending {
-            self.rqs[cpu].stop_work_pending = false;
-            if let Some(p) = prev {
-                self.put_prev_task_fair(cpu, p);
-                self.tasks[p as usize].on_cpu = false;
-                self.account_switch_out(p, preempt, prev_state);
-            }
-            self.rqs[cpu].curr = None;
-            let stopper = stopper_pid(cpu);
-            self.trace_switch(cpu, prev_pid_prio(self, prev), trace_state, (stopper, 0));
-            self.active_load_balance_cpu_stop(cpu);
-            from = None;
-            from_state = PrevState::Sleeping;
-            // The stopper is the task switched away from next.
-            self.rqs[cpu].stopper_ran = true;
-        }
-        let next = self.pick_next_task(cpu, from);
-        let rq = &mut self.rqs[cpu];
-        rq.need_resched = false;
-        rq.need_resched_lazy = false;
-        let stopper_ran = std::mem::take(&mut rq.stopper_ran);
-        if next != from || stopper_ran {
-            let rq = &mut self.rqs[cpu];
-            rq.nr_switches += 1;
-            rq.curr = next;
-            if next.is_none() {
-                rq.idle_stamp = Some(rq.clock);
-                // set_next_task_idle() → update_idle_core(); the tick stops (NOHZ).
-                self.__update_idle_core(cpu);
-                self.nohz_balance_enter_idle(cpu);
-            }
-            if let Some(p) = from {
-                // prev stays on_cpu until the switch completes
-                // (finish_task_switch()); a second switch completes the first.
-                self.finish_task_switch(cpu);
-                self.rqs[cpu].switching_out = Some(p);
-                self.account_switch_out(p, preempt, prev_state);
-            }
-            if let Some(n) = next {
-                self.tasks[n as usize].on_cpu = true;
-            }
-            let from_pid = if stopper_ran { (stopper_pid(cpu), 0) } else { prev_pid_prio(self, from) };
-            self.trace_switch(cpu, from_pid, from_state, prev_pid_prio(self, next));
-        }
-        // finish_task_switch() / the no-switch path: run queued balance callbacks.
-        self.balance_callbacks(cpu);
-        Switch { prev, next }
-    }
-
-    fn account_switch_out(&mut self, p: TaskId, preempt: bool, state: Option<TaskState>) {
-        if preempt || state == Some(TaskState::Running) {
-            self.tasks[p as usize].nivcsw += 1;
-        } else {
-            self.tasks[p as usize].nvcsw += 1;
-        }
-    }
-
-    /// `sched_switch`, recorded in the context of the task switched away from.
-    fn trace_switch(&mut self, cpu: usize, prev: (Pid, i32), prev_state: PrevState, next: (Pid, i32)) {
-        if self.trace {
-            self.events.push(Event {
-                ts: self.now,
-                cpu: cpu as u32,
-                ctx_pid: prev.0,
-                flags: *b"d..2.",
-                kind: EventKind::SchedSwitch {
-                    prev_pid: prev.0,
-                    prev_prio: prev.1,
-                    prev_state,
-                    next_pid: next.0,
-                    next_prio: next.1,
-                },
-            });
-        }
-    }
-
-    /// `finish_task_switch()`: the previous task is off the CPU for good
-    /// (`prev->on_cpu = 0`). The simulator calls it when the context switch
-    /// cost has been paid; a wakeup that must wait for it calls it early.
-    pub fn finish_task_switch(&mut self, cpu: usize) {
-        if let Some(p) = self.rqs[cpu].switching_out.take() {
-            self.tasks[p as usize].on_cpu = false;
-        }
-    }
-
-    /// `sched_tick()` on `cpu`: promote a lazy reschedule, the class tick,
-    /// then `sched_balance_trigger()`; the SCHED_SOFTIRQ it raises runs at
-    /// the end of the tick interrupt.
-    pub fn sched_tick(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        if self.rqs[cpu].need_resched_lazy {
-            self.resched_curr(cpu);
-        }
-        match self.rqs[cpu].curr {
-            Some(c) if self.task_is_rt(c) => self.task_tick_rt(cpu, c),
-            Some(_) => self.task_tick_fair(cpu),
-            None => {}
-        }
-        self.rqs[cpu].idle_balance = self.idle_cpu(cpu);
-        if self.sched_balance_trigger(cpu) {
-            self.sched_balance_softirq(cpu);
-        }
-    }
-
-    /// Bring curr's accounting up to `now` (what any `update_curr()` caller
-    /// would do) without other side effects; used before reading runtimes.
-    pub fn sync_curr(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        self.update_curr(cpu);
     }
 }

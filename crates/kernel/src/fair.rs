@@ -5,322 +5,29 @@
 //! walks are one step), no PELT or util_est yet, no CFS bandwidth, no
 //! fair_server accounting. Versions differ where [`crate::profile::Profile`]
 //! says so.
+//!
+//! Laid out in two pieces: this file holds the class's paths —
+//! `update_curr()`, the entity enqueue/dequeue (`enqueue_entity()`,
+//! `dequeue_entity()` with DELAY_DEQUEUE, `requeue_delayed_entity()`),
+//! `enqueue_task_fair()`/`dequeue_entities()`/`dequeue_task_fair()`,
+//! `check_preempt_wakeup_fair()`, the pick (`pick_next_entity()`,
+//! `pick_task_fair()`, `pick_next_task_fair()`, `set_next_entity()`,
+//! `put_prev_entity()`), `yield_task_fair()` and `task_tick_fair()`. The
+//! EEVDF math they build on — `calc_delta_fair()`, `avg_vruntime()`,
+//! eligibility and lag, slice protection, `pick_eevdf()`,
+//! `update_deadline()` and `place_entity()` — is in `eevdf`.
 
 use crate::core::Kernel;
 use crate::fair_pelt::{DO_ATTACH, DO_DETACH, UPDATE_TG};
 use crate::features::Feature;
-use crate::profile::{LagLimit, SliceProtection};
-use crate::sched::{qflags::*, wflags::*, LoadWeight, OnRq, Policy, TaskId, NICE_0_WEIGHT};
+use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason};
 
-/// `__calc_delta(delta, NICE_0_LOAD, lw)`: `delta · 1024 / w` with the kernel's
-/// 32-bit fixed-point reciprocal and shift renormalisation, so results match
-/// the kernel to the nanosecond.
-pub fn calc_delta(delta: u64, weight: u64, lw: LoadWeight) -> u64 {
-    const WMULT_SHIFT: u32 = 32;
-    let mut shift = WMULT_SHIFT;
-    let mut fact = weight;
-    let fls = |x: u32| 32 - x.leading_zeros();
-    let hi = (fact >> 32) as u32;
-    if hi != 0 {
-        let fs = fls(hi);
-        shift -= fs;
-        fact >>= fs;
-    }
-    fact = (fact as u32 as u64) * lw.inv_weight as u64;
-    let hi = (fact >> 32) as u32;
-    if hi != 0 {
-        let fs = fls(hi);
-        shift -= fs;
-        fact >>= fs;
-    }
-    ((delta as u128 * fact as u128) >> shift) as u64
-}
+mod eevdf;
 
-/// `calc_delta_fair()`: real time → virtual time for an entity of weight `lw`.
-pub fn calc_delta_fair(delta: u64, lw: LoadWeight) -> u64 {
-    if lw.weight != NICE_0_WEIGHT {
-        calc_delta(delta, NICE_0_WEIGHT as u64, lw)
-    } else {
-        delta
-    }
-}
-
-/// Floor division for the signed average (`div_s64` after the kernel's bias).
-fn div_floor(runtime: i64, weight: i64) -> i64 {
-    let r = if runtime < 0 { runtime - (weight - 1) } else { runtime };
-    r / weight
-}
+pub use eevdf::{calc_delta, calc_delta_fair};
 
 impl Kernel {
-    fn se_weight(&self, t: TaskId) -> i64 {
-        self.tasks[t as usize].se.load.weight as i64
-    }
-
-    /// `entity_key()`: vruntime relative to the cfs_rq's zero point.
-    fn entity_key(&self, cpu: usize, t: TaskId) -> i64 {
-        self.tasks[t as usize].se.vruntime - self.rqs[cpu].cfs.zero_vruntime
-    }
-
-    /// The running entity if it is still queued (`curr && curr->on_rq`).
-    fn cfs_curr_on_rq(&self, cpu: usize) -> Option<TaskId> {
-        self.rqs[cpu].cfs.curr.filter(|&c| self.tasks[c as usize].se.on_rq)
-    }
-
-    /// `avg_vruntime_add()`.
-    fn avg_vruntime_add(&mut self, cpu: usize, t: TaskId) {
-        let w = self.se_weight(t);
-        let key = self.entity_key(cpu, t);
-        let cfs = &mut self.rqs[cpu].cfs;
-        cfs.avg_vruntime += key * w;
-        cfs.avg_load += w as u64;
-    }
-
-    /// `avg_vruntime_sub()`.
-    fn avg_vruntime_sub(&mut self, cpu: usize, t: TaskId) {
-        let w = self.se_weight(t);
-        let key = self.entity_key(cpu, t);
-        let cfs = &mut self.rqs[cpu].cfs;
-        cfs.avg_vruntime -= key * w;
-        cfs.avg_load -= w as u64;
-    }
-
-    /// `avg_vruntime()`: the zero-lag point V, the load-weighted mean vruntime
-    /// including curr, floored so that an entity placed at V is eligible. Like
-    /// the kernel it also moves `zero_vruntime` to V (6.12.117's `update_zero_vruntime`).
-    pub fn avg_vruntime(&mut self, cpu: usize) -> i64 {
-        let curr = self.cfs_curr_on_rq(cpu);
-        let cfs = &self.rqs[cpu].cfs;
-        let mut weight = cfs.avg_load as i64;
-        let mut delta = 0;
-        if weight != 0 {
-            let mut runtime = cfs.avg_vruntime;
-            if let Some(c) = curr {
-                let w = self.se_weight(c);
-                runtime += self.entity_key(cpu, c) * w;
-                weight += w;
-            }
-            delta = div_floor(runtime, weight);
-        } else if let Some(c) = curr {
-            delta = self.entity_key(cpu, c);
-        }
-        let cfs = &mut self.rqs[cpu].cfs;
-        cfs.avg_vruntime -= cfs.avg_load as i64 * delta;
-        cfs.zero_vruntime += delta;
-        cfs.zero_vruntime
-    }
-
-    /// `vruntime_eligible()`: V ≥ v, evaluated without division.
-    pub fn vruntime_eligible(&self, cpu: usize, vruntime: i64) -> bool {
-        let cfs = &self.rqs[cpu].cfs;
-        let mut avg = cfs.avg_vruntime;
-        let mut load = cfs.avg_load as i64;
-        if let Some(c) = self.cfs_curr_on_rq(cpu) {
-            let w = self.se_weight(c);
-            avg += self.entity_key(cpu, c) * w;
-            load += w;
-        }
-        avg >= (vruntime - cfs.zero_vruntime) * load
-    }
-
-    /// `entity_eligible()`: lag ≥ 0.
-    pub fn entity_eligible(&self, cpu: usize, t: TaskId) -> bool {
-        self.vruntime_eligible(cpu, self.tasks[t as usize].se.vruntime)
-    }
-
-    /// `cfs_rq_min_slice()`.
-    pub fn cfs_rq_min_slice(&self, cpu: usize) -> u64 {
-        let mut min = u64::MAX;
-        if let Some(c) = self.cfs_curr_on_rq(cpu) {
-            min = self.tasks[c as usize].se.slice;
-        }
-        if let Some(s) = self.rqs[cpu].cfs.timeline.min_slice() {
-            min = min.min(s);
-        }
-        min
-    }
-
-    /// `cfs_rq_max_slice()` (≥7.x lag bound).
-    fn cfs_rq_max_slice(&self, cpu: usize) -> u64 {
-        let mut max = 0;
-        if let Some(c) = self.cfs_curr_on_rq(cpu) {
-            max = self.tasks[c as usize].se.slice;
-        }
-        if let Some(s) = self.rqs[cpu].cfs.timeline.max_slice() {
-            max = max.max(s);
-        }
-        max
-    }
-
-    /// `entity_lag()`: V − v clamped to the profile's bound.
-    fn entity_lag(&self, cpu: usize, avruntime: i64, t: TaskId) -> i64 {
-        let se = &self.tasks[t as usize].se;
-        let vlag = avruntime - se.vruntime;
-        let bound = match self.profile.lag_limit {
-            LagLimit::TwiceSliceOrTick => (2 * se.slice).max(self.tick_ns),
-            LagLimit::MaxSlicePlusTick => self.cfs_rq_max_slice(cpu) + self.tick_ns,
-        };
-        let limit = calc_delta_fair(bound, se.load) as i64;
-        vlag.clamp(-limit, limit)
-    }
-
-    /// The clamped lag of a queued entity, for decision events only. Uses the
-    /// same floor-biased V as `avg_vruntime()` without moving the zero point,
-    /// so tracing never changes the model's state.
-    fn lag_for_trace(&self, cpu: usize, t: TaskId) -> i64 {
-        let curr = self.cfs_curr_on_rq(cpu);
-        let cfs = &self.rqs[cpu].cfs;
-        let (mut runtime, mut weight) = (cfs.avg_vruntime, cfs.avg_load as i64);
-        if let Some(c) = curr {
-            runtime += self.entity_key(cpu, c) * self.se_weight(c);
-            weight += self.se_weight(c);
-        }
-        let v = if weight > 0 { cfs.zero_vruntime + div_floor(runtime, weight) } else { cfs.zero_vruntime };
-        self.entity_lag(cpu, v, t)
-    }
-
-    /// `update_entity_lag()`: save the lag before the entity leaves the queue.
-    fn update_entity_lag(&mut self, cpu: usize, t: TaskId) {
-        debug_assert!(self.tasks[t as usize].se.on_rq);
-        let v = self.avg_vruntime(cpu);
-        self.tasks[t as usize].se.vlag = self.entity_lag(cpu, v, t);
-    }
-
-    /// `__enqueue_entity()`: into the tree and the weighted sums.
-    fn __enqueue_entity(&mut self, cpu: usize, t: TaskId) {
-        self.avg_vruntime_add(cpu, t);
-        let se = &self.tasks[t as usize].se;
-        let (d, v, s) = (se.deadline, se.vruntime, se.slice);
-        self.rqs[cpu].cfs.timeline.insert(t, d, v, s);
-    }
-
-    /// `__dequeue_entity()`.
-    fn __dequeue_entity(&mut self, cpu: usize, t: TaskId) {
-        self.rqs[cpu].cfs.timeline.remove(t);
-        self.avg_vruntime_sub(cpu, t);
-    }
-
-    /// `set_protect_slice()`: RUN_TO_PARITY's protection starts at pick.
-    fn set_protect_slice(&mut self, cpu: usize, t: TaskId) {
-        match self.profile.slice_protection {
-            SliceProtection::UntilDeadline => {
-                let se = &mut self.tasks[t as usize].se;
-                se.vlag = se.deadline;
-            }
-            SliceProtection::MinQueuedSlice => {
-                let mut slice = self.profile.base_slice_ns;
-                if self.feat(Feature::RUN_TO_PARITY) {
-                    slice = self.cfs_rq_min_slice(cpu);
-                }
-                let se = &mut self.tasks[t as usize].se;
-                slice = slice.min(se.slice);
-                let mut vprot = se.deadline;
-                if slice != se.slice {
-                    vprot = vprot.min(se.vruntime + calc_delta_fair(slice, se.load) as i64);
-                }
-                se.vprot = vprot;
-            }
-        }
-    }
-
-    /// `update_protect_slice()` (≥6.17): a queued shorter slice shortens the protection.
-    fn update_protect_slice(&mut self, cpu: usize, t: TaskId) {
-        if self.profile.slice_protection == SliceProtection::MinQueuedSlice {
-            let slice = self.cfs_rq_min_slice(cpu);
-            let se = &mut self.tasks[t as usize].se;
-            se.vprot = se.vprot.min(se.vruntime + calc_delta_fair(slice, se.load) as i64);
-        }
-    }
-
-    /// `protect_slice()`.
-    pub fn protect_slice(&self, t: TaskId) -> bool {
-        let se = &self.tasks[t as usize].se;
-        match self.profile.slice_protection {
-            SliceProtection::UntilDeadline => se.vlag == se.deadline,
-            SliceProtection::MinQueuedSlice => se.vprot > se.vruntime,
-        }
-    }
-
-    /// `cancel_protect_slice()`.
-    fn cancel_protect_slice(&mut self, t: TaskId) {
-        if self.protect_slice(t) {
-            let se = &mut self.tasks[t as usize].se;
-            match self.profile.slice_protection {
-                SliceProtection::UntilDeadline => se.vlag = se.deadline + 1,
-                SliceProtection::MinQueuedSlice => se.vprot = se.vruntime,
-            }
-        }
-    }
-
-    /// `pick_eevdf()`: the eligible entity with the earliest virtual deadline,
-    /// honouring RUN_TO_PARITY for curr.
-    pub fn pick_eevdf(&self, cpu: usize) -> Option<TaskId> {
-        let cfs = &self.rqs[cpu].cfs;
-        let first = cfs.timeline.first();
-        let mut curr = cfs.curr;
-        if cfs.nr_running == 1 {
-            return match curr {
-                Some(c) if self.tasks[c as usize].se.on_rq => Some(c),
-                _ => first,
-            };
-        }
-        if let Some(c) = curr {
-            if !self.tasks[c as usize].se.on_rq || !self.entity_eligible(cpu, c) {
-                curr = None;
-            }
-        }
-        if let Some(c) = curr {
-            if self.feat(Feature::RUN_TO_PARITY) && self.protect_slice(c) {
-                return Some(c);
-            }
-        }
-        let best = cfs.timeline.pick_eligible(|v| self.vruntime_eligible(cpu, v));
-        match (best, curr) {
-            (None, c) => c,
-            (Some(b), Some(c)) if self.tasks[c as usize].se.deadline < self.tasks[b as usize].se.deadline => Some(c),
-            (b, _) => b,
-        }
-    }
-
-    /// `update_deadline()`: once the request is served, issue a new one.
-    /// Returns true when the caller should reschedule.
-    fn update_deadline(&mut self, cpu: usize, t: TaskId) -> bool {
-        let base = self.base_slice;
-        let se = &mut self.tasks[t as usize].se;
-        if se.vruntime < se.deadline {
-            return false;
-        }
-        if !se.custom_slice {
-            se.slice = base;
-        }
-        se.deadline = se.vruntime + calc_delta_fair(se.slice, se.load) as i64;
-        self.avg_vruntime(cpu);
-        true
-    }
-
-    /// `did_preempt_short()`.
-    fn did_preempt_short(&self, cpu: usize, curr: TaskId) -> bool {
-        if !self.feat(Feature::PREEMPT_SHORT) || self.protect_slice(curr) {
-            return false;
-        }
-        !self.entity_eligible(cpu, curr)
-    }
-
-    /// `do_preempt_short()`: may wakee `pse` cut curr `se`'s protection short?
-    fn do_preempt_short(&self, cpu: usize, pse: TaskId, se: TaskId) -> bool {
-        if !self.feat(Feature::PREEMPT_SHORT) {
-            return false;
-        }
-        let (p, s) = (&self.tasks[pse as usize].se, &self.tasks[se as usize].se);
-        if p.slice >= s.slice || !self.entity_eligible(cpu, pse) {
-            return false;
-        }
-        if p.deadline < s.deadline {
-            return true;
-        }
-        !self.entity_eligible(cpu, se)
-    }
-
     /// `update_curr()`: charge the running entity for the time since `exec_start`.
     pub fn update_curr(&mut self, cpu: usize) {
         let Some(curr) = self.rqs[cpu].cfs.curr else { return };
@@ -351,42 +58,6 @@ impl Kernel {
         if self.rqs[cpu].cfs.next == Some(t) {
             self.rqs[cpu].cfs.next = None;
         }
-    }
-
-    /// `place_entity()`: position an entity being enqueued from its saved lag.
-    fn place_entity(&mut self, cpu: usize, t: TaskId, flags: u32) {
-        let vruntime = self.avg_vruntime(cpu);
-        let base = self.base_slice;
-        let curr_w = self.cfs_curr_on_rq(cpu).map(|c| self.se_weight(c)).unwrap_or(0);
-        let (avg_load, nr_running) = (self.rqs[cpu].cfs.avg_load as i64, self.rqs[cpu].cfs.nr_running);
-        let place_lag = self.feat(Feature::PLACE_LAG);
-        let rel_deadline = self.feat(Feature::PLACE_REL_DEADLINE);
-        let deadline_initial = self.feat(Feature::PLACE_DEADLINE_INITIAL);
-        let se = &mut self.tasks[t as usize].se;
-        if !se.custom_slice {
-            se.slice = base;
-        }
-        let mut vslice = calc_delta_fair(se.slice, se.load) as i64;
-        let mut lag = 0i64;
-        if place_lag && nr_running > 0 {
-            // Inflate the lag so it survives the shift of V caused by adding this entity.
-            let mut load = avg_load + curr_w;
-            lag = se.vlag * (load + se.load.weight as i64);
-            if load == 0 {
-                load = 1;
-            }
-            lag /= load; // div_s64 truncates toward zero
-        }
-        se.vruntime = vruntime - lag;
-        if rel_deadline && se.rel_deadline {
-            se.deadline += se.vruntime;
-            se.rel_deadline = false;
-            return;
-        }
-        if deadline_initial && flags & ENQUEUE_INITIAL != 0 {
-            vslice /= 2;
-        }
-        se.deadline = se.vruntime + vslice;
     }
 
     /// `account_entity_enqueue()`.
@@ -766,41 +437,5 @@ impl Kernel {
     /// Whether `t` is queued on `cpu`'s cfs_rq as the kernel would see it.
     pub fn task_on_rq_queued(&self, t: TaskId) -> bool {
         self.tasks[t as usize].on_rq == OnRq::Queued
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sched::SCHED_PRIO_TO_WEIGHT;
-
-    #[test]
-    fn inverse_weights_match_the_kernel_table() {
-        // Spot values of sched_prio_to_wmult[] (nice -20, 0, 1, 5, 19).
-        let wmult = |nice: i32| crate::sched::inv_weight(SCHED_PRIO_TO_WEIGHT[(nice + 20) as usize]);
-        assert_eq!(wmult(-20), 48388);
-        assert_eq!(wmult(0), 4194304);
-        assert_eq!(wmult(1), 5237765);
-        assert_eq!(wmult(5), 12820798);
-        assert_eq!(wmult(19), 286331153);
-    }
-
-    #[test]
-    fn calc_delta_fair_scales_by_weight() {
-        let nice0 = LoadWeight::new(1024);
-        assert_eq!(calc_delta_fair(1_000_000, nice0), 1_000_000);
-        let nice5 = LoadWeight::new(335);
-        // 1 ms at weight 335 is 1024/335 ms of virtual time (fixed point rounds down).
-        let v = calc_delta_fair(1_000_000, nice5);
-        assert!((3_056_700..=3_056_717).contains(&v), "{v}");
-        let heavy = LoadWeight::new(88761);
-        assert_eq!(calc_delta_fair(88761, heavy), 1023);
-    }
-
-    #[test]
-    fn floor_division_biases_left() {
-        assert_eq!(div_floor(7, 2), 3);
-        assert_eq!(div_floor(-7, 2), -4);
-        assert_eq!(div_floor(-8, 2), -4);
     }
 }

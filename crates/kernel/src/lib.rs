@@ -1,9 +1,11 @@
 //! A pure model of the Linux scheduler (`kernel/sched/`).
 //!
-//! Modules follow the kernel's files: [`core`] and [`ttwu`] (core.c), [`fair`],
-//! [`fair_select`], [`fair_pelt`] and [`fair_lb`] (fair.c; the load balancer's
-//! group statistics, imbalance calculation and task migration are its
-//! submodules), [`pelt`] (pelt.c, with fair.c's PELT bookkeeping and readers
+//! Modules follow the kernel's files: [`core`] and [`ttwu`] (core.c; the
+//! class-dispatching runqueue operations and `__schedule()`/`sched_tick()` are
+//! submodules of [`core`]), [`fair`], [`fair_select`], [`fair_pelt`] and
+//! [`fair_lb`] (fair.c; the EEVDF math is a submodule of [`fair`], the load
+//! balancer's group statistics, imbalance calculation and task migration are
+//! submodules of [`fair_lb`]), [`pelt`] (pelt.c, with fair.c's PELT bookkeeping and readers
 //! in submodules), [`topology`] (topology.c: the domain structures, with the
 //! `SD_*` flags, the topology table and the domain build in submodules),
 //! [`fair_nohz`] (fair.c's balance triggers: the tick's `sched_balance_trigger`,

@@ -1,0 +1,175 @@
+//! The runqueue operations of `core.c` that dispatch to a task's class:
+//! `enqueue_task()`, `dequeue_task()`, `activate_task()`, `__block_task()`,
+//! `block_task()`, `wakeup_preempt()`, `deactivate_task()`,
+//! `move_queued_task()`, `__set_cpus_allowed_ptr()` (the `sched_setaffinity()`
+//! path) and `rt_mutex_setprio()`, which moves a task between the fair and RT
+//! classes.
+//!
+//! Simplified as described in [`crate::core`].
+
+use crate::core::Kernel;
+use crate::sched::*;
+use schedlab_topology::CpuSet;
+use schedlab_trace::EventKind;
+
+impl Kernel {
+    /// `enqueue_task()`.
+    pub(crate) fn enqueue_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+        if flags & qflags::ENQUEUE_NOCLOCK == 0 {
+            self.update_rq_clock(cpu);
+        }
+        if self.task_is_rt(t) {
+            self.enqueue_task_rt(cpu, t, flags);
+        } else {
+            self.enqueue_task_fair(cpu, t, flags);
+            self.fair_server_update(cpu);
+        }
+    }
+
+    /// `dequeue_task()`: false when the class kept the task queued (delayed).
+    pub(crate) fn dequeue_task(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
+        if flags & qflags::DEQUEUE_NOCLOCK == 0 {
+            self.update_rq_clock(cpu);
+        }
+        if self.task_is_rt(t) {
+            self.dequeue_task_rt(cpu, t);
+            true
+        } else {
+            self.dequeue_task_fair(cpu, t, flags)
+        }
+    }
+
+    /// `activate_task()`.
+    pub(crate) fn activate_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+        self.enqueue_task(cpu, t, flags);
+        self.tasks[t as usize].on_rq = OnRq::Queued;
+    }
+
+    /// `__block_task()`: the task is off the runqueue for good.
+    pub(crate) fn __block_task(&mut self, _cpu: usize, t: TaskId) {
+        self.tasks[t as usize].on_rq = OnRq::No;
+    }
+
+    /// `block_task()`.
+    pub(super) fn block_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+        if self.dequeue_task(cpu, t, qflags::DEQUEUE_SLEEP | flags) {
+            self.__block_task(cpu, t);
+        }
+    }
+
+    /// `wakeup_preempt()`: let the running class decide whether `p` preempts.
+    pub(crate) fn wakeup_preempt(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
+        match self.rqs[cpu].curr {
+            // The idle class's check always reschedules.
+            None => self.resched_curr(cpu),
+            Some(c) => match (self.task_is_rt(p), self.task_is_rt(c)) {
+                (true, true) => self.wakeup_preempt_rt(cpu, p),
+                (false, false) => self.check_preempt_wakeup_fair(cpu, p, wake_flags),
+                // A higher class always preempts; a lower one never does.
+                (true, false) => self.resched_curr(cpu),
+                (false, true) => {}
+            },
+        }
+    }
+
+    /// `deactivate_task()`: off the runqueue as a migration (not a sleep).
+    pub(crate) fn deactivate_task(&mut self, cpu: usize, t: TaskId, flags: u32) {
+        self.tasks[t as usize].on_rq = OnRq::Migrating;
+        self.dequeue_task(cpu, t, flags);
+    }
+
+    /// `move_queued_task()`: move a queued, not running task to `new_cpu`.
+    /// A delayed task stays delayed on its new runqueue.
+    pub(crate) fn move_queued_task(&mut self, t: TaskId, new_cpu: usize) {
+        let cpu = self.tasks[t as usize].cpu;
+        self.update_rq_clock(cpu);
+        self.deactivate_task(cpu, t, qflags::DEQUEUE_NOCLOCK);
+        self.set_task_cpu(t, new_cpu);
+        self.update_rq_clock(new_cpu);
+        self.activate_task(new_cpu, t, qflags::ENQUEUE_NOCLOCK);
+        self.wakeup_preempt(new_cpu, t, 0);
+    }
+
+    /// `sched_setaffinity()` → `__set_cpus_allowed_ptr()`: a queued task that
+    /// is not running and sits outside the new mask is moved at once
+    /// (`move_queued_task()`); a sleeping one simply wakes up inside it.
+    /// Simplified: the running case (a stopper migration) is not modeled;
+    /// a running task leaves at its next wakeup.
+    pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize) {
+        self.enter(now, exec_cpu);
+        assert!(!mask.is_empty(), "empty affinity mask");
+        self.tasks[t as usize].cpus_mask = mask;
+        let cpu = self.tasks[t as usize].cpu;
+        if self.rqs[cpu].switching_out == Some(t) {
+            // The migration stopper runs after the switch away from it.
+            self.finish_task_switch(cpu);
+        }
+        let task = &self.tasks[t as usize];
+        if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
+            let dest = mask.first().expect("non-empty mask");
+            self.move_queued_task(t, dest);
+        }
+    }
+
+    /// `rt_mutex_setprio()`: change `p`'s effective priority to the best of
+    /// its normal priority and `pi_prio` (a PI waiter's), moving it between
+    /// the fair and RT classes when the boost crosses MAX_RT_PRIO.
+    pub(crate) fn rt_mutex_setprio(&mut self, p: TaskId, pi_prio: Option<i32>) {
+        let normal = self.tasks[p as usize].normal_prio;
+        let prio = pi_prio.map_or(normal, |pp| pp.min(normal));
+        let oldprio = self.tasks[p as usize].prio;
+        if prio == oldprio {
+            return;
+        }
+        let cpu = self.tasks[p as usize].cpu;
+        self.update_rq_clock(cpu);
+        let pid = self.tasks[p as usize].pid;
+        self.emit(cpu, EventKind::SchedPiSetprio { pid, oldprio, newprio: prio });
+        let was_rt = oldprio < MAX_RT_PRIO;
+        let will_rt = prio < MAX_RT_PRIO;
+        if was_rt != will_rt && !was_rt && self.tasks[p as usize].se.sched_delayed {
+            // Leaving the fair class while delayed: finish the sleep first.
+            self.dequeue_task(cpu, p, qflags::DEQUEUE_SLEEP | qflags::DEQUEUE_DELAYED | qflags::DEQUEUE_NOCLOCK);
+        }
+        let queued = self.tasks[p as usize].on_rq == OnRq::Queued;
+        let running = self.rqs[cpu].curr == Some(p);
+        let mut queue_flags = qflags::DEQUEUE_SAVE | qflags::DEQUEUE_MOVE | qflags::DEQUEUE_NOCLOCK;
+        if queued {
+            self.dequeue_task(cpu, p, queue_flags);
+        }
+        if running {
+            self.put_prev_task(cpu, p);
+        }
+        self.tasks[p as usize].prio = prio;
+        if will_rt && !was_rt {
+            self.rt_init_slice(p);
+        }
+        queue_flags = qflags::ENQUEUE_RESTORE | qflags::ENQUEUE_NOCLOCK;
+        if will_rt && oldprio < prio {
+            // A deboosted RT task goes to the head of its new level.
+            queue_flags |= qflags::ENQUEUE_HEAD;
+        }
+        if queued {
+            self.tasks[p as usize].on_rq = OnRq::Queued;
+            self.enqueue_task(cpu, p, queue_flags);
+        }
+        if running {
+            if will_rt {
+                self.set_next_task_rt(cpu, p, false);
+            } else {
+                self.set_next_task_fair_running(cpu, p);
+            }
+        }
+        // check_class_changed()
+        if was_rt && !will_rt {
+            self.switched_from_rt(cpu, p);
+        } else if !was_rt && will_rt {
+            self.switched_to_rt(cpu, p);
+        } else if will_rt {
+            self.prio_changed_rt(cpu, p, oldprio);
+        } else if queued && self.rqs[cpu].curr.is_some() && !running {
+            self.wakeup_preempt(cpu, p, 0);
+        }
+        self.balance_callbacks(cpu);
+    }
+}

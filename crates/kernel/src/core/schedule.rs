@@ -1,0 +1,244 @@
+//! `core.c`'s `__schedule()` and what surrounds it: the class pick
+//! (`__pick_next_task()`, `put_prev_task()`), the context switch and its
+//! `sched_switch` trace (`finish_task_switch()`), the preludes of the callers
+//! of `schedule()` (`set_current_state()`, `do_sched_yield()`), and
+//! `sched_tick()`.
+//!
+//! Simplified as described in [`crate::core`].
+
+use super::stopper_pid;
+use crate::core::Kernel;
+use crate::sched::*;
+use schedlab_trace::{Event, EventKind, Pid, PrevState};
+
+fn prev_pid_prio(k: &Kernel, t: Option<TaskId>) -> (Pid, i32) {
+    t.map(|t| (k.tasks[t as usize].pid, k.tasks[t as usize].prio)).unwrap_or((0, 120))
+}
+
+/// What `__schedule()` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switch {
+    pub prev: Option<TaskId>,
+    pub next: Option<TaskId>,
+}
+
+impl Switch {
+    pub fn switched(&self) -> bool {
+        self.prev != self.next
+    }
+}
+
+impl Kernel {
+    /// `set_current_state()`: the running task on `cpu` is about to sleep.
+    pub fn set_current_state(&mut self, cpu: usize, state: TaskState) {
+        let t = self.rqs[cpu].curr.expect("set_current_state on an idle CPU");
+        self.tasks[t as usize].state = state;
+    }
+
+    /// `do_sched_yield()` minus the `schedule()` the caller performs next.
+    pub fn sched_yield(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        match self.rqs[cpu].curr {
+            // yield_task_rt(): to the tail of its priority list.
+            Some(c) if self.task_is_rt(c) => {
+                let prio = self.tasks[c as usize].prio as usize;
+                let q = &mut self.rqs[cpu].rt.queue[prio];
+                if let Some(i) = q.iter().position(|&x| x == c) {
+                    q.remove(i);
+                    q.push_back(c);
+                }
+            }
+            _ => self.yield_task_fair(cpu),
+        }
+    }
+
+    /// `pick_next_task()`: fair, else idle.
+    /// `__pick_next_task()`: `balance_rt()` when an RT prev leaves (the
+    /// `prev_balance()` pull), then the classes in order rt > fair > idle.
+    /// `put_prev`/`set_next` run only when the task changes, as in
+    /// `put_prev_set_next_task()`.
+    fn pick_next_task(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
+        let prev_rt = prev.filter(|&p| self.task_is_rt(p));
+        if let Some(p) = prev_rt {
+            self.balance_rt(cpu, p);
+        }
+        self.fair_server_stop_if_idle(cpu);
+        if self.rt_runnable(cpu) && !self.fair_server_serving(cpu) {
+            let next = self.pick_task_rt(cpu).expect("rt_nr_running > 0");
+            if prev != Some(next) {
+                if let Some(p) = prev {
+                    self.put_prev_task(cpu, p);
+                }
+                self.set_next_task_rt(cpu, next, true);
+            }
+            self.rqs[cpu].curr = Some(next);
+            self.fair_server_update(cpu);
+            return Some(next);
+        }
+        let fair_prev = if let Some(p) = prev_rt {
+            // Leaving the RT class: put it back before the fair pick.
+            self.put_prev_task_rt(cpu, p);
+            None
+        } else {
+            prev
+        };
+        let next = self.pick_next_task_fair(cpu, fair_prev);
+        if next.is_none() {
+            if let Some(p) = fair_prev {
+                self.put_prev_task_fair(cpu, p);
+            }
+        }
+        next
+    }
+
+    /// `put_prev_task()` of `p`'s class.
+    pub(crate) fn put_prev_task(&mut self, cpu: usize, p: TaskId) {
+        if self.task_is_rt(p) {
+            self.put_prev_task_rt(cpu, p);
+        } else {
+            self.put_prev_task_fair(cpu, p);
+        }
+    }
+
+    /// `__schedule()`. `preempt` is SM_PREEMPT (an involuntary switch: the
+    /// task stays runnable whatever its state); otherwise a task whose state
+    /// is not TASK_RUNNING is blocked first. Queued stopper work (active
+    /// balance) runs first, as the stop class outranks everything: prev is
+    /// switched out to `migration/N`, the stopper's work runs, then the next
+    /// task is picked.
+    pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool) -> Switch {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        let prev = self.rqs[cpu].curr;
+        let prev_state = prev.map(|t| self.tasks[t as usize].state);
+        if let (Some(p), Some(state)) = (prev, prev_state) {
+            if !preempt && state != TaskState::Running {
+                // try_to_block_task(): TASK_DEAD is a special state, never delayed.
+                let special = if state == TaskState::Dead { qflags::DEQUEUE_SPECIAL } else { 0 };
+                self.block_task(cpu, p, qflags::DEQUEUE_NOCLOCK | special);
+            }
+        }
+        let trace_state = match prev_state {
+            None => PrevState::Running { preempt: false },
+            Some(_) if preempt => PrevState::Running { preempt: true },
+            Some(TaskState::Running) => PrevState::Running { preempt: false },
+            Some(TaskState::Uninterruptible) => PrevState::DiskSleep,
+            Some(TaskState::Dead) => PrevState::Dead,
+            Some(_) => PrevState::Sleeping,
+        };
+        let mut from = prev;
+        let mut from_state = trace_state;
+        if self.rqs[cpu].stop_work_pending {
+            self.rqs[cpu].stop_work_pending = false;
+            if let Some(p) = prev {
+                self.put_prev_task_fair(cpu, p);
+                self.tasks[p as usize].on_cpu = false;
+                self.account_switch_out(p, preempt, prev_state);
+            }
+            self.rqs[cpu].curr = None;
+            let stopper = stopper_pid(cpu);
+            self.trace_switch(cpu, prev_pid_prio(self, prev), trace_state, (stopper, 0));
+            self.active_load_balance_cpu_stop(cpu);
+            from = None;
+            from_state = PrevState::Sleeping;
+            // The stopper is the task switched away from next.
+            self.rqs[cpu].stopper_ran = true;
+        }
+        let next = self.pick_next_task(cpu, from);
+        let rq = &mut self.rqs[cpu];
+        rq.need_resched = false;
+        rq.need_resched_lazy = false;
+        let stopper_ran = std::mem::take(&mut rq.stopper_ran);
+        if next != from || stopper_ran {
+            let rq = &mut self.rqs[cpu];
+            rq.nr_switches += 1;
+            rq.curr = next;
+            if next.is_none() {
+                rq.idle_stamp = Some(rq.clock);
+                // set_next_task_idle() → update_idle_core(); the tick stops (NOHZ).
+                self.__update_idle_core(cpu);
+                self.nohz_balance_enter_idle(cpu);
+            }
+            if let Some(p) = from {
+                // prev stays on_cpu until the switch completes
+                // (finish_task_switch()); a second switch completes the first.
+                self.finish_task_switch(cpu);
+                self.rqs[cpu].switching_out = Some(p);
+                self.account_switch_out(p, preempt, prev_state);
+            }
+            if let Some(n) = next {
+                self.tasks[n as usize].on_cpu = true;
+            }
+            let from_pid = if stopper_ran { (stopper_pid(cpu), 0) } else { prev_pid_prio(self, from) };
+            self.trace_switch(cpu, from_pid, from_state, prev_pid_prio(self, next));
+        }
+        // finish_task_switch() / the no-switch path: run queued balance callbacks.
+        self.balance_callbacks(cpu);
+        Switch { prev, next }
+    }
+
+    fn account_switch_out(&mut self, p: TaskId, preempt: bool, state: Option<TaskState>) {
+        if preempt || state == Some(TaskState::Running) {
+            self.tasks[p as usize].nivcsw += 1;
+        } else {
+            self.tasks[p as usize].nvcsw += 1;
+        }
+    }
+
+    /// `sched_switch`, recorded in the context of the task switched away from.
+    fn trace_switch(&mut self, cpu: usize, prev: (Pid, i32), prev_state: PrevState, next: (Pid, i32)) {
+        if self.trace {
+            self.events.push(Event {
+                ts: self.now,
+                cpu: cpu as u32,
+                ctx_pid: prev.0,
+                flags: *b"d..2.",
+                kind: EventKind::SchedSwitch {
+                    prev_pid: prev.0,
+                    prev_prio: prev.1,
+                    prev_state,
+                    next_pid: next.0,
+                    next_prio: next.1,
+                },
+            });
+        }
+    }
+
+    /// `finish_task_switch()`: the previous task is off the CPU for good
+    /// (`prev->on_cpu = 0`). The simulator calls it when the context switch
+    /// cost has been paid; a wakeup that must wait for it calls it early.
+    pub fn finish_task_switch(&mut self, cpu: usize) {
+        if let Some(p) = self.rqs[cpu].switching_out.take() {
+            self.tasks[p as usize].on_cpu = false;
+        }
+    }
+
+    /// `sched_tick()` on `cpu`: promote a lazy reschedule, the class tick,
+    /// then `sched_balance_trigger()`; the SCHED_SOFTIRQ it raises runs at
+    /// the end of the tick interrupt.
+    pub fn sched_tick(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        if self.rqs[cpu].need_resched_lazy {
+            self.resched_curr(cpu);
+        }
+        match self.rqs[cpu].curr {
+            Some(c) if self.task_is_rt(c) => self.task_tick_rt(cpu, c),
+            Some(_) => self.task_tick_fair(cpu),
+            None => {}
+        }
+        self.rqs[cpu].idle_balance = self.idle_cpu(cpu);
+        if self.sched_balance_trigger(cpu) {
+            self.sched_balance_softirq(cpu);
+        }
+    }
+
+    /// Bring curr's accounting up to `now` (what any `update_curr()` caller
+    /// would do) without other side effects; used before reading runtimes.
+    pub fn sync_curr(&mut self, cpu: usize, now: u64) {
+        self.enter(now, cpu);
+        self.update_rq_clock(cpu);
+        self.update_curr(cpu);
+    }
+}
