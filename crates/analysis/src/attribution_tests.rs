@@ -111,6 +111,12 @@ fn only(events: Vec<Event>, cause: Cause, culprit: Option<Pid>) -> StallStory {
     s
 }
 
+/// The summary of `s` contains `text`.
+#[track_caller]
+fn assert_says(s: &StallStory, text: &str) {
+    assert!(s.summary.contains(text), "{}", s.summary);
+}
+
 /// Seed 000's sequence: A blocks on CPU 6 while ineligible behind B, the
 /// waker's write requeues it in place, B's burst runs first.
 #[test]
@@ -148,19 +154,11 @@ fn delayed_in_place_behind_the_other_worker() {
     assert_eq!(s.wait_ns, 1_000_000);
     let idle: Vec<(u32, u64)> = s.idle_allowed.iter().map(|c| (c.cpu, c.idle_ns)).collect();
     assert_eq!(idle, [(4, 1_000_000), (5, 1_000_000), (7, 1_000_000)]);
-    assert!(
-        s.summary.contains("worker-0 blocked on CPU 6 while ineligible -> left delayed (lag -93.0 us)"),
-        "{}",
-        s.summary
-    );
-    assert!(s.summary.contains("woke it via ttwu_runnable (delayed, no select_task_rq)"), "{}", s.summary);
-    assert!(s.summary.contains("not preempting worker-1 (not_picked)"), "{}", s.summary);
-    assert!(
-        s.summary.contains("moved there 0.2 us earlier by active_load_balance_cpu_stop from CPU 7"),
-        "{}",
-        s.summary
-    );
-    assert!(s.summary.contains("CPUs 4,5,7 idle for 100 % of the wait"), "{}", s.summary);
+    assert_says(&s, "worker-0 blocked on CPU 6 while ineligible -> left delayed (lag -93.0 us)");
+    assert_says(&s, "woke it via ttwu_runnable (delayed, no select_task_rq)");
+    assert_says(&s, "not preempting worker-1 (not_picked)");
+    assert_says(&s, "moved there 0.2 us earlier by active_load_balance_cpu_stop from CPU 7");
+    assert_says(&s, "CPUs 4,5,7 idle for 100 % of the wait");
     assert!(s.summary.ends_with("worker-0 ran 1000.0 us late"), "{}", s.summary);
 }
 
@@ -183,44 +181,38 @@ fn runnable_in_place_after_a_preemption_on_the_way_to_sleep() {
     );
 }
 
+/// A slept on CPU 5; its wakeup moves it to CPU 6, where B runs. A simulated
+/// trace: it has the `schedlab_ttwu` and `schedlab_wakeup_preempt` events.
+fn woken_onto_b_on_cpu6() -> Vec<Event> {
+    vec![
+        sw(0, 6, 0, S, B),
+        sw(0, 5, A, S, 0),
+        signal(100),
+        migrate(100, A, 5, 6),
+        ttwu(100, A, WakePath::Activate, 6),
+        preempt_check(100, A, B),
+        wakeup(100, 2, A, 6),
+        sw(700_100, 6, B, S, A),
+        done(700_200, 6, A),
+    ]
+}
+
 #[test]
 fn placed_on_a_busy_cpu_by_select_task_rq() {
-    let s = only(
-        vec![
-            sw(0, 6, 0, S, B),
-            sw(0, 5, A, S, 0),
-            signal(100),
-            migrate(100, A, 5, 6),
-            ttwu(100, A, WakePath::Activate, 6),
-            preempt_check(100, A, B),
-            wakeup(100, 2, A, 6),
-            sw(700_100, 6, B, S, A),
-            done(700_200, 6, A),
-        ],
-        Cause::BusyCpuSelected,
-        Some(B),
-    );
+    let s = only(woken_onto_b_on_cpu6(), Cause::BusyCpuSelected, Some(B));
     assert_eq!(s.wakeup.as_ref().unwrap().curr_at_decision, B);
-    assert!(s.summary.contains("select_task_rq -> CPU 6 (running worker-1 at the decision)"), "{}", s.summary);
+    assert_says(&s, "select_task_rq -> CPU 6 (running worker-1 at the decision)");
 }
 
 /// The same stall in a real kernel's trace (no `schedlab_ttwu`, no
 /// `schedlab_wakeup_preempt`): the path is not claimed, only the busy CPU.
 #[test]
 fn woken_onto_a_busy_cpu_without_decision_events() {
-    let s = only(
-        vec![
-            sw(0, 6, 0, S, B),
-            sw(0, 5, A, S, 0),
-            signal(100),
-            migrate(100, A, 5, 6),
-            wakeup(100, 2, A, 6),
-            sw(700_100, 6, B, S, A),
-            done(700_200, 6, A),
-        ],
-        Cause::WokenOntoBusyCpu,
-        Some(B),
-    );
+    let real = woken_onto_b_on_cpu6()
+        .into_iter()
+        .filter(|e| !matches!(e.kind, EventKind::Ttwu { .. } | EventKind::WakeupPreempt { .. }))
+        .collect();
+    let s = only(real, Cause::WokenOntoBusyCpu, Some(B));
     assert_eq!(s.wakeup.as_ref().unwrap().path, "unknown");
     assert!(!s.summary.contains("select_task_rq ->"), "{}", s.summary);
 }
@@ -275,11 +267,7 @@ fn migrated_onto_a_busy_cpu_while_waiting() {
         Cause::MovedOntoBusyCpu,
         Some(B),
     );
-    assert!(
-        s.summary.contains("periodic sched_balance_rq moved worker-0 from CPU 5 to CPU 6 after 2.0 us"),
-        "{}",
-        s.summary
-    );
+    assert_says(&s, "periodic sched_balance_rq moved worker-0 from CPU 5 to CPU 6 after 2.0 us");
 }
 
 /// A preempted before the signal: the signal finds it runnable behind B.

@@ -46,29 +46,36 @@ fn llc(k: &Kernel, cpu: usize) -> usize {
     k.domains.cpus[cpu].sd_llc_id
 }
 
+/// `kernel(preset, settings)` with a hog running on each of `busy_cpus`
+/// (pids 10, 11, ...), then the task to wake: pid 1, allowed on `mask`,
+/// last run on `prev`, whose `recent_used_cpu` is `prev` too.
+fn waking(preset: &str, settings: &[&str], busy_cpus: &[usize], mask: &str, prev: usize) -> (Kernel, TaskId) {
+    let mut k = kernel(preset, settings);
+    for (i, &cpu) in busy_cpus.iter().enumerate() {
+        busy(&mut k, 10 + i as i32, cpu, 0);
+    }
+    let p = add(&mut k, 1, mask, prev);
+    k.tasks[p as usize].recent_used_cpu = prev;
+    (k, p)
+}
+
 // ---- select_idle_sibling(), non-SMT (qemu-4: CPUs 0-3, one LLC) ----
 
 #[test]
 fn sis_target_when_idle() {
-    let mut k = kernel("qemu-4", &[]);
-    let p = add(&mut k, 1, "0-3", 1);
+    let (mut k, p) = waking("qemu-4", &[], &[], "0-3", 1);
     assert_eq!(k.select_idle_sibling(p, 1, 2), (2, SisRule::Target));
 }
 
 #[test]
 fn sis_prev_when_target_busy_and_prev_idle_in_the_same_llc() {
-    let mut k = kernel("qemu-4", &[]);
-    busy(&mut k, 10, 2, 0);
-    let p = add(&mut k, 1, "0-3", 1);
+    let (mut k, p) = waking("qemu-4", &[], &[2], "0-3", 1);
     assert_eq!(k.select_idle_sibling(p, 1, 2), (1, SisRule::Prev));
 }
 
 #[test]
 fn sis_recent_used_cpu_then_remembers_prev() {
-    let mut k = kernel("qemu-4", &[]);
-    busy(&mut k, 10, 1, 0);
-    busy(&mut k, 11, 2, 0);
-    let p = add(&mut k, 1, "0-3", 1);
+    let (mut k, p) = waking("qemu-4", &[], &[1, 2], "0-3", 1);
     k.tasks[p as usize].recent_used_cpu = 3;
     assert_eq!(k.select_idle_sibling(p, 1, 2), (3, SisRule::RecentUsed));
     assert_eq!(k.tasks[p as usize].recent_used_cpu, 1);
@@ -76,11 +83,7 @@ fn sis_recent_used_cpu_then_remembers_prev() {
 
 #[test]
 fn sis_scans_the_llc_from_target_plus_one() {
-    let mut k = kernel("qemu-4", &[]);
-    busy(&mut k, 10, 1, 0);
-    busy(&mut k, 11, 2, 0);
-    let p = add(&mut k, 1, "0-3", 1);
-    k.tasks[p as usize].recent_used_cpu = 1;
+    let (mut k, p) = waking("qemu-4", &[], &[1, 2], "0-3", 1);
     // From target 1: CPU 2 busy, CPU 3 idle (CPU 0 is idle too but comes later).
     assert_eq!(k.select_idle_sibling(p, 1, 1), (3, SisRule::IdleCpu));
     // Affinity is honoured by the scan.
@@ -91,11 +94,7 @@ fn sis_scans_the_llc_from_target_plus_one() {
 
 #[test]
 fn sis_util_budget_limits_the_scan() {
-    let mut k = kernel("qemu-4", &[]);
-    busy(&mut k, 10, 1, 0);
-    busy(&mut k, 11, 2, 0);
-    let p = add(&mut k, 1, "0-3", 1);
-    k.tasks[p as usize].recent_used_cpu = 1;
+    let (mut k, p) = waking("qemu-4", &[], &[1, 2], "0-3", 1);
     let l = llc(&k, 1);
     // Budget 1 probes one CPU (CPU 2, busy) and gives up before CPU 3.
     k.llc_shared[l].nr_idle_scan = 1;
@@ -104,11 +103,7 @@ fn sis_util_budget_limits_the_scan() {
     k.llc_shared[l].nr_idle_scan = 0;
     assert_eq!(k.select_idle_sibling(p, 1, 1), (1, SisRule::Fallback));
     // Without SIS_UTIL the whole LLC is scanned.
-    let mut k = kernel("qemu-4", &["NO_SIS_UTIL"]);
-    busy(&mut k, 10, 1, 0);
-    busy(&mut k, 11, 2, 0);
-    let p = add(&mut k, 1, "0-3", 1);
-    k.tasks[p as usize].recent_used_cpu = 1;
+    let (mut k, p) = waking("qemu-4", &["NO_SIS_UTIL"], &[1, 2], "0-3", 1);
     let l = llc(&k, 1);
     k.llc_shared[l].nr_idle_scan = 0;
     assert_eq!(k.select_idle_sibling(p, 1, 1), (3, SisRule::IdleCpu));
@@ -116,11 +111,7 @@ fn sis_util_budget_limits_the_scan() {
 
 #[test]
 fn sis_falls_back_to_target_when_nothing_is_idle() {
-    let mut k = kernel("qemu-4", &[]);
-    for cpu in 0..4 {
-        busy(&mut k, 10 + cpu as i32, cpu, 0);
-    }
-    let p = add(&mut k, 1, "0-3", 1);
+    let (mut k, p) = waking("qemu-4", &[], &[0, 1, 2, 3], "0-3", 1);
     assert_eq!(k.select_idle_sibling(p, 1, 2), (2, SisRule::Fallback));
 }
 
@@ -128,10 +119,7 @@ fn sis_falls_back_to_target_when_nothing_is_idle() {
 
 #[test]
 fn sis_prefers_a_whole_idle_core() {
-    let mut k = kernel("smt-2x2", &[]);
-    busy(&mut k, 10, 0, 0);
-    let p = add(&mut k, 1, "0-3", 0);
-    k.tasks[p as usize].recent_used_cpu = 0;
+    let (mut k, p) = waking("smt-2x2", &[], &[0], "0-3", 0);
     let l = llc(&k, 0);
     assert!(k.llc_shared[l].has_idle_cores);
     // CPU 1 is idle but its sibling is busy; core {2,3} is wholly idle.
@@ -140,11 +128,7 @@ fn sis_prefers_a_whole_idle_core() {
 
 #[test]
 fn sis_idle_smt_sibling_of_prev_when_no_idle_core() {
-    let mut k = kernel("smt-2x2", &[]);
-    busy(&mut k, 10, 0, 0);
-    busy(&mut k, 11, 2, 0);
-    let p = add(&mut k, 1, "0-3", 0);
-    k.tasks[p as usize].recent_used_cpu = 0;
+    let (mut k, p) = waking("smt-2x2", &[], &[0, 2], "0-3", 0);
     let l = llc(&k, 0);
     k.llc_shared[l].has_idle_cores = false;
     assert_eq!(k.select_idle_sibling(p, 0, 0), (1, SisRule::IdleSmt));
@@ -152,11 +136,7 @@ fn sis_idle_smt_sibling_of_prev_when_no_idle_core() {
 
 #[test]
 fn sis_stale_idle_core_hint_is_cleared_and_an_idle_thread_used() {
-    let mut k = kernel("smt-2x2", &[]);
-    busy(&mut k, 10, 0, 0);
-    busy(&mut k, 11, 2, 0);
-    let p = add(&mut k, 1, "0-3", 0);
-    k.tasks[p as usize].recent_used_cpu = 0;
+    let (mut k, p) = waking("smt-2x2", &[], &[0, 2], "0-3", 0);
     let l = llc(&k, 0);
     k.llc_shared[l].has_idle_cores = true;
     let (cpu, rule) = k.select_idle_sibling(p, 0, 0);
@@ -231,21 +211,25 @@ fn polling_idle_cpus_are_woken_without_an_ipi() {
     assert!(k.events.iter().any(|e| matches!(e.kind, EventKind::SchedWakeIdleWithoutIpi { cpu: 1 })));
 }
 
-#[test]
-fn busy_target_in_the_same_llc_is_activated_directly() {
-    let mut k = kernel("qemu-4", &[]);
+/// `kernel("qemu-4", settings)` with a task (pid 1, pinned to CPU 1) that
+/// slept there and a hog (pid 10) now running there. Returns (kernel, sleeper, now).
+fn sleeper_behind_a_hog_on_cpu1(settings: &[&str]) -> (Kernel, TaskId, u64) {
+    let mut k = kernel("qemu-4", settings);
     let mut now = 0;
     let s = sleeper(&mut k, 1, "1", 1, &mut now);
     busy(&mut k, 10, 1, now);
+    (k, s, now)
+}
+
+#[test]
+fn busy_target_in_the_same_llc_is_activated_directly() {
+    let (mut k, s, now) = sleeper_behind_a_hog_on_cpu1(&[]);
     k.events.clear();
     k.try_to_wake_up(s, now, 0, 0);
     assert!(k.tasks[s as usize].se.on_rq, "enqueued from the waker's CPU");
     assert!(k.events.iter().any(|e| matches!(e.kind, EventKind::Ttwu { path: WakePath::Activate, .. })));
     // TTWU_QUEUE_DEFAULT (RFC) queues it remotely anyway.
-    let mut k = kernel("qemu-4", &["TTWU_QUEUE_DEFAULT"]);
-    let mut now = 0;
-    let s = sleeper(&mut k, 1, "1", 1, &mut now);
-    busy(&mut k, 10, 1, now);
+    let (mut k, s, now) = sleeper_behind_a_hog_on_cpu1(&["TTWU_QUEUE_DEFAULT"]);
     k.try_to_wake_up(s, now, 0, 0);
     assert!(!k.tasks[s as usize].se.on_rq && k.rqs[1].ttwu_pending);
 }
@@ -377,14 +361,22 @@ fn fork_balancing_spreads_new_tasks_over_idle_cpus() {
     assert_eq!(cpus, vec![0, 1, 2, 3], "each new task lands on an idle CPU");
 }
 
-#[test]
-fn wakeup_during_the_switch_away_takes_the_on_cpu_wakelist_shortcut() {
-    let mut k = kernel("qemu-4", &[]);
+/// `kernel("qemu-4", settings)` with a task (pid 1, allowed on 0-3) that ran
+/// on CPU 1 and blocked there at 100 us: schedule() has picked the next task
+/// but the switch away from it has not completed.
+fn switching_away_on_cpu1(settings: &[&str]) -> (Kernel, TaskId) {
+    let mut k = kernel("qemu-4", settings);
     let s = add(&mut k, 1, "0-3", 1);
     start(&mut k, s, 0);
     k.sync_curr(1, 100 * US);
     k.set_current_state(1, TaskState::Interruptible);
     k.schedule(1, 100 * US, false);
+    (k, s)
+}
+
+#[test]
+fn wakeup_during_the_switch_away_takes_the_on_cpu_wakelist_shortcut() {
+    let (mut k, s) = switching_away_on_cpu1(&[]);
     assert!(k.tasks[s as usize].on_cpu, "still on CPU 1 until the switch completes");
     k.check_invariants().unwrap();
     k.events.clear();
@@ -398,12 +390,7 @@ fn wakeup_during_the_switch_away_takes_the_on_cpu_wakelist_shortcut() {
     k.check_invariants().unwrap();
 
     // Without TTWU_QUEUE_ON_CPU the waker waits for the switch, then selects a CPU.
-    let mut k = kernel("qemu-4", &["NO_TTWU_QUEUE_ON_CPU"]);
-    let s = add(&mut k, 1, "0-3", 1);
-    start(&mut k, s, 0);
-    k.sync_curr(1, 100 * US);
-    k.set_current_state(1, TaskState::Interruptible);
-    k.schedule(1, 100 * US, false);
+    let (mut k, s) = switching_away_on_cpu1(&["NO_TTWU_QUEUE_ON_CPU"]);
     k.try_to_wake_up(s, 100 * US, 0, 0);
     assert!(!k.tasks[s as usize].on_cpu || k.curr(k.tasks[s as usize].cpu) == Some(s));
     k.check_invariants().unwrap();

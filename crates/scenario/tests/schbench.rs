@@ -3,27 +3,14 @@
 
 use std::path::Path;
 
-use schedlab_scenario::{InputError, ObjKind, ObjRef, Op, Scenario};
+use schedlab_scenario::{ObjKind, ObjRef, Op, Scenario};
 
-fn parse(text: &str) -> Result<Scenario, InputError> {
-    Scenario::from_toml_str("t.toml", text, Path::new("."))
-}
+mod common;
+use common::{expect_err, parse};
 
 /// A scenario on `sapphire-rapids-2s` whose `[schbench]` table is `body`.
 fn table(body: &str) -> String {
     format!("topology = \"sapphire-rapids-2s\"\n[schbench]\n{body}\n")
-}
-
-#[track_caller]
-fn expect_err(text: &str, line: usize, needle: &str, msg: &str) {
-    let e = match parse(text) {
-        Ok(_) => panic!("accepted:\n{text}"),
-        Err(e) => e,
-    };
-    let src = text.lines().nth(line - 1).unwrap_or_else(|| panic!("no line {line}"));
-    let col = src.find(needle).unwrap_or_else(|| panic!("`{needle}` not on line {line}: {src}")) + 1;
-    assert_eq!((e.path.as_str(), e.line, e.col), ("t.toml", line, col), "wrong position for: {e}");
-    assert!(e.message.contains(msg), "message `{}` lacks `{msg}`", e.message);
 }
 
 #[test]

@@ -14,6 +14,9 @@ pub mod event;
 pub mod ftrace;
 pub mod perfetto;
 
+#[cfg(test)]
+mod test_fixtures;
+
 pub use event::*;
 pub use ftrace::{parse_ftrace, write_ftrace, TraceParseError};
 pub use perfetto::write_perfetto;

@@ -4,19 +4,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::event::*;
+use crate::test_fixtures::{ev, spaced_trace, table};
 
 const FL: [u8; 5] = *b"d..2.";
-
-fn table(tasks: &[(Pid, &str, Pid)], objects: &[&str]) -> TaskTable {
-    TaskTable {
-        tasks: tasks.iter().map(|&(p, c, g)| (p, TaskInfo { comm: c.to_string(), tgid: g })).collect(),
-        objects: objects.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-fn ev(ts: Nanos, cpu: u32, ctx_pid: Pid, flags: &[u8; 5], kind: EventKind) -> Event {
-    Event { ts, cpu, ctx_pid, flags: *flags, kind }
-}
 
 fn line(t: &TaskTable, e: Event) -> String {
     format_line(t, &e, &WriteOptions::default())
@@ -86,20 +76,7 @@ fn golden_kernel_lines() {
         next_pid: 4533,
         next_prio: 120,
     };
-    assert_eq!(
-        line(&t, ev(320_447_799_000, 0, 0, &FL, sw)),
-        "          <idle>-0       [000] d..2.   320.447799: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sleep next_pid=4533 next_prio=120"
-    );
-    let waking = EventKind::SchedWaking { pid: 4531, prio: 120, target_cpu: 0 };
-    assert_eq!(
-        line(&t, ev(320_447_990_123, 0, 4533, b"dN.5.", waking)),
-        "           sleep-4533    [000] dN.5.   320.447990: sched_waking: comm=bash pid=4531 prio=120 target_cpu=000"
-    );
     let mig = EventKind::SchedMigrateTask { pid: 4533, prio: 120, orig_cpu: 1, dest_cpu: 0 };
-    assert_eq!(
-        line(&t, ev(320_447_734_000, 1, 4338, b"d.h2.", mig)),
-        "            dpkg-4338    [001] d.h2.   320.447734: sched_migrate_task: comm=sleep pid=4533 prio=120 orig_cpu=1 dest_cpu=0"
-    );
     let preempt = EventKind::SchedSwitch {
         prev_pid: 4531,
         prev_prio: 120,
@@ -107,36 +84,48 @@ fn golden_kernel_lines() {
         next_pid: 4338,
         next_prio: 98,
     };
-    assert_eq!(
-        line(&t, ev(5_000_001_000, 12, 4531, &FL, preempt)),
-        "            bash-4531    [012] d..2.     5.000001: sched_switch: prev_comm=bash prev_pid=4531 prev_prio=120 prev_state=R+ ==> next_comm=dpkg next_pid=4338 next_prio=98"
-    );
-    let wu = EventKind::SchedWakeupNew { pid: 4533, prio: 120, target_cpu: 17 };
-    assert_eq!(
-        line(&t, ev(0, 3, 4531, b"d..3.", wu)),
-        "            bash-4531    [003] d..3.     0.000000: sched_wakeup_new: comm=sleep pid=4533 prio=120 target_cpu=017"
-    );
-    let rt = EventKind::SchedStatRuntime { pid: 4533, runtime: 112093 };
-    assert_eq!(
-        line(&t, ev(461_135_012_000, 1, 4533, &FL, rt)),
-        "           sleep-4533    [001] d..2.   461.135012: sched_stat_runtime: comm=sleep pid=4533 runtime=112093 [ns]"
-    );
-    let pi = EventKind::SchedPiSetprio { pid: 4338, oldprio: 120, newprio: 49 };
-    assert_eq!(
-        line(&t, ev(1_000_000, 2, 4531, b"d..3.", pi)),
-        "            bash-4531    [002] d..3.     0.001000: sched_pi_setprio: comm=dpkg pid=4338 oldprio=120 newprio=49"
-    );
-    let ipi = EventKind::SchedWakeIdleWithoutIpi { cpu: 7 };
-    assert_eq!(
-        line(&t, ev(123_456_789_000_000, 2, 4531, b"d..4.", ipi)),
-        "            bash-4531    [002] d..4. 123456.789000: sched_wake_idle_without_ipi: cpu=7"
-    );
-    // Unknown comm.
-    let wu = EventKind::SchedWakeup { pid: 99, prio: 120, target_cpu: 1 };
-    assert_eq!(
-        line(&t, ev(1_000, 1, 77, b"d.h3.", wu)),
-        "           <...>-77      [001] d.h3.     0.000001: sched_wakeup: comm=<...> pid=99 prio=120 target_cpu=001"
-    );
+    let cases = [
+        (
+            ev(320_447_799_000, 0, 0, &FL, sw),
+            "          <idle>-0       [000] d..2.   320.447799: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sleep next_pid=4533 next_prio=120",
+        ),
+        (
+            ev(320_447_990_123, 0, 4533, b"dN.5.", EventKind::SchedWaking { pid: 4531, prio: 120, target_cpu: 0 }),
+            "           sleep-4533    [000] dN.5.   320.447990: sched_waking: comm=bash pid=4531 prio=120 target_cpu=000",
+        ),
+        (
+            ev(320_447_734_000, 1, 4338, b"d.h2.", mig),
+            "            dpkg-4338    [001] d.h2.   320.447734: sched_migrate_task: comm=sleep pid=4533 prio=120 orig_cpu=1 dest_cpu=0",
+        ),
+        (
+            ev(5_000_001_000, 12, 4531, &FL, preempt),
+            "            bash-4531    [012] d..2.     5.000001: sched_switch: prev_comm=bash prev_pid=4531 prev_prio=120 prev_state=R+ ==> next_comm=dpkg next_pid=4338 next_prio=98",
+        ),
+        (
+            ev(0, 3, 4531, b"d..3.", EventKind::SchedWakeupNew { pid: 4533, prio: 120, target_cpu: 17 }),
+            "            bash-4531    [003] d..3.     0.000000: sched_wakeup_new: comm=sleep pid=4533 prio=120 target_cpu=017",
+        ),
+        (
+            ev(461_135_012_000, 1, 4533, &FL, EventKind::SchedStatRuntime { pid: 4533, runtime: 112093 }),
+            "           sleep-4533    [001] d..2.   461.135012: sched_stat_runtime: comm=sleep pid=4533 runtime=112093 [ns]",
+        ),
+        (
+            ev(1_000_000, 2, 4531, b"d..3.", EventKind::SchedPiSetprio { pid: 4338, oldprio: 120, newprio: 49 }),
+            "            bash-4531    [002] d..3.     0.001000: sched_pi_setprio: comm=dpkg pid=4338 oldprio=120 newprio=49",
+        ),
+        (
+            ev(123_456_789_000_000, 2, 4531, b"d..4.", EventKind::SchedWakeIdleWithoutIpi { cpu: 7 }),
+            "            bash-4531    [002] d..4. 123456.789000: sched_wake_idle_without_ipi: cpu=7",
+        ),
+        // Unknown comm.
+        (
+            ev(1_000, 1, 77, b"d.h3.", EventKind::SchedWakeup { pid: 99, prio: 120, target_cpu: 1 }),
+            "           <...>-77      [001] d.h3.     0.000001: sched_wakeup: comm=<...> pid=99 prio=120 target_cpu=001",
+        ),
+    ];
+    for (e, want) in cases {
+        assert_eq!(line(&t, e), want);
+    }
 }
 
 #[test]
@@ -216,7 +205,8 @@ fn every_kind_trace() -> Trace {
         &[(100, "worker-a", 100), (101, "my app [x]", 100), (200, "waker", 200), (7, "kworker/0:1H", 7)],
         &["efd0", "flag", "mutex"],
     );
-    let r = PrevState::Running { preempt: false };
+    let (r, rp) = (PrevState::Running { preempt: false }, PrevState::Running { preempt: true });
+    let (s, d, x) = (PrevState::Sleeping, PrevState::DiskSleep, PrevState::Dead);
     let kinds = [
         (200, 0, EventKind::SchedWaking { pid: 100, prio: 120, target_cpu: 3 }),
         (200, 0, EventKind::Ttwu { pid: 100, path: WakePath::Activate, cpu: 3 }),
@@ -237,62 +227,21 @@ fn every_kind_trace() -> Trace {
         (100, 3, EventKind::SchedPiSetprio { pid: 7, oldprio: 100, newprio: -1 }),
         (100, 3, EventKind::SchedStatRuntime { pid: 100, runtime: 1_234_567 }),
         (100, 3, EventKind::Delayed { pid: 100, what: DelayedWhat::Delayed, lag: -17 }),
-        (
-            100,
-            3,
-            EventKind::SchedSwitch {
-                prev_pid: 100,
-                prev_prio: 120,
-                prev_state: PrevState::Sleeping,
-                next_pid: 7,
-                next_prio: 100,
-            },
-        ),
+        (100, 3, EventKind::SchedSwitch { prev_pid: 100, prev_prio: 120, prev_state: s, next_pid: 7, next_prio: 100 }),
         (7, 3, EventKind::Delayed { pid: 100, what: DelayedWhat::DequeuedAtPick, lag: 0 }),
         (7, 3, EventKind::Delayed { pid: 100, what: DelayedWhat::Requeued, lag: 99 }),
         (7, 3, EventKind::Ttwu { pid: 100, path: WakePath::Runnable { delayed: false }, cpu: 3 }),
         (7, 3, EventKind::Ttwu { pid: 100, path: WakePath::Wakelist, cpu: 3 }),
         (7, 3, EventKind::WakeupPreempt { wakee: 101, curr: 7, preempt: false, reason: PreemptReason::NotPicked }),
-        (
-            7,
-            3,
-            EventKind::SchedSwitch {
-                prev_pid: 7,
-                prev_prio: 100,
-                prev_state: PrevState::Running { preempt: true },
-                next_pid: 101,
-                next_prio: 139,
-            },
-        ),
+        (7, 3, EventKind::SchedSwitch { prev_pid: 7, prev_prio: 100, prev_state: rp, next_pid: 101, next_prio: 139 }),
         (
             101,
             3,
-            EventKind::SchedSwitch {
-                prev_pid: 101,
-                prev_prio: 139,
-                prev_state: PrevState::DiskSleep,
-                next_pid: 200,
-                next_prio: 120,
-            },
+            EventKind::SchedSwitch { prev_pid: 101, prev_prio: 139, prev_state: d, next_pid: 200, next_prio: 120 },
         ),
-        (
-            200,
-            3,
-            EventKind::SchedSwitch {
-                prev_pid: 200,
-                prev_prio: 120,
-                prev_state: PrevState::Dead,
-                next_pid: 0,
-                next_prio: 120,
-            },
-        ),
+        (200, 3, EventKind::SchedSwitch { prev_pid: 200, prev_prio: 120, prev_state: x, next_pid: 0, next_prio: 120 }),
     ];
-    let events = kinds
-        .iter()
-        .enumerate()
-        .map(|(i, &(ctx, cpu, kind))| ev(1_000_000_000 + i as u64 * 1_500_000, cpu, ctx, b"dNh2.", kind))
-        .collect();
-    Trace { table: t, nr_cpus: 4, events }
+    spaced_trace(t, &kinds)
 }
 
 fn comms(t: &TaskTable) -> BTreeMap<Pid, String> {

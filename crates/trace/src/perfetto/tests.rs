@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::event::*;
 use crate::ftrace::{format_line, WriteOptions};
+use crate::test_fixtures::{ev, spaced_trace, table};
 
 // ---------------------------------------------------------------- field numbers
 
@@ -246,24 +247,14 @@ impl Out {
 
 // ---------------------------------------------------------------- fixtures
 
-fn table(tasks: &[(Pid, &str, Pid)], objects: &[&str]) -> TaskTable {
-    TaskTable {
-        tasks: tasks.iter().map(|&(p, c, g)| (p, TaskInfo { comm: c.to_string(), tgid: g })).collect(),
-        objects: objects.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-fn ev(ts: Nanos, cpu: u32, ctx_pid: Pid, flags: &[u8; 5], kind: EventKind) -> Event {
-    Event { ts, cpu, ctx_pid, flags: *flags, kind }
-}
-
 /// Every event kind once or more, on CPUs 0 and 3, times increasing.
 fn every_kind_trace() -> Trace {
     let t = table(
         &[(99, "app", 99), (100, "worker-a", 99), (101, "my app [x]", 99), (200, "waker", 200), (7, "kworker/0:1H", 7)],
         &["efd0", "flag", "mutex"],
     );
-    let r = PrevState::Running { preempt: false };
+    let (r, rp) = (PrevState::Running { preempt: false }, PrevState::Running { preempt: true });
+    let (s, d, x) = (PrevState::Sleeping, PrevState::DiskSleep, PrevState::Dead);
     let kinds = [
         (200, 0, EventKind::SchedWaking { pid: 100, prio: 120, target_cpu: 3 }),
         (200, 0, EventKind::Ttwu { pid: 100, path: WakePath::Activate, cpu: 3 }),
@@ -281,57 +272,16 @@ fn every_kind_trace() -> Trace {
         (100, 3, EventKind::Delayed { pid: 100, what: DelayedWhat::Delayed, lag: -17 }),
         (200, 0, EventKind::LbMigrate { pid: 101, src_cpu: 0, dst_cpu: 3, kind: BalanceKind::Active, delayed: false }),
         (200, 0, EventKind::ActiveBalanceQueued { src_cpu: 0, dst_cpu: 3 }),
-        (
-            100,
-            3,
-            EventKind::SchedSwitch {
-                prev_pid: 100,
-                prev_prio: 120,
-                prev_state: PrevState::Sleeping,
-                next_pid: 7,
-                next_prio: 100,
-            },
-        ),
-        (
-            7,
-            3,
-            EventKind::SchedSwitch {
-                prev_pid: 7,
-                prev_prio: 100,
-                prev_state: PrevState::Running { preempt: true },
-                next_pid: 101,
-                next_prio: 139,
-            },
-        ),
+        (100, 3, EventKind::SchedSwitch { prev_pid: 100, prev_prio: 120, prev_state: s, next_pid: 7, next_prio: 100 }),
+        (7, 3, EventKind::SchedSwitch { prev_pid: 7, prev_prio: 100, prev_state: rp, next_pid: 101, next_prio: 139 }),
         (
             101,
             3,
-            EventKind::SchedSwitch {
-                prev_pid: 101,
-                prev_prio: 139,
-                prev_state: PrevState::DiskSleep,
-                next_pid: 200,
-                next_prio: 120,
-            },
+            EventKind::SchedSwitch { prev_pid: 101, prev_prio: 139, prev_state: d, next_pid: 200, next_prio: 120 },
         ),
-        (
-            200,
-            3,
-            EventKind::SchedSwitch {
-                prev_pid: 200,
-                prev_prio: 120,
-                prev_state: PrevState::Dead,
-                next_pid: 0,
-                next_prio: 120,
-            },
-        ),
+        (200, 3, EventKind::SchedSwitch { prev_pid: 200, prev_prio: 120, prev_state: x, next_pid: 0, next_prio: 120 }),
     ];
-    let events = kinds
-        .iter()
-        .enumerate()
-        .map(|(i, &(ctx, cpu, kind))| ev(1_000_000_000 + i as u64 * 1_500_000, cpu, ctx, b"dNh2.", kind))
-        .collect();
-    Trace { table: t, nr_cpus: 4, events }
+    spaced_trace(t, &kinds)
 }
 
 // ---------------------------------------------------------------- tests
