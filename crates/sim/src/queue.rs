@@ -287,12 +287,18 @@ mod tests {
         assert_eq!(q.dropped_max(), 3);
     }
 
-    /// Against the generation-number scheme it replaces: same pops, same order.
+    /// Against the generation-number scheme on a plain binary heap: same
+    /// pops, same order.
     #[test]
     fn keyed_matches_lazy_cancellation() {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
         let mut rng = crate::rng::Rng::new(7);
         let mut q = EventQueue::with_keys(8);
-        let mut lazy = EventQueue::new();
+        // Gaps of ns to ~200 ms, so entries spread over many buckets.
+        // (time, push number, key, generation); key 99 = one-shot.
+        let mut lazy = BinaryHeap::new();
+        let mut pushes = 0u64;
         let mut gen = [0u64; 8];
         let mut now = 0;
         let mut popped = (Vec::new(), Vec::new());
@@ -300,10 +306,11 @@ mod tests {
             match rng.below_incl(9) {
                 0..=4 => {
                     let key = rng.below_incl(7) as usize;
-                    let at = now + rng.below_incl(50);
+                    let at = now + (rng.below_incl(50) << (12 * rng.below_incl(3)));
                     gen[key] += 1;
+                    pushes += 1;
                     q.push_keyed(key, at, (key, gen[key]));
-                    lazy.push(at, (key, gen[key]));
+                    lazy.push(Reverse((at, pushes, key, gen[key])));
                 }
                 5 => {
                     let key = rng.below_incl(7) as usize;
@@ -311,16 +318,17 @@ mod tests {
                     q.cancel(key);
                 }
                 6 => {
-                    let at = now + rng.below_incl(50);
+                    let at = now + (rng.below_incl(50) << (12 * rng.below_incl(3)));
+                    pushes += 1;
                     q.push(at, (99, 0));
-                    lazy.push(at, (99, 0));
+                    lazy.push(Reverse((at, pushes, 99, 0)));
                 }
                 _ => {
                     if let Some((t, ev)) = q.pop() {
                         now = t;
                         popped.0.push((t, ev));
                     }
-                    while let Some((t, (k, g))) = lazy.pop() {
+                    while let Some(Reverse((t, _, k, g))) = lazy.pop() {
                         if k == 99 || gen[k] == g {
                             popped.1.push((t, (k, g)));
                             break;
@@ -328,6 +336,7 @@ mod tests {
                     }
                 }
             }
+            assert_eq!(q.len(), lazy.iter().filter(|Reverse((_, _, k, g))| *k == 99 || gen[*k] == *g).count());
         }
         assert_eq!(popped.0, popped.1);
         assert!(!popped.0.is_empty());
