@@ -26,7 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use schedlab_trace::{BalanceKind, EventKind, Nanos, Pid, PrevState, Trace, UserOp, WakePath};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::handoff::HandoffTracker;
 use crate::in_time_order;
@@ -118,8 +118,9 @@ pub struct ClassifiedStall {
     pub idle_allowed_at_wakeup: Option<u32>,
 }
 
-/// Seed 000's "Trace" table for one run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+/// Seed 000's "Trace" table for one run. Read back (sweep results, shard
+/// files) without its `details`, which sweeps drop.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StallBreakdown {
     pub threshold_ns: u64,
     pub top_cpu: Option<u32>,
@@ -155,6 +156,7 @@ pub struct StallBreakdown {
     /// ("3 of the 4 allowed CPUs were idle"); 0 without allowed CPUs.
     pub stalls_all_other_allowed_idle: u64,
     /// Every stall, in the order their waits returned.
+    #[serde(skip_deserializing)]
     pub details: Vec<ClassifiedStall>,
 }
 

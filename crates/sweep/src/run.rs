@@ -18,7 +18,6 @@ use schedlab_sim::{simulate, SimOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::measures::{measure_infos, measure_run, measure_specs, MeasureInfo, MeasureRun};
-use crate::wire;
 use crate::{Setting, Sweep, SweepError};
 
 /// wakee comm → CPU → bursts started there.
@@ -97,7 +96,6 @@ pub struct RunResult {
     pub p99_handoff_ns: Option<u64>,
     pub max_handoff_ns: Option<u64>,
     /// Breakdown settings only; per-stall details are dropped.
-    #[serde(with = "wire::opt_breakdown")]
     pub breakdown: Option<StallBreakdown>,
     /// Breakdown settings only: wakee comm → CPU → bursts started there.
     pub burst_starts: Option<BurstStarts>,

@@ -124,7 +124,7 @@ struct JobRecord {
     stalls: u64,
     /// The ascending handoff samples, delta-encoded.
     samples_delta: Vec<u64>,
-    #[serde(with = "wire::opt_breakdown_compact", default)]
+    #[serde(default)]
     breakdown: Option<schedlab_analysis::StallBreakdown>,
     burst_starts: Option<BurstStarts>,
     notes: Vec<String>,
