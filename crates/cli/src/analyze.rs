@@ -331,25 +331,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result<(), String> {
     }
     let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
     if handoffs > 0 {
-        println!();
-        println!(
-            "stalls    {} of {handoffs} handoffs took >= {} us ({:.3} %)",
-            metrics.stalls.len(),
-            threshold / 1000,
-            100.0 * metrics.stalls.len() as f64 / handoffs as f64
-        );
-        let mut worst: Vec<_> = metrics.stalls.iter().collect();
-        worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
-        for s in worst.iter().take(5) {
-            println!(
-                "          {:>8} us  {} -> {} on {} at {} s",
-                s.latency_ns / 1000,
-                trace.table.comm(s.waker_pid),
-                trace.table.comm(s.wakee_pid),
-                s.obj_name,
-                secs(s.start_ts)
-            );
-        }
+        crate::report::print_stalls(&metrics, handoffs, threshold, &trace.table);
     } else {
         println!();
         println!("stalls    no handoffs (no `schedlab signal`/`wait_done` marker pairs from the workload)");

@@ -4,9 +4,8 @@
 
 use clap::Args;
 use schedlab_analysis::{
-    analyze, attribute_stalls, measure, render_cause_table, render_measures, render_run_table, render_stall_narratives,
-    render_work_conservation, work_conservation, AnalysisOptions, Attribution, AttributionOptions, MeasureResult,
-    RunMetrics, WorkConsOptions, WorkConservation,
+    analyze, attribute_stalls, measure, render_measures, render_run_table, work_conservation, AnalysisOptions,
+    Attribution, AttributionOptions, MeasureResult, RunMetrics, WorkConsOptions, WorkConservation,
 };
 use schedlab_runner::{run_real, RealOptions, RealRun};
 use schedlab_scenario::Scenario;
@@ -172,49 +171,9 @@ pub(crate) fn print_report(scenario: &Scenario, trace: &Trace, r: &Report, grace
         print!("{}", render_measures(&r.measures));
     }
     if r.handoffs > 0 {
-        let stalls = r.metrics.stalls.len();
-        println!();
-        println!(
-            "stalls    {} of {} handoffs took >= {} us ({:.3} %)",
-            stalls,
-            r.handoffs,
-            scenario.stall_threshold_ns / 1000,
-            100.0 * stalls as f64 / r.handoffs as f64
-        );
-        let mut worst: Vec<_> = r.metrics.stalls.iter().collect();
-        worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
-        for s in worst.iter().take(5) {
-            println!(
-                "          {:>8} us  {} -> {} on {} at {}.{:06} s",
-                s.latency_ns / 1000,
-                trace.table.comm(s.waker_pid),
-                trace.table.comm(s.wakee_pid),
-                s.obj_name,
-                s.start_ts / 1_000_000_000,
-                s.start_ts % 1_000_000_000 / 1000
-            );
-        }
+        crate::report::print_stalls(&r.metrics, r.handoffs, scenario.stall_threshold_ns, &trace.table);
     }
-    println!();
-    println!(
-        "work conservation: runnable tasks waiting while a CPU of their affinity is idle (strict, and >= {} us)",
-        grace_ns / 1000
-    );
-    print!("{}", render_work_conservation(&r.workcons));
-    if !r.attribution.stalls.is_empty() {
-        println!();
-        println!(
-            "stall causes: {} stalls, {}.{:03} ms of handoff time",
-            r.attribution.stalls.len(),
-            r.attribution.total_ns / 1_000_000,
-            r.attribution.total_ns / 1000 % 1000
-        );
-        print!("{}", render_cause_table(&r.attribution));
-        if narratives > 0 {
-            println!();
-            print!("{}", render_stall_narratives(&r.attribution, narratives));
-        }
-    }
+    crate::report::print_workcons_and_causes(&r.workcons, &r.attribution, grace_ns, narratives);
 }
 
 pub fn real(args: RealArgs) -> Result<(), String> {

@@ -1,4 +1,4 @@
-//! The sections every report shares (`run`, `analyze`): the longest stalls,
+//! The sections every report shares (`run`, `analyze`, `real`): the longest stalls,
 //! work conservation, the cause table and the stall narratives.
 
 use schedlab_analysis::{
@@ -6,8 +6,15 @@ use schedlab_analysis::{
 };
 use schedlab_trace::TaskTable;
 
-/// The five longest stalls, one line each.
-pub(crate) fn print_worst_stalls(metrics: &RunMetrics, table: &TaskTable) {
+/// "stalls N of M handoffs took >= T us", then the five longest, one line each.
+pub(crate) fn print_stalls(metrics: &RunMetrics, handoffs: u64, threshold_ns: u64, table: &TaskTable) {
+    println!();
+    println!(
+        "stalls    {} of {handoffs} handoffs took >= {} us ({:.3} %)",
+        metrics.stalls.len(),
+        threshold_ns / 1000,
+        100.0 * metrics.stalls.len() as f64 / handoffs as f64
+    );
     let mut worst: Vec<_> = metrics.stalls.iter().collect();
     worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
     for s in worst.iter().take(5) {

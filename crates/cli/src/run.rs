@@ -235,16 +235,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     }
     let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
     if handoffs > 0 {
-        let stalls = metrics.stalls.len();
-        println!();
-        println!(
-            "stalls    {} of {} handoffs took >= {} us ({:.3} %)",
-            stalls,
-            handoffs,
-            scenario.stall_threshold_ns / 1000,
-            100.0 * stalls as f64 / handoffs as f64
-        );
-        crate::report::print_worst_stalls(&metrics, &result.trace.table);
+        crate::report::print_stalls(&metrics, handoffs, scenario.stall_threshold_ns, &result.trace.table);
     }
     crate::report::print_workcons_and_causes(&workcons, &attribution, args.grace, args.stalls);
     if let Some(path) = &args.trace {
