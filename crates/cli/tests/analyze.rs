@@ -1,8 +1,7 @@
 //! `schedlab analyze TRACE` on real captures (crates/trace/tests/data, see
 //! record.sh there) and on a simulated run written as ftrace text.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
 use schedlab_analysis::{
     analyze, attribute_stalls, measure, work_conservation, AnalysisOptions, AttributionOptions, WorkConsOptions,
@@ -14,22 +13,11 @@ use schedlab_trace::ftrace::{
 };
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::{ok, root, schedlab};
 
 const DATA: &str = "crates/trace/tests/data";
 const SCENARIO: &str = "crates/cli/tests/data/pingpong.toml";
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(out.status.success(), "schedlab {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn json(args: &[&str]) -> Value {
     let mut a = args.to_vec();

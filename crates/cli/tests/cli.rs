@@ -1,27 +1,10 @@
 //! The `schedlab` binary end to end: what a user types and sees.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(out.status.success(), "schedlab {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn err(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(!out.status.success(), "schedlab {args:?} should fail");
-    String::from_utf8(out.stderr).unwrap()
-}
+mod common;
+use common::{err, ok, root};
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("schedlab-cli-{}", std::process::id()));

@@ -1,30 +1,8 @@
 //! `schedlab diff` end to end on the seed scenarios: where two settings part
 //! ways, read off the two runs' traces (`schedlab run ... --trace`).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(out.status.success(), "schedlab {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn err(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(!out.status.success(), "schedlab {args:?} should fail");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
+mod common;
+use common::{err, ok};
 
 /// The lines of `text` after the line starting with `head`, up to the next blank line.
 fn section<'a>(text: &'a str, head: &str) -> Vec<&'a str> {

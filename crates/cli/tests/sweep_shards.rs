@@ -3,18 +3,13 @@
 //! status, and bad shard or A/B input is refused with a clear message.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::schedlab;
 
 const AB: &str = "crates/cli/tests/data/ab-sweep.toml";
 const MINI: &str = "crates/cli/tests/data/mini-sweep.toml";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8(b.to_vec()).unwrap()

@@ -9,13 +9,11 @@
 //! does) and apt for the kernel download; skipped with a message otherwise.
 //! The first run also builds the static guest binary (target/guest).
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::root;
 
 fn have_qemu() -> bool {
     Command::new("qemu-system-x86_64").arg("--version").output().is_ok_and(|o| o.status.success())
