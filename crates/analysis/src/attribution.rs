@@ -29,7 +29,6 @@ use schedlab_trace::{BalanceKind, DelayedWhat, Event, EventKind, Nanos, Pid, Pre
 
 use crate::causes::*;
 use crate::handoff::HandoffTracker;
-use crate::in_time_order;
 use crate::narrative::{self, Step};
 use crate::timeline::CpuTimeline;
 use crate::workcons::allowed_cpus;
@@ -159,7 +158,7 @@ struct Pending {
 
 /// Explain every stall of `trace` (see the module doc).
 pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution {
-    let events = in_time_order(trace);
+    let events = trace.in_time_order();
     let start = events.first().map_or(0, |e| e.ts);
     let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts)).max(start);
     let n = events.partition_point(|e| e.ts <= end);

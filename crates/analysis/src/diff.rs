@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use crate::narrative::{balancer_fn, us_signed};
 use crate::table::{col, layout, threshold_label};
-use crate::{in_time_order, RunMetrics, TaskMetrics};
+use crate::{RunMetrics, TaskMetrics};
 
 /// Common events shown before the divergence unless told otherwise.
 pub const DEFAULT_DIFF_CONTEXT: usize = 5;
@@ -429,8 +429,8 @@ fn next_decision(events: &[Event], from: usize, pid: Pid, family: &str) -> Optio
 /// Compare `a` and `b` (each taken in time order) and describe their first
 /// divergence; `None` when every event agrees.
 pub fn diff_traces(a: &Trace, b: &Trace, opts: &DiffOptions) -> Option<Divergence> {
-    let ea = in_time_order(a);
-    let eb = in_time_order(b);
+    let ea = a.in_time_order();
+    let eb = b.in_time_order();
     let index = first_divergence(&ea, &eb)?;
     let ts = match (ea.get(index), eb.get(index)) {
         (Some(x), Some(y)) => x.ts.min(y.ts),

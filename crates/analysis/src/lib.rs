@@ -34,8 +34,6 @@ mod tasks;
 mod timeline;
 mod workcons;
 
-use std::borrow::Cow;
-
 use schedlab_trace::{Event, EventKind, Nanos, Pid, Trace};
 use serde::Serialize;
 
@@ -150,7 +148,7 @@ impl RunMetrics {
 /// Events are taken in timestamp order (a stable sort is applied if the trace
 /// is not already sorted, as when per-CPU buffers were concatenated).
 pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> RunMetrics {
-    let events = in_time_order(trace);
+    let events = trace.in_time_order();
     let events: &[Event] = &events;
     let start = events.first().map_or(0, |e| e.ts);
     let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts)).max(start);
@@ -201,18 +199,6 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> RunMetrics {
         open_handoffs_at_end: handoffs.open_at_end(),
         stalls: handoffs.stalls,
         unmatched_waits: handoffs.unmatched_waits,
-    }
-}
-
-/// The events of `trace` in timestamp order: borrowed when already sorted,
-/// else a stable-sorted copy (per-CPU buffers concatenated).
-pub(crate) fn in_time_order(trace: &Trace) -> Cow<'_, [Event]> {
-    if trace.events.windows(2).all(|w| w[0].ts <= w[1].ts) {
-        Cow::Borrowed(&trace.events)
-    } else {
-        let mut v = trace.events.clone();
-        v.sort_by_key(|e| e.ts);
-        Cow::Owned(v)
     }
 }
 

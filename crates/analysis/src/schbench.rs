@@ -355,7 +355,7 @@ pub fn schbench_report(trace: &Trace, end_ns: Nanos) -> Option<SchbenchReport> {
     if !c.applies() {
         return None;
     }
-    for ev in crate::in_time_order(trace).iter() {
+    for ev in trace.in_time_order().iter() {
         c.observe(ev);
     }
     Some(c.finish(end_ns))

@@ -29,7 +29,6 @@ use schedlab_trace::{BalanceKind, EventKind, Nanos, Pid, PrevState, Trace, UserO
 use serde::{Deserialize, Serialize};
 
 use crate::handoff::HandoffTracker;
-use crate::in_time_order;
 
 /// What to classify.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -245,7 +244,7 @@ impl Scan<'_> {
 
 /// Classify the stalls of `opts.wakees` in `trace` (see the module doc).
 pub fn stall_breakdown(trace: &Trace, opts: &StallOptions) -> StallBreakdown {
-    let events = in_time_order(trace);
+    let events = trace.in_time_order();
     let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts));
     let wakees: BTreeSet<Pid> = opts.wakees.iter().copied().filter(|&p| p != 0).collect();
     let allowed: Vec<u32> = opts.allowed_cpus.iter().copied().collect::<BTreeSet<u32>>().into_iter().collect();

@@ -35,7 +35,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use schedlab_trace::{EventKind, Nanos, Pid, PrevState, Trace};
 use serde::Serialize;
 
-use crate::in_time_order;
 use crate::timeline::{cpulist, intersect, merge, percpu_kthread_cpu, CpuTimeline};
 
 /// Ipanema's grace window for concurrent work conservation: violations
@@ -200,7 +199,7 @@ fn waiter<'a>(
 
 /// Check `trace` (see the module doc).
 pub fn work_conservation(trace: &Trace, opts: &WorkConsOptions) -> WorkConservation {
-    let events = in_time_order(trace);
+    let events = trace.in_time_order();
     let start = events.first().map_or(0, |e| e.ts);
     let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts)).max(start);
     let timeline = CpuTimeline::build(&events, trace.nr_cpus, start, end);

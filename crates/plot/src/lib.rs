@@ -23,13 +23,12 @@ mod cdf;
 mod occupancy;
 mod svg;
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use schedlab_analysis::{RunMetrics, StallStory};
 use schedlab_sweep::SweepResult;
-use schedlab_trace::{Event, Pid, Trace};
+use schedlab_trace::{Pid, Trace};
 
 pub use cdf::{handoff_cdf_svg, Curve};
 pub use occupancy::{running_bars, stall_lanes, stall_occupancy_svg, stall_window, Bar};
@@ -110,24 +109,11 @@ pub fn write_run_plots(dir: &Path, p: &RunPlots) -> Result<Vec<PathBuf>, String>
     let curves = run_curves(p.metrics, &p.groups);
     let mut paths =
         vec![write(dir, "handoff-cdf.svg", &handoff_cdf_svg(&p.title, &curves, p.metrics.stall_threshold_ns))?];
-    let events = in_time_order(p.trace);
+    let events = p.trace.in_time_order();
     for (i, story) in p.stalls.iter().take(p.max_stalls).enumerate() {
         let lanes = stall_lanes(&events, p.trace.nr_cpus, story, p.allowed, stall_window(story));
         let svg = stall_occupancy_svg(p.trace, &events, story, i + 1, p.stalls.len(), &lanes);
         paths.push(write(dir, &format!("stall-{}.svg", i + 1), &svg)?);
     }
     Ok(paths)
-}
-
-/// The events of `trace` in time order, as the occupancy plots need them:
-/// borrowed when already sorted, else a stable-sorted copy (a real trace's
-/// per-CPU buffers may come concatenated).
-pub fn in_time_order(trace: &Trace) -> Cow<'_, [Event]> {
-    if trace.events.windows(2).all(|w| w[0].ts <= w[1].ts) {
-        Cow::Borrowed(&trace.events)
-    } else {
-        let mut v = trace.events.clone();
-        v.sort_by_key(|e| e.ts);
-        Cow::Owned(v)
-    }
 }

@@ -1,5 +1,6 @@
 //! Event types.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Nanoseconds since the start of the run (simulated) or of CLOCK_MONOTONIC (real).
@@ -402,4 +403,43 @@ pub struct Trace {
     pub table: TaskTable,
     pub nr_cpus: u32,
     pub events: Vec<Event>,
+}
+
+impl Trace {
+    /// The events in timestamp order: borrowed when already sorted (every
+    /// simulated trace), else a stable-sorted copy (a real capture's per-CPU
+    /// buffers may come concatenated).
+    pub fn in_time_order(&self) -> Cow<'_, [Event]> {
+        if self.events.windows(2).all(|w| w[0].ts <= w[1].ts) {
+            Cow::Borrowed(&self.events)
+        } else {
+            let mut v = self.events.clone();
+            v.sort_by_key(|e| e.ts);
+            Cow::Owned(v)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_fixtures::{ev, table};
+
+    fn trace(ts: &[Nanos]) -> Trace {
+        let events = ts
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| ev(t, i as u32, 0, b".....", EventKind::Resched { cpu: 0, ipi: false }));
+        Trace { table: table(&[], &[]), nr_cpus: 8, events: events.collect() }
+    }
+
+    #[test]
+    fn in_time_order_borrows_a_sorted_trace_and_stable_sorts_a_concatenated_one() {
+        let sorted = trace(&[1, 2, 2, 5]);
+        assert!(matches!(sorted.in_time_order(), Cow::Borrowed(_)));
+        // Two per-CPU buffers one after the other: equal stamps keep their order.
+        let joined = trace(&[3, 7, 1, 3, 9]);
+        let order: Vec<(Nanos, u32)> = joined.in_time_order().iter().map(|e| (e.ts, e.cpu)).collect();
+        assert_eq!(order, [(1, 2), (3, 0), (3, 3), (7, 1), (9, 4)]);
+    }
 }
