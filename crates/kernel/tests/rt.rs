@@ -264,3 +264,19 @@ fn a_boosted_fair_task_runs_as_rt() {
     assert!(!k.tasks[f as usize].is_rt());
     k.check_invariants().unwrap();
 }
+
+#[test]
+fn the_watchdog_stopper_preempting_an_rt_task_keeps_its_runtime() {
+    // The soft-lockup watchdog's stopper switches out whatever runs; an RT
+    // task must be put back through its own class (update_curr_rt), so the
+    // time it ran up to the kick is charged, not dropped.
+    let mut k = kernel(&[]);
+    let x = task(&mut k, 1, Policy::Fifo, 99, "1", 1);
+    start(&mut k, x, 0);
+    assert_eq!(k.curr(1), Some(x));
+    k.watchdog_kick(1, 10 * MS);
+    settle(&mut k, 10 * MS);
+    assert_eq!(k.curr(1), Some(x), "the stopper ran and X is back");
+    k.sync_curr(1, 20 * MS);
+    assert_eq!(k.tasks[x as usize].se.sum_exec_runtime, 20 * MS);
+}

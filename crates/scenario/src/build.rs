@@ -213,6 +213,15 @@ pub(crate) fn build(
         None => None,
     };
     let duration_ns = duration_ns.or(schbench.as_ref().map(|s| s.runtime_ns));
+    if let (Some(b), Background::Kernel, None) = (&raw.background, background, duration_ns) {
+        // Its kworkers and the watchdog never finish, so the run would not end.
+        return Err(ctx.err(
+            b,
+            "background = \"kernel\" runs per-CPU kworkers and the watchdog forever, but the scenario has no \
+             `duration`, so it could never finish: add e.g. `duration = \"10s\"`"
+                .to_string(),
+        ));
+    }
 
     if let Some(table) = &raw.mutex {
         for (key, opts) in table {

@@ -389,6 +389,16 @@ fn endless_loop_without_duration() {
     expect_err(&text, 4, "-1", "loops forever but");
 }
 
+#[test]
+fn kernel_background_without_duration() {
+    // The workload alone would finish; the kworkers and the watchdog would not.
+    let body = "[[thread]]\nname = \"a\"\nloop = false\nprogram = [{ run = \"1ms\" }]\n";
+    let text = format!("{NO_DURATION}background = \"kernel\"\n{body}");
+    expect_err(&text, 2, "\"kernel\"", "background = \"kernel\" runs per-CPU kworkers and the watchdog forever");
+    assert!(parse(&format!("{NO_DURATION}{body}")).is_ok());
+    assert!(parse(&format!("duration = \"1s\"\n{text}")).is_ok());
+}
+
 // ---- accepted inputs ----
 
 #[test]

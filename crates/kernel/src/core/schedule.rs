@@ -104,7 +104,7 @@ impl Kernel {
     /// `__schedule()`. `preempt` is SM_PREEMPT (an involuntary switch: the
     /// task stays runnable whatever its state); otherwise a task whose state
     /// is not TASK_RUNNING is blocked first. Queued stopper work (active
-    /// balance) runs first, as the stop class outranks everything: prev is
+    /// balance, the soft-lockup watchdog) runs first, as the stop class outranks everything: prev is
     /// switched out to `migration/N`, the stopper's work runs, then the next
     /// task is picked.
     pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool) -> Switch {
@@ -132,7 +132,8 @@ impl Kernel {
         if self.rqs[cpu].stop_work_pending {
             self.rqs[cpu].stop_work_pending = false;
             if let Some(p) = prev {
-                self.put_prev_task_fair(cpu, p);
+                // The watchdog's stopper preempts RT tasks too.
+                self.put_prev_task(cpu, p);
                 self.tasks[p as usize].on_cpu = false;
                 self.account_switch_out(p, preempt, prev_state);
             }
@@ -239,6 +240,8 @@ impl Kernel {
     pub fn sync_curr(&mut self, cpu: usize, now: u64) {
         self.enter(now, cpu);
         self.update_rq_clock(cpu);
+        // curr->sched_class->update_curr(): each does nothing for the other's task.
         self.update_curr(cpu);
+        self.update_curr_rt(cpu);
     }
 }
