@@ -17,8 +17,8 @@ pub const FAIR_SERVER_PERIOD: u64 = 1_000_000_000;
 /// Per-CPU state of the fair server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FairServer {
-    /// When it armed (fair work waiting behind RT); `None` when idle.
-    pub armed_at: Option<u64>,
+    /// Its deferral timer is pending (fair work waited behind RT).
+    pub armed: bool,
     /// Serving fair tasks above RT now.
     pub running: bool,
     /// Budget left while running, ns.
@@ -36,30 +36,32 @@ pub struct TimerRequest {
 }
 
 impl Kernel {
-    /// Arm the fair server when fair work waits behind an RT task (`dl_server_start()`
-    /// with deferral: the server's timer fires at the zero-laxity point).
-    pub(crate) fn fair_server_update(&mut self, cpu: usize) {
+    /// `dl_server_start()` of a deferred server: arm its timer for the
+    /// zero-laxity point. Simplified: the model arms only when fair work
+    /// waits behind an RT task (the kernel starts it with the first fair
+    /// enqueue and lets the deferral absorb fair time that ran anyway).
+    pub(crate) fn dl_server_start(&mut self, cpu: usize) {
         let fs = self.rqs[cpu].fair_server;
-        if fs.runtime == 0 || fs.running || fs.armed_at.is_some() {
+        if fs.runtime == 0 || fs.running || fs.armed {
             return;
         }
         let rt_curr = self.rqs[cpu].curr.is_some_and(|c| self.task_is_rt(c));
         if rt_curr && self.rqs[cpu].cfs.h_nr_runnable > 0 {
-            self.rqs[cpu].fair_server.armed_at = Some(self.now);
+            self.rqs[cpu].fair_server.armed = true;
             let at = self.now + FAIR_SERVER_PERIOD - fs.runtime;
             self.timer_requests.push(TimerRequest { cpu, at });
         }
     }
 
-    /// The fair server's timer on `cpu`: start serving if fair work still waits.
-    pub fn fair_server_timer(&mut self, cpu: usize, now: u64) {
+    /// The fair server's deferral timer on `cpu` (`dl_server_timer()`):
+    /// start serving if fair work still waits.
+    pub fn dl_server_timer(&mut self, cpu: usize, now: u64) {
         self.enter(now, cpu);
         self.update_rq_clock(cpu);
-        let fs = &mut self.rqs[cpu].fair_server;
-        if fs.armed_at.take().is_none() {
-            return;
-        }
-        if self.rqs[cpu].cfs.h_nr_runnable > 0 {
+        // Each arming queues exactly one timer, and only this clears it.
+        self.rqs[cpu].fair_server.armed = false;
+        // (runtime may have been set to 0 since it armed)
+        if self.rqs[cpu].cfs.h_nr_runnable > 0 && self.rqs[cpu].fair_server.runtime > 0 {
             let fs = &mut self.rqs[cpu].fair_server;
             fs.running = true;
             fs.budget = fs.runtime;
@@ -67,14 +69,14 @@ impl Kernel {
         }
     }
 
-    /// The server picks fair tasks above RT while it runs with budget.
+    /// The server picks fair tasks above RT while it runs (it stops when
+    /// its budget is used up: `dl_server_update()`).
     pub(crate) fn fair_server_serving(&self, cpu: usize) -> bool {
-        let fs = &self.rqs[cpu].fair_server;
-        fs.running && fs.budget > 0 && self.rqs[cpu].cfs.h_nr_runnable > 0
+        self.rqs[cpu].fair_server.running && self.rqs[cpu].cfs.h_nr_runnable > 0
     }
 
     /// Charge fair runtime to a running server (`dl_server_update()`).
-    pub(crate) fn fair_server_charge(&mut self, cpu: usize, delta: u64) {
+    pub(crate) fn dl_server_update(&mut self, cpu: usize, delta: u64) {
         let fs = &mut self.rqs[cpu].fair_server;
         if fs.running {
             fs.budget = fs.budget.saturating_sub(delta);
@@ -86,7 +88,7 @@ impl Kernel {
     }
 
     /// The server has nothing left to serve (`dl_server_stop()`).
-    pub(crate) fn fair_server_stop_if_idle(&mut self, cpu: usize) {
+    pub(crate) fn dl_server_stop(&mut self, cpu: usize) {
         if self.rqs[cpu].fair_server.running && self.rqs[cpu].cfs.h_nr_runnable == 0 {
             self.rqs[cpu].fair_server.running = false;
         }
@@ -97,17 +99,5 @@ impl Kernel {
         for rq in &mut self.rqs {
             rq.fair_server.runtime = runtime;
         }
-    }
-
-    /// The soft-lockup watchdog's hrtimer on `cpu`: queue the stopper
-    /// (`stop_one_cpu_nowait(softlockup_fn)`); it preempts whatever runs.
-    pub fn watchdog_kick(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        let pid = crate::core::stopper_pid(cpu);
-        self.emit(cpu, schedlab_trace::EventKind::SchedWaking { pid, prio: 0, target_cpu: cpu as u32 });
-        self.emit(cpu, schedlab_trace::EventKind::SchedWakeup { pid, prio: 0, target_cpu: cpu as u32 });
-        self.rqs[cpu].stop_work_pending = true;
-        self.resched_curr(cpu);
     }
 }

@@ -41,7 +41,7 @@ impl Kernel {
         se.sum_exec_runtime += delta as u64;
         se.vruntime += calc_delta_fair(delta as u64, se.load) as i64;
         let resched = self.update_deadline(cpu, curr);
-        self.fair_server_charge(cpu, delta as u64);
+        self.dl_server_update(cpu, delta as u64);
         let pid = self.tasks[curr as usize].pid;
         self.emit(cpu, EventKind::SchedStatRuntime { pid, runtime: delta as u64 });
         if self.rqs[cpu].cfs.nr_running == 1 {

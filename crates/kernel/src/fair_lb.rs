@@ -310,7 +310,10 @@ impl Kernel {
                     active_balance = true;
                 }
                 if active_balance {
-                    self.stop_one_cpu_nowait(busiest, this_cpu);
+                    // stop_one_cpu_nowait(busiest, active_load_balance_cpu_stop)
+                    let (src_cpu, dst_cpu) = (busiest as u32, this_cpu as u32);
+                    self.emit(busiest, EventKind::ActiveBalanceQueued { src_cpu, dst_cpu });
+                    self.stop_one_cpu_nowait(busiest);
                 }
             }
         } else {
@@ -352,17 +355,6 @@ impl Kernel {
             self.sgc_imbalance.resize(id + 1, false);
         }
         self.sgc_imbalance[id] = v;
-    }
-
-    /// `stop_one_cpu_nowait(busiest, active_load_balance_cpu_stop)`: wake
-    /// `migration/N` on `busiest`; it preempts whatever runs there.
-    fn stop_one_cpu_nowait(&mut self, busiest: usize, dst: usize) {
-        self.emit(busiest, EventKind::ActiveBalanceQueued { src_cpu: busiest as u32, dst_cpu: dst as u32 });
-        let pid = crate::core::stopper_pid(busiest);
-        self.emit(busiest, EventKind::SchedWaking { pid, prio: 0, target_cpu: busiest as u32 });
-        self.emit(busiest, EventKind::SchedWakeup { pid, prio: 0, target_cpu: busiest as u32 });
-        self.rqs[busiest].stop_work_pending = true;
-        self.resched_curr(busiest);
     }
 
     /// `active_load_balance_cpu_stop()`, run by the stopper on `busiest_cpu`

@@ -11,7 +11,8 @@
 //! [`fair_nohz`] (fair.c's balance triggers: the tick's `sched_balance_trigger`,
 //! NOHZ idle balancing and newidle balancing), [`rt`] (rt.c and cpupri.c),
 //! [`rtmutex`] (rtmutex.c's priority inheritance), [`deadline`] (deadline.c's
-//! fair server), [`sched`] (sched.h and the scheduler half of `task_struct`), [`features`]
+//! fair server), [`stop_task`] (the stopper: active balance's and the
+//! soft-lockup watchdog's `migration/N` work), [`sched`] (sched.h and the scheduler half of `task_struct`), [`features`]
 //! (features.h plus proposed patches as toggles), [`timeline`] (the fair
 //! class's augmented rb-tree). [`profile`] holds what differs between kernel
 //! versions, [`invariants`] the consistency checks run after every simulated
@@ -35,6 +36,7 @@ pub mod profile;
 pub mod rt;
 pub mod rtmutex;
 pub mod sched;
+pub mod stop_task;
 pub mod timeline;
 pub mod topology;
 pub mod ttwu;

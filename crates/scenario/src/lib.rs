@@ -97,19 +97,23 @@ pub mod schbench;
 mod validate;
 mod values;
 
-pub use build::{DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS};
+pub use build::{
+    DEFAULT_FAIR_SERVER_RUNTIME_NS, DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS, MAX_COMM, MAX_INSTANCES,
+    MAX_SLICE_NS, MIN_SLICE_NS,
+};
 pub use measure::{Marker, MarkerOp, Measure};
 pub use schbench::Schbench;
 
 /// Kernel activity the simulator adds besides the workload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Background {
-    /// Nothing but the workload (a `nowatchdog`, fair_server-runtime-0 box).
+    /// Nothing but the workload (a `nowatchdog` box). The fair server is
+    /// on either way; `fair_server_runtime` sets it.
     #[default]
     Quiet,
     /// A stock kernel's periodic per-CPU work: the soft-lockup watchdog's
     /// stopper (`migration/N`, every 4 s), a per-CPU kworker (vmstat, every
-    /// 1 s), and the fair_server that serves starved fair tasks.
+    /// 1 s).
     Kernel,
 }
 

@@ -83,8 +83,8 @@ const MAX_NAP_NS: u64 = 10_000_000_000;
 /// The most CPU work one request may carry.
 const MAX_REQUEST_NS: u64 = 10_000_000_000;
 
-/// An expanded `[schbench]` table: its parameters and where its threads and
-/// objects are, for the analysis (`schedlab_analysis::schbench`).
+/// An expanded `[schbench]` table: its parameters and where its threads
+/// are in `Scenario::threads` (the analysis finds them by comm prefix).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schbench {
     pub message_threads: u32,
@@ -92,11 +92,8 @@ pub struct Schbench {
     /// `-r`: what `average rps` divides by.
     pub runtime_ns: u64,
     pub sleep_ns: u64,
-    pub timer_slack_ns: u64,
     pub operations: u32,
     pub op_ns: u64,
-    pub no_lock: bool,
-    pub wake_cost_ns: u64,
     /// CPU each message thread is pinned to (`-M`), if pinned.
     pub message_cpus: Vec<Option<usize>>,
     /// Every worker's affinity.
@@ -105,8 +102,6 @@ pub struct Schbench {
     /// message threads follow, then `m × workers` workers, message thread
     /// by message thread.
     pub first_thread: usize,
-    /// Line of the `[schbench]` table.
-    pub line: usize,
 }
 
 impl Schbench {
@@ -127,9 +122,8 @@ impl Schbench {
             self.sleep_ns / 1000,
             self.operations
         );
-        if self.no_lock {
-            s.push_str(" -L");
-        }
+        // Always -L: the per-CPU lock is refused at parse time.
+        s.push_str(" -L");
         s
     }
 }
@@ -348,15 +342,11 @@ pub(crate) fn expand(
         workers_per_message_thread: workers as u32,
         runtime_ns,
         sleep_ns,
-        timer_slack_ns,
         operations: operations as u32,
         op_ns,
-        no_lock,
-        wake_cost_ns,
         message_cpus,
         worker_cpus,
         first_thread,
-        line,
     };
     Ok((spec, threads))
 }

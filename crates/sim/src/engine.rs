@@ -85,8 +85,8 @@ fn switch_key(cpu: usize) -> usize {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CpuHw {
     /// Bumped whenever the pending `CpuWork` event becomes stale. The queue
-    /// replaces or cancels stale per-CPU events itself; the generations
-    /// remain as a cross-check when they pop.
+    /// replaces or cancels stale per-CPU events itself; debug builds assert
+    /// that no stale one pops (the generations of `Tick` and `SwitchDone` too).
     pub gen: u64,
     pub tick_gen: u64,
     pub tick_armed: bool,
@@ -120,8 +120,6 @@ pub(crate) struct Engine<'a> {
     pub check_invariants: bool,
     pub end: Option<u64>,
     pub error: Option<String>,
-    /// Emit the workload's markers even when the kernel's tracing is off.
-    pub user_trace: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -173,19 +171,19 @@ impl<'a> Engine<'a> {
         self.kernel.ipis = ipis;
     }
 
+    /// The workload's marker: emitted whether or not the kernel's
+    /// tracepoints are on (streamed schbench runs read only these).
     fn user_event(&mut self, cpu: usize, thread: usize, op: UserOp) {
         self.drain();
-        if self.kernel.trace || self.user_trace {
-            let pid = self.pid_of(thread);
-            self.kernel.events.push(Event {
-                ts: self.now,
-                cpu: cpu as u32,
-                ctx_pid: pid,
-                flags: *b"...1.",
-                kind: EventKind::User { pid, op },
-            });
-            self.traced += 1;
-        }
+        let pid = self.pid_of(thread);
+        self.kernel.events.push(Event {
+            ts: self.now,
+            cpu: cpu as u32,
+            ctx_pid: pid,
+            flags: *b"...1.",
+            kind: EventKind::User { pid, op },
+        });
+        self.traced += 1;
     }
 
     /// Execution speed of whatever runs on `cpu` now.
@@ -648,16 +646,18 @@ impl<'a> Engine<'a> {
                 self.kernel.wake_up_new_task(task, self.now, cpu);
                 self.drain();
                 if !self.preempt_point(cpu) {
-                    self.replan_if_idle(cpu);
+                    self.replan_if_running(cpu);
                 }
             }
             Ev::CpuWork { cpu, gen } => {
+                debug_assert_eq!(gen, self.cpus[cpu].gen, "the queue replaced or cancelled this stale CpuWork");
                 if gen == self.cpus[cpu].gen {
                     self.settle(cpu);
                     self.run_thread(cpu);
                 }
             }
             Ev::Tick { cpu, gen } => {
+                debug_assert_eq!(gen, self.cpus[cpu].tick_gen, "the queue replaced or cancelled this stale Tick");
                 if gen == self.cpus[cpu].tick_gen {
                     self.cpus[cpu].tick_armed = false;
                     self.settle(cpu);
@@ -670,16 +670,17 @@ impl<'a> Engine<'a> {
                 }
             }
             Ev::FairServer { cpu } => {
-                self.irq_on(cpu, Kernel::fair_server_timer);
+                self.irq_on(cpu, Kernel::dl_server_timer);
             }
             Ev::Watchdog { cpu } => {
-                self.settle(cpu);
-                self.kernel.watchdog_kick(cpu, self.now);
-                self.drain();
-                self.preempt_point(cpu);
+                self.irq_on(cpu, Kernel::watchdog_kick);
                 self.queue.push(self.now + WATCHDOG_PERIOD_NS, Ev::Watchdog { cpu });
             }
             Ev::SwitchDone { cpu, gen } => {
+                debug_assert_eq!(
+                    gen, self.cpus[cpu].switch_gen,
+                    "the queue replaced or cancelled this stale SwitchDone"
+                );
                 if gen == self.cpus[cpu].switch_gen {
                     self.kernel.finish_task_switch(cpu);
                     self.drain();
@@ -716,17 +717,18 @@ impl<'a> Engine<'a> {
     }
 
     /// An interrupt-context kernel entry on `cpu` (timer, IPI, irq_work):
-    /// run it, then let the CPU reschedule, or pick work if it was idle.
+    /// run it, then let the CPU reschedule; if it does not, re-plan the
+    /// running thread's next op boundary (the handler may have changed its rate).
     fn irq_on(&mut self, cpu: usize, handler: fn(&mut Kernel, usize, u64)) {
         self.settle(cpu);
         handler(&mut self.kernel, cpu, self.now);
         self.drain();
         if !self.preempt_point(cpu) {
-            self.replan_if_idle(cpu);
+            self.replan_if_running(cpu);
         }
     }
 
-    fn replan_if_idle(&mut self, cpu: usize) {
+    fn replan_if_running(&mut self, cpu: usize) {
         if self.kernel.curr(cpu).is_some() {
             self.replan(cpu);
         }

@@ -230,7 +230,6 @@ fn simulate_inner(
         check_invariants: check,
         end: duration,
         error: None,
-        user_trace: true,
     };
     for (i, delay) in starts.iter().enumerate() {
         engine.queue.push(*delay, Ev::Start(i));

@@ -81,4 +81,13 @@ fn sched_rt_runtime_us_is_checked_as_the_kernel_checks_the_write() {
     assert_eq!(s.sched_rt_runtime_us, Some(-1));
     let ms = fair_runtime_ms("sched_rt_runtime_us = -1");
     assert!((80.0..=110.0).contains(&ms), "fair task ran {ms:.1} ms");
+    let r = simulate(&scenario("sched_rt_runtime_us = 950000"), &SimOptions::default()).unwrap();
+    assert!(r.notes.iter().any(|n| n.contains("sched_rt_runtime_us = 950000 does not throttle")), "{:?}", r.notes);
+}
+
+/// The scenario crate checks `sched_rt_runtime_us` against the fair
+/// servers' default bandwidth without depending on the kernel model.
+#[test]
+fn the_scenario_checks_against_the_kernel_default_fair_server_runtime() {
+    assert_eq!(schedlab_scenario::DEFAULT_FAIR_SERVER_RUNTIME_NS, schedlab_kernel::deadline::FAIR_SERVER_RUNTIME);
 }

@@ -22,7 +22,7 @@ impl Kernel {
             self.enqueue_task_rt(cpu, t, flags);
         } else {
             self.enqueue_task_fair(cpu, t, flags);
-            self.fair_server_update(cpu);
+            self.dl_server_start(cpu);
         }
     }
 

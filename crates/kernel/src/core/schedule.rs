@@ -63,7 +63,7 @@ impl Kernel {
         if let Some(p) = prev_rt {
             self.balance_rt(cpu, p);
         }
-        self.fair_server_stop_if_idle(cpu);
+        self.dl_server_stop(cpu);
         if self.rt_runnable(cpu) && !self.fair_server_serving(cpu) {
             let next = self.pick_task_rt(cpu).expect("rt_nr_running > 0");
             if prev != Some(next) {
@@ -73,7 +73,7 @@ impl Kernel {
                 self.set_next_task_rt(cpu, next, true);
             }
             self.rqs[cpu].curr = Some(next);
-            self.fair_server_update(cpu);
+            self.dl_server_start(cpu);
             return Some(next);
         }
         let fair_prev = if let Some(p) = prev_rt {
