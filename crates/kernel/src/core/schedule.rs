@@ -53,9 +53,10 @@ impl Kernel {
         }
     }
 
-    /// `pick_next_task()`: fair, else idle.
     /// `__pick_next_task()`: `balance_rt()` when an RT prev leaves (the
-    /// `prev_balance()` pull), then the classes in order rt > fair > idle.
+    /// `prev_balance()` pull), then the classes in order rt > fair > idle —
+    /// except that a serving fair server (a deadline entity, above RT) picks
+    /// fair first. Picking an RT task over waiting fair work arms the server.
     /// `put_prev`/`set_next` run only when the task changes, as in
     /// `put_prev_set_next_task()`.
     fn pick_next_task(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
