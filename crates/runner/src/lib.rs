@@ -52,7 +52,7 @@ pub mod worker;
 use std::collections::BTreeMap;
 
 use schedlab_scenario::Scenario;
-use schedlab_trace::ftrace::{parse_ftrace_with, ParseOptions, ParseStats};
+use schedlab_trace::ftrace::{parse_ftrace_with, ParseOptions};
 use schedlab_trace::{Pid, TaskInfo, Trace};
 use serde::{Deserialize, Serialize};
 
@@ -77,7 +77,6 @@ pub struct RealRun {
     pub allowed: BTreeMap<Pid, Vec<u32>>,
     /// Everything the user should know: plan notes, degraded settings, lost events.
     pub notes: Vec<String>,
-    pub parse_stats: ParseStats,
     /// Events in the whole capture, before cutting to the window.
     pub events_captured: usize,
     /// Ring-buffer overruns and drops reported by tracefs.
@@ -183,7 +182,6 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
         plan,
         allowed,
         notes,
-        parse_stats: parsed.stats,
         events_captured,
         lost_events: cap.lost_events,
         kernel: cap.kernel,

@@ -61,9 +61,6 @@ pub struct ThreadPlan {
     pub cpus: Vec<usize>,
     /// Host CPU it starts on (pinned there until the start barrier opens).
     pub start_cpu: Option<usize>,
-    /// False when the scenario left the affinity at its default (every CPU
-    /// of the scenario's topology): then it is every CPU of this host.
-    pub pinned: bool,
 }
 
 /// The run as planned.
@@ -71,17 +68,27 @@ pub struct ThreadPlan {
 pub struct Plan {
     /// The CPUs this process may use.
     pub host_cpus: Vec<usize>,
-    /// Scenario CPU → host CPU for every CPU a thread is pinned to.
+    /// Scenario CPU → host CPU for every CPU a thread is pinned to (the
+    /// identity unless `--remap` moved them).
     pub cpu_map: BTreeMap<usize, usize>,
-    pub remapped: bool,
     pub threads: Vec<ThreadPlan>,
-    /// How long the workload runs.
+    /// How long the workload runs (at most [`MAX_DURATION_NS`]). Without a
+    /// duration in the scenario the run ends when every program has, or at
+    /// this limit at the latest.
     pub duration_ns: u64,
-    /// True when the scenario has no duration: the run ends when every
-    /// program has, or at `duration_ns` at the latest.
-    pub until_done: bool,
     /// What the host run does not honour, and other facts to print.
     pub notes: Vec<String>,
+}
+
+/// The longest run a plan accepts: 24 h. Longer ones are refused up front
+/// rather than overflowing the supervisor's and the worker's deadlines.
+pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
+
+/// `90000 s` for `90_000_000_000_000` ns.
+fn seconds(ns: u64) -> String {
+    let s = format!("{:.3}", ns as f64 / 1e9);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} s")
 }
 
 fn cpulist(cpus: &[usize]) -> String {
@@ -107,8 +114,8 @@ impl Plan {
         used.dedup();
         let missing: Vec<usize> = used.iter().copied().filter(|c| !host_cpus.contains(c)).collect();
         let mut notes = Vec::new();
-        let (cpu_map, remapped): (BTreeMap<usize, usize>, bool) = if missing.is_empty() {
-            (used.iter().map(|&c| (c, c)).collect(), false)
+        let cpu_map: BTreeMap<usize, usize> = if missing.is_empty() {
+            used.iter().map(|&c| (c, c)).collect()
         } else if opts.remap {
             let map: BTreeMap<usize, usize> =
                 used.iter().enumerate().map(|(i, &c)| (c, host_cpus[i % host_cpus.len()])).collect();
@@ -119,7 +126,7 @@ impl Plan {
                 String::new()
             };
             notes.push(format!("--remap: scenario CPU -> host CPU {}{shared}", pairs.join(", ")));
-            (map, true)
+            map
         } else {
             return Err(format!(
                 "{}: the threads are pinned to CPUs {} but this process may only use CPUs {} ({} missing); \
@@ -140,13 +147,14 @@ impl Plan {
                     if p { t.affinity.iter().map(|c| cpu_map[&c]).collect() } else { host_cpus.to_vec() };
                 cpus.sort_unstable();
                 cpus.dedup();
-                ThreadPlan { start_cpu: t.start_cpu.map(|c| cpu_map[&c]), cpus, pinned: p }
+                ThreadPlan { start_cpu: t.start_cpu.map(|c| cpu_map[&c]), cpus }
             })
             .collect();
 
-        let (duration_ns, until_done) = match opts.duration_ns.or(scenario.duration_ns) {
-            Some(d) => (d, false),
-            None => {
+        let (duration_ns, source) = match (opts.duration_ns, scenario.duration_ns) {
+            (Some(d), _) => (d, "--duration".to_string()),
+            (None, Some(d)) => (d, format!("{}: duration", scenario.path)),
+            (None, None) => {
                 let forever = scenario.threads.iter().any(|t| t.program.repeat == Repeat::Forever);
                 if forever {
                     notes.push(format!(
@@ -154,9 +162,16 @@ impl Plan {
                         opts.max_duration_ns / 1_000_000
                     ));
                 }
-                (opts.max_duration_ns, true)
+                (opts.max_duration_ns, "--max-duration".to_string())
             }
         };
+        if duration_ns > MAX_DURATION_NS {
+            return Err(format!(
+                "{source} {} ({duration_ns} ns) is longer than a real run may last (at most {})",
+                seconds(duration_ns),
+                seconds(MAX_DURATION_NS)
+            ));
+        }
 
         let topo = &scenario.topology;
         if topo.nr_cpus() != host_cpus.len() {
@@ -202,7 +217,7 @@ impl Plan {
                 }
             }
         }
-        Ok(Plan { host_cpus: host_cpus.to_vec(), cpu_map, remapped, threads, duration_ns, until_done, notes })
+        Ok(Plan { host_cpus: host_cpus.to_vec(), cpu_map, threads, duration_ns, notes })
     }
 
     /// The CPUs each scenario thread (by index) may use, for the analysis.
@@ -266,15 +281,14 @@ program = [ { sleep = "1ms" } ]
 
         let opts = RealOptions { remap: true, ..Default::default() };
         let p = Plan::new(&s, &opts, &[0, 1]).unwrap();
-        assert!(p.remapped);
         assert_eq!(p.cpu_map, BTreeMap::from([(1, 0), (2, 1), (3, 0)]));
         assert_eq!(p.threads[0].cpus, vec![0, 1]);
         assert_eq!(p.threads[2].cpus, vec![0], "waker on scenario CPU 1 -> host CPU 0");
-        assert_eq!(p.threads[3], ThreadPlan { cpus: vec![0, 1], start_cpu: None, pinned: false });
+        assert_eq!(p.threads[3], ThreadPlan { cpus: vec![0, 1], start_cpu: None });
         assert!(p.notes.iter().any(|n| n.contains("1->0, 2->1, 3->0") && n.contains("3 scenario CPUs share 2")));
 
         let p = Plan::new(&s, &RealOptions::default(), &[0, 1, 2, 3]).unwrap();
-        assert!(!p.remapped);
+        assert_eq!(p.cpu_map, BTreeMap::from([(1, 1), (2, 2), (3, 3)]), "the identity without --remap");
         assert_eq!(p.threads[0].cpus, vec![2, 3]);
         assert_eq!(p.duration_ns, 1_000_000_000);
     }
@@ -295,10 +309,32 @@ program = [ { run = "1ms" } ]
 "#,
         );
         let p = Plan::new(&s, &RealOptions::default(), &[0, 1, 2, 3]).unwrap();
-        assert!(p.until_done);
+        assert_eq!(p.duration_ns, RealOptions::default().max_duration_ns);
         assert!(p.notes.iter().any(|n| n.contains("NO_DELAY_DEQUEUE") && n.contains("not applied")));
         assert!(p.notes.iter().any(|n| n.contains("mainline")));
         assert_eq!(p.watchdog_cpu(&s), 2);
         assert_eq!(p.buffer_kb(&RealOptions::default()), 61 * 2048);
+    }
+
+    #[test]
+    fn durations_beyond_a_day_are_refused_naming_the_value() {
+        let s = scenario(ASYM);
+        let host = [0, 1, 2, 3];
+        let opts = RealOptions { duration_ns: Some(u64::MAX), ..Default::default() };
+        let err = Plan::new(&s, &opts, &host).unwrap_err();
+        assert!(err.contains("--duration") && err.contains(&u64::MAX.to_string()) && err.contains("86400 s"), "{err}");
+        let opts = RealOptions { duration_ns: Some(MAX_DURATION_NS + 1), ..Default::default() };
+        assert!(Plan::new(&s, &opts, &host).is_err());
+        let opts = RealOptions { duration_ns: Some(MAX_DURATION_NS), ..Default::default() };
+        assert_eq!(Plan::new(&s, &opts, &host).unwrap().duration_ns, MAX_DURATION_NS);
+
+        let long = scenario(&ASYM.replace("duration = \"1s\"", "duration = \"100000s\""));
+        let err = Plan::new(&long, &RealOptions::default(), &host).unwrap_err();
+        assert!(err.contains("t.toml: duration 100000 s"), "{err}");
+        let endless =
+            scenario("topology = \"qemu-4\"\n[[thread]]\nname = \"t\"\nloop = 3\nprogram = [ { run = \"1ms\" } ]\n");
+        let opts = RealOptions { max_duration_ns: 2 * MAX_DURATION_NS, ..Default::default() };
+        let err = Plan::new(&endless, &opts, &host).unwrap_err();
+        assert!(err.contains("--max-duration 172800 s"), "{err}");
     }
 }

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::tracefs::{restore, SavedState};
+use crate::tracefs::{restore_within, SavedState, TRACEFS_ROOTS};
 
 pub const STATE_FILE: &str = "tracefs-saved.json";
 const LOCK_FILE: &str = "lock";
@@ -90,6 +90,11 @@ impl RunLock {
     /// If a previous run left its saved settings, restore them and say what
     /// was done (`None`: nothing was left).
     pub fn restore_leftover(&self) -> Result<Option<String>, String> {
+        self.restore_leftover_within(&TRACEFS_ROOTS)
+    }
+
+    /// [`RunLock::restore_leftover`] with the tracefs roots it accepts given.
+    pub(crate) fn restore_leftover_within(&self, roots: &[&str]) -> Result<Option<String>, String> {
         let p = self.state_path();
         let text = match std::fs::read_to_string(&p) {
             Ok(t) => t,
@@ -104,7 +109,10 @@ impl RunLock {
                 e.column()
             )
         })?;
-        restore(&state).map_err(|e| format!("restoring the settings saved in {}: {e}", p.display()))?;
+        restore_within(&state, roots).map_err(|e| {
+            let hint = if e.starts_with("refusing") { "; inspect it, restore by hand and delete it" } else { "" };
+            format!("restoring the settings saved in {}: {e}{hint}", p.display())
+        })?;
         self.clear_state();
         let files: Vec<String> = state.files.iter().map(|s| format!("{}={}", s.file, s.value)).collect();
         Ok(Some(format!(
@@ -135,10 +143,15 @@ mod tests {
             files: vec![Saved { file: "tracing_on".into(), value: "0".into() }],
         };
         lock.write_state(&state).unwrap();
-        let msg = lock.restore_leftover().unwrap().unwrap();
+        let roots = [state.tracefs.as_str()];
+        // The real roots only: a state naming another directory is refused and kept.
+        let err = lock.restore_leftover().unwrap_err();
+        assert!(err.contains("not a tracefs root"), "{err}");
+        assert_eq!(std::fs::read_to_string(fake_tracefs.join("tracing_on")).unwrap(), "1");
+        let msg = lock.restore_leftover_within(&roots).unwrap().unwrap();
         assert!(msg.contains("pid 42") && msg.contains("tracing_on=0"), "{msg}");
         assert_eq!(std::fs::read_to_string(fake_tracefs.join("tracing_on")).unwrap(), "0");
-        assert_eq!(lock.restore_leftover().unwrap(), None);
+        assert_eq!(lock.restore_leftover_within(&roots).unwrap(), None);
 
         std::fs::write(dir.join(STATE_FILE), "{ not json").unwrap();
         let err = lock.restore_leftover().unwrap_err();

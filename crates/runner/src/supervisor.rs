@@ -100,6 +100,70 @@ pub struct Captured {
     pub worker_pid: i32,
 }
 
+/// `Err("interrupted by SIGINT {when}")` once a caught signal has arrived.
+fn check_interrupted(when: &str) -> Result<(), String> {
+    match INTERRUPTED.load(Ordering::SeqCst) {
+        0 => Ok(()),
+        sig => Err(format!("interrupted by {} {when}", signal_name(sig))),
+    }
+}
+
+/// The supervisor's own scheduling while it waits for the worker: SCHED_FIFO
+/// 99, so it can act on a timeout or Ctrl-C even under RT spinners. Only
+/// raised when the original attributes could be read (to go back to them);
+/// lowered explicitly, or on drop.
+struct Raised {
+    original: SchedAttr,
+    lowered: bool,
+}
+
+/// What to write back to return to `got` (as `sched_getattr` read it). On
+/// 6.12+ `sched_getattr` reports a fair task's slice in `sched_runtime`, and
+/// `sched_setattr` with a non-zero `sched_runtime` sets a *custom* slice:
+/// write 0 (the default slice) instead. Only SCHED_DEADLINE needs its runtime.
+fn attr_to_restore(got: &SchedAttr) -> SchedAttr {
+    let mut a = *got;
+    if a.policy != libc::SCHED_DEADLINE as u32 {
+        a.runtime = 0;
+    }
+    a
+}
+
+impl Raised {
+    fn raise() -> Option<Raised> {
+        let original = sched_getattr(0).ok()?;
+        sched_setattr(0, &SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 99, ..Default::default() }).ok()?;
+        Some(Raised { original, lowered: false })
+    }
+
+    /// Back to the original attributes; failing that, to SCHED_OTHER with the
+    /// original nice: the supervisor never stays real-time.
+    fn lower(&mut self) -> Result<(), String> {
+        if self.lowered {
+            return Ok(());
+        }
+        self.lowered = true;
+        let back = attr_to_restore(&self.original);
+        let Err(e) = sched_setattr(0, &back) else { return Ok(()) };
+        let other = SchedAttr { policy: libc::SCHED_OTHER as u32, nice: self.original.nice, ..Default::default() };
+        match sched_setattr(0, &other) {
+            Ok(()) => Err(format!(
+                "the supervisor could not return to its scheduling policy {} ({e}); it runs as SCHED_OTHER",
+                self.original.policy
+            )),
+            Err(e2) => Err(format!("the supervisor could not leave SCHED_FIFO 99: {e}; {e2}")),
+        }
+    }
+}
+
+impl Drop for Raised {
+    fn drop(&mut self) {
+        if let Err(e) = self.lower() {
+            eprintln!("schedlab real: error: {e}");
+        }
+    }
+}
+
 /// Save, configure, fork the worker, wait, read the trace, restore.
 pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result<Captured, String> {
     match sys::thread_count() {
@@ -111,6 +175,11 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
         }
     }
     let lock = RunLock::acquire(&state_dir())?;
+    // From before the first change to after the last restore, SIGINT, SIGTERM
+    // and SIGHUP only set INTERRUPTED: the run stops and restores instead of
+    // dying with the settings changed. Declared before `guard`, so it is
+    // dropped (the old handlers back) after the guard has restored.
+    let signals = SignalGuard::install();
     let mut notes = Vec::new();
     notes.extend(lock.restore_leftover()?);
     let tracefs = Tracefs::open()?;
@@ -129,7 +198,9 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
         stat_runtime: opts.stat_runtime,
         rt_runtime_us: if opts.set_rt_runtime { scenario.sched_rt_runtime_us } else { None },
     };
-    let saved = tracefs.save(&settings).and_then(|saved| lock.write_state(&saved).map(|()| saved));
+    let saved = check_interrupted("before the run started: nothing was changed")
+        .and_then(|()| tracefs.save(&settings))
+        .and_then(|saved| lock.write_state(&saved).map(|()| saved));
     let saved = match saved {
         Ok(s) => s,
         Err(e) => {
@@ -147,8 +218,13 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     };
     let mut guard = RestoreGuard { saved, lock: &lock, done: false };
     tracefs.configure(&settings)?;
+    if let Err(e) = check_interrupted("while setting up tracefs, before the worker started") {
+        return Err(match guard.restore() {
+            Ok(()) => format!("{e}; the tracefs settings were restored"),
+            Err(r) => format!("{e}; restoring tracefs failed: {r} (the saved state stays for the next run)"),
+        });
+    }
 
-    let signals = SignalGuard::install();
     let mut fds = [0i32; 2];
     // SAFETY: `fds` has room for two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -179,22 +255,28 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     // SAFETY: we own read_fd.
     let mut pipe = unsafe { std::fs::File::from_raw_fd(read_fd) };
 
-    // Be able to act (timeout, Ctrl-C) even under RT spinners; back to normal after.
-    let own_attr = sched_getattr(0).ok();
-    let _ = sched_setattr(0, &SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 99, ..Default::default() });
-    let waited = wait_worker(child, &mut pipe, plan.duration_ns);
-    if let Some(a) = own_attr {
-        let _ = sched_setattr(0, &a);
-    }
-    drop(signals);
+    // Raised after the fork, so the worker does not inherit it.
+    let mut raised = Raised::raise();
+    let (status, bytes, how) = wait_worker(child, &mut pipe, plan.duration_ns);
+    let lowered = raised.as_mut().map_or(Ok(()), Raised::lower);
 
     let stop = tracefs.write("tracing_on", "0");
-    let lost_events = tracefs.lost_events();
-    let text = tracefs.read_trace();
+    // Interrupted: the trace is not wanted, restore at once.
+    let wanted = INTERRUPTED.load(Ordering::SeqCst) == 0;
+    let lost_events = if wanted { tracefs.lost_events() } else { 0 };
+    let text = if wanted { tracefs.read_trace() } else { Ok(String::new()) };
     guard.restore()?;
+    let late = INTERRUPTED.load(Ordering::SeqCst);
+    drop(signals);
+    lowered?;
+    if late != 0 && matches!(how, Ending::Exited) {
+        return Err(format!(
+            "interrupted by {} after the worker (pid {child}) ended, while reading the trace; tracefs settings restored",
+            signal_name(late)
+        ));
+    }
     stop?;
     let text = text?;
-    let (status, bytes, how) = waited?;
     let report_text = String::from_utf8_lossy(&bytes);
     let report: Option<WorkerReport> = report_text.lines().next().and_then(|l| serde_json::from_str(l).ok());
     let died = describe_status(status);
@@ -226,34 +308,78 @@ enum Ending {
     Overran,
 }
 
+/// Blocks the caught signals in the calling thread while alive (the old
+/// mask back on drop), so one arriving between a check of INTERRUPTED and
+/// the wait that follows stays pending: `ppoll` with [`SignalsBlocked::waiting`]
+/// unblocks them atomically for the wait and returns at once.
+struct SignalsBlocked {
+    old: libc::sigset_t,
+    waiting: libc::sigset_t,
+}
+
+impl SignalsBlocked {
+    fn new() -> SignalsBlocked {
+        // SAFETY: sigset_t is plain data, initialised by sigemptyset/pthread_sigmask.
+        unsafe {
+            let mut caught: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut caught);
+            for sig in CAUGHT {
+                libc::sigaddset(&mut caught, sig);
+            }
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &caught, &mut old);
+            let mut waiting = old;
+            for sig in CAUGHT {
+                libc::sigdelset(&mut waiting, sig);
+            }
+            SignalsBlocked { old, waiting }
+        }
+    }
+}
+
+impl Drop for SignalsBlocked {
+    fn drop(&mut self) {
+        // SAFETY: restoring the mask read in `new`; a signal that came meanwhile is delivered now.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
 /// Wait for the worker's exit (a pidfd, so the supervisor does not wake
 /// during the run), collecting its report; kill it on a signal or when it
 /// overruns. Returns the wait status, the report bytes and how it ended.
-fn wait_worker(child: i32, pipe: &mut std::fs::File, duration_ns: u64) -> Result<(i32, Vec<u8>, Ending), String> {
+fn wait_worker(child: i32, pipe: &mut std::fs::File, duration_ns: u64) -> (i32, Vec<u8>, Ending) {
     use std::os::fd::AsRawFd;
     // SAFETY: plain syscall.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child, 0) } as i32;
-    let deadline = now_ns() + SETUP_LIMIT_NS + duration_ns + STOP_GRACE_NS + 3_000_000_000;
+    let deadline = now_ns()
+        .saturating_add(SETUP_LIMIT_NS)
+        .saturating_add(duration_ns)
+        .saturating_add(STOP_GRACE_NS)
+        .saturating_add(3_000_000_000);
+    let blocked = SignalsBlocked::new();
     let mut bytes = Vec::new();
     let mut pipe_open = true;
-    let mut how = Ending::Exited;
-    loop {
+    let how = loop {
         let sig = INTERRUPTED.load(Ordering::SeqCst);
-        if sig != 0 || now_ns() >= deadline {
-            how = if sig != 0 { Ending::Interrupted(sig) } else { Ending::Overran };
+        let now = now_ns();
+        if sig != 0 || now >= deadline {
             // SAFETY: plain syscall on our child.
             unsafe { libc::kill(child, libc::SIGKILL) };
-            break;
+            break if sig != 0 { Ending::Interrupted(sig) } else { Ending::Overran };
         }
-        let timeout_ms = ((deadline - now_ns()) / 1_000_000).min(i32::MAX as u64) as i32;
+        // Without a pidfd (kernels before 5.3), wake every 50 ms to check the child.
+        let left = deadline - now;
+        let t = if pidfd < 0 { left.min(50_000_000) } else { left };
+        let ts = libc::timespec {
+            tv_sec: (t / 1_000_000_000).min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: (t % 1_000_000_000) as libc::c_long,
+        };
         let mut pfds = [
             libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: if pipe_open { pipe.as_raw_fd() } else { -1 }, events: libc::POLLIN, revents: 0 },
         ];
-        // Without a pidfd (kernels before 5.3), wake every 50 ms to check the child.
-        let t = if pidfd < 0 { timeout_ms.min(50) } else { timeout_ms.max(1) };
-        // SAFETY: `pfds` is a valid array of 2 pollfds.
-        unsafe { libc::poll(pfds.as_mut_ptr(), 2, t) };
+        // SAFETY: `pfds` is a valid array of 2 pollfds; `ts` and the mask outlive the call.
+        unsafe { libc::ppoll(pfds.as_mut_ptr(), 2, &ts, &blocked.waiting) };
         if pfds[1].revents != 0 {
             let mut buf = [0u8; 65536];
             match pipe.read(&mut buf) {
@@ -268,16 +394,16 @@ fn wait_worker(child: i32, pipe: &mut std::fs::File, duration_ns: u64) -> Result
             if r == child {
                 let _ = pipe.read_to_end(&mut bytes);
                 close_pidfd(pidfd);
-                return Ok((status, bytes, how));
+                return (status, bytes, Ending::Exited);
             }
         }
-    }
+    };
     let mut status = 0;
     // SAFETY: reaping our SIGKILLed child.
     unsafe { libc::waitpid(child, &mut status, 0) };
     let _ = pipe.read_to_end(&mut bytes);
     close_pidfd(pidfd);
-    Ok((status, bytes, how))
+    (status, bytes, how)
 }
 
 fn close_pidfd(fd: i32) {
@@ -312,5 +438,38 @@ fn signal_name(sig: i32) -> String {
         libc::SIGSEGV => "SIGSEGV".into(),
         libc::SIGABRT => "SIGABRT".into(),
         s => format!("signal {s}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_attributes_go_back_without_a_custom_slice() {
+        // As 6.12+ reads a SCHED_OTHER task: its (default) slice in `runtime`.
+        let other = SchedAttr { policy: libc::SCHED_OTHER as u32, nice: 5, runtime: 2_800_000, ..Default::default() };
+        assert_eq!(attr_to_restore(&other), SchedAttr { runtime: 0, ..other });
+        let rr = SchedAttr { policy: libc::SCHED_RR as u32, priority: 10, flags: 1, ..Default::default() };
+        assert_eq!(attr_to_restore(&rr), rr);
+        let dl = SchedAttr {
+            policy: libc::SCHED_DEADLINE as u32,
+            runtime: 1_000_000,
+            deadline: 5_000_000,
+            period: 10_000_000,
+            ..Default::default()
+        };
+        assert_eq!(attr_to_restore(&dl), dl, "SCHED_DEADLINE needs its runtime");
+    }
+
+    #[test]
+    fn a_signal_is_caught_only_while_the_guard_lives_and_is_reported() {
+        let g = SignalGuard::install();
+        assert_eq!(check_interrupted("x"), Ok(()));
+        // SAFETY: raising a caught signal at ourselves; the handler only stores.
+        unsafe { libc::raise(libc::SIGHUP) };
+        assert_eq!(check_interrupted("while testing"), Err("interrupted by SIGHUP while testing".into()));
+        drop(g);
+        INTERRUPTED.store(0, Ordering::SeqCst);
     }
 }

@@ -23,6 +23,10 @@ pub const STAT_RUNTIME: &str = "sched_stat_runtime";
 /// The standard mount point; `/sys/kernel/debug/tracing` is tried second.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
+/// Every root [`Tracefs::open`] may use, and so the only ones [`restore`]
+/// writes under.
+pub const TRACEFS_ROOTS: [&str; 2] = [TRACEFS, "/sys/kernel/debug/tracing"];
+
 /// `/proc/sys/kernel/sched_rt_runtime_us`, saved and restored like a tracefs file
 /// when a run is allowed to change RT throttling.
 pub const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
@@ -48,7 +52,7 @@ impl Tracefs {
     /// Find tracefs; mount it at [`TRACEFS`] when it is not mounted anywhere
     /// (root only), noting that it did.
     pub fn open() -> Result<Tracefs, String> {
-        for root in [TRACEFS, "/sys/kernel/debug/tracing"] {
+        for root in TRACEFS_ROOTS {
             if Path::new(root).join("trace").exists() {
                 return Ok(Tracefs { root: root.into(), mounted_by_us: false });
             }
@@ -122,7 +126,9 @@ impl Tracefs {
     }
 }
 
-fn write_file(p: &Path, value: &str) -> Result<(), String> {
+/// Write `value` to `p` the way `echo value > p` does (truncating open, one
+/// `write_all`); errors name the file and hint at root when access is denied.
+pub fn write_file(p: &Path, value: &str) -> Result<(), String> {
     let mut f = OpenOptions::new().write(true).truncate(true).open(p).map_err(|e| ctx(p, "open for writing", e))?;
     f.write_all(value.as_bytes()).map_err(|e| ctx(p, &format!("write `{}` to it", value.trim()), e))
 }
@@ -229,12 +235,20 @@ impl Tracefs {
 
 /// Put back every saved value (all of them, even after a failure, reporting
 /// the first error), then unmount tracefs if the run mounted it.
+///
+/// The state may come from a file in a shared directory, so nothing is
+/// written unless its root is one of [`TRACEFS_ROOTS`] and every file is a
+/// plain relative path under it or exactly [`RT_RUNTIME`].
 pub fn restore(state: &SavedState) -> Result<(), String> {
-    let root = Path::new(&state.tracefs);
+    restore_within(state, &TRACEFS_ROOTS)
+}
+
+/// [`restore`] with the tracefs roots it accepts given.
+pub(crate) fn restore_within(state: &SavedState, roots: &[&str]) -> Result<(), String> {
+    let paths = checked_paths(state, roots)?;
     let mut first_err = None;
-    for s in &state.files {
-        let p = if s.file.starts_with('/') { PathBuf::from(&s.file) } else { root.join(&s.file) };
-        if let Err(e) = write_file(&p, &s.value) {
+    for (p, s) in paths.iter().zip(&state.files) {
+        if let Err(e) = write_file(p, &s.value) {
             first_err.get_or_insert(e);
         }
     }
@@ -246,6 +260,35 @@ pub fn restore(state: &SavedState) -> Result<(), String> {
         }
     }
     first_err.map_or(Ok(()), Err)
+}
+
+/// The file each saved value goes back to, or why the state is refused as a whole.
+fn checked_paths(state: &SavedState, roots: &[&str]) -> Result<Vec<PathBuf>, String> {
+    if !roots.contains(&state.tracefs.as_str()) {
+        return Err(format!(
+            "refusing to restore under `{}`: not a tracefs root this program uses ({})",
+            state.tracefs,
+            roots.join(", ")
+        ));
+    }
+    let root = Path::new(&state.tracefs);
+    state
+        .files
+        .iter()
+        .map(|s| {
+            let rel = Path::new(&s.file);
+            if s.file == RT_RUNTIME {
+                Ok(PathBuf::from(RT_RUNTIME))
+            } else if !s.file.is_empty() && rel.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+                Ok(root.join(rel))
+            } else {
+                Err(format!(
+                    "refusing to restore `{}`: only files under {} and {RT_RUNTIME} are restored",
+                    s.file, state.tracefs
+                ))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -277,10 +320,44 @@ mod tests {
                 Saved { file: "tracing_on".into(), value: "0".into() },
             ],
         };
-        let err = restore(&state).unwrap_err();
+        let err = restore_within(&state, &[&state.tracefs]).unwrap_err();
         assert!(err.contains("no/such/dir/file"), "{err}");
         assert_eq!(std::fs::read_to_string(dir.join("trace_clock")).unwrap(), "local");
         assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn restore_refuses_paths_outside_tracefs_and_rt_runtime() {
+        let dir = std::env::temp_dir().join(format!("schedlab-restore-refuse-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("tracefs")).unwrap();
+        let root = dir.join("tracefs").display().to_string();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "untouched").unwrap();
+        std::fs::write(dir.join("tracefs/tracing_on"), "1").unwrap();
+        let state = |root: &str, file: &str| SavedState {
+            tracefs: root.to_string(),
+            mounted_by_us: false,
+            pid: 1,
+            files: vec![
+                Saved { file: "tracing_on".into(), value: "0".into() },
+                Saved { file: file.to_string(), value: "planted".into() },
+            ],
+        };
+        let outside = format!("{}/victim", dir.display());
+        for bad in [outside.as_str(), "../victim", "events/../../victim", ""] {
+            let err = restore_within(&state(&root, bad), &[&root]).unwrap_err();
+            assert!(err.contains("refusing to restore") && err.contains(RT_RUNTIME), "{bad}: {err}");
+        }
+        // A root that is not tracefs is refused, whatever the files: here the victim's directory.
+        let parent = dir.display().to_string();
+        let err = restore(&state(&parent, "victim")).unwrap_err();
+        assert!(err.contains("not a tracefs root") && err.contains(TRACEFS), "{err}");
+        // Nothing was written, not even the good file before the bad one.
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        assert_eq!(std::fs::read_to_string(dir.join("tracefs/tracing_on")).unwrap(), "1");
+        // RT_RUNTIME is the one absolute path accepted.
+        assert_eq!(checked_paths(&state(&root, RT_RUNTIME), &[&root]).unwrap()[1], Path::new(RT_RUNTIME));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -181,7 +181,9 @@ fn failed_report(error: String) -> WorkerReport {
 fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     let (scenario, plan, opts) = (args.scenario, args.plan, args.opts);
     let mut notes = Vec::new();
-    let deadline = now_ns() + SETUP_LIMIT_NS + plan.duration_ns + STOP_GRACE_NS;
+    // `Plan::new` caps the duration; saturate anyway rather than wrap.
+    let deadline =
+        now_ns().saturating_add(SETUP_LIMIT_NS).saturating_add(plan.duration_ns).saturating_add(STOP_GRACE_NS);
     let disarmed = spawn_watchdog(plan.watchdog_cpu(scenario), deadline, &mut notes);
 
     let marker = match OpenOptions::new().write(true).open(&args.trace_marker) {
@@ -245,7 +247,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     ready.wait();
 
     let t0 = now_ns();
-    let stop_at = t0 + plan.duration_ns;
+    let stop_at = t0.saturating_add(plan.duration_ns);
     shared.stop_at.store(stop_at, Ordering::SeqCst);
     shared.markers.write(&format!("schedlab_real start scenario={} t0={t0}", scenario.name));
     go.wait();
@@ -271,7 +273,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     let t_end = now_ns().min(stop_at);
     shared.markers.write(&format!("schedlab_real stop t_end={t_end}"));
     shared.stop.store(true, Ordering::SeqCst);
-    let give_up = stop_at.max(t_end) + STOP_GRACE_NS / 2;
+    let give_up = stop_at.max(t_end).saturating_add(STOP_GRACE_NS / 2);
     while left > 0 && now_ns() < give_up {
         shared.kick_eventfds();
         match done_rx.recv_timeout(Duration::from_millis(1)) {

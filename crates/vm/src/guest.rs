@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use schedlab_runner::capture_real;
+use schedlab_runner::tracefs::{write_file, RT_RUNTIME};
 use schedlab_scenario::Scenario;
 
 use crate::wire::{encode, GuestInfo, Kind, CHUNK, MAGIC};
 use crate::{Job, RunHeader, JOB_PATH, PORT_NAME};
 
 const FEATURES: &str = "/sys/kernel/debug/sched/features";
-const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
 /// The host's end of the results channel.
 struct Channel {
@@ -83,15 +83,9 @@ fn read_trim(path: &str) -> String {
     std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|e| format!("<{e}>"))
 }
 
-/// One `write()` of the whole value, as `echo VALUE > FILE` does.
-fn write_knob(path: &str, value: &str) -> Result<(), String> {
-    let mut f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("{path}: {e}"))?;
-    f.write_all(value.as_bytes()).map_err(|e| format!("writing {value} to {path}: {e}"))
-}
-
 /// Apply one `sched_features` setting and check it reads back.
 fn apply_feature(setting: &str) -> Result<String, String> {
-    write_knob(FEATURES, setting).map_err(|e| {
+    write_file(Path::new(FEATURES), setting).map_err(|e| {
         if e.contains("Invalid argument") {
             format!("{e}: this kernel has no sched_feature `{}`", setting.trim_start_matches("NO_"))
         } else {
@@ -147,14 +141,14 @@ fn apply_settings(job: &Job, nr_cpus: usize) -> Result<Vec<String>, String> {
         let mut seen = Vec::new();
         for cpu in 0..nr_cpus {
             let path = format!("/sys/kernel/debug/sched/fair_server/cpu{cpu}/runtime");
-            write_knob(&path, &ns.to_string())?;
+            write_file(Path::new(&path), &ns.to_string())?;
             seen.push(read_trim(&path));
         }
         seen.dedup();
         applied.push(format!("fair_server/cpu*/runtime = {ns} ns on {nr_cpus} CPUs (read back: {})", seen.join(",")));
     }
     if let Some(us) = job.rt_runtime_us {
-        write_knob(RT_RUNTIME, &us.to_string())?;
+        write_file(Path::new(RT_RUNTIME), &us.to_string())?;
         applied.push(format!("sched_rt_runtime_us = {us} (read back: {})", read_trim(RT_RUNTIME)));
     }
     Ok(applied)

@@ -21,9 +21,11 @@ pub fn is_static_elf(bytes: &[u8]) -> bool {
         return false;
     };
     const PT_INTERP: u32 = 3;
+    // Offsets come from the file: checked, so a crafted header is "not static", not a panic.
     (0..phnum).all(|i| {
-        let at = phoff + i * phentsize;
-        bytes.get(at..at + 4).is_some_and(|b| u32::from_le_bytes(b.try_into().unwrap()) != PT_INTERP)
+        let at = i.checked_mul(phentsize).and_then(|o| phoff.checked_add(o));
+        at.and_then(|at| bytes.get(at..at.checked_add(4)?))
+            .is_some_and(|b| u32::from_le_bytes(b.try_into().unwrap()) != PT_INTERP)
     })
 }
 
@@ -114,6 +116,22 @@ mod tests {
         h[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes());
         h.extend_from_slice(&[3, 0, 0, 0]);
         h.resize(64 + 56, 0);
+        assert!(!is_static_elf(&h));
+    }
+
+    #[test]
+    fn program_header_offsets_that_overflow_are_not_static() {
+        let mut h = vec![0u8; 64];
+        h[..5].copy_from_slice(b"\x7fELF\x02");
+        h[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        h[0x38..0x3a].copy_from_slice(&2u16.to_le_bytes());
+        // phoff + 4 overflows; so does phoff + 1 * phentsize.
+        for phoff in [u64::MAX, u64::MAX - 2, u64::MAX - 60] {
+            h[0x20..0x28].copy_from_slice(&phoff.to_le_bytes());
+            assert!(!is_static_elf(&h), "phoff {phoff:#x}");
+        }
+        // A header table past the end of the file is not static either.
+        h[0x20..0x28].copy_from_slice(&4096u64.to_le_bytes());
         assert!(!is_static_elf(&h));
     }
 }

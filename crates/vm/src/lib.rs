@@ -162,6 +162,20 @@ fn scenario_files(scenario: &Scenario) -> Result<Vec<(String, Vec<u8>)>, String>
     Ok(files)
 }
 
+/// A run's header from the guest, its setting checked against the
+/// `nsettings` the host asked for (a corrupt frame or another guest binary
+/// could name any).
+fn run_header(payload: &[u8], nsettings: usize) -> Result<RunHeader, String> {
+    let head: RunHeader = serde_json::from_slice(payload).map_err(|e| format!("the guest's run frame: {e}"))?;
+    if head.setting >= nsettings {
+        return Err(format!(
+            "the guest's run frame names setting index {} but there are {nsettings} (a different guest binary?)",
+            head.setting
+        ));
+    }
+    Ok(head)
+}
+
 /// How long one run may take in the guest before it counts as hung.
 fn run_limit(plan_ns: u64, icount: bool, kvm: bool) -> Duration {
     let slowdown = if kvm {
@@ -186,10 +200,16 @@ pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) 
     if let Some(f) = opts.settings.iter().flatten().find(|f| f.is_empty() || f.contains(char::is_whitespace)) {
         return Err(format!("--setting: `{f}` is not a sched_features name (expected e.g. NO_DELAY_DEQUEUE)"));
     }
+    // The runner's options in the guest: its init applies the kernel
+    // settings, and there is no host file to write the trace to.
+    let mut real = opts.real.clone();
+    real.kernel_settings_applied = true;
+    real.set_rt_runtime = false;
+    real.trace_out = None;
     // The guest's CPUs are 0..cpus: refuse a scenario that cannot run there
-    // before spending a boot on it.
+    // before spending a boot on it (and take the run's length from the plan).
     let guest_cpus: Vec<usize> = (0..opts.cpus).collect();
-    schedlab_runner::Plan::new(scenario, &opts.real, &guest_cpus)
+    let plan = schedlab_runner::Plan::new(scenario, &real, &guest_cpus)
         .map_err(|e| format!("{e} (in a guest with --cpus {})", opts.cpus))?;
     let qemu_bin = qemu::qemu_binary()?;
     let kernel = kernel::resolve(&opts.kernel, log)?;
@@ -205,7 +225,7 @@ pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) 
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
     ));
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let result = boot_and_run(scenario, opts, &qemu_bin, kernel, &guest_bin, accel, &work, log);
+    let result = boot_and_run(scenario, opts, real, plan.duration_ns, &qemu_bin, kernel, &guest_bin, accel, &work, log);
     let _ = std::fs::remove_dir_all(&work);
     result
 }
@@ -214,6 +234,8 @@ pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) 
 fn boot_and_run(
     scenario: &Scenario,
     opts: &VmOptions,
+    real: RealOptions,
+    plan_ns: u64,
     qemu_bin: &Path,
     kernel: kernel::Kernel,
     guest_bin: &Path,
@@ -233,10 +255,6 @@ fn boot_and_run(
     };
     let features: Vec<String> =
         scenario.features.iter().map(|f| f.value.clone()).chain(opts.features.iter().cloned()).collect();
-    let mut real = opts.real.clone();
-    real.kernel_settings_applied = true;
-    real.set_rt_runtime = false;
-    real.trace_out = None;
     let job = Job {
         scenario_path: canonical(Path::new(&scenario.path))?.display().to_string(),
         features,
@@ -244,7 +262,7 @@ fn boot_and_run(
         rt_runtime_us: scenario.sched_rt_runtime_us,
         runs: opts.runs,
         settings: opts.settings.clone(),
-        opts: real.clone(),
+        opts: real,
     };
 
     let mut cpio = initramfs::Cpio::new();
@@ -282,7 +300,6 @@ fn boot_and_run(
     let qemu_command = qemu::shown(qemu_bin, &args);
     log(&format!("booting {} on {} vCPUs ({})", kernel.label, opts.cpus, accel.why));
 
-    let plan_ns = real.duration_ns.or(scenario.duration_ns).unwrap_or(real.max_duration_ns);
     let per_run = run_limit(plan_ns, opts.icount, accel.kvm);
     let start = Instant::now();
     let mut child = qemu::spawn(qemu_bin, &args, &work.join("qemu.stderr"))?;
@@ -294,13 +311,14 @@ fn boot_and_run(
     let mut run_started = Instant::now();
     let mut guest_error: Option<String> = None;
     let mut bye = false;
-    let nruns = opts.runs * opts.settings.len().max(1) as u32;
+    let nsettings = opts.settings.len().max(1);
+    let nruns = opts.runs * nsettings as u32;
     let mut on_frame = |f: wire::Frame| -> Result<qemu::Wait, String> {
         use wire::Kind;
-        let json_err = |what: &str, e: serde_json::Error| format!("the guest's {what} frame: {e}");
         Ok(match f.kind {
             Kind::Hello => {
-                let info: GuestInfo = serde_json::from_slice(&f.payload).map_err(|e| json_err("hello", e))?;
+                let info: GuestInfo =
+                    serde_json::from_slice(&f.payload).map_err(|e| format!("the guest's hello frame: {e}"))?;
                 boot_s = start.elapsed().as_secs_f64();
                 log(&format!(
                     "guest up in {boot_s:.1} s (kernel {}, {} CPUs, init at uptime {:.1} s)",
@@ -318,8 +336,7 @@ fn boot_and_run(
                 qemu::Wait::Continue
             }
             Kind::RunMeta => {
-                let head: RunHeader = serde_json::from_slice(&f.payload).map_err(|e| json_err("run", e))?;
-                current = Some((head, Vec::new()));
+                current = Some((run_header(&f.payload, nsettings)?, Vec::new()));
                 qemu::Wait::Continue
             }
             Kind::TraceChunk => {
@@ -393,6 +410,43 @@ fn boot_and_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_header_naming_a_setting_that_was_not_sent_is_an_error() {
+        let capture = RawCapture {
+            plan: schedlab_runner::Plan {
+                host_cpus: vec![0],
+                cpu_map: Default::default(),
+                threads: Vec::new(),
+                duration_ns: 1,
+                notes: Vec::new(),
+            },
+            kernel: "6.12".into(),
+            text: String::new(),
+            report: schedlab_runner::WorkerReport {
+                calibration: None,
+                threads: Vec::new(),
+                t0_ns: 0,
+                t_end_ns: 0,
+                marker_write_failures: 0,
+                notes: Vec::new(),
+                error: None,
+            },
+            lost_events: 0,
+            notes: Vec::new(),
+            worker_pid: 1,
+        };
+        let frame = |setting| {
+            serde_json::to_vec(&RunHeader { setting, features: String::new(), capture: capture.clone() }).unwrap()
+        };
+        assert_eq!(run_header(&frame(1), 2).unwrap().setting, 1);
+        assert_eq!(run_header(&frame(0), 1).unwrap().setting, 0);
+        let err = run_header(&frame(1), 1).unwrap_err();
+        assert!(err.contains("setting index 1 but there are 1"), "{err}");
+        let err = run_header(&frame(usize::MAX), 3).unwrap_err();
+        assert!(err.contains(&usize::MAX.to_string()), "{err}");
+        assert!(run_header(b"{", 1).unwrap_err().contains("run frame"));
+    }
 
     #[test]
     fn run_limits_grow_with_the_slowdown() {

@@ -132,7 +132,8 @@ impl Decoder {
     }
 
     /// Bytes received that do not yet form a whole frame.
-    pub fn pending(&self) -> usize {
+    #[cfg(test)]
+    fn pending(&self) -> usize {
         self.buf.len() - self.pos
     }
 
