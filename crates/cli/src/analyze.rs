@@ -15,14 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use clap::Args;
-use schedlab_analysis::{
-    analyze, attribute_stalls, cpulist, measure, render_measures, render_run_table, work_conservation, AnalysisOptions,
-    AttributionOptions, WorkConsOptions, DEFAULT_STALL_THRESHOLD_NS,
-};
+use schedlab_analysis::DEFAULT_STALL_THRESHOLD_NS;
 use schedlab_scenario::Scenario;
 use schedlab_topology::parse_duration;
 use schedlab_trace::ftrace::{drop_markers_across_gaps, gaps, parse_ftrace_with, Gap, GapDrops, ParseOptions};
 use schedlab_trace::{EventKind, Nanos, Pid, Trace, UserOp};
+
+use crate::report::{cpulist, print_stalls_and_causes, print_table_and_measures, write_perfetto, Report, ReportArgs};
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
@@ -42,13 +41,8 @@ pub struct AnalyzeArgs {
     /// Handoffs at or above this count as stalls (default: the scenario's, else 500us).
     #[arg(long, value_parser = parse_duration)]
     pub threshold: Option<u64>,
-    /// Print the narratives (decision chains) of the first N stalls; 0 prints none.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub stalls: usize,
-    /// Work-conservation grace window (violations shorter than this are not counted in the
-    /// concurrent figures).
-    #[arg(long, value_parser = parse_duration, default_value = "100us")]
-    pub grace: u64,
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Also write the trace as a Perfetto protobuf trace (open it at ui.perfetto.dev).
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
@@ -198,25 +192,12 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result<(), String> {
 
     let threshold =
         args.threshold.or(scenario.as_ref().map(|s| s.stall_threshold_ns)).unwrap_or(DEFAULT_STALL_THRESHOLD_NS);
-    let metrics = analyze(&trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: None });
-    let end = metrics.end_ts;
-    let workcons = work_conservation(
-        &trace,
-        &WorkConsOptions { allowed: workload.allowed.clone(), grace_ns: args.grace, end_ts: None },
-    );
-    let attribution = attribute_stalls(
-        &trace,
-        &AttributionOptions { stall_threshold_ns: threshold, end_ts: None, allowed: workload.allowed.clone() },
-    );
-    let specs = scenario.as_ref().map(schedlab_sweep::measures::measure_specs).unwrap_or_default();
-    let measures: Vec<_> = specs.iter().map(|m| measure(&trace, m, end)).collect();
+    let mut report =
+        Report::of(&trace, scenario.as_ref(), threshold, None, workload.allowed.clone(), args.report.grace);
+    let (start, end) = (report.metrics.start_ts, report.metrics.end_ts);
 
     if let Some(p) = &args.perfetto {
-        let file = std::fs::File::create(p).map_err(|e| format!("--perfetto {}: {e}", p.display()))?;
-        let mut out = std::io::BufWriter::new(file);
-        schedlab_trace::write_perfetto(&trace, &mut out)
-            .and_then(|()| std::io::Write::flush(&mut out))
-            .map_err(|e| format!("--perfetto {}: {e}", p.display()))?;
+        write_perfetto(&trace, p)?;
     }
 
     if args.json {
@@ -241,10 +222,10 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result<(), String> {
                 "pid": p, "comm": trace.table.comm(*p), "waker": r.0, "wakee": r.1,
                 "allowed": workload.allowed.get(p),
             })).collect::<Vec<_>>(),
-            "metrics": metrics,
-            "work_conservation": workcons,
-            "attribution": attribution,
-            "measures": measures,
+            "metrics": report.metrics,
+            "work_conservation": report.workcons,
+            "attribution": report.attribution,
+            "measures": report.measures,
         });
         println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
         return Ok(());
@@ -256,10 +237,10 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result<(), String> {
         stats.format.as_str(),
         stats.lines,
         stats.events,
-        cpulist(&cpus_seen.iter().copied().collect::<Vec<_>>()),
-        secs(metrics.start_ts),
+        cpulist(cpus_seen.iter().map(|&c| c as usize)),
+        secs(start),
         secs(end),
-        secs(end - metrics.start_ts)
+        secs(end - start)
     );
     if stats.skipped_lines > 0 {
         let mut by: Vec<_> = stats.skipped_by_event.iter().collect();
@@ -304,11 +285,11 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result<(), String> {
         if !absent.is_empty() {
             println!(
                 "note      affinities name CPUs {} that this trace does not have",
-                cpulist(&absent.into_iter().collect::<Vec<_>>())
+                cpulist(absent.into_iter().map(|c| c as usize))
             );
         }
     }
-    let others: Vec<_> = metrics.tasks.iter().filter(|t| !workload.roles.contains_key(&t.pid)).collect();
+    let others: Vec<_> = report.metrics.tasks.iter().filter(|t| !workload.roles.contains_key(&t.pid)).collect();
     let other_ms = others.iter().map(|t| t.runtime_ns).sum::<u64>() / 1_000_000;
     println!(
         "workload  {} tasks; {} other tasks ran {other_ms} ms (kept for work conservation, not listed){}",
@@ -321,24 +302,15 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result<(), String> {
         }
     );
     println!();
-    let mut shown = metrics.clone();
-    shown.retain_tasks(|t| workload.roles.contains_key(&t.pid));
-    print!("{}", render_run_table(&shown));
-    if !measures.is_empty() {
-        println!();
-        println!("measures  (from the scenario's [[measure]] tables)");
-        print!("{}", render_measures(&measures));
-    }
-    let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
-    if handoffs > 0 {
-        crate::report::print_stalls(&metrics, handoffs, threshold, &trace.table);
-    } else {
+    // Only the workload's rows; handoffs are its markers' alone (the others'
+    // were taken out by select_workload), so the stall figures are the same.
+    report.retain_tasks(|pid| workload.roles.contains_key(&pid));
+    print_table_and_measures(&report);
+    if report.handoffs() == 0 {
         println!();
         println!("stalls    no handoffs (no `schedlab signal`/`wait_done` marker pairs from the workload)");
     }
-    let mut wc = workcons.clone();
-    wc.tasks.retain(|t| workload.roles.contains_key(&t.pid));
-    crate::report::print_workcons_and_causes(&wc, &attribution, args.grace, args.stalls);
+    print_stalls_and_causes(&report, &trace.table, args.report.stalls);
     if let Some(p) = &args.perfetto {
         println!();
         println!("perfetto  {} (open at https://ui.perfetto.dev)", p.display());

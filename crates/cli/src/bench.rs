@@ -42,7 +42,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
     pub schbench_duration: u64,
     /// Threads for the seed-000 sweep.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub jobs: usize,
     /// Only the benchmarks whose name contains this.
     #[arg(long)]

@@ -6,14 +6,23 @@
 //! model and the kernel (or the hardware), not between two measuring tools.
 
 use clap::Args;
-use schedlab_analysis::{render_cause_table, render_run_table, Cause, LatencyStats};
+use schedlab_analysis::{
+    is_decision, render_cause_table, render_run_table, Attribution, Cause, LatencyStats, DEFAULT_GRACE_NS,
+};
 use schedlab_sim::{simulate, SimOptions, SimResult};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::real::{analyze_run, print_real_header, real_run, RealSettings, Report};
-use crate::vm::{measure_runs, parse_settings, print_vm_header, render_runs, setting_label, vm_runs, VmSettings};
+use crate::real::{analyze_run, print_real_header, real_run, RealSettings};
+use crate::report::{write_ftrace, Report};
+use crate::vm::{
+    measure_runs, parse_settings, print_trace_paths, print_vm_header, render_runs, setting_label, vm_runs, VmSettings,
+};
 use schedlab_sweep::measures::MeasureRun;
+
+/// The analysis's grace window: compare shows only the strict unclaimed-idle
+/// figure, which no grace window changes, so it has no `--grace`.
+const GRACE_NS: u64 = DEFAULT_GRACE_NS;
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -22,7 +31,8 @@ pub struct CompareArgs {
     /// Seed of the simulation (overrides the file's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Write the real run's captured tracefs text.
+    /// Write the real run's captured tracefs text (with --vm and several runs,
+    /// one file per run: FILE with .runN before the extension).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Write the simulation's trace (ftrace text) too.
@@ -56,32 +66,6 @@ fn merged(r: &Report, pick: impl Fn(&schedlab_analysis::TaskMetrics) -> &Vec<u64
     LatencyStats::from_sorted(&all, threshold)
 }
 
-/// schedlab's own decision events, which no real kernel trace has.
-fn is_schedlab_decision(kind: &schedlab_trace::EventKind) -> bool {
-    use schedlab_trace::EventKind::*;
-    matches!(
-        kind,
-        Ttwu { .. }
-            | Delayed { .. }
-            | Resched { .. }
-            | WakeupPreempt { .. }
-            | LbMigrate { .. }
-            | ActiveBalanceQueued { .. }
-            | RtPush { .. }
-            | RtPull { .. }
-            | RtPushIpi { .. }
-            | RtPrioChanged { .. }
-    )
-}
-
-fn cause_counts(r: &Report) -> BTreeMap<Cause, u64> {
-    let mut m = BTreeMap::new();
-    for row in &r.attribution.causes {
-        *m.entry(row.cause).or_default() += row.stalls;
-    }
-    m
-}
-
 /// Rows of (figure, simulated, real), aligned.
 fn side_by_side(rows: &[(String, String, String)]) -> String {
     let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(6);
@@ -96,7 +80,7 @@ fn side_by_side(rows: &[(String, String, String)]) -> String {
 fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, String, String)> {
     let mut rows = Vec::new();
     let mut row = |name: &str, f: &dyn Fn(&Report) -> String| rows.push((name.to_string(), f(sim), f(real)));
-    row("handoffs", &|r| r.handoffs.to_string());
+    row("handoffs", &|r| r.handoffs().to_string());
     let ho = |r: &Report| merged(r, |t| &t.handoff_samples, threshold);
     row("handoff p50 (us)", &|r| us(ho(r).p50_ns));
     row("handoff p90 (us)", &|r| us(ho(r).p90_ns));
@@ -104,7 +88,8 @@ fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, String, 
     row("handoff max (us)", &|r| us(ho(r).max_ns));
     row(&format!("stalls (>= {} us)", threshold / 1000), &|r| {
         let n = r.metrics.stalls.len();
-        format!("{n} ({:.3} %)", if r.handoffs > 0 { 100.0 * n as f64 / r.handoffs as f64 } else { 0.0 })
+        let h = r.handoffs();
+        format!("{n} ({:.3} %)", if h > 0 { 100.0 * n as f64 / h as f64 } else { 0.0 })
     });
     let wk = |r: &Report| merged(r, |t| &t.wakeup_samples, threshold);
     row("wakeup p50 (us)", &|r| us(wk(r).p50_ns));
@@ -147,12 +132,12 @@ fn simulate_seeds(
 }
 
 /// One row per cause either side has, with its stall count on each side.
-fn cause_rows(sim: &BTreeMap<Cause, u64>, real: &BTreeMap<Cause, u64>) -> Vec<(String, String, String)> {
-    let n = |m: &BTreeMap<Cause, u64>, c: &Cause| m.get(c).copied().unwrap_or(0).to_string();
+fn cause_rows(sim: &Attribution, real: &Attribution) -> Vec<(String, String, String)> {
     Cause::ALL
         .iter()
-        .filter(|c| sim.contains_key(c) || real.contains_key(c))
-        .map(|c| (c.label().to_string(), n(sim, c), n(real, c)))
+        .map(|&c| (c, sim.count(c), real.count(c)))
+        .filter(|&(_, a, b)| a > 0 || b > 0)
+        .map(|(c, a, b)| (c.label().to_string(), a.to_string(), b.to_string()))
         .collect()
 }
 
@@ -165,35 +150,33 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     }
     // The real run first: it forks, so the process must still be single-threaded.
     let (scenario, real_runs, vm_result) = if args.vm {
-        let (scenario, vm, runs) = vm_runs(&args.settings, &args.guest, &args.features, &[], args.trace.as_deref())?;
+        let (scenario, vm, runs) =
+            vm_runs(&args.settings, &args.guest, &args.features, &[], args.trace.as_deref(), GRACE_NS)?;
         (scenario, runs, Some(vm))
     } else {
-        let (scenario, run, report) = real_run(&args.settings, args.trace.clone(), &args.features)?;
+        let (scenario, run, report) = real_run(&args.settings, args.trace.clone(), &args.features, GRACE_NS)?;
         (scenario, vec![(run, report)], None)
     };
     let nruns = real_runs.len();
     let first_seed = args.seed.unwrap_or(scenario.seed);
-    let sims = simulate_seeds(&scenario, &args, &args.features, nruns as u64)?;
-    let sim_result = &sims[0];
+    let mut sims = simulate_seeds(&scenario, &args, &args.features, nruns as u64)?;
     if let Some(path) = &args.sim_trace {
-        let file = std::fs::File::create(path).map_err(|e| format!("--sim-trace {}: {e}", path.display()))?;
-        let mut out = std::io::BufWriter::new(file);
-        schedlab_trace::ftrace::write_ftrace(&sim_result.trace, &mut out)
-            .map_err(|e| format!("--sim-trace {}: {e}", path.display()))?;
+        write_ftrace(&sims[0].trace, path, "--sim-trace")?;
     }
     let (sim_pids, sim_allowed) = sim_workload(&scenario);
     let sim_reports: Vec<Report> = sims
         .iter()
-        .map(|r| analyze_run(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, args.settings.grace))
+        .map(|r| analyze_run(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, GRACE_NS))
         .collect();
     let sim = &sim_reports[0];
     let (run, real) = &real_runs[0];
     // Like with like: the real kernel's trace has only tracepoints and
-    // markers, so attribute the simulated run from those alone too.
-    let mut tracepoints_only = sim_result.trace.clone();
-    tracepoints_only.events.retain(|e| !is_schedlab_decision(&e.kind));
-    let sim_tp =
-        analyze_run(&scenario, &tracepoints_only, sim_result.end_ns, sim_allowed, &sim_pids, args.settings.grace);
+    // markers, so attribute the simulated run from those alone too (the
+    // first run's full trace is not needed after this).
+    let mut tracepoints_only = std::mem::take(&mut sims[0].trace);
+    tracepoints_only.events.retain(|e| !is_decision(&e.kind));
+    let sim_result = &sims[0];
+    let sim_tp = analyze_run(&scenario, &tracepoints_only, sim_result.end_ns, sim_allowed, &sim_pids, GRACE_NS);
 
     let topo = &sim_result.topology;
     println!("scenario  {} ({})", scenario.name, scenario.path);
@@ -241,16 +224,15 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     }
     print!("{}", side_by_side(&figures(sim, real, scenario.stall_threshold_ns)));
 
-    let (sc, rc) = (cause_counts(sim), cause_counts(real));
-    if !sc.is_empty() || !rc.is_empty() {
+    let (sa, ra) = (&sim.attribution, &real.attribution);
+    if !sa.causes.is_empty() || !ra.causes.is_empty() {
         println!();
         println!("stall causes (stalls per class)");
-        print!("{}", side_by_side(&cause_rows(&sc, &rc)));
+        print!("{}", side_by_side(&cause_rows(sa, ra)));
 
-        let tc = cause_counts(&sim_tp);
         println!();
         println!("stall causes from the sched tracepoints alone (the simulated trace without schedlab_* decisions)");
-        print!("{}", side_by_side(&cause_rows(&tc, &rc)));
+        print!("{}", side_by_side(&cause_rows(&sim_tp.attribution, ra)));
     }
     for (name, r) in [("simulated", sim), ("real", real)] {
         println!();
@@ -263,7 +245,11 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
     }
     if let Some(path) = &args.trace {
         println!();
-        println!("trace     {} (real run, tracefs text)", path.display());
+        if vm_result.is_some() {
+            print_trace_paths(path, nruns, "guest run");
+        } else {
+            println!("trace     {} (real run, tracefs text)", path.display());
+        }
     }
     if let Some(path) = &args.sim_trace {
         println!("sim trace {} (simulation, ftrace text)", path.display());
@@ -277,7 +263,7 @@ pub fn compare(args: CompareArgs) -> Result<(), String> {
 fn compare_settings(args: &CompareArgs) -> Result<(), String> {
     let alternate = parse_settings(&args.settings_alt);
     let (scenario, vm, real_runs) =
-        vm_runs(&args.settings, &args.guest, &args.features, &alternate, args.trace.as_deref())?;
+        vm_runs(&args.settings, &args.guest, &args.features, &alternate, args.trace.as_deref(), GRACE_NS)?;
     let first_seed = args.seed.unwrap_or(scenario.seed);
     let rounds = u64::from(args.guest.runs);
     let (sim_pids, sim_allowed) = sim_workload(&scenario);
@@ -287,9 +273,8 @@ fn compare_settings(args: &CompareArgs) -> Result<(), String> {
         let features: Vec<String> = args.features.iter().chain(set).cloned().collect();
         let sims = simulate_seeds(&scenario, args, &features, rounds)?;
         profile = sims[0].profile.name.to_string();
-        let analyse = |r: &SimResult| {
-            analyze_run(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, args.settings.grace)
-        };
+        let analyse =
+            |r: &SimResult| analyze_run(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, GRACE_NS);
         per_set.push(sims.iter().map(analyse).collect());
     }
 
@@ -324,6 +309,10 @@ fn compare_settings(args: &CompareArgs) -> Result<(), String> {
         println!();
         println!("{}: seed {first_seed} beside the guest's run {}", setting_label(set), i + 1);
         print!("{}", side_by_side(&figures(&per_set[k][0], &real_runs[i].1, scenario.stall_threshold_ns)));
+    }
+    if let Some(path) = &args.trace {
+        println!();
+        print_trace_paths(path, real_runs.len(), "guest run");
     }
     Ok(())
 }

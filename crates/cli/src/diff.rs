@@ -18,6 +18,8 @@ use schedlab_topology::parse_duration;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use crate::report::fmt_secs;
+
 #[derive(Args)]
 pub struct DiffArgs {
     /// Scenario file (TOML), e.g. scenarios/asym_min.toml.
@@ -144,11 +146,10 @@ fn describe(r: &Resolved) -> String {
     )
 }
 
-fn fmt_secs(ns: u64) -> String {
-    format!("{}.{:03} s", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)
-}
-
 /// Write the report to stdout; a closed pipe (`| head`) is not an error.
+/// main.rs restores SIGPIPE's default action, which ends the process at such
+/// a write, but a parent can hand SIGPIPE down blocked (the signal mask
+/// survives exec): then the write returns EPIPE and lands here.
 fn emit(out: &str) -> Result<(), String> {
     use std::io::Write as _;
     match std::io::stdout().lock().write_all(out.as_bytes()) {

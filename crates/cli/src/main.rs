@@ -52,8 +52,9 @@ enum Cmd {
     /// like `schedlab real`. In the guest the scenario's sched_rt_runtime_us and
     /// fair_server_runtime are always applied (the guest is thrown away after).
     Vm(vm::VmArgs),
-    /// Measure the simulator: events per wall second, simulated/wall time for asym_min,
-    /// rt-pi-push and schbench-spr, the seed-000 sweep's wall time, peak RSS (median of --reps).
+    /// Measure the simulator on asym_min, rt-pi-push, schbench-spr and the seed-000 sweep:
+    /// wall and CPU time, simulated time and trace events and engine steps per CPU second,
+    /// peak RSS (median of --reps).
     Bench(bench::BenchArgs),
     /// List the sched_features the model knows, with each kernel profile's defaults.
     Features {

@@ -3,16 +3,14 @@
 //! `schedlab run` reports a simulation.
 
 use clap::Args;
-use schedlab_analysis::{
-    analyze, attribute_stalls, measure, render_measures, render_run_table, work_conservation, AnalysisOptions,
-    Attribution, AttributionOptions, MeasureResult, RunMetrics, WorkConsOptions, WorkConservation,
-};
 use schedlab_runner::{run_real, RealOptions, RealRun};
 use schedlab_scenario::Scenario;
 use schedlab_topology::parse_duration;
 use schedlab_trace::{Pid, Trace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::report::{cpulist, fmt_secs, print_report, Report, ReportArgs};
 
 /// The settings of a real run (shared with `schedlab compare`).
 #[derive(Args, Clone)]
@@ -45,33 +43,20 @@ pub struct RealSettings {
     /// Skip calibration: busy-loop iterations per microsecond of `run` work.
     #[arg(long, value_name = "N")]
     pub loops_per_us: Option<f64>,
-    /// Work-conservation grace window.
-    #[arg(long, value_parser = parse_duration, default_value = "100us")]
-    pub grace: u64,
-    /// Print the narratives of the first N stalls; 0 prints none.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub stalls: usize,
 }
 
 #[derive(Args)]
 pub struct RealArgs {
     #[command(flatten)]
     pub settings: RealSettings,
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Write the captured tracefs text (the whole capture, as read from `trace`).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Metrics of one run, simulated or real, for the workload's threads.
-pub(crate) struct Report {
-    pub metrics: RunMetrics,
-    pub workcons: WorkConservation,
-    pub attribution: Attribution,
-    pub measures: Vec<MeasureResult>,
-    pub handoffs: u64,
 }
 
 /// Analyse `trace` up to `end_ns`; per-thread rows only for `workload`
@@ -84,18 +69,9 @@ pub(crate) fn analyze_run(
     workload: &[Pid],
     grace_ns: u64,
 ) -> Report {
-    let threshold = scenario.stall_threshold_ns;
-    let mut metrics = analyze(trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: Some(end_ns) });
-    metrics.retain_tasks(|t| workload.contains(&t.pid));
-    let mut workcons =
-        work_conservation(trace, &WorkConsOptions { allowed: allowed.clone(), grace_ns, end_ts: Some(end_ns) });
-    workcons.tasks.retain(|t| workload.contains(&t.pid));
-    let attribution =
-        attribute_stalls(trace, &AttributionOptions { stall_threshold_ns: threshold, end_ts: Some(end_ns), allowed });
-    let specs = schedlab_sweep::measures::measure_specs(scenario);
-    let measures = specs.iter().map(|m| measure(trace, m, end_ns)).collect();
-    let handoffs = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
-    Report { metrics, workcons, attribution, measures, handoffs }
+    let mut r = Report::of(trace, Some(scenario), scenario.stall_threshold_ns, Some(end_ns), allowed, grace_ns);
+    r.retain_tasks(|pid| workload.contains(&pid));
+    r
 }
 
 pub(crate) fn load(settings: &RealSettings) -> Result<Scenario, String> {
@@ -121,12 +97,13 @@ pub(crate) fn options(settings: &RealSettings, trace: Option<PathBuf>) -> RealOp
     }
 }
 
-/// Run for real and analyse; `features` are only noted (the host's
-/// sched_features are not changed).
+/// Run for real and analyse (work conservation with `grace_ns`); `features`
+/// are only noted (the host's sched_features are not changed).
 pub(crate) fn real_run(
     settings: &RealSettings,
     trace: Option<PathBuf>,
     features: &[String],
+    grace_ns: u64,
 ) -> Result<(Scenario, RealRun, Report), String> {
     let scenario = load(settings)?;
     if let Some(l) = settings.loops_per_us {
@@ -137,47 +114,29 @@ pub(crate) fn real_run(
     let mut opts = options(settings, trace);
     opts.features = features.to_vec();
     let run = run_real(&scenario, &opts)?;
-    let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), settings.grace);
+    let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), grace_ns);
     Ok((scenario, run, report))
-}
-
-fn secs(ns: u64) -> String {
-    format!("{}.{:03} s", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)
 }
 
 /// The header lines of a real run: host, calibration, notes, capture.
 pub(crate) fn print_real_header(run: &RealRun) {
-    let cpus: schedlab_topology::CpuSet = run.plan.host_cpus.iter().copied().collect();
-    println!("host      Linux {}, CPUs {}, worker pid {}", run.kernel, cpus.to_cpulist(), run.worker_pid);
+    let cpus = cpulist(run.plan.host_cpus.iter().copied());
+    println!("host      Linux {}, CPUs {cpus}, worker pid {}", run.kernel, run.worker_pid);
     println!("calibr.   {}", run.calibration.describe());
     for note in &run.notes {
         println!("note      {note}");
     }
     println!(
         "run       {} on the host kernel; {} events captured, {} in the run's window, {} lost",
-        secs(run.end_ns - run.start_ns),
+        fmt_secs(run.end_ns - run.start_ns),
         run.events_captured,
         run.trace.events.len(),
         run.lost_events
     );
 }
 
-/// The tables `schedlab run` prints, for any run.
-pub(crate) fn print_report(scenario: &Scenario, trace: &Trace, r: &Report, grace_ns: u64, narratives: usize) {
-    print!("{}", render_run_table(&r.metrics));
-    if !r.measures.is_empty() {
-        println!();
-        println!("measures  (from the scenario's [[measure]] tables)");
-        print!("{}", render_measures(&r.measures));
-    }
-    if r.handoffs > 0 {
-        crate::report::print_stalls(&r.metrics, r.handoffs, scenario.stall_threshold_ns, &trace.table);
-    }
-    crate::report::print_workcons_and_causes(&r.workcons, &r.attribution, grace_ns, narratives);
-}
-
 pub fn real(args: RealArgs) -> Result<(), String> {
-    let (scenario, run, report) = real_run(&args.settings, args.trace.clone(), &[])?;
+    let (scenario, run, report) = real_run(&args.settings, args.trace.clone(), &[], args.report.grace)?;
     if args.json {
         let doc = serde_json::json!({
             "scenario": scenario.name,
@@ -204,7 +163,7 @@ pub fn real(args: RealArgs) -> Result<(), String> {
     }
     print_real_header(&run);
     println!();
-    print_report(&scenario, &run.trace, &report, args.settings.grace, args.settings.stalls);
+    print_report(&report, &run.trace.table, args.report.stalls);
     if let Some(path) = &args.trace {
         println!();
         println!("trace     {} ({} events captured, tracefs text)", path.display(), run.events_captured);

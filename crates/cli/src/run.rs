@@ -1,10 +1,6 @@
 //! `schedlab run`: simulate one scenario and report.
 
 use clap::Args;
-use schedlab_analysis::{
-    analyze, attribute_stalls, measure, render_measures, render_run_table, work_conservation, AnalysisOptions,
-    AttributionOptions, WorkConsOptions,
-};
 use schedlab_kernel::Profile;
 use schedlab_scenario::{Scenario, Spanned};
 use schedlab_sim::{simulate, SimOptions};
@@ -12,6 +8,10 @@ use schedlab_topology::{parse_duration, Topology};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use crate::report::{
+    fmt_secs, print_stalls_and_causes, print_table_and_measures, write_ftrace, write_perfetto, Report, ReportArgs,
+};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -36,13 +36,8 @@ pub struct RunArgs {
     /// Handoffs at or above this count as stalls (default: the file's `stall_threshold`, else 500us).
     #[arg(long, value_parser = parse_duration)]
     pub threshold: Option<u64>,
-    /// Print the narratives (decision chains) of the first N stalls; 0 prints none.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub stalls: usize,
-    /// Work-conservation grace window: violations shorter than this are not
-    /// counted in the concurrent figures (Ipanema's concurrent work conservation).
-    #[arg(long, value_parser = parse_duration, default_value = "100us")]
-    pub grace: u64,
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Write the run's events as ftrace text (the format of /sys/kernel/tracing/trace).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -88,10 +83,6 @@ fn load_scenario(args: &RunArgs) -> Result<Scenario, String> {
     Ok(scenario)
 }
 
-fn fmt_secs(ns: u64) -> String {
-    format!("{}.{:03} s", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)
-}
-
 pub fn run(args: RunArgs) -> Result<(), String> {
     let scenario = load_scenario(&args)?;
     let opts = SimOptions {
@@ -105,11 +96,6 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let result = simulate(&scenario, &opts).map_err(|e| e.to_string())?;
     let wall = wall.elapsed();
 
-    let metrics = analyze(
-        &result.trace,
-        &AnalysisOptions { stall_threshold_ns: scenario.stall_threshold_ns, end_ts: Some(result.end_ns) },
-    );
-
     // The trace has no affinities: each scenario thread's comes from the
     // scenario (pids are handed out in thread order).
     let allowed: BTreeMap<i32, Vec<u32>> = scenario
@@ -118,33 +104,21 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         .enumerate()
         .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.iter().map(|c| c as u32).collect()))
         .collect();
-    let workcons = work_conservation(
+    let report = Report::of(
         &result.trace,
-        &WorkConsOptions { allowed: allowed.clone(), grace_ns: args.grace, end_ts: Some(result.end_ns) },
+        Some(&scenario),
+        scenario.stall_threshold_ns,
+        Some(result.end_ns),
+        allowed.clone(),
+        args.report.grace,
     );
-    let attribution = attribute_stalls(
-        &result.trace,
-        &AttributionOptions {
-            stall_threshold_ns: scenario.stall_threshold_ns,
-            end_ts: Some(result.end_ns),
-            allowed: allowed.clone(),
-        },
-    );
-    debug_assert_eq!(attribution.stalls.len(), metrics.stalls.len());
+    debug_assert_eq!(report.attribution.stalls.len(), report.metrics.stalls.len());
 
     if let Some(path) = &args.trace {
-        let file = std::fs::File::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
-        let mut out = std::io::BufWriter::new(file);
-        schedlab_trace::ftrace::write_ftrace(&result.trace, &mut out)
-            .map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        write_ftrace(&result.trace, path, "--trace")?;
     }
-
     if let Some(path) = &args.perfetto {
-        let file = std::fs::File::create(path).map_err(|e| format!("--perfetto {}: {e}", path.display()))?;
-        let mut out = std::io::BufWriter::new(file);
-        schedlab_trace::write_perfetto(&result.trace, &mut out)
-            .and_then(|()| std::io::Write::flush(&mut out))
-            .map_err(|e| format!("--perfetto {}: {e}", path.display()))?;
+        write_perfetto(&result.trace, path)?;
     }
     let plots = match &args.plot {
         Some(dir) => schedlab_plot::write_run_plots(
@@ -152,8 +126,8 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             &schedlab_plot::RunPlots {
                 title: format!("{}: handoff latency per wakee thread group (seed {})", scenario.name, result.seed),
                 trace: &result.trace,
-                metrics: &metrics,
-                stalls: &attribution.stalls,
+                metrics: &report.metrics,
+                stalls: &report.attribution.stalls,
                 groups: scenario
                     .threads
                     .iter()
@@ -161,13 +135,11 @@ pub fn run(args: RunArgs) -> Result<(), String> {
                     .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.group.clone()))
                     .collect(),
                 allowed: &allowed,
-                max_stalls: args.stalls,
+                max_stalls: args.report.stalls,
             },
         )?,
         None => Vec::new(),
     };
-    let specs = schedlab_sweep::measures::measure_specs(&scenario);
-    let measures: Vec<_> = specs.iter().map(|m| measure(&result.trace, m, result.end_ns)).collect();
 
     if args.json {
         let doc = serde_json::json!({
@@ -178,10 +150,10 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             "seed": result.seed,
             "simulated_ns": result.end_ns,
             "notes": result.notes,
-            "metrics": metrics,
-            "work_conservation": workcons,
-            "attribution": attribution,
-            "measures": measures,
+            "metrics": report.metrics,
+            "work_conservation": report.workcons,
+            "attribution": report.attribution,
+            "measures": report.measures,
         });
         println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
         return Ok(());
@@ -220,12 +192,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
         println!("note      {note}");
     }
     println!();
-    print!("{}", render_run_table(&metrics));
-    if !measures.is_empty() {
-        println!();
-        println!("measures  (from the scenario's [[measure]] tables)");
-        print!("{}", render_measures(&measures));
-    }
+    print_table_and_measures(&report);
     if let Some(sb) = &scenario.schbench {
         if let Some(report) = schedlab_analysis::schbench_report(&result.trace, result.end_ns) {
             println!();
@@ -233,11 +200,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
             print!("{}", report.render());
         }
     }
-    let handoffs: u64 = metrics.tasks.iter().map(|t| t.handoff_latency.count).sum();
-    if handoffs > 0 {
-        crate::report::print_stalls(&metrics, handoffs, scenario.stall_threshold_ns, &result.trace.table);
-    }
-    crate::report::print_workcons_and_causes(&workcons, &attribution, args.grace, args.stalls);
+    print_stalls_and_causes(&report, &result.trace.table, args.report.stalls);
     if let Some(path) = &args.trace {
         println!();
         println!("trace     {} ({} events, ftrace text)", path.display(), result.trace.events.len());

@@ -12,7 +12,8 @@ use schedlab_vm::{run_vm, Accel, VmOptions, VmResult};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::real::{analyze_run, load, options, print_report, RealSettings, Report};
+use crate::real::{analyze_run, load, options, RealSettings};
+use crate::report::{print_report, Report, ReportArgs};
 
 /// The guest machine (shared with `schedlab compare --vm`).
 #[derive(Args, Clone)]
@@ -63,6 +64,8 @@ pub struct VmSettings {
 pub struct VmArgs {
     #[command(flatten)]
     pub settings_real: RealSettings,
+    #[command(flatten)]
+    pub report: ReportArgs,
     #[command(flatten)]
     pub vm: VmSettings,
     /// sched_features settings in debugfs syntax, written in the guest after
@@ -115,16 +118,26 @@ pub(crate) fn trace_path(base: &Path, i: usize, n: usize) -> PathBuf {
     base.with_file_name(name)
 }
 
+/// One line per run's trace file written with `--trace base`: `what` and
+/// the run's number name it.
+pub(crate) fn print_trace_paths(base: &Path, n: usize, what: &str) {
+    for i in 0..n {
+        println!("trace     {} ({what} {}, tracefs text)", trace_path(base, i, n).display(), i + 1);
+    }
+}
+
 /// A guest run and its analysis.
 pub(crate) type AnalysedRun = (RealRun, Report);
 
-/// Boot, run, and analyse each run as a real one.
+/// Boot, run, and analyse each run as a real one (work conservation with
+/// `grace_ns`); with `trace`, run `i` of `n` is written to [`trace_path`].
 pub(crate) fn vm_runs(
     settings: &RealSettings,
     vm: &VmSettings,
     features: &[String],
     alternate: &[Vec<String>],
     trace: Option<&Path>,
+    grace_ns: u64,
 ) -> Result<(Scenario, VmResult, Vec<AnalysedRun>), String> {
     let scenario = load(settings)?;
     let opts = VmOptions {
@@ -150,7 +163,7 @@ pub(crate) fn vm_runs(
         o.kernel_settings_applied = true;
         o.trace_out = trace.map(|t| trace_path(t, i, n));
         let run = assemble(&scenario, &o, r.capture.clone()).map_err(|e| format!("run {}: {e}", i + 1))?;
-        let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), settings.grace);
+        let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), grace_ns);
         runs.push((run, report));
     }
     Ok((scenario, result, runs))
@@ -229,18 +242,19 @@ pub(crate) fn render_runs(scenario: &Scenario, runs: &[(RealRun, Report)], label
         if run.lost_events > 0 {
             cols.push(format!("{} lost", run.lost_events));
         }
-        if r.handoffs > 0 {
+        let handoffs = r.handoffs();
+        if handoffs > 0 {
             let mut all: Vec<u64> = r.metrics.tasks.iter().flat_map(|t| t.handoff_samples.iter().copied()).collect();
             all.sort_unstable();
             let pct = |p: u32| schedlab_analysis::percentile(&all, p).map_or("-".into(), |v| format!("{}", v / 1000));
             cols.push(format!(
                 "{} handoffs (p50 {} us, p99 {} us), {} stalls >= {} us ({:.1} %)",
-                r.handoffs,
+                handoffs,
                 pct(500),
                 pct(990),
                 r.metrics.stalls.len(),
                 scenario.stall_threshold_ns / 1000,
-                100.0 * r.metrics.stalls.len() as f64 / r.handoffs as f64
+                100.0 * r.metrics.stalls.len() as f64 / handoffs as f64
             ));
         }
         for m in &r.measures {
@@ -263,7 +277,7 @@ pub(crate) fn measure_runs(reports: &[&Report]) -> Vec<Vec<MeasureRun>> {
 pub fn vm(args: VmArgs) -> Result<(), String> {
     let alternate = parse_settings(&args.settings);
     let (scenario, result, runs) =
-        vm_runs(&args.settings_real, &args.vm, &args.features, &alternate, args.trace.as_deref())?;
+        vm_runs(&args.settings_real, &args.vm, &args.features, &alternate, args.trace.as_deref(), args.report.grace)?;
     let labels: Vec<String> = if alternate.is_empty() {
         Vec::new()
     } else {
@@ -333,7 +347,7 @@ pub fn vm(args: VmArgs) -> Result<(), String> {
     println!();
     if runs.len() == 1 {
         let (run, report) = &runs[0];
-        print_report(&scenario, &run.trace, report, args.settings_real.grace, args.settings_real.stalls);
+        print_report(report, &run.trace.table, args.report.stalls);
     } else {
         print!("{}", render_runs(&scenario, &runs, &labels));
         if !scenario.measures.is_empty() {
@@ -356,9 +370,7 @@ pub fn vm(args: VmArgs) -> Result<(), String> {
     }
     if let Some(t) = &args.trace {
         println!();
-        for i in 0..runs.len() {
-            println!("trace     {} (run {}, tracefs text)", trace_path(t, i, runs.len()).display(), i + 1);
-        }
+        print_trace_paths(t, runs.len(), "run");
     }
     Ok(())
 }

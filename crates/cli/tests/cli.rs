@@ -4,12 +4,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::{err, ok, root};
+use common::{err, ok, root, tmp_dir};
 
+/// `name` in a fresh directory of its own.
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    tmp_dir(&format!("cli-{name}")).join(name)
 }
 
 #[test]

@@ -325,8 +325,7 @@ fn asym_min_2cpu_compare_30s() {
         return;
     }
     let dir = tmp_dir();
-    let out =
-        run(&dir.join("state"), &["compare", "scenarios/asym_min-2cpu.toml", "--duration", "30s", "--stalls", "0"]);
+    let out = run(&dir.join("state"), &["compare", "scenarios/asym_min-2cpu.toml", "--duration", "30s"]);
     println!("{}", text(&out.stdout));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("handoffs"));

@@ -2,11 +2,10 @@
 //! byte-identical report, CSV and JSON agree, A/B gates decide the exit
 //! status, and bad shard or A/B input is refused with a clear message.
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
 mod common;
-use common::schedlab;
+use common::{err, ok_output, schedlab, tmp_dir};
 
 const AB: &str = "crates/cli/tests/data/ab-sweep.toml";
 const MINI: &str = "crates/cli/tests/data/mini-sweep.toml";
@@ -15,34 +14,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8(b.to_vec()).unwrap()
 }
 
-#[track_caller]
-fn ok(args: &[&str]) -> Output {
-    let out = schedlab(args);
-    assert!(out.status.success(), "schedlab {args:?} failed: {}", text(&out.stderr));
-    out
-}
-
-#[track_caller]
-fn err(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(!out.status.success(), "schedlab {args:?} should fail");
-    text(&out.stderr)
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-sweep-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 #[test]
 fn shards_merge_into_the_unsharded_report() {
-    let dir = tmp("merge");
+    let dir = tmp_dir("sweep-cli-merge");
     let shards = dir.join("shards");
     let (whole_csv, merged_csv) = (dir.join("whole.csv"), dir.join("merged.csv"));
 
@@ -56,7 +34,7 @@ fn shards_merge_into_the_unsharded_report() {
     assert_eq!(whole.status.success(), pass, "{}", text(&whole.stderr));
 
     for i in ["0/2", "1/2"] {
-        let out = ok(&["sweep", AB, "--shard", i, "--out", s(&shards)]);
+        let out = ok_output(&["sweep", AB, "--shard", i, "--out", s(&shards)]);
         assert!(out.stdout.is_empty());
         let file = format!("shard-{}-of-2.json", &i[..1]);
         assert!(text(&out.stderr).contains(&format!("{file} (6 of 12; 6 simulations in ")), "{}", text(&out.stderr));
@@ -116,7 +94,7 @@ fn shards_merge_into_the_unsharded_report() {
 
 #[test]
 fn bad_shard_and_ab_input_is_refused() {
-    let dir = tmp("bad");
+    let dir = tmp_dir("sweep-cli-bad");
     for (spec, msg) in [
         ("2/2", "shard index 2 is not below the count 2"),
         ("x", "`x`: expected I/N"),
@@ -136,10 +114,10 @@ fn bad_shard_and_ab_input_is_refused() {
     assert!(e.contains("`sched_itmt_enabled=0`"), "{e}");
 
     // Shard 1 of the same file run with other options is another sweep.
-    ok(&["sweep", MINI, "--shard", "0/2", "--out", s(&dir)]);
+    ok_output(&["sweep", MINI, "--shard", "0/2", "--out", s(&dir)]);
     let e = err(&["sweep-merge", s(&dir)]);
     assert!(e.contains("missing shard-1-of-2.json"), "{e}");
-    ok(&["sweep", MINI, "--shard", "1/2", "--out", s(&dir), "--duration", "50ms"]);
+    ok_output(&["sweep", MINI, "--shard", "1/2", "--out", s(&dir), "--duration", "50ms"]);
     let e = err(&["sweep-merge", s(&dir)]);
     assert!(e.contains("shard-1-of-2.json comes from a different sweep or different options"), "{e}");
     let e = err(&["sweep", MINI, "--merge", s(&dir), "--duration", "50ms"]);

@@ -14,12 +14,18 @@ pub fn schedlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
 }
 
+/// A run that must succeed.
+#[track_caller]
+pub fn ok_output(args: &[&str]) -> Output {
+    let out = schedlab(args);
+    assert!(out.status.success(), "schedlab {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
 /// stdout of a run that must succeed.
 #[track_caller]
 pub fn ok(args: &[&str]) -> String {
-    let out = schedlab(args);
-    assert!(out.status.success(), "schedlab {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(ok_output(args).stdout).unwrap()
 }
 
 /// stderr of a run that must fail, and fail with an error rather than a panic.
@@ -30,4 +36,13 @@ pub fn err(args: &[&str]) -> String {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(!stderr.contains("panicked"), "{stderr}");
     stderr
+}
+
+/// A fresh, empty directory `schedlab-{prefix}-{pid}` under the temp dir
+/// (left over from an earlier run with the same pid: emptied).
+pub fn tmp_dir(prefix: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("schedlab-{prefix}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
