@@ -110,13 +110,7 @@ impl Ctx<'_> {
                 })
             })
             .flatten();
-        Some(CpuArrival {
-            ts: ev.ts,
-            src_cpu: orig_cpu,
-            dst_cpu: dest_cpu,
-            balancer: kind.map(|k| k.as_str().to_string()),
-            active_queued_ts,
-        })
+        Some(CpuArrival { ts: ev.ts, src_cpu: orig_cpu, dst_cpu: dest_cpu, balancer: kind, active_queued_ts })
     }
 }
 
@@ -389,8 +383,7 @@ impl<'c, 'a> Builder<'c, 'a> {
                 format!("need_active_balance: stopper queued on CPU {} to push toward CPU {}", a.src_cpu, a.dst_cpu);
             self.step(q, a.src_cpu, text);
         }
-        let kind = a.balancer.as_deref().and_then(narrative::kind_from_str);
-        let text = narrative::move_text(&self.ctx.comm(pid), a.src_cpu, a.dst_cpu, kind);
+        let text = narrative::move_text(&self.ctx.comm(pid), a.src_cpu, a.dst_cpu, a.balancer);
         self.step(a.ts, a.src_cpu, text);
     }
 
@@ -436,8 +429,7 @@ impl<'c, 'a> Builder<'c, 'a> {
                 }
             },
             EventKind::WakeupPreempt { curr, preempt, reason, .. } => {
-                let pc =
-                    PreemptCheck { curr_pid: curr, curr: ctx.comm(curr), preempt, reason: reason.as_str().to_string() };
+                let pc = PreemptCheck { curr_pid: curr, curr: ctx.comm(curr), preempt, reason };
                 self.step(ts, e.cpu, narrative::preempt_text(&pc));
                 self.pending.preempt = Some(pc);
             }
@@ -456,7 +448,7 @@ impl<'c, 'a> Builder<'c, 'a> {
                         ts: dts,
                         waker_pid: waker,
                         waker_cpu,
-                        path: narrative::path_name(path).to_string(),
+                        path,
                         cpu: target_cpu,
                         requeued_lag_ns: p.lag,
                         preempt: p.preempt,
@@ -551,14 +543,15 @@ impl<'c, 'a> Builder<'c, 'a> {
                     match &ep.origin {
                         Origin::Preempted { .. } => Cause::Preempted,
                         Origin::Wakeup(dec) => {
-                            let path = dec.as_ref().map(|d| d.path.as_str());
+                            let path = dec.as_ref().map(|d| d.path);
                             match path {
-                                Some("runnable_delayed") => Cause::DelayedInPlace,
-                                Some("runnable") => Cause::RunnableInPlace,
+                                Some(Some(WakePath::Runnable { delayed: true })) => Cause::DelayedInPlace,
+                                Some(Some(WakePath::Runnable { delayed: false })) => Cause::RunnableInPlace,
                                 _ if cpu != ep.start_cpu => Cause::MovedOntoBusyCpu,
                                 _ => {
                                     let curr = dec.as_ref().map_or(0, |d| d.curr_at_decision);
-                                    if curr != 0 && path == Some("unknown") {
+                                    // A wakeup whose path the trace does not say.
+                                    if curr != 0 && path == Some(None) {
                                         Cause::WokenOntoBusyCpu
                                     } else if curr != 0 {
                                         Cause::BusyCpuSelected

@@ -144,13 +144,15 @@ fn delayed_in_place_behind_the_other_worker() {
     assert_eq!(s.culprit_cpu, Some(6));
     assert_eq!((s.blocked_cpu, s.blocked_delayed_lag_ns), (Some(6), Some(-93_000)));
     let w = s.wakeup.as_ref().unwrap();
-    assert_eq!(
-        (w.path.as_str(), w.cpu, w.curr_at_decision, w.requeued_lag_ns),
-        ("runnable_delayed", 6, B, Some(-93_000))
-    );
-    assert_eq!(w.preempt.as_ref().map(|p| (p.preempt, p.reason.as_str())), Some((false, "not_picked")));
+    assert_eq!((w.path, w.cpu, w.curr_at_decision, w.requeued_lag_ns), (Some(DELAYED), 6, B, Some(-93_000)));
+    assert_eq!(w.preempt.as_ref().map(|p| (p.preempt, p.reason)), Some((false, PreemptReason::NotPicked)));
     let arr = s.culprit_arrival.as_ref().unwrap();
-    assert_eq!((arr.ts, arr.src_cpu, arr.balancer.as_deref()), (50, 7, Some("active")));
+    assert_eq!((arr.ts, arr.src_cpu, arr.balancer), (50, 7, Some(BalanceKind::Active)));
+    // JSON names the enums as the trace text does.
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["wakeup"]["path"], "runnable_delayed");
+    assert_eq!(json["wakeup"]["preempt"]["reason"], "not_picked");
+    assert_eq!(json["culprit_arrival"]["balancer"], "active");
     assert_eq!(s.wait_ns, 1_000_000);
     let idle: Vec<(u32, u64)> = s.idle_allowed.iter().map(|c| (c.cpu, c.idle_ns)).collect();
     assert_eq!(idle, [(4, 1_000_000), (5, 1_000_000), (7, 1_000_000)]);
@@ -213,7 +215,9 @@ fn woken_onto_a_busy_cpu_without_decision_events() {
         .filter(|e| !matches!(e.kind, EventKind::Ttwu { .. } | EventKind::WakeupPreempt { .. }))
         .collect();
     let s = only(real, Cause::WokenOntoBusyCpu, Some(B));
-    assert_eq!(s.wakeup.as_ref().unwrap().path, "unknown");
+    assert_eq!(s.wakeup.as_ref().unwrap().path, None);
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!((&json["wakeup"]["path"], &json["wakeup"]["preempt"]), (&"unknown".into(), &serde_json::Value::Null));
     assert!(!s.summary.contains("select_task_rq ->"), "{}", s.summary);
 }
 
@@ -241,13 +245,20 @@ fn stacked_by_the_load_balancer_after_select_task_rq() {
     );
     assert_eq!(s.wakeup.as_ref().unwrap().curr_at_decision, 0);
     let arr = s.culprit_arrival.as_ref().unwrap();
-    assert_eq!((arr.balancer.as_deref(), arr.active_queued_ts), (Some("active"), Some(90)));
+    assert_eq!((arr.balancer, arr.active_queued_ts), (Some(BalanceKind::Active), Some(90)));
     assert!(s.steps.iter().any(|st| st.text.contains("need_active_balance")), "{:#?}", s.steps);
 }
 
 #[test]
 fn stacked_by_a_concurrent_wakeup() {
-    only(race(&[sw(105, 7, B, S, 0), migrate(106, B, 7, 6), wakeup(106, 7, B, 6)]), Cause::StackedByWakeup, Some(B));
+    let s = only(
+        race(&[sw(105, 7, B, S, 0), migrate(106, B, 7, 6), wakeup(106, 7, B, 6)]),
+        Cause::StackedByWakeup,
+        Some(B),
+    );
+    let arr = s.culprit_arrival.as_ref().unwrap();
+    assert_eq!((arr.ts, arr.balancer), (106, None));
+    assert_eq!(serde_json::to_value(&s).unwrap()["culprit_arrival"]["balancer"], serde_json::Value::Null);
 }
 
 #[test]

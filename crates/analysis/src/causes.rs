@@ -1,7 +1,7 @@
 //! The attribution report's types: [`Cause`] and what a stall's story holds.
 
-use schedlab_trace::{Nanos, Pid};
-use serde::Serialize;
+use schedlab_trace::{BalanceKind, Nanos, Pid, PreemptReason, WakePath};
+use serde::{Serialize, Serializer};
 
 use crate::narrative::Step;
 
@@ -123,8 +123,9 @@ pub struct PreemptCheck {
     pub curr_pid: Pid,
     pub curr: String,
     pub preempt: bool,
-    /// [`schedlab_trace::PreemptReason::as_str`].
-    pub reason: String,
+    /// Serialized as [`PreemptReason::as_str`] (`not_picked`, `idle`, ...).
+    #[serde(serialize_with = "reason_str")]
+    pub reason: PreemptReason,
 }
 
 /// The `try_to_wake_up()` that began the culprit's waiting episode.
@@ -134,9 +135,11 @@ pub struct WakeDecision {
     /// Who ran `try_to_wake_up()` and on which CPU.
     pub waker_pid: Pid,
     pub waker_cpu: u32,
-    /// `runnable`, `runnable_delayed`, `activate`, `wakelist`, or `unknown`
-    /// (a trace without `schedlab_ttwu`).
-    pub path: String,
+    /// The path `schedlab_ttwu` reported; `None` in a trace without it.
+    /// Serialized as that event's `path` field (`runnable`,
+    /// `runnable_delayed`, `activate`, `wakelist`), `unknown` for `None`.
+    #[serde(serialize_with = "path_str")]
+    pub path: Option<WakePath>,
     /// The CPU the wakee was enqueued on (`sched_wakeup`'s `target_cpu`).
     pub cpu: u32,
     /// `requeue_delayed_entity()`'s lag when the delayed entity was requeued.
@@ -153,11 +156,34 @@ pub struct CpuArrival {
     pub ts: Nanos,
     pub src_cpu: u32,
     pub dst_cpu: u32,
-    /// The balancer path (`periodic`, `newidle`, `nohz_idle`, `active`);
-    /// `None`: moved by its wakeup's `select_task_rq()`.
-    pub balancer: Option<String>,
+    /// The balancer path, serialized as [`BalanceKind::as_str`] (`periodic`,
+    /// `newidle`, `nohz_idle`, `active`); `None`: moved by its wakeup's
+    /// `select_task_rq()`.
+    #[serde(serialize_with = "balancer_str")]
+    pub balancer: Option<BalanceKind>,
     /// When `need_active_balance()` queued the stopper for this move.
     pub active_queued_ts: Option<Nanos>,
+}
+
+fn reason_str<S: Serializer>(reason: &PreemptReason, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(reason.as_str())
+}
+
+fn path_str<S: Serializer>(path: &Option<WakePath>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match path {
+        Some(WakePath::Runnable { delayed: true }) => "runnable_delayed",
+        Some(WakePath::Runnable { delayed: false }) => "runnable",
+        Some(WakePath::Activate) => "activate",
+        Some(WakePath::Wakelist) => "wakelist",
+        None => "unknown",
+    })
+}
+
+fn balancer_str<S: Serializer>(kind: &Option<BalanceKind>, s: S) -> Result<S::Ok, S::Error> {
+    match kind {
+        Some(k) => s.serialize_some(k.as_str()),
+        None => s.serialize_none(),
+    }
 }
 
 /// An allowed CPU of the wakee other than the one it was queued on, and how

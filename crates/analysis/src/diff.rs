@@ -27,7 +27,7 @@ use schedlab_trace::{
 use serde::Serialize;
 
 use crate::narrative::{balancer_fn, us_signed};
-use crate::table::{col, layout, threshold_label};
+use crate::table::{self, col, layout, threshold_label};
 use crate::{RunMetrics, TaskMetrics};
 
 /// Common events shown before the divergence unless told otherwise.
@@ -151,7 +151,11 @@ pub fn first_divergence(a: &[Event], b: &[Event]) -> Option<usize> {
     (0..n).find(|&i| !same_step(&a[i], &b[i])).or((a.len() != b.len()).then_some(n))
 }
 
-/// Whether `kind` is a `schedlab_*` decision event rather than a kernel tracepoint or marker.
+/// Whether `kind` is one of schedlab's own `schedlab_*` decision events
+/// (`ttwu` path, delayed dequeue, resched, wakeup-preempt check, balancing
+/// and RT push/pull), which the simulator emits but no real kernel trace has,
+/// rather than a kernel sched tracepoint or a workload marker. Removing them
+/// leaves what a tracefs capture of the same run would show.
 pub fn is_decision(kind: &EventKind) -> bool {
     matches!(
         kind,
@@ -180,9 +184,9 @@ fn name(table: &TaskTable, pid: Pid) -> String {
 /// `ns` as `1.234 ms` or `56.7 us` (truncated).
 pub(crate) fn duration_text(ns: u64) -> String {
     if ns >= 1_000_000 {
-        format!("{}.{:03} ms", ns / 1_000_000, ns / 1_000 % 1_000)
+        format!("{} ms", table::ms(ns))
     } else {
-        format!("{}.{} us", ns / 1_000, ns / 100 % 10)
+        format!("{} us", table::us(ns))
     }
 }
 
@@ -746,8 +750,7 @@ pub fn drift_rows(a: &RunMetrics, b: &RunMetrics, keep: impl Fn(&TaskMetrics) ->
 /// The drift table: per thread, A and B columns for runtime, wait and
 /// migrations, handoffs, handoff p50/p99 (µs) and stalls.
 pub fn render_drift(rows: &[DriftRow], stall_threshold_ns: u64) -> String {
-    let ms = |ns: u64| format!("{}.{:03}", ns / 1_000_000, ns / 1_000 % 1_000);
-    let us = |ns: Option<u64>| ns.map_or_else(|| "-".to_string(), |ns| format!("{}.{}", ns / 1_000, ns / 100 % 10));
+    let us = |ns: Option<u64>| ns.map_or_else(|| "-".to_string(), table::us);
     let stalls = format!("stalls>={}", threshold_label(stall_threshold_ns));
     let mut cols = vec![col("", "thread", true), col("", "pid", false)];
     for group in ["run ms", "wait ms", "migrations", "handoffs", "handoff p50 us", "handoff p99 us", stalls.as_str()] {
@@ -760,8 +763,8 @@ pub fn render_drift(rows: &[DriftRow], stall_threshold_ns: u64) -> String {
         .iter()
         .map(|r| {
             let mut v = vec![r.comm.clone(), r.pid.to_string()];
-            v.extend(r.runtime_ns.map(ms));
-            v.extend(r.wait_ns.map(ms));
+            v.extend(r.runtime_ns.map(table::ms));
+            v.extend(r.wait_ns.map(table::ms));
             v.extend(r.migrations.map(|n| n.to_string()));
             v.extend(r.handoffs.map(|n| n.to_string()));
             v.extend(r.handoff_p50_ns.map(us));

@@ -91,13 +91,15 @@ impl Matcher {
 }
 
 /// Pair each `from` marker (while no interval is open) with the next `to`
-/// marker; `end_ns` closes the books on one left open.
+/// marker; `end_ns` closes the books on one left open. Events are taken in
+/// timestamp order (sorted first if the trace is not, as when per-CPU
+/// buffers were concatenated).
 pub fn measure(trace: &Trace, spec: &MeasureSpec, end_ns: Nanos) -> MeasureResult {
     let (from, to) = (Matcher::new(trace, &spec.from), Matcher::new(trace, &spec.to));
     let mut open: Option<Nanos> = None;
     let mut intervals = Vec::new();
     let (mut moved, mut moved_now) = (0, false);
-    for ev in &trace.events {
+    for ev in trace.in_time_order().iter() {
         let (pid, op) = match ev.kind {
             EventKind::User { pid, op } => (pid, op),
             EventKind::SchedMigrateTask { pid, .. } if open.is_some() && to.pids.contains(&pid) => {
@@ -253,5 +255,22 @@ mod tests {
         assert!(r.intervals_ns.is_empty() && r.unfinished_ns == Some(400));
         s.to.object = None; // any object
         assert_eq!(measure(&t, &s, 500).intervals_ns, vec![300]);
+    }
+
+    #[test]
+    fn an_unsorted_trace_is_measured_in_time_order() {
+        // Per-CPU buffers concatenated: CPU 0's post at 1000 comes before
+        // CPU 1's post at 100 and the poll at 400 that ends its interval.
+        let mut t = trace(&[
+            (1000, 1, UserOp::Post { obj: 0 }),
+            (100, 1, UserOp::Post { obj: 0 }),
+            (400, 2, UserOp::PollDone { obj: 0 }),
+            (1300, 2, UserOp::PollDone { obj: 0 }),
+        ]);
+        for e in &mut t.events[1..] {
+            e.cpu = 1;
+        }
+        let r = measure(&t, &spec(None), 1500);
+        assert_eq!((r.intervals_ns, r.unfinished_ns), (vec![300, 300], None));
     }
 }

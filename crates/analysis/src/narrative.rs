@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use schedlab_trace::{BalanceKind, Nanos, Pid, WakePath};
+use schedlab_trace::{BalanceKind, Nanos, Pid, PreemptReason, WakePath};
 use serde::Serialize;
 
 use crate::attribution::Ctx;
 use crate::causes::{Attribution, PreemptCheck, StallStory};
-use crate::table::{col, layout, threshold_label};
+use crate::table::{self, col, layout, threshold_label};
 use crate::timeline::cpulist;
 use crate::workcons::WorkConservation;
 
@@ -24,7 +24,7 @@ pub struct Step {
 
 /// `ns` as `990.0 us` (truncated to 0.1 us).
 pub fn us(ns: u64) -> String {
-    format!("{}.{} us", ns / 1_000, ns / 100 % 10)
+    format!("{} us", table::us(ns))
 }
 
 /// A duration for prose: `990.0 us` below 10 ms, `86.198 ms` above.
@@ -32,7 +32,7 @@ pub fn dur(ns: u64) -> String {
     if ns < 10_000_000 {
         us(ns)
     } else {
-        format!("{}.{:03} ms", ns / 1_000_000, ns / 1_000 % 1_000)
+        format!("{} ms", table::ms(ns))
     }
 }
 
@@ -40,17 +40,6 @@ pub fn dur(ns: u64) -> String {
 pub fn us_signed(ns: i64) -> String {
     let sign = if ns < 0 { "-" } else { "" };
     format!("{sign}{}", us(ns.unsigned_abs()))
-}
-
-/// `schedlab_ttwu`'s `path` field for `path` (`unknown` without the event).
-pub(crate) fn path_name(path: Option<WakePath>) -> &'static str {
-    match path {
-        Some(WakePath::Runnable { delayed: true }) => "runnable_delayed",
-        Some(WakePath::Runnable { delayed: false }) => "runnable",
-        Some(WakePath::Activate) => "activate",
-        Some(WakePath::Wakelist) => "wakelist",
-        None => "unknown",
-    }
 }
 
 pub(crate) fn ttwu_path_text(path: WakePath, cpu: u32) -> String {
@@ -65,12 +54,12 @@ pub(crate) fn ttwu_path_text(path: WakePath, cpu: u32) -> String {
 }
 
 pub(crate) fn preempt_text(p: &PreemptCheck) -> String {
-    if p.reason == "idle" {
+    if p.reason == PreemptReason::Idle {
         "wakeup_preempt: CPU idle, the wakee runs next".to_string()
     } else if p.preempt {
-        format!("wakeup_preempt: preempting {} ({})", p.curr, p.reason)
+        format!("wakeup_preempt: preempting {} ({})", p.curr, p.reason.as_str())
     } else {
-        format!("wakeup_preempt: not preempting {} ({})", p.curr, p.reason)
+        format!("wakeup_preempt: not preempting {} ({})", p.curr, p.reason.as_str())
     }
 }
 
@@ -82,10 +71,6 @@ pub(crate) fn balancer_fn(kind: BalanceKind) -> &'static str {
         BalanceKind::NohzIdle => "nohz_idle_balance",
         BalanceKind::Active => "active_load_balance_cpu_stop",
     }
-}
-
-pub(crate) fn kind_from_str(s: &str) -> Option<BalanceKind> {
-    BalanceKind::ALL.into_iter().find(|k| k.as_str() == s)
 }
 
 pub(crate) fn move_text(comm: &str, from: u32, to: u32, kind: Option<BalanceKind>) -> String {
@@ -132,7 +117,7 @@ pub(crate) fn idle_phrase(s: &StallStory) -> String {
 fn arrival_phrase(a: &crate::causes::CpuArrival, from: Nanos, later: &str) -> String {
     let when =
         if a.ts <= from { format!("{} earlier", dur(from - a.ts)) } else { format!("{} {later}", dur(a.ts - from)) };
-    match a.balancer.as_deref().and_then(kind_from_str) {
+    match a.balancer {
         Some(k) => format!("moved there {when} by {} from CPU {}", balancer_fn(k), a.src_cpu),
         None => format!("placed there {when} by its wakeup, from CPU {}", a.src_cpu),
     }
@@ -168,19 +153,21 @@ pub(crate) fn summary(
                 format!(" (running {} at the decision)", ctx.comm(d.curr_at_decision))
             }
         };
-        let how = match d.path.as_str() {
-            "runnable_delayed" => format!("ttwu_runnable (delayed, no select_task_rq) on CPU {}", d.cpu),
-            "runnable" => format!("ttwu_runnable (still queued on CPU {})", d.cpu),
-            "activate" => format!("select_task_rq -> CPU {}{}", d.cpu, busy(d)),
-            "wakelist" => format!("select_task_rq -> CPU {}'s wakelist{}", d.cpu, busy(d)),
-            _ => format!("sched_wakeup on CPU {}{}", d.cpu, busy(d)),
+        let how = match d.path {
+            Some(WakePath::Runnable { delayed: true }) => {
+                format!("ttwu_runnable (delayed, no select_task_rq) on CPU {}", d.cpu)
+            }
+            Some(WakePath::Runnable { delayed: false }) => format!("ttwu_runnable (still queued on CPU {})", d.cpu),
+            Some(WakePath::Activate) => format!("select_task_rq -> CPU {}{}", d.cpu, busy(d)),
+            Some(WakePath::Wakelist) => format!("select_task_rq -> CPU {}'s wakelist{}", d.cpu, busy(d)),
+            None => format!("sched_wakeup on CPU {}{}", d.cpu, busy(d)),
         };
-        if d.path == "unknown" {
+        if d.path.is_none() {
             parts.push(format!("{waker} woke it: {how}"));
         } else {
             parts.push(format!("{waker} on CPU {} woke it via {how}", d.waker_cpu));
         }
-        if let Some(p) = d.preempt.as_ref().filter(|p| p.reason != "idle") {
+        if let Some(p) = d.preempt.as_ref().filter(|p| p.reason != PreemptReason::Idle) {
             parts.push(preempt_text(p));
         }
     }
@@ -251,7 +238,7 @@ pub fn render_cause_table(a: &Attribution) -> String {
             vec![
                 r.label.clone(),
                 r.stalls.to_string(),
-                format!("{}.{}", r.total_ns / 1000, r.total_ns / 100 % 10),
+                table::us(r.total_ns),
                 format!("{:.1} %", r.share_pct),
                 match (&r.culprit, r.culprit_pid) {
                     (Some(c), Some(p)) => format!("{c} ({p})"),
@@ -318,10 +305,6 @@ pub fn render_stall_narratives(a: &Attribution, n: usize) -> String {
     out
 }
 
-fn ms(ns: u64) -> String {
-    format!("{}.{:03}", ns / 1_000_000, ns / 1_000 % 1_000)
-}
-
 /// Per-task and per-CPU work-conservation tables and the unclaimed-idle line.
 pub fn render_work_conservation(w: &WorkConservation) -> String {
     let g = format!(">= {} (concurrent)", threshold_label(w.grace_ns));
@@ -347,13 +330,13 @@ pub fn render_work_conservation(w: &WorkConservation) -> String {
                 t.pid.to_string(),
                 cpulist(&t.allowed),
                 t.waits.to_string(),
-                ms(t.wait_ns),
+                table::ms(t.wait_ns),
                 t.strict.count.to_string(),
-                ms(t.strict.total_ns),
-                us(t.strict.max_ns).trim_end_matches(" us").to_string(),
+                table::ms(t.strict.total_ns),
+                table::us(t.strict.max_ns),
                 t.grace.count.to_string(),
-                ms(t.grace.total_ns),
-                us(t.grace.max_ns).trim_end_matches(" us").to_string(),
+                table::ms(t.grace.total_ns),
+                table::us(t.grace.max_ns),
             ]
         })
         .collect();
@@ -376,11 +359,11 @@ pub fn render_work_conservation(w: &WorkConservation) -> String {
         .map(|c| {
             vec![
                 c.cpu.to_string(),
-                ms(c.idle_ns),
-                ms(c.unclaimed.total_ns),
+                table::ms(c.idle_ns),
+                table::ms(c.unclaimed.total_ns),
                 c.unclaimed.count.to_string(),
                 format!("{:.2}", c.unclaimed_pct),
-                ms(c.unclaimed_grace.total_ns),
+                table::ms(c.unclaimed_grace.total_ns),
                 c.unclaimed_grace.count.to_string(),
                 format!("{:.2}", c.unclaimed_grace_pct),
             ]

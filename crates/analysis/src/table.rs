@@ -2,13 +2,15 @@
 
 use crate::{LatencyStats, RunMetrics};
 
-/// `ns` as milliseconds with 3 decimals (truncated, like the kernel's µs).
-fn ms(ns: u64) -> String {
+/// `ns` as milliseconds with 3 decimals (truncated, like the kernel's µs),
+/// without a unit: `86.198`. The one millisecond format of this crate's text.
+pub(crate) fn ms(ns: u64) -> String {
     format!("{}.{:03}", ns / 1_000_000, ns / 1_000 % 1_000)
 }
 
-/// `ns` as microseconds with 1 decimal (truncated).
-fn us(ns: u64) -> String {
+/// `ns` as microseconds with 1 decimal (truncated), without a unit: `990.0`.
+/// The one microsecond format of this crate's text.
+pub(crate) fn us(ns: u64) -> String {
     format!("{}.{}", ns / 1_000, ns / 100 % 10)
 }
 

@@ -92,7 +92,7 @@
 //! `version = N` and `CPU N is empty` are skipped; `CPU:N [LOST M EVENTS]`
 //! lines are counted; lines with a valid prefix but an event this crate does
 //! not know are counted and skipped. Anything else is an error naming the
-//! line and column.
+//! line and column, as is a CPU number or count beyond [`MAX_CPUS`].
 
 mod gaps;
 mod parse;
@@ -106,9 +106,18 @@ use std::fmt;
 
 pub use gaps::{drop_markers_across_gaps, gaps, Gap, GapDrops};
 pub use parse::{parse_ftrace, parse_ftrace_with, LostEvents, ParseOptions, ParseStats, ParsedTrace, TraceFormat};
-pub(crate) use payload::write_payload;
 pub use payload::{event_name, user_marker_text, user_op_name};
+pub(crate) use payload::{payload_comm, write_payload};
 pub use write::{format_line, header, write_ftrace, write_ftrace_with, WriteOptions};
+
+/// The most CPUs the reader accepts: a `[CPU]` column must be below this and
+/// a `#P:N` / `cpus=N` header at most this. It is the largest `NR_CPUS` an
+/// x86 kernel builds with (`CONFIG_MAXSMP`), so real captures fit, while a
+/// damaged number (`[4000000000]`) is refused instead of making analysis
+/// allocate per-CPU tables for billions of CPUs. (The simulator's own limit
+/// is the topology crate's smaller `MAX_CPUS`; this reader also takes traces
+/// of real machines.)
+pub const MAX_CPUS: u32 = 8192;
 
 /// A syntax error in trace text: `file:line:col: message`.
 ///

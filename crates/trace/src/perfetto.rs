@@ -49,9 +49,8 @@
 //! `trace_processor` draws each one as an instant on the thread track of the
 //! task in whose context it happened; bare text would still be kept in
 //! `ftrace_event`, but `trace_processor` counts every such print as a
-//! `systrace_parse_failure` import error. [`PrintStyle::Plain`] writes the
-//! bare text anyway. (An instant's name ends at a `|`, should a comm hold one;
-//! the event list keeps the whole text.)
+//! `systrace_parse_failure` import error. (An instant's name ends at a `|`,
+//! should a comm hold one; the event list keeps the whole text.)
 //!
 //! # `prev_state`
 //!
@@ -72,12 +71,11 @@
 //! against the PyPI `perfetto` 0.59.1 wheel's `perfetto_trace_pb2` by
 //! `scripts/perfetto-check.py` (`tests/perfetto_schema.rs`).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io;
 
 use crate::event::{Event, EventKind, Pid, PrevState, TaskTable, Trace};
-use crate::ftrace::{event_name, write_payload};
+use crate::ftrace::{event_name, payload_comm, write_payload};
 
 #[cfg(test)]
 mod tests;
@@ -91,23 +89,6 @@ pub const SEQUENCE_ID: u32 = 2;
 
 /// Events per window: each window becomes one bundle packet per CPU.
 const WINDOW: usize = 4096;
-
-/// How `schedlab_*` decisions and workload markers are written into `print` events.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PrintStyle {
-    /// `I|<tgid>|<text>`: an atrace instant on the context task's thread track.
-    #[default]
-    Atrace,
-    /// `<text>` alone: only in the ftrace event list (and counted by
-    /// `trace_processor` as a `systrace_parse_failure`).
-    Plain,
-}
-
-/// Output variations; the default suits the Perfetto UI.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PerfettoOptions {
-    pub print_style: PrintStyle,
-}
 
 /// Field numbers, one module per message of `package perfetto.protos`.
 pub mod field {
@@ -269,16 +250,11 @@ pub fn common_flags(flags: &[u8; 5]) -> u32 {
     irqs | resched | context
 }
 
-/// Write `trace` as a Perfetto protobuf trace (`.pftrace`) with default options.
-pub fn write_perfetto(trace: &Trace, out: &mut impl io::Write) -> io::Result<()> {
-    write_perfetto_with(trace, out, &PerfettoOptions::default())
-}
-
-/// [`write_perfetto`] with [`PerfettoOptions`].
+/// Write `trace` as a Perfetto protobuf trace (`.pftrace`).
 ///
 /// Events are grouped per CPU in windows of consecutive timestamps, each
 /// bundle sorted by timestamp (stably, so same-time events keep their order).
-pub fn write_perfetto_with(trace: &Trace, out: &mut impl io::Write, opts: &PerfettoOptions) -> io::Result<()> {
+pub fn write_perfetto(trace: &Trace, out: &mut impl io::Write) -> io::Result<()> {
     let mut pb = Pb::default();
     write_packet(out, &mut pb, |p| {
         p.uint(f::packet::SEQUENCE_FLAGS, f::packet::SEQ_INCREMENTAL_STATE_CLEARED);
@@ -311,7 +287,7 @@ pub fn write_perfetto_with(trace: &Trace, out: &mut impl io::Write, opts: &Perfe
                 p.msg(f::packet::FTRACE_EVENTS, |b| {
                     b.uint(f::bundle::CPU, u64::from(trace.events[group[0]].cpu));
                     for &i in group {
-                        b.msg(f::bundle::EVENT, |e| ftrace_event(e, &trace.table, &trace.events[i], opts, &mut text));
+                        b.msg(f::bundle::EVENT, |e| ftrace_event(e, &trace.table, &trace.events[i], &mut text));
                     }
                 });
             })?;
@@ -358,20 +334,11 @@ fn process_tree(t: &mut Pb, table: &TaskTable) {
     }
 }
 
-/// The comm a payload names `pid` by: `swapper/N` for the idle task of `cpu`.
-fn comm(table: &TaskTable, pid: Pid, cpu: u32) -> Cow<'_, str> {
-    if pid == 0 {
-        Cow::Owned(format!("swapper/{cpu}"))
-    } else {
-        Cow::Borrowed(table.comm(pid))
-    }
-}
-
 /// The fields of one `FtraceEvent`.
-fn ftrace_event(e: &mut Pb, table: &TaskTable, ev: &Event, opts: &PerfettoOptions, text: &mut String) {
+fn ftrace_event(e: &mut Pb, table: &TaskTable, ev: &Event, text: &mut String) {
     e.uint(f::event::TIMESTAMP, ev.ts);
     e.uint(f::event::PID, ev.ctx_pid.max(0) as u64);
-    let c = |pid: Pid| comm(table, pid, ev.cpu);
+    let c = |pid: Pid| payload_comm(table, pid, ev.cpu);
     let wake = |e: &mut Pb, field: u32, pid: Pid, prio: i32, target_cpu: u32| {
         e.msg(field, |w| {
             w.str(f::wake::COMM, &c(pid));
@@ -432,7 +399,7 @@ fn ftrace_event(e: &mut Pb, table: &TaskTable, ev: &Event, opts: &PerfettoOption
         | EventKind::RtPull { .. }
         | EventKind::RtPushIpi { .. }
         | EventKind::RtPrioChanged { .. } => {
-            print_text(text, table, ev, opts.print_style);
+            print_text(text, table, ev);
             e.msg(f::event::PRINT, |p| p.str(f::print::BUF, text));
         }
     }
@@ -442,12 +409,10 @@ fn ftrace_event(e: &mut Pb, table: &TaskTable, ev: &Event, opts: &PerfettoOption
 }
 
 /// The `print` buffer of a decision event or workload marker (see the module docs).
-fn print_text(text: &mut String, table: &TaskTable, ev: &Event, style: PrintStyle) {
+fn print_text(text: &mut String, table: &TaskTable, ev: &Event) {
     text.clear();
-    if style == PrintStyle::Atrace {
-        let tgid = if ev.ctx_pid > 0 { table.tasks.get(&ev.ctx_pid).map_or(0, |t| t.tgid.max(0)) } else { 0 };
-        text.push_str(&format!("I|{tgid}|"));
-    }
+    let tgid = if ev.ctx_pid > 0 { table.tasks.get(&ev.ctx_pid).map_or(0, |t| t.tgid.max(0)) } else { 0 };
+    text.push_str(&format!("I|{tgid}|"));
     if !matches!(ev.kind, EventKind::User { .. }) {
         text.push_str(event_name(&ev.kind));
         text.push_str(": ");

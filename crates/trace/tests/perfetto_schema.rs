@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use schedlab_trace::ftrace::event_name;
-use schedlab_trace::perfetto::{write_perfetto_with, PerfettoOptions, PrintStyle};
 use schedlab_trace::*;
 use serde_json::Value;
 
@@ -291,35 +290,32 @@ fn perfetto_schema_decodes_every_event() {
     let threads: BTreeMap<String, Value> =
         trace.table.tasks.iter().map(|(p, t)| (p.to_string(), serde_json::json!([t.tgid, t.comm]))).collect();
 
-    for style in [PrintStyle::Atrace, PrintStyle::Plain] {
-        let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("perfetto_schema_{style:?}.pftrace"));
-        let mut bytes = Vec::new();
-        write_perfetto_with(&trace, &mut bytes, &PerfettoOptions { print_style: style }).unwrap();
-        std::fs::write(&file, &bytes).unwrap();
-        let got = run_check(&file);
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("perfetto_schema.pftrace");
+    let mut bytes = Vec::new();
+    write_perfetto(&trace, &mut bytes).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+    let got = run_check(&file);
 
-        assert_eq!(got["errors"], serde_json::json!([]));
-        assert_eq!(got["sequence_ids"], serde_json::json!([2]));
-        assert_eq!(got["total_events"], trace.events.len());
-        assert_eq!(
-            got["system_info"],
-            serde_json::json!({"sysname": "Linux", "release": "6.12.0-schedlab", "machine": "x86_64", "num_cpus": 4})
-        );
-        let got_events: BTreeMap<String, BTreeMap<String, u64>> =
-            serde_json::from_value(got["events"].clone()).unwrap();
-        assert_eq!(got_events, events, "{style:?}");
-        let got_states: BTreeMap<String, u64> = serde_json::from_value(got["prev_state"].clone()).unwrap();
-        assert_eq!(got_states, states);
-        let got_processes: BTreeMap<String, String> = serde_json::from_value(got["processes"].clone()).unwrap();
-        assert_eq!(got_processes, processes);
-        let got_threads: BTreeMap<String, Value> = serde_json::from_value(got["threads"].clone()).unwrap();
-        assert_eq!(got_threads, threads);
-        eprintln!(
-            "perfetto_schema {style:?}: {} bytes, {} packets, {} events decoded by perfetto_trace_pb2: {}",
-            bytes.len(),
-            got["packets"],
-            got["total_events"],
-            got["events"]
-        );
-    }
+    assert_eq!(got["errors"], serde_json::json!([]));
+    assert_eq!(got["sequence_ids"], serde_json::json!([2]));
+    assert_eq!(got["total_events"], trace.events.len());
+    assert_eq!(
+        got["system_info"],
+        serde_json::json!({"sysname": "Linux", "release": "6.12.0-schedlab", "machine": "x86_64", "num_cpus": 4})
+    );
+    let got_events: BTreeMap<String, BTreeMap<String, u64>> = serde_json::from_value(got["events"].clone()).unwrap();
+    assert_eq!(got_events, events);
+    let got_states: BTreeMap<String, u64> = serde_json::from_value(got["prev_state"].clone()).unwrap();
+    assert_eq!(got_states, states);
+    let got_processes: BTreeMap<String, String> = serde_json::from_value(got["processes"].clone()).unwrap();
+    assert_eq!(got_processes, processes);
+    let got_threads: BTreeMap<String, Value> = serde_json::from_value(got["threads"].clone()).unwrap();
+    assert_eq!(got_threads, threads);
+    eprintln!(
+        "perfetto_schema: {} bytes, {} packets, {} events decoded by perfetto_trace_pb2: {}",
+        bytes.len(),
+        got["packets"],
+        got["total_events"],
+        got["events"]
+    );
 }

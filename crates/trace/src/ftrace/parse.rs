@@ -6,12 +6,12 @@
 //! are counted and skipped, `<...>` comms are ignored and a pid whose comm
 //! changed keeps the last one. Only a line that is not a trace line at all, or
 //! a known event whose payload does not parse, is an error (with its line and
-//! column).
+//! column); so is a CPU number or header CPU count beyond [`MAX_CPUS`].
 
 use std::collections::BTreeMap;
 
 use super::payload::{parse_payload, Objects, PErr};
-use super::TraceParseError;
+use super::{TraceParseError, MAX_CPUS};
 use crate::event::{Event, Nanos, Pid, TaskInfo, TaskTable, Trace};
 
 /// Reader settings.
@@ -155,8 +155,10 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
                 message: msg,
             }
         };
+        // Offset of `t` in `line`, for errors about header lines.
+        let t_off = line.len() - t.len();
         if t.is_empty() || t.starts_with('#') {
-            header_comment(t, &mut stats);
+            header_comment(t, &mut stats).map_err(|e| err(t_off + e.off, e.msg))?;
             stats.comment_lines += 1;
             continue;
         }
@@ -169,7 +171,11 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
             continue;
         }
         if let Some(n) = t.strip_prefix("cpus=") {
-            stats.header_cpus = n.trim().parse().ok().or(stats.header_cpus);
+            let digits = n.trim();
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                let off = t_off + "cpus=".len() + (n.len() - n.trim_start().len());
+                stats.header_cpus = Some(cpu_count(digits).map_err(|msg| err(off, msg))?);
+            }
             stats.comment_lines += 1;
             trace_cmd_header = true;
             continue;
@@ -254,14 +260,25 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
     Ok(ParsedTrace { trace: Trace { table, nr_cpus, events }, stats })
 }
 
-/// `#P:N` and `entries-in-buffer/entries-written: B/W` from a `#` header line.
-fn header_comment(t: &str, stats: &mut ParseStats) {
-    let number = |s: &str| -> Option<u64> {
-        let n = s.bytes().take_while(u8::is_ascii_digit).count();
-        s[..n].parse().ok()
-    };
+/// A header's CPU count (`#P:N`, `cpus=N`; `digits` non-empty, all ASCII
+/// digits), refused beyond [`MAX_CPUS`].
+fn cpu_count(digits: &str) -> Result<u32, String> {
+    match digits.parse::<u32>() {
+        Ok(n) if n <= MAX_CPUS => Ok(n),
+        _ => Err(format!("expected a CPU count of at most {MAX_CPUS}, found `{digits}`")),
+    }
+}
+
+/// `#P:N` and `entries-in-buffer/entries-written: B/W` from a `#` header line;
+/// an error (offset into `t`) for a CPU count beyond [`MAX_CPUS`].
+fn header_comment(t: &str, stats: &mut ParseStats) -> Result<(), PErr> {
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    let number = |s: &str| -> Option<u64> { s[..digits(s)].parse().ok() };
     if let Some(p) = t.find("#P:") {
-        stats.header_cpus = number(&t[p + 3..]).and_then(|n| u32::try_from(n).ok()).or(stats.header_cpus);
+        let n = &t[p + 3..][..digits(&t[p + 3..])];
+        if !n.is_empty() {
+            stats.header_cpus = Some(cpu_count(n).map_err(|msg| PErr { off: p + 3, msg })?);
+        }
     }
     const ENTRIES: &str = "entries-in-buffer/entries-written:";
     if let Some(p) = t.find(ENTRIES) {
@@ -271,6 +288,7 @@ fn header_comment(t: &str, stats: &mut ParseStats) {
             }
         }
     }
+    Ok(())
 }
 
 /// `trace-cmd report` prefixes each line of an instance's buffer with
@@ -350,7 +368,9 @@ fn parse_prefix(line: &str) -> Result<Prefix<'_>, PErr> {
         if digits == 0 || !line[after + digits..].starts_with(']') {
             continue;
         }
-        let Ok(cpu) = line[after..after + digits].parse() else { continue };
+        // Too large (or beyond u32): refused once the rest shows this is the
+        // `[CPU]` column, not `[` inside a comm.
+        let cpu = line[after..after + digits].parse::<u32>().ok().filter(|&c| c < MAX_CPUS);
         let left = match parse_left(&line[..i]) {
             Ok(l) => l,
             Err(e) => {
@@ -360,6 +380,15 @@ fn parse_prefix(line: &str) -> Result<Prefix<'_>, PErr> {
         };
         match parse_right(line, after + digits + 1) {
             Ok((flags, ts, event)) => {
+                let Some(cpu) = cpu else {
+                    return Err(PErr {
+                        off: after,
+                        msg: format!(
+                            "expected a CPU number below {MAX_CPUS}, found `{}`",
+                            &line[after..after + digits]
+                        ),
+                    });
+                };
                 let (comm, pid, tgid) = left;
                 let has_flags = flags.is_some();
                 let flags = flags.unwrap_or(*b".....");

@@ -38,7 +38,7 @@ pub fn event_name(kind: &EventKind) -> &'static str {
 
 /// The comm a payload prints for `pid`: `swapper/N` for the idle task of the
 /// event's CPU, `<...>` when unknown.
-pub(super) fn payload_comm(table: &TaskTable, pid: Pid, cpu: u32) -> Cow<'_, str> {
+pub(crate) fn payload_comm(table: &TaskTable, pid: Pid, cpu: u32) -> Cow<'_, str> {
     if pid == 0 {
         Cow::Owned(format!("swapper/{cpu}"))
     } else {

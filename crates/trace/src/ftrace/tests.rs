@@ -611,3 +611,34 @@ fn object_names_seeded_and_appended() {
     assert_eq!(p.trace.events[0].kind, EventKind::User { pid: 1, op: UserOp::Signal { obj: 1 } });
     assert_eq!(p.trace.events[1].kind, EventKind::User { pid: 1, op: UserOp::Signal { obj: 0 } });
 }
+
+#[test]
+fn cpu_number_and_count_beyond_the_cap_are_refused() {
+    // A `[CPU]` column at the cap (or beyond u32) names the line and column.
+    for cpu in [MAX_CPUS.to_string(), "4000000000".into(), "99999999999".into()] {
+        let l = format!("            bash-4531    [{cpu}] d..3.     0.000001: sched_wake_idle_without_ipi: cpu=1");
+        let e = parse_ftrace("x", &format!("# tracer: nop\n{l}\n")).unwrap_err();
+        assert_eq!((e.line, e.col), (2, l.find(&cpu).unwrap() + 1), "{e}");
+        assert_eq!(e.message, format!("expected a CPU number below {MAX_CPUS}, found `{cpu}`"));
+    }
+    let last = MAX_CPUS - 1;
+    let l = format!("            bash-4531    [{last}] d..3.     0.000001: sched_wake_idle_without_ipi: cpu=1");
+    assert_eq!(parse_ftrace("x", &l).unwrap().nr_cpus, MAX_CPUS);
+
+    // The header forms: tracefs `#P:N` and trace-cmd `cpus=N`.
+    let event = "            bash-4531    [002] d..3.     0.000001: sched_wake_idle_without_ipi: cpu=1\n";
+    for n in [MAX_CPUS + 1, 3_000_000_000] {
+        let hdr = format!("# entries-in-buffer/entries-written: 1/1   #P:{n}");
+        let e = parse_ftrace("x", &format!("# tracer: nop\n{hdr}\n{event}")).unwrap_err();
+        assert_eq!((e.line, e.col), (2, hdr.find(&n.to_string()).unwrap() + 1), "{e}");
+        assert_eq!(e.message, format!("expected a CPU count of at most {MAX_CPUS}, found `{n}`"));
+
+        let e = parse_ftrace("r.txt", &format!("version = 6\ncpus={n}\n{event}")).unwrap_err();
+        assert_eq!((e.line, e.col), (2, 6), "{e}");
+        assert_eq!(e.to_string(), format!("r.txt:2:6: expected a CPU count of at most {MAX_CPUS}, found `{n}`"));
+    }
+    let e = parse_ftrace("x", &format!("#P:99999999999\n{event}")).unwrap_err();
+    assert_eq!((e.line, e.col), (1, 4), "{e}");
+    assert_eq!(parse_ftrace("x", &format!("#P:{MAX_CPUS}\n{event}")).unwrap().nr_cpus, MAX_CPUS);
+    assert_eq!(parse_ftrace("x", &format!("cpus={MAX_CPUS}\n{event}")).unwrap().nr_cpus, MAX_CPUS);
+}

@@ -221,9 +221,9 @@ struct Out {
 }
 
 impl Out {
-    fn new(trace: &Trace, opts: &PerfettoOptions) -> Self {
+    fn new(trace: &Trace) -> Self {
         let mut bytes = Vec::new();
-        write_perfetto_with(trace, &mut bytes, opts).unwrap();
+        write_perfetto(trace, &mut bytes).unwrap();
         Out { bytes }
     }
     fn packets(&self) -> Vec<M<'_>> {
@@ -328,7 +328,7 @@ fn common_flags_from_latency_chars() {
 #[test]
 fn header_packets() {
     let trace = every_kind_trace();
-    let out = Out::new(&trace, &PerfettoOptions::default());
+    let out = Out::new(&trace);
     let packets = out.packets();
     for p in &packets {
         assert_eq!(p.u(n::packet::TRUSTED_PACKET_SEQUENCE_ID), u64::from(SEQUENCE_ID));
@@ -373,7 +373,7 @@ fn header_packets() {
 #[test]
 fn counts_per_kind_and_cpu() {
     let trace = every_kind_trace();
-    let out = Out::new(&trace, &PerfettoOptions::default());
+    let out = Out::new(&trace);
     let mut got: BTreeMap<(&str, u64), usize> = BTreeMap::new();
     for (cpu, e) in out.events() {
         *got.entry((kind_name(&e), cpu)).or_default() += 1;
@@ -399,7 +399,7 @@ fn counts_per_kind_and_cpu() {
 #[test]
 fn exact_field_values() {
     let trace = every_kind_trace();
-    let out = Out::new(&trace, &PerfettoOptions::default());
+    let out = Out::new(&trace);
     let events = out.events();
     let by_ts = |ts: u64| events.iter().find(|(_, e)| e.u(n::event::TIMESTAMP) == ts).map(|(c, e)| (*c, e)).unwrap();
     let ts = |i: u64| 1_000_000_000 + i * 1_500_000;
@@ -457,31 +457,26 @@ fn exact_field_values() {
 #[test]
 fn print_text_matches_ftrace_lines() {
     let trace = every_kind_trace();
-    for style in [PrintStyle::Atrace, PrintStyle::Plain] {
-        let out = Out::new(&trace, &PerfettoOptions { print_style: style });
-        let mut n = 0;
-        for (_, e) in out.events() {
-            if !e.has(n::event::PRINT) {
-                continue;
-            }
-            let buf = e.m(n::event::PRINT).s(n::print::BUF);
-            let text = match style {
-                PrintStyle::Atrace => buf.splitn(3, '|').nth(2).unwrap(),
-                PrintStyle::Plain => buf,
-            };
-            assert!(style == PrintStyle::Atrace || !buf.starts_with("I|"));
-            let src = trace.events.iter().find(|x| x.ts == e.u(n::event::TIMESTAMP)).unwrap();
-            let line = format_line(&trace.table, src, &WriteOptions::default());
-            let tail = if matches!(src.kind, EventKind::User { .. }) {
-                format!("tracing_mark_write: {text}")
-            } else {
-                text.to_string()
-            };
-            assert!(line.ends_with(&format!(": {tail}")), "{line:?} vs {buf:?}");
-            n += 1;
+    let out = Out::new(&trace);
+    let mut n = 0;
+    for (_, e) in out.events() {
+        if !e.has(n::event::PRINT) {
+            continue;
         }
-        assert_eq!(n, 8);
+        let buf = e.m(n::event::PRINT).s(n::print::BUF);
+        assert!(buf.starts_with("I|"), "{buf:?}");
+        let text = buf.splitn(3, '|').nth(2).unwrap();
+        let src = trace.events.iter().find(|x| x.ts == e.u(n::event::TIMESTAMP)).unwrap();
+        let line = format_line(&trace.table, src, &WriteOptions::default());
+        let tail = if matches!(src.kind, EventKind::User { .. }) {
+            format!("tracing_mark_write: {text}")
+        } else {
+            text.to_string()
+        };
+        assert!(line.ends_with(&format!(": {tail}")), "{line:?} vs {buf:?}");
+        n += 1;
     }
+    assert_eq!(n, 8);
 }
 
 #[test]
@@ -496,7 +491,7 @@ fn bundles_are_per_cpu_sorted_and_windowed() {
         })
         .collect();
     let trace = Trace { table: t, nr_cpus: 3, events };
-    let out = Out::new(&trace, &PerfettoOptions::default());
+    let out = Out::new(&trace);
     let cpu_of: BTreeMap<u64, u32> = trace.events.iter().map(|e| (e.ts, e.cpu)).collect();
     let mut seen = Vec::new();
     let mut bundles = 0;
@@ -521,7 +516,7 @@ fn bundles_are_per_cpu_sorted_and_windowed() {
 #[test]
 fn empty_trace_has_header_packets_only() {
     let trace = Trace { nr_cpus: 2, ..Default::default() };
-    let out = Out::new(&trace, &PerfettoOptions::default());
+    let out = Out::new(&trace);
     let packets = out.packets();
     assert_eq!(packets.len(), 2);
     assert_eq!(packets[1].u(n::packet::TIMESTAMP), 0);
