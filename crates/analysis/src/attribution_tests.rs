@@ -160,7 +160,7 @@ fn delayed_in_place_behind_the_other_worker() {
     assert_says(&s, "woke it via ttwu_runnable (delayed, no select_task_rq)");
     assert_says(&s, "not preempting worker-1 (not_picked)");
     assert_says(&s, "moved there 0.2 us earlier by active_load_balance_cpu_stop from CPU 7");
-    assert_says(&s, "CPUs 4,5,7 idle for 100 % of the wait");
+    assert_says(&s, "CPUs 4-5,7 idle for 100 % of the wait");
     assert!(s.summary.ends_with("worker-0 ran 1000.0 us late"), "{}", s.summary);
 }
 

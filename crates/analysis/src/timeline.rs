@@ -176,7 +176,8 @@ pub(crate) fn intersect(x: &[(Nanos, Nanos)], y: &[(Nanos, Nanos)]) -> Vec<(Nano
     out
 }
 
-/// A cpulist the way `taskset -c` prints it: `2,4-7`.
+/// A cpulist the way the kernel prints one (`%*pbl`, /sys cpulist files):
+/// `2,4-7`, and `0-1` for two neighbours — as `CpuSet::to_cpulist` does.
 pub fn cpulist(cpus: &[u32]) -> String {
     let mut v = cpus.to_vec();
     v.sort_unstable();
@@ -188,10 +189,8 @@ pub fn cpulist(cpus: &[u32]) -> String {
         while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
             j += 1;
         }
-        parts.push(if j > i + 1 {
+        parts.push(if j > i {
             format!("{}-{}", v[i], v[j])
-        } else if j == i + 1 {
-            format!("{},{}", v[i], v[j])
         } else {
             v[i].to_string()
         });

@@ -178,10 +178,10 @@ fn the_tables_are_aligned() {
     assert!(text.lines().all(|l| l == l.trim_end()), "{text}");
     let row = text.lines().find(|l| l.starts_with("worker-0")).unwrap_or_else(|| panic!("{text}"));
     let words: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(words, ["worker-0", "2", "6,7", "1", "0.000", "1", "0.000", "0.2", "1", "0.000", "0.2"], "{text}");
+    assert_eq!(words, ["worker-0", "2", "6-7", "1", "0.000", "1", "0.000", "0.2", "1", "0.000", "0.2"], "{text}");
     assert!(
         text.contains(
-            "unclaimed idle: 28.57 % strict, 28.57 % with a 100ns grace window, of the idle time of CPUs 6,7"
+            "unclaimed idle: 28.57 % strict, 28.57 % with a 100ns grace window, of the idle time of CPUs 6-7"
         ),
         "{text}"
     );

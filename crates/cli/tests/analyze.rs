@@ -59,7 +59,7 @@ fn real_capture_counts_every_marker_pair() {
     assert_eq!(doc["metrics"]["open_handoffs_at_end"], 0);
 
     let text = ok(&["analyze", &trace, "--stalls", "1"]);
-    assert!(text.contains("(tracefs text, 1481 lines): 1453 events on CPUs 0,1"), "{text}");
+    assert!(text.contains("(tracefs text, 1481 lines): 1453 events on CPUs 0-1"), "{text}");
     assert!(text.contains("10101 python3 -> ping"), "{text}");
     assert!(text.contains("of 200 handoffs took >= 500 us"), "{text}");
     let table: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("thread")).skip(1).take(3).collect();
@@ -206,6 +206,9 @@ fn simulated_run_round_trips_through_text() {
 fn damaged_capture_never_panics_the_analysis() {
     let sample = include_str!("../../trace/tests/data/pingpong-lost.trace");
     let lines: Vec<&str> = sample.lines().collect();
+    let scenario = Scenario::load(&root().join(SCENARIO)).unwrap();
+    let specs = schedlab_sweep::measures::measure_specs(&scenario);
+    assert!(!specs.is_empty(), "{SCENARIO} should have measures");
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move |n: usize| {
         state ^= state << 13;
@@ -246,6 +249,9 @@ fn damaged_capture_never_panics_the_analysis() {
                 let m = analyze(&t, &AnalysisOptions::default());
                 work_conservation(&t, &WorkConsOptions::default());
                 attribute_stalls(&t, &AttributionOptions::default());
+                for spec in &specs {
+                    measure(&t, spec, m.end_ts);
+                }
                 assert!(m.end_ts >= m.start_ts);
             }
             Err(e) => {
