@@ -265,7 +265,7 @@ fn exec(
                 })
                 .min();
             if let Some((t, k, f)) = best {
-                if now_ns() >= t + after_ns {
+                if now_ns() >= t.saturating_add(after_ns) {
                     let Obj::Flag(a) = &sh.objs[f as usize] else { unreachable!() };
                     if a.compare_exchange(t, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
                         *polled = Some(k);

@@ -11,6 +11,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::tracefs::{restore_within, SavedState, TRACEFS_ROOTS};
@@ -45,6 +46,8 @@ impl RunLock {
             .write(true)
             .create(true)
             .truncate(false)
+            // Root writes here, and the fallback dir is under /tmp: never through a planted symlink.
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&p)
             .map_err(|e| format!("{}: cannot open: {e}", p.display()))?;
         // SAFETY: plain syscall on an fd we own.
@@ -75,7 +78,13 @@ impl RunLock {
         let p = self.state_path();
         let tmp = self.dir.join(format!("{STATE_FILE}.tmp"));
         let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
-        let mut f = File::create(&tmp).map_err(|e| format!("{}: cannot create: {e}", tmp.display()))?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .map_err(|e| format!("{}: cannot create: {e}", tmp.display()))?;
         f.write_all(text.as_bytes())
             .and_then(|()| f.sync_all())
             .map_err(|e| format!("{}: cannot write: {e}", tmp.display()))?;
@@ -159,6 +168,20 @@ mod tests {
         let busy = RunLock::acquire(&dir).err().unwrap();
         assert!(busy.contains(&format!("pid {}", std::process::id())), "{busy}");
         drop(lock);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_planted_symlink_is_not_followed() {
+        let dir = std::env::temp_dir().join(format!("schedlab-state-symlink-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(LOCK_FILE)).unwrap();
+        let e = RunLock::acquire(&dir).err().expect("a symlinked lock file is refused");
+        assert!(e.contains("cannot open"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
