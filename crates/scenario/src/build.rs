@@ -26,6 +26,17 @@ pub const DEFAULT_KERNEL: &str = "6.12";
 pub const DEFAULT_STALL_NS: u64 = 500_000;
 /// The fair server's runtime per 1 s period on a stock kernel (deadline.c).
 pub const DEFAULT_FAIR_SERVER_RUNTIME_NS: u64 = 50_000_000;
+/// The fair server's period; its runtime must fit in it.
+pub const FAIR_SERVER_PERIOD_NS: u64 = 1_000_000_000;
+
+/// `sched_dl_global_validate()`'s EBUSY rule: RT bandwidth
+/// (`sched_rt_runtime_us`, -1 = unlimited) may not drop below what the fair
+/// servers (`fair_server_runtime`, default 50 ms per period) already hold.
+/// Returns the fair servers' µs per period when the pair is refused.
+pub fn rt_runtime_below_fair_servers(sched_rt_runtime_us: i64, fair_server_runtime_ns: Option<u64>) -> Option<u64> {
+    let fair_us = fair_server_runtime_ns.unwrap_or(DEFAULT_FAIR_SERVER_RUNTIME_NS) / 1_000;
+    (sched_rt_runtime_us >= 0 && (sched_rt_runtime_us as u64) < fair_us).then_some(fair_us)
+}
 pub const DEFAULT_SEED: u64 = 1;
 
 /// An object name as written in an operation: may contain `{i}` (instance
@@ -104,7 +115,7 @@ pub(crate) fn build(
     let fair_server_runtime_ns = match &raw.fair_server_runtime {
         Some(d) => {
             let ns = values::duration(ctx, d, "fair_server_runtime", Zero::Allowed)?;
-            if ns > 1_000_000_000 {
+            if ns > FAIR_SERVER_PERIOD_NS {
                 return Err(ctx.err(d, "fair_server_runtime must fit its 1 s period (expected 0 to 1s)"));
             }
             Some(ns)
@@ -117,8 +128,7 @@ pub(crate) fn build(
     let sched_rt_runtime_us = match &raw.sched_rt_runtime_us {
         Some(v) => {
             let us = values::int_in(ctx, v, "sched_rt_runtime_us", -1, 1_000_000, "-1 (no limit) or 0 to 1000000 µs")?;
-            let fair_us = fair_server_runtime_ns.unwrap_or(DEFAULT_FAIR_SERVER_RUNTIME_NS) / 1_000;
-            if us >= 0 && (us as u64) < fair_us {
+            if let Some(fair_us) = rt_runtime_below_fair_servers(us, fair_server_runtime_ns) {
                 return Err(ctx.err(
                     v,
                     format!(

@@ -98,8 +98,8 @@ mod validate;
 mod values;
 
 pub use build::{
-    DEFAULT_FAIR_SERVER_RUNTIME_NS, DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS, MAX_COMM, MAX_INSTANCES,
-    MAX_SLICE_NS, MIN_SLICE_NS,
+    rt_runtime_below_fair_servers, DEFAULT_FAIR_SERVER_RUNTIME_NS, DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS,
+    FAIR_SERVER_PERIOD_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS,
 };
 pub use measure::{Marker, MarkerOp, Measure};
 pub use schbench::Schbench;

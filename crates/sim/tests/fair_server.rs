@@ -90,4 +90,5 @@ fn sched_rt_runtime_us_is_checked_as_the_kernel_checks_the_write() {
 #[test]
 fn the_scenario_checks_against_the_kernel_default_fair_server_runtime() {
     assert_eq!(schedlab_scenario::DEFAULT_FAIR_SERVER_RUNTIME_NS, schedlab_kernel::deadline::FAIR_SERVER_RUNTIME);
+    assert_eq!(schedlab_scenario::FAIR_SERVER_PERIOD_NS, schedlab_kernel::deadline::FAIR_SERVER_PERIOD);
 }

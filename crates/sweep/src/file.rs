@@ -20,7 +20,7 @@ use toml::{Spanned, Value};
 
 use crate::ab::{parse_ab, RawAb};
 use crate::shard::{fnv1a, FNV_OFFSET};
-use crate::{Setting, Sweep, MAX_ROUNDS};
+use crate::{consecutive_seeds, Setting, Sweep, MAX_ROUNDS};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,8 +61,8 @@ struct RawSetting {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAxis {
-    /// What the axis varies, for the reader; names are built from the values'.
-    #[allow(dead_code)]
+    /// What the axis varies, for the reader and errors; setting names are
+    /// built from the values'.
     name: Option<Spanned<String>>,
     values: Spanned<Vec<Spanned<RawSetting>>>,
 }
@@ -116,9 +116,9 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         Some(s) => *s.get_ref() as u64,
         None => scenario.seed,
     };
-    let (rounds, seeds) = match &raw.seeds {
-        Some(list) => (list.get_ref().len() as u32, Some(seed_list(ctx, list, &raw)?)),
-        None => (rounds, None),
+    let (seeds, seeds_listed) = match &raw.seeds {
+        Some(list) => (seed_list(ctx, list, &raw)?, true),
+        None => (consecutive_seeds(seed, rounds), false),
     };
     let stall_threshold_ns = match &raw.stall_threshold {
         Some(d) => duration(ctx, d, "stall_threshold")?,
@@ -189,7 +189,8 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
     for a in raw.axis.iter().flatten() {
         let values = &a.get_ref().values;
         if values.get_ref().is_empty() {
-            return Err(ctx.err(values, "`values` is empty: an axis needs at least one value"));
+            let axis = a.get_ref().name.as_ref().map_or_else(String::new, |n| format!("axis `{}`: ", n.get_ref()));
+            return Err(ctx.err(values, format!("{axis}`values` is empty: an axis needs at least one value")));
         }
         axes.push(values.get_ref());
     }
@@ -245,10 +246,9 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         scenario_path: scenario.path.clone(),
         scenario_name: scenario.name.clone(),
         topology_name: scenario.topology.name.clone(),
-        rounds,
         duration_ns,
-        seed,
         seeds,
+        seeds_listed,
         wakees,
         stall_threshold_ns,
         settings,
@@ -453,11 +453,7 @@ fn setting(ctx: Ctx, parts: &[&RawSetting], base: &Base) -> Result<Setting, Inpu
         };
     }
     if let Some(v) = only_one(ctx, parts, "fair_server_runtime", |p| p.fair_server_runtime.as_ref())? {
-        let ns = duration(ctx, v, "fair_server_runtime")?;
-        if ns > 1_000_000_000 {
-            return Err(ctx.err(v, "`fair_server_runtime` must fit its 1 s period (expected 0 to 1s)"));
-        }
-        scenario.fair_server_runtime_ns = Some(ns);
+        scenario.fair_server_runtime_ns = Some(fair_server_runtime(ctx, v, &scenario)?);
     }
     if let Some(t) = topo_ref {
         // The scenario's affinities and start CPUs must exist on the new machine.
@@ -519,8 +515,41 @@ fn message(e: &schedlab_sim::SimError) -> String {
     }
 }
 
-/// A duration: a string with a unit (`"30s"`, `"500us"`) or integer nanoseconds.
+/// `fair_server_runtime`, by the scenario file's rules: 0 (no fair server)
+/// to the 1 s period, and not more than the scenario's
+/// `sched_rt_runtime_us` leaves (the kernel refuses that write with EBUSY).
+fn fair_server_runtime(ctx: Ctx, v: &Spanned<Value>, scenario: &Scenario) -> Result<u64, InputError> {
+    let ns = duration_or_zero(ctx, v, "fair_server_runtime")?;
+    if ns > schedlab_scenario::FAIR_SERVER_PERIOD_NS {
+        return Err(ctx.err(v, "`fair_server_runtime` must fit its 1 s period (expected 0 to 1s)"));
+    }
+    let refused = scenario
+        .sched_rt_runtime_us
+        .and_then(|us| schedlab_scenario::rt_runtime_below_fair_servers(us, Some(ns)).map(|fair_us| (us, fair_us)));
+    if let Some((rt_us, fair_us)) = refused {
+        return Err(ctx.err(
+            v,
+            format!(
+                "`fair_server_runtime` = {fair_us} µs per 1 s period is above the scenario's \
+                 sched_rt_runtime_us = {rt_us}; the kernel refuses this write with EBUSY"
+            ),
+        ));
+    }
+    Ok(ns)
+}
+
+/// A duration longer than zero: a string with a unit (`"30s"`, `"500us"`)
+/// or integer nanoseconds.
 fn duration(ctx: Ctx, v: &Spanned<Value>, key: &str) -> Result<u64, InputError> {
+    let ns = duration_or_zero(ctx, v, key)?;
+    if ns == 0 {
+        return Err(ctx.err(v, format!("`{key}` must be longer than zero")));
+    }
+    Ok(ns)
+}
+
+/// A duration, zero allowed.
+fn duration_or_zero(ctx: Ctx, v: &Spanned<Value>, key: &str) -> Result<u64, InputError> {
     let ns = match v.get_ref() {
         Value::String(s) => parse_duration(s).map_err(|m| ctx.err(v, format!("`{key}`: {m}")))?,
         Value::Integer(n) if *n >= 0 => *n as u64,
@@ -534,9 +563,6 @@ fn duration(ctx: Ctx, v: &Spanned<Value>, key: &str) -> Result<u64, InputError> 
             ))
         }
     };
-    if ns == 0 {
-        return Err(ctx.err(v, format!("`{key}` must be longer than zero")));
-    }
     Ok(ns)
 }
 

@@ -116,14 +116,15 @@ pub struct Sweep {
     pub scenario_path: String,
     pub scenario_name: String,
     pub topology_name: String,
-    pub rounds: u32,
     /// Simulated time per run; `None`: the scenario's.
     pub duration_ns: Option<u64>,
-    /// Round `r` (0-based) runs with seed `seed + r`, unless `seeds` lists them.
-    pub seed: u64,
-    /// The file's `seeds = [..]`: round `r` runs with `seeds[r]`; as many
-    /// rounds as seeds (or fewer, see [`Sweep::set_rounds`]).
-    pub seeds: Option<Vec<u64>>,
+    /// Round `r` (0-based) runs with `seeds[r]`; one round per seed, at
+    /// least one ([`Sweep::seeds`], [`Sweep::set_rounds`]).
+    seeds: Vec<u64>,
+    /// The file listed `seeds = [..]`: `--rounds` may only shorten the
+    /// list. Otherwise the seeds are consecutive (`seed + r`) and
+    /// `--rounds` may also lengthen it.
+    seeds_listed: bool,
     /// Thread groups whose handoffs and stalls are counted.
     pub wakees: Vec<String>,
     pub stall_threshold_ns: u64,
@@ -174,37 +175,41 @@ impl Sweep {
 
     /// Number of simulations the sweep runs.
     pub fn jobs(&self) -> usize {
-        self.settings.len() * self.rounds as usize
+        self.settings.len() * self.seeds.len()
     }
 
-    /// The seed of round `round` (0-based).
-    pub fn seed_of(&self, round: u32) -> u64 {
-        match &self.seeds {
-            Some(list) => list[round as usize],
-            None => self.seed + u64::from(round),
-        }
+    /// Rounds per setting: one per seed.
+    pub fn rounds(&self) -> u32 {
+        self.seeds.len() as u32
     }
 
-    /// The seed of every round.
-    pub fn round_seeds(&self) -> Vec<u64> {
-        (0..self.rounds).map(|r| self.seed_of(r)).collect()
+    /// The seed of every round, in round order: `seed + r`, or the file's
+    /// `seeds` list.
+    pub fn seeds(&self) -> &[u64] {
+        &self.seeds
     }
 
     /// `--rounds`: with explicit `seeds`, at most as many as listed (the
-    /// first `n` are used).
+    /// first `n` are used); otherwise `n` consecutive seeds from the first.
     pub fn set_rounds(&mut self, n: u32) -> Result<(), String> {
         if !(1..=MAX_ROUNDS).contains(&n) {
             return Err(format!("--rounds {n}: expected 1..{MAX_ROUNDS}"));
         }
-        if let Some(list) = &mut self.seeds {
-            if n as usize > list.len() {
-                return Err(format!("--rounds {n}: {} lists only {} seeds", self.path, list.len()));
+        if self.seeds_listed {
+            if n as usize > self.seeds.len() {
+                return Err(format!("--rounds {n}: {} lists only {} seeds", self.path, self.seeds.len()));
             }
-            list.truncate(n as usize);
+            self.seeds.truncate(n as usize);
+        } else {
+            self.seeds = consecutive_seeds(self.seeds[0], n);
         }
-        self.rounds = n;
         Ok(())
     }
+}
+
+/// `n` seeds from `first` up: round `r` runs with `first + r`.
+pub(crate) fn consecutive_seeds(first: u64, n: u32) -> Vec<u64> {
+    (0..u64::from(n)).map(|r| first + r).collect()
 }
 
 /// A run that could not complete.

@@ -2,15 +2,14 @@
 //! reply: settings as rows and runs as columns, numbers right-aligned, no
 //! trailing spaces, ASCII only.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use schedlab_analysis::{Arrival, StallBreakdown};
 
 use crate::measures::{measure_row, MeasureInfo, MeasureRun};
+use crate::run::BurstStarts;
+use crate::stats::mean;
 use crate::{SettingResult, SweepResult};
-
-/// wakee comm → CPU → bursts started there.
-type BurstStarts = BTreeMap<String, BTreeMap<u32, u64>>;
 
 /// Space between column groups.
 const GAP: &str = "   ";
@@ -383,12 +382,14 @@ pub fn render_schbench_rps(r: &SweepResult) -> String {
     let width = r.settings.iter().map(|s| s.name.len()).max().unwrap_or(7).max(7);
     let mut out = String::from("\nschbench average rps per run\n");
     for s in &r.settings {
-        let rps: Vec<f64> = s.runs.iter().filter_map(|x| x.schbench_rps).collect();
-        for (x, v) in s.runs.iter().zip(&rps) {
-            out.push_str(&format!("{:<width$}  run {}: average rps: {v:.2}\n", s.name, x.run));
+        // Each run with its own rps: a run without one is left out, not
+        // given the next run's.
+        let runs: Vec<(u32, f64)> = s.runs.iter().filter_map(|x| Some((x.run, x.schbench_rps?))).collect();
+        for (run, v) in &runs {
+            out.push_str(&format!("{:<width$}  run {run}: average rps: {v:.2}\n", s.name));
         }
-        if !rps.is_empty() {
-            let mean = rps.iter().sum::<f64>() / rps.len() as f64;
+        let rps: Vec<f64> = runs.iter().map(|&(_, v)| v).collect();
+        if let Some(mean) = mean(&rps) {
             out.push_str(&format!("{:<width$}  mean   {mean:.2}\n", s.name));
         }
     }

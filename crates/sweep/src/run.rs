@@ -111,8 +111,8 @@ pub struct RunResult {
 }
 
 /// What one job measured, before it is put in its place: the unit that
-/// shard files carry.
-#[derive(Clone, Debug, PartialEq)]
+/// shard files carry, serialised as is (the samples delta-encoded).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobOutput {
     /// Index in the job order.
     pub job: usize,
@@ -121,15 +121,21 @@ pub struct JobOutput {
     pub round: u32,
     pub seed: u64,
     pub simulated_ns: u64,
-    /// The wakees' handoff latencies, ascending.
+    /// The wakees' handoff latencies, ascending; in shard files as the
+    /// first value and then the gaps between neighbours.
+    #[serde(rename = "samples_delta", with = "crate::wire::delta")]
     pub samples: Vec<u64>,
     pub stalls: u64,
+    #[serde(default)]
     pub breakdown: Option<StallBreakdown>,
+    #[serde(default)]
     pub burst_starts: Option<BurstStarts>,
     /// The simulator's notes.
     pub notes: Vec<String>,
+    #[serde(default)]
     pub measures: Vec<MeasureRun>,
     /// `[schbench]` scenarios: schbench's `average rps`.
+    #[serde(default)]
     pub schbench_rps: Option<f64>,
 }
 
@@ -159,7 +165,7 @@ impl JobOutput {
 /// Every job as (setting, 0-based round), in job order: round-major,
 /// interleaved, `j = round × settings + setting`.
 pub fn job_order(sweep: &Sweep) -> Vec<(usize, u32)> {
-    (0..sweep.rounds).flat_map(|r| (0..sweep.settings.len()).map(move |s| (s, r))).collect()
+    (0..sweep.rounds()).flat_map(|r| (0..sweep.settings.len()).map(move |s| (s, r))).collect()
 }
 
 /// Run the jobs whose index `select` accepts on the current rayon pool,
@@ -208,9 +214,9 @@ pub fn skeleton(sweep: &Sweep) -> SweepResult {
         scenario: sweep.scenario_name.clone(),
         scenario_path: sweep.scenario_path.clone(),
         topology: sweep.topology_name.clone(),
-        rounds: sweep.rounds,
-        seed: sweep.seed_of(0),
-        seeds: sweep.round_seeds(),
+        rounds: sweep.rounds(),
+        seed: sweep.seeds()[0],
+        seeds: sweep.seeds().to_vec(),
         duration_ns: sweep.duration_ns,
         wakees: sweep.wakees.clone(),
         stall_threshold_ns: sweep.stall_threshold_ns,
@@ -272,10 +278,10 @@ pub fn run_sweep(sweep: &Sweep, progress: &(dyn Fn(&Progress) + Sync)) -> Result
 /// One simulation of `setting` in round `round` (0-based), analysed and
 /// reduced to its samples and counts; the trace is dropped before returning.
 fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u32) -> Result<JobOutput, SweepError> {
-    let seed = sweep.seed_of(round);
     if setting.scenario.schbench.is_some() {
         return run_schbench_job(sweep, setting, job, index, round);
     }
+    let seed = sweep.seeds()[round as usize];
     let opts = SimOptions {
         seed: Some(seed),
         duration_ns: sweep.duration_ns,
@@ -355,7 +361,7 @@ fn run_schbench_job(
     index: usize,
     round: u32,
 ) -> Result<JobOutput, SweepError> {
-    let seed = sweep.seed_of(round);
+    let seed = sweep.seeds()[round as usize];
     let opts = SimOptions {
         seed: Some(seed),
         duration_ns: sweep.duration_ns,

@@ -36,8 +36,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::ab::AbSpec;
-use crate::run::{assemble, job_order, run_jobs, skeleton, BurstStarts, JobOutput, Progress, SweepResult};
-use crate::wire;
+use crate::run::{assemble, run_jobs, skeleton, JobOutput, Progress, SweepResult};
 use crate::{Sweep, SweepError};
 
 /// `format` of a shard file.
@@ -106,30 +105,9 @@ pub fn fingerprint(sweep: &Sweep) -> String {
     let mut h = fnv1a(FNV_OFFSET, SHARD_FORMAT.as_bytes());
     h = fnv1a(h, env!("CARGO_PKG_VERSION").as_bytes());
     h = fnv1a(h, &sweep.source_hash.to_le_bytes());
-    let options = format!("rounds={} seeds={:?} duration={:?}", sweep.rounds, sweep.round_seeds(), sweep.duration_ns);
+    let options = format!("rounds={} seeds={:?} duration={:?}", sweep.rounds(), sweep.seeds(), sweep.duration_ns);
     h = fnv1a(h, options.as_bytes());
     format!("{h:016x}")
-}
-
-/// One job in a shard file.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct JobRecord {
-    job: usize,
-    setting: usize,
-    setting_name: String,
-    /// 0-based.
-    round: u32,
-    seed: u64,
-    simulated_ns: u64,
-    stalls: u64,
-    /// The ascending handoff samples, delta-encoded.
-    samples_delta: Vec<u64>,
-    #[serde(default)]
-    breakdown: Option<schedlab_analysis::StallBreakdown>,
-    burst_starts: Option<BurstStarts>,
-    notes: Vec<String>,
-    #[serde(default)]
-    measures: Vec<crate::measures::MeasureRun>,
 }
 
 /// What `schedlab sweep FILE --shard I/N` writes.
@@ -146,7 +124,8 @@ pub struct ShardFile {
     pub skeleton: SweepResult,
     /// The file's `[ab]` table, for `sweep-merge`.
     pub ab: Option<AbSpec>,
-    results: Vec<JobRecord>,
+    /// The jobs this shard ran, in job order.
+    results: Vec<JobOutput>,
 }
 
 impl ShardFile {
@@ -196,24 +175,7 @@ pub fn run_shard(
     spec: ShardSpec,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<ShardFile, SweepError> {
-    let outputs = run_jobs(sweep, &|j| spec.owns(j), progress)?;
-    let results = outputs
-        .into_iter()
-        .map(|o| JobRecord {
-            job: o.job,
-            setting: o.setting,
-            setting_name: sweep.settings[o.setting].name.clone(),
-            round: o.round,
-            seed: o.seed,
-            simulated_ns: o.simulated_ns,
-            stalls: o.stalls,
-            samples_delta: wire::delta_encode(&o.samples),
-            breakdown: o.breakdown,
-            burst_starts: o.burst_starts,
-            notes: o.notes,
-            measures: o.measures,
-        })
-        .collect();
+    let results = run_jobs(sweep, &|j| spec.owns(j), progress)?;
     Ok(ShardFile {
         format: SHARD_FORMAT.to_string(),
         hash: fingerprint(sweep),
@@ -310,42 +272,24 @@ pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
     }
     let mut seen = vec![false; total];
     let mut outputs = Vec::with_capacity(total);
-    for (name, f) in files.iter() {
-        for rec in &f.results {
+    let ab = files[0].1.ab.clone();
+    for (name, f) in files {
+        let spec = ShardSpec { index: f.shard, count };
+        for rec in f.results {
             let in_order =
                 rec.job < total && rec.setting == rec.job % nsettings && rec.round as usize == rec.job / nsettings;
-            if !in_order || !(ShardSpec { index: f.shard, count }).owns(rec.job) {
+            if !in_order || !spec.owns(rec.job) {
                 return Err(format!("{name}: job {} is not one of this shard's jobs", rec.job));
             }
             if std::mem::replace(&mut seen[rec.job], true) {
                 return Err(format!("{name}: job {} appears twice", rec.job));
             }
-            let samples = wire::delta_decode(&rec.samples_delta)
-                .ok_or_else(|| format!("{name}: job {}: damaged samples", rec.job))?;
-            outputs.push(JobOutput {
-                job: rec.job,
-                setting: rec.setting,
-                round: rec.round,
-                seed: rec.seed,
-                simulated_ns: rec.simulated_ns,
-                samples,
-                stalls: rec.stalls,
-                breakdown: rec.breakdown.clone(),
-                burst_starts: rec.burst_starts.clone(),
-                notes: rec.notes.clone(),
-                measures: rec.measures.clone(),
-                schbench_rps: None,
-            });
+            outputs.push(rec);
         }
     }
     if let Some(j) = seen.iter().position(|s| !s) {
         let spec = ShardSpec { index: (j % count as usize) as u32, count };
         return Err(format!("{}: job {j} is missing from {}", dir.display(), spec.file_name()));
     }
-    Ok(Merged { result: assemble(&skel, outputs), ab: files[0].1.ab.clone(), shards: count })
-}
-
-/// Used by tests and docs: the jobs shard `spec` runs, as (setting, round).
-pub fn shard_jobs(sweep: &Sweep, spec: ShardSpec) -> Vec<(usize, u32)> {
-    job_order(sweep).into_iter().enumerate().filter(|(j, _)| spec.owns(*j)).map(|(_, x)| x).collect()
+    Ok(Merged { result: assemble(&skel, outputs), ab, shards: count })
 }

@@ -1,5 +1,7 @@
 //! The compact form of a run's handoff samples in shard files.
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 /// Ascending samples as the first value and then the gaps between
 /// neighbours: small numbers, so a 30 s run's ~60000 handoffs stay a few
 /// hundred kB of JSON.
@@ -25,6 +27,21 @@ pub(crate) fn delta_decode(deltas: &[u64]) -> Option<Vec<u64>> {
             Some(acc)
         })
         .collect()
+}
+
+/// `#[serde(with = "crate::wire::delta")]`: ascending samples written
+/// delta-encoded.
+pub(crate) mod delta {
+    use super::*;
+
+    pub(crate) fn serialize<S: Serializer>(sorted: &[u64], s: S) -> Result<S::Ok, S::Error> {
+        delta_encode(sorted).serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+        let deltas = Vec::<u64>::deserialize(d)?;
+        delta_decode(&deltas).ok_or_else(|| serde::de::Error::custom("damaged samples: the deltas overflow"))
+    }
 }
 
 #[cfg(test)]

@@ -27,8 +27,19 @@ const HEAD: &str = "scenario = \"asym_min.toml\"\n";
 #[test]
 fn explicit_seeds() {
     let s = parse(&format!("{HEAD}seeds = [5, 1, 9]\n[[setting]]\nname = \"x\"\n")).unwrap();
-    assert_eq!((s.rounds, s.round_seeds()), (3, vec![5, 1, 9]));
+    assert_eq!((s.rounds(), s.seeds()), (3, &[5, 1, 9][..]));
     assert_eq!(s.jobs(), 3);
+    // --rounds shortens a listed set of seeds, and lengthens consecutive ones.
+    let mut listed = s.clone();
+    listed.set_rounds(2).unwrap();
+    assert_eq!((listed.rounds(), listed.seeds(), listed.jobs()), (2, &[5, 1][..], 2));
+    assert!(listed.set_rounds(3).unwrap_err().contains("lists only 2 seeds"));
+    let mut counted = parse(&format!("{HEAD}seed = 4\nrounds = 2\n[[setting]]\nname = \"x\"\n")).unwrap();
+    assert_eq!(counted.seeds(), [4, 5]);
+    counted.set_rounds(4).unwrap();
+    assert_eq!((counted.rounds(), counted.seeds()), (4, &[4, 5, 6, 7][..]));
+    counted.set_rounds(1).unwrap();
+    assert_eq!(counted.seeds(), [4]);
     bad(&format!("{HEAD}seeds = [5, 1, 5]\n[[setting]]\nname = \"x\"\n"), 2, "seed 5 is listed twice");
     bad(&format!("{HEAD}seeds = []\n[[setting]]\nname = \"x\"\n"), 2, "`seeds` lists 0 seeds");
     bad(&format!("{HEAD}seeds = [-1]\n[[setting]]\nname = \"x\"\n"), 2, "negative");
@@ -116,6 +127,16 @@ fn axes_cross_every_setting() {
     bad(&ax("nice = { worker = 1 }", "nice = { worker = 2 }"), 6, "`nice` of group `worker` is set twice");
     bad(&ax("", "colour = 1"), 6, "unknown field `colour`");
     bad(&format!("{HEAD}[[setting]]\nname = \"x\"\n[[axis]]\nvalues = []\n"), 5, "`values` is empty");
+    bad(
+        &format!("{HEAD}[[setting]]\nname = \"x\"\n[[axis]]\nname = \"machine\"\nvalues = []\n"),
+        6,
+        "axis `machine`: `values` is empty",
+    );
+    bad(
+        &format!("{HEAD}[[setting]]\nname = \"x\"\n[[axis]]\nname = 3\nvalues = [{{ name = \"a\" }}]\n"),
+        5,
+        "invalid type",
+    );
     bad(
         &format!("{HEAD}[[setting]]\nname = \"x\"\n[[axis]]\nvalues = [{{ name = \"v\" }}, {{ name = \"v\" }}]\n"),
         5,

@@ -63,7 +63,11 @@ fn header_and_rows() {
     };
     let csv = render_csv(&r);
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(CSV_COLUMNS.len(), 12);
+    // The header is CSV_COLUMNS, and every row has a cell for each.
+    assert_eq!(lines[0].split(',').collect::<Vec<_>>(), CSV_COLUMNS);
+    for line in &lines[1..] {
+        assert_eq!(fields(line), CSV_COLUMNS.len(), "{line}");
+    }
     assert_eq!(
         lines[0],
         "setting,round,seed,topology,kernel,simulated_ns,handoffs,stalls,stall_rate,median_handoff_ns,p99_handoff_ns,max_handoff_ns"
@@ -79,4 +83,18 @@ fn header_and_rows() {
     );
     assert_eq!(lines.len(), 5);
     assert!(csv.ends_with('\n'));
+}
+
+/// The number of fields of an RFC 4180 line (commas outside quotes, plus one).
+fn fields(line: &str) -> usize {
+    let mut quoted = false;
+    1 + line
+        .chars()
+        .filter(|&c| {
+            if c == '"' {
+                quoted = !quoted;
+            }
+            c == ',' && !quoted
+        })
+        .count()
 }

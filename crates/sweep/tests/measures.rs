@@ -23,7 +23,7 @@ const MS: u64 = 1_000_000;
 #[test]
 fn seed_003_probe_table() {
     let mut sweep = Sweep::load(&scenarios().join("sweeps/rt-pi-push.toml")).unwrap_or_else(|e| panic!("{e}"));
-    sweep.rounds = 4;
+    sweep.set_rounds(4).unwrap();
     let r = run_sweep(&sweep, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(r.measures[0].name, "L resume");
 
@@ -58,7 +58,7 @@ fn seed_003_probe_table() {
 #[test]
 fn measures_survive_shards() {
     let mut sweep = Sweep::load(&scenarios().join("sweeps/rt-pi-push.toml")).unwrap_or_else(|e| panic!("{e}"));
-    sweep.rounds = 2;
+    sweep.set_rounds(2).unwrap();
     let whole = run_sweep(&sweep, &|_| {}).unwrap();
     let dir = std::env::temp_dir().join(format!("schedlab-measure-shards-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -37,7 +37,7 @@ fn expect_err(text: &str, line: usize, needle: &str, msg: &str) {
 #[test]
 fn bundled_sweep_is_the_seed_table() {
     let s = Sweep::load(&scenarios().join("sweeps/itmt-delay-dequeue.toml")).unwrap();
-    assert_eq!((s.rounds, s.duration_ns, s.seed, s.stall_threshold_ns), (5, Some(30_000_000_000), 1, 500_000));
+    assert_eq!((s.rounds(), s.duration_ns, s.seeds()[0], s.stall_threshold_ns), (5, Some(30_000_000_000), 1, 500_000));
     assert_eq!(s.wakees, ["worker"]);
     assert_eq!(s.scenario_name, "asym_min");
     let names: Vec<&str> = s.settings.iter().map(|x| x.name.as_str()).collect();
@@ -91,7 +91,7 @@ affinity = { worker = [4, 5], waker = 3 }
 "#,
     )
     .unwrap();
-    assert_eq!((s.rounds, s.duration_ns, s.seed, s.stall_threshold_ns), (3, Some(200_000_000), 7, 1_000_000));
+    assert_eq!((s.rounds(), s.duration_ns, s.seeds()[0], s.stall_threshold_ns), (3, Some(200_000_000), 7, 1_000_000));
     assert_eq!(s.wakees, ["worker", "waker"]);
     let (a, b) = (&s.settings[0], &s.settings[1]);
     assert_eq!(a.kernel, "6.12");
@@ -105,7 +105,7 @@ affinity = { worker = [4, 5], waker = 3 }
 #[test]
 fn defaults_come_from_the_scenario() {
     let s = parse(&with("[[setting]]\nname = \"x\"")).unwrap();
-    assert_eq!((s.rounds, s.duration_ns, s.seed, s.stall_threshold_ns), (1, None, 1, 500_000));
+    assert_eq!((s.rounds(), s.duration_ns, s.seeds()[0], s.stall_threshold_ns), (1, None, 1, 500_000));
     assert_eq!(s.wakees, ["worker"], "the groups that wait on an eventfd");
     assert_eq!(s.settings[0].top_cpu, Some(6));
 }
@@ -164,4 +164,40 @@ fn bad_setting_values() {
     expect_err(&s("affinity = { worker = [4, \"5\"] }"), 4, "[4", "expected CPU numbers");
     expect_err(&s("affinity = { worker = -1 }"), 4, "-1", "not a CPU number");
     expect_err(&s("affinity = \"4-7\""), 4, "\"4-7\"", "invalid type");
+}
+
+#[test]
+fn fair_server_runtime_may_be_zero() {
+    let s = |v: &str| with(&format!("[[setting]]\nname = \"x\"\nfair_server_runtime = {v}"));
+    for (v, ns) in [("\"0\"", 0), ("0", 0), ("\"0ms\"", 0), ("\"50ms\"", 50_000_000), ("\"1s\"", 1_000_000_000)] {
+        let sweep = parse(&s(v)).unwrap_or_else(|e| panic!("fair_server_runtime = {v}: {e}"));
+        assert_eq!(sweep.settings[0].scenario.fair_server_runtime_ns, Some(ns), "fair_server_runtime = {v}");
+    }
+    expect_err(&s("\"2s\""), 4, "\"2s\"", "must fit its 1 s period");
+    expect_err(&s("1000000001"), 4, "1000000001", "must fit its 1 s period");
+    expect_err(&s("-1"), 4, "-1", "negative");
+    expect_err(&s("\"soon\""), 4, "\"soon\"", "`fair_server_runtime`");
+    expect_err(&s("true"), 4, "true", "expected a duration");
+}
+
+#[test]
+fn fair_server_runtime_fits_the_scenarios_rt_runtime() {
+    // As the scenario file refuses it: sched_rt_runtime_us below the fair
+    // servers' runtime is a write the kernel refuses with EBUSY.
+    let dir = std::env::temp_dir().join(format!("schedlab-sweep-parse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = std::fs::read_to_string(scenarios().join("rt-pi-push.toml")).unwrap();
+    let scenario = scenario.replace("sched_rt_runtime_us = -1 ", "sched_rt_runtime_us = 100000 ");
+    assert!(scenario.contains("sched_rt_runtime_us = 100000"));
+    std::fs::write(dir.join("rt.toml"), scenario).unwrap();
+    let text = |v: &str| format!("scenario = \"rt.toml\"\n[[setting]]\nname = \"x\"\nfair_server_runtime = {v}\n");
+    let parse_in = |t: &str| Sweep::from_toml_str("s.toml", t, &dir);
+    for (v, ns) in [("\"0\"", 0), ("\"100ms\"", 100_000_000)] {
+        let sweep = parse_in(&text(v)).unwrap_or_else(|e| panic!("fair_server_runtime = {v}: {e}"));
+        assert_eq!(sweep.settings[0].scenario.fair_server_runtime_ns, Some(ns));
+    }
+    let e = parse_in(&text("\"101ms\"")).map(|_| ()).unwrap_err();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!((e.line, e.col), (4, 23), "{e}");
+    assert!(e.message.contains("above the scenario's sched_rt_runtime_us = 100000"), "{e}");
 }

@@ -182,3 +182,25 @@ fn json_has_every_number_but_not_the_samples() {
     assert!(d["runs"][0].get("handoff_samples").is_none());
     assert_eq!(v["settings"][1]["itmt"], false);
 }
+
+#[test]
+fn schbench_rps_stay_with_their_runs() {
+    let mut r = seed_000();
+    r.settings.truncate(1);
+    // Runs 1, 4 and 5 have no rps: the others keep their own run numbers.
+    for (x, rps) in r.settings[0].runs.iter_mut().zip([None, Some(1000.0), Some(3000.5), None, None]) {
+        x.schbench_rps = rps;
+    }
+    let text = render(&r);
+    let start = text.find("schbench average rps per run\n").unwrap_or_else(|| panic!("{text}"));
+    let section: Vec<&str> = text[start..].lines().take_while(|l| !l.is_empty()).collect();
+    assert_eq!(
+        section,
+        [
+            "schbench average rps per run",
+            "defaults  run 2: average rps: 1000.00",
+            "defaults  run 3: average rps: 3000.50",
+            "defaults  mean   2000.25",
+        ]
+    );
+}

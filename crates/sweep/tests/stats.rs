@@ -86,8 +86,17 @@ fn splitmix64_is_the_published_generator() {
     let mut g = SplitMix64::new(0);
     assert_eq!(g.next_u64(), 0xe220_a839_7b1d_cdaf);
     assert_eq!(g.next_u64(), 0x6e78_9e6a_a1b9_65f4);
+}
+
+#[test]
+fn below_draws_every_index_about_equally_often() {
     let mut g = SplitMix64::new(7);
-    assert!((0..1000).all(|_| g.below(5) < 5));
+    let mut counts = [0u32; 5];
+    for _ in 0..50_000 {
+        counts[g.below(5)] += 1;
+    }
+    // 10000 each; the standard deviation is about 89.
+    assert!(counts.iter().all(|&c| c.abs_diff(10_000) < 500), "{counts:?}");
 }
 
 /// Deterministic draws uniform in [-1, 1).
