@@ -194,7 +194,8 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         }
         axes.push(values.get_ref());
     }
-    let base = Base { scenario: &scenario, groups: &groups, wakees: &wakees, top_cpu, base_dir };
+    let bounded = duration_ns.or(scenario.duration_ns).is_some();
+    let base = Base { scenario: &scenario, groups: &groups, wakees: &wakees, top_cpu, base_dir, bounded };
     let mut settings: Vec<Setting> = Vec::new();
     for rs in raw_settings {
         // The cross product of this setting with one value of every axis.
@@ -300,6 +301,8 @@ struct Base<'a> {
     top_cpu: Option<u32>,
     /// Where a setting's `topology` file is resolved: the sweep file's directory.
     base_dir: &'a Path,
+    /// The runs have a duration (the sweep's or the scenario's).
+    bounded: bool,
 }
 
 /// The one part that sets a scalar key, if any; two parts setting it is an error.
@@ -451,6 +454,13 @@ fn setting(ctx: Ctx, parts: &[&RawSetting], base: &Base) -> Result<Setting, Inpu
             "kernel" => Background::Kernel,
             other => return Err(ctx.err(b, format!("`background` = \"{other}\": expected \"quiet\" or \"kernel\""))),
         };
+        if scenario.background == Background::Kernel && !base.bounded {
+            return Err(ctx.err(
+                b,
+                "`background` = \"kernel\" never finishes (kworkers, the watchdog), and neither the sweep nor its \
+                 scenario has a `duration`: add e.g. `duration = \"10s\"`",
+            ));
+        }
     }
     if let Some(v) = only_one(ctx, parts, "fair_server_runtime", |p| p.fair_server_runtime.as_ref())? {
         scenario.fair_server_runtime_ns = Some(fair_server_runtime(ctx, v, &scenario)?);

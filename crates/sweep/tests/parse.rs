@@ -201,3 +201,21 @@ fn fair_server_runtime_fits_the_scenarios_rt_runtime() {
     assert_eq!((e.line, e.col), (4, 23), "{e}");
     assert!(e.message.contains("above the scenario's sched_rt_runtime_us = 100000"), "{e}");
 }
+
+#[test]
+fn kernel_background_needs_a_duration() {
+    // Its kworkers and watchdog never finish: a scenario that ends by itself
+    // would run forever under this setting unless the sweep bounds it.
+    let dir = std::env::temp_dir().join(format!("schedlab-sweep-bg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = "name = \"once\"\ntopology = \"smt-2x2\"\n[[thread]]\nname = \"a\"\nloop = false\nprogram = [{ run = \"1ms\" }]\n";
+    std::fs::write(dir.join("once.toml"), scenario).unwrap();
+    let text =
+        |head: &str| format!("scenario = \"once.toml\"\n{head}[[setting]]\nname = \"x\"\nbackground = \"kernel\"\n");
+    let parse_in = |t: &str| Sweep::from_toml_str("s.toml", t, &dir);
+    let e = parse_in(&text("")).map(|_| ()).unwrap_err();
+    assert_eq!((e.line, e.col), (4, 14), "{e}");
+    assert!(e.message.contains("never finishes"), "{e}");
+    assert!(parse_in(&text("duration = \"10ms\"\n")).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
