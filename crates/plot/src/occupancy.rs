@@ -325,8 +325,7 @@ pub fn stall_occupancy_svg(
             doc.rect(LEFT, y, PLOT_W, LANE_H, r##"fill="#fafafa""##);
         }
         doc.text(LEFT - 8.0, y + BAR_TOP + BAR_H - 4.0, "end", "", &format!("CPU {cpu}"));
-        for &(wcpu, from, to) in moments.waits.iter().filter(|w| w.0 == cpu) {
-            let _ = wcpu;
+        for &(_, from, to) in moments.waits.iter().filter(|w| w.0 == cpu) {
             doc.rect(px(from), y, px(to) - px(from), LANE_H, &format!(r#"fill="{WAIT_FILL}" fill-opacity="0.3""#));
         }
         for b in bars.iter().filter(|b| b.cpu == cpu) {
