@@ -189,11 +189,7 @@ pub fn cpulist(cpus: &[u32]) -> String {
         while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
             j += 1;
         }
-        parts.push(if j > i {
-            format!("{}-{}", v[i], v[j])
-        } else {
-            v[i].to_string()
-        });
+        parts.push(if j > i { format!("{}-{}", v[i], v[j]) } else { v[i].to_string() });
         i = j + 1;
     }
     parts.join(",")
