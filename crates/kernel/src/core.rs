@@ -25,10 +25,14 @@
 //! are in `queue`; `__schedule()` with the class pick and the context switch
 //! (`pick_next_task()`, `put_prev_task()`, `finish_task_switch()`), its
 //! callers' preludes (`set_current_state()`, `do_sched_yield()`) and
-//! `sched_tick()` in `schedule`.
+//! `sched_tick()` in `schedule`; the wakeup half (`try_to_wake_up()` and the
+//! wakelist) in `ttwu`. Every class operation goes through the class table
+//! (`crate::sched::class`): stop, the fair server (deadline), RT, fair and
+//! idle.
 //!
-//! The wakeup half of core.c (`try_to_wake_up()` and the wakelist) lives in
-//! [`crate::ttwu`]. Simplified: only the fair and idle classes exist yet.
+//! Follows 6.12.x. Simplified: one root domain and no cgroups; the stopper
+//! and the fair server are not tasks (see [`crate::stop_task`] and
+//! [`crate::deadline`]); no deadline tasks.
 
 use crate::features::{Feature, Features};
 use crate::pelt;
@@ -40,6 +44,7 @@ use schedlab_trace::{Event, EventKind, Pid};
 
 mod queue;
 mod schedule;
+mod ttwu;
 
 pub use schedule::Switch;
 
@@ -161,13 +166,13 @@ pub struct Kernel {
     /// Cursor of `cpumask_any_distribute()`.
     pub(crate) distribute_cursor: usize,
     /// Per CPU, per domain level: the mutable half of `struct sched_domain`.
-    pub sd_state: Vec<Vec<crate::fair_nohz::SdState>>,
+    pub sd_state: Vec<Vec<crate::fair::nohz::SdState>>,
     /// `sgc->imbalance`, indexed by sched group id.
     pub sgc_imbalance: Vec<bool>,
     /// `rd->overloaded`.
     pub rd_overloaded: bool,
     /// The global `nohz` state.
-    pub nohz: crate::fair_nohz::Nohz,
+    pub nohz: crate::fair::nohz::Nohz,
     pub(crate) rng_state: u64,
     /// `env->tasks` of the balance in progress (reused, never freed).
     pub(crate) lb_detached: Vec<TaskId>,
@@ -214,7 +219,7 @@ impl Kernel {
             .map(|c| {
                 c.domains
                     .iter()
-                    .map(|d| crate::fair_nohz::SdState {
+                    .map(|d| crate::fair::nohz::SdState {
                         balance_interval: d.balance_interval,
                         newidle_call: d.newidle_call,
                         newidle_success: d.newidle_success,
@@ -224,7 +229,7 @@ impl Kernel {
                     .collect()
             })
             .collect();
-        let mut nohz = crate::fair_nohz::Nohz::default();
+        let mut nohz = crate::fair::nohz::Nohz::default();
         for (cpu, rq) in rqs.iter_mut().enumerate() {
             rq.nohz_tick_stopped = true;
             rq.llc_nohz_idle = domains.cpus[cpu].sd_llc.is_some();

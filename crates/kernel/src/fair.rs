@@ -18,12 +18,17 @@
 //! `update_deadline()` and `place_entity()` — is in `eevdf`.
 
 use crate::core::Kernel;
-use crate::fair_pelt::{DO_ATTACH, DO_DETACH, UPDATE_TG};
+use crate::fair::pelt::{DO_ATTACH, DO_DETACH, UPDATE_TG};
 use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason};
 
 mod eevdf;
+pub mod lb;
+pub mod nohz;
+pub mod pelt;
+pub mod select;
+pub mod timeline;
 
 pub use eevdf::{calc_delta, calc_delta_fair};
 

@@ -1,13 +1,12 @@
-//! The RT class (`kernel/sched/rt.c`) and `cpupri` (cpupri.c): SCHED_FIFO
-//! and SCHED_RR on per-CPU priority lists, wakeup preemption, RR time
-//! slices, CPU selection at wakeup, and the push/pull balancing between CPUs
-//! in both forms (RT_PUSH_IPI's irq_work chain, and the direct pull loop).
+//! The RT class (`kernel/sched/rt.c`): SCHED_FIFO and SCHED_RR on per-CPU
+//! priority lists, wakeup preemption, RR time slices, CPU selection at
+//! wakeup, and the push/pull balancing between CPUs in both forms
+//! (RT_PUSH_IPI's irq_work chain, and the direct pull loop). `cpupri.c` is
+//! the submodule `cpupri`.
 //!
-//! Simplified: no RT_GROUP_SCHED (and so no RT throttling by
+//! Follows 6.12.x. Simplified: no RT_GROUP_SCHED (and so no RT throttling by
 //! `sched_rt_runtime_us`, as in 6.12 without it), no migrate-disable
-//! (`push_cpu_stop`), no asymmetric-capacity fitness, no deadline class
-//! (cpupri's DL level is never used). cpupri is recomputed from the
-//! runqueues rather than kept in its own vectors; the answers are the same.
+//! (`push_cpu_stop`), no asymmetric-capacity fitness, no deadline tasks.
 
 use crate::core::{IpiKind, Kernel};
 use crate::features::Feature;
@@ -15,6 +14,8 @@ use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId, MAX_RT_PRIO};
 use crate::topology::sd_flags::SD_WAKE_AFFINE;
 use schedlab_topology::CpuSet;
 use schedlab_trace::{EventKind, RtBalanceResult, RtBalanceResult::*};
+
+mod cpupri;
 
 /// `RR_TIMESLICE` at HZ: 100 ms worth of ticks.
 fn rr_timeslice_ticks(tick_ns: u64) -> u32 {
@@ -24,42 +25,9 @@ fn rr_timeslice_ticks(tick_ns: u64) -> u32 {
 /// `RT_MAX_TRIES` of `find_lock_lowest_rq()`.
 const RT_MAX_TRIES: u32 = 3;
 
-/// cpupri's `convert_prio()`: a runqueue's best RT prio → cpupri level
-/// (0 for idle/fair CPUs, 1..99 rising with RT priority).
-fn convert_prio(prio: i32) -> i32 {
-    if prio >= MAX_RT_PRIO - 1 {
-        0
-    } else {
-        MAX_RT_PRIO - 1 - prio
-    }
-}
-
 impl Kernel {
-    pub(crate) fn task_is_rt(&self, t: TaskId) -> bool {
-        self.tasks[t as usize].is_rt()
-    }
-
     fn curr_prio(&self, cpu: usize) -> i32 {
         self.rqs[cpu].curr.map(|c| self.tasks[c as usize].prio).unwrap_or(MAX_RT_PRIO + 40)
-    }
-
-    /// `cpupri` level of a CPU.
-    fn cpupri(&self, cpu: usize) -> i32 {
-        convert_prio(self.rqs[cpu].rt.highest_prio_curr)
-    }
-
-    /// `cpupri_find()`: the CPUs in `p`'s affinity at the lowest cpupri level
-    /// strictly below `p`'s; `None` if there are none.
-    pub(crate) fn cpupri_find(&self, p: TaskId) -> Option<CpuSet> {
-        let task_pri = convert_prio(self.tasks[p as usize].prio);
-        let mask = self.tasks[p as usize].cpus_mask;
-        for idx in 0..task_pri {
-            let at: CpuSet = mask.iter().filter(|&c| c < self.nr_cpus() && self.cpupri(c) == idx).collect();
-            if !at.is_empty() {
-                return Some(at);
-            }
-        }
-        None
     }
 
     /// `cpumask_any_and_distribute()`: spread choices round-robin.
@@ -647,18 +615,5 @@ impl Kernel {
     /// class-level pick).
     pub(crate) fn rt_runnable(&self, cpu: usize) -> bool {
         self.rqs[cpu].rt.rt_nr_running > 0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpupri_levels() {
-        assert_eq!(convert_prio(99), 0, "no RT task: same level as idle and fair CPUs");
-        assert_eq!(convert_prio(0), 99, "FIFO 99");
-        assert_eq!(convert_prio(89), 10, "FIFO 10");
-        assert_eq!(convert_prio(9), 90, "FIFO 90");
     }
 }

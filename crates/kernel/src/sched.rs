@@ -4,8 +4,10 @@
 //! Simplified: one root `cfs_rq` per CPU (no cgroup hierarchy, no autogroup),
 //! no PELT yet, a single scheduling class per task (fair; RT arrives later).
 
+mod class;
+
+use crate::fair::timeline::Timeline;
 use crate::pelt::SchedAvg;
-use crate::timeline::Timeline;
 use schedlab_topology::CpuSet;
 use schedlab_trace::Pid;
 use std::collections::VecDeque;

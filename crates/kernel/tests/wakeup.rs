@@ -1,7 +1,7 @@
 //! The wakeup path on crafted machines and states: one test per
 //! `select_idle_sibling()` rule, the wakelist, and the ttwu patches.
 
-use schedlab_kernel::fair_select::SisRule;
+use schedlab_kernel::fair::select::SisRule;
 use schedlab_kernel::{IpiKind, Kernel, Policy, TaskId, TaskParams, TaskState};
 use schedlab_topology::{CpuSet, Topology};
 use schedlab_trace::{DelayedWhat, EventKind, WakePath};

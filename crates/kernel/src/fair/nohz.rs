@@ -11,7 +11,7 @@
 //! per CPU of the domain) rather than measured.
 
 use crate::core::{IpiKind, Kernel};
-use crate::fair_lb::CpuIdleType;
+use crate::fair::lb::CpuIdleType;
 use crate::features::Feature;
 use crate::topology::sd_flags::*;
 use schedlab_topology::CpuSet;
@@ -172,7 +172,7 @@ impl Kernel {
             }
         }
         if need_decay {
-            self.rqs[cpu].max_idle_balance_cost = crate::fair_lb::SYSCTL_SCHED_MIGRATION_COST.max(max_cost);
+            self.rqs[cpu].max_idle_balance_cost = crate::fair::lb::SYSCTL_SCHED_MIGRATION_COST.max(max_cost);
         }
         if update_next_balance {
             self.rqs[cpu].next_balance = next_balance;
@@ -493,7 +493,7 @@ impl Kernel {
 
     /// `nohz_newidle_balance()`: flag a blocked-load update for the idle loop.
     fn nohz_newidle_balance(&mut self, cpu: usize) {
-        if self.rqs[cpu].avg_idle < crate::fair_lb::SYSCTL_SCHED_MIGRATION_COST {
+        if self.rqs[cpu].avg_idle < crate::fair::lb::SYSCTL_SCHED_MIGRATION_COST {
             return;
         }
         if !self.nohz.has_blocked || self.jiffies() < self.nohz.next_blocked {

@@ -3,12 +3,12 @@
 //! and `update_sd_lb_stats()`, with `struct sg_lb_stats` / `struct sd_lb_stats`
 //! and `cpu_runnable()`.
 //!
-//! Simplified as the rest of [`crate::fair_lb`]: no misfit tracking, no
+//! Simplified as the rest of [`crate::fair::lb`]: no misfit tracking, no
 //! capacity pressure, no NUMA (fbq) statistics.
 
 use super::{CpuIdleType, LbEnv};
 use crate::core::Kernel;
-use crate::fair_select::GroupType;
+use crate::fair::select::GroupType;
 use crate::topology::sd_flags::*;
 
 /// `struct sg_lb_stats`.
@@ -115,7 +115,7 @@ impl Kernel {
 
     /// `group_classify()` with the balancer's inputs.
     fn group_classify_lb(&self, pct: u64, group_id: usize, sgs: &SgLbStats) -> GroupType {
-        let basic = crate::fair_select::SgStats {
+        let basic = crate::fair::select::SgStats {
             avg_load: 0,
             group_load: sgs.group_load,
             group_util: sgs.group_util,
@@ -128,7 +128,7 @@ impl Kernel {
             group_type: GroupType::HasSpare,
             group_misfit_task_load: 0,
         };
-        if crate::fair_select::group_is_overloaded(pct, &basic) {
+        if crate::fair::select::group_is_overloaded(pct, &basic) {
             GroupType::Overloaded
         } else if self.sgc_imbalance.get(group_id).copied().unwrap_or(false) {
             GroupType::Imbalanced
@@ -138,7 +138,7 @@ impl Kernel {
             GroupType::SmtBalance
         } else if sgs.group_misfit_task_load != 0 {
             GroupType::MisfitTask
-        } else if !crate::fair_select::group_has_capacity(pct, &basic) {
+        } else if !crate::fair::select::group_has_capacity(pct, &basic) {
             GroupType::FullyBusy
         } else {
             GroupType::HasSpare

@@ -3,7 +3,7 @@
 //! `attach_tasks()` and `detach_one_task()` (for the stopper), plus the
 //! LB_FIRST_MIGRATION patch's wakelist hand-off.
 //!
-//! Simplified as the rest of [`crate::fair_lb`]: no NUMA locality
+//! Simplified as the rest of [`crate::fair::lb`]: no NUMA locality
 //! (`migrate_degrades_locality()`), `detach_tasks()` stops after one task for
 //! newidle balancing as preemptible kernels do.
 
