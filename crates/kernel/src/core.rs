@@ -37,6 +37,7 @@
 use crate::features::{Feature, Features};
 use crate::pelt;
 use crate::profile::Profile;
+use crate::sched::class::SchedClass;
 use crate::sched::*;
 use crate::topology::{build_sched_domains, SchedDomains};
 use schedlab_topology::{CpuSet, PreemptModel, Topology};
@@ -409,7 +410,7 @@ impl Kernel {
     /// `resched_curr()` / `resched_curr_lazy()`. Lazy requests only exist under
     /// `preempt=lazy` for fair tasks; they set a flag and send no IPI.
     pub(crate) fn resched_curr_maybe_lazy(&mut self, cpu: usize, lazy: bool) {
-        let curr_fair = self.rqs[cpu].curr.map(|t| self.tasks[t as usize].policy.is_fair()).unwrap_or(false);
+        let curr_fair = self.class_of_curr(cpu) == SchedClass::Fair;
         let lazy = lazy && self.preempt == PreemptModel::Lazy && curr_fair;
         let rq = &mut self.rqs[cpu];
         if rq.need_resched {

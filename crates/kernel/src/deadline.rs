@@ -9,6 +9,7 @@
 //! time spent outside the server is not charged to it.
 
 use crate::core::Kernel;
+use crate::sched::class::SchedClass;
 
 /// Default `fair_server` runtime and period (deadline.c `dl_server_start()`).
 pub const FAIR_SERVER_RUNTIME: u64 = 50_000_000;
@@ -45,7 +46,7 @@ impl Kernel {
         if fs.runtime == 0 || fs.running || fs.armed {
             return;
         }
-        let rt_curr = self.rqs[cpu].curr.is_some_and(|c| self.task_is_rt(c));
+        let rt_curr = self.class_of_curr(cpu) == SchedClass::Rt;
         if rt_curr && self.rqs[cpu].cfs.h_nr_runnable > 0 {
             self.rqs[cpu].fair_server.armed = true;
             let at = self.now + FAIR_SERVER_PERIOD - fs.runtime;

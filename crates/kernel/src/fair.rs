@@ -415,6 +415,15 @@ impl Kernel {
         }
     }
 
+    /// `prio_changed_fair()` after a PI change within the fair class: a
+    /// queued task that is not running may now preempt. Simplified: the
+    /// running task is not rescheduled when its own priority drops.
+    pub(crate) fn prio_changed_fair(&mut self, cpu: usize, p: TaskId) {
+        if self.task_on_rq_queued(p) && self.rqs[cpu].curr.is_some_and(|c| c != p) {
+            self.wakeup_preempt(cpu, p, 0);
+        }
+    }
+
     /// `yield_task_fair()`: an eligible task forfeits the rest of its request.
     pub fn yield_task_fair(&mut self, cpu: usize) {
         let Some(curr) = self.rqs[cpu].curr else { return };

@@ -3,6 +3,7 @@
 //! exactly one runqueue, and every counter and weighted sum matches a recount.
 
 use crate::core::Kernel;
+use crate::sched::class::SchedClass;
 use crate::sched::{OnRq, TaskId};
 
 impl Kernel {
@@ -37,7 +38,7 @@ impl Kernel {
                 ));
             }
             let queued = task.on_rq == OnRq::Queued;
-            if task.is_rt() {
+            if self.class_of(t) == SchedClass::Rt {
                 if queued != task.on_rt_rq || task.se.on_rq {
                     return Err(format!(
                         "RT task {t}: on_rq={:?} on_rt_rq={} se.on_rq={}",

@@ -49,4 +49,5 @@ pub mod topology;
 pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Switch, TaskParams};
 pub use features::{Feature, FeatureError, Features};
 pub use profile::Profile;
+pub use sched::class::SchedClass;
 pub use sched::{Policy, TaskId, TaskState};

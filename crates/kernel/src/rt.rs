@@ -254,6 +254,12 @@ impl Kernel {
         }
     }
 
+    /// `yield_task_rt()`: the running task goes to the tail of its list.
+    pub(crate) fn yield_task_rt(&mut self, cpu: usize) {
+        let Some(c) = self.rqs[cpu].curr else { return };
+        self.requeue_task_rt(cpu, c, false);
+    }
+
     /// Initial RR slice for a task entering the RT class.
     pub(crate) fn rt_init_slice(&mut self, p: TaskId) {
         self.tasks[p as usize].rt_time_slice = rr_timeslice_ticks(self.tick_ns);

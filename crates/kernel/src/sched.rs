@@ -4,7 +4,7 @@
 //! Simplified: one root `cfs_rq` per CPU (no cgroup hierarchy, no autogroup),
 //! no PELT yet, a single scheduling class per task (fair; RT arrives later).
 
-mod class;
+pub mod class;
 
 use crate::fair::timeline::Timeline;
 use crate::pelt::SchedAvg;
@@ -185,13 +185,6 @@ pub struct Task {
     pub pi_blocked_on: Option<u32>,
     /// rt_mutexes this task owns (for the PI chain).
     pub pi_locks_held: Vec<u32>,
-}
-
-impl Task {
-    /// In the RT class (`rt_prio(p->prio)`): RT policy or PI-boosted.
-    pub fn is_rt(&self) -> bool {
-        self.prio < MAX_RT_PRIO
-    }
 }
 
 /// `struct rt_rq`: per-priority FIFO lists and the push bookkeeping.

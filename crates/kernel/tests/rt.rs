@@ -1,6 +1,6 @@
 //! RT class and PI rules on crafted states.
 
-use schedlab_kernel::{IpiKind, Kernel, Policy, TaskId, TaskState};
+use schedlab_kernel::{IpiKind, Kernel, Policy, SchedClass, TaskId, TaskState};
 use schedlab_topology::Topology;
 use schedlab_trace::EventKind;
 
@@ -257,11 +257,11 @@ fn a_boosted_fair_task_runs_as_rt() {
     assert_eq!(k.curr(0), Some(g));
     assert!(!k.rt_mutex_lock(r, 0, 6 * MS, 1));
     block(&mut k, 1, 6 * MS);
-    assert!(k.tasks[f as usize].is_rt() && k.tasks[f as usize].prio == 49);
+    assert!(k.class_of(f) == SchedClass::Rt && k.tasks[f as usize].prio == 49);
     assert_eq!(k.curr(0), Some(f), "the boosted fair task preempts the fair one");
     let next = k.rt_mutex_unlock(f, 0, 7 * MS, 0);
     assert_eq!(next, Some(r));
-    assert!(!k.tasks[f as usize].is_rt());
+    assert_eq!(k.class_of(f), SchedClass::Fair);
     k.check_invariants().unwrap();
 }
 

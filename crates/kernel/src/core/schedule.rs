@@ -8,6 +8,7 @@
 
 use super::stopper_pid;
 use crate::core::Kernel;
+use crate::sched::class::SchedClass;
 use crate::sched::*;
 use schedlab_trace::{Event, EventKind, Pid, PrevState};
 
@@ -39,67 +40,33 @@ impl Kernel {
     pub fn sched_yield(&mut self, cpu: usize, now: u64) {
         self.enter(now, cpu);
         self.update_rq_clock(cpu);
-        match self.rqs[cpu].curr {
-            // yield_task_rt(): to the tail of its priority list.
-            Some(c) if self.task_is_rt(c) => {
-                let prio = self.tasks[c as usize].prio as usize;
-                let q = &mut self.rqs[cpu].rt.queue[prio];
-                if let Some(i) = q.iter().position(|&x| x == c) {
-                    q.remove(i);
-                    q.push_back(c);
-                }
-            }
-            _ => self.yield_task_fair(cpu),
-        }
+        self.class_of_curr(cpu).yield_task(self, cpu);
     }
 
-    /// `__pick_next_task()`: `balance_rt()` when an RT prev leaves (the
-    /// `prev_balance()` pull), then the classes in order rt > fair > idle —
-    /// except that a serving fair server (a deadline entity, above RT) picks
-    /// fair first. Picking an RT task over waiting fair work arms the server.
-    /// `put_prev`/`set_next` run only when the task changes, as in
-    /// `put_prev_set_next_task()`.
+    /// `__pick_next_task()`: prev's class balances first (`prev_balance()`:
+    /// RT pulls when an RT prev lowers the CPU's RT level), the fair server
+    /// stops if it has nothing left to serve, then each class in
+    /// [`SchedClass::PICK_ORDER`] may pick — the stop class already had its
+    /// turn in `schedule()`. `put_prev`/`set_next` run only when the task
+    /// changes, as in `put_prev_set_next_task()`.
+    /// Simplified: no core scheduling, no sched_ext, no fast path (the walk
+    /// gives the same answer).
     fn pick_next_task(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
-        let prev_rt = prev.filter(|&p| self.task_is_rt(p));
-        if let Some(p) = prev_rt {
-            self.balance_rt(cpu, p);
+        if let Some(p) = prev {
+            self.class_of(p).balance(self, cpu, p);
         }
         self.dl_server_stop(cpu);
-        if self.rt_runnable(cpu) && !self.fair_server_serving(cpu) {
-            let next = self.pick_task_rt(cpu).expect("rt_nr_running > 0");
-            if prev != Some(next) {
-                if let Some(p) = prev {
-                    self.put_prev_task(cpu, p);
-                }
-                self.set_next_task_rt(cpu, next, true);
-            }
-            self.rqs[cpu].curr = Some(next);
-            self.dl_server_start(cpu);
-            return Some(next);
-        }
-        let fair_prev = if let Some(p) = prev_rt {
-            // Leaving the RT class: put it back before the fair pick.
-            self.put_prev_task_rt(cpu, p);
-            None
-        } else {
-            prev
-        };
-        let next = self.pick_next_task_fair(cpu, fair_prev);
-        if next.is_none() {
-            if let Some(p) = fair_prev {
-                self.put_prev_task_fair(cpu, p);
+        for class in SchedClass::PICK_ORDER {
+            if let Some(next) = class.pick_next_task(self, cpu, prev) {
+                return Some(next);
             }
         }
-        next
+        None
     }
 
     /// `put_prev_task()` of `p`'s class.
     pub(crate) fn put_prev_task(&mut self, cpu: usize, p: TaskId) {
-        if self.task_is_rt(p) {
-            self.put_prev_task_rt(cpu, p);
-        } else {
-            self.put_prev_task_fair(cpu, p);
-        }
+        self.class_of(p).put_prev_task(self, cpu, p);
     }
 
     /// `__schedule()`. `preempt` is SM_PREEMPT (an involuntary switch: the
@@ -225,10 +192,8 @@ impl Kernel {
         if self.rqs[cpu].need_resched_lazy {
             self.resched_curr(cpu);
         }
-        match self.rqs[cpu].curr {
-            Some(c) if self.task_is_rt(c) => self.task_tick_rt(cpu, c),
-            Some(_) => self.task_tick_fair(cpu),
-            None => {}
+        if let Some(c) = self.rqs[cpu].curr {
+            self.class_of(c).task_tick(self, cpu, c);
         }
         self.rqs[cpu].idle_balance = self.idle_cpu(cpu);
         if self.sched_balance_trigger(cpu) {
@@ -241,8 +206,6 @@ impl Kernel {
     pub fn sync_curr(&mut self, cpu: usize, now: u64) {
         self.enter(now, cpu);
         self.update_rq_clock(cpu);
-        // curr->sched_class->update_curr(): each does nothing for the other's task.
-        self.update_curr(cpu);
-        self.update_curr_rt(cpu);
+        self.class_of_curr(cpu).update_curr(self, cpu);
     }
 }

@@ -36,9 +36,7 @@ impl Kernel {
         self.activate_task(cpu, t, en_flags);
         self.wakeup_preempt(cpu, t, wake_flags);
         self.ttwu_do_wakeup(t);
-        if self.task_is_rt(t) {
-            self.task_woken_rt(cpu, t);
-        }
+        self.class_of(t).task_woken(self, cpu, t);
         self.update_avg_idle(cpu);
     }
 
@@ -252,11 +250,7 @@ impl Kernel {
     pub(crate) fn select_task_rq(&mut self, t: TaskId, cpu: usize, wake_flags: &mut u32) -> usize {
         let task = &self.tasks[t as usize];
         let mut cpu = if task.nr_cpus_allowed() > 1 {
-            let c = if task.is_rt() {
-                self.select_task_rq_rt(t, cpu, *wake_flags)
-            } else {
-                self.select_task_rq_fair(t, cpu, *wake_flags)
-            };
+            let c = self.class_of(t).select_task_rq(self, t, cpu, *wake_flags);
             *wake_flags |= WF_RQ_SELECTED;
             c
         } else {
