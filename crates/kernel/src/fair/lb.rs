@@ -87,7 +87,7 @@ mod imbalance;
 mod migrate;
 mod stats;
 
-pub use stats::{SdLbStats, SgLbStats};
+pub use stats::{group_classify, group_has_capacity, group_is_overloaded, GroupType, SdLbStats, SgLbStats};
 
 impl Kernel {
     /// `sched_asym_prefer(a, b)` on this kernel's machine.

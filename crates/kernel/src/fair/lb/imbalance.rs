@@ -6,9 +6,8 @@
 //! Simplified as the rest of [`crate::fair::lb`]: no NUMA imbalance adjustment,
 //! no misfit or reduced-capacity cases.
 
-use super::{CpuIdleType, LbEnv, MigrationType, SdLbStats};
+use super::{CpuIdleType, GroupType, LbEnv, MigrationType, SdLbStats};
 use crate::core::Kernel;
-use crate::fair::select::GroupType;
 use crate::topology::sd_flags::*;
 
 impl Kernel {
