@@ -33,22 +33,48 @@ pub mod timeline;
 pub use eevdf::{calc_delta, calc_delta_fair};
 
 impl Kernel {
-    /// `update_curr()`: charge the running entity for the time since `exec_start`.
-    pub fn update_curr(&mut self, cpu: usize) {
-        let Some(curr) = self.rqs[cpu].cfs.curr else { return };
+    /// `update_curr_se()`: move `t`'s `exec_start` up to the rq clock and add
+    /// the time since to `sum_exec_runtime`. `None` when the clock has not
+    /// moved (the kernel's `delta_exec <= 0`).
+    fn update_curr_se(&mut self, cpu: usize, t: TaskId) -> Option<u64> {
         let now = self.rqs[cpu].clock;
-        let se = &mut self.tasks[curr as usize].se;
+        let se = &mut self.tasks[t as usize].se;
         let delta = now as i64 - se.exec_start as i64;
         if delta <= 0 {
-            return;
+            return None;
         }
         se.exec_start = now;
         se.sum_exec_runtime += delta as u64;
-        se.vruntime += calc_delta_fair(delta as u64, se.load) as i64;
+        Some(delta as u64)
+    }
+
+    /// `update_curr_task()`: the `sched_stat_runtime` trace of a charge.
+    /// Simplified: no cgroup or thread-group CPU time accounting.
+    fn update_curr_task(&mut self, cpu: usize, t: TaskId, delta: u64) {
+        let pid = self.tasks[t as usize].pid;
+        self.emit(cpu, EventKind::SchedStatRuntime { pid, runtime: delta });
+    }
+
+    /// `update_curr_common()`: the runtime accounting every class shares,
+    /// used as is by the RT class (6.12.x; 6.14 renames it `update_se()`).
+    pub(crate) fn update_curr_common(&mut self, cpu: usize, t: TaskId) {
+        if let Some(delta) = self.update_curr_se(cpu, t) {
+            self.update_curr_task(cpu, t, delta);
+        }
+    }
+
+    /// `update_curr()`: charge the running entity for the time since
+    /// `exec_start` (`update_curr_se()`), then its virtual time, deadline and
+    /// the fair server. The model charges the fair server before the
+    /// `sched_stat_runtime` trace; the kernel traces first.
+    pub fn update_curr(&mut self, cpu: usize) {
+        let Some(curr) = self.rqs[cpu].cfs.curr else { return };
+        let Some(delta) = self.update_curr_se(cpu, curr) else { return };
+        let se = &mut self.tasks[curr as usize].se;
+        se.vruntime += calc_delta_fair(delta, se.load) as i64;
         let resched = self.update_deadline(cpu, curr);
-        self.dl_server_update(cpu, delta as u64);
-        let pid = self.tasks[curr as usize].pid;
-        self.emit(cpu, EventKind::SchedStatRuntime { pid, runtime: delta as u64 });
+        self.dl_server_update(cpu, delta);
+        self.update_curr_task(cpu, curr, delta);
         if self.rqs[cpu].cfs.nr_running == 1 {
             return;
         }

@@ -223,16 +223,7 @@ impl Kernel {
         if !self.task_is_rt(c) {
             return;
         }
-        let now = self.rqs[cpu].clock;
-        let se = &mut self.tasks[c as usize].se;
-        let delta = now as i64 - se.exec_start as i64;
-        if delta <= 0 {
-            return;
-        }
-        se.exec_start = now;
-        se.sum_exec_runtime += delta as u64;
-        let pid = self.tasks[c as usize].pid;
-        self.emit(cpu, schedlab_trace::EventKind::SchedStatRuntime { pid, runtime: delta as u64 });
+        self.update_curr_common(cpu, c);
     }
 
     /// `task_tick_rt()`: SCHED_RR rotates among equal priorities every 100 ms.
