@@ -444,6 +444,7 @@ impl Kernel {
         self.ipis.push(IpiRequest { cpu, kind, idle, polled });
     }
 
+    /// `resched_curr()`: the eager form, never lazy.
     pub(crate) fn resched_curr(&mut self, cpu: usize) {
         self.resched_curr_maybe_lazy(cpu, false);
     }

@@ -2,7 +2,7 @@
 //! deferred `dl_server`): fair tasks starved by RT tasks get 50 ms of every
 //! 1 s period, once they have waited for the rest of it.
 //!
-//! Simplified: no deadline class beyond this server. The server arms when a
+//! Follows 6.12.x. Simplified: no deadline class beyond this server. The server arms when a
 //! fair task is runnable while an RT task holds the CPU; if the fair tasks
 //! are still starved `period − runtime` (950 ms) later, it runs them — above
 //! RT — until its 50 ms are used or no fair task is left, then re-arms. Fair

@@ -2,9 +2,9 @@
 //!
 //! Functions keep the kernel's names and order of effects. Simplified: one
 //! root cfs_rq per CPU (no group entities, so the `for_each_sched_entity`
-//! walks are one step), no PELT or util_est yet, no CFS bandwidth, no
-//! fair_server accounting. Versions differ where [`crate::profile::Profile`]
-//! says so.
+//! walks are one step), no util_est, no CFS bandwidth. Follows 6.12.x;
+//! where other versions differ, [`crate::profile::Profile`] says so and the
+//! function's doc names the version.
 //!
 //! Laid out in two pieces: this file holds the class's paths —
 //! `update_curr()`, the entity enqueue/dequeue (`enqueue_entity()`,
@@ -65,7 +65,8 @@ impl Kernel {
 
     /// `update_curr()`: charge the running entity for the time since
     /// `exec_start` (`update_curr_se()`), then its virtual time, deadline and
-    /// the fair server. The model charges the fair server before the
+    /// the fair server; slice expiry reschedules lazily where the profile has
+    /// lazy preemption (≥6.13). The model charges the fair server before the
     /// `sched_stat_runtime` trace; the kernel traces first.
     pub fn update_curr(&mut self, cpu: usize) {
         let Some(curr) = self.rqs[cpu].cfs.curr else { return };
@@ -85,6 +86,8 @@ impl Kernel {
         }
     }
 
+    /// `clear_buddies()`: the next buddy is the only one left (6.12 dropped
+    /// `last` and `skip`).
     fn clear_buddies(&mut self, cpu: usize, t: TaskId) {
         if self.rqs[cpu].cfs.next == Some(t) {
             self.rqs[cpu].cfs.next = None;
@@ -333,7 +336,9 @@ impl Kernel {
         self.dequeue_entities(cpu, t, flags) >= 0
     }
 
-    /// `check_preempt_wakeup_fair()`: should wakee `p` preempt the running fair task?
+    /// `check_preempt_wakeup_fair()`: should wakee `p` preempt the running
+    /// fair task? Mainline (≥7.0) reschedules lazily under preempt=lazy.
+    /// Simplified: no group entities to walk (`find_matching_se()`).
     pub fn check_preempt_wakeup_fair(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
         let Some(curr) = self.rqs[cpu].curr else { return };
         if curr == p {

@@ -26,6 +26,7 @@ fn rr_timeslice_ticks(tick_ns: u64) -> u32 {
 const RT_MAX_TRIES: u32 = 3;
 
 impl Kernel {
+    /// `rq->curr->prio`; the idle task ranks below every fair task.
     fn curr_prio(&self, cpu: usize) -> i32 {
         self.rqs[cpu].curr.map(|c| self.tasks[c as usize].prio).unwrap_or(MAX_RT_PRIO + 40)
     }
@@ -126,6 +127,8 @@ impl Kernel {
         self.rto_mask.remove(cpu);
     }
 
+    /// `highest_prio.curr` after `inc_rt_prio()` / `dec_rt_prio()`: the
+    /// first set bit of the priority bitmap (`sched_find_first_bit()`).
     fn recompute_highest_prio(&mut self, cpu: usize) {
         let rt = &mut self.rqs[cpu].rt;
         rt.highest_prio_curr = if rt.bitmap == 0 { MAX_RT_PRIO - 1 } else { rt.bitmap.trailing_zeros() as i32 };
@@ -251,7 +254,8 @@ impl Kernel {
         self.requeue_task_rt(cpu, c, false);
     }
 
-    /// Initial RR slice for a task entering the RT class.
+    /// `p->rt.time_slice = sched_rr_timeslice`: a full RR slice, at creation
+    /// (`__sched_fork()`) and for a task entering the RT class.
     pub(crate) fn rt_init_slice(&mut self, p: TaskId) {
         self.tasks[p as usize].rt_time_slice = rr_timeslice_ticks(self.tick_ns);
     }

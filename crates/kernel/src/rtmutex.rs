@@ -3,7 +3,7 @@
 //! cause: `task_blocks_on_rt_mutex()` → `rt_mutex_adjust_prio_chain()` →
 //! `rt_mutex_setprio()`, and the deboost on unlock.
 //!
-//! Simplified: ownership passes straight to the top waiter at unlock (the
+//! Follows 6.12.x. Simplified: ownership passes straight to the top waiter at unlock (the
 //! kernel wakes it and lets it take the lock, which a higher-priority task
 //! could steal in between); no deadlock detection (scenarios with lock-order
 //! cycles are refused when parsed); waiters are ordered by priority, FIFO
@@ -35,6 +35,7 @@ impl Kernel {
         }
     }
 
+    /// `rt_mutex_enqueue()`: into the waiter tree by priority, FIFO among equals.
     fn enqueue_waiter(&mut self, lock: u32, t: TaskId) {
         let prio = self.waiter_prio(t);
         let pos = {

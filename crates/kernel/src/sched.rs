@@ -1,8 +1,13 @@
 //! The model's `kernel/sched/sched.h` and `struct task_struct`: task, entity
 //! and runqueue state, weights, and the flag values the paths pass around.
 //!
-//! Simplified: one root `cfs_rq` per CPU (no cgroup hierarchy, no autogroup),
-//! no PELT yet, a single scheduling class per task (fair; RT arrives later).
+//! The class table, sched.h's `struct sched_class`, is the submodule
+//! [`class`].
+//!
+//! Follows 6.12.x. Simplified: one root `cfs_rq` per CPU (no cgroup
+//! hierarchy, no autogroup), a task is in the RT or the fair class (no
+//! deadline tasks; the stopper and the fair server are not tasks), no
+//! util_est, no uclamp.
 
 pub mod class;
 

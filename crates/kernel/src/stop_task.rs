@@ -2,7 +2,7 @@
 //! per-CPU `migration/N` work that preempts whatever runs, queued by active
 //! balance and by the soft-lockup watchdog (`kernel/watchdog.c`).
 //!
-//! Simplified: the stopper is not a task; queued work sets
+//! Follows 6.12.x. Simplified: the stopper is not a task; queued work sets
 //! `stop_work_pending`, and the next `schedule()` on that CPU switches the
 //! running task out to `migration/N`, runs the work, then picks again.
 

@@ -5,7 +5,7 @@
 //! path) and `rt_mutex_setprio()`, which moves a task between the fair and RT
 //! classes.
 //!
-//! Simplified as described in [`crate::core`].
+//! Follows 6.12.x; simplified as described in [`crate::core`].
 
 use crate::core::Kernel;
 use crate::sched::class::SchedClass;

@@ -4,7 +4,7 @@
 //! of `schedule()` (`set_current_state()`, `do_sched_yield()`), and
 //! `sched_tick()`.
 //!
-//! Simplified as described in [`crate::core`].
+//! Follows 6.12.x; simplified as described in [`crate::core`].
 
 use super::stopper_pid;
 use crate::core::Kernel;

@@ -6,7 +6,8 @@
 //!
 //! A task that just blocked stays `on_cpu` until its CPU has paid the
 //! context-switch cost (`finish_task_switch()`); a wakeup in that window takes
-//! the `p->on_cpu` wakelist shortcut when it can. Simplified: where the kernel's
+//! the `p->on_cpu` wakelist shortcut when it can. Follows 6.12.x; the
+//! TTWU_* patches are off in every profile. Simplified: where the kernel's
 //! waker would spin on `p->on_cpu`, the model completes the switch at once.
 
 use crate::core::{IpiKind, Kernel};

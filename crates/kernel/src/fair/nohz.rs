@@ -4,7 +4,8 @@
 //! `_nohz_idle_balance()`), newidle balancing (`sched_balance_newidle()`
 //! with NI_RANDOM), and blocked-load updates.
 //!
-//! Simplified: a CPU's tick stops as soon as it goes idle (the cpuidle
+//! Follows 6.12.x (Debian's backport of proportional newidle balancing,
+//! NI_RANDOM; 6.12.0 lacks it). Simplified: a CPU's tick stops as soon as it goes idle (the cpuidle
 //! governor never keeps it), housekeeping masks are all CPUs, no SD_SERIALIZE
 //! contention between CPUs (the simulator is single-threaded), and the cost of
 //! a newidle balance is modeled from the topology (`newidle_balance_ns_per_cpu`
@@ -61,10 +62,12 @@ impl Kernel {
         self.jiffies
     }
 
+    /// `HZ`.
     fn hz(&self) -> u64 {
         self.hz
     }
 
+    /// `msecs_to_jiffies()`.
     fn msecs_to_jiffies(&self, ms: u64) -> u64 {
         (ms * self.hz()).div_ceil(1000)
     }
@@ -132,7 +135,7 @@ impl Kernel {
     /// `sched_balance_update_blocked_averages()`: decay an idle CPU's PELT sums.
     pub(crate) fn update_blocked_averages(&mut self, cpu: usize) {
         self.update_rq_clock(cpu);
-        self.update_cfs_rq_load_avg_pub(cpu);
+        self.update_cfs_rq_load_avg(cpu);
         let rq = &mut self.rqs[cpu];
         rq.has_blocked_load = rq.cfs.avg.load_avg != 0 || rq.cfs.avg.util_avg != 0 || rq.cfs.avg.runnable_avg != 0;
     }
@@ -223,6 +226,7 @@ impl Kernel {
         self.set_cpu_sd_state_busy(cpu);
     }
 
+    /// `set_cpu_sd_state_idle()`: the LLC counts this CPU out of `nr_busy_cpus`.
     fn set_cpu_sd_state_idle(&mut self, cpu: usize) {
         if self.domains.cpus[cpu].sd_llc.is_none() || self.rqs[cpu].llc_nohz_idle {
             return;
@@ -232,6 +236,7 @@ impl Kernel {
         self.llc_shared[i].nr_busy_cpus -= 1;
     }
 
+    /// `set_cpu_sd_state_busy()`: the LLC counts this CPU in `nr_busy_cpus` again.
     fn set_cpu_sd_state_busy(&mut self, cpu: usize) {
         if self.domains.cpus[cpu].sd_llc.is_none() || !self.rqs[cpu].llc_nohz_idle {
             return;

@@ -6,8 +6,10 @@
 //! Simplified: no EAS (x86 has no perf domains), no core scheduling cookies,
 //! no cluster (`SD_CLUSTER`) pass in `select_idle_cpu()` since the model's
 //! topologies have no L2 clusters, no NUMA balancing preferences, no uclamp.
-//! Until the load balancer exists (step 3) SIS_UTIL's scan budget is
-//! recomputed from the tick once per LLC balance interval.
+//! Besides the balancer's update, SIS_UTIL's scan budget is also recomputed
+//! from the tick once per LLC balance interval (`tick_update_idle_cpu_scan()`).
+//!
+//! Follows 6.12.x; [`crate::profile::Profile`] holds the rules of other versions.
 
 use crate::core::Kernel;
 use crate::fair::lb::{group_classify, GroupType, SgLbStats};
@@ -183,6 +185,7 @@ impl Kernel {
         new_cpu
     }
 
+    /// `__select_idle_cpu()`'s test: `available_idle_cpu() || sched_idle_cpu()`.
     fn idle_or_sched_idle(&self, cpu: usize) -> bool {
         self.available_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
@@ -251,6 +254,7 @@ impl Kernel {
         (target, SisRule::Fallback)
     }
 
+    /// Index of `cpu`'s `sd_llc_shared` (its LLC's `sd_llc_id`).
     fn llc_shared_idx(&self, cpu: usize) -> usize {
         self.domains.cpus[cpu].sd_llc_id
     }
@@ -387,8 +391,10 @@ impl Kernel {
         self.llc_shared[i].nr_idle_scan = y as u32;
     }
 
-    /// Stand-in for the periodic balance's SIS_UTIL update until step 3: on a
-    /// tick, refresh the LLC's budget once per LLC balance interval.
+    /// Not in the kernel: on a tick, refresh the LLC's SIS_UTIL budget once
+    /// per LLC balance interval. It predates the model's load balancer (which
+    /// now also calls `update_idle_cpu_scan()` from `update_sd_lb_stats()`)
+    /// and is kept because removing it changes results.
     pub(crate) fn tick_update_idle_cpu_scan(&mut self, cpu: usize) {
         let Some(llc) = self.domains.cpus[cpu].sd_llc else { return };
         let dom = &self.domains.cpus[cpu].domains[llc];
