@@ -68,7 +68,7 @@ impl Kernel {
     /// the fair server; slice expiry reschedules lazily where the profile has
     /// lazy preemption (≥6.13). The model charges the fair server before the
     /// `sched_stat_runtime` trace; the kernel traces first.
-    pub fn update_curr(&mut self, cpu: usize) {
+    pub(crate) fn update_curr(&mut self, cpu: usize) {
         let Some(curr) = self.rqs[cpu].cfs.curr else { return };
         let Some(delta) = self.update_curr_se(cpu, curr) else { return };
         let se = &mut self.tasks[curr as usize].se;
@@ -279,7 +279,7 @@ impl Kernel {
     }
 
     /// `enqueue_task_fair()`.
-    pub fn enqueue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) {
+    pub(crate) fn enqueue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) {
         if flags & ENQUEUE_DELAYED != 0 {
             self.requeue_delayed_entity(cpu, t);
             return;
@@ -307,7 +307,7 @@ impl Kernel {
 
     /// `dequeue_entities()`: returns -1 when the task was left delayed, 1 when
     /// it left the runqueue. A completed delayed dequeue also blocks the task.
-    pub fn dequeue_entities(&mut self, cpu: usize, t: TaskId, flags: u32) -> i32 {
+    pub(crate) fn dequeue_entities(&mut self, cpu: usize, t: TaskId, flags: u32) -> i32 {
         let task_sleep = flags & DEQUEUE_SLEEP != 0;
         let task_delayed = flags & DEQUEUE_DELAYED != 0;
         let counts_as_delayed = !task_sleep && !task_delayed && self.tasks[t as usize].se.sched_delayed;
@@ -332,14 +332,14 @@ impl Kernel {
     }
 
     /// `dequeue_task_fair()`: false when the task stayed queued as delayed.
-    pub fn dequeue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
+    pub(crate) fn dequeue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
         self.dequeue_entities(cpu, t, flags) >= 0
     }
 
     /// `check_preempt_wakeup_fair()`: should wakee `p` preempt the running
     /// fair task? Mainline (≥7.0) reschedules lazily under preempt=lazy.
     /// Simplified: no group entities to walk (`find_matching_se()`).
-    pub fn check_preempt_wakeup_fair(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
+    pub(crate) fn check_preempt_wakeup_fair(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
         let Some(curr) = self.rqs[cpu].curr else { return };
         if curr == p {
             return;
@@ -403,7 +403,7 @@ impl Kernel {
 
     /// `pick_next_task_fair()` for a fair or idle `prev`, with newidle
     /// balancing when nothing is queued. Performs put_prev/set_next when switching.
-    pub fn pick_next_task_fair(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
+    pub(crate) fn pick_next_task_fair(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
         let p = loop {
             if let Some(p) = self.pick_task_fair(cpu) {
                 break p;
@@ -440,7 +440,7 @@ impl Kernel {
     }
 
     /// `put_prev_task_fair()`.
-    pub fn put_prev_task_fair(&mut self, cpu: usize, prev: TaskId) {
+    pub(crate) fn put_prev_task_fair(&mut self, cpu: usize, prev: TaskId) {
         if self.rqs[cpu].cfs.curr == Some(prev) {
             self.put_prev_entity(cpu, prev);
         }
@@ -456,7 +456,7 @@ impl Kernel {
     }
 
     /// `yield_task_fair()`: an eligible task forfeits the rest of its request.
-    pub fn yield_task_fair(&mut self, cpu: usize) {
+    pub(crate) fn yield_task_fair(&mut self, cpu: usize) {
         let Some(curr) = self.rqs[cpu].curr else { return };
         if self.rqs[cpu].nr_running == 1 {
             return;
@@ -471,7 +471,7 @@ impl Kernel {
     }
 
     /// `task_tick_fair()` → `entity_tick()`: account and maybe reschedule.
-    pub fn task_tick_fair(&mut self, cpu: usize) {
+    pub(crate) fn task_tick_fair(&mut self, cpu: usize) {
         self.update_curr(cpu);
         if let Some(curr) = self.rqs[cpu].cfs.curr {
             self.update_load_avg(cpu, curr, UPDATE_TG);

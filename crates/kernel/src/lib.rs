@@ -48,6 +48,7 @@ pub mod topology;
 
 pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Switch, TaskParams};
 pub use features::{Feature, FeatureError, Features};
+pub use invariants::InvariantError;
 pub use profile::Profile;
 pub use sched::class::SchedClass;
 pub use sched::{Policy, TaskId, TaskState};

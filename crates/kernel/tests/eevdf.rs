@@ -234,7 +234,7 @@ fn invariant_checker_catches_corruption() {
     k.check_invariants().unwrap();
     let mut broken = k.clone();
     broken.rqs[0].nr_running += 1;
-    assert!(broken.check_invariants().unwrap_err().contains("nr_running"));
+    assert!(broken.check_invariants().unwrap_err().to_string().contains("nr_running"));
     let mut broken = k.clone();
     broken.rqs[0].cfs.avg_load += 1;
     assert!(broken.check_invariants().is_err());

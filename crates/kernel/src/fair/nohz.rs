@@ -192,7 +192,7 @@ impl Kernel {
 
     /// `sched_balance_softirq()`: the kicked ILB balances for the idle CPUs;
     /// otherwise this CPU balances its own domains.
-    pub fn sched_balance_softirq(&mut self, cpu: usize) {
+    pub(crate) fn sched_balance_softirq(&mut self, cpu: usize) {
         let idle = if self.rqs[cpu].idle_balance { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
         if self.nohz_idle_balance(cpu, idle) {
             return;
