@@ -8,7 +8,7 @@
 //! RT — until its 50 ms are used or no fair task is left, then re-arms. Fair
 //! time spent outside the server is not charged to it.
 
-use crate::core::Kernel;
+use crate::core::{Kernel, Outbox};
 use crate::sched::class::SchedClass;
 
 /// Default `fair_server` runtime and period (deadline.c `dl_server_start()`).
@@ -50,24 +50,25 @@ impl Kernel {
         if rt_curr && self.rqs[cpu].cfs.h_nr_runnable > 0 {
             self.rqs[cpu].fair_server.armed = true;
             let at = self.now + FAIR_SERVER_PERIOD - fs.runtime;
-            self.timer_requests.push(TimerRequest { cpu, at });
+            self.request_timer(TimerRequest { cpu, at });
         }
     }
 
     /// The fair server's deferral timer on `cpu` (`dl_server_timer()`):
     /// start serving if fair work still waits.
-    pub fn dl_server_timer(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        // Each arming queues exactly one timer, and only this clears it.
-        self.rqs[cpu].fair_server.armed = false;
-        // (runtime may have been set to 0 since it armed)
-        if self.rqs[cpu].cfs.h_nr_runnable > 0 && self.rqs[cpu].fair_server.runtime > 0 {
-            let fs = &mut self.rqs[cpu].fair_server;
-            fs.running = true;
-            fs.budget = fs.runtime;
-            self.resched_curr(cpu);
-        }
+    pub fn dl_server_timer(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            // Each arming queues exactly one timer, and only this clears it.
+            k.rqs[cpu].fair_server.armed = false;
+            // (runtime may have been set to 0 since it armed)
+            if k.rqs[cpu].cfs.h_nr_runnable > 0 && k.rqs[cpu].fair_server.runtime > 0 {
+                let fs = &mut k.rqs[cpu].fair_server;
+                fs.running = true;
+                fs.budget = fs.runtime;
+                k.resched_curr(cpu);
+            }
+        })
     }
 
     /// The server picks fair tasks above RT while it runs (it stops when

@@ -46,9 +46,13 @@ pub mod sched;
 pub mod stop_task;
 pub mod topology;
 
-pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Switch, TaskParams};
+pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams};
+pub use deadline::TimerRequest;
 pub use features::{Feature, FeatureError, Features};
 pub use invariants::InvariantError;
 pub use profile::Profile;
 pub use sched::class::SchedClass;
 pub use sched::{Policy, TaskId, TaskState};
+
+#[cfg(test)]
+mod tests;

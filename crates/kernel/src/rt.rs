@@ -8,7 +8,7 @@
 //! `sched_rt_runtime_us`, as in 6.12 without it), no migrate-disable
 //! (`push_cpu_stop`), no asymmetric-capacity fitness, no deadline tasks.
 
-use crate::core::{IpiKind, Kernel};
+use crate::core::{IpiKind, Kernel, Outbox};
 use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId, MAX_RT_PRIO};
 use crate::topology::sd_flags::SD_WAKE_AFFINE;
@@ -539,18 +539,19 @@ impl Kernel {
     }
 
     /// `rto_push_irq_work_func()` on `cpu`: push, then pass the irq_work on.
-    pub fn rto_push_irq_work_func(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        self.rqs[cpu].rto_push_pending = false;
-        if !self.rqs[cpu].rt.pushable.is_empty() {
-            while self.push_rt_task(cpu) {}
-        }
-        if let Some(next) = self.rto_next_cpu() {
-            self.rqs[next].rto_push_pending = true;
-            self.emit(cpu, EventKind::RtPushIpi { dst_cpu: next as u32, first: false });
-            self.send_ipi(next, IpiKind::RtPushWork);
-        }
+    pub fn rto_push_irq_work_func(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            k.rqs[cpu].rto_push_pending = false;
+            if !k.rqs[cpu].rt.pushable.is_empty() {
+                while k.push_rt_task(cpu) {}
+            }
+            if let Some(next) = k.rto_next_cpu() {
+                k.rqs[next].rto_push_pending = true;
+                k.emit(cpu, EventKind::RtPushIpi { dst_cpu: next as u32, first: false });
+                k.send_ipi(next, IpiKind::RtPushWork);
+            }
+        })
     }
 
     // ---- class changes ----

@@ -9,7 +9,7 @@
 use crate::queue::EventQueue;
 use crate::rng::Rng;
 use crate::workload::{resolve, Blocked, ObjState, Thread};
-use schedlab_kernel::{IpiKind, Kernel, TaskId, TaskState};
+use schedlab_kernel::{IpiKind, Kernel, Outbox, TaskId, TaskState};
 use schedlab_scenario::{Op, Repeat, Scenario};
 use schedlab_topology::Topology;
 use schedlab_trace::{Event, EventKind, Pid, UserOp};
@@ -112,10 +112,12 @@ pub(crate) struct Engine<'a> {
     pub queue: EventQueue<Ev>,
     pub rng: Rng,
     pub now: u64,
-    /// The trace is `kernel.events[..traced]`: the kernel emits into its
-    /// buffer and the workload's markers are appended to the same one, so
+    /// What the kernel's entry points asked of the hardware since the last
+    /// `drain()`. The trace is `out.events[..traced]`: the kernel emits into
+    /// it and the workload's markers are appended to the same buffer, so
     /// no event is copied. Events past `traced` are the kernel's since the
     /// last `drain()`, which adds them (a run drops what it never drained).
+    pub out: Outbox,
     pub traced: usize,
     pub check_invariants: bool,
     pub end: Option<u64>,
@@ -124,23 +126,23 @@ pub(crate) struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     fn pid_of(&self, thread: usize) -> Pid {
-        self.kernel.tasks[self.threads[thread].task as usize].pid
+        self.kernel.task(self.threads[thread].task).pid
     }
 
     /// Take the kernel's new events into the trace, deliver its requests,
     /// then check the model.
     fn drain(&mut self) {
-        self.traced = self.kernel.events.len();
+        self.traced = self.out.events.len();
         // Most kernel entries request neither an IPI nor a timer.
-        if !self.kernel.ipis.is_empty() {
+        if !self.out.ipis.is_empty() {
             self.deliver_ipis();
         }
-        if !self.kernel.timer_requests.is_empty() {
-            let mut timers = std::mem::take(&mut self.kernel.timer_requests);
+        if !self.out.timers.is_empty() {
+            let mut timers = std::mem::take(&mut self.out.timers);
             for t in timers.drain(..) {
                 self.queue.push(t.at, Ev::FairServer { cpu: t.cpu });
             }
-            self.kernel.timer_requests = timers;
+            self.out.timers = timers;
         }
         if self.check_invariants {
             if let Err(e) = self.kernel.check_invariants() {
@@ -154,7 +156,7 @@ impl<'a> Engine<'a> {
     /// Queue the interrupts the kernel asked for, with their delivery latency.
     fn deliver_ipis(&mut self) {
         // Reuse the request buffer: no allocation per event in the steady state.
-        let mut ipis = std::mem::take(&mut self.kernel.ipis);
+        let mut ipis = std::mem::take(&mut self.out.ipis);
         for ipi in ipis.drain(..) {
             let costs = &self.topo.costs;
             // A polling idle CPU only needs to leave its idle state; a halted
@@ -168,7 +170,7 @@ impl<'a> Engine<'a> {
             }
             self.queue.push(self.now + delay, Ev::Ipi { cpu: ipi.cpu, kind: ipi.kind });
         }
-        self.kernel.ipis = ipis;
+        self.out.ipis = ipis;
     }
 
     /// The workload's marker: emitted whether or not the kernel's
@@ -176,7 +178,7 @@ impl<'a> Engine<'a> {
     fn user_event(&mut self, cpu: usize, thread: usize, op: UserOp) {
         self.drain();
         let pid = self.pid_of(thread);
-        self.kernel.events.push(Event {
+        self.out.events.push(Event {
             ts: self.now,
             cpu: cpu as u32,
             ctx_pid: pid,
@@ -282,7 +284,7 @@ impl<'a> Engine<'a> {
     /// `schedule()` on `cpu` and the hardware consequences of a switch.
     fn do_schedule(&mut self, cpu: usize, preempt: bool) {
         self.settle(cpu);
-        let sw = self.kernel.schedule(cpu, self.now, preempt);
+        let sw = self.kernel.schedule(cpu, self.now, preempt, &mut self.out);
         self.drain();
         if !sw.switched() {
             self.replan(cpu);
@@ -334,7 +336,7 @@ impl<'a> Engine<'a> {
     fn wake(&mut self, th: usize, cpu: usize) {
         self.threads[th].blocked = Blocked::No;
         let task = self.threads[th].task;
-        self.kernel.try_to_wake_up(task, self.now, cpu, 0);
+        self.kernel.try_to_wake_up(task, self.now, cpu, 0, &mut self.out);
         self.drain();
     }
 
@@ -510,7 +512,7 @@ impl<'a> Engine<'a> {
                 Op::Lock { mutex } if self.is_pi(mutex, polled) => {
                     let Some(id) = resolve(mutex, polled) else { return self.bad_ref(th) };
                     let task = self.threads[th].task;
-                    if self.kernel.rt_mutex_lock(task, id, self.now, cpu) {
+                    if self.kernel.rt_mutex_lock(task, id, self.now, cpu, &mut self.out) {
                         self.threads[th].pc += 1;
                         self.user_event(cpu, th, UserOp::Lock { obj: id });
                     } else {
@@ -523,7 +525,7 @@ impl<'a> Engine<'a> {
                     self.threads[th].pc += 1;
                     self.user_event(cpu, th, UserOp::Unlock { obj: id });
                     let task = self.threads[th].task;
-                    let next = self.kernel.rt_mutex_unlock(task, id, self.now, cpu);
+                    let next = self.kernel.rt_mutex_unlock(task, id, self.now, cpu, &mut self.out);
                     self.drain();
                     if let Some(n) = next {
                         let nth = self.task_thread[n as usize];
@@ -566,7 +568,7 @@ impl<'a> Engine<'a> {
                 }
                 Op::Yield => {
                     self.threads[th].pc += 1;
-                    self.kernel.sched_yield(cpu, self.now);
+                    self.kernel.sched_yield(cpu, self.now, &mut self.out);
                     self.drain();
                     self.do_schedule(cpu, false);
                 }
@@ -642,8 +644,8 @@ impl<'a> Engine<'a> {
             Ev::Start(th) => {
                 self.threads[th].started = true;
                 let task = self.threads[th].task;
-                let cpu = self.kernel.tasks[task as usize].cpu;
-                self.kernel.wake_up_new_task(task, self.now, cpu);
+                let cpu = self.kernel.task(task).cpu;
+                self.kernel.wake_up_new_task(task, self.now, cpu, &mut self.out);
                 self.drain();
                 if !self.preempt_point(cpu) {
                     self.replan_if_running(cpu);
@@ -661,7 +663,7 @@ impl<'a> Engine<'a> {
                 if gen == self.cpus[cpu].tick_gen {
                     self.cpus[cpu].tick_armed = false;
                     self.settle(cpu);
-                    self.kernel.sched_tick(cpu, self.now);
+                    self.kernel.sched_tick(cpu, self.now, &mut self.out);
                     self.drain();
                     if !self.preempt_point(cpu) {
                         self.replan(cpu);
@@ -719,9 +721,9 @@ impl<'a> Engine<'a> {
     /// An interrupt-context kernel entry on `cpu` (timer, IPI, irq_work):
     /// run it, then let the CPU reschedule; if it does not, re-plan the
     /// running thread's next op boundary (the handler may have changed its rate).
-    fn irq_on(&mut self, cpu: usize, handler: fn(&mut Kernel, usize, u64)) {
+    fn irq_on(&mut self, cpu: usize, handler: fn(&mut Kernel, usize, u64, &mut Outbox)) {
         self.settle(cpu);
-        handler(&mut self.kernel, cpu, self.now);
+        handler(&mut self.kernel, cpu, self.now, &mut self.out);
         self.drain();
         if !self.preempt_point(cpu) {
             self.replan_if_running(cpu);
@@ -736,7 +738,7 @@ impl<'a> Engine<'a> {
 
     /// Hand the trace so far to `sink` and forget it (streamed runs).
     pub fn stream_to(&mut self, sink: &mut dyn FnMut(&Event)) {
-        for e in self.kernel.events.drain(..self.traced) {
+        for e in self.out.events.drain(..self.traced) {
             sink(&e);
         }
         self.traced = 0;

@@ -10,7 +10,7 @@ pub mod rng;
 pub mod workload;
 
 use engine::{Engine, Ev};
-use schedlab_kernel::{Features, Kernel, KernelConfig, Policy, Profile, TaskParams};
+use schedlab_kernel::{Features, Kernel, KernelConfig, Outbox, Policy, Profile, TaskParams};
 use schedlab_scenario::{Background, Op, Policy as SPolicy, Program, Repeat, Scenario, ThreadSpec};
 use schedlab_topology::CpuSet;
 use schedlab_topology::{InputError, PreemptModel, Topology};
@@ -227,6 +227,7 @@ fn simulate_inner(
         rng: rng::Rng::new(seed),
         now: 0,
         traced: 0,
+        out: Outbox::new(),
         check_invariants: check,
         end: duration,
         error: None,
@@ -261,14 +262,14 @@ fn simulate_inner(
     let end_ns = engine.now;
     // The trace; what the kernel emitted after the last drain, and emits
     // below while settling the clocks, is left out.
-    let mut events = std::mem::take(&mut engine.kernel.events);
+    let mut events = std::mem::take(&mut engine.out.events);
     events.truncate(engine.traced);
+    let mut scratch = Outbox::new();
     for cpu in 0..topo.nr_cpus() {
         if engine.kernel.curr(cpu).is_some() {
-            engine.kernel.sync_curr(cpu, end_ns);
+            engine.kernel.sync_curr(cpu, end_ns, &mut scratch);
         }
     }
-    engine.kernel.events.clear();
     if duration.is_none() {
         let stuck: Vec<String> = engine
             .threads
@@ -285,12 +286,12 @@ fn simulate_inner(
         .iter()
         .map(|t| ThreadOutcome {
             name: scenario.threads[t.spec].name.clone(),
-            pid: engine.kernel.tasks[t.task as usize].pid,
+            pid: engine.kernel.task(t.task).pid,
             iterations: t.iteration,
             finished: t.finished,
-            runtime_ns: engine.kernel.tasks[t.task as usize].se.sum_exec_runtime,
-            nvcsw: engine.kernel.tasks[t.task as usize].nvcsw,
-            nivcsw: engine.kernel.tasks[t.task as usize].nivcsw,
+            runtime_ns: engine.kernel.task(t.task).se.sum_exec_runtime,
+            nvcsw: engine.kernel.task(t.task).nvcsw,
+            nivcsw: engine.kernel.task(t.task).nivcsw,
         })
         .collect();
     Ok(SimResult {

@@ -7,7 +7,7 @@
 //!
 //! Follows 6.12.x; simplified as described in [`crate::core`].
 
-use crate::core::Kernel;
+use crate::core::{Kernel, Outbox};
 use crate::sched::class::SchedClass;
 use crate::sched::*;
 use schedlab_topology::CpuSet;
@@ -82,20 +82,21 @@ impl Kernel {
     /// (`move_queued_task()`); a sleeping one simply wakes up inside it.
     /// Simplified: the running case (a stopper migration) is not modeled;
     /// a running task leaves at its next wakeup.
-    pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize) {
-        self.enter(now, exec_cpu);
-        assert!(!mask.is_empty(), "empty affinity mask");
-        self.tasks[t as usize].cpus_mask = mask;
-        let cpu = self.tasks[t as usize].cpu;
-        if self.rqs[cpu].switching_out == Some(t) {
-            // The migration stopper runs after the switch away from it.
-            self.finish_task_switch(cpu);
-        }
-        let task = &self.tasks[t as usize];
-        if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
-            let dest = mask.first().expect("non-empty mask");
-            self.move_queued_task(t, dest);
-        }
+    pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize, out: &mut Outbox) {
+        self.entry(now, exec_cpu, out, |k| {
+            assert!(!mask.is_empty(), "empty affinity mask");
+            k.tasks[t as usize].cpus_mask = mask;
+            let cpu = k.tasks[t as usize].cpu;
+            if k.rqs[cpu].switching_out == Some(t) {
+                // The migration stopper runs after the switch away from it.
+                k.finish_task_switch(cpu);
+            }
+            let task = &k.tasks[t as usize];
+            if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
+                let dest = mask.first().expect("non-empty mask");
+                k.move_queued_task(t, dest);
+            }
+        })
     }
 
     /// `rt_mutex_setprio()`: change `p`'s effective priority to the best of

@@ -11,7 +11,7 @@
 //! a newidle balance is modeled from the topology (`newidle_balance_ns_per_cpu`
 //! per CPU of the domain) rather than measured.
 
-use crate::core::{IpiKind, Kernel};
+use crate::core::{IpiKind, Kernel, Outbox};
 use crate::fair::lb::CpuIdleType;
 use crate::features::Feature;
 use crate::topology::sd_flags::*;
@@ -322,21 +322,23 @@ impl Kernel {
     /// Run `cpu`'s periodic balance as an idle CPU, from the context of
     /// `exec_cpu` (what the idle load balancer does for it). For tests and
     /// tools that want one balancing pass on a crafted state.
-    pub fn run_idle_balance(&mut self, cpu: usize, now: u64, exec_cpu: usize) {
-        self.enter(now, exec_cpu);
-        self.update_rq_clock(cpu);
-        self.sched_balance_domains(cpu, CpuIdleType::Idle, BalanceKind::NohzIdle);
+    pub fn run_idle_balance(&mut self, cpu: usize, now: u64, exec_cpu: usize, out: &mut Outbox) {
+        self.entry(now, exec_cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            k.sched_balance_domains(cpu, CpuIdleType::Idle, BalanceKind::NohzIdle);
+        })
     }
 
     /// `nohz_csd_func()` + the SCHED_SOFTIRQ it raises: the kicked CPU runs
     /// the idle balance on behalf of the tickless idle CPUs.
-    pub fn nohz_csd_func(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        let flags = std::mem::take(&mut self.rqs[cpu].nohz_flags) & NOHZ_KICK_MASK;
-        self.rqs[cpu].nohz_idle_balance = flags;
-        self.rqs[cpu].idle_balance = self.idle_cpu(cpu);
-        self.sched_balance_softirq(cpu);
+    pub fn nohz_csd_func(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            let flags = std::mem::take(&mut k.rqs[cpu].nohz_flags) & NOHZ_KICK_MASK;
+            k.rqs[cpu].nohz_idle_balance = flags;
+            k.rqs[cpu].idle_balance = k.idle_cpu(cpu);
+            k.sched_balance_softirq(cpu);
+        })
     }
 
     /// `nohz_idle_balance()`.
