@@ -4,8 +4,8 @@
 //! Every entry point takes the simulated time and the CPU whose context runs
 //! the code (the waker's CPU for a wakeup, the ticking CPU for a tick), like
 //! the kernel's `smp_processor_id()`. The simulator owns time and decides
-//! when interrupts arrive; the model only records what it asks for (reschedule
-//! IPIs) in [`Kernel::ipis`].
+//! when interrupts arrive; the model only writes what it asks for (trace
+//! events, IPIs, timers) into the [`Outbox`] the caller hands the entry point.
 //!
 //! Preemption models: workload threads run in user space, where `none`,
 //! `voluntary` and `full` behave alike (a reschedule takes effect on the next
@@ -59,7 +59,7 @@ pub struct KernelConfig {
     pub topology: Topology,
     /// The preemption model in effect (the topology's, unless the profile lacks it).
     pub preempt: PreemptModel,
-    /// Record events in [`Kernel::events`].
+    /// Emit trace events into each entry point's [`Outbox`].
     pub trace: bool,
     /// Seed of the model's own random choices (NI_RANDOM).
     pub seed: u64,

@@ -29,9 +29,12 @@
 //! otherwise; where mainline differs, [`Profile`] holds the rule and the doc
 //! names it.
 //!
-//! The model is pure: no I/O, no clock, no randomness. Callers pass the time
-//! and the executing CPU to every entry point and read back events and
-//! reschedule requests.
+//! The model is pure: no I/O, no clock, no randomness of its own beyond a
+//! seeded generator. Callers pass the time, the executing CPU and an
+//! [`Outbox`] to every entry point; what the kernel asks of the hardware
+//! (trace events, IPIs, timers) comes back in the outbox, reschedules of the
+//! executing CPU as [`Kernel::need_resched`]. State is read through
+//! accessors ([`Kernel::task`], [`Kernel::rq`], ...).
 
 pub mod core;
 pub mod deadline;
