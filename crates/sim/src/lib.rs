@@ -3,8 +3,13 @@
 //!
 //! Same scenario, options and seed ⇒ bit-identical trace. The only randomness
 //! is the run's seeded [`rng::Rng`] (burst and IPI jitter from the topology).
+//!
+//! Three parts: `engine`, the event loop and its event types; `hw`, the
+//! hardware (per-CPU timing, idle exit, IPIs, the tick, switch costs, noise);
+//! `workload`, the threads' objects and the interpreter of their ops.
 
 pub mod engine;
+mod hw;
 pub mod queue;
 pub mod rng;
 pub mod workload;
@@ -216,18 +221,15 @@ fn simulate_inner(
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
     let mut engine = Engine {
         scenario,
-        topo: &topo,
         kernel,
+        out: Outbox::new(),
+        hw: hw::Hardware::new(&topo, seed),
         threads,
         task_thread,
         objects: workload::initial_objects(scenario),
-        cpus: vec![Default::default(); topo.nr_cpus()],
-        siblings: (0..topo.nr_cpus()).map(|c| topo.smt_mask(c).iter().filter(|&s| s != c).collect()).collect(),
         queue: queue::EventQueue::with_keys(engine::KEYS_PER_CPU * topo.nr_cpus()),
-        rng: rng::Rng::new(seed),
         now: 0,
-        traced: 0,
-        out: Outbox::new(),
+        trace: Vec::new(),
         check_invariants: check,
         end: duration,
         error: None,
@@ -262,8 +264,7 @@ fn simulate_inner(
     let end_ns = engine.now;
     // The trace; what the kernel emitted after the last drain, and emits
     // below while settling the clocks, is left out.
-    let mut events = std::mem::take(&mut engine.out.events);
-    events.truncate(engine.traced);
+    let events = std::mem::take(&mut engine.trace);
     let mut scratch = Outbox::new();
     for cpu in 0..topo.nr_cpus() {
         if engine.kernel.curr(cpu).is_some() {
