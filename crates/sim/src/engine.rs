@@ -12,6 +12,7 @@
 use crate::hw::Hardware;
 use crate::queue::EventQueue;
 use crate::workload::{Blocked, ObjState, Thread};
+use crate::SimError;
 use schedlab_kernel::{IpiKind, Kernel, Outbox, TaskId};
 use schedlab_scenario::Scenario;
 use schedlab_trace::{Event, EventKind, Pid, UserOp};
@@ -98,7 +99,7 @@ pub(crate) struct Engine<'a> {
     pub trace: Vec<Event>,
     pub check_invariants: bool,
     pub end: Option<u64>,
-    pub error: Option<String>,
+    pub error: Option<SimError>,
 }
 
 impl<'a> Engine<'a> {
@@ -129,7 +130,7 @@ impl<'a> Engine<'a> {
         if self.check_invariants {
             if let Err(e) = self.kernel.check_invariants() {
                 if self.error.is_none() {
-                    self.error = Some(format!("invariant violated at {} ns: {e}", self.now));
+                    self.error = Some(SimError::Invariant { at_ns: self.now, source: e });
                 }
             }
         }

@@ -44,6 +44,9 @@ pub enum SimError {
     Options(String),
     #[error("simulation stopped: {0}")]
     Model(String),
+    /// The kernel model's consistency check failed (debug builds, tests).
+    #[error("simulation stopped: invariant violated at {at_ns} ns: {source}")]
+    Invariant { at_ns: u64, source: schedlab_kernel::InvariantError },
 }
 
 /// Per-thread summary the simulator knows directly.
@@ -259,7 +262,7 @@ fn simulate_inner(
         engine.stream_to(sink);
     }
     if let Some(e) = engine.error.take() {
-        return Err(SimError::Model(e));
+        return Err(e);
     }
     let end_ns = engine.now;
     // The trace; what the kernel emitted after the last drain, and emits

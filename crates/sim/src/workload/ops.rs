@@ -10,6 +10,7 @@
 use super::{resolve, Blocked, ObjState};
 use crate::engine::{Engine, Ev};
 use crate::hw::UNITS_PER_NS;
+use crate::SimError;
 use schedlab_kernel::TaskState;
 use schedlab_scenario::{ObjId, ObjRef, Op, Repeat, Scenario};
 use schedlab_trace::UserOp;
@@ -38,10 +39,10 @@ impl<'a> Engine<'a> {
             budget -= 1;
             if budget == 0 {
                 let name = &self.scenario.threads[self.threads[self.task_thread[task as usize]].spec].name;
-                self.error = Some(format!(
+                self.error = Some(SimError::Model(format!(
                     "thread {name} executes ops forever without time passing (livelock at {} ns)",
                     self.now
-                ));
+                )));
                 return;
             }
             let th = self.task_thread[task as usize];
@@ -394,7 +395,8 @@ impl<'a> Engine<'a> {
             Some(id) => ControlFlow::Continue(id),
             None => {
                 let name = &self.scenario.threads[self.threads[th].spec].name;
-                self.error = Some(format!("thread {name} used a {{*}} operand before any poll matched"));
+                self.error =
+                    Some(SimError::Model(format!("thread {name} used a {{*}} operand before any poll matched")));
                 ControlFlow::Break(())
             }
         }
