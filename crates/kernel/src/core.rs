@@ -4,8 +4,8 @@
 //! Every entry point takes the simulated time and the CPU whose context runs
 //! the code (the waker's CPU for a wakeup, the ticking CPU for a tick), like
 //! the kernel's `smp_processor_id()`. The simulator owns time and decides
-//! when interrupts arrive; the model only records what it asks for (reschedule
-//! IPIs) in [`Kernel::ipis`].
+//! when interrupts arrive; the model only writes what it asks for (trace
+//! events, IPIs, timers) into the [`Outbox`] the caller hands the entry point.
 //!
 //! Preemption models: workload threads run in user space, where `none`,
 //! `voluntary` and `full` behave alike (a reschedule takes effect on the next
@@ -25,14 +25,20 @@
 //! are in `queue`; `__schedule()` with the class pick and the context switch
 //! (`pick_next_task()`, `put_prev_task()`, `finish_task_switch()`), its
 //! callers' preludes (`set_current_state()`, `do_sched_yield()`) and
-//! `sched_tick()` in `schedule`.
+//! `sched_tick()` in `schedule`; the wakeup half (`try_to_wake_up()` and the
+//! wakelist) in `ttwu`. Every class operation goes through the class table
+//! (`crate::sched::class`): stop, the fair server (deadline), RT, fair and
+//! idle.
 //!
-//! The wakeup half of core.c (`try_to_wake_up()` and the wakelist) lives in
-//! [`crate::ttwu`]. Simplified: only the fair and idle classes exist yet.
+//! Follows 6.12.x. Simplified: one root domain and no cgroups; the stopper
+//! and the fair server are not tasks (see [`crate::stop_task`] and
+//! [`crate::deadline`]); no deadline tasks.
 
+use crate::deadline::TimerRequest;
 use crate::features::{Feature, Features};
 use crate::pelt;
 use crate::profile::Profile;
+use crate::sched::class::SchedClass;
 use crate::sched::*;
 use crate::topology::{build_sched_domains, SchedDomains};
 use schedlab_topology::{CpuSet, PreemptModel, Topology};
@@ -40,6 +46,7 @@ use schedlab_trace::{Event, EventKind, Pid};
 
 mod queue;
 mod schedule;
+mod ttwu;
 
 pub use schedule::Switch;
 
@@ -52,7 +59,7 @@ pub struct KernelConfig {
     pub topology: Topology,
     /// The preemption model in effect (the topology's, unless the profile lacks it).
     pub preempt: PreemptModel,
-    /// Record events in [`Kernel::events`].
+    /// Emit trace events into each entry point's [`Outbox`].
     pub trace: bool,
     /// Seed of the model's own random choices (NI_RANDOM).
     pub seed: u64,
@@ -98,6 +105,40 @@ pub struct IpiRequest {
     pub polled: bool,
 }
 
+/// What one kernel entry point asks of the hardware, in the order it asked:
+/// the trace events it emitted, the interrupts to deliver and the timers to
+/// arm. The caller hands one to every entry point (`schedule()`,
+/// `sched_tick()`, `try_to_wake_up()`, the IPI and timer handlers, ...),
+/// which appends to it; the kernel keeps none of it afterwards, so nothing
+/// can be left undrained. A reschedule of the executing CPU is the
+/// `need_resched` flag ([`Kernel::need_resched`]); of another CPU, an IPI.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outbox {
+    /// Trace events (only when [`KernelConfig::trace`] is set).
+    pub events: Vec<Event>,
+    /// Interrupts to other CPUs (or polled flags of idle ones).
+    pub ipis: Vec<IpiRequest>,
+    /// Timers to fire (the fair server's deferral timer).
+    pub timers: Vec<TimerRequest>,
+}
+
+impl Outbox {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.ipis.is_empty() && self.timers.is_empty()
+    }
+
+    /// Forget everything, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.ipis.clear();
+        self.timers.clear();
+    }
+}
+
 /// `struct sched_domain_shared`: per-LLC state the wakeup path reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LlcShared {
@@ -127,47 +168,44 @@ pub const STOPPER_PID_BASE: Pid = 100;
 /// The whole scheduler state of a machine.
 #[derive(Clone, Debug)]
 pub struct Kernel {
-    pub profile: Profile,
-    pub features: Features,
-    pub tasks: Vec<Task>,
-    pub rqs: Vec<Rq>,
+    pub(crate) profile: Profile,
+    pub(crate) features: Features,
+    pub(crate) tasks: Vec<Task>,
+    pub(crate) rqs: Vec<Rq>,
     /// `sysctl_sched_base_slice` for this machine.
-    pub base_slice: u64,
-    pub tick_ns: u64,
-    pub preempt: PreemptModel,
-    pub trace: bool,
-    /// Events since the simulator last drained them.
-    pub events: Vec<Event>,
-    /// Interrupts the simulator must deliver.
-    pub ipis: Vec<IpiRequest>,
-    /// Timers (fair server) the simulator must fire.
-    pub timer_requests: Vec<crate::deadline::TimerRequest>,
-    pub topo: Topology,
+    pub(crate) base_slice: u64,
+    pub(crate) tick_ns: u64,
+    pub(crate) preempt: PreemptModel,
+    pub(crate) trace: bool,
+    /// The caller's outbox while an entry point runs (swapped in by
+    /// `entry()`, swapped back out before it returns); empty otherwise.
+    out: Outbox,
+    pub(crate) topo: Topology,
     /// The sched domain hierarchy built from the topology.
-    pub domains: SchedDomains,
+    pub(crate) domains: SchedDomains,
     /// `sd_llc_shared`, indexed by CPU id of the LLC's `sd_llc_id`.
-    pub llc_shared: Vec<LlcShared>,
+    pub(crate) llc_shared: Vec<LlcShared>,
     /// `sched_smt_active()`.
-    pub smt_active: bool,
+    pub(crate) smt_active: bool,
     /// PI mutexes, indexed by the workload's object id.
-    pub rt_mutexes: Vec<crate::rtmutex::RtMutex>,
+    pub(crate) rt_mutexes: Vec<crate::rtmutex::RtMutex>,
     /// Root domain: CPUs with pushable RT tasks (`rto_mask`, `rto_count`).
-    pub rto_mask: CpuSet,
-    pub rto_count: u32,
+    pub(crate) rto_mask: CpuSet,
+    pub(crate) rto_count: u32,
     /// RT_PUSH_IPI chain state (`rto_cpu`, `rto_loop`, `rto_loop_next`).
-    pub rto_cpu: i64,
-    pub rto_loop: u64,
-    pub rto_loop_next: u64,
+    pub(crate) rto_cpu: i64,
+    pub(crate) rto_loop: u64,
+    pub(crate) rto_loop_next: u64,
     /// Cursor of `cpumask_any_distribute()`.
     pub(crate) distribute_cursor: usize,
     /// Per CPU, per domain level: the mutable half of `struct sched_domain`.
-    pub sd_state: Vec<Vec<crate::fair_nohz::SdState>>,
+    pub(crate) sd_state: Vec<Vec<crate::fair::nohz::SdState>>,
     /// `sgc->imbalance`, indexed by sched group id.
-    pub sgc_imbalance: Vec<bool>,
+    pub(crate) sgc_imbalance: Vec<bool>,
     /// `rd->overloaded`.
-    pub rd_overloaded: bool,
+    pub(crate) rd_overloaded: bool,
     /// The global `nohz` state.
-    pub nohz: crate::fair_nohz::Nohz,
+    pub(crate) nohz: crate::fair::nohz::Nohz,
     pub(crate) rng_state: u64,
     /// `env->tasks` of the balance in progress (reused, never freed).
     pub(crate) lb_detached: Vec<TaskId>,
@@ -214,7 +252,7 @@ impl Kernel {
             .map(|c| {
                 c.domains
                     .iter()
-                    .map(|d| crate::fair_nohz::SdState {
+                    .map(|d| crate::fair::nohz::SdState {
                         balance_interval: d.balance_interval,
                         newidle_call: d.newidle_call,
                         newidle_success: d.newidle_success,
@@ -224,7 +262,7 @@ impl Kernel {
                     .collect()
             })
             .collect();
-        let mut nohz = crate::fair_nohz::Nohz::default();
+        let mut nohz = crate::fair::nohz::Nohz::default();
         for (cpu, rq) in rqs.iter_mut().enumerate() {
             rq.nohz_tick_stopped = true;
             rq.llc_nohz_idle = domains.cpus[cpu].sd_llc.is_some();
@@ -261,9 +299,7 @@ impl Kernel {
             tick_ns,
             preempt: cfg.preempt,
             trace: cfg.trace,
-            events: Vec::new(),
-            ipis: Vec::new(),
-            timer_requests: Vec::new(),
+            out: Outbox::new(),
             smt_active: topo.has_smt(),
             topo,
             domains,
@@ -277,6 +313,54 @@ impl Kernel {
         self.rqs.len()
     }
 
+    /// Task `t` (`struct task_struct`), read-only.
+    pub fn task(&self, t: TaskId) -> &Task {
+        &self.tasks[t as usize]
+    }
+
+    /// Every task, indexed by [`TaskId`].
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// CPU `cpu`'s runqueue (`cpu_rq()`), read-only.
+    pub fn rq(&self, cpu: usize) -> &Rq {
+        &self.rqs[cpu]
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    pub fn features(&self) -> &Features {
+        &self.features
+    }
+
+    /// The machine the kernel runs on.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The sched domain hierarchy built from the topology.
+    pub fn domains(&self) -> &SchedDomains {
+        &self.domains
+    }
+
+    /// `sd_llc_shared` of the LLC with id `llc_id` (`sd_llc_id`).
+    pub fn llc_shared(&self, llc_id: usize) -> &LlcShared {
+        &self.llc_shared[llc_id]
+    }
+
+    /// The tick period, ns (`TICK_NSEC`).
+    pub fn tick_ns(&self) -> u64 {
+        self.tick_ns
+    }
+
+    /// `sysctl_sched_base_slice` for this machine, ns.
+    pub fn base_slice(&self) -> u64 {
+        self.base_slice
+    }
+
     pub fn feat(&self, f: Feature) -> bool {
         self.features.is_set(f)
     }
@@ -288,8 +372,30 @@ impl Kernel {
         if self.trace {
             let cpu = self.exec_cpu;
             let ctx_pid = self.rqs[cpu].curr.map(|t| self.tasks[t as usize].pid).unwrap_or(0);
-            self.events.push(Event { ts: self.now, cpu: cpu as u32, ctx_pid, flags: *b"d..2.", kind });
+            self.out.events.push(Event { ts: self.now, cpu: cpu as u32, ctx_pid, flags: *b"d..2.", kind });
         }
+    }
+
+    /// Run the body of an entry point: set the time and executing CPU, and
+    /// let the code write what it asks of the hardware into `out`.
+    pub(crate) fn entry<R>(
+        &mut self,
+        now: u64,
+        exec_cpu: usize,
+        out: &mut Outbox,
+        body: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        debug_assert!(self.out.is_empty(), "the kernel wrote to its outbox outside an entry point");
+        std::mem::swap(&mut self.out, out);
+        self.enter(now, exec_cpu);
+        let r = body(self);
+        std::mem::swap(&mut self.out, out);
+        r
+    }
+
+    /// Timers go out with the rest of the entry point's requests.
+    pub(crate) fn request_timer(&mut self, t: TimerRequest) {
+        self.out.timers.push(t);
     }
 
     /// Set the time and executing CPU for the kernel code about to run.
@@ -404,7 +510,7 @@ impl Kernel {
     /// `resched_curr()` / `resched_curr_lazy()`. Lazy requests only exist under
     /// `preempt=lazy` for fair tasks; they set a flag and send no IPI.
     pub(crate) fn resched_curr_maybe_lazy(&mut self, cpu: usize, lazy: bool) {
-        let curr_fair = self.rqs[cpu].curr.map(|t| self.tasks[t as usize].policy.is_fair()).unwrap_or(false);
+        let curr_fair = self.class_of_curr(cpu) == SchedClass::Fair;
         let lazy = lazy && self.preempt == PreemptModel::Lazy && curr_fair;
         let rq = &mut self.rqs[cpu];
         if rq.need_resched {
@@ -435,9 +541,10 @@ impl Kernel {
         } else if kind == IpiKind::Resched {
             self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: true });
         }
-        self.ipis.push(IpiRequest { cpu, kind, idle, polled });
+        self.out.ipis.push(IpiRequest { cpu, kind, idle, polled });
     }
 
+    /// `resched_curr()`: the eager form, never lazy.
     pub(crate) fn resched_curr(&mut self, cpu: usize) {
         self.resched_curr_maybe_lazy(cpu, false);
     }

@@ -2,13 +2,14 @@
 //! deferred `dl_server`): fair tasks starved by RT tasks get 50 ms of every
 //! 1 s period, once they have waited for the rest of it.
 //!
-//! Simplified: no deadline class beyond this server. The server arms when a
+//! Follows 6.12.x. Simplified: no deadline class beyond this server. The server arms when a
 //! fair task is runnable while an RT task holds the CPU; if the fair tasks
 //! are still starved `period − runtime` (950 ms) later, it runs them — above
 //! RT — until its 50 ms are used or no fair task is left, then re-arms. Fair
 //! time spent outside the server is not charged to it.
 
-use crate::core::Kernel;
+use crate::core::{Kernel, Outbox};
+use crate::sched::class::SchedClass;
 
 /// Default `fair_server` runtime and period (deadline.c `dl_server_start()`).
 pub const FAIR_SERVER_RUNTIME: u64 = 50_000_000;
@@ -45,28 +46,29 @@ impl Kernel {
         if fs.runtime == 0 || fs.running || fs.armed {
             return;
         }
-        let rt_curr = self.rqs[cpu].curr.is_some_and(|c| self.task_is_rt(c));
+        let rt_curr = self.class_of_curr(cpu) == SchedClass::Rt;
         if rt_curr && self.rqs[cpu].cfs.h_nr_runnable > 0 {
             self.rqs[cpu].fair_server.armed = true;
             let at = self.now + FAIR_SERVER_PERIOD - fs.runtime;
-            self.timer_requests.push(TimerRequest { cpu, at });
+            self.request_timer(TimerRequest { cpu, at });
         }
     }
 
     /// The fair server's deferral timer on `cpu` (`dl_server_timer()`):
     /// start serving if fair work still waits.
-    pub fn dl_server_timer(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        // Each arming queues exactly one timer, and only this clears it.
-        self.rqs[cpu].fair_server.armed = false;
-        // (runtime may have been set to 0 since it armed)
-        if self.rqs[cpu].cfs.h_nr_runnable > 0 && self.rqs[cpu].fair_server.runtime > 0 {
-            let fs = &mut self.rqs[cpu].fair_server;
-            fs.running = true;
-            fs.budget = fs.runtime;
-            self.resched_curr(cpu);
-        }
+    pub fn dl_server_timer(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            // Each arming queues exactly one timer, and only this clears it.
+            k.rqs[cpu].fair_server.armed = false;
+            // (runtime may have been set to 0 since it armed)
+            if k.rqs[cpu].cfs.h_nr_runnable > 0 && k.rqs[cpu].fair_server.runtime > 0 {
+                let fs = &mut k.rqs[cpu].fair_server;
+                fs.running = true;
+                fs.budget = fs.runtime;
+                k.resched_curr(cpu);
+            }
+        })
     }
 
     /// The server picks fair tasks above RT while it runs (it stops when

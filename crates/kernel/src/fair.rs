@@ -2,9 +2,9 @@
 //!
 //! Functions keep the kernel's names and order of effects. Simplified: one
 //! root cfs_rq per CPU (no group entities, so the `for_each_sched_entity`
-//! walks are one step), no PELT or util_est yet, no CFS bandwidth, no
-//! fair_server accounting. Versions differ where [`crate::profile::Profile`]
-//! says so.
+//! walks are one step), no util_est, no CFS bandwidth. Follows 6.12.x;
+//! where other versions differ, [`crate::profile::Profile`] says so and the
+//! function's doc names the version.
 //!
 //! Laid out in two pieces: this file holds the class's paths —
 //! `update_curr()`, the entity enqueue/dequeue (`enqueue_entity()`,
@@ -18,32 +18,64 @@
 //! `update_deadline()` and `place_entity()` — is in `eevdf`.
 
 use crate::core::Kernel;
-use crate::fair_pelt::{DO_ATTACH, DO_DETACH, UPDATE_TG};
+use crate::fair::pelt::{DO_ATTACH, DO_DETACH, UPDATE_TG};
 use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason};
 
 mod eevdf;
+pub mod lb;
+pub mod nohz;
+pub mod pelt;
+pub mod select;
+pub mod timeline;
 
 pub use eevdf::{calc_delta, calc_delta_fair};
 
 impl Kernel {
-    /// `update_curr()`: charge the running entity for the time since `exec_start`.
-    pub fn update_curr(&mut self, cpu: usize) {
-        let Some(curr) = self.rqs[cpu].cfs.curr else { return };
+    /// `update_curr_se()`: move `t`'s `exec_start` up to the rq clock and add
+    /// the time since to `sum_exec_runtime`. `None` when the clock has not
+    /// moved (the kernel's `delta_exec <= 0`).
+    fn update_curr_se(&mut self, cpu: usize, t: TaskId) -> Option<u64> {
         let now = self.rqs[cpu].clock;
-        let se = &mut self.tasks[curr as usize].se;
+        let se = &mut self.tasks[t as usize].se;
         let delta = now as i64 - se.exec_start as i64;
         if delta <= 0 {
-            return;
+            return None;
         }
         se.exec_start = now;
         se.sum_exec_runtime += delta as u64;
-        se.vruntime += calc_delta_fair(delta as u64, se.load) as i64;
+        Some(delta as u64)
+    }
+
+    /// `update_curr_task()`: the `sched_stat_runtime` trace of a charge.
+    /// Simplified: no cgroup or thread-group CPU time accounting.
+    fn update_curr_task(&mut self, cpu: usize, t: TaskId, delta: u64) {
+        let pid = self.tasks[t as usize].pid;
+        self.emit(cpu, EventKind::SchedStatRuntime { pid, runtime: delta });
+    }
+
+    /// `update_curr_common()`: the runtime accounting every class shares,
+    /// used as is by the RT class (6.12.x; 6.14 renames it `update_se()`).
+    pub(crate) fn update_curr_common(&mut self, cpu: usize, t: TaskId) {
+        if let Some(delta) = self.update_curr_se(cpu, t) {
+            self.update_curr_task(cpu, t, delta);
+        }
+    }
+
+    /// `update_curr()`: charge the running entity for the time since
+    /// `exec_start` (`update_curr_se()`), then its virtual time, deadline and
+    /// the fair server; slice expiry reschedules lazily where the profile has
+    /// lazy preemption (≥6.13). The model charges the fair server before the
+    /// `sched_stat_runtime` trace; the kernel traces first.
+    pub(crate) fn update_curr(&mut self, cpu: usize) {
+        let Some(curr) = self.rqs[cpu].cfs.curr else { return };
+        let Some(delta) = self.update_curr_se(cpu, curr) else { return };
+        let se = &mut self.tasks[curr as usize].se;
+        se.vruntime += calc_delta_fair(delta, se.load) as i64;
         let resched = self.update_deadline(cpu, curr);
-        self.dl_server_update(cpu, delta as u64);
-        let pid = self.tasks[curr as usize].pid;
-        self.emit(cpu, EventKind::SchedStatRuntime { pid, runtime: delta as u64 });
+        self.dl_server_update(cpu, delta);
+        self.update_curr_task(cpu, curr, delta);
         if self.rqs[cpu].cfs.nr_running == 1 {
             return;
         }
@@ -54,6 +86,8 @@ impl Kernel {
         }
     }
 
+    /// `clear_buddies()`: the next buddy is the only one left (6.12 dropped
+    /// `last` and `skip`).
     fn clear_buddies(&mut self, cpu: usize, t: TaskId) {
         if self.rqs[cpu].cfs.next == Some(t) {
             self.rqs[cpu].cfs.next = None;
@@ -245,7 +279,7 @@ impl Kernel {
     }
 
     /// `enqueue_task_fair()`.
-    pub fn enqueue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) {
+    pub(crate) fn enqueue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) {
         if flags & ENQUEUE_DELAYED != 0 {
             self.requeue_delayed_entity(cpu, t);
             return;
@@ -273,7 +307,7 @@ impl Kernel {
 
     /// `dequeue_entities()`: returns -1 when the task was left delayed, 1 when
     /// it left the runqueue. A completed delayed dequeue also blocks the task.
-    pub fn dequeue_entities(&mut self, cpu: usize, t: TaskId, flags: u32) -> i32 {
+    pub(crate) fn dequeue_entities(&mut self, cpu: usize, t: TaskId, flags: u32) -> i32 {
         let task_sleep = flags & DEQUEUE_SLEEP != 0;
         let task_delayed = flags & DEQUEUE_DELAYED != 0;
         let counts_as_delayed = !task_sleep && !task_delayed && self.tasks[t as usize].se.sched_delayed;
@@ -298,12 +332,14 @@ impl Kernel {
     }
 
     /// `dequeue_task_fair()`: false when the task stayed queued as delayed.
-    pub fn dequeue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
+    pub(crate) fn dequeue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
         self.dequeue_entities(cpu, t, flags) >= 0
     }
 
-    /// `check_preempt_wakeup_fair()`: should wakee `p` preempt the running fair task?
-    pub fn check_preempt_wakeup_fair(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
+    /// `check_preempt_wakeup_fair()`: should wakee `p` preempt the running
+    /// fair task? Mainline (≥7.0) reschedules lazily under preempt=lazy.
+    /// Simplified: no group entities to walk (`find_matching_se()`).
+    pub(crate) fn check_preempt_wakeup_fair(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
         let Some(curr) = self.rqs[cpu].curr else { return };
         if curr == p {
             return;
@@ -367,7 +403,7 @@ impl Kernel {
 
     /// `pick_next_task_fair()` for a fair or idle `prev`, with newidle
     /// balancing when nothing is queued. Performs put_prev/set_next when switching.
-    pub fn pick_next_task_fair(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
+    pub(crate) fn pick_next_task_fair(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
         let p = loop {
             if let Some(p) = self.pick_task_fair(cpu) {
                 break p;
@@ -404,14 +440,23 @@ impl Kernel {
     }
 
     /// `put_prev_task_fair()`.
-    pub fn put_prev_task_fair(&mut self, cpu: usize, prev: TaskId) {
+    pub(crate) fn put_prev_task_fair(&mut self, cpu: usize, prev: TaskId) {
         if self.rqs[cpu].cfs.curr == Some(prev) {
             self.put_prev_entity(cpu, prev);
         }
     }
 
+    /// `prio_changed_fair()` after a PI change within the fair class: a
+    /// queued task that is not running may now preempt. Simplified: the
+    /// running task is not rescheduled when its own priority drops.
+    pub(crate) fn prio_changed_fair(&mut self, cpu: usize, p: TaskId) {
+        if self.task_on_rq_queued(p) && self.rqs[cpu].curr.is_some_and(|c| c != p) {
+            self.wakeup_preempt(cpu, p, 0);
+        }
+    }
+
     /// `yield_task_fair()`: an eligible task forfeits the rest of its request.
-    pub fn yield_task_fair(&mut self, cpu: usize) {
+    pub(crate) fn yield_task_fair(&mut self, cpu: usize) {
         let Some(curr) = self.rqs[cpu].curr else { return };
         if self.rqs[cpu].nr_running == 1 {
             return;
@@ -426,7 +471,7 @@ impl Kernel {
     }
 
     /// `task_tick_fair()` → `entity_tick()`: account and maybe reschedule.
-    pub fn task_tick_fair(&mut self, cpu: usize) {
+    pub(crate) fn task_tick_fair(&mut self, cpu: usize) {
         self.update_curr(cpu);
         if let Some(curr) = self.rqs[cpu].cfs.curr {
             self.update_load_avg(cpu, curr, UPDATE_TG);

@@ -1,34 +1,44 @@
-//! A pure model of the Linux scheduler (`kernel/sched/`).
+//! A pure model of the Linux scheduler (`kernel/sched/`), laid out as the
+//! kernel's files:
 //!
-//! Modules follow the kernel's files: [`core`] and [`ttwu`] (core.c; the
-//! class-dispatching runqueue operations and `__schedule()`/`sched_tick()` are
-//! submodules of [`core`]), [`fair`], [`fair_select`], [`fair_pelt`] and
-//! [`fair_lb`] (fair.c; the EEVDF math is a submodule of [`fair`], the load
-//! balancer's group statistics, imbalance calculation and task migration are
-//! submodules of [`fair_lb`]), [`pelt`] (pelt.c, with fair.c's PELT bookkeeping and readers
-//! in submodules), [`topology`] (topology.c: the domain structures, with the
-//! `SD_*` flags, the topology table and the domain build in submodules),
-//! [`fair_nohz`] (fair.c's balance triggers: the tick's `sched_balance_trigger`,
-//! NOHZ idle balancing and newidle balancing), [`rt`] (rt.c and cpupri.c),
-//! [`rtmutex`] (rtmutex.c's priority inheritance), [`deadline`] (deadline.c's
-//! fair server), [`stop_task`] (the stopper: active balance's and the
-//! soft-lockup watchdog's `migration/N` work), [`sched`] (sched.h and the scheduler half of `task_struct`), [`features`]
-//! (features.h plus proposed patches as toggles), [`timeline`] (the fair
-//! class's augmented rb-tree). [`profile`] holds what differs between kernel
-//! versions, [`invariants`] the consistency checks run after every simulated
-//! step in debug builds.
+//! * [`core`] — core.c: the [`Kernel`] state, task creation, `resched_curr()`;
+//!   its submodules hold the runqueue operations that dispatch to a class
+//!   (`queue`), `__schedule()` and `sched_tick()` (`schedule`), and
+//!   `try_to_wake_up()` with the wakelist (`ttwu`).
+//! * [`sched`] — sched.h: task, entity and runqueue state, and the class
+//!   table (`sched::class`) through which core reaches every class, as core.c
+//!   reaches `struct sched_class`.
+//! * [`fair`] — fair.c: the EEVDF class, with the EEVDF math, wakeup
+//!   placement and `select_idle_sibling()` ([`fair::select`]), the PELT hooks
+//!   ([`fair::pelt`]), the load balancer ([`fair::lb`], with its group
+//!   statistics, imbalance calculation and task migration), the balance
+//!   triggers and NOHZ idle balancing ([`fair::nohz`]) and the augmented
+//!   rb-tree ([`fair::timeline`]).
+//! * [`pelt`] — pelt.c's arithmetic, with fair.c's PELT bookkeeping and
+//!   readers in submodules.
+//! * [`rt`] — rt.c, with cpupri.c as a submodule.
+//! * [`deadline`] — deadline.c's fair server; [`stop_task`] — the stop class
+//!   (the `migration/N` stopper); [`rtmutex`] — rtmutex.c's priority
+//!   inheritance.
+//! * [`topology`] — topology.c: the sched domain hierarchy.
+//! * [`features`] — features.h plus proposed patches as toggles;
+//!   [`profile`] — what differs between kernel versions; [`invariants`] — the
+//!   consistency checks run after every simulated step in debug builds.
 //!
-//! The model is pure: no I/O, no clock, no randomness. Callers pass the time
-//! and the executing CPU to every entry point and read back events and
-//! reschedule requests.
+//! Versions: the model follows Debian's 6.12.x unless a function's doc says
+//! otherwise; where mainline differs, [`Profile`] holds the rule and the doc
+//! names it.
+//!
+//! The model is pure: no I/O, no clock, no randomness of its own beyond a
+//! seeded generator. Callers pass the time, the executing CPU and an
+//! [`Outbox`] to every entry point; what the kernel asks of the hardware
+//! (trace events, IPIs, timers) comes back in the outbox, reschedules of the
+//! executing CPU as [`Kernel::need_resched`]. State is read through
+//! accessors ([`Kernel::task`], [`Kernel::rq`], ...).
 
 pub mod core;
 pub mod deadline;
 pub mod fair;
-pub mod fair_lb;
-pub mod fair_nohz;
-pub mod fair_pelt;
-pub mod fair_select;
 pub mod features;
 pub mod invariants;
 pub mod pelt;
@@ -37,11 +47,15 @@ pub mod rt;
 pub mod rtmutex;
 pub mod sched;
 pub mod stop_task;
-pub mod timeline;
 pub mod topology;
-pub mod ttwu;
 
-pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Switch, TaskParams};
+pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams};
+pub use deadline::TimerRequest;
 pub use features::{Feature, FeatureError, Features};
+pub use invariants::InvariantError;
 pub use profile::Profile;
+pub use sched::class::SchedClass;
 pub use sched::{Policy, TaskId, TaskState};
+
+#[cfg(test)]
+mod tests;

@@ -31,7 +31,7 @@
 //! (the kernel never decays by 0 periods), and so on. `unsigned long` is u64
 //! (64-bit kernel). Weights are in `scale_load_down()` units (1024 at nice 0).
 //!
-//! Simplified:
+//! Follows 6.12.x. Simplified:
 //! - Frequency and capacity invariance factors are 1 (every CPU has capacity
 //!   1024 and runs at its maximum frequency), so `update_rq_clock_pelt()`
 //!   never scales time and never records lost idle time: `rq_clock_pelt()` ==

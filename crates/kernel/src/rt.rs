@@ -1,20 +1,21 @@
-//! The RT class (`kernel/sched/rt.c`) and `cpupri` (cpupri.c): SCHED_FIFO
-//! and SCHED_RR on per-CPU priority lists, wakeup preemption, RR time
-//! slices, CPU selection at wakeup, and the push/pull balancing between CPUs
-//! in both forms (RT_PUSH_IPI's irq_work chain, and the direct pull loop).
+//! The RT class (`kernel/sched/rt.c`): SCHED_FIFO and SCHED_RR on per-CPU
+//! priority lists, wakeup preemption, RR time slices, CPU selection at
+//! wakeup, and the push/pull balancing between CPUs in both forms
+//! (RT_PUSH_IPI's irq_work chain, and the direct pull loop). `cpupri.c` is
+//! the submodule `cpupri`.
 //!
-//! Simplified: no RT_GROUP_SCHED (and so no RT throttling by
+//! Follows 6.12.x. Simplified: no RT_GROUP_SCHED (and so no RT throttling by
 //! `sched_rt_runtime_us`, as in 6.12 without it), no migrate-disable
-//! (`push_cpu_stop`), no asymmetric-capacity fitness, no deadline class
-//! (cpupri's DL level is never used). cpupri is recomputed from the
-//! runqueues rather than kept in its own vectors; the answers are the same.
+//! (`push_cpu_stop`), no asymmetric-capacity fitness, no deadline tasks.
 
-use crate::core::{IpiKind, Kernel};
+use crate::core::{IpiKind, Kernel, Outbox};
 use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId, MAX_RT_PRIO};
 use crate::topology::sd_flags::SD_WAKE_AFFINE;
 use schedlab_topology::CpuSet;
 use schedlab_trace::{EventKind, RtBalanceResult, RtBalanceResult::*};
+
+mod cpupri;
 
 /// `RR_TIMESLICE` at HZ: 100 ms worth of ticks.
 fn rr_timeslice_ticks(tick_ns: u64) -> u32 {
@@ -24,42 +25,10 @@ fn rr_timeslice_ticks(tick_ns: u64) -> u32 {
 /// `RT_MAX_TRIES` of `find_lock_lowest_rq()`.
 const RT_MAX_TRIES: u32 = 3;
 
-/// cpupri's `convert_prio()`: a runqueue's best RT prio → cpupri level
-/// (0 for idle/fair CPUs, 1..99 rising with RT priority).
-fn convert_prio(prio: i32) -> i32 {
-    if prio >= MAX_RT_PRIO - 1 {
-        0
-    } else {
-        MAX_RT_PRIO - 1 - prio
-    }
-}
-
 impl Kernel {
-    pub(crate) fn task_is_rt(&self, t: TaskId) -> bool {
-        self.tasks[t as usize].is_rt()
-    }
-
+    /// `rq->curr->prio`; the idle task ranks below every fair task.
     fn curr_prio(&self, cpu: usize) -> i32 {
         self.rqs[cpu].curr.map(|c| self.tasks[c as usize].prio).unwrap_or(MAX_RT_PRIO + 40)
-    }
-
-    /// `cpupri` level of a CPU.
-    fn cpupri(&self, cpu: usize) -> i32 {
-        convert_prio(self.rqs[cpu].rt.highest_prio_curr)
-    }
-
-    /// `cpupri_find()`: the CPUs in `p`'s affinity at the lowest cpupri level
-    /// strictly below `p`'s; `None` if there are none.
-    pub(crate) fn cpupri_find(&self, p: TaskId) -> Option<CpuSet> {
-        let task_pri = convert_prio(self.tasks[p as usize].prio);
-        let mask = self.tasks[p as usize].cpus_mask;
-        for idx in 0..task_pri {
-            let at: CpuSet = mask.iter().filter(|&c| c < self.nr_cpus() && self.cpupri(c) == idx).collect();
-            if !at.is_empty() {
-                return Some(at);
-            }
-        }
-        None
     }
 
     /// `cpumask_any_and_distribute()`: spread choices round-robin.
@@ -158,6 +127,8 @@ impl Kernel {
         self.rto_mask.remove(cpu);
     }
 
+    /// `highest_prio.curr` after `inc_rt_prio()` / `dec_rt_prio()`: the
+    /// first set bit of the priority bitmap (`sched_find_first_bit()`).
     fn recompute_highest_prio(&mut self, cpu: usize) {
         let rt = &mut self.rqs[cpu].rt;
         rt.highest_prio_curr = if rt.bitmap == 0 { MAX_RT_PRIO - 1 } else { rt.bitmap.trailing_zeros() as i32 };
@@ -255,16 +226,7 @@ impl Kernel {
         if !self.task_is_rt(c) {
             return;
         }
-        let now = self.rqs[cpu].clock;
-        let se = &mut self.tasks[c as usize].se;
-        let delta = now as i64 - se.exec_start as i64;
-        if delta <= 0 {
-            return;
-        }
-        se.exec_start = now;
-        se.sum_exec_runtime += delta as u64;
-        let pid = self.tasks[c as usize].pid;
-        self.emit(cpu, schedlab_trace::EventKind::SchedStatRuntime { pid, runtime: delta as u64 });
+        self.update_curr_common(cpu, c);
     }
 
     /// `task_tick_rt()`: SCHED_RR rotates among equal priorities every 100 ms.
@@ -286,7 +248,14 @@ impl Kernel {
         }
     }
 
-    /// Initial RR slice for a task entering the RT class.
+    /// `yield_task_rt()`: the running task goes to the tail of its list.
+    pub(crate) fn yield_task_rt(&mut self, cpu: usize) {
+        let Some(c) = self.rqs[cpu].curr else { return };
+        self.requeue_task_rt(cpu, c, false);
+    }
+
+    /// `p->rt.time_slice = sched_rr_timeslice`: a full RR slice, at creation
+    /// (`__sched_fork()`) and for a task entering the RT class.
     pub(crate) fn rt_init_slice(&mut self, p: TaskId) {
         self.tasks[p as usize].rt_time_slice = rr_timeslice_ticks(self.tick_ns);
     }
@@ -570,18 +539,19 @@ impl Kernel {
     }
 
     /// `rto_push_irq_work_func()` on `cpu`: push, then pass the irq_work on.
-    pub fn rto_push_irq_work_func(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        self.rqs[cpu].rto_push_pending = false;
-        if !self.rqs[cpu].rt.pushable.is_empty() {
-            while self.push_rt_task(cpu) {}
-        }
-        if let Some(next) = self.rto_next_cpu() {
-            self.rqs[next].rto_push_pending = true;
-            self.emit(cpu, EventKind::RtPushIpi { dst_cpu: next as u32, first: false });
-            self.send_ipi(next, IpiKind::RtPushWork);
-        }
+    pub fn rto_push_irq_work_func(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            k.rqs[cpu].rto_push_pending = false;
+            if !k.rqs[cpu].rt.pushable.is_empty() {
+                while k.push_rt_task(cpu) {}
+            }
+            if let Some(next) = k.rto_next_cpu() {
+                k.rqs[next].rto_push_pending = true;
+                k.emit(cpu, EventKind::RtPushIpi { dst_cpu: next as u32, first: false });
+                k.send_ipi(next, IpiKind::RtPushWork);
+            }
+        })
     }
 
     // ---- class changes ----
@@ -647,18 +617,5 @@ impl Kernel {
     /// class-level pick).
     pub(crate) fn rt_runnable(&self, cpu: usize) -> bool {
         self.rqs[cpu].rt.rt_nr_running > 0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpupri_levels() {
-        assert_eq!(convert_prio(99), 0, "no RT task: same level as idle and fair CPUs");
-        assert_eq!(convert_prio(0), 99, "FIFO 99");
-        assert_eq!(convert_prio(89), 10, "FIFO 10");
-        assert_eq!(convert_prio(9), 90, "FIFO 90");
     }
 }

@@ -3,13 +3,13 @@
 //! cause: `task_blocks_on_rt_mutex()` → `rt_mutex_adjust_prio_chain()` →
 //! `rt_mutex_setprio()`, and the deboost on unlock.
 //!
-//! Simplified: ownership passes straight to the top waiter at unlock (the
+//! Follows 6.12.x. Simplified: ownership passes straight to the top waiter at unlock (the
 //! kernel wakes it and lets it take the lock, which a higher-priority task
 //! could steal in between); no deadlock detection (scenarios with lock-order
 //! cycles are refused when parsed); waiters are ordered by priority, FIFO
 //! among equals, and non-RT waiters all rank as DEFAULT_PRIO as in the kernel.
 
-use crate::core::Kernel;
+use crate::core::{Kernel, Outbox};
 use crate::sched::{TaskId, DEFAULT_PRIO, MAX_RT_PRIO};
 
 /// The kernel's `max_lock_depth` chain-walk limit.
@@ -35,6 +35,7 @@ impl Kernel {
         }
     }
 
+    /// `rt_mutex_enqueue()`: into the waiter tree by priority, FIFO among equals.
     fn enqueue_waiter(&mut self, lock: u32, t: TaskId) {
         let prio = self.waiter_prio(t);
         let pos = {
@@ -63,27 +64,28 @@ impl Kernel {
     /// `rt_mutex_lock()` by `t` running on `cpu`. Returns true when acquired;
     /// otherwise `t` is queued as a waiter, the owner chain is boosted (in
     /// `t`'s context, before it sleeps) and the caller must block.
-    pub fn rt_mutex_lock(&mut self, t: TaskId, lock: u32, now: u64, cpu: usize) -> bool {
-        self.enter(now, cpu);
-        let l = lock as usize;
-        if self.rt_mutexes.len() <= l {
-            self.rt_mutexes.resize(l + 1, RtMutex::default());
-        }
-        match self.rt_mutexes[l].owner {
-            None => {
-                self.rt_mutexes[l].owner = Some(t);
-                self.tasks[t as usize].pi_locks_held.push(lock);
-                true
+    pub fn rt_mutex_lock(&mut self, t: TaskId, lock: u32, now: u64, cpu: usize, out: &mut Outbox) -> bool {
+        self.entry(now, cpu, out, |k| {
+            let l = lock as usize;
+            if k.rt_mutexes.len() <= l {
+                k.rt_mutexes.resize(l + 1, RtMutex::default());
             }
-            Some(o) if o == t => true,
-            Some(_) => {
-                // task_blocks_on_rt_mutex()
-                self.enqueue_waiter(lock, t);
-                self.tasks[t as usize].pi_blocked_on = Some(lock);
-                self.rt_mutex_adjust_prio_chain(lock);
-                false
+            match k.rt_mutexes[l].owner {
+                None => {
+                    k.rt_mutexes[l].owner = Some(t);
+                    k.tasks[t as usize].pi_locks_held.push(lock);
+                    true
+                }
+                Some(o) if o == t => true,
+                Some(_) => {
+                    // task_blocks_on_rt_mutex()
+                    k.enqueue_waiter(lock, t);
+                    k.tasks[t as usize].pi_blocked_on = Some(lock);
+                    k.rt_mutex_adjust_prio_chain(lock);
+                    false
+                }
             }
-        }
+        })
     }
 
     /// `rt_mutex_adjust_prio_chain()`: boost the owner of `lock`; if that
@@ -107,21 +109,21 @@ impl Kernel {
     /// `rt_mutex_unlock()` by `t`: deboost `t`, hand the lock to the top
     /// waiter (returned, to be woken by the caller) and boost it by the
     /// waiters that remain.
-    pub fn rt_mutex_unlock(&mut self, t: TaskId, lock: u32, now: u64, cpu: usize) -> Option<TaskId> {
-        self.enter(now, cpu);
-        let l = lock as usize;
-        debug_assert_eq!(self.rt_mutexes[l].owner, Some(t));
-        self.tasks[t as usize].pi_locks_held.retain(|&x| x != lock);
-        let next =
-            if self.rt_mutexes[l].waiters.is_empty() { None } else { Some(self.rt_mutexes[l].waiters.remove(0)) };
-        self.rt_mutexes[l].owner = next;
-        // mark_wakeup_next_waiter(): deboost the unlocking task first.
-        self.rt_mutex_adjust_prio(t);
-        if let Some(n) = next {
-            self.tasks[n as usize].pi_blocked_on = None;
-            self.tasks[n as usize].pi_locks_held.push(lock);
-            self.rt_mutex_adjust_prio(n);
-        }
-        next
+    pub fn rt_mutex_unlock(&mut self, t: TaskId, lock: u32, now: u64, cpu: usize, out: &mut Outbox) -> Option<TaskId> {
+        self.entry(now, cpu, out, |k| {
+            let l = lock as usize;
+            debug_assert_eq!(k.rt_mutexes[l].owner, Some(t));
+            k.tasks[t as usize].pi_locks_held.retain(|&x| x != lock);
+            let next = if k.rt_mutexes[l].waiters.is_empty() { None } else { Some(k.rt_mutexes[l].waiters.remove(0)) };
+            k.rt_mutexes[l].owner = next;
+            // mark_wakeup_next_waiter(): deboost the unlocking task first.
+            k.rt_mutex_adjust_prio(t);
+            if let Some(n) = next {
+                k.tasks[n as usize].pi_blocked_on = None;
+                k.tasks[n as usize].pi_locks_held.push(lock);
+                k.rt_mutex_adjust_prio(n);
+            }
+            next
+        })
     }
 }

@@ -1,11 +1,18 @@
 //! The model's `kernel/sched/sched.h` and `struct task_struct`: task, entity
 //! and runqueue state, weights, and the flag values the paths pass around.
 //!
-//! Simplified: one root `cfs_rq` per CPU (no cgroup hierarchy, no autogroup),
-//! no PELT yet, a single scheduling class per task (fair; RT arrives later).
+//! The class table, sched.h's `struct sched_class`, is the submodule
+//! [`class`].
+//!
+//! Follows 6.12.x. Simplified: one root `cfs_rq` per CPU (no cgroup
+//! hierarchy, no autogroup), a task is in the RT or the fair class (no
+//! deadline tasks; the stopper and the fair server are not tasks), no
+//! util_est, no uclamp.
 
+pub mod class;
+
+use crate::fair::timeline::Timeline;
 use crate::pelt::SchedAvg;
-use crate::timeline::Timeline;
 use schedlab_topology::CpuSet;
 use schedlab_trace::Pid;
 use std::collections::VecDeque;
@@ -183,13 +190,6 @@ pub struct Task {
     pub pi_blocked_on: Option<u32>,
     /// rt_mutexes this task owns (for the PI chain).
     pub pi_locks_held: Vec<u32>,
-}
-
-impl Task {
-    /// In the RT class (`rt_prio(p->prio)`): RT policy or PI-boosted.
-    pub fn is_rt(&self) -> bool {
-        self.prio < MAX_RT_PRIO
-    }
 }
 
 /// `struct rt_rq`: per-priority FIFO lists and the push bookkeeping.

@@ -2,13 +2,13 @@
 //! per-CPU `migration/N` work that preempts whatever runs, queued by active
 //! balance and by the soft-lockup watchdog (`kernel/watchdog.c`).
 //!
-//! Simplified: the stopper is not a task; queued work sets
+//! Follows 6.12.x. Simplified: the stopper is not a task; queued work sets
 //! `stop_work_pending`, and the next `schedule()` on that CPU switches the
 //! running task out to `migration/N`, runs the work, then picks again.
 
 use schedlab_trace::EventKind;
 
-use crate::core::{stopper_pid, Kernel};
+use crate::core::{stopper_pid, Kernel, Outbox};
 
 impl Kernel {
     /// `stop_one_cpu_nowait()`: wake `migration/N` on `cpu`; it preempts
@@ -25,9 +25,10 @@ impl Kernel {
     /// `stop_one_cpu_nowait(softlockup_fn)`, which only touches the
     /// watchdog's timestamp — what matters here is the stopper preempting
     /// the running task.
-    pub fn watchdog_kick(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        self.stop_one_cpu_nowait(cpu);
+    pub fn watchdog_kick(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            k.stop_one_cpu_nowait(cpu);
+        })
     }
 }

@@ -3,14 +3,19 @@
 //!
 //! Same scenario, options and seed ⇒ bit-identical trace. The only randomness
 //! is the run's seeded [`rng::Rng`] (burst and IPI jitter from the topology).
+//!
+//! Three parts: `engine`, the event loop and its event types; `hw`, the
+//! hardware (per-CPU timing, idle exit, IPIs, the tick, switch costs, noise);
+//! `workload`, the threads' objects and the interpreter of their ops.
 
 pub mod engine;
+mod hw;
 pub mod queue;
 pub mod rng;
 pub mod workload;
 
 use engine::{Engine, Ev};
-use schedlab_kernel::{Features, Kernel, KernelConfig, Policy, Profile, TaskParams};
+use schedlab_kernel::{Features, Kernel, KernelConfig, Outbox, Policy, Profile, TaskParams};
 use schedlab_scenario::{Background, Op, Policy as SPolicy, Program, Repeat, Scenario, ThreadSpec};
 use schedlab_topology::CpuSet;
 use schedlab_topology::{InputError, PreemptModel, Topology};
@@ -39,6 +44,9 @@ pub enum SimError {
     Options(String),
     #[error("simulation stopped: {0}")]
     Model(String),
+    /// The kernel model's consistency check failed (debug builds, tests).
+    #[error("simulation stopped: invariant violated at {at_ns} ns: {source}")]
+    Invariant { at_ns: u64, source: schedlab_kernel::InvariantError },
 }
 
 /// Per-thread summary the simulator knows directly.
@@ -216,17 +224,15 @@ fn simulate_inner(
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
     let mut engine = Engine {
         scenario,
-        topo: &topo,
         kernel,
+        out: Outbox::new(),
+        hw: hw::Hardware::new(&topo, seed),
         threads,
         task_thread,
         objects: workload::initial_objects(scenario),
-        cpus: vec![Default::default(); topo.nr_cpus()],
-        siblings: (0..topo.nr_cpus()).map(|c| topo.smt_mask(c).iter().filter(|&s| s != c).collect()).collect(),
         queue: queue::EventQueue::with_keys(engine::KEYS_PER_CPU * topo.nr_cpus()),
-        rng: rng::Rng::new(seed),
         now: 0,
-        traced: 0,
+        trace: Vec::new(),
         check_invariants: check,
         end: duration,
         error: None,
@@ -256,19 +262,18 @@ fn simulate_inner(
         engine.stream_to(sink);
     }
     if let Some(e) = engine.error.take() {
-        return Err(SimError::Model(e));
+        return Err(e);
     }
     let end_ns = engine.now;
     // The trace; what the kernel emitted after the last drain, and emits
     // below while settling the clocks, is left out.
-    let mut events = std::mem::take(&mut engine.kernel.events);
-    events.truncate(engine.traced);
+    let events = std::mem::take(&mut engine.trace);
+    let mut scratch = Outbox::new();
     for cpu in 0..topo.nr_cpus() {
         if engine.kernel.curr(cpu).is_some() {
-            engine.kernel.sync_curr(cpu, end_ns);
+            engine.kernel.sync_curr(cpu, end_ns, &mut scratch);
         }
     }
-    engine.kernel.events.clear();
     if duration.is_none() {
         let stuck: Vec<String> = engine
             .threads
@@ -285,12 +290,12 @@ fn simulate_inner(
         .iter()
         .map(|t| ThreadOutcome {
             name: scenario.threads[t.spec].name.clone(),
-            pid: engine.kernel.tasks[t.task as usize].pid,
+            pid: engine.kernel.task(t.task).pid,
             iterations: t.iteration,
             finished: t.finished,
-            runtime_ns: engine.kernel.tasks[t.task as usize].se.sum_exec_runtime,
-            nvcsw: engine.kernel.tasks[t.task as usize].nvcsw,
-            nivcsw: engine.kernel.tasks[t.task as usize].nivcsw,
+            runtime_ns: engine.kernel.task(t.task).se.sum_exec_runtime,
+            nvcsw: engine.kernel.task(t.task).nvcsw,
+            nivcsw: engine.kernel.task(t.task).nivcsw,
         })
         .collect();
     Ok(SimResult {

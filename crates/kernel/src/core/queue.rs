@@ -5,9 +5,10 @@
 //! path) and `rt_mutex_setprio()`, which moves a task between the fair and RT
 //! classes.
 //!
-//! Simplified as described in [`crate::core`].
+//! Follows 6.12.x; simplified as described in [`crate::core`].
 
-use crate::core::Kernel;
+use crate::core::{Kernel, Outbox};
+use crate::sched::class::SchedClass;
 use crate::sched::*;
 use schedlab_topology::CpuSet;
 use schedlab_trace::EventKind;
@@ -18,12 +19,7 @@ impl Kernel {
         if flags & qflags::ENQUEUE_NOCLOCK == 0 {
             self.update_rq_clock(cpu);
         }
-        if self.task_is_rt(t) {
-            self.enqueue_task_rt(cpu, t, flags);
-        } else {
-            self.enqueue_task_fair(cpu, t, flags);
-            self.dl_server_start(cpu);
-        }
+        self.class_of(t).enqueue_task(self, cpu, t, flags);
     }
 
     /// `dequeue_task()`: false when the class kept the task queued (delayed).
@@ -31,12 +27,7 @@ impl Kernel {
         if flags & qflags::DEQUEUE_NOCLOCK == 0 {
             self.update_rq_clock(cpu);
         }
-        if self.task_is_rt(t) {
-            self.dequeue_task_rt(cpu, t);
-            true
-        } else {
-            self.dequeue_task_fair(cpu, t, flags)
-        }
+        self.class_of(t).dequeue_task(self, cpu, t, flags)
     }
 
     /// `activate_task()`.
@@ -57,18 +48,14 @@ impl Kernel {
         }
     }
 
-    /// `wakeup_preempt()`: let the running class decide whether `p` preempts.
+    /// `wakeup_preempt()`: the running class decides whether `p` of the same
+    /// class preempts; a higher class always does, a lower one never.
     pub(crate) fn wakeup_preempt(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
-        match self.rqs[cpu].curr {
-            // The idle class's check always reschedules.
-            None => self.resched_curr(cpu),
-            Some(c) => match (self.task_is_rt(p), self.task_is_rt(c)) {
-                (true, true) => self.wakeup_preempt_rt(cpu, p),
-                (false, false) => self.check_preempt_wakeup_fair(cpu, p, wake_flags),
-                // A higher class always preempts; a lower one never does.
-                (true, false) => self.resched_curr(cpu),
-                (false, true) => {}
-            },
+        let (class, curr_class) = (self.class_of(p), self.class_of_curr(cpu));
+        if class == curr_class {
+            class.wakeup_preempt(self, cpu, p, wake_flags);
+        } else if class.above(curr_class) {
+            self.resched_curr(cpu);
         }
     }
 
@@ -95,25 +82,27 @@ impl Kernel {
     /// (`move_queued_task()`); a sleeping one simply wakes up inside it.
     /// Simplified: the running case (a stopper migration) is not modeled;
     /// a running task leaves at its next wakeup.
-    pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize) {
-        self.enter(now, exec_cpu);
-        assert!(!mask.is_empty(), "empty affinity mask");
-        self.tasks[t as usize].cpus_mask = mask;
-        let cpu = self.tasks[t as usize].cpu;
-        if self.rqs[cpu].switching_out == Some(t) {
-            // The migration stopper runs after the switch away from it.
-            self.finish_task_switch(cpu);
-        }
-        let task = &self.tasks[t as usize];
-        if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
-            let dest = mask.first().expect("non-empty mask");
-            self.move_queued_task(t, dest);
-        }
+    pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize, out: &mut Outbox) {
+        self.entry(now, exec_cpu, out, |k| {
+            assert!(!mask.is_empty(), "empty affinity mask");
+            k.tasks[t as usize].cpus_mask = mask;
+            let cpu = k.tasks[t as usize].cpu;
+            if k.rqs[cpu].switching_out == Some(t) {
+                // The migration stopper runs after the switch away from it.
+                k.finish_task_switch(cpu);
+            }
+            let task = &k.tasks[t as usize];
+            if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
+                let dest = mask.first().expect("non-empty mask");
+                k.move_queued_task(t, dest);
+            }
+        })
     }
 
     /// `rt_mutex_setprio()`: change `p`'s effective priority to the best of
     /// its normal priority and `pi_prio` (a PI waiter's), moving it between
     /// the fair and RT classes when the boost crosses MAX_RT_PRIO.
+    /// Simplified: no deadline tasks, so no dl boost.
     pub(crate) fn rt_mutex_setprio(&mut self, p: TaskId, pi_prio: Option<i32>) {
         let normal = self.tasks[p as usize].normal_prio;
         let prio = pi_prio.map_or(normal, |pp| pp.min(normal));
@@ -125,9 +114,9 @@ impl Kernel {
         self.update_rq_clock(cpu);
         let pid = self.tasks[p as usize].pid;
         self.emit(cpu, EventKind::SchedPiSetprio { pid, oldprio, newprio: prio });
-        let was_rt = oldprio < MAX_RT_PRIO;
-        let will_rt = prio < MAX_RT_PRIO;
-        if was_rt != will_rt && !was_rt && self.tasks[p as usize].se.sched_delayed {
+        let prev_class = self.class_of(p);
+        let next_class = SchedClass::of_prio(prio);
+        if prev_class != next_class && prev_class == SchedClass::Fair && self.tasks[p as usize].se.sched_delayed {
             // Leaving the fair class while delayed: finish the sleep first.
             self.dequeue_task(cpu, p, qflags::DEQUEUE_SLEEP | qflags::DEQUEUE_DELAYED | qflags::DEQUEUE_NOCLOCK);
         }
@@ -141,11 +130,12 @@ impl Kernel {
             self.put_prev_task(cpu, p);
         }
         self.tasks[p as usize].prio = prio;
-        if will_rt && !was_rt {
-            self.rt_init_slice(p);
+        // check_class_changing()
+        if prev_class != next_class {
+            next_class.switching_to(self, p);
         }
         queue_flags = qflags::ENQUEUE_RESTORE | qflags::ENQUEUE_NOCLOCK;
-        if will_rt && oldprio < prio {
+        if next_class == SchedClass::Rt && oldprio < prio {
             // A deboosted RT task goes to the head of its new level.
             queue_flags |= qflags::ENQUEUE_HEAD;
         }
@@ -154,21 +144,14 @@ impl Kernel {
             self.enqueue_task(cpu, p, queue_flags);
         }
         if running {
-            if will_rt {
-                self.set_next_task_rt(cpu, p, false);
-            } else {
-                self.set_next_task_fair_running(cpu, p);
-            }
+            next_class.set_next_task_running(self, cpu, p);
         }
         // check_class_changed()
-        if was_rt && !will_rt {
-            self.switched_from_rt(cpu, p);
-        } else if !was_rt && will_rt {
-            self.switched_to_rt(cpu, p);
-        } else if will_rt {
-            self.prio_changed_rt(cpu, p, oldprio);
-        } else if queued && self.rqs[cpu].curr.is_some() && !running {
-            self.wakeup_preempt(cpu, p, 0);
+        if prev_class != next_class {
+            prev_class.switched_from(self, cpu, p);
+            next_class.switched_to(self, cpu, p);
+        } else {
+            next_class.prio_changed(self, cpu, p, oldprio);
         }
         self.balance_callbacks(cpu);
     }

@@ -4,10 +4,11 @@
 //! of `schedule()` (`set_current_state()`, `do_sched_yield()`), and
 //! `sched_tick()`.
 //!
-//! Simplified as described in [`crate::core`].
+//! Follows 6.12.x; simplified as described in [`crate::core`].
 
 use super::stopper_pid;
-use crate::core::Kernel;
+use crate::core::{Kernel, Outbox};
+use crate::sched::class::SchedClass;
 use crate::sched::*;
 use schedlab_trace::{Event, EventKind, Pid, PrevState};
 
@@ -36,70 +37,37 @@ impl Kernel {
     }
 
     /// `do_sched_yield()` minus the `schedule()` the caller performs next.
-    pub fn sched_yield(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        match self.rqs[cpu].curr {
-            // yield_task_rt(): to the tail of its priority list.
-            Some(c) if self.task_is_rt(c) => {
-                let prio = self.tasks[c as usize].prio as usize;
-                let q = &mut self.rqs[cpu].rt.queue[prio];
-                if let Some(i) = q.iter().position(|&x| x == c) {
-                    q.remove(i);
-                    q.push_back(c);
-                }
-            }
-            _ => self.yield_task_fair(cpu),
-        }
+    pub fn sched_yield(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            k.class_of_curr(cpu).yield_task(k, cpu);
+        })
     }
 
-    /// `__pick_next_task()`: `balance_rt()` when an RT prev leaves (the
-    /// `prev_balance()` pull), then the classes in order rt > fair > idle —
-    /// except that a serving fair server (a deadline entity, above RT) picks
-    /// fair first. Picking an RT task over waiting fair work arms the server.
-    /// `put_prev`/`set_next` run only when the task changes, as in
-    /// `put_prev_set_next_task()`.
+    /// `__pick_next_task()`: prev's class balances first (`prev_balance()`:
+    /// RT pulls when an RT prev lowers the CPU's RT level), the fair server
+    /// stops if it has nothing left to serve, then each class in
+    /// [`SchedClass::PICK_ORDER`] may pick — the stop class already had its
+    /// turn in `schedule()`. `put_prev`/`set_next` run only when the task
+    /// changes, as in `put_prev_set_next_task()`.
+    /// Simplified: no core scheduling, no sched_ext, no fast path (the walk
+    /// gives the same answer).
     fn pick_next_task(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
-        let prev_rt = prev.filter(|&p| self.task_is_rt(p));
-        if let Some(p) = prev_rt {
-            self.balance_rt(cpu, p);
+        if let Some(p) = prev {
+            self.class_of(p).balance(self, cpu, p);
         }
         self.dl_server_stop(cpu);
-        if self.rt_runnable(cpu) && !self.fair_server_serving(cpu) {
-            let next = self.pick_task_rt(cpu).expect("rt_nr_running > 0");
-            if prev != Some(next) {
-                if let Some(p) = prev {
-                    self.put_prev_task(cpu, p);
-                }
-                self.set_next_task_rt(cpu, next, true);
-            }
-            self.rqs[cpu].curr = Some(next);
-            self.dl_server_start(cpu);
-            return Some(next);
-        }
-        let fair_prev = if let Some(p) = prev_rt {
-            // Leaving the RT class: put it back before the fair pick.
-            self.put_prev_task_rt(cpu, p);
-            None
-        } else {
-            prev
-        };
-        let next = self.pick_next_task_fair(cpu, fair_prev);
-        if next.is_none() {
-            if let Some(p) = fair_prev {
-                self.put_prev_task_fair(cpu, p);
+        for class in SchedClass::PICK_ORDER {
+            if let Some(next) = class.pick_next_task(self, cpu, prev) {
+                return Some(next);
             }
         }
-        next
+        None
     }
 
     /// `put_prev_task()` of `p`'s class.
     pub(crate) fn put_prev_task(&mut self, cpu: usize, p: TaskId) {
-        if self.task_is_rt(p) {
-            self.put_prev_task_rt(cpu, p);
-        } else {
-            self.put_prev_task_fair(cpu, p);
-        }
+        self.class_of(p).put_prev_task(self, cpu, p);
     }
 
     /// `__schedule()`. `preempt` is SM_PREEMPT (an involuntary switch: the
@@ -108,76 +76,77 @@ impl Kernel {
     /// balance, the soft-lockup watchdog) runs first, as the stop class outranks everything: prev is
     /// switched out to `migration/N`, the stopper's work runs, then the next
     /// task is picked.
-    pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool) -> Switch {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        let prev = self.rqs[cpu].curr;
-        let prev_state = prev.map(|t| self.tasks[t as usize].state);
-        if let (Some(p), Some(state)) = (prev, prev_state) {
-            if !preempt && state != TaskState::Running {
-                // try_to_block_task(): TASK_DEAD is a special state, never delayed.
-                let special = if state == TaskState::Dead { qflags::DEQUEUE_SPECIAL } else { 0 };
-                self.block_task(cpu, p, qflags::DEQUEUE_NOCLOCK | special);
+    pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool, out: &mut Outbox) -> Switch {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            let prev = k.rqs[cpu].curr;
+            let prev_state = prev.map(|t| k.tasks[t as usize].state);
+            if let (Some(p), Some(state)) = (prev, prev_state) {
+                if !preempt && state != TaskState::Running {
+                    // try_to_block_task(): TASK_DEAD is a special state, never delayed.
+                    let special = if state == TaskState::Dead { qflags::DEQUEUE_SPECIAL } else { 0 };
+                    k.block_task(cpu, p, qflags::DEQUEUE_NOCLOCK | special);
+                }
             }
-        }
-        let trace_state = match prev_state {
-            None => PrevState::Running { preempt: false },
-            Some(_) if preempt => PrevState::Running { preempt: true },
-            Some(TaskState::Running) => PrevState::Running { preempt: false },
-            Some(TaskState::Uninterruptible) => PrevState::DiskSleep,
-            Some(TaskState::Dead) => PrevState::Dead,
-            Some(_) => PrevState::Sleeping,
-        };
-        let mut from = prev;
-        let mut from_state = trace_state;
-        if self.rqs[cpu].stop_work_pending {
-            self.rqs[cpu].stop_work_pending = false;
-            if let Some(p) = prev {
-                // The watchdog's stopper preempts RT tasks too.
-                self.put_prev_task(cpu, p);
-                self.tasks[p as usize].on_cpu = false;
-                self.account_switch_out(p, preempt, prev_state);
+            let trace_state = match prev_state {
+                None => PrevState::Running { preempt: false },
+                Some(_) if preempt => PrevState::Running { preempt: true },
+                Some(TaskState::Running) => PrevState::Running { preempt: false },
+                Some(TaskState::Uninterruptible) => PrevState::DiskSleep,
+                Some(TaskState::Dead) => PrevState::Dead,
+                Some(_) => PrevState::Sleeping,
+            };
+            let mut from = prev;
+            let mut from_state = trace_state;
+            if k.rqs[cpu].stop_work_pending {
+                k.rqs[cpu].stop_work_pending = false;
+                if let Some(p) = prev {
+                    // The watchdog's stopper preempts RT tasks too.
+                    k.put_prev_task(cpu, p);
+                    k.tasks[p as usize].on_cpu = false;
+                    k.account_switch_out(p, preempt, prev_state);
+                }
+                k.rqs[cpu].curr = None;
+                let stopper = stopper_pid(cpu);
+                k.trace_switch(cpu, prev_pid_prio(k, prev), trace_state, (stopper, 0));
+                k.active_load_balance_cpu_stop(cpu);
+                from = None;
+                from_state = PrevState::Sleeping;
+                // The stopper is the task switched away from next.
+                k.rqs[cpu].stopper_ran = true;
             }
-            self.rqs[cpu].curr = None;
-            let stopper = stopper_pid(cpu);
-            self.trace_switch(cpu, prev_pid_prio(self, prev), trace_state, (stopper, 0));
-            self.active_load_balance_cpu_stop(cpu);
-            from = None;
-            from_state = PrevState::Sleeping;
-            // The stopper is the task switched away from next.
-            self.rqs[cpu].stopper_ran = true;
-        }
-        let next = self.pick_next_task(cpu, from);
-        let rq = &mut self.rqs[cpu];
-        rq.need_resched = false;
-        rq.need_resched_lazy = false;
-        let stopper_ran = std::mem::take(&mut rq.stopper_ran);
-        if next != from || stopper_ran {
-            let rq = &mut self.rqs[cpu];
-            rq.nr_switches += 1;
-            rq.curr = next;
-            if next.is_none() {
-                rq.idle_stamp = Some(rq.clock);
-                // set_next_task_idle() → update_idle_core(); the tick stops (NOHZ).
-                self.__update_idle_core(cpu);
-                self.nohz_balance_enter_idle(cpu);
+            let next = k.pick_next_task(cpu, from);
+            let rq = &mut k.rqs[cpu];
+            rq.need_resched = false;
+            rq.need_resched_lazy = false;
+            let stopper_ran = std::mem::take(&mut rq.stopper_ran);
+            if next != from || stopper_ran {
+                let rq = &mut k.rqs[cpu];
+                rq.nr_switches += 1;
+                rq.curr = next;
+                if next.is_none() {
+                    rq.idle_stamp = Some(rq.clock);
+                    // set_next_task_idle() → update_idle_core(); the tick stops (NOHZ).
+                    k.__update_idle_core(cpu);
+                    k.nohz_balance_enter_idle(cpu);
+                }
+                if let Some(p) = from {
+                    // prev stays on_cpu until the switch completes
+                    // (finish_task_switch()); a second switch completes the first.
+                    k.finish_task_switch(cpu);
+                    k.rqs[cpu].switching_out = Some(p);
+                    k.account_switch_out(p, preempt, prev_state);
+                }
+                if let Some(n) = next {
+                    k.tasks[n as usize].on_cpu = true;
+                }
+                let from_pid = if stopper_ran { (stopper_pid(cpu), 0) } else { prev_pid_prio(k, from) };
+                k.trace_switch(cpu, from_pid, from_state, prev_pid_prio(k, next));
             }
-            if let Some(p) = from {
-                // prev stays on_cpu until the switch completes
-                // (finish_task_switch()); a second switch completes the first.
-                self.finish_task_switch(cpu);
-                self.rqs[cpu].switching_out = Some(p);
-                self.account_switch_out(p, preempt, prev_state);
-            }
-            if let Some(n) = next {
-                self.tasks[n as usize].on_cpu = true;
-            }
-            let from_pid = if stopper_ran { (stopper_pid(cpu), 0) } else { prev_pid_prio(self, from) };
-            self.trace_switch(cpu, from_pid, from_state, prev_pid_prio(self, next));
-        }
-        // finish_task_switch() / the no-switch path: run queued balance callbacks.
-        self.balance_callbacks(cpu);
-        Switch { prev, next }
+            // finish_task_switch() / the no-switch path: run queued balance callbacks.
+            k.balance_callbacks(cpu);
+            Switch { prev, next }
+        })
     }
 
     fn account_switch_out(&mut self, p: TaskId, preempt: bool, state: Option<TaskState>) {
@@ -191,7 +160,7 @@ impl Kernel {
     /// `sched_switch`, recorded in the context of the task switched away from.
     fn trace_switch(&mut self, cpu: usize, prev: (Pid, i32), prev_state: PrevState, next: (Pid, i32)) {
         if self.trace {
-            self.events.push(Event {
+            self.out.events.push(Event {
                 ts: self.now,
                 cpu: cpu as u32,
                 ctx_pid: prev.0,
@@ -219,30 +188,28 @@ impl Kernel {
     /// `sched_tick()` on `cpu`: promote a lazy reschedule, the class tick,
     /// then `sched_balance_trigger()`; the SCHED_SOFTIRQ it raises runs at
     /// the end of the tick interrupt.
-    pub fn sched_tick(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        if self.rqs[cpu].need_resched_lazy {
-            self.resched_curr(cpu);
-        }
-        match self.rqs[cpu].curr {
-            Some(c) if self.task_is_rt(c) => self.task_tick_rt(cpu, c),
-            Some(_) => self.task_tick_fair(cpu),
-            None => {}
-        }
-        self.rqs[cpu].idle_balance = self.idle_cpu(cpu);
-        if self.sched_balance_trigger(cpu) {
-            self.sched_balance_softirq(cpu);
-        }
+    pub fn sched_tick(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            if k.rqs[cpu].need_resched_lazy {
+                k.resched_curr(cpu);
+            }
+            if let Some(c) = k.rqs[cpu].curr {
+                k.class_of(c).task_tick(k, cpu, c);
+            }
+            k.rqs[cpu].idle_balance = k.idle_cpu(cpu);
+            if k.sched_balance_trigger(cpu) {
+                k.sched_balance_softirq(cpu);
+            }
+        })
     }
 
     /// Bring curr's accounting up to `now` (what any `update_curr()` caller
     /// would do) without other side effects; used before reading runtimes.
-    pub fn sync_curr(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        // curr->sched_class->update_curr(): each does nothing for the other's task.
-        self.update_curr(cpu);
-        self.update_curr_rt(cpu);
+    pub fn sync_curr(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            k.class_of_curr(cpu).update_curr(k, cpu);
+        })
     }
 }

@@ -8,7 +8,9 @@
 //! `cancel_protect_slice()`), `pick_eevdf()`, `update_deadline()`,
 //! `did_preempt_short()`/`do_preempt_short()` and `place_entity()`.
 //!
-//! Simplified as the rest of [`crate::fair`]: one root cfs_rq per CPU.
+//! Follows 6.12.x, with mainline's lag bound and slice protection where the
+//! profile asks for them ([`LagLimit`], [`SliceProtection`]). Simplified as
+//! the rest of [`crate::fair`]: one root cfs_rq per CPU.
 
 use crate::core::Kernel;
 use crate::features::Feature;
@@ -55,6 +57,7 @@ fn div_floor(runtime: i64, weight: i64) -> i64 {
 }
 
 impl Kernel {
+    /// `scale_load_down(se->load.weight)`.
     fn se_weight(&self, t: TaskId) -> i64 {
         self.tasks[t as usize].se.load.weight as i64
     }
@@ -154,7 +157,9 @@ impl Kernel {
         max
     }
 
-    /// `entity_lag()`: V − v clamped to the profile's bound.
+    /// `entity_lag()`: V − v clamped to the profile's bound: twice the slice
+    /// or a tick in 6.12.x, the cfs_rq's largest slice plus a tick in
+    /// mainline ([`LagLimit`]).
     fn entity_lag(&self, cpu: usize, avruntime: i64, t: TaskId) -> i64 {
         let se = &self.tasks[t as usize].se;
         let vlag = avruntime - se.vruntime;
@@ -202,7 +207,9 @@ impl Kernel {
         self.avg_vruntime_sub(cpu, t);
     }
 
-    /// `set_protect_slice()`: RUN_TO_PARITY's protection starts at pick.
+    /// `set_protect_slice()`: RUN_TO_PARITY's protection starts at pick. In
+    /// 6.12.x it lasts until the deadline (stashed in `vlag`); from 6.17
+    /// (mainline) it ends at `vprot`, at most the smallest queued slice away.
     pub(super) fn set_protect_slice(&mut self, cpu: usize, t: TaskId) {
         match self.profile.slice_protection {
             SliceProtection::UntilDeadline => {
@@ -234,7 +241,7 @@ impl Kernel {
         }
     }
 
-    /// `protect_slice()`.
+    /// `protect_slice()`, in the profile's form (see `set_protect_slice()`).
     pub fn protect_slice(&self, t: TaskId) -> bool {
         let se = &self.tasks[t as usize].se;
         match self.profile.slice_protection {
@@ -243,7 +250,7 @@ impl Kernel {
         }
     }
 
-    /// `cancel_protect_slice()`.
+    /// `cancel_protect_slice()`, in the profile's form (see `set_protect_slice()`).
     pub(super) fn cancel_protect_slice(&mut self, t: TaskId) {
         if self.protect_slice(t) {
             let se = &mut self.tasks[t as usize].se;

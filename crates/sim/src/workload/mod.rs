@@ -1,5 +1,8 @@
 //! Workload objects shared between threads: eventfd counters, shared-memory
-//! flags and mutexes, plus each thread's position in its program.
+//! flags and mutexes, plus each thread's position in its program. The ops
+//! that act on them are interpreted in `ops`.
+
+mod ops;
 
 use schedlab_kernel::TaskId;
 use schedlab_scenario::{ObjId, ObjKind, ObjRef, Scenario};
@@ -45,7 +48,7 @@ pub struct Thread {
     pub spec: usize,
     pub pc: usize,
     pub iteration: u64,
-    /// Work left in the current `run` op, in ns·1024·100 units (see `engine`).
+    /// Work left in the current `run` op, in ns·1024·100 units (see `hw`).
     pub remaining: u64,
     /// True once the current `run` op has been started (work assigned).
     pub run_started: bool,

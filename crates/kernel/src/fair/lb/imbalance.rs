@@ -3,12 +3,11 @@
 //! `sibling_imbalance()`, and `sched_balance_find_src_rq()` (was
 //! `find_busiest_queue()`).
 //!
-//! Simplified as the rest of [`crate::fair_lb`]: no NUMA imbalance adjustment,
+//! Simplified as the rest of [`crate::fair::lb`]: no NUMA imbalance adjustment,
 //! no misfit or reduced-capacity cases.
 
-use super::{CpuIdleType, LbEnv, MigrationType, SdLbStats};
+use super::{CpuIdleType, GroupType, LbEnv, MigrationType, SdLbStats};
 use crate::core::Kernel;
-use crate::fair_select::GroupType;
 use crate::topology::sd_flags::*;
 
 impl Kernel {

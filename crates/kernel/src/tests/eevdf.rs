@@ -1,7 +1,8 @@
 //! EEVDF and DELAY_DEQUEUE rules checked directly on the kernel model, one CPU
 //! at a time, with time advanced tick by tick as the simulator would.
 
-use schedlab_kernel::{Feature, Kernel, KernelConfig, Policy, Profile, TaskId, TaskParams, TaskState};
+use super::common::TestKernel;
+use crate::{Feature, KernelConfig, Policy, Profile, TaskId, TaskParams, TaskState};
 use schedlab_topology::{CpuSet, PreemptModel, Topology};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason, WakePath};
 
@@ -9,7 +10,7 @@ const MS: u64 = 1_000_000;
 const TICK: u64 = MS; // HZ=1000
 
 /// A 4-CPU machine (smt-2x2, HZ=1000); every task here is pinned to CPU 0.
-fn kernel(settings: &[&str]) -> Kernel {
+fn kernel(settings: &[&str]) -> TestKernel {
     let profile = Profile::by_name("6.12").unwrap();
     let mut features = profile.defaults;
     for s in settings {
@@ -17,10 +18,10 @@ fn kernel(settings: &[&str]) -> Kernel {
     }
     let topology = Topology::preset("smt-2x2").unwrap();
     assert_eq!(topology.tick_ns(), TICK);
-    Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed: 1 })
+    TestKernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed: 1 })
 }
 
-fn task(k: &mut Kernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskId {
+fn task(k: &mut TestKernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskId {
     k.add_task(TaskParams {
         pid,
         policy: Policy::Normal,
@@ -34,7 +35,7 @@ fn task(k: &mut Kernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskId {
 }
 
 /// Advance CPU 0 to `until`, ticking and honouring reschedules like the simulator.
-fn advance(k: &mut Kernel, now: &mut u64, until: u64) {
+fn advance(k: &mut TestKernel, now: &mut u64, until: u64) {
     while (*now / TICK + 1) * TICK <= until {
         *now = (*now / TICK + 1) * TICK;
         k.sched_tick(0, *now);
@@ -47,7 +48,7 @@ fn advance(k: &mut Kernel, now: &mut u64, until: u64) {
     k.sync_curr(0, until);
 }
 
-fn start(k: &mut Kernel, t: TaskId, now: u64) {
+fn start(k: &mut TestKernel, t: TaskId, now: u64) {
     k.wake_up_new_task(t, now, 0);
     if k.need_resched(0, true) {
         k.schedule(0, now, true);
@@ -55,13 +56,13 @@ fn start(k: &mut Kernel, t: TaskId, now: u64) {
     k.check_invariants().unwrap();
 }
 
-fn block(k: &mut Kernel, now: u64) {
+fn block(k: &mut TestKernel, now: u64) {
     k.set_current_state(0, TaskState::Interruptible);
     k.schedule(0, now, false);
     k.check_invariants().unwrap();
 }
 
-fn lag(k: &mut Kernel, t: TaskId) -> i64 {
+fn lag(k: &mut TestKernel, t: TaskId) -> i64 {
     let v = k.avg_vruntime(0);
     v - k.tasks[t as usize].se.vruntime
 }
@@ -234,7 +235,7 @@ fn invariant_checker_catches_corruption() {
     k.check_invariants().unwrap();
     let mut broken = k.clone();
     broken.rqs[0].nr_running += 1;
-    assert!(broken.check_invariants().unwrap_err().contains("nr_running"));
+    assert!(broken.check_invariants().unwrap_err().to_string().contains("nr_running"));
     let mut broken = k.clone();
     broken.rqs[0].cfs.avg_load += 1;
     assert!(broken.check_invariants().is_err());

@@ -15,6 +15,8 @@
 //! `calculate_imbalance()` in `imbalance`, and `can_migrate_task()`,
 //! `detach_tasks()` and `attach_tasks()` in `migrate`.
 //!
+//! Follows 6.12.x; from 6.14 (mainline) the balancer counts only runnable
+//! tasks and leaves delayed ones alone (see [`crate::profile::Profile`]).
 //! Simplified: no NUMA balancing (fbq types, `migrate_degrades_locality`), no
 //! misfit tracking on asymmetric-capacity machines (`rq->misfit_task_load` is
 //! always 0), no capacity pressure (`check_cpu_capacity()` is false: capacity
@@ -87,7 +89,7 @@ mod imbalance;
 mod migrate;
 mod stats;
 
-pub use stats::{SdLbStats, SgLbStats};
+pub use stats::{group_classify, group_has_capacity, group_is_overloaded, GroupType, SdLbStats, SgLbStats};
 
 impl Kernel {
     /// `sched_asym_prefer(a, b)` on this kernel's machine.
@@ -100,6 +102,7 @@ impl Kernel {
         self.smt_masks[cpu].iter().all(|s| s == cpu || self.idle_cpu(s))
     }
 
+    /// `sd->flags` of domain level `sd` of `sd_cpu`.
     pub(crate) fn sd_flags_of(&self, sd_cpu: usize, sd: usize) -> u32 {
         self.domains.cpus[sd_cpu].domains[sd].flags
     }
@@ -350,6 +353,7 @@ impl Kernel {
         0
     }
 
+    /// `sgc->imbalance = v`, growing the table for a group id not seen yet.
     fn set_sgc_imbalance(&mut self, id: usize, v: bool) {
         if id >= self.sgc_imbalance.len() {
             self.sgc_imbalance.resize(id + 1, false);

@@ -1,27 +1,27 @@
 //! The wakeup path on crafted machines and states: one test per
 //! `select_idle_sibling()` rule, the wakelist, and the ttwu patches.
 
-use schedlab_kernel::fair_select::SisRule;
-use schedlab_kernel::{IpiKind, Kernel, Policy, TaskId, TaskParams, TaskState};
+use super::common::TestKernel;
+use crate::fair::select::SisRule;
+use crate::{IpiKind, Policy, TaskId, TaskParams, TaskState};
 use schedlab_topology::{CpuSet, Topology};
 use schedlab_trace::{DelayedWhat, EventKind, WakePath};
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
-mod common;
-use common::{fair_task as add, start_fair as start};
+use super::common::{fair_task as add, start_fair as start};
 
-fn kernel_on(topology: Topology, settings: &[&str]) -> Kernel {
-    common::kernel_with(topology, "6.12", settings, 1)
+fn kernel_on(topology: Topology, settings: &[&str]) -> TestKernel {
+    super::common::kernel_with(topology, "6.12", settings, 1)
 }
 
-fn kernel(preset: &str, settings: &[&str]) -> Kernel {
+fn kernel(preset: &str, settings: &[&str]) -> TestKernel {
     kernel_on(Topology::preset(preset).unwrap(), settings)
 }
 
 /// A hog pinned to `cpu`, running.
-fn busy(k: &mut Kernel, pid: i32, cpu: usize, now: u64) -> TaskId {
+fn busy(k: &mut TestKernel, pid: i32, cpu: usize, now: u64) -> TaskId {
     let t = add(k, pid, &cpu.to_string(), cpu);
     start(k, t, now);
     assert_eq!(k.curr(cpu), Some(t));
@@ -29,7 +29,7 @@ fn busy(k: &mut Kernel, pid: i32, cpu: usize, now: u64) -> TaskId {
 }
 
 /// A task that ran on `cpu` and went to sleep there (eligible, so fully dequeued).
-fn sleeper(k: &mut Kernel, pid: i32, mask: &str, cpu: usize, now: &mut u64) -> TaskId {
+fn sleeper(k: &mut TestKernel, pid: i32, mask: &str, cpu: usize, now: &mut u64) -> TaskId {
     let t = add(k, pid, mask, cpu);
     start(k, t, *now);
     assert_eq!(k.curr(cpu), Some(t));
@@ -42,14 +42,14 @@ fn sleeper(k: &mut Kernel, pid: i32, mask: &str, cpu: usize, now: &mut u64) -> T
     t
 }
 
-fn llc(k: &Kernel, cpu: usize) -> usize {
+fn llc(k: &TestKernel, cpu: usize) -> usize {
     k.domains.cpus[cpu].sd_llc_id
 }
 
 /// `kernel(preset, settings)` with a hog running on each of `busy_cpus`
 /// (pids 10, 11, ...), then the task to wake: pid 1, allowed on `mask`,
 /// last run on `prev`, whose `recent_used_cpu` is `prev` too.
-fn waking(preset: &str, settings: &[&str], busy_cpus: &[usize], mask: &str, prev: usize) -> (Kernel, TaskId) {
+fn waking(preset: &str, settings: &[&str], busy_cpus: &[usize], mask: &str, prev: usize) -> (TestKernel, TaskId) {
     let mut k = kernel(preset, settings);
     for (i, &cpu) in busy_cpus.iter().enumerate() {
         busy(&mut k, 10 + i as i32, cpu, 0);
@@ -213,7 +213,7 @@ fn polling_idle_cpus_are_woken_without_an_ipi() {
 
 /// `kernel("qemu-4", settings)` with a task (pid 1, pinned to CPU 1) that
 /// slept there and a hog (pid 10) now running there. Returns (kernel, sleeper, now).
-fn sleeper_behind_a_hog_on_cpu1(settings: &[&str]) -> (Kernel, TaskId, u64) {
+fn sleeper_behind_a_hog_on_cpu1(settings: &[&str]) -> (TestKernel, TaskId, u64) {
     let mut k = kernel("qemu-4", settings);
     let mut now = 0;
     let s = sleeper(&mut k, 1, "1", 1, &mut now);
@@ -250,7 +250,7 @@ fn cross_llc_wakeup_is_queued_remotely_even_to_a_busy_cpu() {
 
 /// A (allowed on all of qemu-4) blocks while ineligible on CPU 0 next to a
 /// pinned hog, so it stays queued as sched_delayed. Returns (kernel, A, now).
-fn delayed_on_cpu0(settings: &[&str]) -> (Kernel, TaskId, u64) {
+fn delayed_on_cpu0(settings: &[&str]) -> (TestKernel, TaskId, u64) {
     let mut k = kernel("qemu-4", settings);
     let a = add(&mut k, 1, "0-3", 0);
     let b = add(&mut k, 2, "0", 0);
@@ -364,7 +364,7 @@ fn fork_balancing_spreads_new_tasks_over_idle_cpus() {
 /// `kernel("qemu-4", settings)` with a task (pid 1, allowed on 0-3) that ran
 /// on CPU 1 and blocked there at 100 us: schedule() has picked the next task
 /// but the switch away from it has not completed.
-fn switching_away_on_cpu1(settings: &[&str]) -> (Kernel, TaskId) {
+fn switching_away_on_cpu1(settings: &[&str]) -> (TestKernel, TaskId) {
     let mut k = kernel("qemu-4", settings);
     let s = add(&mut k, 1, "0-3", 1);
     start(&mut k, s, 0);

@@ -1,26 +1,26 @@
 //! RT class and PI rules on crafted states.
 
-use schedlab_kernel::{IpiKind, Kernel, Policy, TaskId, TaskState};
+use super::common::TestKernel;
+use crate::{IpiKind, Policy, SchedClass, TaskId, TaskState};
 use schedlab_topology::Topology;
 use schedlab_trace::EventKind;
 
 const MS: u64 = 1_000_000;
 
-mod common;
-use common::task_with as task;
+use super::common::task_with as task;
 
-fn kernel(settings: &[&str]) -> Kernel {
-    common::kernel_with(Topology::preset("qemu-4").unwrap(), "6.12", settings, 3)
+fn kernel(settings: &[&str]) -> TestKernel {
+    super::common::kernel_with(Topology::preset("qemu-4").unwrap(), "6.12", settings, 3)
 }
 
-fn start(k: &mut Kernel, t: TaskId, now: u64) {
+fn start(k: &mut TestKernel, t: TaskId, now: u64) {
     let cpu = k.tasks[t as usize].cpu;
     k.wake_up_new_task(t, now, cpu);
     settle(k, now);
 }
 
 /// Deliver every requested interrupt at `now` (as the simulator would, minus latency).
-fn settle(k: &mut Kernel, now: u64) {
+fn settle(k: &mut TestKernel, now: u64) {
     for _ in 0..20 {
         let ipis: Vec<_> = k.ipis.drain(..).collect();
         if ipis.is_empty() {
@@ -45,7 +45,7 @@ fn settle(k: &mut Kernel, now: u64) {
     k.check_invariants().unwrap();
 }
 
-fn block(k: &mut Kernel, cpu: usize, now: u64) {
+fn block(k: &mut TestKernel, cpu: usize, now: u64) {
     k.set_current_state(cpu, TaskState::Interruptible);
     k.schedule(cpu, now, false);
     k.finish_task_switch(cpu);
@@ -119,7 +119,7 @@ fn rt_wakeup_preempts_fair_and_lower_rt_at_once() {
 }
 
 /// CPU 1: X (FIFO 99, pinned) runs, L (FIFO `l_prio`, allowed `mask`) waits.
-fn waiting_l(settings: &[&str], l_prio: u32, mask: &str) -> (Kernel, TaskId) {
+fn waiting_l(settings: &[&str], l_prio: u32, mask: &str) -> (TestKernel, TaskId) {
     let mut k = kernel(settings);
     let l = task(&mut k, 1, Policy::Fifo, l_prio, mask, 1);
     start(&mut k, l, 0);
@@ -257,11 +257,11 @@ fn a_boosted_fair_task_runs_as_rt() {
     assert_eq!(k.curr(0), Some(g));
     assert!(!k.rt_mutex_lock(r, 0, 6 * MS, 1));
     block(&mut k, 1, 6 * MS);
-    assert!(k.tasks[f as usize].is_rt() && k.tasks[f as usize].prio == 49);
+    assert!(k.class_of(f) == SchedClass::Rt && k.tasks[f as usize].prio == 49);
     assert_eq!(k.curr(0), Some(f), "the boosted fair task preempts the fair one");
     let next = k.rt_mutex_unlock(f, 0, 7 * MS, 0);
     assert_eq!(next, Some(r));
-    assert!(!k.tasks[f as usize].is_rt());
+    assert_eq!(k.class_of(f), SchedClass::Fair);
     k.check_invariants().unwrap();
 }
 

@@ -1,9 +1,9 @@
 //! `fair.c`'s PELT glue: `update_load_avg()` at the points the kernel calls
 //! it, attach/detach/remove on migration, `post_init_entity_util_avg()`, and
-//! the load/utilisation readers the wakeup path and (step 3) the balancer use
+//! the load/utilisation readers the wakeup path and the balancer use
 //! (`cpu_load()`, `cpu_util_cfs()`, `task_h_load()`, the `*_without()` forms).
 //!
-//! Simplified: one cfs_rq level, so no group propagation or `task_h_load()`
+//! Follows 6.12.x. Simplified: one cfs_rq level, so no group propagation or `task_h_load()`
 //! hierarchy; no UTIL_EST; the PELT clock is the rq clock (capacity and
 //! frequency invariance factors of 1, see [`crate::pelt`]).
 
@@ -25,11 +25,9 @@ impl Kernel {
         self.rqs[cpu].clock + PELT_CLOCK_BASE
     }
 
-    pub(crate) fn update_cfs_rq_load_avg_pub(&mut self, cpu: usize) -> bool {
-        self.update_cfs_rq_load_avg(cpu)
-    }
-
-    fn update_cfs_rq_load_avg(&mut self, cpu: usize) -> bool {
+    /// `update_cfs_rq_load_avg()` of `cpu`'s root cfs_rq at the PELT clock,
+    /// applying `cfs_rq->removed` first. True when the averages decayed.
+    pub(crate) fn update_cfs_rq_load_avg(&mut self, cpu: usize) -> bool {
         let now = self.clock_pelt(cpu);
         let cfs = &mut self.rqs[cpu].cfs;
         let removed = std::mem::take(&mut cfs.removed);

@@ -3,7 +3,7 @@
 //! `attach_tasks()` and `detach_one_task()` (for the stopper), plus the
 //! LB_FIRST_MIGRATION patch's wakelist hand-off.
 //!
-//! Simplified as the rest of [`crate::fair_lb`]: no NUMA locality
+//! Simplified as the rest of [`crate::fair::lb`]: no NUMA locality
 //! (`migrate_degrades_locality()`), `detach_tasks()` stops after one task for
 //! newidle balancing as preemptible kernels do.
 
@@ -13,6 +13,7 @@ use super::{
 };
 use crate::core::Kernel;
 use crate::features::Feature;
+use crate::sched::class::SchedClass;
 use crate::sched::{qflags::*, OnRq, Policy, TaskId};
 use crate::topology::sd_flags::*;
 use schedlab_trace::EventKind;
@@ -21,7 +22,7 @@ impl Kernel {
     /// `task_hot()`: ran on its CPU less than `sysctl_sched_migration_cost` ago.
     fn task_hot(&self, p: TaskId, env: &LbEnv) -> bool {
         let task = &self.tasks[p as usize];
-        if !task.policy.is_fair() || task.policy == Policy::Idle {
+        if self.class_of(p) != SchedClass::Fair || task.policy == Policy::Idle {
             return false;
         }
         if self.sd_flags_of(env.sd_cpu, env.sd) & SD_SHARE_CPUCAPACITY != 0 {

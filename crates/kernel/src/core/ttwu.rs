@@ -6,10 +6,11 @@
 //!
 //! A task that just blocked stays `on_cpu` until its CPU has paid the
 //! context-switch cost (`finish_task_switch()`); a wakeup in that window takes
-//! the `p->on_cpu` wakelist shortcut when it can. Simplified: where the kernel's
+//! the `p->on_cpu` wakelist shortcut when it can. Follows 6.12.x; the
+//! TTWU_* patches are off in every profile. Simplified: where the kernel's
 //! waker would spin on `p->on_cpu`, the model completes the switch at once.
 
-use crate::core::{IpiKind, Kernel};
+use crate::core::{IpiKind, Kernel, Outbox};
 use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, OnRq, TaskId, TaskState};
 use schedlab_trace::{DelayedWhat, EventKind, WakePath};
@@ -36,9 +37,7 @@ impl Kernel {
         self.activate_task(cpu, t, en_flags);
         self.wakeup_preempt(cpu, t, wake_flags);
         self.ttwu_do_wakeup(t);
-        if self.task_is_rt(t) {
-            self.task_woken_rt(cpu, t);
-        }
+        self.class_of(t).task_woken(self, cpu, t);
         self.update_avg_idle(cpu);
     }
 
@@ -167,46 +166,46 @@ impl Kernel {
 
     /// `sched_ttwu_pending()`: the target CPU runs its wakelist (from the IPI
     /// or its idle loop), activating each task locally.
-    pub fn sched_ttwu_pending(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        if self.rqs[cpu].wake_list.is_empty() {
-            return;
-        }
-        self.update_rq_clock(cpu);
-        let mut list = std::mem::take(&mut self.rqs[cpu].wake_list);
-        for &t in &list {
-            if self.tasks[t as usize].lb_wakelist {
-                // LB_FIRST_MIGRATION patch: the balancer handed this task over.
-                self.tasks[t as usize].lb_wakelist = false;
-                self.attach_task(cpu, t);
-                continue;
+    pub fn sched_ttwu_pending(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            if k.rqs[cpu].wake_list.is_empty() {
+                return;
             }
-            let mut wake_flags = 0;
-            if self.tasks[t as usize].sched_remote_wakeup {
-                wake_flags |= WF_MIGRATED;
+            k.update_rq_clock(cpu);
+            let mut list = std::mem::take(&mut k.rqs[cpu].wake_list);
+            for &t in &list {
+                if k.tasks[t as usize].lb_wakelist {
+                    // LB_FIRST_MIGRATION patch: the balancer handed this task over.
+                    k.tasks[t as usize].lb_wakelist = false;
+                    k.attach_task(cpu, t);
+                    continue;
+                }
+                let mut wake_flags = 0;
+                if k.tasks[t as usize].sched_remote_wakeup {
+                    wake_flags |= WF_MIGRATED;
+                }
+                // The RFC series starts these flags at WF_TTWU so that
+                // ttwu_delayed()'s select_task_rq() takes the wakeup path.
+                if k.tasks[t as usize].sched_remote_delayed && k.ttwu_delayed(cpu, t, wake_flags | WF_TTWU | WF_DELAYED)
+                {
+                    continue;
+                }
+                if k.tasks[t as usize].on_cpu {
+                    // The IPI is taken once the switch that queued it completes.
+                    k.finish_task_switch(k.tasks[t as usize].cpu);
+                }
+                if k.tasks[t as usize].cpu != cpu {
+                    // The kernel warns here; keep the task's CPU consistent.
+                    k.set_task_cpu(t, cpu);
+                }
+                k.ttwu_do_activate(cpu, t, wake_flags);
             }
-            // The RFC series starts these flags at WF_TTWU so that
-            // ttwu_delayed()'s select_task_rq() takes the wakeup path.
-            if self.tasks[t as usize].sched_remote_delayed
-                && self.ttwu_delayed(cpu, t, wake_flags | WF_TTWU | WF_DELAYED)
-            {
-                continue;
+            list.clear();
+            if k.rqs[cpu].wake_list.is_empty() {
+                k.rqs[cpu].wake_list = list; // keep the buffer
+                k.rqs[cpu].ttwu_pending = false;
             }
-            if self.tasks[t as usize].on_cpu {
-                // The IPI is taken once the switch that queued it completes.
-                self.finish_task_switch(self.tasks[t as usize].cpu);
-            }
-            if self.tasks[t as usize].cpu != cpu {
-                // The kernel warns here; keep the task's CPU consistent.
-                self.set_task_cpu(t, cpu);
-            }
-            self.ttwu_do_activate(cpu, t, wake_flags);
-        }
-        list.clear();
-        if self.rqs[cpu].wake_list.is_empty() {
-            self.rqs[cpu].wake_list = list; // keep the buffer
-            self.rqs[cpu].ttwu_pending = false;
-        }
+        })
     }
 
     /// `ttwu_delayed()` (TTWU_QUEUE_DELAYED): on the delayed task's own CPU,
@@ -252,11 +251,7 @@ impl Kernel {
     pub(crate) fn select_task_rq(&mut self, t: TaskId, cpu: usize, wake_flags: &mut u32) -> usize {
         let task = &self.tasks[t as usize];
         let mut cpu = if task.nr_cpus_allowed() > 1 {
-            let c = if task.is_rt() {
-                self.select_task_rq_rt(t, cpu, *wake_flags)
-            } else {
-                self.select_task_rq_fair(t, cpu, *wake_flags)
-            };
+            let c = self.class_of(t).select_task_rq(self, t, cpu, *wake_flags);
             *wake_flags |= WF_RQ_SELECTED;
             c
         } else {
@@ -287,54 +282,63 @@ impl Kernel {
 
     /// `try_to_wake_up()` from the context of `exec_cpu`. Returns whether the
     /// task was woken (its state matched TASK_NORMAL).
-    pub fn try_to_wake_up(&mut self, t: TaskId, now: u64, exec_cpu: usize, mut wake_flags: u32) -> bool {
-        self.enter(now, exec_cpu);
-        wake_flags |= WF_TTWU;
-        let task = &self.tasks[t as usize];
-        if !matches!(task.state, TaskState::Interruptible | TaskState::Uninterruptible) {
-            return false;
-        }
-        let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
-        self.emit(cpu, EventKind::SchedWaking { pid, prio, target_cpu: cpu as u32 });
-        if self.tasks[t as usize].on_rq != OnRq::No && self.ttwu_runnable(t, wake_flags) {
-            return true;
-        }
-        self.tasks[t as usize].state = TaskState::Waking;
-        if self.tasks[t as usize].on_cpu {
-            if self.feat(Feature::TTWU_QUEUE_ON_CPU) && self.ttwu_queue_wakelist(t, cpu, wake_flags | WF_ON_CPU) {
+    pub fn try_to_wake_up(
+        &mut self,
+        t: TaskId,
+        now: u64,
+        exec_cpu: usize,
+        mut wake_flags: u32,
+        out: &mut Outbox,
+    ) -> bool {
+        self.entry(now, exec_cpu, out, |k| {
+            wake_flags |= WF_TTWU;
+            let task = &k.tasks[t as usize];
+            if !matches!(task.state, TaskState::Interruptible | TaskState::Uninterruptible) {
+                return false;
+            }
+            let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
+            k.emit(cpu, EventKind::SchedWaking { pid, prio, target_cpu: cpu as u32 });
+            if k.tasks[t as usize].on_rq != OnRq::No && k.ttwu_runnable(t, wake_flags) {
                 return true;
             }
-            // smp_cond_load_acquire(&p->on_cpu, !VAL): wait out the switch.
-            self.finish_task_switch(cpu);
-        }
-        let prev = self.tasks[t as usize].wake_cpu;
-        let cpu = self.select_task_rq(t, prev, &mut wake_flags);
-        if cpu != self.tasks[t as usize].cpu {
-            wake_flags |= WF_MIGRATED;
-            self.set_task_cpu(t, cpu);
-        }
-        self.ttwu_queue(t, cpu, wake_flags);
-        true
+            k.tasks[t as usize].state = TaskState::Waking;
+            if k.tasks[t as usize].on_cpu {
+                if k.feat(Feature::TTWU_QUEUE_ON_CPU) && k.ttwu_queue_wakelist(t, cpu, wake_flags | WF_ON_CPU) {
+                    return true;
+                }
+                // smp_cond_load_acquire(&p->on_cpu, !VAL): wait out the switch.
+                k.finish_task_switch(cpu);
+            }
+            let prev = k.tasks[t as usize].wake_cpu;
+            let cpu = k.select_task_rq(t, prev, &mut wake_flags);
+            if cpu != k.tasks[t as usize].cpu {
+                wake_flags |= WF_MIGRATED;
+                k.set_task_cpu(t, cpu);
+            }
+            k.ttwu_queue(t, cpu, wake_flags);
+            true
+        })
     }
 
     /// `wake_up_new_task()`: fork balancing picks the first CPU, PELT gets its
     /// initial utilisation, then the first enqueue.
-    pub fn wake_up_new_task(&mut self, t: TaskId, now: u64, exec_cpu: usize) {
-        self.enter(now, exec_cpu);
-        debug_assert_eq!(self.tasks[t as usize].state, TaskState::New);
-        self.tasks[t as usize].state = TaskState::Running;
-        let prev = self.tasks[t as usize].cpu;
-        self.tasks[t as usize].recent_used_cpu = prev;
-        let mut wake_flags = WF_FORK;
-        let cpu = if self.tasks[t as usize].fixed_start { prev } else { self.select_task_rq(t, prev, &mut wake_flags) };
-        // __set_task_cpu(): no migration event for a task that never ran.
-        self.tasks[t as usize].cpu = cpu;
-        self.tasks[t as usize].wake_cpu = cpu;
-        self.update_rq_clock(cpu);
-        self.post_init_entity_util_avg(t);
-        self.activate_task(cpu, t, ENQUEUE_NOCLOCK | ENQUEUE_INITIAL);
-        let (pid, prio) = (self.tasks[t as usize].pid, self.tasks[t as usize].prio);
-        self.emit(cpu, EventKind::SchedWakeupNew { pid, prio, target_cpu: cpu as u32 });
-        self.wakeup_preempt(cpu, t, WF_FORK);
+    pub fn wake_up_new_task(&mut self, t: TaskId, now: u64, exec_cpu: usize, out: &mut Outbox) {
+        self.entry(now, exec_cpu, out, |k| {
+            debug_assert_eq!(k.tasks[t as usize].state, TaskState::New);
+            k.tasks[t as usize].state = TaskState::Running;
+            let prev = k.tasks[t as usize].cpu;
+            k.tasks[t as usize].recent_used_cpu = prev;
+            let mut wake_flags = WF_FORK;
+            let cpu = if k.tasks[t as usize].fixed_start { prev } else { k.select_task_rq(t, prev, &mut wake_flags) };
+            // __set_task_cpu(): no migration event for a task that never ran.
+            k.tasks[t as usize].cpu = cpu;
+            k.tasks[t as usize].wake_cpu = cpu;
+            k.update_rq_clock(cpu);
+            k.post_init_entity_util_avg(t);
+            k.activate_task(cpu, t, ENQUEUE_NOCLOCK | ENQUEUE_INITIAL);
+            let (pid, prio) = (k.tasks[t as usize].pid, k.tasks[t as usize].prio);
+            k.emit(cpu, EventKind::SchedWakeupNew { pid, prio, target_cpu: cpu as u32 });
+            k.wakeup_preempt(cpu, t, WF_FORK);
+        })
     }
 }

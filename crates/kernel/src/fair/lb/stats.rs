@@ -1,18 +1,34 @@
 //! The statistics half of `fair.c`'s load balancer: `update_sg_lb_stats()`,
-//! `group_classify()` (here `group_classify_lb()`), `update_sd_pick_busiest()`
-//! and `update_sd_lb_stats()`, with `struct sg_lb_stats` / `struct sd_lb_stats`
-//! and `cpu_runnable()`.
+//! `group_classify()` with `group_has_capacity()` / `group_is_overloaded()`,
+//! `update_sd_pick_busiest()` and `update_sd_lb_stats()`, with `enum
+//! group_type`, `struct sg_lb_stats` (shared with the wakeup path's
+//! `update_sg_wakeup_stats()`) / `struct sd_lb_stats` and `cpu_runnable()`.
 //!
-//! Simplified as the rest of [`crate::fair_lb`]: no misfit tracking, no
+//! Simplified as the rest of [`crate::fair::lb`]: no misfit tracking, no
 //! capacity pressure, no NUMA (fbq) statistics.
 
 use super::{CpuIdleType, LbEnv};
 use crate::core::Kernel;
-use crate::fair_select::GroupType;
 use crate::topology::sd_flags::*;
 
-/// `struct sg_lb_stats`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `enum group_type` (fair.c), in the kernel's order: later is busier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GroupType {
+    #[default]
+    HasSpare,
+    FullyBusy,
+    MisfitTask,
+    SmtBalance,
+    AsymPacking,
+    Imbalanced,
+    Overloaded,
+}
+
+/// `struct sg_lb_stats`: one group's statistics, filled by the balancer
+/// (`update_sg_lb_stats()`) and by the wakeup path's
+/// `update_sg_wakeup_stats()`, which leaves the asym-packing and
+/// SMT-balance flags clear, as the kernel's does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SgLbStats {
     pub avg_load: u64,
     pub group_load: u64,
@@ -30,22 +46,50 @@ pub struct SgLbStats {
 }
 
 impl SgLbStats {
-    fn new() -> Self {
-        SgLbStats {
-            avg_load: 0,
-            group_load: 0,
-            group_capacity: 0,
-            group_util: 0,
-            group_runnable: 0,
-            sum_nr_running: 0,
-            sum_h_nr_running: 0,
-            idle_cpus: 0,
-            group_weight: 0,
-            group_type: GroupType::HasSpare,
-            group_asym_packing: false,
-            group_smt_balance: false,
-            group_misfit_task_load: 0,
-        }
+    /// The zeroed statistics both paths start from (`memset(sgs, 0, ...)`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// `group_has_capacity()`.
+pub fn group_has_capacity(imbalance_pct: u64, sgs: &SgLbStats) -> bool {
+    if sgs.sum_nr_running < sgs.group_weight {
+        return true;
+    }
+    if sgs.group_capacity * imbalance_pct < sgs.group_runnable * 100 {
+        return false;
+    }
+    sgs.group_capacity * 100 > sgs.group_util * imbalance_pct
+}
+
+/// `group_is_overloaded()`.
+pub fn group_is_overloaded(imbalance_pct: u64, sgs: &SgLbStats) -> bool {
+    if sgs.sum_nr_running <= sgs.group_weight {
+        return false;
+    }
+    if sgs.group_capacity * 100 < sgs.group_util * imbalance_pct {
+        return true;
+    }
+    sgs.group_capacity * imbalance_pct < sgs.group_runnable * 100
+}
+
+/// `group_classify()`; `imbalanced` is the group's `sgc->imbalance`.
+pub fn group_classify(imbalance_pct: u64, imbalanced: bool, sgs: &SgLbStats) -> GroupType {
+    if group_is_overloaded(imbalance_pct, sgs) {
+        GroupType::Overloaded
+    } else if imbalanced {
+        GroupType::Imbalanced
+    } else if sgs.group_asym_packing {
+        GroupType::AsymPacking
+    } else if sgs.group_smt_balance {
+        GroupType::SmtBalance
+    } else if sgs.group_misfit_task_load != 0 {
+        GroupType::MisfitTask
+    } else if !group_has_capacity(imbalance_pct, sgs) {
+        GroupType::FullyBusy
+    } else {
+        GroupType::HasSpare
     }
 }
 
@@ -106,43 +150,12 @@ impl Kernel {
         {
             sgs.group_smt_balance = true;
         }
-        sgs.group_type = self.group_classify_lb(dom.imbalance_pct as u64, group.id, &sgs);
+        let imbalanced = self.sgc_imbalance.get(group.id).copied().unwrap_or(false);
+        sgs.group_type = group_classify(dom.imbalance_pct as u64, imbalanced, &sgs);
         if sgs.group_type == GroupType::Overloaded {
             sgs.avg_load = sgs.group_load * 1024 / sgs.group_capacity.max(1);
         }
         sgs
-    }
-
-    /// `group_classify()` with the balancer's inputs.
-    fn group_classify_lb(&self, pct: u64, group_id: usize, sgs: &SgLbStats) -> GroupType {
-        let basic = crate::fair_select::SgStats {
-            avg_load: 0,
-            group_load: sgs.group_load,
-            group_util: sgs.group_util,
-            group_runnable: sgs.group_runnable,
-            sum_nr_running: sgs.sum_nr_running,
-            sum_h_nr_running: sgs.sum_h_nr_running,
-            idle_cpus: sgs.idle_cpus,
-            group_weight: sgs.group_weight,
-            group_capacity: sgs.group_capacity,
-            group_type: GroupType::HasSpare,
-            group_misfit_task_load: 0,
-        };
-        if crate::fair_select::group_is_overloaded(pct, &basic) {
-            GroupType::Overloaded
-        } else if self.sgc_imbalance.get(group_id).copied().unwrap_or(false) {
-            GroupType::Imbalanced
-        } else if sgs.group_asym_packing {
-            GroupType::AsymPacking
-        } else if sgs.group_smt_balance {
-            GroupType::SmtBalance
-        } else if sgs.group_misfit_task_load != 0 {
-            GroupType::MisfitTask
-        } else if !crate::fair_select::group_has_capacity(pct, &basic) {
-            GroupType::FullyBusy
-        } else {
-            GroupType::HasSpare
-        }
     }
 
     /// `update_sd_pick_busiest()`.

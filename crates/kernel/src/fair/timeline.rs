@@ -31,9 +31,14 @@ const NIL: u32 = u32::MAX;
 
 macro_rules! bail {
     ($($fmt:tt)*) => {
-        return Err(format!($($fmt)*))
+        return Err(TimelineError(format!($($fmt)*)))
     };
 }
+
+/// What [`Timeline::check`] found wrong with the tree.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TimelineError(String);
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -236,7 +241,7 @@ impl Timeline {
     }
 
     /// Verify ordering, AVL balance, aggregates, the threaded list and the counters.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), TimelineError> {
         let mut order = Vec::with_capacity(self.len);
         self.check_sub(self.root, &mut order, 0)?;
         if let Some(w) = order.windows(2).find(|w| !self.before(w[0], w[1])) {
@@ -368,7 +373,7 @@ impl Timeline {
     }
 
     /// Validate subtree `t`, appending its in-order ids; returns its height.
-    fn check_sub(&self, t: u32, order: &mut Vec<u32>, depth: usize) -> Result<u8, String> {
+    fn check_sub(&self, t: u32, order: &mut Vec<u32>, depth: usize) -> Result<u8, TimelineError> {
         if t == NIL {
             return Ok(0);
         }
@@ -524,7 +529,7 @@ mod tests {
                     t.insert(id, deadline, vruntime, slice);
                 }
                 if let Err(e) = t.check() {
-                    return Err(TestCaseError::fail(e));
+                    return Err(TestCaseError::fail(e.to_string()));
                 }
                 let mut sorted = oracle.clone();
                 sorted.sort_by_key(|e| e.1); // stable: ties stay in insertion order

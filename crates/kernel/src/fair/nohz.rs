@@ -4,14 +4,15 @@
 //! `_nohz_idle_balance()`), newidle balancing (`sched_balance_newidle()`
 //! with NI_RANDOM), and blocked-load updates.
 //!
-//! Simplified: a CPU's tick stops as soon as it goes idle (the cpuidle
+//! Follows 6.12.x (Debian's backport of proportional newidle balancing,
+//! NI_RANDOM; 6.12.0 lacks it). Simplified: a CPU's tick stops as soon as it goes idle (the cpuidle
 //! governor never keeps it), housekeeping masks are all CPUs, no SD_SERIALIZE
 //! contention between CPUs (the simulator is single-threaded), and the cost of
 //! a newidle balance is modeled from the topology (`newidle_balance_ns_per_cpu`
 //! per CPU of the domain) rather than measured.
 
-use crate::core::{IpiKind, Kernel};
-use crate::fair_lb::CpuIdleType;
+use crate::core::{IpiKind, Kernel, Outbox};
+use crate::fair::lb::CpuIdleType;
 use crate::features::Feature;
 use crate::topology::sd_flags::*;
 use schedlab_topology::CpuSet;
@@ -61,10 +62,12 @@ impl Kernel {
         self.jiffies
     }
 
+    /// `HZ`.
     fn hz(&self) -> u64 {
         self.hz
     }
 
+    /// `msecs_to_jiffies()`.
     fn msecs_to_jiffies(&self, ms: u64) -> u64 {
         (ms * self.hz()).div_ceil(1000)
     }
@@ -132,7 +135,7 @@ impl Kernel {
     /// `sched_balance_update_blocked_averages()`: decay an idle CPU's PELT sums.
     pub(crate) fn update_blocked_averages(&mut self, cpu: usize) {
         self.update_rq_clock(cpu);
-        self.update_cfs_rq_load_avg_pub(cpu);
+        self.update_cfs_rq_load_avg(cpu);
         let rq = &mut self.rqs[cpu];
         rq.has_blocked_load = rq.cfs.avg.load_avg != 0 || rq.cfs.avg.util_avg != 0 || rq.cfs.avg.runnable_avg != 0;
     }
@@ -172,7 +175,7 @@ impl Kernel {
             }
         }
         if need_decay {
-            self.rqs[cpu].max_idle_balance_cost = crate::fair_lb::SYSCTL_SCHED_MIGRATION_COST.max(max_cost);
+            self.rqs[cpu].max_idle_balance_cost = crate::fair::lb::SYSCTL_SCHED_MIGRATION_COST.max(max_cost);
         }
         if update_next_balance {
             self.rqs[cpu].next_balance = next_balance;
@@ -189,7 +192,7 @@ impl Kernel {
 
     /// `sched_balance_softirq()`: the kicked ILB balances for the idle CPUs;
     /// otherwise this CPU balances its own domains.
-    pub fn sched_balance_softirq(&mut self, cpu: usize) {
+    pub(crate) fn sched_balance_softirq(&mut self, cpu: usize) {
         let idle = if self.rqs[cpu].idle_balance { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
         if self.nohz_idle_balance(cpu, idle) {
             return;
@@ -223,6 +226,7 @@ impl Kernel {
         self.set_cpu_sd_state_busy(cpu);
     }
 
+    /// `set_cpu_sd_state_idle()`: the LLC counts this CPU out of `nr_busy_cpus`.
     fn set_cpu_sd_state_idle(&mut self, cpu: usize) {
         if self.domains.cpus[cpu].sd_llc.is_none() || self.rqs[cpu].llc_nohz_idle {
             return;
@@ -232,6 +236,7 @@ impl Kernel {
         self.llc_shared[i].nr_busy_cpus -= 1;
     }
 
+    /// `set_cpu_sd_state_busy()`: the LLC counts this CPU in `nr_busy_cpus` again.
     fn set_cpu_sd_state_busy(&mut self, cpu: usize) {
         if self.domains.cpus[cpu].sd_llc.is_none() || !self.rqs[cpu].llc_nohz_idle {
             return;
@@ -317,21 +322,23 @@ impl Kernel {
     /// Run `cpu`'s periodic balance as an idle CPU, from the context of
     /// `exec_cpu` (what the idle load balancer does for it). For tests and
     /// tools that want one balancing pass on a crafted state.
-    pub fn run_idle_balance(&mut self, cpu: usize, now: u64, exec_cpu: usize) {
-        self.enter(now, exec_cpu);
-        self.update_rq_clock(cpu);
-        self.sched_balance_domains(cpu, CpuIdleType::Idle, BalanceKind::NohzIdle);
+    pub fn run_idle_balance(&mut self, cpu: usize, now: u64, exec_cpu: usize, out: &mut Outbox) {
+        self.entry(now, exec_cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            k.sched_balance_domains(cpu, CpuIdleType::Idle, BalanceKind::NohzIdle);
+        })
     }
 
     /// `nohz_csd_func()` + the SCHED_SOFTIRQ it raises: the kicked CPU runs
     /// the idle balance on behalf of the tickless idle CPUs.
-    pub fn nohz_csd_func(&mut self, cpu: usize, now: u64) {
-        self.enter(now, cpu);
-        self.update_rq_clock(cpu);
-        let flags = std::mem::take(&mut self.rqs[cpu].nohz_flags) & NOHZ_KICK_MASK;
-        self.rqs[cpu].nohz_idle_balance = flags;
-        self.rqs[cpu].idle_balance = self.idle_cpu(cpu);
-        self.sched_balance_softirq(cpu);
+    pub fn nohz_csd_func(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            k.update_rq_clock(cpu);
+            let flags = std::mem::take(&mut k.rqs[cpu].nohz_flags) & NOHZ_KICK_MASK;
+            k.rqs[cpu].nohz_idle_balance = flags;
+            k.rqs[cpu].idle_balance = k.idle_cpu(cpu);
+            k.sched_balance_softirq(cpu);
+        })
     }
 
     /// `nohz_idle_balance()`.
@@ -493,7 +500,7 @@ impl Kernel {
 
     /// `nohz_newidle_balance()`: flag a blocked-load update for the idle loop.
     fn nohz_newidle_balance(&mut self, cpu: usize) {
-        if self.rqs[cpu].avg_idle < crate::fair_lb::SYSCTL_SCHED_MIGRATION_COST {
+        if self.rqs[cpu].avg_idle < crate::fair::lb::SYSCTL_SCHED_MIGRATION_COST {
             return;
         }
         if !self.nohz.has_blocked || self.jiffies() < self.nohz.next_blocked {

@@ -6,96 +6,17 @@
 //! Simplified: no EAS (x86 has no perf domains), no core scheduling cookies,
 //! no cluster (`SD_CLUSTER`) pass in `select_idle_cpu()` since the model's
 //! topologies have no L2 clusters, no NUMA balancing preferences, no uclamp.
-//! Until the load balancer exists (step 3) SIS_UTIL's scan budget is
-//! recomputed from the tick once per LLC balance interval.
+//! Besides the balancer's update, SIS_UTIL's scan budget is also recomputed
+//! from the tick once per LLC balance interval (`tick_update_idle_cpu_scan()`).
+//!
+//! Follows 6.12.x; [`crate::profile::Profile`] holds the rules of other versions.
 
 use crate::core::Kernel;
+use crate::fair::lb::{group_classify, GroupType, SgLbStats};
 use crate::features::Feature;
 use crate::sched::{wflags::*, TaskId, WakeeStats};
 use crate::topology::sd_flags::*;
 use schedlab_topology::{CpuSet, CpuWrap};
-
-/// `enum group_type` (fair.c), in the kernel's order: later is busier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum GroupType {
-    HasSpare,
-    FullyBusy,
-    MisfitTask,
-    SmtBalance,
-    AsymPacking,
-    Imbalanced,
-    Overloaded,
-}
-
-/// `struct sg_lb_stats`, the part wakeup statistics fill in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SgStats {
-    pub avg_load: u64,
-    pub group_load: u64,
-    pub group_util: u64,
-    pub group_runnable: u64,
-    pub sum_nr_running: u32,
-    pub sum_h_nr_running: u32,
-    pub idle_cpus: u32,
-    pub group_weight: u32,
-    pub group_capacity: u64,
-    pub group_type: GroupType,
-    pub group_misfit_task_load: u64,
-}
-
-impl SgStats {
-    fn empty() -> Self {
-        SgStats {
-            avg_load: 0,
-            group_load: 0,
-            group_util: 0,
-            group_runnable: 0,
-            sum_nr_running: 0,
-            sum_h_nr_running: 0,
-            idle_cpus: 0,
-            group_weight: 0,
-            group_capacity: 0,
-            group_type: GroupType::HasSpare,
-            group_misfit_task_load: 0,
-        }
-    }
-}
-
-/// `group_has_capacity()`.
-pub fn group_has_capacity(imbalance_pct: u64, sgs: &SgStats) -> bool {
-    if sgs.sum_nr_running < sgs.group_weight {
-        return true;
-    }
-    if sgs.group_capacity * imbalance_pct < sgs.group_runnable * 100 {
-        return false;
-    }
-    sgs.group_capacity * 100 > sgs.group_util * imbalance_pct
-}
-
-/// `group_is_overloaded()`.
-pub fn group_is_overloaded(imbalance_pct: u64, sgs: &SgStats) -> bool {
-    if sgs.sum_nr_running <= sgs.group_weight {
-        return false;
-    }
-    if sgs.group_capacity * 100 < sgs.group_util * imbalance_pct {
-        return true;
-    }
-    sgs.group_capacity * imbalance_pct < sgs.group_runnable * 100
-}
-
-/// `group_classify()` without the load-balancer-only inputs (imbalanced,
-/// asym packing and SMT balance flags are never set by wakeup statistics).
-pub fn group_classify(imbalance_pct: u64, sgs: &SgStats) -> GroupType {
-    if group_is_overloaded(imbalance_pct, sgs) {
-        GroupType::Overloaded
-    } else if sgs.group_misfit_task_load != 0 {
-        GroupType::MisfitTask
-    } else if !group_has_capacity(imbalance_pct, sgs) {
-        GroupType::FullyBusy
-    } else {
-        GroupType::HasSpare
-    }
-}
 
 /// Where `select_idle_sibling()` found its CPU (for tests and decision events).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,6 +185,7 @@ impl Kernel {
         new_cpu
     }
 
+    /// `__select_idle_cpu()`'s test: `available_idle_cpu() || sched_idle_cpu()`.
     fn idle_or_sched_idle(&self, cpu: usize) -> bool {
         self.available_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
@@ -332,6 +254,7 @@ impl Kernel {
         (target, SisRule::Fallback)
     }
 
+    /// Index of `cpu`'s `sd_llc_shared` (its LLC's `sd_llc_id`).
     fn llc_shared_idx(&self, cpu: usize) -> usize {
         self.domains.cpus[cpu].sd_llc_id
     }
@@ -468,8 +391,10 @@ impl Kernel {
         self.llc_shared[i].nr_idle_scan = y as u32;
     }
 
-    /// Stand-in for the periodic balance's SIS_UTIL update until step 3: on a
-    /// tick, refresh the LLC's budget once per LLC balance interval.
+    /// Not in the kernel: on a tick, refresh the LLC's SIS_UTIL budget once
+    /// per LLC balance interval. It predates the model's load balancer (which
+    /// now also calls `update_idle_cpu_scan()` from `update_sd_lb_stats()`)
+    /// and is kept because removing it changes results.
     pub(crate) fn tick_update_idle_cpu_scan(&mut self, cpu: usize) {
         let Some(llc) = self.domains.cpus[cpu].sd_llc else { return };
         let dom = &self.domains.cpus[cpu].domains[llc];
@@ -502,8 +427,8 @@ impl Kernel {
         weight: u32,
         capacity: u64,
         p: TaskId,
-    ) -> SgStats {
-        let mut sgs = SgStats::empty();
+    ) -> SgLbStats {
+        let mut sgs = SgLbStats::new();
         if asym_cap {
             sgs.group_misfit_task_load = 1;
         }
@@ -525,7 +450,8 @@ impl Kernel {
         }
         sgs.group_capacity = capacity;
         sgs.group_weight = weight;
-        sgs.group_type = group_classify(imbalance_pct, &sgs);
+        // The wakeup statistics do not read `sgc->imbalance` (the balancer's).
+        sgs.group_type = group_classify(imbalance_pct, false, &sgs);
         if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
             sgs.avg_load = sgs.group_load * 1024 / sgs.group_capacity.max(1);
         }
@@ -540,8 +466,8 @@ impl Kernel {
         let asym_cap = dom.flags & SD_ASYM_CPUCAPACITY != 0;
         let mask = self.tasks[p as usize].cpus_mask;
         let (mut idlest, mut idlest_sgs) =
-            (None, SgStats { avg_load: u32::MAX as u64, group_type: GroupType::Overloaded, ..SgStats::empty() });
-        let mut local: Option<(usize, SgStats)> = None;
+            (None, SgLbStats { avg_load: u32::MAX as u64, group_type: GroupType::Overloaded, ..SgLbStats::new() });
+        let mut local: Option<(usize, SgLbStats)> = None;
         for (gi, g) in dom.groups.iter().enumerate() {
             if !g.span.intersects(&mask) {
                 continue;
@@ -662,7 +588,7 @@ impl Kernel {
 }
 
 /// `update_pick_idlest()`: is `sgs` a better (idler) group than the best so far?
-fn update_pick_idlest(idlest: &SgStats, sgs: &SgStats) -> bool {
+fn update_pick_idlest(idlest: &SgLbStats, sgs: &SgLbStats) -> bool {
     if sgs.group_type < idlest.group_type {
         return true;
     }

@@ -2,21 +2,21 @@
 //! active balance, the delayed-task rule per profile, newidle gating, and
 //! seed 000's LB_FIRST_MIGRATION patch.
 
-use schedlab_kernel::{IpiKind, Kernel, KernelConfig, Profile, TaskId, TaskState};
+use super::common::TestKernel;
+use crate::{IpiKind, KernelConfig, Profile, TaskId, TaskState};
 use schedlab_topology::{PreemptModel, Topology};
 use schedlab_trace::{BalanceKind, EventKind};
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
-mod common;
-use common::{fair_task as task, start_fair as start};
+use super::common::{fair_task as task, start_fair as start};
 
-fn kernel(preset: &str, profile: &str, settings: &[&str]) -> Kernel {
-    common::kernel_with(Topology::preset(preset).unwrap(), profile, settings, 7)
+fn kernel(preset: &str, profile: &str, settings: &[&str]) -> TestKernel {
+    super::common::kernel_with(Topology::preset(preset).unwrap(), profile, settings, 7)
 }
 
-fn lb_moves(k: &Kernel) -> Vec<(i32, u32, u32, BalanceKind, bool)> {
+fn lb_moves(k: &TestKernel) -> Vec<(i32, u32, u32, BalanceKind, bool)> {
     k.events
         .iter()
         .filter_map(|e| match e.kind {
@@ -29,7 +29,7 @@ fn lb_moves(k: &Kernel) -> Vec<(i32, u32, u32, BalanceKind, bool)> {
 }
 
 /// A lone task runs on CPU 4 of the 7950X (rank 211); CPU 6 (rank 231) is idle.
-fn lone_task_on_cpu4(busy_sibling_of_6: bool) -> (Kernel, TaskId) {
+fn lone_task_on_cpu4(busy_sibling_of_6: bool) -> (TestKernel, TaskId) {
     let mut k = kernel("ryzen-7950x", "6.12", &[]);
     let t = task(&mut k, 1, "4-7", 4);
     start(&mut k, t, 0);
@@ -71,7 +71,7 @@ fn asym_packing_pulls_a_lone_running_task_to_the_preferred_idle_core_by_active_b
             _ => None,
         })
         .collect();
-    let stopper = schedlab_kernel::core::stopper_pid(4);
+    let stopper = crate::core::stopper_pid(4);
     assert_eq!(switches, vec![(1, stopper), (stopper, 0)]);
 }
 
@@ -91,7 +91,7 @@ fn without_itmt_nothing_is_packed() {
     let mut topo = Topology::preset("ryzen-7950x").unwrap();
     topo.itmt_enabled = false;
     let profile = Profile::by_name("6.12").unwrap();
-    let mut k = Kernel::new(KernelConfig {
+    let mut k = TestKernel::new(KernelConfig {
         features: profile.defaults,
         profile,
         topology: topo,
@@ -107,7 +107,7 @@ fn without_itmt_nothing_is_packed() {
 
 /// On qemu-4: A runs on CPU 0, B blocked while ineligible and is delayed
 /// there; CPU 1 is idle. Returns (kernel, A, B, now).
-fn delayed_next_to_a_runner(profile: &str, settings: &[&str]) -> (Kernel, TaskId, TaskId, u64) {
+fn delayed_next_to_a_runner(profile: &str, settings: &[&str]) -> (TestKernel, TaskId, TaskId, u64) {
     let mut k = kernel("qemu-4", profile, settings);
     let b = task(&mut k, 2, "0-1", 0);
     let a = task(&mut k, 1, "0-1", 0);

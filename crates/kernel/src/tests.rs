@@ -1,0 +1,9 @@
+//! The model's rule tests on crafted states. They sit inside the crate
+//! because they set up and corrupt state (a task's `recent_used_cpu`, an
+//! LLC's scan budget, a runqueue's counters) that only the crate may write.
+
+mod balance;
+mod common;
+mod eevdf;
+mod rt;
+mod wakeup;

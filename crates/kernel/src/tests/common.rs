@@ -1,0 +1,151 @@
+//! Building crafted kernel states for the rule tests: a kernel with some
+//! feature settings, and tasks placed on a chosen CPU; [`TestKernel`] keeps
+//! the outbox of every entry point a test calls.
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use crate::{IpiRequest, Kernel, KernelConfig, Outbox, Policy, Profile, Switch, TaskId, TaskParams, TimerRequest};
+use schedlab_topology::{parse_cpulist, CpuSet, PreemptModel, Topology};
+use schedlab_trace::Event;
+
+/// A kernel that keeps what its entry points ask of the hardware, so a test
+/// can read the events and IPIs of the calls it made (and clear them).
+#[derive(Clone, Debug)]
+pub struct TestKernel {
+    pub kernel: Kernel,
+    pub events: Vec<Event>,
+    pub ipis: Vec<IpiRequest>,
+    pub timers: Vec<TimerRequest>,
+}
+
+impl std::ops::Deref for TestKernel {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        &self.kernel
+    }
+}
+
+impl std::ops::DerefMut for TestKernel {
+    fn deref_mut(&mut self) -> &mut Kernel {
+        &mut self.kernel
+    }
+}
+
+impl TestKernel {
+    pub fn new(cfg: KernelConfig) -> Self {
+        TestKernel { kernel: Kernel::new(cfg), events: Vec::new(), ipis: Vec::new(), timers: Vec::new() }
+    }
+
+    /// Run one entry point, appending its requests to ours.
+    fn call<R>(&mut self, f: impl FnOnce(&mut Kernel, &mut Outbox) -> R) -> R {
+        let mut out = Outbox {
+            events: std::mem::take(&mut self.events),
+            ipis: std::mem::take(&mut self.ipis),
+            timers: std::mem::take(&mut self.timers),
+        };
+        let r = f(&mut self.kernel, &mut out);
+        (self.events, self.ipis, self.timers) = (out.events, out.ipis, out.timers);
+        r
+    }
+
+    pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool) -> Switch {
+        self.call(|k, o| k.schedule(cpu, now, preempt, o))
+    }
+
+    pub fn sched_tick(&mut self, cpu: usize, now: u64) {
+        self.call(|k, o| k.sched_tick(cpu, now, o))
+    }
+
+    pub fn try_to_wake_up(&mut self, t: TaskId, now: u64, exec_cpu: usize, wake_flags: u32) -> bool {
+        self.call(|k, o| k.try_to_wake_up(t, now, exec_cpu, wake_flags, o))
+    }
+
+    pub fn wake_up_new_task(&mut self, t: TaskId, now: u64, exec_cpu: usize) {
+        self.call(|k, o| k.wake_up_new_task(t, now, exec_cpu, o))
+    }
+
+    pub fn sched_ttwu_pending(&mut self, cpu: usize, now: u64) {
+        self.call(|k, o| k.sched_ttwu_pending(cpu, now, o))
+    }
+
+    pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize) {
+        self.call(|k, o| k.set_cpus_allowed_ptr(t, mask, now, exec_cpu, o))
+    }
+
+    pub fn sched_yield(&mut self, cpu: usize, now: u64) {
+        self.call(|k, o| k.sched_yield(cpu, now, o))
+    }
+
+    pub fn sync_curr(&mut self, cpu: usize, now: u64) {
+        self.call(|k, o| k.sync_curr(cpu, now, o))
+    }
+
+    pub fn watchdog_kick(&mut self, cpu: usize, now: u64) {
+        self.call(|k, o| k.watchdog_kick(cpu, now, o))
+    }
+
+    pub fn rto_push_irq_work_func(&mut self, cpu: usize, now: u64) {
+        self.call(|k, o| k.rto_push_irq_work_func(cpu, now, o))
+    }
+
+    pub fn run_idle_balance(&mut self, cpu: usize, now: u64, exec_cpu: usize) {
+        self.call(|k, o| k.run_idle_balance(cpu, now, exec_cpu, o))
+    }
+
+    pub fn nohz_csd_func(&mut self, cpu: usize, now: u64) {
+        self.call(|k, o| k.nohz_csd_func(cpu, now, o))
+    }
+
+    pub fn rt_mutex_lock(&mut self, t: TaskId, lock: u32, now: u64, cpu: usize) -> bool {
+        self.call(|k, o| k.rt_mutex_lock(t, lock, now, cpu, o))
+    }
+
+    pub fn rt_mutex_unlock(&mut self, t: TaskId, lock: u32, now: u64, cpu: usize) -> Option<TaskId> {
+        self.call(|k, o| k.rt_mutex_unlock(t, lock, now, cpu, o))
+    }
+
+    pub fn dl_server_timer(&mut self, cpu: usize, now: u64) {
+        self.call(|k, o| k.dl_server_timer(cpu, now, o))
+    }
+}
+
+/// A kernel of `profile` on `topology` with `settings` (debugfs syntax)
+/// applied over the profile's defaults; full preemption, tracing on.
+pub fn kernel_with(topology: Topology, profile: &str, settings: &[&str], seed: u64) -> TestKernel {
+    let profile = Profile::by_name(profile).unwrap();
+    let mut features = profile.defaults;
+    for s in settings {
+        features.apply(s).unwrap();
+    }
+    TestKernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed })
+}
+
+/// A task of `policy` allowed on `mask`, starting on `cpu`.
+pub fn task_with(k: &mut TestKernel, pid: i32, policy: Policy, rt_priority: u32, mask: &str, cpu: usize) -> TaskId {
+    k.add_task(TaskParams {
+        pid,
+        policy,
+        nice: 0,
+        rt_priority,
+        slice_ns: None,
+        cpus_mask: parse_cpulist(mask).unwrap(),
+        cpu,
+        fixed_start: true,
+    })
+}
+
+/// A nice-0 SCHED_OTHER task allowed on `mask`, starting on `cpu`.
+pub fn fair_task(k: &mut TestKernel, pid: i32, mask: &str, cpu: usize) -> TaskId {
+    task_with(k, pid, Policy::Normal, 0, mask, cpu)
+}
+
+/// Wake a new task on its CPU and let that CPU reschedule; drop the IPIs it asked for.
+pub fn start_fair(k: &mut TestKernel, t: TaskId, now: u64) {
+    let cpu = k.tasks[t as usize].cpu;
+    k.wake_up_new_task(t, now, cpu);
+    if k.need_resched(cpu, true) {
+        k.schedule(cpu, now, true);
+    }
+    k.ipis.clear();
+    k.check_invariants().unwrap();
+}

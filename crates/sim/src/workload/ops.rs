@@ -1,0 +1,418 @@
+//! The workload interpreter: one function per scenario operation, run by the
+//! thread the kernel model has put on a CPU, at the engine's current time.
+//!
+//! Each op either completes at once (and the thread goes on to the next),
+//! or asks for time (a `run` burst, a `poll` delay: the engine plans the op
+//! boundary), or blocks the thread in the kernel model. Simplifications: a
+//! syscall costs no CPU time unless the op says so (`wake_list`'s
+//! `cost_ns`); the markers of an op carry the time the op completed.
+
+use super::{resolve, Blocked, ObjState};
+use crate::engine::{Engine, Ev};
+use crate::hw::UNITS_PER_NS;
+use crate::SimError;
+use schedlab_kernel::TaskState;
+use schedlab_scenario::{ObjId, ObjRef, Op, Repeat, Scenario};
+use schedlab_trace::UserOp;
+use std::ops::ControlFlow;
+
+/// Ops a thread may execute at one instant before we call it a livelock.
+const MAX_OPS_PER_INSTANT: u32 = 100_000;
+
+/// Whether the thread goes on executing ops at this instant (`Continue`) or
+/// the CPU waits for an event (`Break`: time must pass, or the run failed).
+type Flow<T = ()> = ControlFlow<(), T>;
+
+const NEXT: Flow = ControlFlow::Continue(());
+const STOP: Flow = ControlFlow::Break(());
+
+impl<'a> Engine<'a> {
+    /// The current thread of `cpu` executes ops until it must wait for time
+    /// to pass, blocks, or is preempted.
+    pub(crate) fn run_thread(&mut self, cpu: usize) {
+        let mut budget = MAX_OPS_PER_INSTANT;
+        loop {
+            let Some(task) = self.kernel.curr(cpu) else { return };
+            if self.hw.exec_from(cpu) > self.now {
+                return self.replan(cpu);
+            }
+            budget -= 1;
+            if budget == 0 {
+                let name = &self.scenario.threads[self.threads[self.task_thread[task as usize]].spec].name;
+                self.error = Some(SimError::Model(format!(
+                    "thread {name} executes ops forever without time passing (livelock at {} ns)",
+                    self.now
+                )));
+                return;
+            }
+            let th = self.task_thread[task as usize];
+            if self.exec_op(cpu, th).is_break() {
+                return;
+            }
+        }
+    }
+
+    /// Execute the op at thread `th`'s program counter.
+    fn exec_op(&mut self, cpu: usize, th: usize) -> Flow {
+        // The scenario outlives the engine, so ops are borrowed, never cloned.
+        let scenario: &'a Scenario = self.scenario;
+        let ops = &scenario.threads[self.threads[th].spec].program.ops;
+        let Some(op) = ops.get(self.threads[th].pc) else { return self.end_of_iteration(cpu, th) };
+        let polled = self.threads[th].polled;
+        match *op {
+            Op::Run { ns } => self.op_run(cpu, th, ns),
+            Op::Sleep { ns } => self.op_sleep(cpu, th, ns),
+            Op::Wait { ref efd } => self.op_wait(cpu, th, efd, polled),
+            Op::Signal { ref efd, count } => self.op_signal(cpu, th, efd, count, polled),
+            Op::ListAdd { ref list, ref efd } => self.op_list_add(th, list, efd, polled),
+            Op::WakeList { ref list, cost_ns } => self.op_wake_list(cpu, th, list, cost_ns, polled),
+            Op::Post { ref flag } => self.op_post(cpu, th, flag, polled),
+            Op::Poll { ref flags, after_ns } => self.op_poll(cpu, th, flags, after_ns),
+            Op::Lock { ref mutex } => self.op_lock(cpu, th, mutex, polled),
+            Op::Unlock { ref mutex } => self.op_unlock(cpu, th, mutex, polled),
+            Op::Yield => self.op_yield(cpu, th),
+        }
+    }
+
+    /// Past the last op: the `loop_end` marker, then the next iteration or exit.
+    fn end_of_iteration(&mut self, cpu: usize, th: usize) -> Flow {
+        let n = self.threads[th].iteration;
+        self.user_event(cpu, th, UserOp::LoopEnd { n: n as u32 });
+        self.threads[th].iteration += 1;
+        let again = match self.scenario.threads[self.threads[th].spec].program.repeat {
+            Repeat::Forever => true,
+            Repeat::Times(k) => self.threads[th].iteration < k,
+        };
+        if again {
+            self.threads[th].pc = 0;
+            return NEXT;
+        }
+        self.threads[th].finished = true;
+        self.kernel.set_current_state(cpu, TaskState::Dead);
+        self.do_schedule(cpu, false);
+        self.maybe_all_done();
+        NEXT
+    }
+
+    /// `run`: a CPU burst, its length drawn once with the hardware's jitter.
+    fn op_run(&mut self, cpu: usize, th: usize, ns: u64) -> Flow {
+        if !self.threads[th].run_started {
+            let work = self.hw.burst_work(ns);
+            let thread = &mut self.threads[th];
+            thread.remaining = work;
+            thread.run_started = true;
+            self.hw.set_exec_from(cpu, self.now);
+        }
+        if self.threads[th].remaining > 0 {
+            self.replan(cpu);
+            return STOP;
+        }
+        let thread = &mut self.threads[th];
+        thread.run_started = false;
+        thread.pc += 1;
+        NEXT
+    }
+
+    /// `sleep`: `nanosleep()`, an hrtimer and a block.
+    fn op_sleep(&mut self, cpu: usize, th: usize, ns: u64) -> Flow {
+        self.threads[th].pc += 1;
+        self.threads[th].timer_gen += 1;
+        let gen = self.threads[th].timer_gen;
+        self.queue.push(self.now + ns, Ev::Timer { thread: th, gen, cpu, exited: false });
+        self.block(cpu, th, Blocked::Sleep);
+        NEXT
+    }
+
+    /// `wait`: a blocking eventfd `read()`, which takes the whole counter.
+    fn op_wait(&mut self, cpu: usize, th: usize, efd: &ObjRef, polled: Option<usize>) -> Flow {
+        let id = self.operand(th, efd, polled)?;
+        let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
+        if *counter > 0 {
+            *counter = 0;
+            self.threads[th].pc += 1;
+            self.user_event(cpu, th, UserOp::WaitDone { obj: id });
+        } else {
+            waiters.push(th);
+            self.block(cpu, th, Blocked::Eventfd(id));
+        }
+        NEXT
+    }
+
+    /// `signal`: an eventfd `write()`, then the return to user preempts.
+    fn op_signal(&mut self, cpu: usize, th: usize, efd: &ObjRef, count: u64, polled: Option<usize>) -> Flow {
+        let id = self.operand(th, efd, polled)?;
+        self.threads[th].pc += 1;
+        self.signal(cpu, th, id, count);
+        self.preempt_point(cpu);
+        NEXT
+    }
+
+    /// `list_add`: push an eventfd on a wake list (no syscall, no marker).
+    fn op_list_add(&mut self, th: usize, list: &ObjRef, efd: &ObjRef, polled: Option<usize>) -> Flow {
+        let list = self.operand(th, list, polled)?;
+        let efd = self.operand(th, efd, polled)?;
+        self.threads[th].pc += 1;
+        if let ObjState::WakeList { entries } = &mut self.objects[list as usize] {
+            entries.push(efd);
+        }
+        NEXT
+    }
+
+    /// `wake_list`: splice the list, then signal each entry in turn, each
+    /// signal after `cost_ns` of CPU (the futex syscall) and a preemption point.
+    fn op_wake_list(&mut self, cpu: usize, th: usize, list: &ObjRef, cost_ns: u64, polled: Option<usize>) -> Flow {
+        let list = self.operand(th, list, polled)?;
+        if self.threads[th].wake_pos.is_none() {
+            // xlist_splice() returns the newest entry first; one
+            // timestamp stands for the whole list run.
+            let thread = &mut self.threads[th];
+            let mut batch = std::mem::take(&mut thread.wake_batch);
+            batch.clear();
+            if let ObjState::WakeList { entries } = &mut self.objects[list as usize] {
+                std::mem::swap(entries, &mut batch);
+            }
+            batch.reverse();
+            let thread = &mut self.threads[th];
+            thread.wake_batch = batch;
+            thread.wake_pos = Some(0);
+            self.user_event(cpu, th, UserOp::Post { obj: list });
+        }
+        let thread = &mut self.threads[th];
+        let pos = thread.wake_pos.unwrap_or(0);
+        let Some(&efd) = thread.wake_batch.get(pos) else {
+            thread.wake_pos = None;
+            thread.pc += 1;
+            return NEXT;
+        };
+        // The futex syscall's CPU time, then the post.
+        if cost_ns > 0 && !thread.run_started {
+            thread.remaining = cost_ns * UNITS_PER_NS;
+            thread.run_started = true;
+            self.hw.set_exec_from(cpu, self.now);
+        }
+        if self.threads[th].remaining > 0 {
+            self.replan(cpu);
+            return STOP;
+        }
+        let thread = &mut self.threads[th];
+        thread.run_started = false;
+        thread.wake_pos = Some(pos + 1);
+        self.signal(cpu, th, efd, 1);
+        self.preempt_point(cpu);
+        NEXT
+    }
+
+    /// `post`: a store to a shared-memory flag; running pollers notice.
+    fn op_post(&mut self, cpu: usize, th: usize, flag: &ObjRef, polled: Option<usize>) -> Flow {
+        let id = self.operand(th, flag, polled)?;
+        self.threads[th].pc += 1;
+        self.user_event(cpu, th, UserOp::Post { obj: id });
+        if let ObjState::Flag { posted_at } = &mut self.objects[id as usize] {
+            *posted_at = Some(self.now);
+        }
+        self.replan_pollers(id);
+        NEXT
+    }
+
+    /// `poll`: spin until one of `flags` has been posted `after_ns` ago;
+    /// the earliest post wins (ties: the first flag listed) and is consumed.
+    fn op_poll(&mut self, cpu: usize, th: usize, flags: &[u32], after_ns: u64) -> Flow {
+        let best = flags
+            .iter()
+            .enumerate()
+            .filter_map(|(k, f)| match self.objects[*f as usize] {
+                ObjState::Flag { posted_at: Some(t) } => Some((t, k, *f)),
+                _ => None,
+            })
+            .min();
+        match best {
+            Some((t, k, f)) if t + after_ns <= self.now => {
+                if let ObjState::Flag { posted_at } = &mut self.objects[f as usize] {
+                    *posted_at = None;
+                }
+                self.threads[th].polled = Some(k);
+                self.threads[th].pc += 1;
+                self.user_event(cpu, th, UserOp::PollDone { obj: f });
+                NEXT
+            }
+            _ => {
+                self.replan(cpu);
+                STOP
+            }
+        }
+    }
+
+    /// `lock`: a PI mutex is the kernel model's rt_mutex; a plain one is
+    /// modeled here, handed to the first waiter on unlock.
+    fn op_lock(&mut self, cpu: usize, th: usize, mutex: &ObjRef, polled: Option<usize>) -> Flow {
+        let id = self.operand(th, mutex, polled)?;
+        if self.is_pi(id) {
+            return self.op_lock_pi(cpu, th, id);
+        }
+        let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };
+        match owner {
+            None => {
+                *owner = Some(th);
+                self.threads[th].pc += 1;
+                self.user_event(cpu, th, UserOp::Lock { obj: id });
+            }
+            Some(o) if *o == th => {
+                // Handed over by the previous owner while we slept.
+                self.threads[th].pc += 1;
+                self.user_event(cpu, th, UserOp::Lock { obj: id });
+            }
+            Some(_) => {
+                waiters.push(th);
+                self.block(cpu, th, Blocked::Mutex(id));
+            }
+        }
+        NEXT
+    }
+
+    /// `lock` of a PTHREAD_PRIO_INHERIT mutex: `rt_mutex_lock()`.
+    fn op_lock_pi(&mut self, cpu: usize, th: usize, id: ObjId) -> Flow {
+        let task = self.threads[th].task;
+        if self.kernel.rt_mutex_lock(task, id, self.now, cpu, &mut self.out) {
+            self.threads[th].pc += 1;
+            self.user_event(cpu, th, UserOp::Lock { obj: id });
+        } else {
+            self.drain();
+            self.block(cpu, th, Blocked::Mutex(id));
+        }
+        NEXT
+    }
+
+    /// `unlock`: the marker, the hand-over to the first waiter, a preemption point.
+    fn op_unlock(&mut self, cpu: usize, th: usize, mutex: &ObjRef, polled: Option<usize>) -> Flow {
+        let id = self.operand(th, mutex, polled)?;
+        if self.is_pi(id) {
+            return self.op_unlock_pi(cpu, th, id);
+        }
+        self.threads[th].pc += 1;
+        self.user_event(cpu, th, UserOp::Unlock { obj: id });
+        let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };
+        *owner = None;
+        if !waiters.is_empty() {
+            let next = waiters.remove(0);
+            *owner = Some(next);
+            self.wake(next, cpu);
+        }
+        self.preempt_point(cpu);
+        NEXT
+    }
+
+    /// `unlock` of a PTHREAD_PRIO_INHERIT mutex: `rt_mutex_unlock()`.
+    fn op_unlock_pi(&mut self, cpu: usize, th: usize, id: ObjId) -> Flow {
+        self.threads[th].pc += 1;
+        self.user_event(cpu, th, UserOp::Unlock { obj: id });
+        let task = self.threads[th].task;
+        let next = self.kernel.rt_mutex_unlock(task, id, self.now, cpu, &mut self.out);
+        self.drain();
+        if let Some(n) = next {
+            let nth = self.task_thread[n as usize];
+            self.wake(nth, cpu);
+        }
+        self.preempt_point(cpu);
+        NEXT
+    }
+
+    /// `yield`: `sched_yield()`, then `schedule()`.
+    fn op_yield(&mut self, cpu: usize, th: usize) -> Flow {
+        self.threads[th].pc += 1;
+        self.kernel.sched_yield(cpu, self.now, &mut self.out);
+        self.drain();
+        self.do_schedule(cpu, false);
+        NEXT
+    }
+
+    /// When the current thread `th` of `cpu`, executing from now, next needs
+    /// the interpreter: the end of its burst, its poll's delay, or at once.
+    /// `None` while it spins on flags nobody has posted.
+    pub(crate) fn next_op_boundary(&self, th: usize, cpu: usize) -> Option<u64> {
+        let thread = &self.threads[th];
+        let ops = &self.scenario.threads[thread.spec].program.ops;
+        match ops.get(thread.pc) {
+            Some(Op::Run { .. } | Op::WakeList { .. }) if thread.run_started => {
+                let rate = self.hw.rate(cpu).max(1);
+                Some(self.now + thread.remaining.div_ceil(rate))
+            }
+            Some(Op::Poll { flags, after_ns }) => self.earliest_post(flags).map(|at| (at + after_ns).max(self.now)),
+            _ => Some(self.now),
+        }
+    }
+
+    fn earliest_post(&self, flags: &[u32]) -> Option<u64> {
+        flags
+            .iter()
+            .filter_map(|f| match self.objects[*f as usize] {
+                ObjState::Flag { posted_at } => posted_at,
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Block the current thread of `cpu` and schedule.
+    fn block(&mut self, cpu: usize, th: usize, why: Blocked) {
+        self.threads[th].blocked = why;
+        self.kernel.set_current_state(cpu, TaskState::Interruptible);
+        self.do_schedule(cpu, false);
+    }
+
+    pub(crate) fn wake(&mut self, th: usize, cpu: usize) {
+        self.threads[th].blocked = Blocked::No;
+        let task = self.threads[th].task;
+        self.kernel.try_to_wake_up(task, self.now, cpu, 0, &mut self.out);
+        self.drain();
+    }
+
+    /// `write()` of `count` to eventfd `id` by thread `th` on `cpu`: the
+    /// `signal` marker, then every waiter is woken (no preemption point).
+    fn signal(&mut self, cpu: usize, th: usize, id: u32, count: u64) {
+        self.user_event(cpu, th, UserOp::Signal { obj: id });
+        let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
+        *counter += count;
+        let mut woken = std::mem::take(waiters);
+        for &w in &woken {
+            self.wake(w, cpu);
+        }
+        woken.clear();
+        if let ObjState::Eventfd { waiters, .. } = &mut self.objects[id as usize] {
+            if waiters.is_empty() {
+                *waiters = woken; // give the buffer back
+            }
+        }
+    }
+
+    /// A PTHREAD_PRIO_INHERIT mutex: the kernel model owns it (rt_mutex).
+    fn is_pi(&self, id: ObjId) -> bool {
+        matches!(self.objects[id as usize], ObjState::Mutex { pi: true, .. })
+    }
+
+    /// The object an operand names; a `{*}` operand before any poll matched
+    /// stops the run.
+    fn operand(&mut self, th: usize, r: &ObjRef, polled: Option<usize>) -> Flow<ObjId> {
+        match resolve(r, polled) {
+            Some(id) => ControlFlow::Continue(id),
+            None => {
+                let name = &self.scenario.threads[self.threads[th].spec].name;
+                self.error =
+                    Some(SimError::Model(format!("thread {name} used a {{*}} operand before any poll matched")));
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    /// A flag was posted: pollers that are running notice after their delay.
+    fn replan_pollers(&mut self, flag: u32) {
+        for cpu in 0..self.hw.nr_cpus() {
+            let Some(t) = self.kernel.curr(cpu) else { continue };
+            let th = &self.threads[self.task_thread[t as usize]];
+            let ops = &self.scenario.threads[th.spec].program.ops;
+            if let Some(Op::Poll { flags, .. }) = ops.get(th.pc) {
+                if flags.contains(&flag) {
+                    self.replan(cpu);
+                }
+            }
+        }
+    }
+}
