@@ -1,9 +1,9 @@
 //! Stall attribution on hand-written traces: one stall per cause, injected
 //! into an otherwise quiet machine, must be attributed to that cause.
 
+use schedlab_trace::testing::{event as ev, marker, migrate, process_table, switch_prio, trace as trace_of};
 use schedlab_trace::{
-    BalanceKind, DelayedWhat, Event, EventKind, Nanos, Pid, PreemptReason, PrevState, TaskInfo, TaskTable, Trace,
-    UserOp, WakePath,
+    BalanceKind, DelayedWhat, Event, EventKind, Nanos, Pid, PreemptReason, PrevState, Trace, UserOp, WakePath,
 };
 
 use super::*;
@@ -18,10 +18,6 @@ const S: PrevState = PrevState::Sleeping;
 const RP: PrevState = PrevState::Running { preempt: true };
 const DELAYED: WakePath = WakePath::Runnable { delayed: true };
 
-fn ev(ts: Nanos, cpu: u32, ctx: Pid, kind: EventKind) -> Event {
-    Event { ts, cpu, ctx_pid: ctx, flags: *b"d..2.", kind }
-}
-
 fn prio(pid: Pid) -> i32 {
     match pid {
         RT => 50,
@@ -31,18 +27,7 @@ fn prio(pid: Pid) -> i32 {
 }
 
 fn sw(ts: Nanos, cpu: u32, prev: Pid, state: PrevState, next: Pid) -> Event {
-    ev(
-        ts,
-        cpu,
-        prev,
-        EventKind::SchedSwitch {
-            prev_pid: prev,
-            prev_prio: prio(prev),
-            prev_state: state,
-            next_pid: next,
-            next_prio: prio(next),
-        },
-    )
+    switch_prio(ts, cpu, (prev, prio(prev)), state, (next, prio(next)))
 }
 
 fn ttwu(ts: Nanos, pid: Pid, path: WakePath, cpu: u32) -> Event {
@@ -61,35 +46,23 @@ fn preempt_check(ts: Nanos, wakee: Pid, curr: Pid) -> Event {
     ev(ts, 2, WAKER, EventKind::WakeupPreempt { wakee, curr, preempt: false, reason: PreemptReason::NotPicked })
 }
 
-fn migrate(ts: Nanos, pid: Pid, from: u32, to: u32) -> Event {
-    ev(ts, from, 0, EventKind::SchedMigrateTask { pid, prio: 120, orig_cpu: from, dest_cpu: to })
-}
-
 fn lb(ts: Nanos, pid: Pid, from: u32, to: u32, kind: BalanceKind) -> Event {
     ev(ts, from, 0, EventKind::LbMigrate { pid, src_cpu: from, dst_cpu: to, kind, delayed: false })
 }
 
-fn user(ts: Nanos, cpu: u32, pid: Pid, op: UserOp) -> Event {
-    Event { ts, cpu, ctx_pid: pid, flags: *b"...1.", kind: EventKind::User { pid, op } }
-}
-
 fn signal(ts: Nanos) -> Event {
-    user(ts, 2, WAKER, UserOp::Signal { obj: 0 })
+    marker(ts, 2, WAKER, UserOp::Signal { obj: 0 })
 }
 
 fn done(ts: Nanos, cpu: u32, pid: Pid) -> Event {
-    user(ts, cpu, pid, UserOp::WaitDone { obj: 0 })
+    marker(ts, cpu, pid, UserOp::WaitDone { obj: 0 })
 }
 
 /// The waker spins on CPU 2 throughout; CPUs 4-7 are the workers'.
 fn trace(mut events: Vec<Event>) -> Trace {
     events.insert(0, sw(0, 2, 0, PrevState::Running { preempt: false }, WAKER));
-    let mut table = TaskTable::default();
-    for (pid, comm) in [(WAKER, "waker"), (A, "worker-0"), (B, "worker-1"), (RT, "rt-hog"), (STOPPER7, "migration/7")] {
-        table.tasks.insert(pid, TaskInfo { comm: comm.into(), tgid: 1 });
-    }
-    table.objects = vec!["efd0".into()];
-    Trace { table, nr_cpus: 8, events }
+    let tasks = [(WAKER, "waker"), (A, "worker-0"), (B, "worker-1"), (RT, "rt-hog"), (STOPPER7, "migration/7")];
+    trace_of(process_table(1, &tasks, &["efd0"]), 8, events)
 }
 
 fn attribute(events: Vec<Event>) -> Attribution {

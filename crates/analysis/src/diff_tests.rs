@@ -1,6 +1,7 @@
 //! First divergence and CPU-state reconstruction on hand-written traces.
 
-use schedlab_trace::{DelayedWhat, Event, EventKind, Nanos, Pid, PrevState, TaskInfo, TaskTable, Trace, WakePath};
+use schedlab_trace::testing::{event as ev, process_table, switch as sw, trace as trace_of};
+use schedlab_trace::{DelayedWhat, Event, EventKind, Nanos, Pid, PrevState, Trace, WakePath};
 
 use super::*;
 use crate::{analyze, AnalysisOptions};
@@ -12,18 +13,9 @@ const HOG: Pid = 1004;
 const S: PrevState = PrevState::Sleeping;
 const RP: PrevState = PrevState::Running { preempt: true };
 
-fn ev(ts: Nanos, cpu: u32, ctx_pid: Pid, kind: EventKind) -> Event {
-    Event { ts, cpu, ctx_pid, flags: *b"d..2.", kind }
-}
-
-fn sw(ts: Nanos, cpu: u32, prev: Pid, state: PrevState, next: Pid) -> Event {
-    let kind =
-        EventKind::SchedSwitch { prev_pid: prev, prev_prio: 120, prev_state: state, next_pid: next, next_prio: 120 };
-    ev(ts, cpu, prev, kind)
-}
-
+/// The waker wakes from CPU 2.
 fn wakeup(ts: Nanos, pid: Pid, cpu: u32) -> Event {
-    ev(ts, 2, WAKER, EventKind::SchedWakeup { pid, prio: 120, target_cpu: cpu })
+    schedlab_trace::testing::wakeup(ts, 2, WAKER, pid, cpu)
 }
 
 fn ttwu(ts: Nanos, pid: Pid, path: WakePath, cpu: u32) -> Event {
@@ -31,11 +23,8 @@ fn ttwu(ts: Nanos, pid: Pid, path: WakePath, cpu: u32) -> Event {
 }
 
 fn trace(events: Vec<Event>) -> Trace {
-    let mut table = TaskTable::default();
-    for (pid, comm) in [(W0, "worker-0"), (W1, "worker-1"), (WAKER, "waker"), (HOG, "hog")] {
-        table.tasks.insert(pid, TaskInfo { comm: comm.into(), tgid: 1000 });
-    }
-    Trace { table, nr_cpus: 8, events }
+    let table = process_table(1000, &[(W0, "worker-0"), (W1, "worker-1"), (WAKER, "waker"), (HOG, "hog")], &[]);
+    trace_of(table, 8, events)
 }
 
 /// Both workers on CPU 6 (worker-0 running, worker-1 woken behind it), the

@@ -164,25 +164,15 @@ pub fn render_measures(results: &[MeasureResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlab_trace::{Event, EventKind, TaskInfo, TaskTable};
+    use schedlab_trace::testing::{flagged, process_table, trace as trace_of};
+    use schedlab_trace::EventKind;
 
+    /// Markers on CPU 0, with no flags set.
     fn trace(events: &[(Nanos, Pid, UserOp)]) -> Trace {
-        let mut table = TaskTable::default();
-        for (pid, comm) in [(1, "W"), (2, "L"), (3, "other")] {
-            table.tasks.insert(pid, TaskInfo { comm: comm.into(), tgid: 1 });
-        }
-        table.objects = vec!["t_w".into(), "M".into()];
-        let events = events
-            .iter()
-            .map(|&(ts, pid, op)| Event {
-                ts,
-                cpu: 0,
-                ctx_pid: pid,
-                flags: *b".....",
-                kind: EventKind::User { pid, op },
-            })
-            .collect();
-        Trace { table, nr_cpus: 4, events }
+        let table = process_table(1, &[(1, "W"), (2, "L"), (3, "other")], &["t_w", "M"]);
+        let events =
+            events.iter().map(|&(ts, pid, op)| flagged(ts, 0, pid, b".....", EventKind::User { pid, op })).collect();
+        trace_of(table, 4, events)
     }
 
     fn spec(within: Option<u64>) -> MeasureSpec {
@@ -231,12 +221,8 @@ mod tests {
             (1300, 2, UserOp::PollDone { obj: 0 }),
             (2000, 1, UserOp::Post { obj: 0 }),
         ]);
-        let migrate = |ts, pid| Event {
-            ts,
-            cpu: 0,
-            ctx_pid: 0,
-            flags: *b".....",
-            kind: EventKind::SchedMigrateTask { pid, prio: 120, orig_cpu: 1, dest_cpu: 3 },
+        let migrate = |ts, pid| {
+            flagged(ts, 0, 0, b".....", EventKind::SchedMigrateTask { pid, prio: 120, orig_cpu: 1, dest_cpu: 3 })
         };
         // L moved before any interval, W moved inside one, L moved inside the second, L moved in the open one.
         t.events.extend([migrate(50, 2), migrate(200, 1), migrate(1100, 2), migrate(2100, 2)]);

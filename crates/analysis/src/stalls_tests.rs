@@ -1,8 +1,7 @@
 //! The stall breakdown on hand-built event sequences: one per class.
 
-use schedlab_trace::{
-    BalanceKind, Event, EventKind, Nanos, Pid, PrevState, TaskInfo, TaskTable, Trace, UserOp, WakePath,
-};
+use schedlab_trace::testing::{event, marker, migrate, process_table, switch, trace as trace_of, EventExt};
+use schedlab_trace::{BalanceKind, Event, EventKind, Nanos, Pid, PrevState, Trace, UserOp, WakePath};
 
 use super::*;
 
@@ -11,16 +10,13 @@ const A: Pid = 2;
 const B: Pid = 3;
 const HOG: Pid = 4;
 
+// Kernel events fire outside any task (context pid 0); wakeups from CPU 2.
 fn ev(ts: Nanos, cpu: u32, kind: EventKind) -> Event {
-    Event { ts, cpu, ctx_pid: 0, flags: *b"d..2.", kind }
+    event(ts, cpu, 0, kind)
 }
 
 fn sw(ts: Nanos, cpu: u32, prev: Pid, state: PrevState, next: Pid) -> Event {
-    ev(
-        ts,
-        cpu,
-        EventKind::SchedSwitch { prev_pid: prev, prev_prio: 120, prev_state: state, next_pid: next, next_prio: 120 },
-    )
+    switch(ts, cpu, prev, state, next).ctx(0)
 }
 
 fn ttwu(ts: Nanos, pid: Pid, path: WakePath, cpu: u32) -> Event {
@@ -28,36 +24,24 @@ fn ttwu(ts: Nanos, pid: Pid, path: WakePath, cpu: u32) -> Event {
 }
 
 fn wakeup(ts: Nanos, pid: Pid, cpu: u32) -> Event {
-    ev(ts, 2, EventKind::SchedWakeup { pid, prio: 120, target_cpu: cpu })
-}
-
-fn migrate(ts: Nanos, pid: Pid, from: u32, to: u32) -> Event {
-    ev(ts, from, EventKind::SchedMigrateTask { pid, prio: 120, orig_cpu: from, dest_cpu: to })
+    schedlab_trace::testing::wakeup(ts, 2, 0, pid, cpu)
 }
 
 fn lb(ts: Nanos, pid: Pid, from: u32, to: u32, kind: BalanceKind) -> Event {
     ev(ts, from, EventKind::LbMigrate { pid, src_cpu: from, dst_cpu: to, kind, delayed: false })
 }
 
-fn user(ts: Nanos, cpu: u32, pid: Pid, op: UserOp) -> Event {
-    Event { ts, cpu, ctx_pid: pid, flags: *b"...1.", kind: EventKind::User { pid, op } }
-}
-
 fn signal(ts: Nanos, obj: u32) -> Event {
-    user(ts, 2, WAKER, UserOp::Signal { obj })
+    marker(ts, 2, WAKER, UserOp::Signal { obj })
 }
 
 fn done(ts: Nanos, cpu: u32, pid: Pid, obj: u32) -> Event {
-    user(ts, cpu, pid, UserOp::WaitDone { obj })
+    marker(ts, cpu, pid, UserOp::WaitDone { obj })
 }
 
 fn trace(events: Vec<Event>) -> Trace {
-    let mut table = TaskTable::default();
-    for (pid, comm) in [(WAKER, "waker"), (A, "worker-0"), (B, "worker-1"), (HOG, "hog")] {
-        table.tasks.insert(pid, TaskInfo { comm: comm.into(), tgid: 1 });
-    }
-    table.objects = vec!["efd0".into(), "efd1".into()];
-    Trace { table, nr_cpus: 8, events }
+    let tasks = [(WAKER, "waker"), (A, "worker-0"), (B, "worker-1"), (HOG, "hog")];
+    trace_of(process_table(1, &tasks, &["efd0", "efd1"]), 8, events)
 }
 
 fn opts() -> StallOptions {

@@ -1,5 +1,6 @@
 use proptest::prelude::*;
-use schedlab_trace::{Event, EventKind, Nanos, Pid, PrevState, TaskInfo, TaskTable, Trace, UserOp};
+use schedlab_trace::testing::{event, marker, migrate, process_table, switch, trace as trace_of, wakeup, EventExt};
+use schedlab_trace::{Event, EventKind, Nanos, Pid, PrevState, Trace, UserOp};
 
 use super::*;
 
@@ -7,33 +8,27 @@ const S: PrevState = PrevState::Sleeping;
 const R: PrevState = PrevState::Running { preempt: false };
 const RP: PrevState = PrevState::Running { preempt: true };
 
+// Every kernel event here fires outside any task (context pid 0); wakeups
+// and markers are on CPU 0.
 fn ev(ts: Nanos, cpu: u32, kind: EventKind) -> Event {
-    Event { ts, cpu, ctx_pid: 0, flags: *b"d..2.", kind }
+    event(ts, cpu, 0, kind)
 }
 
 fn sw(ts: Nanos, cpu: u32, prev: Pid, state: PrevState, next: Pid) -> Event {
-    ev(
-        ts,
-        cpu,
-        EventKind::SchedSwitch { prev_pid: prev, prev_prio: 120, prev_state: state, next_pid: next, next_prio: 120 },
-    )
+    switch(ts, cpu, prev, state, next).ctx(0)
 }
 
 fn wake(ts: Nanos, pid: Pid) -> Event {
-    ev(ts, 0, EventKind::SchedWakeup { pid, prio: 120, target_cpu: 0 })
+    wakeup(ts, 0, 0, pid, 0)
 }
 
 fn user(ts: Nanos, pid: Pid, op: UserOp) -> Event {
-    Event { ts, cpu: 0, ctx_pid: pid, flags: *b"...1.", kind: EventKind::User { pid, op } }
+    marker(ts, 0, pid, op)
 }
 
 fn trace(events: Vec<Event>) -> Trace {
-    let mut table = TaskTable::default();
-    for (pid, comm) in [(1, "waker"), (2, "worker-a"), (3, "worker-b")] {
-        table.tasks.insert(pid, TaskInfo { comm: comm.into(), tgid: 1 });
-    }
-    table.objects = vec!["efd0".into(), "efd1".into()];
-    Trace { table, nr_cpus: 2, events }
+    let table = process_table(1, &[(1, "waker"), (2, "worker-a"), (3, "worker-b")], &["efd0", "efd1"]);
+    trace_of(table, 2, events)
 }
 
 fn run(events: Vec<Event>) -> RunMetrics {
@@ -172,7 +167,7 @@ fn switched_out_without_switch_in_ran_since_window_start() {
 
 #[test]
 fn migrations_and_unsorted_input() {
-    let mig = |ts, pid| ev(ts, 0, EventKind::SchedMigrateTask { pid, prio: 120, orig_cpu: 0, dest_cpu: 1 });
+    let mig = |ts, pid| migrate(ts, pid, 0, 1);
     // Per-CPU buffers concatenated: CPU 1's events after CPU 0's.
     let m = run(vec![sw(10, 0, 0, R, 2), sw(20, 0, 2, S, 0), mig(30, 2), sw(15, 1, 0, R, 3), sw(40, 1, 3, S, 2)]);
     assert_eq!(m.task(2).unwrap().migrations, 1);

@@ -1,6 +1,7 @@
 //! Work conservation on hand-written traces with known idle windows.
 
-use schedlab_trace::{Event, EventKind, Nanos, Pid, PrevState, TaskInfo, TaskTable, Trace};
+use schedlab_trace::testing::{process_table, switch as sw, trace as trace_of};
+use schedlab_trace::{Event, Nanos, Pid, PrevState, Trace};
 
 use super::*;
 use crate::render_work_conservation;
@@ -13,32 +14,14 @@ const S: PrevState = PrevState::Sleeping;
 const R: PrevState = PrevState::Running { preempt: false };
 const RP: PrevState = PrevState::Running { preempt: true };
 
-fn sw(ts: Nanos, cpu: u32, prev: Pid, state: PrevState, next: Pid) -> Event {
-    Event {
-        ts,
-        cpu,
-        ctx_pid: prev,
-        flags: *b"d..2.",
-        kind: EventKind::SchedSwitch {
-            prev_pid: prev,
-            prev_prio: 120,
-            prev_state: state,
-            next_pid: next,
-            next_prio: 120,
-        },
-    }
-}
-
+/// Pid 1 wakes from CPU 2.
 fn wakeup(ts: Nanos, pid: Pid, cpu: u32) -> Event {
-    Event { ts, cpu: 2, ctx_pid: 1, flags: *b"d..2.", kind: EventKind::SchedWakeup { pid, prio: 120, target_cpu: cpu } }
+    schedlab_trace::testing::wakeup(ts, 2, 1, pid, cpu)
 }
 
 fn trace(events: Vec<Event>) -> Trace {
-    let mut table = TaskTable::default();
-    for (pid, comm) in [(A, "worker-0"), (B, "worker-1"), (HOG, "hog"), (STOPPER6, "migration/6")] {
-        table.tasks.insert(pid, TaskInfo { comm: comm.into(), tgid: 1 });
-    }
-    Trace { table, nr_cpus: 8, events }
+    let table = process_table(1, &[(A, "worker-0"), (B, "worker-1"), (HOG, "hog"), (STOPPER6, "migration/6")], &[]);
+    trace_of(table, 8, events)
 }
 
 fn check(events: Vec<Event>, allowed: &[(Pid, &[u32])], grace_ns: u64, end: Nanos) -> WorkConservation {

@@ -113,7 +113,7 @@ pub(crate) fn real_run(
     }
     let mut opts = options(settings, trace);
     opts.features = features.to_vec();
-    let run = run_real(&scenario, &opts)?;
+    let run = run_real(&scenario, &opts).map_err(|e| e.to_string())?;
     let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), grace_ns);
     Ok((scenario, run, report))
 }

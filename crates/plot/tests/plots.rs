@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use roxmltree::{Document, Node};
 use schedlab_analysis::{analyze, attribute_stalls, AnalysisOptions, AttributionOptions};
 use schedlab_plot::{handoff_cdf_svg, run_curves, stall_lanes, stall_occupancy_svg, stall_window, Curve};
-use schedlab_trace::{BalanceKind, Event, EventKind, Nanos, Pid, PrevState, TaskInfo, TaskTable, Trace, UserOp};
+use schedlab_trace::testing::{event, switch, table, trace as trace_of, EventExt};
+use schedlab_trace::{BalanceKind, Event, EventKind, Nanos, Pid, PrevState, TaskInfo, Trace, UserOp};
 
 fn attr<T: std::str::FromStr>(n: Node, name: &str) -> T {
     let v = n.attribute(name).unwrap_or_else(|| panic!("no {name} on {n:?}"));
@@ -102,12 +103,13 @@ const CULPRIT: Pid = 102;
 const OTHER: Pid = 103;
 const US: Nanos = 1_000;
 
+// Times in microseconds; every event outside any task (context pid 0).
 fn ev(ts: Nanos, cpu: u32, kind: EventKind) -> Event {
-    Event { ts: ts * US, cpu, ctx_pid: 0, flags: *b"d..2.", kind }
+    event(ts * US, cpu, 0, kind)
 }
 
 fn sw(ts: Nanos, cpu: u32, prev: Pid, prev_state: PrevState, next: Pid) -> Event {
-    ev(ts, cpu, EventKind::SchedSwitch { prev_pid: prev, prev_prio: 120, prev_state, next_pid: next, next_prio: 120 })
+    switch(ts * US, cpu, prev, prev_state, next).ctx(0)
 }
 
 fn user(ts: Nanos, cpu: u32, pid: Pid, op: UserOp) -> Event {
@@ -146,11 +148,13 @@ fn stall_trace() -> Trace {
         user(905, 1, WAKEE, UserOp::WaitDone { obj: 0 }),
         sw(2000, 1, WAKEE, s, 0),
     ];
-    let mut tasks = BTreeMap::new();
-    for (pid, comm) in [(WAKER, "waker"), (WAKEE, "worker-0"), (CULPRIT, "worker-1"), (OTHER, "kworker/3:1")] {
-        tasks.insert(pid, TaskInfo { comm: comm.into(), tgid: pid });
-    }
-    Trace { table: TaskTable { tasks, objects: vec!["efd0".into()] }, nr_cpus: 4, events }
+    let tasks = [
+        (WAKER, "waker", WAKER),
+        (WAKEE, "worker-0", WAKEE),
+        (CULPRIT, "worker-1", CULPRIT),
+        (OTHER, "kworker/3:1", OTHER),
+    ];
+    trace_of(table(&tasks, &["efd0"]), 4, events)
 }
 
 #[test]

@@ -41,6 +41,7 @@
 //! expanded size, the one state that cannot be put back byte for byte.
 
 pub mod calibrate;
+mod error;
 pub mod plan;
 pub mod program;
 pub mod state;
@@ -57,6 +58,7 @@ use schedlab_trace::{Pid, TaskInfo, Trace};
 use serde::{Deserialize, Serialize};
 
 pub use calibrate::Calibration;
+pub use error::RunnerError;
 pub use plan::{Plan, RealOptions, ThreadPlan};
 pub use worker::{ThreadReport, WorkerReport};
 
@@ -113,8 +115,8 @@ pub struct RawCapture {
 /// Run `scenario` on this host and capture it, without parsing the trace.
 /// The calling process must be single-threaded (it forks the worker); it
 /// must be root (tracefs, SCHED_FIFO).
-pub fn capture_real(scenario: &Scenario, opts: &RealOptions) -> Result<RawCapture, String> {
-    let host_cpus = sys::allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))?;
+pub fn capture_real(scenario: &Scenario, opts: &RealOptions) -> Result<RawCapture, RunnerError> {
+    let host_cpus = sys::allowed_cpus().map_err(|e| RunnerError::Syscall { call: "sched_getaffinity", source: e })?;
     let plan = Plan::new(scenario, opts, &host_cpus)?;
     let cap = supervisor::supervise(scenario, &plan, opts)?;
     Ok(RawCapture {
@@ -130,23 +132,21 @@ pub fn capture_real(scenario: &Scenario, opts: &RealOptions) -> Result<RawCaptur
 
 /// Run `scenario` on this host. The calling process must be single-threaded
 /// (it forks the worker); it must be root (tracefs, SCHED_FIFO).
-pub fn run_real(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, String> {
+pub fn run_real(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RunnerError> {
     assemble(scenario, opts, capture_real(scenario, opts)?)
 }
 
 /// Parse a capture with the scenario's object names, cut it to the run's
 /// window and collect the notes; writes the text to `opts.trace_out` first.
-pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Result<RealRun, String> {
+pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Result<RealRun, RunnerError> {
     let plan = cap.plan;
     if let Some(path) = &opts.trace_out {
-        std::fs::write(path, &cap.text).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        std::fs::write(path, &cap.text).map_err(|e| RunnerError::TraceOut { path: path.clone(), source: e })?;
     }
     let shown = opts.trace_out.as_ref().map_or_else(|| "<tracefs trace>".to_string(), |p| p.display().to_string());
     let objects = scenario.objects.iter().map(|o| o.name.clone()).collect();
-    let parsed = parse_ftrace_with(&shown, &cap.text, &ParseOptions { objects }).map_err(|e| {
-        let hint = if opts.trace_out.is_none() { " (pass --trace FILE to keep the text)" } else { "" };
-        format!("reading the captured trace: {e}{hint}")
-    })?;
+    let parsed = parse_ftrace_with(&shown, &cap.text, &ParseOptions { objects })
+        .map_err(|e| RunnerError::CapturedTrace { source: e, kept: opts.trace_out.is_some() })?;
     let report = cap.report;
     let mut trace = parsed.trace;
     let events_captured = trace.events.len();

@@ -8,6 +8,8 @@ use schedlab_scenario::{Background, Repeat, Scenario};
 use schedlab_topology::CpuSet;
 use serde::{Deserialize, Serialize};
 
+use crate::RunnerError;
+
 /// Run-time choices for a real run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RealOptions {
@@ -85,7 +87,7 @@ pub struct Plan {
 pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
 
 /// `90000 s` for `90_000_000_000_000` ns.
-fn seconds(ns: u64) -> String {
+pub(crate) fn seconds(ns: u64) -> String {
     let s = format!("{:.3}", ns as f64 / 1e9);
     let s = s.trim_end_matches('0').trim_end_matches('.');
     format!("{s} s")
@@ -97,9 +99,9 @@ fn cpulist(cpus: &[usize]) -> String {
 
 impl Plan {
     /// Plan `scenario` on a host whose usable CPUs are `host_cpus`.
-    pub fn new(scenario: &Scenario, opts: &RealOptions, host_cpus: &[usize]) -> Result<Plan, String> {
+    pub fn new(scenario: &Scenario, opts: &RealOptions, host_cpus: &[usize]) -> Result<Plan, RunnerError> {
         if host_cpus.is_empty() {
-            return Err("this process may not run on any CPU (empty affinity)".into());
+            return Err(RunnerError::NoCpus);
         }
         let topo_all = scenario.topology.all_cpus();
         let pinned: Vec<bool> = scenario.threads.iter().map(|t| t.affinity != topo_all).collect();
@@ -128,15 +130,13 @@ impl Plan {
             notes.push(format!("--remap: scenario CPU -> host CPU {}{shared}", pairs.join(", ")));
             map
         } else {
-            return Err(format!(
-                "{}: the threads are pinned to CPUs {} but this process may only use CPUs {} ({} missing); \
-                 pass --remap to map the scenario's CPUs onto these, or use a scenario written for a {}-CPU machine",
-                scenario.path,
-                cpulist(&used),
-                cpulist(host_cpus),
-                cpulist(&missing),
-                host_cpus.len()
-            ));
+            return Err(RunnerError::CpusMissing {
+                scenario: scenario.path.clone(),
+                pinned: cpulist(&used),
+                allowed: cpulist(host_cpus),
+                missing: cpulist(&missing),
+                nr_allowed: host_cpus.len(),
+            });
         };
         let threads = scenario
             .threads
@@ -166,11 +166,7 @@ impl Plan {
             }
         };
         if duration_ns > MAX_DURATION_NS {
-            return Err(format!(
-                "{source} {} ({duration_ns} ns) is longer than a real run may last (at most {})",
-                seconds(duration_ns),
-                seconds(MAX_DURATION_NS)
-            ));
+            return Err(RunnerError::TooLong { what: source, duration_ns, max_ns: MAX_DURATION_NS });
         }
 
         let topo = &scenario.topology;
@@ -276,7 +272,7 @@ program = [ { sleep = "1ms" } ]
     #[test]
     fn pinned_cpus_missing_on_the_host_are_refused_or_remapped() {
         let s = scenario(ASYM);
-        let err = Plan::new(&s, &RealOptions::default(), &[0, 1]).unwrap_err();
+        let err = Plan::new(&s, &RealOptions::default(), &[0, 1]).unwrap_err().to_string();
         assert!(err.contains("CPUs 1-3") && err.contains("CPUs 0-1") && err.contains("--remap"), "{err}");
 
         let opts = RealOptions { remap: true, ..Default::default() };
@@ -321,7 +317,7 @@ program = [ { run = "1ms" } ]
         let s = scenario(ASYM);
         let host = [0, 1, 2, 3];
         let opts = RealOptions { duration_ns: Some(u64::MAX), ..Default::default() };
-        let err = Plan::new(&s, &opts, &host).unwrap_err();
+        let err = Plan::new(&s, &opts, &host).unwrap_err().to_string();
         assert!(err.contains("--duration") && err.contains(&u64::MAX.to_string()) && err.contains("86400 s"), "{err}");
         let opts = RealOptions { duration_ns: Some(MAX_DURATION_NS + 1), ..Default::default() };
         assert!(Plan::new(&s, &opts, &host).is_err());
@@ -329,12 +325,12 @@ program = [ { run = "1ms" } ]
         assert_eq!(Plan::new(&s, &opts, &host).unwrap().duration_ns, MAX_DURATION_NS);
 
         let long = scenario(&ASYM.replace("duration = \"1s\"", "duration = \"100000s\""));
-        let err = Plan::new(&long, &RealOptions::default(), &host).unwrap_err();
+        let err = Plan::new(&long, &RealOptions::default(), &host).unwrap_err().to_string();
         assert!(err.contains("t.toml: duration 100000 s"), "{err}");
         let endless =
             scenario("topology = \"qemu-4\"\n[[thread]]\nname = \"t\"\nloop = 3\nprogram = [ { run = \"1ms\" } ]\n");
         let opts = RealOptions { max_duration_ns: 2 * MAX_DURATION_NS, ..Default::default() };
-        let err = Plan::new(&endless, &opts, &host).unwrap_err();
+        let err = Plan::new(&endless, &opts, &host).unwrap_err().to_string();
         assert!(err.contains("--max-duration 172800 s"), "{err}");
     }
 }

@@ -15,6 +15,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::tracefs::{restore_within, SavedState, TRACEFS_ROOTS};
+use crate::RunnerError;
 
 pub const STATE_FILE: &str = "tracefs-saved.json";
 const LOCK_FILE: &str = "lock";
@@ -30,6 +31,10 @@ pub fn state_dir() -> PathBuf {
     std::env::temp_dir().join("schedlab")
 }
 
+fn state_file(path: &Path, action: &str, e: std::io::Error) -> RunnerError {
+    RunnerError::StateFile { path: path.to_path_buf(), action: action.to_string(), source: e }
+}
+
 /// The run lock (`flock` on `<dir>/lock`), held for the supervisor's life.
 pub struct RunLock {
     file: File,
@@ -38,8 +43,8 @@ pub struct RunLock {
 
 impl RunLock {
     /// Take the lock or say who has it.
-    pub fn acquire(dir: &Path) -> Result<RunLock, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    pub fn acquire(dir: &Path) -> Result<RunLock, RunnerError> {
+        std::fs::create_dir_all(dir).map_err(|e| state_file(dir, "create", e))?;
         let p = dir.join(LOCK_FILE);
         let mut file = OpenOptions::new()
             .read(true)
@@ -49,15 +54,11 @@ impl RunLock {
             // Root writes here, and the fallback dir is under /tmp: never through a planted symlink.
             .custom_flags(libc::O_NOFOLLOW)
             .open(&p)
-            .map_err(|e| format!("{}: cannot open: {e}", p.display()))?;
+            .map_err(|e| state_file(&p, "open", e))?;
         // SAFETY: plain syscall on an fd we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let holder = std::fs::read_to_string(&p).unwrap_or_default();
-            return Err(format!(
-                "another `schedlab real` is running (pid {}; lock {}): the trace buffer is machine-wide, so runs cannot overlap",
-                holder.trim(),
-                p.display()
-            ));
+            return Err(RunnerError::Locked { holder: holder.trim().to_string(), lock: p });
         }
         file.set_len(0).ok();
         let _ = write!(file, "{}", std::process::id());
@@ -74,21 +75,19 @@ impl RunLock {
 
     /// Write the saved settings durably (temp file, fsync, rename) before any
     /// of them is changed.
-    pub fn write_state(&self, s: &SavedState) -> Result<(), String> {
+    pub fn write_state(&self, s: &SavedState) -> Result<(), RunnerError> {
         let p = self.state_path();
         let tmp = self.dir.join(format!("{STATE_FILE}.tmp"));
-        let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string_pretty(s).map_err(RunnerError::StateEncode)?;
         let mut f = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
-            .map_err(|e| format!("{}: cannot create: {e}", tmp.display()))?;
-        f.write_all(text.as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(|e| format!("{}: cannot write: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &p).map_err(|e| format!("{}: cannot rename to {}: {e}", tmp.display(), p.display()))
+            .map_err(|e| state_file(&tmp, "create", e))?;
+        f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(|e| state_file(&tmp, "write", e))?;
+        std::fs::rename(&tmp, &p).map_err(|e| state_file(&tmp, &format!("rename to {}", p.display()), e))
     }
 
     /// The settings have been put back: forget them.
@@ -98,30 +97,22 @@ impl RunLock {
 
     /// If a previous run left its saved settings, restore them and say what
     /// was done (`None`: nothing was left).
-    pub fn restore_leftover(&self) -> Result<Option<String>, String> {
+    pub fn restore_leftover(&self) -> Result<Option<String>, RunnerError> {
         self.restore_leftover_within(&TRACEFS_ROOTS)
     }
 
     /// [`RunLock::restore_leftover`] with the tracefs roots it accepts given.
-    pub(crate) fn restore_leftover_within(&self, roots: &[&str]) -> Result<Option<String>, String> {
+    pub(crate) fn restore_leftover_within(&self, roots: &[&str]) -> Result<Option<String>, RunnerError> {
         let p = self.state_path();
         let text = match std::fs::read_to_string(&p) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: cannot read: {e}", p.display())),
+            Err(e) => return Err(state_file(&p, "read", e)),
         };
-        let state: SavedState = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "{}:{}:{}: not a saved tracefs state ({e}); inspect it, restore by hand and delete it",
-                p.display(),
-                e.line(),
-                e.column()
-            )
-        })?;
-        restore_within(&state, roots).map_err(|e| {
-            let hint = if e.starts_with("refusing") { "; inspect it, restore by hand and delete it" } else { "" };
-            format!("restoring the settings saved in {}: {e}{hint}", p.display())
-        })?;
+        let state: SavedState =
+            serde_json::from_str(&text).map_err(|e| RunnerError::BadSavedState { path: p.clone(), source: e })?;
+        restore_within(&state, roots)
+            .map_err(|e| RunnerError::RestoreLeftover { path: p.clone(), source: Box::new(e) })?;
         self.clear_state();
         let files: Vec<String> = state.files.iter().map(|s| format!("{}={}", s.file, s.value)).collect();
         Ok(Some(format!(
@@ -154,7 +145,7 @@ mod tests {
         lock.write_state(&state).unwrap();
         let roots = [state.tracefs.as_str()];
         // The real roots only: a state naming another directory is refused and kept.
-        let err = lock.restore_leftover().unwrap_err();
+        let err = lock.restore_leftover().unwrap_err().to_string();
         assert!(err.contains("not a tracefs root"), "{err}");
         assert_eq!(std::fs::read_to_string(fake_tracefs.join("tracing_on")).unwrap(), "1");
         let msg = lock.restore_leftover_within(&roots).unwrap().unwrap();
@@ -163,9 +154,9 @@ mod tests {
         assert_eq!(lock.restore_leftover_within(&roots).unwrap(), None);
 
         std::fs::write(dir.join(STATE_FILE), "{ not json").unwrap();
-        let err = lock.restore_leftover().unwrap_err();
+        let err = lock.restore_leftover().unwrap_err().to_string();
         assert!(err.contains(STATE_FILE) && err.contains(":1:"), "{err}");
-        let busy = RunLock::acquire(&dir).err().unwrap();
+        let busy = RunLock::acquire(&dir).err().unwrap().to_string();
         assert!(busy.contains(&format!("pid {}", std::process::id())), "{busy}");
         drop(lock);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -179,7 +170,7 @@ mod tests {
         let victim = dir.join("victim");
         std::fs::write(&victim, "keep me").unwrap();
         std::os::unix::fs::symlink(&victim, dir.join(LOCK_FILE)).unwrap();
-        let e = RunLock::acquire(&dir).err().expect("a symlinked lock file is refused");
+        let e = RunLock::acquire(&dir).err().expect("a symlinked lock file is refused").to_string();
         assert!(e.contains("cannot open"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
         std::fs::remove_dir_all(&dir).unwrap();

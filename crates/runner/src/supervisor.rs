@@ -16,6 +16,7 @@ use crate::state::{state_dir, RunLock};
 use crate::sys::{self, now_ns, sched_getattr, sched_setattr, SchedAttr};
 use crate::tracefs::{restore, CaptureSettings, SavedState, Tracefs};
 use crate::worker::{worker_main, WorkerArgs, WorkerReport, SETUP_LIMIT_NS, STOP_GRACE_NS};
+use crate::RunnerError;
 
 /// The signal that interrupted the run (0: none).
 static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
@@ -70,7 +71,7 @@ struct RestoreGuard<'a> {
 }
 
 impl RestoreGuard<'_> {
-    fn restore(&mut self) -> Result<(), String> {
+    fn restore(&mut self) -> Result<(), RunnerError> {
         if self.done {
             return Ok(());
         }
@@ -101,10 +102,10 @@ pub struct Captured {
 }
 
 /// `Err("interrupted by SIGINT {when}")` once a caught signal has arrived.
-fn check_interrupted(when: &str) -> Result<(), String> {
+fn check_interrupted(when: &'static str) -> Result<(), RunnerError> {
     match INTERRUPTED.load(Ordering::SeqCst) {
         0 => Ok(()),
-        sig => Err(format!("interrupted by {} {when}", signal_name(sig))),
+        sig => Err(RunnerError::Interrupted { signal: signal_name(sig), when }),
     }
 }
 
@@ -138,7 +139,7 @@ impl Raised {
 
     /// Back to the original attributes; failing that, to SCHED_OTHER with the
     /// original nice: the supervisor never stays real-time.
-    fn lower(&mut self) -> Result<(), String> {
+    fn lower(&mut self) -> Result<(), RunnerError> {
         if self.lowered {
             return Ok(());
         }
@@ -147,11 +148,8 @@ impl Raised {
         let Err(e) = sched_setattr(0, &back) else { return Ok(()) };
         let other = SchedAttr { policy: libc::SCHED_OTHER as u32, nice: self.original.nice, ..Default::default() };
         match sched_setattr(0, &other) {
-            Ok(()) => Err(format!(
-                "the supervisor could not return to its scheduling policy {} ({e}); it runs as SCHED_OTHER",
-                self.original.policy
-            )),
-            Err(e2) => Err(format!("the supervisor could not leave SCHED_FIFO 99: {e}; {e2}")),
+            Ok(()) => Err(RunnerError::SupervisorPolicy { policy: self.original.policy, source: e }),
+            Err(e2) => Err(RunnerError::SupervisorStuck { first: e, second: e2 }),
         }
     }
 }
@@ -165,14 +163,10 @@ impl Drop for Raised {
 }
 
 /// Save, configure, fork the worker, wait, read the trace, restore.
-pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result<Captured, String> {
+pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result<Captured, RunnerError> {
     match sys::thread_count() {
         Some(1) | None => {}
-        Some(n) => {
-            return Err(format!(
-                "a real run forks its worker, so it must start from a single-threaded process ({n} threads)"
-            ))
-        }
+        Some(n) => return Err(RunnerError::Threaded { threads: n }),
     }
     let lock = RunLock::acquire(&state_dir())?;
     // From before the first change to after the last restore, SIGINT, SIGTERM
@@ -219,16 +213,17 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     let mut guard = RestoreGuard { saved, lock: &lock, done: false };
     tracefs.configure(&settings)?;
     if let Err(e) = check_interrupted("while setting up tracefs, before the worker started") {
+        let cause = Box::new(e);
         return Err(match guard.restore() {
-            Ok(()) => format!("{e}; the tracefs settings were restored"),
-            Err(r) => format!("{e}; restoring tracefs failed: {r} (the saved state stays for the next run)"),
+            Ok(()) => RunnerError::Restored { cause },
+            Err(r) => RunnerError::NotRestored { cause, restore: Box::new(r) },
         });
     }
 
     let mut fds = [0i32; 2];
     // SAFETY: `fds` has room for two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
+        return Err(RunnerError::Syscall { call: "pipe2", source: std::io::Error::last_os_error() });
     }
     let (read_fd, write_fd) = (fds[0], fds[1]);
     let supervisor_pid = std::process::id() as i32;
@@ -237,7 +232,7 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     // may allocate and create threads.
     let child = unsafe { libc::fork() };
     if child < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        return Err(RunnerError::Syscall { call: "fork", source: std::io::Error::last_os_error() });
     }
     if child == 0 {
         // SAFETY: in the child: drop the parent's fds and handlers, then become the worker.
@@ -270,10 +265,7 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     drop(signals);
     lowered?;
     if late != 0 && matches!(how, Ending::Exited) {
-        return Err(format!(
-            "interrupted by {} after the worker (pid {child}) ended, while reading the trace; tracefs settings restored",
-            signal_name(late)
-        ));
+        return Err(RunnerError::InterruptedReading { signal: signal_name(late), worker: child });
     }
     stop?;
     let text = text?;
@@ -281,22 +273,16 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     let report: Option<WorkerReport> = report_text.lines().next().and_then(|l| serde_json::from_str(l).ok());
     let died = describe_status(status);
     match (how, died, report) {
-        (Ending::Interrupted(sig), _, _) => Err(format!(
-            "interrupted by {}: the worker (pid {child}) was stopped and the tracefs settings restored",
-            signal_name(sig)
-        )),
-        (Ending::Overran, _, _) => {
-            Err(format!("the worker (pid {child}) overran its deadline and was killed; tracefs settings restored"))
+        (Ending::Interrupted(sig), _, _) => {
+            Err(RunnerError::WorkerInterrupted { signal: signal_name(sig), worker: child })
         }
-        (Ending::Exited, Some(d), _) => {
-            Err(format!("the worker (pid {child}) {d} before reporting; tracefs settings restored"))
+        (Ending::Overran, _, _) => Err(RunnerError::WorkerOverran { worker: child }),
+        (Ending::Exited, Some(how), _) => Err(RunnerError::WorkerDied { worker: child, how }),
+        (Ending::Exited, None, None) => {
+            Err(RunnerError::NoReport { worker: child, text: report_text.trim().to_string() })
         }
-        (Ending::Exited, None, None) => Err(format!(
-            "the worker (pid {child}) ended without a readable report (`{}`); tracefs settings restored",
-            report_text.trim()
-        )),
         (Ending::Exited, None, Some(report)) => match &report.error {
-            Some(e) => Err(e.clone()),
+            Some(e) => Err(RunnerError::Worker(e.clone())),
             None => Ok(Captured { text, report, lost_events, notes, worker_pid: child }),
         },
     }
@@ -465,10 +451,13 @@ mod tests {
     #[test]
     fn a_signal_is_caught_only_while_the_guard_lives_and_is_reported() {
         let g = SignalGuard::install();
-        assert_eq!(check_interrupted("x"), Ok(()));
+        assert!(check_interrupted("x").is_ok());
         // SAFETY: raising a caught signal at ourselves; the handler only stores.
         unsafe { libc::raise(libc::SIGHUP) };
-        assert_eq!(check_interrupted("while testing"), Err("interrupted by SIGHUP while testing".into()));
+        assert_eq!(
+            check_interrupted("while testing").map_err(|e| e.to_string()),
+            Err("interrupted by SIGHUP while testing".into())
+        );
         drop(g);
         INTERRUPTED.store(0, Ordering::SeqCst);
     }

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::RunnerError;
+
 /// The tracepoints a real run enables (`events/sched/<name>/enable`).
 pub const SCHED_EVENTS: [&str; 6] =
     ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task", "sched_pi_setprio"];
@@ -32,12 +34,8 @@ pub const TRACEFS_ROOTS: [&str; 2] = [TRACEFS, "/sys/kernel/debug/tracing"];
 pub const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
 /// An error with the file it concerns.
-fn ctx(path: &Path, what: &str, e: io::Error) -> String {
-    let hint = match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => " (run as root)",
-        _ => "",
-    };
-    format!("{}: cannot {what}: {e}{hint}", path.display())
+fn ctx(path: &Path, what: &str, e: io::Error) -> RunnerError {
+    RunnerError::File { path: path.to_path_buf(), action: what.to_string(), source: e }
 }
 
 /// A mounted tracefs.
@@ -51,7 +49,7 @@ pub struct Tracefs {
 impl Tracefs {
     /// Find tracefs; mount it at [`TRACEFS`] when it is not mounted anywhere
     /// (root only), noting that it did.
-    pub fn open() -> Result<Tracefs, String> {
+    pub fn open() -> Result<Tracefs, RunnerError> {
         for root in TRACEFS_ROOTS {
             if Path::new(root).join("trace").exists() {
                 return Ok(Tracefs { root: root.into(), mounted_by_us: false });
@@ -64,11 +62,7 @@ impl Tracefs {
             libc::mount(fstype.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null::<libc::c_void>())
         };
         if r != 0 {
-            let e = io::Error::last_os_error();
-            return Err(format!(
-                "tracefs is not mounted and mounting it at {TRACEFS} failed: {e}{}",
-                if e.raw_os_error() == Some(libc::EPERM) { " (run as root)" } else { "" }
-            ));
+            return Err(RunnerError::Mount { source: io::Error::last_os_error() });
         }
         Ok(Tracefs { root: TRACEFS.into(), mounted_by_us: true })
     }
@@ -77,31 +71,31 @@ impl Tracefs {
         self.root.join(rel)
     }
 
-    pub fn read(&self, rel: &str) -> Result<String, String> {
+    pub fn read(&self, rel: &str) -> Result<String, RunnerError> {
         let p = self.path(rel);
         std::fs::read_to_string(&p).map_err(|e| ctx(&p, "read", e))
     }
 
     /// Write `value` the way `echo value > file` does (truncating open, one write).
-    pub fn write(&self, rel: &str, value: &str) -> Result<(), String> {
+    pub fn write(&self, rel: &str, value: &str) -> Result<(), RunnerError> {
         write_file(&self.path(rel), value)
     }
 
     /// The clock in use: the bracketed name of `trace_clock`.
-    pub fn current_clock(&self) -> Result<String, String> {
+    pub fn current_clock(&self) -> Result<String, RunnerError> {
         let s = self.read("trace_clock")?;
         selected_clock(&s)
-            .ok_or_else(|| format!("{}: no [selected] clock in `{}`", self.path("trace_clock").display(), s.trim()))
+            .ok_or_else(|| RunnerError::NoSelectedClock { path: self.path("trace_clock"), text: s.trim().to_string() })
     }
 
     /// Empty the ring buffer (`echo > trace`).
-    pub fn clear(&self) -> Result<(), String> {
+    pub fn clear(&self) -> Result<(), RunnerError> {
         let p = self.path("trace");
         OpenOptions::new().write(true).truncate(true).open(&p).map(drop).map_err(|e| ctx(&p, "clear", e))
     }
 
     /// The whole `trace` file (tracing should be off while it is read).
-    pub fn read_trace(&self) -> Result<String, String> {
+    pub fn read_trace(&self) -> Result<String, RunnerError> {
         let p = self.path("trace");
         let mut f = std::fs::File::open(&p).map_err(|e| ctx(&p, "open", e))?;
         let mut buf = Vec::new();
@@ -128,7 +122,7 @@ impl Tracefs {
 
 /// Write `value` to `p` the way `echo value > p` does (truncating open, one
 /// `write_all`); errors name the file and hint at root when access is denied.
-pub fn write_file(p: &Path, value: &str) -> Result<(), String> {
+pub fn write_file(p: &Path, value: &str) -> Result<(), RunnerError> {
     let mut f = OpenOptions::new().write(true).truncate(true).open(p).map_err(|e| ctx(p, "open for writing", e))?;
     f.write_all(value.as_bytes()).map_err(|e| ctx(p, &format!("write `{}` to it", value.trim()), e))
 }
@@ -191,7 +185,7 @@ impl Tracefs {
     }
 
     /// Read the current value of every file `configure` will write.
-    pub fn save(&self, s: &CaptureSettings) -> Result<SavedState, String> {
+    pub fn save(&self, s: &CaptureSettings) -> Result<SavedState, RunnerError> {
         let mut files = Vec::new();
         let mut keep = |file: String, value: String| files.push(Saved { file, value });
         for f in self.event_files(s) {
@@ -217,7 +211,7 @@ impl Tracefs {
 
     /// Set up the capture: tracing off, mono clock, buffer size, events on,
     /// buffer emptied, tracing on. `save` must have run first.
-    pub fn configure(&self, s: &CaptureSettings) -> Result<(), String> {
+    pub fn configure(&self, s: &CaptureSettings) -> Result<(), RunnerError> {
         self.write("tracing_on", "0")?;
         self.write("trace_clock", "mono")?;
         self.write("buffer_size_kb", &s.buffer_kb.to_string())?;
@@ -239,12 +233,12 @@ impl Tracefs {
 /// The state may come from a file in a shared directory, so nothing is
 /// written unless its root is one of [`TRACEFS_ROOTS`] and every file is a
 /// plain relative path under it or exactly [`RT_RUNTIME`].
-pub fn restore(state: &SavedState) -> Result<(), String> {
+pub fn restore(state: &SavedState) -> Result<(), RunnerError> {
     restore_within(state, &TRACEFS_ROOTS)
 }
 
 /// [`restore`] with the tracefs roots it accepts given.
-pub(crate) fn restore_within(state: &SavedState, roots: &[&str]) -> Result<(), String> {
+pub(crate) fn restore_within(state: &SavedState, roots: &[&str]) -> Result<(), RunnerError> {
     let paths = checked_paths(state, roots)?;
     let mut first_err = None;
     for (p, s) in paths.iter().zip(&state.files) {
@@ -253,23 +247,22 @@ pub(crate) fn restore_within(state: &SavedState, roots: &[&str]) -> Result<(), S
         }
     }
     if state.mounted_by_us {
-        let target = std::ffi::CString::new(state.tracefs.as_str()).map_err(|e| e.to_string())?;
+        let target = std::ffi::CString::new(state.tracefs.as_str())?;
         // SAFETY: valid NUL-terminated path.
         if unsafe { libc::umount(target.as_ptr()) } != 0 {
-            first_err.get_or_insert(format!("umount {}: {}", state.tracefs, io::Error::last_os_error()));
+            first_err.get_or_insert(RunnerError::Umount {
+                target: state.tracefs.clone(),
+                source: io::Error::last_os_error(),
+            });
         }
     }
     first_err.map_or(Ok(()), Err)
 }
 
 /// The file each saved value goes back to, or why the state is refused as a whole.
-fn checked_paths(state: &SavedState, roots: &[&str]) -> Result<Vec<PathBuf>, String> {
+fn checked_paths(state: &SavedState, roots: &[&str]) -> Result<Vec<PathBuf>, RunnerError> {
     if !roots.contains(&state.tracefs.as_str()) {
-        return Err(format!(
-            "refusing to restore under `{}`: not a tracefs root this program uses ({})",
-            state.tracefs,
-            roots.join(", ")
-        ));
+        return Err(RunnerError::RefusedRoot { root: state.tracefs.clone(), roots: roots.join(", ") });
     }
     let root = Path::new(&state.tracefs);
     state
@@ -282,10 +275,7 @@ fn checked_paths(state: &SavedState, roots: &[&str]) -> Result<Vec<PathBuf>, Str
             } else if !s.file.is_empty() && rel.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
                 Ok(root.join(rel))
             } else {
-                Err(format!(
-                    "refusing to restore `{}`: only files under {} and {RT_RUNTIME} are restored",
-                    s.file, state.tracefs
-                ))
+                Err(RunnerError::RefusedFile { file: s.file.clone(), root: state.tracefs.clone() })
             }
         })
         .collect()
@@ -320,7 +310,7 @@ mod tests {
                 Saved { file: "tracing_on".into(), value: "0".into() },
             ],
         };
-        let err = restore_within(&state, &[&state.tracefs]).unwrap_err();
+        let err = restore_within(&state, &[&state.tracefs]).unwrap_err().to_string();
         assert!(err.contains("no/such/dir/file"), "{err}");
         assert_eq!(std::fs::read_to_string(dir.join("trace_clock")).unwrap(), "local");
         assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0");
@@ -346,12 +336,12 @@ mod tests {
         };
         let outside = format!("{}/victim", dir.display());
         for bad in [outside.as_str(), "../victim", "events/../../victim", ""] {
-            let err = restore_within(&state(&root, bad), &[&root]).unwrap_err();
+            let err = restore_within(&state(&root, bad), &[&root]).unwrap_err().to_string();
             assert!(err.contains("refusing to restore") && err.contains(RT_RUNTIME), "{bad}: {err}");
         }
         // A root that is not tracefs is refused, whatever the files: here the victim's directory.
         let parent = dir.display().to_string();
-        let err = restore(&state(&parent, "victim")).unwrap_err();
+        let err = restore(&state(&parent, "victim")).unwrap_err().to_string();
         assert!(err.contains("not a tracefs root") && err.contains(TRACEFS), "{err}");
         // Nothing was written, not even the good file before the bad one.
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");

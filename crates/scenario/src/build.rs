@@ -495,14 +495,25 @@ fn op_template(ctx: Ctx, op: &Spanned<RawOp>) -> Result<(OpT, usize), InputError
 }
 
 fn name(ctx: Ctx, s: &Spanned<String>) -> Result<Name, InputError> {
-    check_name(s.get_ref()).map_err(|m| ctx.err(s, m))?;
+    check_name(s.get_ref()).map_err(|m| ctx.err(s, m.to_string()))?;
     Ok(Name { text: s.get_ref().clone(), at: s.span().start })
 }
 
+/// Why an object name was refused; the file position is the caller's.
+#[derive(Debug, thiserror::Error)]
+enum NameError {
+    #[error("empty object name")]
+    Empty,
+    #[error("bad placeholder in `{0}`: expected `{{i}}` (instance index) or `{{*}}` (index bound by the last poll)")]
+    BadPlaceholder(String),
+    #[error("`{0}` has more than one `{{*}}`")]
+    SeveralStars(String),
+}
+
 /// Object names: non-empty; braces only in `{i}` and one `{*}`.
-fn check_name(text: &str) -> Result<(), String> {
+fn check_name(text: &str) -> Result<(), NameError> {
     if text.is_empty() {
-        return Err("empty object name".into());
+        return Err(NameError::Empty);
     }
     let mut rest = text;
     let mut stars = 0;
@@ -514,13 +525,11 @@ fn check_name(text: &str) -> Result<(), String> {
             stars += 1;
             rest = after;
         } else {
-            return Err(format!(
-                "bad placeholder in `{text}`: expected `{{i}}` (instance index) or `{{*}}` (index bound by the last poll)"
-            ));
+            return Err(NameError::BadPlaceholder(text.to_string()));
         }
     }
     if stars > 1 {
-        return Err(format!("`{text}` has more than one `{{*}}`"));
+        return Err(NameError::SeveralStars(text.to_string()));
     }
     Ok(())
 }
@@ -529,7 +538,7 @@ fn poll_names(ctx: Ctx, v: &Spanned<Value>) -> Result<Vec<Name>, InputError> {
     let at = v.span().start;
     match v.get_ref() {
         Value::String(s) => {
-            check_name(s).map_err(|m| ctx.err(v, m))?;
+            check_name(s).map_err(|m| ctx.err(v, m.to_string()))?;
             Ok(vec![Name { text: s.clone(), at }])
         }
         Value::Array(items) if !items.is_empty() => {
@@ -538,7 +547,7 @@ fn poll_names(ctx: Ctx, v: &Spanned<Value>) -> Result<Vec<Name>, InputError> {
                 let Value::String(s) = item else {
                     return Err(ctx.err(v, format!("`poll` list: expected flag names, found {}", a_type(item))));
                 };
-                check_name(s).map_err(|m| ctx.err(v, m))?;
+                check_name(s).map_err(|m| ctx.err(v, m.to_string()))?;
                 if s.contains("{*}") {
                     return Err(ctx.err(
                         v,

@@ -502,7 +502,7 @@ fn gate_value(v: &Value, metric: Metric, is_abs: bool) -> Result<f64, String> {
                     Some(rest) => (true, rest),
                     None => (false, s.trim().strip_prefix('+').unwrap_or(s.trim())),
                 };
-                let ns = schedlab_topology::parse_duration(body)? as f64;
+                let ns = schedlab_topology::parse_duration(body).map_err(|e| e.to_string())? as f64;
                 if neg {
                     -ns
                 } else {

@@ -198,13 +198,31 @@ impl FromIterator<usize> for CpuSet {
     }
 }
 
+/// Why [`parse_cpulist`] rejected a text; `item` is the comma-separated
+/// piece at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CpulistError {
+    #[error("empty cpulist (expected e.g. \"0-3,8\")")]
+    Empty,
+    #[error("bad stride `{stride}` in `{item}` (expected a positive integer)")]
+    BadStride { stride: String, item: String },
+    #[error("stride 0 in `{item}` (expected a positive integer)")]
+    ZeroStride { item: String },
+    #[error("bad CPU number `{cpu}` in cpulist item `{item}` (expected N or N-M)")]
+    BadCpu { cpu: String, item: String },
+    #[error("CPU {cpu} is beyond the model's limit of {MAX_CPUS} CPUs")]
+    BeyondLimit { cpu: usize },
+    #[error("range `{item}` runs backwards (expected low-high)")]
+    Backwards { item: String },
+}
+
 /// Parse a cpulist as `taskset -c` and sysfs write it: `"4-7,20-23"`, `"0,2"`,
 /// `"0-15:2"` (stride). Whitespace around items is allowed. The error says
 /// what was expected, without position (callers add file/line/col).
-pub fn parse_cpulist(text: &str) -> Result<CpuSet, String> {
+pub fn parse_cpulist(text: &str) -> Result<CpuSet, CpulistError> {
     let mut set = CpuSet::empty();
     if text.trim().is_empty() {
-        return Err("empty cpulist (expected e.g. \"0-3,8\")".into());
+        return Err(CpulistError::Empty);
     }
     for item in text.split(',') {
         let item = item.trim();
@@ -213,21 +231,19 @@ pub fn parse_cpulist(text: &str) -> Result<CpuSet, String> {
                 let stride: usize = s
                     .trim()
                     .parse()
-                    .map_err(|_| format!("bad stride `{s}` in `{item}` (expected a positive integer)"))?;
+                    .map_err(|_| CpulistError::BadStride { stride: s.to_string(), item: item.to_string() })?;
                 if stride == 0 {
-                    return Err(format!("stride 0 in `{item}` (expected a positive integer)"));
+                    return Err(CpulistError::ZeroStride { item: item.to_string() });
                 }
                 (r.trim(), stride)
             }
             None => (item, 1),
         };
-        let parse_cpu = |s: &str| -> Result<usize, String> {
-            let v: usize = s
-                .trim()
-                .parse()
-                .map_err(|_| format!("bad CPU number `{s}` in cpulist item `{item}` (expected N or N-M)"))?;
+        let parse_cpu = |s: &str| -> Result<usize, CpulistError> {
+            let v: usize =
+                s.trim().parse().map_err(|_| CpulistError::BadCpu { cpu: s.to_string(), item: item.to_string() })?;
             if v >= MAX_CPUS {
-                return Err(format!("CPU {v} is beyond the model's limit of {MAX_CPUS} CPUs"));
+                return Err(CpulistError::BeyondLimit { cpu: v });
             }
             Ok(v)
         };
@@ -239,7 +255,7 @@ pub fn parse_cpulist(text: &str) -> Result<CpuSet, String> {
             }
         };
         if lo > hi {
-            return Err(format!("range `{item}` runs backwards (expected low-high)"));
+            return Err(CpulistError::Backwards { item: item.to_string() });
         }
         let mut cpu = lo;
         while cpu <= hi {

@@ -17,19 +17,18 @@ use std::fmt;
 ///
 /// The error says what was expected, without position; callers add
 /// file/line/column.
-pub fn parse_duration(text: &str) -> Result<u64, String> {
-    const EXPECTED: &str = "expected a duration such as 2000 (ns), \"2us\", \"1.5ms\" or \"1s\"";
+pub fn parse_duration(text: &str) -> Result<u64, DurationError> {
     let t = text.trim();
     if t.is_empty() {
-        return Err(format!("empty duration ({EXPECTED})"));
+        return Err(DurationError::Empty);
     }
     if t.starts_with('-') {
-        return Err(format!("negative duration `{t}` ({EXPECTED})"));
+        return Err(DurationError::Negative(t.to_string()));
     }
     let num_end = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
     let (number, unit) = t.split_at(num_end);
     if !number.contains(|c: char| c.is_ascii_digit()) {
-        return Err(format!("`{t}` is not a duration ({EXPECTED})"));
+        return Err(DurationError::NotANumber(t.to_string()));
     }
     let unit = unit.trim();
     let scale: u128 = match unit {
@@ -37,7 +36,7 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
         "us" | "µs" | "μs" => 1_000,
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
-        _ => return Err(format!("unknown unit `{unit}` in `{t}` (expected ns, us, ms or s)")),
+        _ => return Err(DurationError::UnknownUnit { unit: unit.to_string(), text: t.to_string() }),
     };
     let number = number.replace('_', "");
     let (int_part, frac_part) = match number.split_once('.') {
@@ -45,9 +44,9 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
         None => (number.as_str(), ""),
     };
     if frac_part.contains('.') {
-        return Err(format!("malformed number in `{t}` ({EXPECTED})"));
+        return Err(DurationError::Malformed(t.to_string()));
     }
-    let too_big = || format!("duration `{t}` is too large (at most {} ns)", u64::MAX);
+    let too_big = || DurationError::TooLarge(t.to_string());
     // At most 20 integer digits fit in u64; more digits can only be zeros
     // or an overflow, and bounding the length keeps the arithmetic in u128.
     let int_digits = int_part.trim_start_matches('0');
@@ -57,20 +56,46 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     let int: u128 = if int_digits.is_empty() { 0 } else { int_digits.parse().map_err(|_| too_big())? };
     let frac_digits = frac_part.trim_end_matches('0');
     if frac_digits.len() > 9 {
-        return Err(format!("`{t}` is more precise than 1 ns"));
+        return Err(DurationError::TooPrecise(t.to_string()));
     }
     let frac: u128 = if frac_digits.is_empty() {
         0
     } else {
-        frac_digits.parse().map_err(|_| format!("malformed number in `{t}`"))?
+        frac_digits.parse().map_err(|_| DurationError::MalformedFraction(t.to_string()))?
     };
     let frac_den = 10u128.pow(frac_digits.len() as u32);
     let frac_ns = frac * scale;
     if !frac_ns.is_multiple_of(frac_den) {
-        return Err(format!("`{t}` is not a whole number of nanoseconds"));
+        return Err(DurationError::NotWholeNs(t.to_string()));
     }
     let ns = int * scale + frac_ns / frac_den;
     u64::try_from(ns).map_err(|_| too_big())
+}
+
+const EXPECTED: &str = "expected a duration such as 2000 (ns), \"2us\", \"1.5ms\" or \"1s\"";
+
+/// Why [`parse_duration`] rejected a text. Each variant carries the trimmed
+/// text, so a caller that adds the file position can still name the value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("empty duration ({EXPECTED})")]
+    Empty,
+    #[error("negative duration `{0}` ({EXPECTED})")]
+    Negative(String),
+    #[error("`{0}` is not a duration ({EXPECTED})")]
+    NotANumber(String),
+    #[error("unknown unit `{unit}` in `{text}` (expected ns, us, ms or s)")]
+    UnknownUnit { unit: String, text: String },
+    #[error("malformed number in `{0}` ({EXPECTED})")]
+    Malformed(String),
+    #[error("malformed number in `{0}`")]
+    MalformedFraction(String),
+    #[error("duration `{0}` is too large (at most {max} ns)", max = u64::MAX)]
+    TooLarge(String),
+    #[error("`{0}` is more precise than 1 ns")]
+    TooPrecise(String),
+    #[error("`{0}` is not a whole number of nanoseconds")]
+    NotWholeNs(String),
 }
 
 /// A duration field in an input file: an integer number of nanoseconds or a
@@ -144,7 +169,7 @@ mod tests {
         ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
         }
-        assert!(parse_duration("-2us").unwrap_err().contains("negative"));
-        assert!(parse_duration("3 fortnights").unwrap_err().contains("unknown unit `fortnights`"));
+        assert!(parse_duration("-2us").unwrap_err().to_string().contains("negative"));
+        assert!(parse_duration("3 fortnights").unwrap_err().to_string().contains("unknown unit `fortnights`"));
     }
 }

@@ -69,9 +69,9 @@ mod presets;
 
 use std::path::Path;
 
-pub use cpuset::{parse_cpulist, CpuSet, CpuWrap, MAX_CPUS};
+pub use cpuset::{parse_cpulist, CpuSet, CpuWrap, CpulistError, MAX_CPUS};
 pub use diag::InputError;
-pub use duration::{parse_duration, DurationNs};
+pub use duration::{parse_duration, DurationError, DurationNs};
 
 /// The CONFIG_HZ values the kernel's Kconfig offers (`HZ_100` ... `HZ_1000`).
 pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
@@ -140,15 +140,20 @@ impl std::fmt::Display for PreemptModel {
     }
 }
 
+/// A preemption model name that is none of `CONFIG_PREEMPT_*`'s four.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown preemption model `{0}` (expected none, voluntary, full or lazy)")]
+pub struct UnknownPreemptModel(pub String);
+
 impl std::str::FromStr for PreemptModel {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownPreemptModel;
+    fn from_str(s: &str) -> Result<Self, UnknownPreemptModel> {
         match s {
             "none" => Ok(PreemptModel::None),
             "voluntary" => Ok(PreemptModel::Voluntary),
             "full" => Ok(PreemptModel::Full),
             "lazy" => Ok(PreemptModel::Lazy),
-            _ => Err(format!("unknown preemption model `{s}` (expected none, voluntary, full or lazy)")),
+            _ => Err(UnknownPreemptModel(s.to_string())),
         }
     }
 }

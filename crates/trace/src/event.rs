@@ -423,7 +423,7 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_fixtures::{ev, table};
+    use crate::testing::{flagged as ev, table};
 
     fn trace(ts: &[Nanos]) -> Trace {
         let events = ts

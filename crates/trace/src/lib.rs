@@ -14,8 +14,8 @@ pub mod event;
 pub mod ftrace;
 pub mod perfetto;
 
-#[cfg(test)]
-mod test_fixtures;
+#[cfg(any(test, feature = "test-builders"))]
+pub mod testing;
 
 pub use event::*;
 pub use ftrace::{parse_ftrace, write_ftrace, TraceParseError};

@@ -10,14 +10,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use schedlab_runner::capture_real;
 use schedlab_runner::tracefs::{write_file, RT_RUNTIME};
+use schedlab_runner::{capture_real, RunnerError};
 use schedlab_scenario::Scenario;
 
 use crate::wire::{encode, GuestInfo, Kind, CHUNK, MAGIC};
-use crate::{Job, RunHeader, JOB_PATH, PORT_NAME};
+use crate::{Job, RunHeader, VmError, JOB_PATH, PORT_NAME};
 
-const FEATURES: &str = "/sys/kernel/debug/sched/features";
+pub(crate) const FEATURES: &str = "/sys/kernel/debug/sched/features";
 
 /// The host's end of the results channel.
 struct Channel {
@@ -25,28 +25,28 @@ struct Channel {
 }
 
 impl Channel {
-    fn open() -> Result<Channel, String> {
+    fn open() -> Result<Channel, VmError> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(dev) = find_port() {
                 let mut port = std::fs::OpenOptions::new()
                     .write(true)
                     .open(&dev)
-                    .map_err(|e| format!("opening {}: {e}", dev.display()))?;
-                port.write_all(MAGIC).map_err(|e| format!("writing {}: {e}", dev.display()))?;
+                    .map_err(|e| VmError::OpenPort { dev: dev.clone(), source: e })?;
+                port.write_all(MAGIC).map_err(|e| VmError::WritePort { dev, source: e })?;
                 return Ok(Channel { port });
             }
             if Instant::now() > deadline {
-                return Err(format!("no virtio-serial port named `{PORT_NAME}` in /sys/class/virtio-ports"));
+                return Err(VmError::NoPort);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
-    fn send(&mut self, kind: Kind, payload: &[u8]) -> Result<(), String> {
+    fn send(&mut self, kind: Kind, payload: &[u8]) -> Result<(), VmError> {
         let mut frame = Vec::with_capacity(payload.len() + 5);
         encode(&mut frame, kind, payload);
-        self.port.write_all(&frame).map_err(|e| format!("writing the results port: {e}"))
+        self.port.write_all(&frame).map_err(VmError::Send)
     }
 
     /// A progress line: on the console and to the host.
@@ -65,7 +65,7 @@ fn find_port() -> Option<PathBuf> {
     })
 }
 
-fn mount(fstype: &str, target: &str) -> Result<(), String> {
+fn mount(fstype: &str, target: &str) -> Result<(), VmError> {
     let _ = std::fs::create_dir_all(target);
     let (src, fs, tgt) = (CString::new(fstype).unwrap(), CString::new(fstype).unwrap(), CString::new(target).unwrap());
     // SAFETY: valid NUL-terminated strings; no data argument.
@@ -73,7 +73,7 @@ fn mount(fstype: &str, target: &str) -> Result<(), String> {
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EBUSY) {
-            return Err(format!("mount -t {fstype} {target}: {e}"));
+            return Err(VmError::Mount { fstype: fstype.to_string(), target: target.to_string(), source: e });
         }
     }
     Ok(())
@@ -84,17 +84,17 @@ fn read_trim(path: &str) -> String {
 }
 
 /// Apply one `sched_features` setting and check it reads back.
-fn apply_feature(setting: &str) -> Result<String, String> {
-    write_file(Path::new(FEATURES), setting).map_err(|e| {
-        if e.contains("Invalid argument") {
-            format!("{e}: this kernel has no sched_feature `{}`", setting.trim_start_matches("NO_"))
-        } else {
-            e
+fn apply_feature(setting: &str) -> Result<String, VmError> {
+    write_file(Path::new(FEATURES), setting).map_err(|e| match &e {
+        // debugfs answers EINVAL for a name the kernel does not have.
+        RunnerError::File { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => {
+            VmError::NoFeatureWrite { source: Box::new(e), name: setting.trim_start_matches("NO_").to_string() }
         }
+        _ => VmError::from(e),
     })?;
     let now = read_trim(FEATURES);
     if !now.split_whitespace().any(|f| f == setting) {
-        return Err(format!("wrote {setting} to {FEATURES} but it reads back: {now}"));
+        return Err(VmError::FeatureReadBack { setting: setting.to_string(), now });
     }
     Ok(format!("sched_features {setting} (read back)"))
 }
@@ -107,7 +107,7 @@ fn feature_name(setting: &str) -> &str {
 /// The writes that put the features into setting `set` of `all`: each
 /// feature `set` names as it says, each feature only the other sets name
 /// back to its state in `base` (the features before any set).
-pub(crate) fn setting_writes(set: &[String], all: &[Vec<String>], base: &str) -> Result<Vec<String>, String> {
+pub(crate) fn setting_writes(set: &[String], all: &[Vec<String>], base: &str) -> Result<Vec<String>, VmError> {
     let mut names: Vec<&str> = all.iter().flatten().map(|f| feature_name(f)).collect();
     names.sort_unstable();
     names.dedup();
@@ -120,19 +120,19 @@ pub(crate) fn setting_writes(set: &[String], all: &[Vec<String>], base: &str) ->
             base.split_whitespace()
                 .find(|t| feature_name(t) == name)
                 .map(str::to_string)
-                .ok_or_else(|| format!("this kernel has no sched_feature `{name}`"))
+                .ok_or_else(|| VmError::NoFeature(name.to_string()))
         })
         .collect()
 }
 
-fn apply_setting(set: &[String], all: &[Vec<String>], base: &str) -> Result<(), String> {
+fn apply_setting(set: &[String], all: &[Vec<String>], base: &str) -> Result<(), VmError> {
     for w in setting_writes(set, all, base)? {
         apply_feature(&w)?;
     }
     Ok(())
 }
 
-fn apply_settings(job: &Job, nr_cpus: usize) -> Result<Vec<String>, String> {
+fn apply_settings(job: &Job, nr_cpus: usize) -> Result<Vec<String>, VmError> {
     let mut applied = Vec::new();
     for f in &job.features {
         applied.push(apply_feature(f)?);
@@ -154,12 +154,10 @@ fn apply_settings(job: &Job, nr_cpus: usize) -> Result<Vec<String>, String> {
     Ok(applied)
 }
 
-fn guest_main(chan: &mut Channel, uptime_at_init_s: f64) -> Result<(), String> {
-    let job: Job = serde_json::from_str(
-        &std::fs::read_to_string(JOB_PATH).map_err(|e| format!("{JOB_PATH}: {e} (not a schedlab initramfs?)"))?,
-    )
-    .map_err(|e| format!("{JOB_PATH}: {e}"))?;
-    let scenario = Scenario::load(Path::new(&job.scenario_path)).map_err(|e| e.to_string())?;
+fn guest_main(chan: &mut Channel, uptime_at_init_s: f64) -> Result<(), VmError> {
+    let job: Job = serde_json::from_str(&std::fs::read_to_string(JOB_PATH).map_err(VmError::JobRead)?)
+        .map_err(VmError::JobParse)?;
+    let scenario = Scenario::load(Path::new(&job.scenario_path))?;
     let nr_cpus = schedlab_runner::sys::allowed_cpus().map(|c| c.len()).unwrap_or(0);
     let features_before = read_trim(FEATURES);
     let applied = apply_settings(&job, nr_cpus)?;
@@ -173,7 +171,7 @@ fn guest_main(chan: &mut Channel, uptime_at_init_s: f64) -> Result<(), String> {
         applied,
     };
     let base = info.features_after.clone();
-    chan.send(Kind::Hello, serde_json::to_string(&info).map_err(|e| e.to_string())?.as_bytes())?;
+    chan.send(Kind::Hello, serde_json::to_string(&info).map_err(VmError::Encode)?.as_bytes())?;
     let nsettings = job.settings.len().max(1);
     let total = job.runs as usize * nsettings;
     for round in 0..job.runs as usize {
@@ -185,7 +183,7 @@ fn guest_main(chan: &mut Channel, uptime_at_init_s: f64) -> Result<(), String> {
             chan.log(&format!("run {n}/{total} of {} (setting {})", scenario.name, setting + 1));
             let capture = capture_real(&scenario, &job.opts)?;
             let head = RunHeader { setting, features: read_trim(FEATURES), capture };
-            chan.send(Kind::RunMeta, serde_json::to_string(&head).map_err(|e| e.to_string())?.as_bytes())?;
+            chan.send(Kind::RunMeta, serde_json::to_string(&head).map_err(VmError::Encode)?.as_bytes())?;
             for chunk in head.capture.text.as_bytes().chunks(CHUNK) {
                 chan.send(Kind::TraceChunk, chunk)?;
             }
@@ -228,7 +226,7 @@ pub fn main() -> ! {
             let result = mounted.and_then(|()| guest_main(&mut chan, uptime));
             if let Err(e) = result {
                 eprintln!("schedlab-guest: error: {e}");
-                let _ = chan.send(Kind::Error, e.as_bytes());
+                let _ = chan.send(Kind::Error, e.to_string().as_bytes());
             }
         }
         Err(e) => eprintln!("schedlab-guest: error: {e}"),
@@ -253,7 +251,7 @@ mod tests {
         // A set may be empty: everything back to the base.
         let all = vec![vec![], v(&["NO_DELAY_DEQUEUE"])];
         assert_eq!(setting_writes(&all[0], &all, base).unwrap(), ["DELAY_DEQUEUE"]);
-        let err = setting_writes(&all[0], &[v(&["NO_FOO"])], base).unwrap_err();
+        let err = setting_writes(&all[0], &[v(&["NO_FOO"])], base).unwrap_err().to_string();
         assert!(err.contains("no sched_feature `FOO`"), "{err}");
     }
 }

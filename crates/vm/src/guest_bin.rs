@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TARGET: &str = "x86_64-unknown-linux-gnu";
+use crate::VmError;
+
+pub(crate) const TARGET: &str = "x86_64-unknown-linux-gnu";
 
 /// True when the ELF file has no program interpreter (`PT_INTERP`), i.e.
 /// it is statically linked and can run with nothing else in the initramfs.
@@ -37,15 +39,11 @@ fn workspace() -> Option<PathBuf> {
 
 /// Find or build the static guest binary. `given`: `--guest-bin` or
 /// `$SCHEDLAB_GUEST_BIN`.
-pub fn guest_binary(given: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
-    let check = |p: &Path, what: &str| -> Result<PathBuf, String> {
-        let bytes = std::fs::read(p).map_err(|e| format!("{what} {}: {e}", p.display()))?;
+pub fn guest_binary(given: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<PathBuf, VmError> {
+    let check = |p: &Path, what: &'static str| -> Result<PathBuf, VmError> {
+        let bytes = std::fs::read(p).map_err(|e| VmError::GuestBinRead { what, path: p.to_path_buf(), source: e })?;
         if !is_static_elf(&bytes) {
-            return Err(format!(
-                "{what} {}: not a statically linked x86-64 ELF (the guest has no libc); build one with \
-                 RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --target {TARGET} -p schedlab",
-                p.display()
-            ));
+            return Err(VmError::NotStatic { what, path: p.to_path_buf() });
         }
         Ok(p.to_path_buf())
     };
@@ -60,10 +58,7 @@ pub fn guest_binary(given: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<P
             return Ok(me);
         }
     }
-    let ws = workspace().ok_or_else(|| {
-        "this schedlab is dynamically linked and its source tree is gone: pass --guest-bin with a static build"
-            .to_string()
-    })?;
+    let ws = workspace().ok_or(VmError::NoSourceTree)?;
     let target_dir = ws.join("target/guest");
     log(&format!(
         "guest binary: cargo build --release --target {TARGET} with crt-static in {} \
@@ -78,20 +73,20 @@ pub fn guest_binary(given: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<P
         // No debug info: a faster first build and a smaller initramfs.
         .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
         .status()
-        .map_err(|e| format!("running cargo to build the guest binary: {e} (or pass --guest-bin)"))?;
+        .map_err(VmError::Cargo)?;
     if !status.success() {
-        return Err(format!("building the guest binary failed ({status}); pass --guest-bin with a static build"));
+        return Err(VmError::GuestBuild(status));
     }
     check(&target_dir.join(TARGET).join("release/schedlab"), "the guest build")
 }
 
 /// The binary without debug info, for a small initramfs (a copy of the
 /// original when `strip` is not installed).
-pub fn stripped_copy(bin: &Path, dest: &Path) -> Result<(), String> {
+pub fn stripped_copy(bin: &Path, dest: &Path) -> Result<(), VmError> {
     let ok =
         Command::new("strip").arg("--strip-debug").arg("-o").arg(dest).arg(bin).status().is_ok_and(|s| s.success());
     if !ok {
-        std::fs::copy(bin, dest).map_err(|e| format!("copying {}: {e}", bin.display()))?;
+        std::fs::copy(bin, dest).map_err(|e| VmError::Copy { path: bin.to_path_buf(), source: e })?;
     }
     Ok(())
 }

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::VmError;
+
 /// The spelling of the Debian kernel on the command line.
 pub const DEBIAN_612: &str = "debian-6.12";
 
@@ -30,32 +32,27 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// Resolve `--kernel`: `debian-6.12` or a path to a bzImage.
-pub fn resolve(spec: &str, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
+pub fn resolve(spec: &str, log: &mut dyn FnMut(&str)) -> Result<Kernel, VmError> {
     if spec == DEBIAN_612 {
         return debian_612(&cache_dir().join("kernels"), log);
     }
     let path = Path::new(spec);
     if !path.exists() {
-        return Err(format!(
-            "--kernel {spec}: no such file (expected `{DEBIAN_612}` or the path of a bzImage, e.g. arch/x86/boot/bzImage)"
-        ));
+        return Err(VmError::NoKernel { spec: spec.to_string() });
     }
     check_bzimage(path)?;
     Ok(Kernel { image: path.to_path_buf(), label: format!("{} (given)", path.display()) })
 }
 
 /// A bzImage carries "HdrS" at offset 0x202 (the x86 boot protocol header).
-fn check_bzimage(path: &Path) -> Result<(), String> {
+fn check_bzimage(path: &Path) -> Result<(), VmError> {
     use std::io::Read;
     let mut head = [0u8; 0x206];
-    let mut f = std::fs::File::open(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
-    let n = f.read(&mut head).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
+    let read_err = |e| VmError::KernelRead { path: path.to_path_buf(), source: e };
+    let mut f = std::fs::File::open(path).map_err(read_err)?;
+    let n = f.read(&mut head).map_err(read_err)?;
     if n < head.len() || &head[0x202..0x206] != b"HdrS" {
-        return Err(format!(
-            "--kernel {}: not an x86 bzImage (no \"HdrS\" boot header at offset 0x202); \
-             pass arch/x86/boot/bzImage, not vmlinux",
-            path.display()
-        ));
+        return Err(VmError::NotBzImage { path: path.to_path_buf() });
     }
     Ok(())
 }
@@ -75,7 +72,7 @@ fn patch_level(version: &str) -> u32 {
 }
 
 /// The newest cached Debian 6.12, else the newest apt knows, downloaded.
-fn debian_612(root: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
+fn debian_612(root: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, VmError> {
     let cached: Option<String> = std::fs::read_dir(root)
         .ok()
         .into_iter()
@@ -91,50 +88,50 @@ fn debian_612(root: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> 
     Ok(Kernel { image: root.join(&version).join("vmlinuz"), label: format!("Debian {version}-amd64") })
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+fn run(cmd: &mut Command, what: &'static str) -> Result<String, VmError> {
+    let out = cmd.output().map_err(|e| VmError::Command { what, source: e })?;
     if !out.status.success() {
-        return Err(format!("{what} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(VmError::CommandFailed { what, status: out.status, stderr });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn download_debian_612(root: &Path, log: &mut dyn FnMut(&str)) -> Result<String, String> {
-    let hint = "run scripts/install-vm-deps.sh on a Debian machine, or pass --kernel PATH/bzImage";
+fn download_debian_612(root: &Path, log: &mut dyn FnMut(&str)) -> Result<String, VmError> {
     let names = run(Command::new("apt-cache").args(["pkgnames", "linux-image-6.12."]), "apt-cache pkgnames")
-        .map_err(|e| format!("finding Debian's 6.12 kernel: {e} ({hint})"))?;
+        .map_err(|e| VmError::FindKernel { source: Box::new(e) })?;
     let pkg = names
         .lines()
         .filter(|n| debian_version(n).is_some())
         .max_by_key(|n| patch_level(debian_version(n).unwrap_or("")))
-        .ok_or_else(|| format!("apt knows no linux-image-6.12.*+deb*-amd64-unsigned package ({hint})"))?
+        .ok_or(VmError::NoDebianKernel)?
         .to_string();
     let version = debian_version(&pkg).unwrap_or_default().to_string();
     log(&format!("downloading {pkg} (once; cached under {})", root.display()));
     let tmp = root.join(format!(".download-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::create_dir_all(&tmp).map_err(|e| VmError::Io { path: tmp.clone(), source: e })?;
     let result = (|| {
         run(Command::new("apt-get").arg("download").arg(&pkg).current_dir(&tmp), "apt-get download")?;
         let deb = std::fs::read_dir(&tmp)
-            .map_err(|e| e.to_string())?
+            .map_err(|e| VmError::Read { path: tmp.clone(), source: e })?
             .flatten()
             .map(|e| e.path())
             .find(|p| p.extension().is_some_and(|x| x == "deb"))
-            .ok_or("apt-get download left no .deb")?;
+            .ok_or(VmError::NoDeb)?;
         run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(tmp.join("pkg")), "dpkg-deb -x")?;
         let dest = root.join(&version);
-        std::fs::create_dir_all(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+        std::fs::create_dir_all(&dest).map_err(|e| VmError::Io { path: dest.clone(), source: e })?;
         for (from, to) in
             [(format!("vmlinuz-{version}-amd64"), "vmlinuz"), (format!("config-{version}-amd64"), "config")]
         {
             let src = tmp.join("pkg/boot").join(&from);
-            std::fs::copy(&src, dest.join(to)).map_err(|e| format!("{}: {e}", src.display()))?;
+            std::fs::copy(&src, dest.join(to)).map_err(|e| VmError::Io { path: src, source: e })?;
         }
-        Ok::<(), String>(())
+        Ok::<(), VmError>(())
     })();
     let _ = std::fs::remove_dir_all(&tmp);
-    result.map_err(|e| format!("fetching {pkg}: {e} ({hint})"))?;
+    result.map_err(|e| VmError::Fetch { package: pkg.clone(), source: Box::new(e) })?;
     Ok(version)
 }
 
@@ -158,9 +155,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("vmlinux");
         std::fs::write(&p, vec![0u8; 4096]).unwrap();
-        let err = resolve(p.to_str().unwrap(), &mut |_| {}).unwrap_err();
+        let err = resolve(p.to_str().unwrap(), &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("not an x86 bzImage"), "{err}");
-        let err = resolve("/nonexistent/bzImage", &mut |_| {}).unwrap_err();
+        let err = resolve("/nonexistent/bzImage", &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("no such file"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -12,6 +12,7 @@
 //! a guest that panics or hangs is killed and reported with its console's
 //! last lines.
 
+mod error;
 pub mod guest;
 pub mod guest_bin;
 pub mod initramfs;
@@ -26,7 +27,8 @@ use schedlab_runner::{RawCapture, RealOptions};
 use schedlab_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
-pub use qemu::{Accel, AccelChoice};
+pub use error::VmError;
+pub use qemu::{Accel, AccelChoice, UnknownAccel};
 pub use wire::GuestInfo;
 
 /// Where the job sits in the initramfs.
@@ -145,19 +147,20 @@ pub struct VmResult {
     pub notes: Vec<String>,
 }
 
-fn canonical(p: &Path) -> Result<PathBuf, String> {
-    p.canonicalize().map_err(|e| format!("{}: {e}", p.display()))
+fn canonical(p: &Path) -> Result<PathBuf, VmError> {
+    p.canonicalize().map_err(|e| VmError::Io { path: p.to_path_buf(), source: e })
 }
 
 /// The scenario file and, when its topology is a file, that file too, each
 /// at its absolute host path so the guest loads them exactly as the host did.
-fn scenario_files(scenario: &Scenario) -> Result<Vec<(String, Vec<u8>)>, String> {
+fn scenario_files(scenario: &Scenario) -> Result<Vec<(String, Vec<u8>)>, VmError> {
+    let read = |p: &Path| std::fs::read(p).map_err(|e| VmError::Read { path: p.to_path_buf(), source: e });
     let path = canonical(Path::new(&scenario.path))?;
-    let mut files = vec![(path.display().to_string(), std::fs::read(&path).map_err(|e| e.to_string())?)];
+    let mut files = vec![(path.display().to_string(), read(&path)?)];
     if schedlab_scenario::Topology::preset(&scenario.topology_ref).is_none() {
         let dir = path.parent().unwrap_or(Path::new("/"));
         let topo = canonical(&dir.join(&scenario.topology_ref))?;
-        files.push((topo.display().to_string(), std::fs::read(&topo).map_err(|e| e.to_string())?));
+        files.push((topo.display().to_string(), read(&topo)?));
     }
     Ok(files)
 }
@@ -165,13 +168,10 @@ fn scenario_files(scenario: &Scenario) -> Result<Vec<(String, Vec<u8>)>, String>
 /// A run's header from the guest, its setting checked against the
 /// `nsettings` the host asked for (a corrupt frame or another guest binary
 /// could name any).
-fn run_header(payload: &[u8], nsettings: usize) -> Result<RunHeader, String> {
-    let head: RunHeader = serde_json::from_slice(payload).map_err(|e| format!("the guest's run frame: {e}"))?;
+fn run_header(payload: &[u8], nsettings: usize) -> Result<RunHeader, VmError> {
+    let head: RunHeader = serde_json::from_slice(payload).map_err(VmError::RunFrame)?;
     if head.setting >= nsettings {
-        return Err(format!(
-            "the guest's run frame names setting index {} but there are {nsettings} (a different guest binary?)",
-            head.setting
-        ));
+        return Err(VmError::SettingIndex { index: head.setting, nsettings });
     }
     Ok(head)
 }
@@ -190,15 +190,15 @@ fn run_limit(plan_ns: u64, icount: bool, kvm: bool) -> Duration {
 
 /// Boot `opts.kernel` in QEMU and run `scenario` in it `opts.runs` times.
 /// `log` receives progress lines (download, build, boot, each run).
-pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) -> Result<VmResult, String> {
+pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) -> Result<VmResult, VmError> {
     if opts.cpus == 0 || opts.cpus > 64 {
-        return Err(format!("--cpus {}: expected 1 to 64", opts.cpus));
+        return Err(VmError::Cpus(opts.cpus));
     }
     if opts.runs == 0 {
-        return Err("--runs 0: expected at least one run".into());
+        return Err(VmError::NoRuns);
     }
     if let Some(f) = opts.settings.iter().flatten().find(|f| f.is_empty() || f.contains(char::is_whitespace)) {
-        return Err(format!("--setting: `{f}` is not a sched_features name (expected e.g. NO_DELAY_DEQUEUE)"));
+        return Err(VmError::BadSetting(f.clone()));
     }
     // The runner's options in the guest: its init applies the kernel
     // settings, and there is no host file to write the trace to.
@@ -210,13 +210,13 @@ pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) 
     // before spending a boot on it (and take the run's length from the plan).
     let guest_cpus: Vec<usize> = (0..opts.cpus).collect();
     let plan = schedlab_runner::Plan::new(scenario, &real, &guest_cpus)
-        .map_err(|e| format!("{e} (in a guest with --cpus {})", opts.cpus))?;
+        .map_err(|e| VmError::Plan { source: Box::new(e), cpus: opts.cpus })?;
     let qemu_bin = qemu::qemu_binary()?;
     let kernel = kernel::resolve(&opts.kernel, log)?;
     let guest_bin = guest_bin::guest_binary(opts.guest_bin.as_deref(), log)?;
     let accel = qemu::choose_accel(opts.accel);
     if accel.kvm && opts.icount {
-        return Err("--icount needs TCG: pass --accel tcg (or auto where KVM is not usable)".into());
+        return Err(VmError::IcountNeedsTcg);
     }
 
     let work = std::env::temp_dir().join(format!(
@@ -224,7 +224,7 @@ pub fn run_vm(scenario: &Scenario, opts: &VmOptions, log: &mut dyn FnMut(&str)) 
         std::process::id(),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
     ));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    std::fs::create_dir_all(&work).map_err(|e| VmError::Io { path: work.clone(), source: e })?;
     let result = boot_and_run(scenario, opts, real, plan.duration_ns, &qemu_bin, kernel, &guest_bin, accel, &work, log);
     let _ = std::fs::remove_dir_all(&work);
     result
@@ -242,7 +242,7 @@ fn boot_and_run(
     accel: AccelChoice,
     work: &Path,
     log: &mut dyn FnMut(&str),
-) -> Result<VmResult, String> {
+) -> Result<VmResult, VmError> {
     let mut notes = Vec::new();
     let fair_server_runtime_ns = match (scenario.fair_server_runtime_ns, opts.quiet_kernel) {
         (Some(ns), true) => {
@@ -272,13 +272,14 @@ fn boot_and_run(
     cpio.char_dev("dev/console", 5, 1);
     let stripped = work.join("schedlab");
     guest_bin::stripped_copy(guest_bin, &stripped)?;
-    cpio.file("init", 0o755, &std::fs::read(&stripped).map_err(|e| e.to_string())?);
-    cpio.file(JOB_PATH, 0o644, serde_json::to_string_pretty(&job).map_err(|e| e.to_string())?.as_bytes());
+    let init = std::fs::read(&stripped).map_err(|e| VmError::Read { path: stripped.clone(), source: e })?;
+    cpio.file("init", 0o755, &init);
+    cpio.file(JOB_PATH, 0o644, serde_json::to_string_pretty(&job).map_err(VmError::Encode)?.as_bytes());
     for (path, bytes) in scenario_files(scenario)? {
         cpio.file(&path, 0o644, &bytes);
     }
     let initramfs = work.join("initramfs.cpio");
-    std::fs::write(&initramfs, cpio.finish()).map_err(|e| format!("{}: {e}", initramfs.display()))?;
+    std::fs::write(&initramfs, cpio.finish()).map_err(|e| VmError::Io { path: initramfs.clone(), source: e })?;
 
     let mut words = vec!["console=ttyS0".to_string(), "panic=-1".into(), "quiet".into(), "rdinit=/init".into()];
     if opts.quiet_kernel {
@@ -313,12 +314,11 @@ fn boot_and_run(
     let mut bye = false;
     let nsettings = opts.settings.len().max(1);
     let nruns = opts.runs * nsettings as u32;
-    let mut on_frame = |f: wire::Frame| -> Result<qemu::Wait, String> {
+    let mut on_frame = |f: wire::Frame| -> Result<qemu::Wait, VmError> {
         use wire::Kind;
         Ok(match f.kind {
             Kind::Hello => {
-                let info: GuestInfo =
-                    serde_json::from_slice(&f.payload).map_err(|e| format!("the guest's hello frame: {e}"))?;
+                let info: GuestInfo = serde_json::from_slice(&f.payload).map_err(VmError::HelloFrame)?;
                 boot_s = start.elapsed().as_secs_f64();
                 log(&format!(
                     "guest up in {boot_s:.1} s (kernel {}, {} CPUs, init at uptime {:.1} s)",
@@ -340,15 +340,14 @@ fn boot_and_run(
                 qemu::Wait::Continue
             }
             Kind::TraceChunk => {
-                let (_, text) = current.as_mut().ok_or("the guest sent trace text outside a run")?;
+                let (_, text) = current.as_mut().ok_or(VmError::TraceOutsideRun)?;
                 text.extend_from_slice(&f.payload);
                 qemu::Wait::Continue
             }
             Kind::RunEnd => {
-                let (head, text) = current.take().ok_or("the guest ended a run it had not started")?;
+                let (head, text) = current.take().ok_or(VmError::EndWithoutRun)?;
                 let mut capture = head.capture;
-                capture.text =
-                    String::from_utf8(text).map_err(|e| format!("the guest's trace text is not UTF-8: {e}"))?;
+                capture.text = String::from_utf8(text).map_err(VmError::TraceNotUtf8)?;
                 let wall_s = run_started.elapsed().as_secs_f64();
                 runs.push(VmRun { setting: head.setting, features: head.features, capture, wall_s });
                 run_started = Instant::now();
@@ -375,22 +374,19 @@ fn boot_and_run(
     )?;
     let total_s = start.elapsed().as_secs_f64();
     let qemu_stderr = std::fs::read_to_string(work.join("qemu.stderr")).unwrap_or_default();
-    if let Some(e) = guest_error {
-        return Err(format!("in the guest ({}): {e}", kernel.label));
+    if let Some(message) = guest_error {
+        return Err(VmError::Guest { kernel: kernel.label, message });
     }
     if !bye {
-        let q =
-            if qemu_stderr.trim().is_empty() { String::new() } else { format!("\nqemu said: {}", qemu_stderr.trim()) };
-        let console = tail.render();
-        let what = if console.contains("Kernel panic") { "the guest kernel panicked" } else { "the guest stopped" };
-        return Err(format!(
-            "{what} before finishing ({} of {} runs done; qemu exited with {status}). \
-             Its console's last lines:\n{console}{q}",
-            runs.len(),
-            nruns,
-        ));
+        return Err(VmError::GuestStopped {
+            done: runs.len(),
+            total: nruns,
+            status,
+            console: tail.render(),
+            qemu_stderr: qemu_stderr.trim().to_string(),
+        });
     }
-    let guest = guest.ok_or("the guest finished without reporting its settings")?;
+    let guest = guest.ok_or(VmError::NoGuestInfo)?;
     Ok(VmResult {
         guest,
         runs,
@@ -441,11 +437,11 @@ mod tests {
         };
         assert_eq!(run_header(&frame(1), 2).unwrap().setting, 1);
         assert_eq!(run_header(&frame(0), 1).unwrap().setting, 0);
-        let err = run_header(&frame(1), 1).unwrap_err();
+        let err = run_header(&frame(1), 1).unwrap_err().to_string();
         assert!(err.contains("setting index 1 but there are 1"), "{err}");
-        let err = run_header(&frame(usize::MAX), 3).unwrap_err();
+        let err = run_header(&frame(usize::MAX), 3).unwrap_err().to_string();
         assert!(err.contains(&usize::MAX.to_string()), "{err}");
-        assert!(run_header(b"{", 1).unwrap_err().contains("run frame"));
+        assert!(run_header(b"{", 1).unwrap_err().to_string().contains("run frame"));
     }
 
     #[test]

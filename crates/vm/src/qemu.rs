@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::wire::{Decoder, Frame};
+use crate::VmError;
 
 /// `--accel`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,14 +21,19 @@ pub enum Accel {
     Tcg,
 }
 
+/// An `--accel` value that is none of the three.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: expected auto, kvm or tcg")]
+pub struct UnknownAccel(pub String);
+
 impl std::str::FromStr for Accel {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Accel, String> {
+    type Err = UnknownAccel;
+    fn from_str(s: &str) -> Result<Accel, UnknownAccel> {
         match s {
             "auto" => Ok(Accel::Auto),
             "kvm" => Ok(Accel::Kvm),
             "tcg" => Ok(Accel::Tcg),
-            _ => Err(format!("`{s}`: expected auto, kvm or tcg")),
+            _ => Err(UnknownAccel(s.to_string())),
         }
     }
 }
@@ -79,14 +85,14 @@ pub struct MachineSpec {
     pub data: PathBuf,
 }
 
-pub fn qemu_binary() -> Result<PathBuf, String> {
+pub fn qemu_binary() -> Result<PathBuf, VmError> {
     let name = "qemu-system-x86_64";
     std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .map(|d| d.join(name))
         .find(|p| p.is_file())
-        .ok_or_else(|| format!("{name} not found: run scripts/install-vm-deps.sh (Debian's qemu-system-x86)"))
+        .ok_or(VmError::NoQemu)
 }
 
 pub fn qemu_args(m: &MachineSpec) -> Vec<String> {
@@ -126,8 +132,9 @@ pub fn shown(bin: &Path, args: &[String]) -> String {
     std::iter::once(bin.display().to_string()).chain(args.iter().map(|a| q(a))).collect::<Vec<_>>().join(" ")
 }
 
-pub fn spawn(bin: &Path, args: &[String], stderr_file: &Path) -> Result<Child, String> {
-    let err = std::fs::File::create(stderr_file).map_err(|e| format!("{}: {e}", stderr_file.display()))?;
+pub fn spawn(bin: &Path, args: &[String], stderr_file: &Path) -> Result<Child, VmError> {
+    let err =
+        std::fs::File::create(stderr_file).map_err(|e| VmError::Io { path: stderr_file.to_path_buf(), source: e })?;
     let mut cmd = Command::new(bin);
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(err);
     // SAFETY: only async-signal-safe prctl in the child before exec. QEMU
@@ -138,7 +145,7 @@ pub fn spawn(bin: &Path, args: &[String], stderr_file: &Path) -> Result<Child, S
             Ok(())
         });
     }
-    cmd.spawn().map_err(|e| format!("starting {}: {e}", bin.display()))
+    cmd.spawn().map_err(|e| VmError::Spawn { bin: bin.to_path_buf(), source: e })
 }
 
 /// Reads what was appended to a file since the last call.
@@ -213,13 +220,13 @@ pub fn monitor(
     console: &Path,
     first: (Duration, String),
     tail: &mut ConsoleTail,
-    on_frame: &mut dyn FnMut(Frame) -> Result<Wait, String>,
-) -> Result<std::process::ExitStatus, String> {
+    on_frame: &mut dyn FnMut(Frame) -> Result<Wait, VmError>,
+) -> Result<std::process::ExitStatus, VmError> {
     let mut data_tail = Tail::new(data);
     let mut console_tail = Tail::new(console);
     let mut decoder = Decoder::default();
     let (mut deadline, mut phase) = (Instant::now() + first.0, first.1);
-    let mut drain = |tail: &mut ConsoleTail, deadline: &mut Instant, phase: &mut String| -> Result<(), String> {
+    let mut drain = |tail: &mut ConsoleTail, deadline: &mut Instant, phase: &mut String| -> Result<(), VmError> {
         tail.push(&console_tail.read_new());
         decoder.feed(&data_tail.read_new());
         while let Some(frame) = decoder.next_frame()? {
@@ -236,7 +243,7 @@ pub fn monitor(
             let _ = child.wait();
             return Err(e);
         }
-        if let Some(status) = child.try_wait().map_err(|e| format!("waiting for qemu: {e}"))? {
+        if let Some(status) = child.try_wait().map_err(VmError::Wait)? {
             drain(tail, &mut deadline, &mut phase)?;
             return Ok(status);
         }
@@ -244,10 +251,7 @@ pub fn monitor(
             let _ = child.kill();
             let _ = child.wait();
             drain(tail, &mut deadline, &mut phase)?;
-            return Err(format!(
-                "the guest timed out {phase}; killed it. Its console's last lines:\n{}",
-                tail.render()
-            ));
+            return Err(VmError::Timeout { phase, console: tail.render() });
         }
         std::thread::sleep(Duration::from_millis(50));
     }

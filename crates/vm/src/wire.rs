@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::VmError;
+
 /// First bytes of the stream: names the protocol and its version.
 pub const MAGIC: &[u8; 16] = b"SCHEDLAB-VM-v01\n";
 /// Largest payload a decoder accepts; a corrupted length fails fast instead
@@ -101,7 +103,7 @@ impl Decoder {
     }
 
     /// The next whole frame, `Ok(None)` when more bytes are needed.
-    pub fn next_frame(&mut self) -> Result<Option<Frame>, String> {
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, VmError> {
         let avail = &self.buf[self.pos..];
         if !self.seen_magic {
             if avail.len() < MAGIC.len() {
@@ -117,11 +119,10 @@ impl Decoder {
         if avail.len() < 5 {
             return Ok(None);
         }
-        let kind = Kind::from_u8(avail[0])
-            .ok_or_else(|| format!("byte {}: unknown frame kind {} (expected 1-7)", self.offset, avail[0]))?;
+        let kind = Kind::from_u8(avail[0]).ok_or(VmError::UnknownFrame { offset: self.offset, kind: avail[0] })?;
         let len = u32::from_le_bytes([avail[1], avail[2], avail[3], avail[4]]) as usize;
         if len > MAX_FRAME {
-            return Err(format!("byte {}: frame of {len} bytes (at most {MAX_FRAME} expected)", self.offset));
+            return Err(VmError::FrameTooLong { offset: self.offset, len });
         }
         if avail.len() < 5 + len {
             return Ok(None);
@@ -142,11 +143,8 @@ impl Decoder {
         self.offset += n as u64;
     }
 
-    fn bad_magic(&self, got: &[u8]) -> String {
-        let shown = String::from_utf8_lossy(&got[..got.len().min(16)]).into_owned();
-        format!(
-            "the guest's channel does not start with the schedlab header (got {shown:?}): a different guest binary?"
-        )
+    fn bad_magic(&self, got: &[u8]) -> VmError {
+        VmError::BadMagic { got: String::from_utf8_lossy(&got[..got.len().min(16)]).into_owned() }
     }
 }
 
@@ -167,17 +165,17 @@ mod tests {
     fn wrong_header_and_kind_are_errors() {
         let mut d = Decoder::default();
         d.feed(b"Linux version 6.12");
-        assert!(d.next_frame().unwrap_err().contains("schedlab header"));
+        assert!(d.next_frame().unwrap_err().to_string().contains("schedlab header"));
         let mut d = Decoder::default();
         let mut s = MAGIC.to_vec();
         s.extend_from_slice(&[9, 0, 0, 0, 0]);
         d.feed(&s);
-        assert!(d.next_frame().unwrap_err().contains("unknown frame kind 9"));
+        assert!(d.next_frame().unwrap_err().to_string().contains("unknown frame kind 9"));
         let mut d = Decoder::default();
         let mut s = MAGIC.to_vec();
         s.extend_from_slice(&[4, 0xff, 0xff, 0xff, 0x7f]);
         d.feed(&s);
-        assert!(d.next_frame().unwrap_err().contains("at most"));
+        assert!(d.next_frame().unwrap_err().to_string().contains("at most"));
     }
 
     proptest! {

@@ -174,7 +174,7 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
             let digits = n.trim();
             if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
                 let off = t_off + "cpus=".len() + (n.len() - n.trim_start().len());
-                stats.header_cpus = Some(cpu_count(digits).map_err(|msg| err(off, msg))?);
+                stats.header_cpus = Some(cpu_count(digits, off).map_err(|e| err(e.off, e.msg))?);
             }
             stats.comment_lines += 1;
             trace_cmd_header = true;
@@ -261,11 +261,11 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
 }
 
 /// A header's CPU count (`#P:N`, `cpus=N`; `digits` non-empty, all ASCII
-/// digits), refused beyond [`MAX_CPUS`].
-fn cpu_count(digits: &str) -> Result<u32, String> {
+/// digits, at offset `off`), refused beyond [`MAX_CPUS`].
+fn cpu_count(digits: &str, off: usize) -> Result<u32, PErr> {
     match digits.parse::<u32>() {
         Ok(n) if n <= MAX_CPUS => Ok(n),
-        _ => Err(format!("expected a CPU count of at most {MAX_CPUS}, found `{digits}`")),
+        _ => Err(PErr { off, msg: format!("expected a CPU count of at most {MAX_CPUS}, found `{digits}`") }),
     }
 }
 
@@ -277,7 +277,7 @@ fn header_comment(t: &str, stats: &mut ParseStats) -> Result<(), PErr> {
     if let Some(p) = t.find("#P:") {
         let n = &t[p + 3..][..digits(&t[p + 3..])];
         if !n.is_empty() {
-            stats.header_cpus = Some(cpu_count(n).map_err(|msg| PErr { off: p + 3, msg })?);
+            stats.header_cpus = Some(cpu_count(n, p + 3)?);
         }
     }
     const ENTRIES: &str = "entries-in-buffer/entries-written:";

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::event::*;
-use crate::test_fixtures::{ev, spaced_trace, table};
+use crate::testing::{flagged as ev, spaced_trace, table};
 
 const FL: [u8; 5] = *b"d..2.";
 

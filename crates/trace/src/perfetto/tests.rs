@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::event::*;
 use crate::ftrace::{format_line, WriteOptions};
-use crate::test_fixtures::{ev, spaced_trace, table};
+use crate::testing::{flagged as ev, spaced_trace, table};
 
 // ---------------------------------------------------------------- field numbers
 
