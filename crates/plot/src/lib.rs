@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use schedlab_analysis::{RunMetrics, StallStory};
-use schedlab_sweep::SweepResult;
+use schedlab_report::SweepResult;
 use schedlab_trace::{Pid, Trace};
 
 pub use cdf::{handoff_cdf_svg, Curve};

@@ -75,16 +75,16 @@
 //! alive. Results are in (setting, round) order whatever the pool size. The
 //! jobs can also be split over processes or machines and merged ([`shard`]).
 
-pub mod ab;
-mod export;
 mod file;
-pub mod measures;
 mod progress;
-mod render;
 mod run;
 pub mod shard;
-pub mod stats;
 mod wire;
+
+// Results, statistics, A/B and rendering live in the report layer (a plot
+// or a merge needs them without the simulator); re-exported so that a
+// sweep's users find them where they always were.
+pub use schedlab_report::{ab, measures, stats};
 
 use std::fmt;
 use std::path::Path;
@@ -92,15 +92,12 @@ use std::path::Path;
 use schedlab_scenario::{CpuSet, InputError, Scenario};
 use schedlab_topology::Topology;
 
-pub use ab::{compare, parse_ab_pair, render_ab, AbReport, AbSpec};
-pub use export::{render_csv, CSV_COLUMNS};
 pub use file::AXIS_JOIN;
 pub use progress::Bar;
-pub use render::{
-    render, render_breakdown, render_burst_starts, render_measure_table, render_measures, render_summary,
-};
-pub use run::{
-    assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress, RunResult, SettingResult, SweepResult,
+pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress};
+pub use schedlab_report::{
+    compare, parse_ab_pair, render, render_ab, render_breakdown, render_burst_starts, render_csv, render_measure_table,
+    render_measures, render_summary, AbReport, AbSpec, BurstStarts, RunResult, SettingResult, SweepResult, CSV_COLUMNS,
 };
 pub use shard::{fingerprint, merge_dir, run_shard, Merged, ShardFile, ShardSpec};
 

@@ -35,9 +35,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ab::AbSpec;
-use crate::run::{assemble, run_jobs, skeleton, JobOutput, Progress, SweepResult};
+use crate::run::{assemble, run_jobs, skeleton, JobOutput, Progress};
 use crate::{Sweep, SweepError};
+use schedlab_report::AbSpec;
+use schedlab_report::SweepResult;
 
 /// `format` of a shard file.
 pub const SHARD_FORMAT: &str = "schedlab-sweep-shard/1";

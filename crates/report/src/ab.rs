@@ -398,7 +398,7 @@ pub fn render_ab(rep: &AbReport) -> String {
 /// `[ab]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawAb {
+pub struct RawAb {
     a: Spanned<String>,
     b: Spanned<String>,
     alpha: Option<Spanned<f64>>,
@@ -409,11 +409,11 @@ pub(crate) struct RawAb {
 
 /// Check `[ab]` against the sweep's setting names. `err` locates a message
 /// at a span of the file.
-pub(crate) fn parse_ab(
+pub fn parse_ab(
     raw: &RawAb,
     names: &[&str],
-    err: &dyn Fn(std::ops::Range<usize>, String) -> crate::InputError,
-) -> Result<AbSpec, crate::InputError> {
+    err: &dyn Fn(std::ops::Range<usize>, String) -> schedlab_scenario::InputError,
+) -> Result<AbSpec, schedlab_scenario::InputError> {
     for side in [&raw.a, &raw.b] {
         if !names.contains(&side.get_ref().as_str()) {
             return Err(err(side.span(), format!("`ab`: {}", unknown_setting(side.get_ref(), names))));
