@@ -30,6 +30,8 @@ use schedlab_topology::parse_duration;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::error::Result;
+
 #[derive(Args)]
 pub struct BenchArgs {
     /// Repetitions of each benchmark (the median is printed).
@@ -63,10 +65,8 @@ struct Sample {
     rps: f64,
 }
 
-pub fn bench(args: BenchArgs) -> Result<(), String> {
-    let scenario = |name: &str| -> Result<Scenario, String> {
-        Scenario::load(&args.root.join("scenarios").join(name)).map_err(|e| e.to_string())
-    };
+pub fn bench(args: BenchArgs) -> Result {
+    let scenario = |name: &str| -> Result<Scenario> { Ok(Scenario::load(&args.root.join("scenarios").join(name))?) };
     let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
     println!(
         "{:<26} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>9}",
@@ -110,18 +110,18 @@ pub fn bench(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn repeat(reps: u32, mut one: impl FnMut() -> Result<Sample, String>) -> Result<Vec<Sample>, String> {
+fn repeat(reps: u32, mut one: impl FnMut() -> Result<Sample>) -> Result<Vec<Sample>> {
     (0..reps).map(|_| one()).collect()
 }
 
 /// A whole simulation that keeps its trace; a run shorter than 50 ms of CPU
 /// is repeated until it is not (the timers' resolution) and averaged.
-fn full(s: &Scenario, opts: &SimOptions) -> Result<Sample, String> {
+fn full(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
     reset_peak_rss();
     let (t, c) = (Instant::now(), thread_cpu_s());
     let mut runs = 0u32;
     let (events, steps, end_ns) = loop {
-        let r = simulate(s, opts).map_err(|e| e.to_string())?;
+        let r = simulate(s, opts)?;
         runs += 1;
         if thread_cpu_s() - c >= 0.05 || runs >= 10_000 {
             break (r.trace.events.len() as u64, r.steps, r.end_ns);
@@ -140,7 +140,7 @@ fn full(s: &Scenario, opts: &SimOptions) -> Result<Sample, String> {
 }
 
 /// schbench streamed into its collector, kernel tracepoints off.
-fn streamed_schbench(s: &Scenario, opts: &SimOptions) -> Result<Sample, String> {
+fn streamed_schbench(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
     reset_peak_rss();
     let (t, c) = (Instant::now(), thread_cpu_s());
     let table =
@@ -155,8 +155,7 @@ fn streamed_schbench(s: &Scenario, opts: &SimOptions) -> Result<Sample, String> 
             collector.observe(e);
         },
         false,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let report = collector.finish(r.end_ns);
     Ok(Sample {
         wall_s: t.elapsed().as_secs_f64(),
@@ -169,12 +168,12 @@ fn streamed_schbench(s: &Scenario, opts: &SimOptions) -> Result<Sample, String> 
     })
 }
 
-fn sweep(path: &Path, jobs: usize) -> Result<Sample, String> {
-    let sweep = Sweep::load(path).map_err(|e| e.to_string())?;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().map_err(|e| e.to_string())?;
+fn sweep(path: &Path, jobs: usize) -> Result<Sample> {
+    let sweep = Sweep::load(path)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     reset_peak_rss();
     let (t, c) = (Instant::now(), process_cpu_s());
-    let result = pool.install(|| run_sweep(&sweep, &|_| {})).map_err(|e| e.to_string())?;
+    let result = pool.install(|| run_sweep(&sweep, &|_| {}))?;
     let (wall_s, cpu_s) = (t.elapsed().as_secs_f64(), process_cpu_s() - c);
     let simulated_ns: u64 = result.settings.iter().flat_map(|s| s.runs.iter()).map(|r| r.simulated_ns).sum();
     Ok(Sample {

@@ -2,17 +2,21 @@
 //! library crates together; every rule lives in a crate.
 
 mod analyze;
+mod args;
 mod bench;
 mod compare;
 mod diff;
+mod error;
+mod output;
 mod real;
-mod report;
 mod run;
 mod sweep;
 mod vm;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+use crate::error::{CliError, Result};
 
 #[derive(Parser)]
 #[command(
@@ -106,13 +110,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn features(kernel: &str) -> Result<(), String> {
-    let profile = schedlab_kernel::Profile::by_name(kernel).ok_or_else(|| {
-        format!(
-            "--kernel {kernel}: unknown kernel profile (expected one of: {})",
-            schedlab_kernel::Profile::NAMES.join(", ")
-        )
-    })?;
+fn features(kernel: &str) -> Result {
+    let profile = schedlab_kernel::Profile::by_name(kernel)
+        .ok_or_else(|| CliError::UnknownProfile { name: kernel.to_string() })?;
     println!("kernel profile {}: {}", profile.name, profile.description);
     println!("{:<24} {:<8} {:<10} description", "feature", "default", "modeled");
     for f in schedlab_kernel::Feature::ALL {
@@ -124,13 +124,11 @@ fn features(kernel: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn topologies(name: Option<&str>) -> Result<(), String> {
+fn topologies(name: Option<&str>) -> Result {
     use schedlab_topology::Topology;
     match name {
         Some(n) => {
-            let text = Topology::preset_text(n).ok_or_else(|| {
-                format!("unknown preset `{n}` (expected one of: {})", Topology::preset_names().join(", "))
-            })?;
+            let text = Topology::preset_text(n).ok_or_else(|| CliError::UnknownPreset { name: n.to_string() })?;
             print!("{text}");
         }
         None => {

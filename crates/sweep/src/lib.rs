@@ -78,6 +78,7 @@
 mod file;
 mod progress;
 mod run;
+pub mod setting;
 pub mod shard;
 mod wire;
 
@@ -86,7 +87,6 @@ mod wire;
 // sweep's users find them where they always were.
 pub use schedlab_report::{ab, measures, stats};
 
-use std::fmt;
 use std::path::Path;
 
 use schedlab_scenario::{CpuSet, InputError, Scenario};
@@ -99,7 +99,8 @@ pub use schedlab_report::{
     compare, parse_ab_pair, render, render_ab, render_breakdown, render_burst_starts, render_csv, render_measure_table,
     render_measures, render_summary, AbReport, AbSpec, BurstStarts, RunResult, SettingResult, SweepResult, CSV_COLUMNS,
 };
-pub use shard::{fingerprint, merge_dir, run_shard, Merged, ShardFile, ShardSpec};
+pub use setting::{feature_sets, SettingError, SettingSpec};
+pub use shard::{fingerprint, merge_dir, run_shard, Merged, ShardError, ShardFile, ShardSpec, ShardSpecError};
 
 /// Most rounds a sweep may ask for.
 pub const MAX_ROUNDS: u32 = 1000;
@@ -188,13 +189,13 @@ impl Sweep {
 
     /// `--rounds`: with explicit `seeds`, at most as many as listed (the
     /// first `n` are used); otherwise `n` consecutive seeds from the first.
-    pub fn set_rounds(&mut self, n: u32) -> Result<(), String> {
+    pub fn set_rounds(&mut self, n: u32) -> Result<(), RoundsError> {
         if !(1..=MAX_ROUNDS).contains(&n) {
-            return Err(format!("--rounds {n}: expected 1..{MAX_ROUNDS}"));
+            return Err(RoundsError::Range(n));
         }
         if self.seeds_listed {
             if n as usize > self.seeds.len() {
-                return Err(format!("--rounds {n}: {} lists only {} seeds", self.path, self.seeds.len()));
+                return Err(RoundsError::TooFewSeeds { rounds: n, path: self.path.clone(), seeds: self.seeds.len() });
             }
             self.seeds.truncate(n as usize);
         } else {
@@ -204,13 +205,23 @@ impl Sweep {
     }
 }
 
+/// A `--rounds` the sweep cannot have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RoundsError {
+    #[error("--rounds {0}: expected 1..{MAX_ROUNDS}")]
+    Range(u32),
+    #[error("--rounds {rounds}: {path} lists only {seeds} seeds")]
+    TooFewSeeds { rounds: u32, path: String, seeds: usize },
+}
+
 /// `n` seeds from `first` up: round `r` runs with `first + r`.
 pub(crate) fn consecutive_seeds(first: u64, n: u32) -> Vec<u64> {
     (0..u64::from(n)).map(|r| first + r).collect()
 }
 
 /// A run that could not complete.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("setting `{setting}`, run {run} (seed {seed}): {message}")]
 pub struct SweepError {
     pub setting: String,
     /// 1-based, as printed.
@@ -218,11 +229,3 @@ pub struct SweepError {
     pub seed: u64,
     pub message: String,
 }
-
-impl fmt::Display for SweepError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "setting `{}`, run {} (seed {}): {}", self.setting, self.run, self.seed, self.message)
-    }
-}
-
-impl std::error::Error for SweepError {}

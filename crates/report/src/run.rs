@@ -1,37 +1,24 @@
-//! What every report shares (`run`, `analyze`, `real`, `vm`, `compare`): the
-//! analysis of one trace, the `--stalls`/`--grace` options, and the sections
-//! printed from it — the per-thread table, the measures, the longest stalls,
-//! work conservation, the cause table and the stall narratives.
+//! One run's report, simulated, real or read from a file: its analysis
+//! and the sections every command prints from it — the per-thread table,
+//! the measures, the longest stalls, work conservation, the cause table
+//! and the stall narratives.
 
-use clap::Args;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
 use schedlab_analysis::{
     analyze, attribute_stalls, measure, render_cause_table, render_measures, render_run_table, render_stall_narratives,
     render_work_conservation, work_conservation, AnalysisOptions, Attribution, AttributionOptions, MeasureResult,
     RunMetrics, WorkConsOptions, WorkConservation,
 };
 use schedlab_scenario::Scenario;
-use schedlab_topology::{parse_duration, CpuSet, MAX_CPUS};
+use schedlab_topology::{CpuSet, Topology, MAX_CPUS};
 use schedlab_trace::{Pid, TaskTable, Trace};
-use std::collections::BTreeMap;
-use std::path::Path;
 
-/// `schedlab_analysis::DEFAULT_GRACE_NS` as `--grace` takes it.
-const DEFAULT_GRACE: &str = "100us";
-
-/// The options of the stall and work-conservation sections.
-#[derive(Args, Clone)]
-pub struct ReportArgs {
-    /// Print the narratives (decision chains) of the first N stalls; 0 prints none.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub stalls: usize,
-    /// Work-conservation grace window: violations shorter than this are not
-    /// counted in the concurrent figures (Ipanema's concurrent work conservation).
-    #[arg(long, value_parser = parse_duration, default_value = DEFAULT_GRACE)]
-    pub grace: u64,
-}
+use crate::measures::measure_specs;
 
 /// The analysis of one run, simulated, real or read from a file.
-pub(crate) struct Report {
+pub struct Report {
     pub metrics: RunMetrics,
     pub workcons: WorkConservation,
     pub attribution: Attribution,
@@ -56,9 +43,25 @@ impl Report {
         let attribution =
             attribute_stalls(trace, &AttributionOptions { stall_threshold_ns: threshold_ns, end_ts: end_ns, allowed });
         let end = end_ns.unwrap_or(metrics.end_ts);
-        let specs = scenario.map(schedlab_sweep::measures::measure_specs).unwrap_or_default();
+        let specs = scenario.map(measure_specs).unwrap_or_default();
         let measures = specs.iter().map(|m| measure(trace, m, end)).collect();
         Report { metrics, workcons, attribution, measures }
+    }
+
+    /// [`Report::of`] a run of `scenario` up to `end_ns` at the scenario's
+    /// threshold, with per-thread rows only for `workload` (a real trace
+    /// names every task on the machine).
+    pub fn of_workload(
+        scenario: &Scenario,
+        trace: &Trace,
+        end_ns: u64,
+        allowed: BTreeMap<Pid, Vec<u32>>,
+        workload: &[Pid],
+        grace_ns: u64,
+    ) -> Report {
+        let mut r = Report::of(trace, Some(scenario), scenario.stall_threshold_ns, Some(end_ns), allowed, grace_ns);
+        r.retain_tasks(|pid| workload.contains(&pid));
+        r
     }
 
     /// Keep only the rows of the tasks `keep` accepts in the per-thread
@@ -75,37 +78,40 @@ impl Report {
 }
 
 /// The per-thread table, then the scenario's measures if it has any.
-pub(crate) fn print_table_and_measures(r: &Report) {
-    print!("{}", render_run_table(&r.metrics));
+pub fn render_table_and_measures(r: &Report) -> String {
+    let mut out = render_run_table(&r.metrics);
     if !r.measures.is_empty() {
-        println!();
-        println!("measures  (from the scenario's [[measure]] tables)");
-        print!("{}", render_measures(&r.measures));
+        out.push('\n');
+        out.push_str("measures  (from the scenario's [[measure]] tables)\n");
+        out.push_str(&render_measures(&r.measures));
     }
+    out
 }
 
 /// The longest stalls (when there were handoffs), work conservation, and
 /// (if there were stalls) the cause table and the narratives of the first
 /// `narratives` stalls.
-pub(crate) fn print_stalls_and_causes(r: &Report, table: &TaskTable, narratives: usize) {
+pub fn render_stalls_and_causes(r: &Report, table: &TaskTable, narratives: usize) -> String {
+    let mut out = String::new();
     let handoffs = r.handoffs();
     if handoffs > 0 {
-        print_stalls(&r.metrics, handoffs, table);
+        out.push_str(&render_stalls(&r.metrics, handoffs, table));
     }
-    print_workcons_and_causes(&r.workcons, &r.attribution, narratives);
+    out.push_str(&render_workcons_and_causes(&r.workcons, &r.attribution, narratives));
+    out
 }
 
-/// Every section of a run's report: [`print_table_and_measures`], then
-/// [`print_stalls_and_causes`].
-pub(crate) fn print_report(r: &Report, table: &TaskTable, narratives: usize) {
-    print_table_and_measures(r);
-    print_stalls_and_causes(r, table, narratives);
+/// Every section of a run's report: [`render_table_and_measures`], then
+/// [`render_stalls_and_causes`].
+pub fn render_report(r: &Report, table: &TaskTable, narratives: usize) -> String {
+    render_table_and_measures(r) + &render_stalls_and_causes(r, table, narratives)
 }
 
 /// "stalls N of M handoffs took >= T us", then the five longest, one line each.
-fn print_stalls(metrics: &RunMetrics, handoffs: u64, table: &TaskTable) {
-    println!();
-    println!(
+fn render_stalls(metrics: &RunMetrics, handoffs: u64, table: &TaskTable) -> String {
+    let mut out = String::from("\n");
+    let _ = writeln!(
+        out,
         "stalls    {} of {handoffs} handoffs took >= {} us ({:.3} %)",
         metrics.stalls.len(),
         metrics.stall_threshold_ns / 1000,
@@ -114,7 +120,8 @@ fn print_stalls(metrics: &RunMetrics, handoffs: u64, table: &TaskTable) {
     let mut worst: Vec<_> = metrics.stalls.iter().collect();
     worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
     for s in worst.iter().take(5) {
-        println!(
+        let _ = writeln!(
+            out,
             "          {:>8} us  {} -> {} on {} at {}.{:06} s",
             s.latency_ns / 1000,
             table.comm(s.waker_pid),
@@ -124,43 +131,108 @@ fn print_stalls(metrics: &RunMetrics, handoffs: u64, table: &TaskTable) {
             s.start_ts % 1_000_000_000 / 1000
         );
     }
+    out
 }
 
 /// Work conservation, then (if there were stalls) the cause table and the
 /// narratives of the first `narratives` stalls.
-fn print_workcons_and_causes(workcons: &WorkConservation, attribution: &Attribution, narratives: usize) {
-    println!();
-    println!(
+fn render_workcons_and_causes(workcons: &WorkConservation, attribution: &Attribution, narratives: usize) -> String {
+    let mut out = String::from("\n");
+    let _ = writeln!(
+        out,
         "work conservation: runnable tasks waiting while a CPU of their affinity is idle (strict, and >= {} us)",
         workcons.grace_ns / 1000
     );
-    print!("{}", render_work_conservation(workcons));
+    out.push_str(&render_work_conservation(workcons));
     if attribution.stalls.is_empty() {
-        return;
+        return out;
     }
-    println!();
-    println!(
+    out.push('\n');
+    let _ = writeln!(
+        out,
         "stall causes: {} stalls, {}.{:03} ms of handoff time",
         attribution.stalls.len(),
         attribution.total_ns / 1_000_000,
         attribution.total_ns / 1000 % 1000
     );
-    print!("{}", render_cause_table(attribution));
+    out.push_str(&render_cause_table(attribution));
     if narratives > 0 {
-        println!();
-        print!("{}", render_stall_narratives(attribution, narratives));
+        out.push('\n');
+        out.push_str(&render_stall_narratives(attribution, narratives));
+    }
+    out
+}
+
+/// What a simulated run's report says about the run before its tables.
+pub struct SimHeader<'a> {
+    pub scenario: &'a Scenario,
+    /// The machine it ran on, as the run resolved it.
+    pub machine: &'a Topology,
+    /// The kernel profile, its base slice on this machine, and the
+    /// features that differ from its defaults.
+    pub kernel: &'a str,
+    pub base_slice_ns: u64,
+    pub features_changed: &'a [String],
+    pub simulated_ns: u64,
+    pub seed: u64,
+    pub events: usize,
+    /// Wall seconds the simulation took.
+    pub wall_s: f64,
+    pub notes: &'a [String],
+}
+
+impl SimHeader<'_> {
+    /// The scenario, machine, kernel and run lines, then the notes.
+    pub fn render(&self) -> String {
+        let (s, topo) = (self.scenario, self.machine);
+        let mut out = String::new();
+        let _ = writeln!(out, "scenario  {} ({})", s.name, s.path);
+        if !s.description.is_empty() {
+            let _ = writeln!(out, "          {}", s.description);
+        }
+        let _ = writeln!(
+            out,
+            "machine   {}: {} CPUs, HZ={}, preempt={}, ITMT {}",
+            topo.name,
+            topo.nr_cpus(),
+            topo.hz,
+            topo.preempt.as_str(),
+            if topo.itmt_enabled { "on" } else { "off" }
+        );
+        let changed = self.features_changed;
+        let _ = writeln!(
+            out,
+            "kernel    {} (base slice {} us), features: {}",
+            self.kernel,
+            self.base_slice_ns / 1000,
+            if changed.is_empty() { "defaults".to_string() } else { changed.join(" ") }
+        );
+        let secs = self.wall_s.max(1e-9);
+        let _ = writeln!(
+            out,
+            "run       {} simulated, seed {}, {} events in {:.3} s wall ({:.0}x real time)",
+            fmt_secs(self.simulated_ns),
+            self.seed,
+            self.events,
+            secs,
+            self.simulated_ns as f64 / 1e9 / secs
+        );
+        for note in self.notes {
+            let _ = writeln!(out, "note      {note}");
+        }
+        out
     }
 }
 
 /// `ns` as seconds with milliseconds: `5.000 s`.
-pub(crate) fn fmt_secs(ns: u64) -> String {
+pub fn fmt_secs(ns: u64) -> String {
     format!("{}.{:03} s", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)
 }
 
 /// CPU ids as the kernel prints a cpulist (`0-3,8`), through
 /// [`CpuSet::to_cpulist`]. A trace from a machine larger than the model's
 /// [`MAX_CPUS`] can name CPUs a `CpuSet` cannot hold: those follow one by one.
-pub(crate) fn cpulist(cpus: impl IntoIterator<Item = usize>) -> String {
+pub fn cpulist(cpus: impl IntoIterator<Item = usize>) -> String {
     let (inside, mut beyond): (Vec<usize>, Vec<usize>) = cpus.into_iter().partition(|&c| c < MAX_CPUS);
     let mut out = inside.into_iter().collect::<CpuSet>().to_cpulist();
     beyond.sort_unstable();
@@ -174,32 +246,9 @@ pub(crate) fn cpulist(cpus: impl IntoIterator<Item = usize>) -> String {
     out
 }
 
-/// Write `trace` to `path` as ftrace text; errors name `flag`.
-pub(crate) fn write_ftrace(trace: &Trace, path: &Path, flag: &str) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    schedlab_trace::ftrace::write_ftrace(trace, &mut out)
-        .and_then(|()| std::io::Write::flush(&mut out))
-        .map_err(|e| format!("{flag} {}: {e}", path.display()))
-}
-
-/// Write `trace` to `path` as a Perfetto protobuf trace (`--perfetto`).
-pub(crate) fn write_perfetto(trace: &Trace, path: &Path) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("--perfetto {}: {e}", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    schedlab_trace::write_perfetto(trace, &mut out)
-        .and_then(|()| std::io::Write::flush(&mut out))
-        .map_err(|e| format!("--perfetto {}: {e}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_grace_default_is_the_analysis_default() {
-        assert_eq!(parse_duration(DEFAULT_GRACE), Ok(schedlab_analysis::DEFAULT_GRACE_NS));
-    }
 
     #[test]
     fn cpulists_join_runs_of_two_or_more() {
