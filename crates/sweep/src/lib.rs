@@ -11,7 +11,8 @@
 //! sweep counts the wakees' handoffs and stalls and their median, p99 and
 //! largest handoff; for the settings listed in `breakdown` it also
 //! classifies every stall ([`schedlab_analysis::stall_breakdown`]) and
-//! counts burst starts per CPU. [`render`] prints LKML-pasteable tables
+//! counts burst starts per CPU. The report layer (`schedlab_report`,
+//! re-exported here) makes the rest: [`render`] prints LKML-pasteable tables
 //! shaped like seed 000's "Results" and "Trace" tables; [`SweepResult`]
 //! serialises to JSON; [`render_csv`] gives one CSV row per run;
 //! [`compare`] and [`render_ab`] give the A/B comparison ([`ab`]).
@@ -70,11 +71,16 @@
 //! `features` add up. Unknown keys are errors, and every error names the
 //! file, line and column.
 //!
+//! On the command line (`schedlab diff --a/--b`, `schedlab vm --setting`)
+//! a setting's `features`, `itmt` and `kernel` are written as one string
+//! in the grammar of [`setting`]: `NO_DELAY_DEQUEUE,itmt=0,kernel=6.12`.
+//!
 //! Jobs run in parallel on the current rayon pool; each job analyses its trace
 //! and drops it before returning, so at most one trace per worker thread is
 //! alive. Results are in (setting, round) order whatever the pool size. The
 //! jobs can also be split over processes or machines and merged ([`shard`]).
 
+pub mod bench;
 mod file;
 mod progress;
 mod run;
