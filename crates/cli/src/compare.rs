@@ -19,8 +19,8 @@ use std::path::PathBuf;
 use crate::args::{FeaturesArg, SeedArg, TraceArg};
 use crate::error::{CliError, Result};
 use crate::output::write_ftrace;
-use crate::real::{print_real_header, real_run, RealSettings};
-use crate::vm::{alternate_sets, print_vm_header, run_lines, vm_runs, VmSettings};
+use crate::real::{real_header, real_run, RealSettings};
+use crate::vm::{alternate_sets, run_lines, vm_header, vm_runs, VmSettings};
 
 /// The analysis's grace window: compare shows only the strict unclaimed-idle
 /// figure, which no grace window changes, so it has no `--grace`.
@@ -134,8 +134,8 @@ pub fn compare(args: CompareArgs) -> Result {
         println!("note      (model) {note}");
     }
     match &vm_result {
-        Some(vm) => print_vm_header(vm),
-        None => print_real_header(run),
+        Some(vm) => print!("{}", vm_header(vm)),
+        None => print!("{}", real_header(run)),
     }
     if nruns > 1 {
         println!();
@@ -235,7 +235,7 @@ fn compare_settings(args: &CompareArgs) -> Result {
         scenario.topology.nr_cpus(),
         first_seed + rounds - 1
     );
-    print_vm_header(&vm);
+    print!("{}", vm_header(&vm));
     let labels: Vec<String> = vm.runs.iter().map(|r| setting_label(&alternate[r.setting])).collect();
     println!();
     println!("guest runs");

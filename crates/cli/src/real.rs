@@ -3,7 +3,7 @@
 //! `schedlab run` reports a simulation.
 
 use clap::Args;
-use schedlab_report::{cpulist, fmt_secs, render_report, AnalysisJson, RealJson, Report};
+use schedlab_report::{render_report, AnalysisJson, RealHeader, RealJson, Report};
 use schedlab_runner::{run_real, RealOptions, RealRun};
 use schedlab_scenario::Scenario;
 use schedlab_topology::parse_duration;
@@ -105,20 +105,20 @@ pub(crate) fn real_run(
 }
 
 /// The header lines of a real run: host, calibration, notes, capture.
-pub(crate) fn print_real_header(run: &RealRun) {
-    let cpus = cpulist(run.plan.host_cpus.iter().copied());
-    println!("host      Linux {}, CPUs {cpus}, worker pid {}", run.kernel, run.worker_pid);
-    println!("calibr.   {}", run.calibration.describe());
-    for note in &run.notes {
-        println!("note      {note}");
+pub(crate) fn real_header(run: &RealRun) -> String {
+    RealHeader {
+        kernel: &run.kernel,
+        host_cpus: &run.plan.host_cpus,
+        worker_pid: run.worker_pid,
+        calibration: run.calibration.describe(),
+        notes: &run.notes,
+        start_ns: run.start_ns,
+        end_ns: run.end_ns,
+        events_captured: run.events_captured,
+        events: run.trace.events.len(),
+        lost_events: run.lost_events,
     }
-    println!(
-        "run       {} on the host kernel; {} events captured, {} in the run's window, {} lost",
-        fmt_secs(run.end_ns - run.start_ns),
-        run.events_captured,
-        run.trace.events.len(),
-        run.lost_events
-    );
+    .render()
 }
 
 pub fn real(args: RealArgs) -> Result {
@@ -145,7 +145,7 @@ pub fn real(args: RealArgs) -> Result {
     if !scenario.description.is_empty() {
         println!("          {}", scenario.description);
     }
-    print_real_header(&run);
+    print!("{}", real_header(&run));
     println!();
     print!("{}", render_report(&report, &run.trace.table, args.report.stalls));
     if let Some(path) = &args.trace.trace {

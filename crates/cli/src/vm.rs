@@ -5,8 +5,8 @@
 
 use clap::Args;
 use schedlab_report::{
-    feature_changes, measure_runs, measures::measure_infos, measures::MeasureRun, render_measure_table, render_report,
-    render_runs, render_trace_paths, setting_label, trace_path, AnalysisJson, Report, RunLine, VmJson, VmRunJson,
+    measure_runs, measures::measure_infos, measures::MeasureRun, render_measure_table, render_report, render_runs,
+    render_trace_paths, setting_label, trace_path, AnalysisJson, GuestHeader, Report, RunLine, VmJson, VmRunJson,
 };
 use schedlab_runner::{assemble, RealRun};
 use schedlab_scenario::Scenario;
@@ -147,39 +147,26 @@ pub(crate) fn vm_runs(
 
 /// The guest's header lines: kernel, machine, accelerator, command line,
 /// settings as read back, timing.
-pub(crate) fn print_vm_header(r: &VmResult) {
-    println!(
-        "guest     {} (uname -r {}), {} vCPUs, {} MB; {}",
-        r.kernel_label, r.guest.kernel, r.cpus, r.memory_mb, r.accel.why
-    );
-    if r.icount {
-        println!("          -icount shift=0,sleep=off,align=off: guest time is virtual (1 instruction per ns)");
+pub(crate) fn vm_header(r: &VmResult) -> String {
+    GuestHeader {
+        kernel_label: &r.kernel_label,
+        kernel: &r.guest.kernel,
+        cpus: r.cpus,
+        memory_mb: r.memory_mb,
+        accel: &r.accel.why,
+        icount: r.icount,
+        kernel_cmdline: &r.kernel_cmdline,
+        applied: &r.guest.applied,
+        features_before: &r.guest.features_before,
+        features_after: &r.guest.features_after,
+        notes: &r.notes,
+        boot_s: r.boot_s,
+        uptime_at_init_s: r.guest.uptime_at_init_s,
+        run_walls_s: r.runs.iter().map(|r| r.wall_s).collect(),
+        total_s: r.total_s,
+        qemu_command: &r.qemu_command,
     }
-    println!("cmdline   {}", r.kernel_cmdline);
-    for a in &r.guest.applied {
-        println!("applied   {a}");
-    }
-    if r.guest.applied.is_empty() {
-        println!("applied   nothing: the guest kernel's defaults");
-    }
-    println!("features  {}", r.guest.features_after);
-    println!(
-        "          changed from the kernel's boot defaults: {}",
-        feature_changes(&r.guest.features_before, &r.guest.features_after)
-    );
-    for n in &r.notes {
-        println!("note      {n}");
-    }
-    let walls: Vec<String> = r.runs.iter().map(|r| format!("{:.1}", r.wall_s)).collect();
-    println!(
-        "time      boot {:.1} s (init at guest uptime {:.1} s), run{} {} s, total {:.1} s wall",
-        r.boot_s,
-        r.guest.uptime_at_init_s,
-        if walls.len() > 1 { "s" } else { "" },
-        walls.join(" "),
-        r.total_s
-    );
-    println!("qemu      {}", r.qemu_command);
+    .render()
 }
 
 pub fn vm(args: VmArgs) -> Result {
@@ -238,7 +225,7 @@ pub fn vm(args: VmArgs) -> Result {
     if !scenario.description.is_empty() {
         println!("          {}", scenario.description);
     }
-    print_vm_header(&result);
+    print!("{}", vm_header(&result));
     if !alternate.is_empty() {
         let sets: Vec<String> = alternate.iter().map(|s| setting_label(s)).collect();
         println!(

@@ -27,6 +27,7 @@ mod compare;
 mod diff;
 mod error;
 mod json;
+mod real;
 mod run;
 mod runs;
 pub mod workload;
@@ -36,8 +37,10 @@ pub use compare::{cause_rows, figures, side_by_side};
 pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;
 pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
+pub use real::{GuestHeader, RealHeader};
 pub use run::{
-    cpulist, fmt_secs, render_report, render_stalls_and_causes, render_table_and_measures, Report, SimHeader,
+    cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures, Report,
+    SimHeader,
 };
 pub use runs::{feature_changes, measure_runs, render_runs, render_trace_paths, setting_label, trace_path, RunLine};
 

@@ -224,6 +224,26 @@ impl SimHeader<'_> {
     }
 }
 
+/// One line per topology preset: size, HZ, preemption, ITMT, description
+/// (`schedlab topologies`).
+pub fn render_presets() -> String {
+    let mut out = String::new();
+    for n in Topology::preset_names() {
+        let t = Topology::preset(n).expect("preset names resolve");
+        let _ = writeln!(
+            out,
+            "{:<20} {:>4} CPUs  HZ={:<5} preempt={:<9} ITMT {}  {}",
+            n,
+            t.nr_cpus(),
+            t.hz,
+            t.preempt.as_str(),
+            if t.itmt_enabled { "on " } else { "off" },
+            t.description
+        );
+    }
+    out
+}
+
 /// `ns` as seconds with milliseconds: `5.000 s`.
 pub fn fmt_secs(ns: u64) -> String {
     format!("{}.{:03} s", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)

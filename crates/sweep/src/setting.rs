@@ -16,7 +16,7 @@
 //! a part says so ([`SettingSpec::features_only`]: a VM guest takes only
 //! sched_features).
 
-use schedlab_kernel::Profile;
+use schedlab_kernel::{Feature, Profile};
 
 /// A setting as typed, split into its parts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -104,6 +104,20 @@ impl SettingSpec {
 /// --setting`), each parsed as a setting that may hold only features.
 pub fn feature_sets(flag: &str, raw: &[String]) -> Result<Vec<Vec<String>>, SettingError> {
     raw.iter().map(|t| SettingSpec::parse(flag, t)?.features_only(flag)).collect()
+}
+
+/// The sched_features a setting may name, with `profile`'s defaults and
+/// whether the model implements each (`schedlab features`).
+pub fn render_features(profile: &Profile) -> String {
+    let mut out = format!("kernel profile {}: {}\n", profile.name, profile.description);
+    out.push_str(&format!("{:<24} {:<8} {:<10} description\n", "feature", "default", "modeled"));
+    for f in Feature::ALL {
+        let info = f.info();
+        let default = if profile.defaults.is_set(*f) { "on" } else { "off" };
+        let modeled = if info.not_modeled.is_none() { "yes" } else { "not yet" };
+        out.push_str(&format!("{:<24} {:<8} {:<10} {}\n", info.name, default, modeled, info.doc));
+    }
+    out
 }
 
 #[cfg(test)]
