@@ -1,34 +1,11 @@
-//! `schedlab bench`: how fast the simulator is — pure measurement, no
-//! assertions. Each benchmark runs `--reps` times and the median is printed,
-//! with the fastest and slowest run as the machine's noise.
-//!
-//! * `asym_min` (seed 000, 30 s on the 7950X model) and `rt-pi-push` (seed
-//!   003's probe): full simulations that keep the trace, as `schedlab run`
-//!   and `schedlab sweep` do. "events" are trace events (tracepoints,
-//!   decision events and workload markers); "steps" are engine events.
-//! * `schbench-spr` (seed 004): streamed, with the kernel's tracepoints off
-//!   and only the workload's markers folded into schbench's metrics (its
-//!   trace would not fit in memory: ~60 M events per simulated second).
-//! * the seed-000 sweep (`itmt-delay-dequeue.toml`, 4 settings × 5 rounds ×
-//!   30 s) on a pool of `--jobs` threads (default 2).
-//!
-//! Time is reported as wall time (median, fastest, slowest) and as the
-//! benchmark thread's CPU time (`/proc/thread-self/schedstat`; the sweep:
-//! the process's user + system time), and the rates are per CPU second, so
-//! the figures mean something on a shared, loaded machine.
-//!
-//! Peak RSS is the process's high-water mark (`VmHWM`, what getrusage's
-//! `ru_maxrss` reports), reset before each benchmark through
-//! `/proc/self/clear_refs` so each row shows its own peak.
+//! `schedlab bench`: how fast the simulator is (`schedlab_sweep::bench`).
 
 use clap::Args;
-use schedlab_analysis::SchbenchCollector;
-use schedlab_scenario::Scenario;
-use schedlab_sim::{simulate, simulate_streaming, SimOptions};
-use schedlab_sweep::{run_sweep, Sweep};
+use schedlab_sweep::bench::{bench as run_benchmarks, BenchOptions};
 use schedlab_topology::parse_duration;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
+
+use crate::error::Result;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -49,198 +26,13 @@ pub struct BenchArgs {
     pub only: Option<String>,
 }
 
-/// One repetition's figures.
-#[derive(Clone, Copy, Debug, Default)]
-struct Sample {
-    wall_s: f64,
-    /// CPU time the benchmark consumed (the machine may be shared: this is
-    /// the figure to compare with the targets).
-    cpu_s: f64,
-    simulated_s: f64,
-    events: u64,
-    steps: u64,
-    peak_rss_kib: u64,
-    rps: f64,
-}
-
-pub fn bench(args: BenchArgs) -> Result<(), String> {
-    let scenario = |name: &str| -> Result<Scenario, String> {
-        Scenario::load(&args.root.join("scenarios").join(name)).map_err(|e| e.to_string())
+pub fn bench(args: BenchArgs) -> Result {
+    let opts = BenchOptions {
+        reps: args.reps,
+        root: args.root,
+        schbench_duration: args.schbench_duration,
+        jobs: args.jobs,
+        only: args.only,
     };
-    let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
-    println!(
-        "{:<26} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>9}",
-        "benchmark", "wall ms", "min", "max", "cpu ms", "sim/cpu", "events/cpu-s", "steps/cpu-s", "peak MiB"
-    );
-    if wanted("asym_min") {
-        let s = scenario("asym_min.toml")?;
-        let opts =
-            SimOptions { duration_ns: Some(30_000_000_000), check_invariants: Some(false), ..Default::default() };
-        row("asym_min 30s (7950X)", &repeat(args.reps, || full(&s, &opts))?);
-    }
-    if wanted("rt-pi-push") {
-        let s = scenario("rt-pi-push.toml")?;
-        let opts = SimOptions { check_invariants: Some(false), ..Default::default() };
-        row("rt-pi-push (qemu-4)", &repeat(args.reps, || full(&s, &opts))?);
-    }
-    if wanted("schbench") {
-        let s = scenario("schbench-spr.toml")?;
-        let opts = SimOptions {
-            duration_ns: Some(args.schbench_duration),
-            check_invariants: Some(false),
-            ..Default::default()
-        };
-        let samples = repeat(args.reps, || streamed_schbench(&s, &opts))?;
-        let label = format!("schbench-spr {}s (SPR)", args.schbench_duration as f64 / 1e9);
-        row(&label, &samples);
-        let mut rps: Vec<f64> = samples.iter().map(|x| x.rps).collect();
-        rps.sort_by(f64::total_cmp);
-        println!("{:<26} average rps {:.2} (median run)", "", rps[rps.len() / 2]);
-    }
-    if wanted("sweep") {
-        let path = args.root.join("scenarios/sweeps/itmt-delay-dequeue.toml");
-        let samples = repeat(args.reps, || sweep(&path, args.jobs))?;
-        row(&format!("seed-000 sweep ({} threads)", args.jobs), &samples);
-    }
-    println!();
-    println!(
-        "targets (issue 9): asym_min >= 2000x real time; sweep <= 1 s wall on 2 cores; \
-         schbench >= 1x real time in <= 1 GiB; >= 20 M events/s per core on the 7950X scenario"
-    );
-    Ok(())
-}
-
-fn repeat(reps: u32, mut one: impl FnMut() -> Result<Sample, String>) -> Result<Vec<Sample>, String> {
-    (0..reps).map(|_| one()).collect()
-}
-
-/// A whole simulation that keeps its trace; a run shorter than 50 ms of CPU
-/// is repeated until it is not (the timers' resolution) and averaged.
-fn full(s: &Scenario, opts: &SimOptions) -> Result<Sample, String> {
-    reset_peak_rss();
-    let (t, c) = (Instant::now(), thread_cpu_s());
-    let mut runs = 0u32;
-    let (events, steps, end_ns) = loop {
-        let r = simulate(s, opts).map_err(|e| e.to_string())?;
-        runs += 1;
-        if thread_cpu_s() - c >= 0.05 || runs >= 10_000 {
-            break (r.trace.events.len() as u64, r.steps, r.end_ns);
-        }
-    };
-    let n = f64::from(runs);
-    Ok(Sample {
-        wall_s: t.elapsed().as_secs_f64() / n,
-        cpu_s: (thread_cpu_s() - c) / n,
-        simulated_s: end_ns as f64 / 1e9,
-        events,
-        steps,
-        peak_rss_kib: peak_rss_kib(),
-        rps: 0.0,
-    })
-}
-
-/// schbench streamed into its collector, kernel tracepoints off.
-fn streamed_schbench(s: &Scenario, opts: &SimOptions) -> Result<Sample, String> {
-    reset_peak_rss();
-    let (t, c) = (Instant::now(), thread_cpu_s());
-    let table =
-        schedlab_trace::TaskTable { objects: s.objects.iter().map(|o| o.name.clone()).collect(), ..Default::default() };
-    let mut collector = SchbenchCollector::new(&table, None);
-    let mut events = 0u64;
-    let r = simulate_streaming(
-        s,
-        opts,
-        &mut |e| {
-            events += 1;
-            collector.observe(e);
-        },
-        false,
-    )
-    .map_err(|e| e.to_string())?;
-    let report = collector.finish(r.end_ns);
-    Ok(Sample {
-        wall_s: t.elapsed().as_secs_f64(),
-        cpu_s: thread_cpu_s() - c,
-        simulated_s: r.end_ns as f64 / 1e9,
-        events,
-        steps: r.steps,
-        peak_rss_kib: peak_rss_kib(),
-        rps: report.average_rps,
-    })
-}
-
-fn sweep(path: &Path, jobs: usize) -> Result<Sample, String> {
-    let sweep = Sweep::load(path).map_err(|e| e.to_string())?;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().map_err(|e| e.to_string())?;
-    reset_peak_rss();
-    let (t, c) = (Instant::now(), process_cpu_s());
-    let result = pool.install(|| run_sweep(&sweep, &|_| {})).map_err(|e| e.to_string())?;
-    let (wall_s, cpu_s) = (t.elapsed().as_secs_f64(), process_cpu_s() - c);
-    let simulated_ns: u64 = result.settings.iter().flat_map(|s| s.runs.iter()).map(|r| r.simulated_ns).sum();
-    Ok(Sample {
-        wall_s,
-        cpu_s,
-        simulated_s: simulated_ns as f64 / 1e9,
-        peak_rss_kib: peak_rss_kib(),
-        ..Default::default()
-    })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn row(name: &str, samples: &[Sample]) {
-    let walls: Vec<f64> = samples.iter().map(|s| s.wall_s * 1e3).collect();
-    let wall = median(walls.clone());
-    let min = walls.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = walls.iter().copied().fold(0.0, f64::max);
-    let cpu = median(samples.iter().map(|s| s.cpu_s * 1e3).collect());
-    let ratio = median(samples.iter().map(|s| s.simulated_s / s.cpu_s.max(1e-9)).collect());
-    let per_cpu_s = |f: fn(&Sample) -> u64| median(samples.iter().map(|s| f(s) as f64 / s.cpu_s.max(1e-9)).collect());
-    let events = per_cpu_s(|s| s.events);
-    let steps = per_cpu_s(|s| s.steps);
-    let rss = samples.iter().map(|s| s.peak_rss_kib).max().unwrap_or(0) as f64 / 1024.0;
-    let fmt_rate = |r: f64| if r == 0.0 { "-".to_string() } else { format!("{:.2} M", r / 1e6) };
-    let fmt_ratio = |r: f64| if r >= 10.0 { format!("{r:.0}x") } else { format!("{r:.3}x") };
-    println!(
-        "{name:<26} {wall:>8.1} {min:>8.1} {max:>8.1} {cpu:>8.1} {:>10} {:>12} {:>10} {rss:>9.1}",
-        fmt_ratio(ratio),
-        fmt_rate(events),
-        fmt_rate(steps)
-    );
-}
-
-/// CPU time of the calling thread (`/proc/thread-self/schedstat`, ns on CPU).
-fn thread_cpu_s() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0.0, |ns| ns as f64 / 1e9)
-}
-
-/// CPU time of the whole process, user + system (`/proc/self/stat`, clock ticks of 10 ms).
-fn process_cpu_s() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
-    // Fields after the parenthesised comm: state is field 3, utime 14, stime 15.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return 0.0 };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    (ticks(11) + ticks(12)) as f64 / 100.0
-}
-
-/// Reset the process's peak RSS (Linux ≥ 4.0: writing 5 to clear_refs).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// Peak RSS in KiB (`VmHWM`; 0 where /proc is not available).
-fn peak_rss_kib() -> u64 {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    Ok(run_benchmarks(&opts, &mut |line| println!("{line}"))?)
 }

@@ -2,17 +2,21 @@
 //! library crates together; every rule lives in a crate.
 
 mod analyze;
+mod args;
 mod bench;
 mod compare;
 mod diff;
+mod error;
+mod output;
 mod real;
-mod report;
 mod run;
 mod sweep;
 mod vm;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+use crate::error::{CliError, Result};
 
 #[derive(Parser)]
 #[command(
@@ -106,47 +110,21 @@ fn main() -> ExitCode {
     }
 }
 
-fn features(kernel: &str) -> Result<(), String> {
-    let profile = schedlab_kernel::Profile::by_name(kernel).ok_or_else(|| {
-        format!(
-            "--kernel {kernel}: unknown kernel profile (expected one of: {})",
-            schedlab_kernel::Profile::NAMES.join(", ")
-        )
-    })?;
-    println!("kernel profile {}: {}", profile.name, profile.description);
-    println!("{:<24} {:<8} {:<10} description", "feature", "default", "modeled");
-    for f in schedlab_kernel::Feature::ALL {
-        let info = f.info();
-        let default = if profile.defaults.is_set(*f) { "on" } else { "off" };
-        let modeled = if info.not_modeled.is_none() { "yes" } else { "not yet" };
-        println!("{:<24} {:<8} {:<10} {}", info.name, default, modeled, info.doc);
-    }
+fn features(kernel: &str) -> Result {
+    let profile = schedlab_kernel::Profile::by_name(kernel)
+        .ok_or_else(|| CliError::UnknownProfile { name: kernel.to_string() })?;
+    print!("{}", schedlab_sweep::setting::render_features(&profile));
     Ok(())
 }
 
-fn topologies(name: Option<&str>) -> Result<(), String> {
-    use schedlab_topology::Topology;
+fn topologies(name: Option<&str>) -> Result {
     match name {
         Some(n) => {
-            let text = Topology::preset_text(n).ok_or_else(|| {
-                format!("unknown preset `{n}` (expected one of: {})", Topology::preset_names().join(", "))
-            })?;
+            let text = schedlab_topology::Topology::preset_text(n)
+                .ok_or_else(|| CliError::UnknownPreset { name: n.to_string() })?;
             print!("{text}");
         }
-        None => {
-            for n in Topology::preset_names() {
-                let t = Topology::preset(n).expect("preset names resolve");
-                println!(
-                    "{:<20} {:>4} CPUs  HZ={:<5} preempt={:<9} ITMT {}  {}",
-                    n,
-                    t.nr_cpus(),
-                    t.hz,
-                    t.preempt.as_str(),
-                    if t.itmt_enabled { "on " } else { "off" },
-                    t.description
-                );
-            }
-        }
+        None => print!("{}", schedlab_report::render_presets()),
     }
     Ok(())
 }

@@ -3,20 +3,20 @@
 //! A/B comparison, JSON or CSV.
 
 use clap::Args;
-use schedlab_sweep::{
-    compare, merge_dir, parse_ab_pair, render, render_ab, render_csv, run_shard, run_sweep, AbSpec, Bar, ShardSpec,
-    Sweep, SweepResult, MAX_ROUNDS,
-};
-use schedlab_topology::parse_duration;
+use schedlab_report::{compare, parse_ab_pair, render, render_ab, render_csv, AbSpec, SweepJson, SweepResult};
+use schedlab_sweep::{merge_dir, run_shard, run_sweep, Bar, ShardSpec, Sweep, MAX_ROUNDS};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use crate::args::{DurationArg, JsonArg};
+use crate::error::{CliError, Result};
+use crate::output::write_file;
 
 /// How to print a result: shared by `sweep` and `sweep-merge`.
 #[derive(Args)]
 pub struct OutputArgs {
-    /// Print the results as JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
     /// Write one CSV row per (setting, round) to FILE; `-` prints the CSV instead of the tables.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
@@ -34,9 +34,8 @@ pub struct SweepArgs {
     /// Rounds per setting (overrides the file's `rounds`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64))]
     pub rounds: Option<u32>,
-    /// Simulated duration of each run, e.g. 30s, 500ms (overrides the file's `duration`).
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<u64>,
+    #[command(flatten)]
+    pub duration: DurationArg,
     /// Simulations to run at once (default: one per CPU).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: Option<u32>,
@@ -68,14 +67,14 @@ pub struct MergeArgs {
     pub output: OutputArgs,
 }
 
-pub fn sweep(args: SweepArgs) -> Result<(), String> {
-    let mut sweep = Sweep::load(&args.sweep).map_err(|e| e.to_string())?;
+pub fn sweep(args: SweepArgs) -> Result {
+    let mut sweep = Sweep::load(&args.sweep)?;
     if let Some(r) = args.rounds {
         sweep.set_rounds(r)?;
     }
-    if let Some(d) = args.duration {
+    if let Some(d) = args.duration.duration {
         if d == 0 {
-            return Err("--duration must be longer than zero".into());
+            return Err(CliError::ZeroDuration.into());
         }
         sweep.duration_ns = Some(d);
     }
@@ -92,7 +91,7 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     if let Some(j) = args.jobs {
         pool = pool.num_threads(j as usize);
     }
-    let pool = pool.build().map_err(|e| format!("cannot start worker threads: {e}"))?;
+    let pool = pool.build().map_err(CliError::Pool)?;
     let threads = pool.current_num_threads();
     let on = |n: usize| format!("{n} simulation{} in", if n == 1 { "" } else { "s" });
     let wall = Instant::now();
@@ -110,7 +109,7 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
         let bar = Bar::new(total, &format!("shard {spec}"));
         let file = pool.install(|| run_shard(&sweep, spec, &|p| bar.update(p)));
         bar.finish();
-        let file = file.map_err(|e| e.to_string())?;
+        let file = file?;
         let path = file.write(dir)?;
         eprintln!("wrote {} ({} of {}; {})", path.display(), file.len(), sweep.jobs(), timing(file.len()));
         return Ok(());
@@ -119,7 +118,7 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let bar = Bar::new(sweep.jobs(), "");
     let result = pool.install(|| run_sweep(&sweep, &|p| bar.update(p)));
     bar.finish();
-    let result = result.map_err(|e| e.to_string())?;
+    let result = result?;
     if let Some(dir) = &args.plot {
         for path in schedlab_plot::write_sweep_plots(dir, &result)? {
             eprintln!("wrote {}", path.display());
@@ -129,13 +128,13 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     print(&result, sweep.ab.as_ref(), &args.output, timing)
 }
 
-pub fn sweep_merge(args: MergeArgs) -> Result<(), String> {
+pub fn sweep_merge(args: MergeArgs) -> Result {
     let merged = merge_dir(&args.dir, None)?;
     print(&merged.result, merged.ab.as_ref(), &args.output, None)
 }
 
 /// The A/B to run: the file's `[ab]`, with `--ab A,B` replacing its pair.
-fn ab_spec(result: &SweepResult, file: Option<&AbSpec>, cli: Option<&str>) -> Result<Option<AbSpec>, String> {
+fn ab_spec(result: &SweepResult, file: Option<&AbSpec>, cli: Option<&str>) -> Result<Option<AbSpec>> {
     let Some(arg) = cli else { return Ok(file.cloned()) };
     let names: Vec<&str> = result.settings.iter().map(|s| s.name.as_str()).collect();
     let (a, b) = parse_ab_pair(arg, &names)?;
@@ -145,35 +144,23 @@ fn ab_spec(result: &SweepResult, file: Option<&AbSpec>, cli: Option<&str>) -> Re
     Ok(Some(spec))
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("--csv {}: {e}", path.display()))
-}
-
 /// Print `result` as `out` asks; `timing` closes the text report. A failed
 /// A/B gate is an error (exit status 1) after everything is printed.
-fn print(
-    result: &SweepResult,
-    file_ab: Option<&AbSpec>,
-    out: &OutputArgs,
-    timing: Option<String>,
-) -> Result<(), String> {
+fn print(result: &SweepResult, file_ab: Option<&AbSpec>, out: &OutputArgs, timing: Option<String>) -> Result {
     let spec = ab_spec(result, file_ab, out.ab.as_deref())?;
     let ab = spec.as_ref().map(|s| compare(result, s)).transpose()?;
     let csv_stdout = out.csv.as_deref() == Some(Path::new("-"));
-    if csv_stdout && out.json {
-        return Err("--csv - and --json both print to stdout: choose one".into());
+    if csv_stdout && out.json.json {
+        return Err(CliError::CsvAndJson.into());
     }
     if let Some(path) = out.csv.as_deref().filter(|_| !csv_stdout) {
-        write_file(path, &render_csv(result))?;
+        write_file(path, &render_csv(result), "--csv")?;
     }
     if csv_stdout {
         print!("{}", render_csv(result));
-    } else if out.json {
-        let mut v = serde_json::to_value(result).map_err(|e| e.to_string())?;
-        if let (Some(ab), Some(map)) = (&ab, v.as_object_mut()) {
-            map.insert("ab".into(), serde_json::to_value(ab).map_err(|e| e.to_string())?);
-        }
-        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
+    } else if out.json.json {
+        let doc = SweepJson { format: schedlab_report::FORMAT_VERSION, result, ab: ab.as_ref() };
+        println!("{}", schedlab_report::to_json(&doc)?);
         if let Some(t) = &timing {
             eprintln!("{t}");
         }
@@ -191,7 +178,7 @@ fn print(
     match ab.and_then(|a| a.pass.is_some_and(|p| !p).then_some(a)) {
         Some(a) => {
             let failed: Vec<&str> = a.gates.iter().filter(|g| !g.pass).map(|g| g.gate.metric.key()).collect();
-            Err(format!("A/B gate failed ({} vs {}): {}", a.spec.b, a.spec.a, failed.join(", ")))
+            Err(CliError::GateFailed { a: a.spec.a.clone(), b: a.spec.b.clone(), failed: failed.join(", ") }.into())
         }
         None => Ok(()),
     }

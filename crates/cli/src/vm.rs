@@ -4,16 +4,21 @@
 //! row per run when there are several.
 
 use clap::Args;
+use schedlab_report::{
+    measure_runs, measures::measure_infos, measures::MeasureRun, render_measure_table, render_report, render_runs,
+    render_trace_paths, setting_label, trace_path, AnalysisJson, GuestHeader, Report, RunLine, VmJson, VmRunJson,
+};
 use schedlab_runner::{assemble, RealRun};
 use schedlab_scenario::Scenario;
-use schedlab_sweep::measures::{measure_infos, MeasureRun};
+use schedlab_sweep::feature_sets;
 use schedlab_topology::parse_duration;
 use schedlab_vm::{run_vm, Accel, VmOptions, VmResult};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::real::{analyze_run, load, options, RealSettings};
-use crate::report::{print_report, Report, ReportArgs};
+use crate::args::{FeaturesArg, JsonArg, ReportArgs, TraceArg};
+use crate::error::{CliError, Result};
+use crate::real::{analyze_real, load, options, RealSettings};
 
 /// The guest machine (shared with `schedlab compare --vm`).
 #[derive(Args, Clone)]
@@ -68,66 +73,36 @@ pub struct VmArgs {
     pub report: ReportArgs,
     #[command(flatten)]
     pub vm: VmSettings,
-    /// sched_features settings in debugfs syntax, written in the guest after
-    /// the scenario's own: --features NO_RT_PUSH_IPI,NO_DELAY_DEQUEUE.
-    #[arg(long, value_delimiter = ',')]
-    pub features: Vec<String>,
+    #[command(flatten)]
+    pub features: FeaturesArg,
     /// Alternate between feature sets in one boot (repeatable): each round of
     /// --runs runs the scenario once under each, in turn, and the report has a
-    /// row per set. A set is a comma list (`-` for none: the base state); a
-    /// feature only another set names is put back to its base state, e.g.
+    /// row per set. A set is a setting (`schedlab_sweep::setting`) of
+    /// sched_features only (`-` for none: the base state); a feature only
+    /// another set names is put back to its base state, e.g.
     /// --setting NO_RT_PUSH_IPI --setting RT_PUSH_IPI.
     #[arg(long = "setting", value_name = "FEATURES")]
     pub settings: Vec<String>,
-    /// Print the results as JSON instead of tables (guest, settings, and per
-    /// run its setting, features read back, metrics, measures, causes).
-    #[arg(long)]
-    pub json: bool,
-    /// Write each run's captured tracefs text (FILE, or FILE with .runN before
-    /// the extension when there are several runs).
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-}
-
-/// `--setting` values as feature lists (`-` is the empty set).
-pub(crate) fn parse_settings(raw: &[String]) -> Vec<Vec<String>> {
-    raw.iter()
-        .map(|s| if s.trim() == "-" { Vec::new() } else { s.split(',').map(|f| f.trim().to_string()).collect() })
-        .collect()
-}
-
-/// How a setting is named in tables.
-pub(crate) fn setting_label(set: &[String]) -> String {
-    if set.is_empty() {
-        "(base)".into()
-    } else {
-        set.join(",")
-    }
-}
-
-/// The trace file of run `i` (0-based) of `n`.
-pub(crate) fn trace_path(base: &Path, i: usize, n: usize) -> PathBuf {
-    if n == 1 {
-        return base.to_path_buf();
-    }
-    let stem = base.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let name = match base.extension() {
-        Some(ext) => format!("{stem}.run{}.{}", i + 1, ext.to_string_lossy()),
-        None => format!("{stem}.run{}", i + 1),
-    };
-    base.with_file_name(name)
-}
-
-/// One line per run's trace file written with `--trace base`: `what` and
-/// the run's number name it.
-pub(crate) fn print_trace_paths(base: &Path, n: usize, what: &str) {
-    for i in 0..n {
-        println!("trace     {} ({what} {}, tracefs text)", trace_path(base, i, n).display(), i + 1);
-    }
+    #[command(flatten)]
+    pub json: JsonArg,
+    #[command(flatten)]
+    pub trace: TraceArg,
 }
 
 /// A guest run and its analysis.
 pub(crate) type AnalysedRun = (RealRun, Report);
+
+/// The runs as the runs table takes them.
+pub(crate) fn run_lines(runs: &[AnalysedRun]) -> Vec<RunLine<'_>> {
+    runs.iter()
+        .map(|(run, r)| RunLine { events: run.trace.events.len(), lost_events: run.lost_events, report: r })
+        .collect()
+}
+
+/// The feature sets of `--setting`.
+pub(crate) fn alternate_sets(raw: &[String]) -> Result<Vec<Vec<String>>> {
+    Ok(feature_sets("--setting", raw)?)
+}
 
 /// Boot, run, and analyse each run as a real one (work conservation with
 /// `grace_ns`); with `trace`, run `i` of `n` is written to [`trace_path`].
@@ -138,7 +113,7 @@ pub(crate) fn vm_runs(
     alternate: &[Vec<String>],
     trace: Option<&Path>,
     grace_ns: u64,
-) -> Result<(Scenario, VmResult, Vec<AnalysedRun>), String> {
+) -> Result<(Scenario, VmResult, Vec<AnalysedRun>)> {
     let scenario = load(settings)?;
     let opts = VmOptions {
         kernel: vm.kernel.clone(),
@@ -162,8 +137,9 @@ pub(crate) fn vm_runs(
         let mut o = opts.real.clone();
         o.kernel_settings_applied = true;
         o.trace_out = trace.map(|t| trace_path(t, i, n));
-        let run = assemble(&scenario, &o, r.capture.clone()).map_err(|e| format!("run {}: {e}", i + 1))?;
-        let report = analyze_run(&scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), grace_ns);
+        let run =
+            assemble(&scenario, &o, r.capture.clone()).map_err(|e| CliError::Run { run: i + 1, why: e.to_string() })?;
+        let report = analyze_real(&scenario, &run, grace_ns);
         runs.push((run, report));
     }
     Ok((scenario, result, runs))
@@ -171,164 +147,85 @@ pub(crate) fn vm_runs(
 
 /// The guest's header lines: kernel, machine, accelerator, command line,
 /// settings as read back, timing.
-pub(crate) fn print_vm_header(r: &VmResult) {
-    println!(
-        "guest     {} (uname -r {}), {} vCPUs, {} MB; {}",
-        r.kernel_label, r.guest.kernel, r.cpus, r.memory_mb, r.accel.why
-    );
-    if r.icount {
-        println!("          -icount shift=0,sleep=off,align=off: guest time is virtual (1 instruction per ns)");
+pub(crate) fn vm_header(r: &VmResult) -> String {
+    GuestHeader {
+        kernel_label: &r.kernel_label,
+        kernel: &r.guest.kernel,
+        cpus: r.cpus,
+        memory_mb: r.memory_mb,
+        accel: &r.accel.why,
+        icount: r.icount,
+        kernel_cmdline: &r.kernel_cmdline,
+        applied: &r.guest.applied,
+        features_before: &r.guest.features_before,
+        features_after: &r.guest.features_after,
+        notes: &r.notes,
+        boot_s: r.boot_s,
+        uptime_at_init_s: r.guest.uptime_at_init_s,
+        run_walls_s: r.runs.iter().map(|r| r.wall_s).collect(),
+        total_s: r.total_s,
+        qemu_command: &r.qemu_command,
     }
-    println!("cmdline   {}", r.kernel_cmdline);
-    for a in &r.guest.applied {
-        println!("applied   {a}");
-    }
-    if r.guest.applied.is_empty() {
-        println!("applied   nothing: the guest kernel's defaults");
-    }
-    println!("features  {}", r.guest.features_after);
-    println!(
-        "          changed from the kernel's boot defaults: {}",
-        feature_changes(&r.guest.features_before, &r.guest.features_after)
-    );
-    for n in &r.notes {
-        println!("note      {n}");
-    }
-    let walls: Vec<String> = r.runs.iter().map(|r| format!("{:.1}", r.wall_s)).collect();
-    println!(
-        "time      boot {:.1} s (init at guest uptime {:.1} s), run{} {} s, total {:.1} s wall",
-        r.boot_s,
-        r.guest.uptime_at_init_s,
-        if walls.len() > 1 { "s" } else { "" },
-        walls.join(" "),
-        r.total_s
-    );
-    println!("qemu      {}", r.qemu_command);
+    .render()
 }
 
-/// `NO_RT_PUSH_IPI (was RT_PUSH_IPI)` for each feature whose state differs.
-pub(crate) fn feature_changes(before: &str, after: &str) -> String {
-    let was: Vec<&str> = before.split_whitespace().collect();
-    let changed: Vec<String> = after
-        .split_whitespace()
-        .filter(|f| !was.contains(f))
-        .map(|f| {
-            let old = f.strip_prefix("NO_").map_or_else(|| format!("NO_{f}"), str::to_string);
-            format!("{f} (was {old})")
-        })
-        .collect();
-    if changed.is_empty() {
-        "none".into()
-    } else {
-        changed.join(", ")
-    }
-}
-
-fn ms(ns: u64) -> String {
-    format!("{}.{:03} ms", ns / 1_000_000, ns / 1000 % 1000)
-}
-
-/// One line per run: capture size, handoffs, stalls, each measure.
-/// `labels`: each run's setting, when there are several.
-pub(crate) fn render_runs(scenario: &Scenario, runs: &[(RealRun, Report)], labels: &[String]) -> String {
-    let mut out = String::new();
-    let width = labels.iter().map(String::len).max().unwrap_or(0);
-    for (i, (run, r)) in runs.iter().enumerate() {
-        let mut cols = vec![format!("run {:>2}", i + 1)];
-        if let Some(l) = labels.get(i) {
-            cols.push(format!("{l:<width$}"));
-        }
-        cols.push(format!("{} events", run.trace.events.len()));
-        if run.lost_events > 0 {
-            cols.push(format!("{} lost", run.lost_events));
-        }
-        let handoffs = r.handoffs();
-        if handoffs > 0 {
-            let mut all: Vec<u64> = r.metrics.tasks.iter().flat_map(|t| t.handoff_samples.iter().copied()).collect();
-            all.sort_unstable();
-            let pct = |p: u32| schedlab_analysis::percentile(&all, p).map_or("-".into(), |v| format!("{}", v / 1000));
-            cols.push(format!(
-                "{} handoffs (p50 {} us, p99 {} us), {} stalls >= {} us ({:.1} %)",
-                handoffs,
-                pct(500),
-                pct(990),
-                r.metrics.stalls.len(),
-                scenario.stall_threshold_ns / 1000,
-                100.0 * r.metrics.stalls.len() as f64 / handoffs as f64
-            ));
-        }
-        for m in &r.measures {
-            let vals: Vec<String> = m.intervals_ns.iter().map(|&v| ms(v)).collect();
-            let open = m.unfinished_ns.map(|v| format!(" (open at end: {})", ms(v))).unwrap_or_default();
-            let shown = if vals.is_empty() { "-".to_string() } else { vals.join(", ") };
-            cols.push(format!("{}: {shown}{open}, moved {}", m.name, m.moved));
-        }
-        out.push_str(&cols.join("  "));
-        out.push('\n');
-    }
-    out
-}
-
-/// The measures of each run as the sweep keeps them.
-pub(crate) fn measure_runs(reports: &[&Report]) -> Vec<Vec<MeasureRun>> {
-    reports.iter().map(|r| r.measures.iter().map(MeasureRun::from).collect()).collect()
-}
-
-pub fn vm(args: VmArgs) -> Result<(), String> {
-    let alternate = parse_settings(&args.settings);
-    let (scenario, result, runs) =
-        vm_runs(&args.settings_real, &args.vm, &args.features, &alternate, args.trace.as_deref(), args.report.grace)?;
+pub fn vm(args: VmArgs) -> Result {
+    let alternate = alternate_sets(&args.settings)?;
+    let (scenario, result, runs) = vm_runs(
+        &args.settings_real,
+        &args.vm,
+        &args.features.features,
+        &alternate,
+        args.trace.trace.as_deref(),
+        args.report.grace,
+    )?;
     let labels: Vec<String> = if alternate.is_empty() {
         Vec::new()
     } else {
         result.runs.iter().map(|r| setting_label(&alternate[r.setting])).collect()
     };
-    if args.json {
-        let runs_json: Vec<serde_json::Value> = result
+    if args.json.json {
+        let runs_json = result
             .runs
             .iter()
             .zip(&runs)
-            .map(|(r, (run, report))| {
-                serde_json::json!({
-                    "setting": alternate.get(r.setting).map(|s| setting_label(s)),
-                    "features": r.features,
-                    "wall_s": r.wall_s,
-                    "window_ns": [run.start_ns, run.end_ns],
-                    "events": run.trace.events.len(),
-                    "lost_events": run.lost_events,
-                    "notes": run.notes,
-                    "threads": run.threads,
-                    "metrics": report.metrics,
-                    "work_conservation": report.workcons,
-                    "attribution": report.attribution,
-                    "measures": report.measures,
-                })
+            .map(|(r, (run, report))| VmRunJson {
+                setting: alternate.get(r.setting).map(|s| setting_label(s)),
+                features: &r.features,
+                wall_s: r.wall_s,
+                window_ns: [run.start_ns, run.end_ns],
+                events: run.trace.events.len(),
+                lost_events: run.lost_events,
+                notes: &run.notes,
+                threads: &run.threads,
+                analysis: AnalysisJson::from(report),
             })
             .collect();
-        let doc = serde_json::json!({
-            "scenario": scenario.name,
-            "kernel": result.kernel_label,
-            "guest": result.guest,
-            "accel": result.accel.why,
-            "icount": result.icount,
-            "cpus": result.cpus,
-            "memory_mb": result.memory_mb,
-            "kernel_cmdline": result.kernel_cmdline,
-            "qemu_command": result.qemu_command,
-            "boot_s": result.boot_s,
-            "total_s": result.total_s,
-            "notes": result.notes,
-            "settings": alternate,
-            "runs": runs_json,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        let doc = VmJson {
+            format: schedlab_report::FORMAT_VERSION,
+            scenario: &scenario.name,
+            kernel: &result.kernel_label,
+            guest: &result.guest,
+            accel: &result.accel.why,
+            icount: result.icount,
+            cpus: result.cpus,
+            memory_mb: result.memory_mb,
+            kernel_cmdline: &result.kernel_cmdline,
+            qemu_command: &result.qemu_command,
+            boot_s: result.boot_s,
+            total_s: result.total_s,
+            notes: &result.notes,
+            settings: &alternate,
+            runs: runs_json,
+        };
+        println!("{}", schedlab_report::to_json(&doc)?);
         return Ok(());
     }
     println!("scenario  {} ({})", scenario.name, scenario.path);
     if !scenario.description.is_empty() {
         println!("          {}", scenario.description);
     }
-    print_vm_header(&result);
+    print!("{}", vm_header(&result));
     if !alternate.is_empty() {
         let sets: Vec<String> = alternate.iter().map(|s| setting_label(s)).collect();
         println!(
@@ -347,9 +244,9 @@ pub fn vm(args: VmArgs) -> Result<(), String> {
     println!();
     if runs.len() == 1 {
         let (run, report) = &runs[0];
-        print_report(report, &run.trace.table, args.report.stalls);
+        print!("{}", render_report(report, &run.trace.table, args.report.stalls));
     } else {
-        print!("{}", render_runs(&scenario, &runs, &labels));
+        print!("{}", render_runs(scenario.stall_threshold_ns, &run_lines(&runs), &labels));
         if !scenario.measures.is_empty() {
             let per_run = measure_runs(&runs.iter().map(|(_, r)| r).collect::<Vec<_>>());
             let rows: Vec<(String, Vec<&[MeasureRun]>)> = if alternate.is_empty() {
@@ -365,42 +262,12 @@ pub fn vm(args: VmArgs) -> Result<(), String> {
                     .collect()
             };
             println!();
-            print!("{}", schedlab_sweep::render_measure_table(&measure_infos(&scenario), &rows));
+            print!("{}", render_measure_table(&measure_infos(&scenario), &rows));
         }
     }
-    if let Some(t) = &args.trace {
+    if let Some(t) = &args.trace.trace {
         println!();
-        print_trace_paths(t, runs.len(), "run");
+        print!("{}", render_trace_paths(t, runs.len(), "run"));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn feature_changes_name_old_and_new_state() {
-        assert_eq!(feature_changes("A NO_B C", "A NO_B C"), "none");
-        assert_eq!(
-            feature_changes("RT_PUSH_IPI DELAY_DEQUEUE", "NO_RT_PUSH_IPI DELAY_DEQUEUE"),
-            "NO_RT_PUSH_IPI (was RT_PUSH_IPI)"
-        );
-        assert_eq!(feature_changes("NO_HRTICK", "HRTICK"), "HRTICK (was NO_HRTICK)");
-    }
-
-    #[test]
-    fn settings_parse_and_label() {
-        let sets = parse_settings(&["NO_RT_PUSH_IPI".into(), "-".into(), "A, NO_B".into()]);
-        assert_eq!(sets, vec![vec!["NO_RT_PUSH_IPI".to_string()], vec![], vec!["A".to_string(), "NO_B".to_string()]]);
-        assert_eq!(setting_label(&sets[1]), "(base)");
-        assert_eq!(setting_label(&sets[2]), "A,NO_B");
-    }
-
-    #[test]
-    fn trace_paths_per_run() {
-        assert_eq!(trace_path(Path::new("/t/x.txt"), 0, 1), Path::new("/t/x.txt"));
-        assert_eq!(trace_path(Path::new("/t/x.txt"), 2, 5), Path::new("/t/x.run3.txt"));
-        assert_eq!(trace_path(Path::new("x"), 0, 2), Path::new("x.run1"));
-    }
 }

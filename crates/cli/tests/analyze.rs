@@ -178,7 +178,7 @@ fn simulated_run_round_trips_through_text() {
     let attribution =
         attribute_stalls(trace, &AttributionOptions { stall_threshold_ns: threshold, end_ts: None, allowed });
     let measures: Vec<_> =
-        schedlab_sweep::measures::measure_specs(&scenario).iter().map(|m| measure(trace, m, metrics.end_ts)).collect();
+        schedlab_report::measures::measure_specs(&scenario).iter().map(|m| measure(trace, m, metrics.end_ts)).collect();
     assert!(!metrics.stalls.is_empty(), "the run should have stalls to attribute");
 
     let doc = json(&["analyze", file.to_str().unwrap(), "--scenario", "scenarios/asym_min.toml"]);
@@ -207,7 +207,7 @@ fn damaged_capture_never_panics_the_analysis() {
     let sample = include_str!("../../trace/tests/data/pingpong-lost.trace");
     let lines: Vec<&str> = sample.lines().collect();
     let scenario = Scenario::load(&root().join(SCENARIO)).unwrap();
-    let specs = schedlab_sweep::measures::measure_specs(&scenario);
+    let specs = schedlab_report::measures::measure_specs(&scenario);
     assert!(!specs.is_empty(), "{SCENARIO} should have measures");
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move |n: usize| {

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use schedlab_analysis::{RunMetrics, StallStory};
-use schedlab_sweep::SweepResult;
+use schedlab_report::SweepResult;
 use schedlab_trace::{Pid, Trace};
 
 pub use cdf::{handoff_cdf_svg, Curve};
@@ -66,18 +66,28 @@ pub fn run_curves(metrics: &RunMetrics, group: &BTreeMap<Pid, String>) -> Vec<Cu
     curves
 }
 
-fn write(dir: &Path, name: &str, svg: &str) -> Result<PathBuf, String> {
-    let path = dir.join(name);
-    std::fs::write(&path, svg).map_err(|e| format!("--plot {}: {e}", path.display()))?;
-    Ok(path)
+/// A plot that could not be written: the file or directory, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("--plot {}: {source}", path.display())]
+pub struct PlotError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
 }
 
-fn create_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("--plot {}: {e}", dir.display()))
+fn write(dir: &Path, name: &str, svg: &str) -> Result<PathBuf, PlotError> {
+    let path = dir.join(name);
+    match std::fs::write(&path, svg) {
+        Ok(()) => Ok(path),
+        Err(source) => Err(PlotError { path, source }),
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), PlotError> {
+    std::fs::create_dir_all(dir).map_err(|source| PlotError { path: dir.to_path_buf(), source })
 }
 
 /// Write `DIR/handoff-cdf.svg` for a sweep; returns the path.
-pub fn write_sweep_plots(dir: &Path, result: &SweepResult) -> Result<Vec<PathBuf>, String> {
+pub fn write_sweep_plots(dir: &Path, result: &SweepResult) -> Result<Vec<PathBuf>, PlotError> {
     create_dir(dir)?;
     let runs = if result.rounds == 1 { "1 round".to_string() } else { format!("{} rounds", result.rounds) };
     let title =
@@ -104,7 +114,7 @@ pub struct RunPlots<'a> {
 
 /// Write `DIR/handoff-cdf.svg` and `DIR/stall-1.svg` … for the first
 /// `max_stalls` stalls; returns the paths written.
-pub fn write_run_plots(dir: &Path, p: &RunPlots) -> Result<Vec<PathBuf>, String> {
+pub fn write_run_plots(dir: &Path, p: &RunPlots) -> Result<Vec<PathBuf>, PlotError> {
     create_dir(dir)?;
     let curves = run_curves(p.metrics, &p.groups);
     let mut paths =

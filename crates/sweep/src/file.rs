@@ -18,9 +18,9 @@ use schedlab_topology::{parse_cpulist, parse_duration, Topology, MAX_CPUS};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
-use crate::ab::{parse_ab, RawAb};
 use crate::shard::{fnv1a, FNV_OFFSET};
 use crate::{consecutive_seeds, Setting, Sweep, MAX_ROUNDS};
+use schedlab_report::ab::{parse_ab, RawAb};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

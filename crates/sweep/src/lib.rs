@@ -11,7 +11,8 @@
 //! sweep counts the wakees' handoffs and stalls and their median, p99 and
 //! largest handoff; for the settings listed in `breakdown` it also
 //! classifies every stall ([`schedlab_analysis::stall_breakdown`]) and
-//! counts burst starts per CPU. [`render`] prints LKML-pasteable tables
+//! counts burst starts per CPU. The report layer (`schedlab_report`,
+//! re-exported here) makes the rest: [`render`] prints LKML-pasteable tables
 //! shaped like seed 000's "Results" and "Trace" tables; [`SweepResult`]
 //! serialises to JSON; [`render_csv`] gives one CSV row per run;
 //! [`compare`] and [`render_ab`] give the A/B comparison ([`ab`]).
@@ -70,39 +71,42 @@
 //! `features` add up. Unknown keys are errors, and every error names the
 //! file, line and column.
 //!
+//! On the command line (`schedlab diff --a/--b`, `schedlab vm --setting`)
+//! a setting's `features`, `itmt` and `kernel` are written as one string
+//! in the grammar of [`setting`]: `NO_DELAY_DEQUEUE,itmt=0,kernel=6.12`.
+//!
 //! Jobs run in parallel on the current rayon pool; each job analyses its trace
 //! and drops it before returning, so at most one trace per worker thread is
 //! alive. Results are in (setting, round) order whatever the pool size. The
 //! jobs can also be split over processes or machines and merged ([`shard`]).
 
-pub mod ab;
-mod export;
+pub mod bench;
 mod file;
-pub mod measures;
 mod progress;
-mod render;
 mod run;
+pub mod setting;
 pub mod shard;
-pub mod stats;
 mod wire;
 
-use std::fmt;
+// Results, statistics, A/B and rendering live in the report layer (a plot
+// or a merge needs them without the simulator); re-exported so that a
+// sweep's users find them where they always were.
+pub use schedlab_report::{ab, measures, stats};
+
 use std::path::Path;
 
 use schedlab_scenario::{CpuSet, InputError, Scenario};
 use schedlab_topology::Topology;
 
-pub use ab::{compare, parse_ab_pair, render_ab, AbReport, AbSpec};
-pub use export::{render_csv, CSV_COLUMNS};
 pub use file::AXIS_JOIN;
 pub use progress::Bar;
-pub use render::{
-    render, render_breakdown, render_burst_starts, render_measure_table, render_measures, render_summary,
+pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress};
+pub use schedlab_report::{
+    compare, parse_ab_pair, render, render_ab, render_breakdown, render_burst_starts, render_csv, render_measure_table,
+    render_measures, render_summary, AbReport, AbSpec, BurstStarts, RunResult, SettingResult, SweepResult, CSV_COLUMNS,
 };
-pub use run::{
-    assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress, RunResult, SettingResult, SweepResult,
-};
-pub use shard::{fingerprint, merge_dir, run_shard, Merged, ShardFile, ShardSpec};
+pub use setting::{feature_sets, SettingError, SettingSpec};
+pub use shard::{fingerprint, merge_dir, run_shard, Merged, ShardError, ShardFile, ShardSpec, ShardSpecError};
 
 /// Most rounds a sweep may ask for.
 pub const MAX_ROUNDS: u32 = 1000;
@@ -191,13 +195,13 @@ impl Sweep {
 
     /// `--rounds`: with explicit `seeds`, at most as many as listed (the
     /// first `n` are used); otherwise `n` consecutive seeds from the first.
-    pub fn set_rounds(&mut self, n: u32) -> Result<(), String> {
+    pub fn set_rounds(&mut self, n: u32) -> Result<(), RoundsError> {
         if !(1..=MAX_ROUNDS).contains(&n) {
-            return Err(format!("--rounds {n}: expected 1..{MAX_ROUNDS}"));
+            return Err(RoundsError::Range(n));
         }
         if self.seeds_listed {
             if n as usize > self.seeds.len() {
-                return Err(format!("--rounds {n}: {} lists only {} seeds", self.path, self.seeds.len()));
+                return Err(RoundsError::TooFewSeeds { rounds: n, path: self.path.clone(), seeds: self.seeds.len() });
             }
             self.seeds.truncate(n as usize);
         } else {
@@ -207,13 +211,23 @@ impl Sweep {
     }
 }
 
+/// A `--rounds` the sweep cannot have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RoundsError {
+    #[error("--rounds {0}: expected 1..{MAX_ROUNDS}")]
+    Range(u32),
+    #[error("--rounds {rounds}: {path} lists only {seeds} seeds")]
+    TooFewSeeds { rounds: u32, path: String, seeds: usize },
+}
+
 /// `n` seeds from `first` up: round `r` runs with `first + r`.
 pub(crate) fn consecutive_seeds(first: u64, n: u32) -> Vec<u64> {
     (0..u64::from(n)).map(|r| first + r).collect()
 }
 
 /// A run that could not complete.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("setting `{setting}`, run {run} (seed {seed}): {message}")]
 pub struct SweepError {
     pub setting: String,
     /// 1-based, as printed.
@@ -221,11 +235,3 @@ pub struct SweepError {
     pub seed: u64,
     pub message: String,
 }
-
-impl fmt::Display for SweepError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "setting `{}`, run {} (seed {}): {}", self.setting, self.run, self.seed, self.message)
-    }
-}
-
-impl std::error::Error for SweepError {}

@@ -35,9 +35,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ab::AbSpec;
-use crate::run::{assemble, run_jobs, skeleton, JobOutput, Progress, SweepResult};
+use crate::run::{assemble, run_jobs, skeleton, JobOutput, Progress};
 use crate::{Sweep, SweepError};
+use schedlab_report::AbSpec;
+use schedlab_report::SweepResult;
 
 /// `format` of a shard file.
 pub const SHARD_FORMAT: &str = "schedlab-sweep-shard/1";
@@ -52,25 +53,77 @@ pub struct ShardSpec {
     pub count: u32,
 }
 
-impl FromStr for ShardSpec {
-    type Err = String;
+/// A `--shard` value that is not `I/N`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShardSpecError {
+    #[error("`{0}`: expected I/N with 0 <= I < N, e.g. 0/4 (shard 0 of 4)")]
+    Syntax(String),
+    #[error("`{0}`: the shard count must be 1..{MAX_SHARDS}")]
+    Count(String),
+    #[error("`{text}`: shard index {index} is not below the count {count} (shards are 0..{})", count - 1)]
+    Index { text: String, index: u32, count: u32 },
+}
 
-    fn from_str(s: &str) -> Result<ShardSpec, String> {
-        let expected = || format!("`{s}`: expected I/N with 0 <= I < N, e.g. 0/4 (shard 0 of 4)");
+impl FromStr for ShardSpec {
+    type Err = ShardSpecError;
+
+    fn from_str(s: &str) -> Result<ShardSpec, ShardSpecError> {
+        let expected = || ShardSpecError::Syntax(s.to_string());
         let (i, n) = s.split_once('/').ok_or_else(expected)?;
         let num = |t: &str| t.trim().parse::<u32>().map_err(|_| expected());
         let (index, count) = (num(i)?, num(n)?);
         if count == 0 || count > MAX_SHARDS {
-            return Err(format!("`{s}`: the shard count must be 1..{MAX_SHARDS}"));
+            return Err(ShardSpecError::Count(s.to_string()));
         }
         if index >= count {
-            return Err(format!(
-                "`{s}`: shard index {index} is not below the count {count} (shards are 0..{})",
-                count - 1
-            ));
+            return Err(ShardSpecError::Index { text: s.to_string(), index, count });
         }
         Ok(ShardSpec { index, count })
     }
+}
+
+/// A shard file that cannot be written, read or merged. Paths are as
+/// displayed; `name` is a shard file's name in its directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    #[error("cannot create {dir}: {source}")]
+    Create { dir: String, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    #[error("{path}: cannot read: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path}: not a schedlab sweep shard: {source}")]
+    NotAShard { path: String, source: serde_json::Error },
+    #[error("{path}: shard format `{found}`, but this schedlab reads `{SHARD_FORMAT}`")]
+    WrongFormat { path: String, found: String },
+    #[error("{path}: not a schedlab sweep shard (no `format`)")]
+    NoFormat { path: String },
+    #[error("{path}: damaged shard file: {source}")]
+    Damaged { path: String, source: serde_json::Error },
+    #[error("{dir}: cannot list: {source}")]
+    List { dir: String, source: std::io::Error },
+    #[error("{dir}: no shard files (shard-I-of-N.json) to merge")]
+    NoShards { dir: String },
+    #[error("{dir}: shard files of different splits ({splits}): keep one split")]
+    MixedSplits { dir: String, splits: String },
+    #[error("{name}: holds shard {shard}/{shards}, not {spec}")]
+    WrongShard { name: String, shard: u32, shards: u32, spec: ShardSpec },
+    #[error(
+        "{name} comes from a different sweep or different options (hash {hash}, {against} {want}); rerun that shard or remove it"
+    )]
+    OtherSweep { name: String, hash: String, against: String, want: String },
+    #[error("{dir}: missing {file}")]
+    MissingShard { dir: String, file: String },
+    #[error("{name}: {total} jobs do not match {settings} settings × {rounds} rounds")]
+    JobCount { name: String, total: usize, settings: usize, rounds: u32 },
+    #[error("{name}: job {job} is not one of this shard's jobs")]
+    NotItsJob { name: String, job: usize },
+    #[error("{name}: job {job} appears twice")]
+    JobTwice { name: String, job: usize },
+    #[error("{dir}: job {job} is missing from {file}")]
+    MissingJob { dir: String, job: usize, file: String },
 }
 
 impl fmt::Display for ShardSpec {
@@ -140,32 +193,31 @@ impl ShardFile {
 
     /// Write `dir/shard-I-of-N.json` (creating `dir`), through a temporary
     /// file renamed into place so a reader never sees half a shard.
-    pub fn write(&self, dir: &Path) -> Result<PathBuf, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, ShardError> {
+        std::fs::create_dir_all(dir).map_err(|source| ShardError::Create { dir: dir.display().to_string(), source })?;
         let spec = ShardSpec { index: self.shard, count: self.shards };
         let path = dir.join(spec.file_name());
         let tmp = dir.join(format!(".{}.tmp-{}", spec.file_name(), std::process::id()));
-        let mut text = serde_json::to_string(self).map_err(|e| e.to_string())?;
+        let mut text = serde_json::to_string(self)?;
         text.push('\n');
-        std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&tmp, text).map_err(|source| ShardError::Write { path: tmp.display().to_string(), source })?;
+        std::fs::rename(&tmp, &path)
+            .map_err(|source| ShardError::Write { path: path.display().to_string(), source })?;
         Ok(path)
     }
 
     /// Read and check one shard file.
-    pub fn read(path: &Path) -> Result<ShardFile, String> {
-        let shown = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    pub fn read(path: &Path) -> Result<ShardFile, ShardError> {
+        let shown = || path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ShardError::Read { path: shown(), source })?;
         let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("{shown}: not a schedlab sweep shard: {e}"))?;
+            serde_json::from_str(&text).map_err(|source| ShardError::NotAShard { path: shown(), source })?;
         match v.get("format").and_then(|f| f.as_str()) {
             Some(SHARD_FORMAT) => {}
-            Some(other) => {
-                return Err(format!("{shown}: shard format `{other}`, but this schedlab reads `{SHARD_FORMAT}`"))
-            }
-            None => return Err(format!("{shown}: not a schedlab sweep shard (no `format`)")),
+            Some(other) => return Err(ShardError::WrongFormat { path: shown(), found: other.to_string() }),
+            None => return Err(ShardError::NoFormat { path: shown() }),
         }
-        serde_json::from_value(v).map_err(|e| format!("{shown}: damaged shard file: {e}"))
+        serde_json::from_value(v).map_err(|source| ShardError::Damaged { path: shown(), source })
     }
 }
 
@@ -199,11 +251,12 @@ pub struct Merged {
 }
 
 /// The shard files in `dir`, by name.
-fn shard_paths(dir: &Path) -> Result<Vec<(ShardSpec, PathBuf)>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
+fn shard_paths(dir: &Path) -> Result<Vec<(ShardSpec, PathBuf)>, ShardError> {
+    let list = |source| ShardError::List { dir: dir.display().to_string(), source };
+    let entries = std::fs::read_dir(dir).map_err(list)?;
     let mut out = Vec::new();
     for e in entries {
-        let e = e.map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
+        let e = e.map_err(list)?;
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(core) = name.strip_prefix("shard-").and_then(|n| n.strip_suffix(".json")) else { continue };
         let Some((i, n)) = core.split_once("-of-") else { continue };
@@ -219,20 +272,17 @@ fn shard_paths(dir: &Path) -> Result<Vec<(ShardSpec, PathBuf)>, String> {
 /// --merge DIR`), every shard must come from it and its options, and the
 /// report describes it as given now; without (`schedlab sweep-merge DIR`),
 /// the shards must agree with each other and shard 0 describes the sweep.
-pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
+pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, ShardError> {
+    let shown = || dir.display().to_string();
     let paths = shard_paths(dir)?;
     if paths.is_empty() {
-        return Err(format!("{}: no shard files (shard-I-of-N.json) to merge", dir.display()));
+        return Err(ShardError::NoShards { dir: shown() });
     }
     let counts: Vec<u32> = paths.iter().map(|(s, _)| s.count).collect();
     if counts.iter().any(|&c| c != counts[0]) {
         let mut seen: Vec<String> = counts.iter().map(|c| format!("of-{c}")).collect();
         seen.dedup();
-        return Err(format!(
-            "{}: shard files of different splits ({}): keep one split",
-            dir.display(),
-            seen.join(", ")
-        ));
+        return Err(ShardError::MixedSplits { dir: shown(), splits: seen.join(", ") });
     }
     let count = counts[0];
     let expected_hash = sweep.map(fingerprint);
@@ -241,7 +291,7 @@ pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
         let f = ShardFile::read(path)?;
         let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         if (f.shard, f.shards) != (spec.index, spec.count) {
-            return Err(format!("{name}: holds shard {}/{}, not {spec}", f.shard, f.shards));
+            return Err(ShardError::WrongShard { name, shard: f.shard, shards: f.shards, spec: *spec });
         }
         let (want, against) = match (&expected_hash, files.first()) {
             (Some(h), _) => (h.clone(), "this sweep file and these options have".to_string()),
@@ -249,16 +299,13 @@ pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
             (None, None) => (f.hash.clone(), String::new()),
         };
         if f.hash != want {
-            return Err(format!(
-                "{name} comes from a different sweep or different options (hash {}, {against} {want}); rerun that shard or remove it",
-                f.hash
-            ));
+            return Err(ShardError::OtherSweep { name, hash: f.hash, against, want });
         }
         files.push((name, f));
     }
     for i in 0..count {
         if !files.iter().any(|(_, f)| f.shard == i) {
-            return Err(format!("{}: missing {}", dir.display(), ShardSpec { index: i, count }.file_name()));
+            return Err(ShardError::MissingShard { dir: shown(), file: ShardSpec { index: i, count }.file_name() });
         }
     }
     let skel = match sweep {
@@ -268,7 +315,8 @@ pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
     let nsettings = skel.settings.len();
     let total = files[0].1.jobs;
     if total != nsettings * skel.rounds as usize {
-        return Err(format!("{}: {total} jobs do not match {nsettings} settings × {} rounds", files[0].0, skel.rounds));
+        let name = files[0].0.clone();
+        return Err(ShardError::JobCount { name, total, settings: nsettings, rounds: skel.rounds });
     }
     let mut seen = vec![false; total];
     let mut outputs = Vec::with_capacity(total);
@@ -279,17 +327,17 @@ pub fn merge_dir(dir: &Path, sweep: Option<&Sweep>) -> Result<Merged, String> {
             let in_order =
                 rec.job < total && rec.setting == rec.job % nsettings && rec.round as usize == rec.job / nsettings;
             if !in_order || !spec.owns(rec.job) {
-                return Err(format!("{name}: job {} is not one of this shard's jobs", rec.job));
+                return Err(ShardError::NotItsJob { name, job: rec.job });
             }
             if std::mem::replace(&mut seen[rec.job], true) {
-                return Err(format!("{name}: job {} appears twice", rec.job));
+                return Err(ShardError::JobTwice { name, job: rec.job });
             }
             outputs.push(rec);
         }
     }
     if let Some(j) = seen.iter().position(|s| !s) {
         let spec = ShardSpec { index: (j % count as usize) as u32, count };
-        return Err(format!("{}: job {j} is missing from {}", dir.display(), spec.file_name()));
+        return Err(ShardError::MissingJob { dir: shown(), job: j, file: spec.file_name() });
     }
     Ok(Merged { result: assemble(&skel, outputs), ab, shards: count })
 }

@@ -97,7 +97,7 @@ fn metrics_are_welch_on_per_round_values() {
     assert!(lo <= mb - ma && mb - ma <= hi);
     let p99 = &rep.metrics[2];
     assert_eq!((p99.metric, p99.mean_a, p99.mean_b), (Metric::P99Handoff, Some(800_000.0), Some(5_500.0)));
-    assert!(compare(&r, &AbSpec::new("defaults", "nope")).unwrap_err().contains("no setting named `nope`"));
+    assert!(compare(&r, &AbSpec::new("defaults", "nope")).unwrap_err().to_string().contains("no setting named `nope`"));
 }
 
 fn comparison(metric: Metric, mean_a: f64, diff: f64, p: Option<f64>) -> MetricComparison {
@@ -219,14 +219,14 @@ fn ab_pairs_from_the_command_line() {
         parse_ab_pair("a, with a comma,defaults", &names).unwrap(),
         ("a, with a comma".into(), "defaults".into())
     );
-    let e = parse_ab_pair("defaults,NO_SUCH", &names).unwrap_err();
+    let e = parse_ab_pair("defaults,NO_SUCH", &names).unwrap_err().to_string();
     assert!(e.contains("no setting named `NO_SUCH`") && e.contains("`NO_DELAY_DEQUEUE`"), "{e}");
-    assert!(parse_ab_pair("defaults", &names).unwrap_err().contains("expected two settings as A,B"));
-    assert!(parse_ab_pair("defaults,defaults", &names).unwrap_err().contains("the same setting"));
+    assert!(parse_ab_pair("defaults", &names).unwrap_err().to_string().contains("expected two settings as A,B"));
+    assert!(parse_ab_pair("defaults,defaults", &names).unwrap_err().to_string().contains("the same setting"));
     // "a" + " with a comma,defaults"? no; "a, with a comma" + "defaults"? yes, and
     // "a, with a comma,a" splits two ways only if both halves are names.
     let amb = ["x", "x,x", "y"];
-    assert!(parse_ab_pair("x,x,x", &amb).unwrap_err().contains("ambiguous"));
+    assert!(parse_ab_pair("x,x,x", &amb).unwrap_err().to_string().contains("ambiguous"));
 }
 
 fn scenarios() -> &'static Path {

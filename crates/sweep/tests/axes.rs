@@ -33,7 +33,7 @@ fn explicit_seeds() {
     let mut listed = s.clone();
     listed.set_rounds(2).unwrap();
     assert_eq!((listed.rounds(), listed.seeds(), listed.jobs()), (2, &[5, 1][..], 2));
-    assert!(listed.set_rounds(3).unwrap_err().contains("lists only 2 seeds"));
+    assert!(listed.set_rounds(3).unwrap_err().to_string().contains("lists only 2 seeds"));
     let mut counted = parse(&format!("{HEAD}seed = 4\nrounds = 2\n[[setting]]\nname = \"x\"\n")).unwrap();
     assert_eq!(counted.seeds(), [4, 5]);
     counted.set_rounds(4).unwrap();

@@ -48,7 +48,7 @@ fn shard_specs() {
         ("-1/2", "expected I/N"),
         ("1/2/3", "expected I/N"),
     ] {
-        let e = bad.parse::<ShardSpec>().unwrap_err();
+        let e = bad.parse::<ShardSpec>().unwrap_err().to_string();
         assert!(e.contains(msg), "{bad}: {e}");
     }
 }
@@ -155,17 +155,17 @@ fn mismatched_shards_are_refused() {
     let s = sweep(SWEEP);
     let dir = tmp("bad");
     run_shard(&s, ShardSpec { index: 0, count: 2 }, &|_| {}).unwrap().write(&dir).unwrap();
-    let e = merge_dir(&dir, Some(&s)).unwrap_err();
+    let e = merge_dir(&dir, Some(&s)).unwrap_err().to_string();
     assert!(e.ends_with("missing shard-1-of-2.json"), "{e}");
 
     // Shard 1 of another sweep: the same settings for a different duration.
     let other = sweep(&SWEEP.replace("100ms", "50ms"));
     assert_ne!(fingerprint(&s), fingerprint(&other));
     run_shard(&other, ShardSpec { index: 1, count: 2 }, &|_| {}).unwrap().write(&dir).unwrap();
-    let e = merge_dir(&dir, None).unwrap_err();
+    let e = merge_dir(&dir, None).unwrap_err().to_string();
     assert!(e.starts_with("shard-1-of-2.json comes from a different sweep or different options"), "{e}");
     assert!(e.contains("shard-0-of-2.json has"), "{e}");
-    let e = merge_dir(&dir, Some(&other)).unwrap_err();
+    let e = merge_dir(&dir, Some(&other)).unwrap_err().to_string();
     assert!(e.starts_with("shard-0-of-2.json comes from a different sweep"), "{e}");
     assert!(e.contains("this sweep file and these options have"), "{e}");
 
@@ -173,19 +173,19 @@ fn mismatched_shards_are_refused() {
     let mut fewer = sweep(SWEEP);
     fewer.set_rounds(2).unwrap();
     assert_ne!(fingerprint(&s), fingerprint(&fewer));
-    assert!(fewer.set_rounds(4).unwrap_err().contains("lists only 2 seeds"));
+    assert!(fewer.set_rounds(4).unwrap_err().to_string().contains("lists only 2 seeds"));
 
     // Two different splits, junk, and an empty directory.
     std::fs::remove_file(dir.join("shard-1-of-2.json")).unwrap();
     run_shard(&s, ShardSpec { index: 0, count: 3 }, &|_| {}).unwrap().write(&dir).unwrap();
-    assert!(merge_dir(&dir, None).unwrap_err().contains("shard files of different splits (of-2, of-3)"));
+    assert!(merge_dir(&dir, None).unwrap_err().to_string().contains("shard files of different splits (of-2, of-3)"));
     std::fs::remove_file(dir.join("shard-0-of-3.json")).unwrap();
     std::fs::write(dir.join("shard-1-of-2.json"), "{\"format\": \"something-else/9\"}").unwrap();
-    assert!(merge_dir(&dir, None).unwrap_err().contains("shard format `something-else/9`"));
+    assert!(merge_dir(&dir, None).unwrap_err().to_string().contains("shard format `something-else/9`"));
     std::fs::write(dir.join("shard-1-of-2.json"), "not json").unwrap();
-    assert!(merge_dir(&dir, None).unwrap_err().contains("not a schedlab sweep shard"));
+    assert!(merge_dir(&dir, None).unwrap_err().to_string().contains("not a schedlab sweep shard"));
     let empty = tmp("empty");
-    assert!(merge_dir(&empty, None).unwrap_err().contains("no shard files"));
+    assert!(merge_dir(&empty, None).unwrap_err().to_string().contains("no shard files"));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&empty);
 }

@@ -66,7 +66,7 @@ impl From<&MeasureResult> for MeasureRun {
     }
 }
 
-pub(crate) fn measure_run(trace: &Trace, specs: &[MeasureSpec], end_ns: u64) -> Vec<MeasureRun> {
+pub fn measure_run(trace: &Trace, specs: &[MeasureSpec], end_ns: u64) -> Vec<MeasureRun> {
     specs.iter().map(|spec| MeasureRun::from(&measure(trace, spec, end_ns))).collect()
 }
 

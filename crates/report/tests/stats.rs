@@ -2,7 +2,7 @@
 //! 30-digit arithmetic (mpmath's `betainc`), and the bootstrap on a
 //! synthetic example whose true difference is known.
 
-use schedlab_sweep::stats::{bootstrap_ci, inc_beta, ln_gamma, mean, t_two_sided_p, variance, welch, SplitMix64};
+use schedlab_report::stats::{bootstrap_ci, inc_beta, ln_gamma, mean, t_two_sided_p, variance, welch, SplitMix64};
 
 #[track_caller]
 fn close(got: f64, want: f64, tol: f64) {

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use schedlab_analysis::{Arrival, StallBreakdown};
 
 use crate::measures::{measure_row, MeasureInfo, MeasureRun};
-use crate::run::BurstStarts;
+use crate::results::BurstStarts;
 use crate::stats::mean;
 use crate::{SettingResult, SweepResult};
 

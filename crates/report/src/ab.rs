@@ -191,11 +191,11 @@ pub struct AbReport {
 
 /// Compare `spec.b` against `spec.a` in `r`. Errors if either is not a
 /// setting of the sweep.
-pub fn compare(r: &SweepResult, spec: &AbSpec) -> Result<AbReport, String> {
+pub fn compare(r: &SweepResult, spec: &AbSpec) -> Result<AbReport, AbError> {
     let names: Vec<&str> = r.settings.iter().map(|s| s.name.as_str()).collect();
     for side in [&spec.a, &spec.b] {
         if !names.contains(&side.as_str()) {
-            return Err(unknown_setting(side, &names));
+            return Err(AbError::UnknownSetting { name: side.clone(), names: owned(&names) });
         }
     }
     let metrics: Vec<MetricComparison> = Metric::ALL
@@ -289,30 +289,47 @@ fn p_value(p: f64) -> String {
     }
 }
 
-fn unknown_setting(name: &str, names: &[&str]) -> String {
+fn unknown_setting<S: AsRef<str>>(name: &str, names: &[S]) -> String {
     format!(
         "no setting named `{name}` (settings: {})",
-        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        names.iter().map(|n| format!("`{}`", n.as_ref())).collect::<Vec<_>>().join(", ")
     )
+}
+
+fn owned(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+/// An A/B pair that does not name two settings of the sweep.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AbError {
+    #[error("{}", unknown_setting(name, names))]
+    UnknownSetting { name: String, names: Vec<String> },
+    #[error("--ab {arg}: A and B are the same setting")]
+    SameSetting { arg: String },
+    #[error("--ab {arg}: expected two settings as A,B; {}", unknown_setting(first, names))]
+    NotAPair { arg: String, first: String, names: Vec<String> },
+    #[error("--ab {arg}: ambiguous, the commas split it into settings more than one way")]
+    Ambiguous { arg: String },
 }
 
 /// `--ab A,B`: two setting names separated by a comma. Setting names may
 /// contain commas themselves, so every comma is tried and exactly one split
 /// must name two different settings.
-pub fn parse_ab_pair(arg: &str, names: &[&str]) -> Result<(String, String), String> {
+pub fn parse_ab_pair(arg: &str, names: &[&str]) -> Result<(String, String), AbError> {
     let splits: Vec<(&str, &str)> = arg
         .match_indices(',')
         .map(|(i, _)| (arg[..i].trim(), arg[i + 1..].trim()))
         .filter(|(a, b)| names.contains(a) && names.contains(b))
         .collect();
     match splits.as_slice() {
-        [(a, b)] if a == b => Err(format!("--ab {arg}: A and B are the same setting")),
+        [(a, b)] if a == b => Err(AbError::SameSetting { arg: arg.to_string() }),
         [(a, b)] => Ok((a.to_string(), b.to_string())),
         [] => {
             let first = arg.split(',').map(str::trim).find(|p| !names.contains(p)).unwrap_or(arg);
-            Err(format!("--ab {arg}: expected two settings as A,B; {}", unknown_setting(first, names)))
+            Err(AbError::NotAPair { arg: arg.to_string(), first: first.to_string(), names: owned(names) })
         }
-        _ => Err(format!("--ab {arg}: ambiguous, the commas split it into settings more than one way")),
+        _ => Err(AbError::Ambiguous { arg: arg.to_string() }),
     }
 }
 
@@ -398,7 +415,7 @@ pub fn render_ab(rep: &AbReport) -> String {
 /// `[ab]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawAb {
+pub struct RawAb {
     a: Spanned<String>,
     b: Spanned<String>,
     alpha: Option<Spanned<f64>>,
@@ -409,11 +426,11 @@ pub(crate) struct RawAb {
 
 /// Check `[ab]` against the sweep's setting names. `err` locates a message
 /// at a span of the file.
-pub(crate) fn parse_ab(
+pub fn parse_ab(
     raw: &RawAb,
     names: &[&str],
-    err: &dyn Fn(std::ops::Range<usize>, String) -> crate::InputError,
-) -> Result<AbSpec, crate::InputError> {
+    err: &dyn Fn(std::ops::Range<usize>, String) -> schedlab_scenario::InputError,
+) -> Result<AbSpec, schedlab_scenario::InputError> {
     for side in [&raw.a, &raw.b] {
         if !names.contains(&side.get_ref().as_str()) {
             return Err(err(side.span(), format!("`ab`: {}", unknown_setting(side.get_ref(), names))));

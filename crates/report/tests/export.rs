@@ -1,6 +1,6 @@
 //! The CSV export: header and rows, character for character.
 
-use schedlab_sweep::{render_csv, RunResult, SettingResult, SweepResult, CSV_COLUMNS};
+use schedlab_report::{render_csv, RunResult, SettingResult, SweepResult, CSV_COLUMNS};
 
 fn run(n: u32, stalls: u64, handoffs: u64, p99: Option<u64>) -> RunResult {
     RunResult {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use schedlab_analysis::StallBreakdown;
-use schedlab_sweep::{render, render_summary, RunResult, SettingResult, SweepResult};
+use schedlab_report::{render, render_summary, RunResult, SettingResult, SweepResult};
 
 fn run(n: u32, stalls: u64, handoffs: u64) -> RunResult {
     RunResult {

@@ -1,0 +1,43 @@
+//! The command line's own errors. Every command returns [`Result`], whose
+//! boxed error takes a library's error as it is (typed or a message) and
+//! prints its text unchanged after `schedlab: error: `.
+
+use schedlab_kernel::Profile;
+use schedlab_topology::Topology;
+
+pub type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("--kernel {name}: unknown kernel profile (expected one of: {})", Profile::NAMES.join(", "))]
+    UnknownProfile { name: String },
+    #[error("unknown preset `{name}` (expected one of: {})", Topology::preset_names().join(", "))]
+    UnknownPreset { name: String },
+    #[error("--topology: {0}")]
+    Topology(String),
+    #[error("{path}: cannot read: {source}")]
+    Read { path: String, source: std::io::Error },
+    /// Writing `--trace`, `--sim-trace`, `--perfetto` or `--csv`.
+    #[error("{flag} {path}: {why}")]
+    Write { flag: &'static str, path: String, why: String },
+    #[error("cannot write the report: {0}")]
+    Stdout(std::io::Error),
+    #[error("--duration must be longer than zero")]
+    ZeroDuration,
+    #[error("cannot start worker threads: {0}")]
+    Pool(rayon::ThreadPoolBuildError),
+    #[error("--csv - and --json both print to stdout: choose one")]
+    CsvAndJson,
+    #[error("A/B gate failed ({b} vs {a}): {failed}")]
+    GateFailed { a: String, b: String, failed: String },
+    #[error("--setting alternates feature sets inside a VM guest: it needs --vm")]
+    SettingNeedsVm,
+    #[error("--loops-per-us {0}: expected a positive number of iterations per microsecond")]
+    LoopsPerUs(f64),
+    /// A `diff` side whose setting the model rejects, or whose run failed.
+    #[error("{flag} {text}: {why}")]
+    Side { flag: &'static str, text: String, why: String },
+    /// One run of a VM session whose capture cannot be read.
+    #[error("run {run}: {why}")]
+    Run { run: usize, why: String },
+}

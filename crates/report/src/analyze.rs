@@ -1,0 +1,289 @@
+//! The report of a trace captured elsewhere (tracefs `trace`/`trace_pipe`
+//! text or `trace-cmd report`): what was read, what was lost, who the
+//! workload is ([`crate::workload`]), then the run report.
+//!
+//! Lost-event gaps are reported with their lines, and handoffs that could
+//! straddle one are not counted (see `schedlab_trace::ftrace::gaps`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use schedlab_analysis::{Attribution, MeasureResult, RunMetrics, WorkConservation, DEFAULT_STALL_THRESHOLD_NS};
+use schedlab_scenario::Scenario;
+use schedlab_trace::ftrace::{
+    drop_markers_across_gaps, gaps, parse_ftrace_with, Gap, GapDrops, ParseOptions, ParseStats,
+};
+use schedlab_trace::{Nanos, Pid, Trace};
+use serde::Serialize;
+
+use crate::run::{cpulist, render_stalls_and_causes, render_table_and_measures, Report};
+use crate::workload::{select_workload, Workload};
+use crate::ReportError;
+
+/// How to read a foreign trace.
+pub struct TraceOptions<'a> {
+    /// The scenario the trace is a run of: thread names, affinities,
+    /// objects, stall threshold and `[[measure]]`s.
+    pub scenario: Option<&'a Scenario>,
+    /// Comm globs of the wakers and the wakees (comma-separated).
+    pub wakers: Option<&'a str>,
+    pub wakees: Option<&'a str>,
+    /// Stall threshold; `None`: the scenario's, else the analysis default.
+    pub threshold_ns: Option<u64>,
+    pub grace_ns: u64,
+}
+
+/// A foreign trace, read and analysed.
+pub struct TraceReport {
+    /// The trace file as named in the report.
+    pub path: String,
+    pub trace: Trace,
+    pub stats: ParseStats,
+    pub gaps: Vec<Gap>,
+    pub drops: GapDrops,
+    pub workload: Workload,
+    pub report: Report,
+}
+
+impl TraceReport {
+    /// Parse `bytes` (the file `path`), drop the markers around lost-event
+    /// gaps, pick the workload and analyse.
+    pub fn read(path: &str, bytes: &[u8], opts: &TraceOptions) -> Result<TraceReport, ReportError> {
+        let text = String::from_utf8_lossy(bytes);
+        let objects = opts.scenario.map_or_else(Vec::new, |s| s.objects.iter().map(|o| o.name.clone()).collect());
+        let parsed =
+            parse_ftrace_with(path, &text, &ParseOptions { objects }).map_err(|e| ReportError::Trace(e.to_string()))?;
+        let (mut trace, stats) = (parsed.trace, parsed.stats);
+        if trace.events.is_empty() {
+            return Err(ReportError::NoSchedEvents { path: path.to_string(), lines: stats.lines });
+        }
+        let gaps = gaps(&trace, &stats);
+        let drops = drop_markers_across_gaps(&mut trace, &gaps);
+        let workload = select_workload(&mut trace, opts.scenario, opts.wakers, opts.wakees);
+        let threshold =
+            opts.threshold_ns.or(opts.scenario.map(|s| s.stall_threshold_ns)).unwrap_or(DEFAULT_STALL_THRESHOLD_NS);
+        let report = Report::of(&trace, opts.scenario, threshold, None, workload.allowed.clone(), opts.grace_ns);
+        Ok(TraceReport { path: path.to_string(), trace, stats, gaps, drops, workload, report })
+    }
+
+    /// The `--json` document (every task's metrics, not only the workload's).
+    pub fn to_json(&self, scenario: Option<&Scenario>) -> Result<String, ReportError> {
+        let (stats, workload) = (&self.stats, &self.workload);
+        let doc = AnalyzeJson {
+            trace: &self.path,
+            format: stats.format.as_str(),
+            scenario: scenario.map(|s| s.name.as_str()),
+            input: InputJson {
+                lines: stats.lines,
+                events: stats.events,
+                nr_cpus: self.trace.nr_cpus,
+                skipped_by_event: &stats.skipped_by_event,
+                lost: self
+                    .gaps
+                    .iter()
+                    .map(|g| GapJson { line: g.line, cpu: g.cpu, lost: g.lost, start_ns: g.start, end_ns: g.end })
+                    .collect(),
+                signals_dropped_at_gaps: self.drops.signals,
+                waits_dropped_at_gaps: self.drops.waits,
+                markers_not_workload: workload.ignored_markers,
+                renamed: &stats.renamed,
+            },
+            workload: workload
+                .roles
+                .iter()
+                .map(|(&pid, r)| WorkloadJson {
+                    pid,
+                    comm: self.trace.table.comm(pid),
+                    waker: r.0,
+                    wakee: r.1,
+                    allowed: workload.allowed.get(&pid),
+                })
+                .collect(),
+            metrics: &self.report.metrics,
+            work_conservation: &self.report.workcons,
+            attribution: &self.report.attribution,
+            measures: &self.report.measures,
+        };
+        crate::to_json(&doc)
+    }
+
+    /// The text report: what was read and lost, the scenario's notes, the
+    /// workload, then the run report of the workload's tasks alone.
+    /// `perfetto`: where the trace was also written.
+    pub fn render(mut self, scenario: Option<&Scenario>, narratives: usize, perfetto: Option<&Path>) -> String {
+        let mut out = self.render_header(scenario);
+        out.push('\n');
+        // Only the workload's rows; handoffs are its markers' alone (the others'
+        // were taken out by select_workload), so the stall figures are the same.
+        let roles = &self.workload.roles;
+        self.report.retain_tasks(|pid| roles.contains_key(&pid));
+        out.push_str(&render_table_and_measures(&self.report));
+        if self.report.handoffs() == 0 {
+            out.push('\n');
+            out.push_str("stalls    no handoffs (no `schedlab signal`/`wait_done` marker pairs from the workload)\n");
+        }
+        out.push_str(&render_stalls_and_causes(&self.report, &self.trace.table, narratives));
+        if let Some(p) = perfetto {
+            out.push('\n');
+            let _ = writeln!(out, "perfetto  {} (open at https://ui.perfetto.dev)", p.display());
+        }
+        out
+    }
+
+    fn render_header(&self, scenario: Option<&Scenario>) -> String {
+        let (trace, stats, workload, path) = (&self.trace, &self.stats, &self.workload, &self.path);
+        let (start, end) = (self.report.metrics.start_ts, self.report.metrics.end_ts);
+        let mut out = String::new();
+        let cpus_seen: BTreeSet<u32> = trace.events.iter().map(|e| e.cpu).collect();
+        let _ = writeln!(
+            out,
+            "trace     {path} ({}, {} lines): {} events on CPUs {}, {} to {} s ({} s)",
+            stats.format.as_str(),
+            stats.lines,
+            stats.events,
+            cpulist(cpus_seen.iter().map(|&c| c as usize)),
+            secs(start),
+            secs(end),
+            secs(end - start)
+        );
+        if stats.skipped_lines > 0 {
+            let mut by: Vec<_> = stats.skipped_by_event.iter().collect();
+            by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let list: Vec<String> =
+                by.iter().map(|(n, c)| format!("{} {c}", if n.is_empty() { "(no event name)" } else { n })).collect();
+            let _ =
+                writeln!(out, "skipped   {} lines of events not analysed: {}", stats.skipped_lines, list.join(", "));
+        }
+        if !self.gaps.is_empty() {
+            let lost: u64 = self.gaps.iter().filter_map(|g| g.lost).sum();
+            let _ = writeln!(
+                out,
+                "lost      {lost} events in {} gaps; handoffs that could straddle a gap are not counted:",
+                self.gaps.len()
+            );
+            for g in &self.gaps {
+                let _ = writeln!(out, "          {}", gap_text(g));
+            }
+            let _ = writeln!(
+                out,
+                "          {} signal and {} wait_done markers dropped at gaps; CPU times near a gap may be off",
+                self.drops.signals, self.drops.waits
+            );
+        }
+        if !stats.renamed.is_empty() {
+            let list: Vec<String> =
+                stats.renamed.iter().take(5).map(|(p, n)| format!("{p} {}", n.join(" -> "))).collect();
+            let more = stats.renamed.len().saturating_sub(5);
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            let _ = writeln!(
+                out,
+                "comms     {} pids renamed, the last name is used: {}{more}",
+                stats.renamed.len(),
+                list.join(", ")
+            );
+        }
+        if let Some(s) = scenario {
+            let _ = writeln!(out, "scenario  {} ({})", s.name, s.path);
+            for name in &workload.missing {
+                let _ = writeln!(out, "note      scenario thread `{name}` has no task in the trace");
+            }
+            let topo = s.topology.nr_cpus() as u32;
+            if trace.nr_cpus > topo {
+                let _ = writeln!(
+                    out,
+                    "note      the trace has {} CPUs, the scenario's machine {} has {topo}: CPUs {topo}-{} are kept as they are",
+                    trace.nr_cpus,
+                    s.topology.name,
+                    trace.nr_cpus - 1
+                );
+            }
+            let absent: BTreeSet<u32> =
+                workload.allowed.values().flatten().copied().filter(|&c| c >= trace.nr_cpus).collect();
+            if !absent.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "note      affinities name CPUs {} that this trace does not have",
+                    cpulist(absent.into_iter().map(|c| c as usize))
+                );
+            }
+        }
+        let others: Vec<_> =
+            self.report.metrics.tasks.iter().filter(|t| !workload.roles.contains_key(&t.pid)).collect();
+        let other_ms = others.iter().map(|t| t.runtime_ns).sum::<u64>() / 1_000_000;
+        let _ = writeln!(
+            out,
+            "workload  {} tasks; {} other tasks ran {other_ms} ms (kept for work conservation, not listed){}",
+            workload.roles.len(),
+            others.len(),
+            if workload.ignored_markers > 0 {
+                format!("; {} markers of other tasks ignored", workload.ignored_markers)
+            } else {
+                String::new()
+            }
+        );
+        out
+    }
+}
+
+fn secs(ns: Nanos) -> String {
+    format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000)
+}
+
+fn gap_text(g: &Gap) -> String {
+    let lost = g.lost.map_or_else(|| "events".to_string(), |n| format!("{n} events"));
+    match g.cpu {
+        Some(cpu) => format!("line {}: CPU {cpu} lost {lost} between {} and {} s", g.line, secs(g.start), secs(g.end)),
+        None => format!(
+            "header: {lost} overwritten before the trace starts; CPUs' data begins between {} and {} s",
+            secs(g.start),
+            secs(g.end)
+        ),
+    }
+}
+
+/// `schedlab analyze --json`. Its `format` is the trace's layout (the key
+/// was taken before outputs carried a version), so this document has none.
+#[derive(Serialize)]
+struct AnalyzeJson<'a> {
+    trace: &'a str,
+    format: &'a str,
+    scenario: Option<&'a str>,
+    input: InputJson<'a>,
+    workload: Vec<WorkloadJson<'a>>,
+    metrics: &'a RunMetrics,
+    work_conservation: &'a WorkConservation,
+    attribution: &'a Attribution,
+    measures: &'a [MeasureResult],
+}
+
+#[derive(Serialize)]
+struct InputJson<'a> {
+    lines: usize,
+    events: usize,
+    nr_cpus: u32,
+    skipped_by_event: &'a BTreeMap<String, usize>,
+    lost: Vec<GapJson>,
+    signals_dropped_at_gaps: usize,
+    waits_dropped_at_gaps: usize,
+    markers_not_workload: usize,
+    renamed: &'a BTreeMap<Pid, Vec<String>>,
+}
+
+#[derive(Serialize)]
+struct GapJson {
+    line: usize,
+    cpu: Option<u32>,
+    lost: Option<u64>,
+    start_ns: Nanos,
+    end_ns: Nanos,
+}
+
+#[derive(Serialize)]
+struct WorkloadJson<'a> {
+    pid: Pid,
+    comm: &'a str,
+    waker: bool,
+    wakee: bool,
+    allowed: Option<&'a Vec<u32>>,
+}

@@ -1,0 +1,208 @@
+//! `schedlab diff`: one scenario and seed under two settings, and the first
+//! scheduler step where the two runs part ways ([`diff_traces`]), their
+//! drift and stall totals, and the scenario's measures in each.
+
+use std::fmt::Write as _;
+
+use schedlab_analysis::{
+    analyze, diff_traces, drift_rows, measure, render_divergence, render_drift, render_measures, AnalysisOptions,
+    DiffOptions, Divergence, DriftRow, MeasureResult, RunMetrics,
+};
+use schedlab_scenario::Scenario;
+use schedlab_trace::{Pid, Trace};
+use serde::Serialize;
+
+use crate::measures::measure_specs;
+use crate::run::fmt_secs;
+use crate::{ReportError, FORMAT_VERSION};
+
+/// One side's run as the diff reads it.
+pub struct DiffRun<'a> {
+    /// The setting as typed.
+    pub setting: &'a str,
+    /// How it resolved: the kernel profile, ITMT, the features that differ
+    /// from the profile's defaults.
+    pub kernel: String,
+    pub itmt: bool,
+    pub features_changed: Vec<String>,
+    pub trace: &'a Trace,
+    pub end_ns: u64,
+    pub notes: Vec<String>,
+}
+
+/// One side of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct DiffSide {
+    pub setting: String,
+    pub kernel: String,
+    pub itmt: bool,
+    pub features_changed: Vec<String>,
+    pub simulated_ns: u64,
+    pub events: usize,
+    pub notes: Vec<String>,
+    /// Stalls and handoffs summed over the workload threads.
+    pub stalls: u64,
+    pub handoffs: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DiffMeasures {
+    pub a: Vec<MeasureResult>,
+    pub b: Vec<MeasureResult>,
+}
+
+/// What `schedlab diff` prints (and, with `--json`, serialises).
+#[derive(Clone, Debug, Serialize)]
+pub struct DiffReport {
+    pub format: u32,
+    pub scenario: String,
+    pub seed: u64,
+    pub stall_threshold_ns: u64,
+    /// A and B resolve to the same kernel settings.
+    pub same_setting: bool,
+    pub a: DiffSide,
+    pub b: DiffSide,
+    pub divergence: Option<Divergence>,
+    pub drift: Vec<DriftRow>,
+    pub measures: DiffMeasures,
+}
+
+/// Stalls and handoffs summed over the workload threads.
+fn stall_totals(m: &RunMetrics, keep: &dyn Fn(Pid) -> bool) -> (u64, u64) {
+    m.tasks
+        .iter()
+        .filter(|t| keep(t.pid))
+        .fold((0, 0), |(s, h), t| (s + t.handoff_latency.at_or_above_threshold, h + t.handoff_latency.count))
+}
+
+impl DiffReport {
+    /// Compare the runs `a` and `b` of `scenario` (both with `seed`);
+    /// `workload` says which pids are the scenario's own threads.
+    pub fn of(
+        scenario: &Scenario,
+        seed: u64,
+        workload: &dyn Fn(Pid) -> bool,
+        a: DiffRun,
+        b: DiffRun,
+        opts: &DiffOptions,
+    ) -> DiffReport {
+        let divergence = diff_traces(a.trace, b.trace, opts);
+        let threshold = scenario.stall_threshold_ns;
+        let metrics =
+            |r: &DiffRun| analyze(r.trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: Some(r.end_ns) });
+        let (ma, mb) = (metrics(&a), metrics(&b));
+        let drift = drift_rows(&ma, &mb, |t| workload(t.pid));
+        // The scenario's [[measure]] tables (e.g. rt-pi-push's "L resume"), per run.
+        let specs = measure_specs(scenario);
+        let measures = |r: &DiffRun| specs.iter().map(|m| measure(r.trace, m, r.end_ns)).collect();
+        let measures = DiffMeasures { a: measures(&a), b: measures(&b) };
+        let side = |r: DiffRun, m: &RunMetrics| {
+            let (stalls, handoffs) = stall_totals(m, workload);
+            DiffSide {
+                setting: r.setting.to_string(),
+                kernel: r.kernel,
+                itmt: r.itmt,
+                features_changed: r.features_changed,
+                simulated_ns: r.end_ns,
+                events: r.trace.events.len(),
+                notes: r.notes,
+                stalls,
+                handoffs,
+            }
+        };
+        let (a, b) = (side(a, &ma), side(b, &mb));
+        DiffReport {
+            format: FORMAT_VERSION,
+            scenario: scenario.name.clone(),
+            seed,
+            stall_threshold_ns: threshold,
+            same_setting: a.kernel == b.kernel && a.itmt == b.itmt && a.features_changed == b.features_changed,
+            a,
+            b,
+            divergence,
+            drift,
+            measures,
+        }
+    }
+
+    /// The `--json` document.
+    pub fn to_json(&self) -> Result<String, ReportError> {
+        crate::to_json(self)
+    }
+
+    /// The text report; `scenario_path` as the user named the file.
+    pub fn render(&self, scenario_path: &str) -> String {
+        let (a, b) = (&self.a, &self.b);
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "scenario  {} ({scenario_path}), seed {}, {} simulated",
+            self.scenario,
+            self.seed,
+            fmt_secs(a.simulated_ns.max(b.simulated_ns))
+        );
+        let shown = |t: &str| if t.trim().is_empty() { "\"\"".to_string() } else { t.to_string() };
+        let _ = writeln!(out, "A         {}: {}", shown(&a.setting), describe(a));
+        let _ = writeln!(out, "B         {}: {}", shown(&b.setting), describe(b));
+        for (label, side) in [("A", a), ("B", b)] {
+            for note in &side.notes {
+                let _ = writeln!(out, "note {label}    {note}");
+            }
+        }
+        if self.same_setting {
+            let _ = writeln!(
+                out,
+                "note      A and B resolve to the same kernel settings: the runs are identical by construction"
+            );
+        }
+        out.push('\n');
+        let Some(d) = &self.divergence else {
+            let _ = writeln!(out,
+                "no divergence: both runs emit the same {} events; the setting made no difference for seed {} and {} of simulated time",
+                a.events,
+                self.seed,
+                fmt_secs(a.simulated_ns)
+            );
+            return out;
+        };
+        out.push_str(&render_divergence(d));
+        out.push('\n');
+        out.push_str("drift: the whole runs side by side (identical up to the divergence)\n");
+        out.push_str(&render_drift(&self.drift, self.stall_threshold_ns));
+        if !self.measures.a.is_empty() {
+            out.push('\n');
+            out.push_str("measures  (from the scenario's [[measure]] tables)\n");
+            for (label, m) in [("A", &self.measures.a), ("B", &self.measures.b)] {
+                for line in render_measures(m).lines() {
+                    let _ = writeln!(out, "  {label}  {line}");
+                }
+            }
+        }
+        out.push('\n');
+        if a.handoffs + b.handoffs > 0 {
+            let pct = |s: u64, h: u64| if h == 0 { 0.0 } else { 100.0 * s as f64 / h as f64 };
+            let _ = writeln!(
+                out,
+                "stalls    A: {} of {} handoffs ({:.3} %); B: {} of {} ({:.3} %)",
+                a.stalls,
+                a.handoffs,
+                pct(a.stalls, a.handoffs),
+                b.stalls,
+                b.handoffs,
+                pct(b.stalls, b.handoffs),
+            );
+        }
+        let _ = writeln!(out, "events    A: {}, B: {}", d.a.total_events, d.b.total_events);
+        out
+    }
+}
+
+/// "kernel 6.12, ITMT on, features: defaults".
+fn describe(s: &DiffSide) -> String {
+    format!(
+        "kernel {}, ITMT {}, features: {}",
+        s.kernel,
+        if s.itmt { "on" } else { "off" },
+        if s.features_changed.is_empty() { "defaults".to_string() } else { s.features_changed.join(" ") }
+    )
+}

@@ -1,0 +1,118 @@
+//! The `--json` documents of `run`, `real`, `vm` and `sweep`, each with a
+//! `format` version so that a reader can tell a changed layout from a
+//! changed result. The real kernel's own records (calibration, threads,
+//! the guest) come from the runner and the VM crates, which the report
+//! layer does not depend on: they are type parameters here.
+
+use std::collections::BTreeMap;
+
+use schedlab_analysis::{Attribution, MeasureResult, RunMetrics, WorkConservation};
+use serde::Serialize;
+
+use crate::run::Report;
+use crate::{AbReport, SweepResult};
+
+/// The version every document here carries as `format`.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A run report's analysis, as every document embeds it.
+#[derive(Serialize)]
+pub struct AnalysisJson<'a> {
+    pub metrics: &'a RunMetrics,
+    pub work_conservation: &'a WorkConservation,
+    pub attribution: &'a Attribution,
+    pub measures: &'a [MeasureResult],
+}
+
+impl<'a> From<&'a Report> for AnalysisJson<'a> {
+    fn from(r: &'a Report) -> Self {
+        AnalysisJson {
+            metrics: &r.metrics,
+            work_conservation: &r.workcons,
+            attribution: &r.attribution,
+            measures: &r.measures,
+        }
+    }
+}
+
+/// `schedlab run --json`.
+#[derive(Serialize)]
+pub struct RunJson<'a> {
+    pub format: u32,
+    pub scenario: &'a str,
+    pub topology: &'a str,
+    pub kernel: &'a str,
+    pub features_changed: Vec<String>,
+    pub seed: u64,
+    pub simulated_ns: u64,
+    pub notes: &'a [String],
+    #[serde(flatten)]
+    pub analysis: AnalysisJson<'a>,
+}
+
+/// `schedlab real --json`; `C` is the runner's calibration, `T` its
+/// per-thread report.
+#[derive(Serialize)]
+pub struct RealJson<'a, C: Serialize, T: Serialize> {
+    pub format: u32,
+    pub scenario: &'a str,
+    pub kernel: &'a str,
+    pub host_cpus: &'a [usize],
+    pub cpu_map: &'a BTreeMap<usize, usize>,
+    pub calibration: &'a C,
+    pub notes: &'a [String],
+    pub threads: &'a [T],
+    pub window_ns: [u64; 2],
+    pub events_captured: usize,
+    pub lost_events: u64,
+    #[serde(flatten)]
+    pub analysis: AnalysisJson<'a>,
+}
+
+/// `schedlab vm --json`; `G` is what the guest reported about itself.
+#[derive(Serialize)]
+pub struct VmJson<'a, G: Serialize, T: Serialize> {
+    pub format: u32,
+    pub scenario: &'a str,
+    pub kernel: &'a str,
+    pub guest: &'a G,
+    pub accel: &'a str,
+    pub icount: bool,
+    pub cpus: usize,
+    pub memory_mb: u64,
+    pub kernel_cmdline: &'a str,
+    pub qemu_command: &'a str,
+    pub boot_s: f64,
+    pub total_s: f64,
+    pub notes: &'a [String],
+    pub settings: &'a [Vec<String>],
+    pub runs: Vec<VmRunJson<'a, T>>,
+}
+
+/// One run of `schedlab vm --json`.
+#[derive(Serialize)]
+pub struct VmRunJson<'a, T: Serialize> {
+    /// The run's feature set, when the runs alternate between several.
+    pub setting: Option<String>,
+    /// `sched/features` as read back before the run.
+    pub features: &'a str,
+    pub wall_s: f64,
+    pub window_ns: [u64; 2],
+    pub events: usize,
+    pub lost_events: u64,
+    pub notes: &'a [String],
+    pub threads: &'a [T],
+    #[serde(flatten)]
+    pub analysis: AnalysisJson<'a>,
+}
+
+/// `schedlab sweep --json` and `sweep-merge --json`: the result, and the
+/// A/B comparison when there is one.
+#[derive(Serialize)]
+pub struct SweepJson<'a> {
+    pub format: u32,
+    #[serde(flatten)]
+    pub result: &'a SweepResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ab: Option<&'a AbReport>,
+}

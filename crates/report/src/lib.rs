@@ -1,0 +1,50 @@
+//! The report layer: everything made from an analysis once it is done —
+//! one run's report and its printed sections, the choice of a workload in a
+//! trace captured elsewhere, and a sweep's results with their statistics,
+//! A/B comparisons, tables, CSV and JSON.
+//!
+//! It depends on the analysis and the trace vocabulary (and on the
+//! scenario, whose `[[measure]]`s and thread names it reads), never on the
+//! simulator or the kernel model: a plot, a merge of shard files or the
+//! report of a real kernel's trace needs none of them.
+
+pub mod ab;
+mod export;
+pub mod measures;
+mod render;
+mod results;
+pub mod stats;
+
+pub use ab::{compare, parse_ab_pair, render_ab, AbError, AbReport, AbSpec};
+pub use export::{render_csv, CSV_COLUMNS};
+pub use render::{
+    render, render_breakdown, render_burst_starts, render_measure_table, render_measures, render_summary,
+};
+pub use results::{BurstStarts, RunResult, SettingResult, SweepResult};
+
+mod analyze;
+mod compare;
+mod diff;
+mod error;
+mod json;
+mod real;
+mod run;
+mod runs;
+pub mod workload;
+
+pub use analyze::{TraceOptions, TraceReport};
+pub use compare::{cause_rows, figures, side_by_side};
+pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
+pub use error::ReportError;
+pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
+pub use real::{GuestHeader, RealHeader};
+pub use run::{
+    cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures, Report,
+    SimHeader,
+};
+pub use runs::{feature_changes, measure_runs, render_runs, render_trace_paths, setting_label, trace_path, RunLine};
+
+/// `doc` as pretty-printed JSON, as every `--json` prints it.
+pub fn to_json(doc: &impl serde::Serialize) -> Result<String, ReportError> {
+    Ok(serde_json::to_string_pretty(doc)?)
+}

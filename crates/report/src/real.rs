@@ -1,0 +1,119 @@
+//! The header lines of a real kernel's run: on this host (`schedlab real`,
+//! `compare`) or in a QEMU guest (`schedlab vm`, `compare --vm`). The
+//! runner and VM crates' records are copied into plain fields here, so the
+//! report layer depends on neither.
+
+use std::fmt::Write as _;
+
+use crate::run::{cpulist, fmt_secs};
+use crate::runs::feature_changes;
+
+/// A run on this host's kernel.
+pub struct RealHeader<'a> {
+    /// `uname -r`, the CPUs the run used, the worker's pid.
+    pub kernel: &'a str,
+    pub host_cpus: &'a [usize],
+    pub worker_pid: i32,
+    /// The busy loop's calibration, described.
+    pub calibration: String,
+    pub notes: &'a [String],
+    /// The run's window.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Events in the whole capture, in the window, and lost.
+    pub events_captured: usize,
+    pub events: usize,
+    pub lost_events: u64,
+}
+
+impl RealHeader<'_> {
+    /// Host, calibration, notes, capture.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let cpus = cpulist(self.host_cpus.iter().copied());
+        let _ = writeln!(out, "host      Linux {}, CPUs {cpus}, worker pid {}", self.kernel, self.worker_pid);
+        let _ = writeln!(out, "calibr.   {}", self.calibration);
+        for note in self.notes {
+            let _ = writeln!(out, "note      {note}");
+        }
+        let _ = writeln!(
+            out,
+            "run       {} on the host kernel; {} events captured, {} in the run's window, {} lost",
+            fmt_secs(self.end_ns - self.start_ns),
+            self.events_captured,
+            self.events,
+            self.lost_events
+        );
+        out
+    }
+}
+
+/// A QEMU guest's session.
+pub struct GuestHeader<'a> {
+    /// How the kernel was named, its `uname -r`, the guest's size.
+    pub kernel_label: &'a str,
+    pub kernel: &'a str,
+    pub cpus: usize,
+    pub memory_mb: u64,
+    /// Why KVM or TCG.
+    pub accel: &'a str,
+    pub icount: bool,
+    pub kernel_cmdline: &'a str,
+    /// What the guest applied, and `sched/features` before and after.
+    pub applied: &'a [String],
+    pub features_before: &'a str,
+    pub features_after: &'a str,
+    pub notes: &'a [String],
+    /// Seconds: the boot, init's guest uptime, each run, the whole session.
+    pub boot_s: f64,
+    pub uptime_at_init_s: f64,
+    pub run_walls_s: Vec<f64>,
+    pub total_s: f64,
+    pub qemu_command: &'a str,
+}
+
+impl GuestHeader<'_> {
+    /// Kernel, machine, accelerator, command line, settings as read back,
+    /// timing.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "guest     {} (uname -r {}), {} vCPUs, {} MB; {}",
+            self.kernel_label, self.kernel, self.cpus, self.memory_mb, self.accel
+        );
+        if self.icount {
+            out.push_str(
+                "          -icount shift=0,sleep=off,align=off: guest time is virtual (1 instruction per ns)\n",
+            );
+        }
+        let _ = writeln!(out, "cmdline   {}", self.kernel_cmdline);
+        for a in self.applied {
+            let _ = writeln!(out, "applied   {a}");
+        }
+        if self.applied.is_empty() {
+            out.push_str("applied   nothing: the guest kernel's defaults\n");
+        }
+        let _ = writeln!(out, "features  {}", self.features_after);
+        let _ = writeln!(
+            out,
+            "          changed from the kernel's boot defaults: {}",
+            feature_changes(self.features_before, self.features_after)
+        );
+        for n in self.notes {
+            let _ = writeln!(out, "note      {n}");
+        }
+        let walls: Vec<String> = self.run_walls_s.iter().map(|w| format!("{w:.1}")).collect();
+        let _ = writeln!(
+            out,
+            "time      boot {:.1} s (init at guest uptime {:.1} s), run{} {} s, total {:.1} s wall",
+            self.boot_s,
+            self.uptime_at_init_s,
+            if walls.len() > 1 { "s" } else { "" },
+            walls.join(" "),
+            self.total_s
+        );
+        let _ = writeln!(out, "qemu      {}", self.qemu_command);
+        out
+    }
+}

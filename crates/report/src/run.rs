@@ -1,0 +1,286 @@
+//! One run's report, simulated, real or read from a file: its analysis
+//! and the sections every command prints from it — the per-thread table,
+//! the measures, the longest stalls, work conservation, the cause table
+//! and the stall narratives.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use schedlab_analysis::{
+    analyze, attribute_stalls, measure, render_cause_table, render_measures, render_run_table, render_stall_narratives,
+    render_work_conservation, work_conservation, AnalysisOptions, Attribution, AttributionOptions, MeasureResult,
+    RunMetrics, WorkConsOptions, WorkConservation,
+};
+use schedlab_scenario::Scenario;
+use schedlab_topology::{CpuSet, Topology, MAX_CPUS};
+use schedlab_trace::{Pid, TaskTable, Trace};
+
+use crate::measures::measure_specs;
+
+/// The analysis of one run, simulated, real or read from a file.
+pub struct Report {
+    pub metrics: RunMetrics,
+    pub workcons: WorkConservation,
+    pub attribution: Attribution,
+    pub measures: Vec<MeasureResult>,
+}
+
+impl Report {
+    /// Analyse `trace` up to `end_ns` (`None`: its last event): metrics with
+    /// stalls at `threshold_ns`, work conservation with `allowed` and `grace_ns`,
+    /// the stalls' causes, and the `scenario`'s `[[measure]]`s.
+    pub fn of(
+        trace: &Trace,
+        scenario: Option<&Scenario>,
+        threshold_ns: u64,
+        end_ns: Option<u64>,
+        allowed: BTreeMap<Pid, Vec<u32>>,
+        grace_ns: u64,
+    ) -> Report {
+        let metrics = analyze(trace, &AnalysisOptions { stall_threshold_ns: threshold_ns, end_ts: end_ns });
+        let workcons =
+            work_conservation(trace, &WorkConsOptions { allowed: allowed.clone(), grace_ns, end_ts: end_ns });
+        let attribution =
+            attribute_stalls(trace, &AttributionOptions { stall_threshold_ns: threshold_ns, end_ts: end_ns, allowed });
+        let end = end_ns.unwrap_or(metrics.end_ts);
+        let specs = scenario.map(measure_specs).unwrap_or_default();
+        let measures = specs.iter().map(|m| measure(trace, m, end)).collect();
+        Report { metrics, workcons, attribution, measures }
+    }
+
+    /// [`Report::of`] a run of `scenario` up to `end_ns` at the scenario's
+    /// threshold, with per-thread rows only for `workload` (a real trace
+    /// names every task on the machine).
+    pub fn of_workload(
+        scenario: &Scenario,
+        trace: &Trace,
+        end_ns: u64,
+        allowed: BTreeMap<Pid, Vec<u32>>,
+        workload: &[Pid],
+        grace_ns: u64,
+    ) -> Report {
+        let mut r = Report::of(trace, Some(scenario), scenario.stall_threshold_ns, Some(end_ns), allowed, grace_ns);
+        r.retain_tasks(|pid| workload.contains(&pid));
+        r
+    }
+
+    /// Keep only the rows of the tasks `keep` accepts in the per-thread
+    /// tables (a real trace names every task on the machine).
+    pub fn retain_tasks(&mut self, keep: impl Fn(Pid) -> bool) {
+        self.metrics.retain_tasks(|t| keep(t.pid));
+        self.workcons.tasks.retain(|t| keep(t.pid));
+    }
+
+    /// Handoffs of the tasks in the tables.
+    pub fn handoffs(&self) -> u64 {
+        self.metrics.tasks.iter().map(|t| t.handoff_latency.count).sum()
+    }
+}
+
+/// The per-thread table, then the scenario's measures if it has any.
+pub fn render_table_and_measures(r: &Report) -> String {
+    let mut out = render_run_table(&r.metrics);
+    if !r.measures.is_empty() {
+        out.push('\n');
+        out.push_str("measures  (from the scenario's [[measure]] tables)\n");
+        out.push_str(&render_measures(&r.measures));
+    }
+    out
+}
+
+/// The longest stalls (when there were handoffs), work conservation, and
+/// (if there were stalls) the cause table and the narratives of the first
+/// `narratives` stalls.
+pub fn render_stalls_and_causes(r: &Report, table: &TaskTable, narratives: usize) -> String {
+    let mut out = String::new();
+    let handoffs = r.handoffs();
+    if handoffs > 0 {
+        out.push_str(&render_stalls(&r.metrics, handoffs, table));
+    }
+    out.push_str(&render_workcons_and_causes(&r.workcons, &r.attribution, narratives));
+    out
+}
+
+/// Every section of a run's report: [`render_table_and_measures`], then
+/// [`render_stalls_and_causes`].
+pub fn render_report(r: &Report, table: &TaskTable, narratives: usize) -> String {
+    render_table_and_measures(r) + &render_stalls_and_causes(r, table, narratives)
+}
+
+/// "stalls N of M handoffs took >= T us", then the five longest, one line each.
+fn render_stalls(metrics: &RunMetrics, handoffs: u64, table: &TaskTable) -> String {
+    let mut out = String::from("\n");
+    let _ = writeln!(
+        out,
+        "stalls    {} of {handoffs} handoffs took >= {} us ({:.3} %)",
+        metrics.stalls.len(),
+        metrics.stall_threshold_ns / 1000,
+        100.0 * metrics.stalls.len() as f64 / handoffs as f64
+    );
+    let mut worst: Vec<_> = metrics.stalls.iter().collect();
+    worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
+    for s in worst.iter().take(5) {
+        let _ = writeln!(
+            out,
+            "          {:>8} us  {} -> {} on {} at {}.{:06} s",
+            s.latency_ns / 1000,
+            table.comm(s.waker_pid),
+            table.comm(s.wakee_pid),
+            s.obj_name,
+            s.start_ts / 1_000_000_000,
+            s.start_ts % 1_000_000_000 / 1000
+        );
+    }
+    out
+}
+
+/// Work conservation, then (if there were stalls) the cause table and the
+/// narratives of the first `narratives` stalls.
+fn render_workcons_and_causes(workcons: &WorkConservation, attribution: &Attribution, narratives: usize) -> String {
+    let mut out = String::from("\n");
+    let _ = writeln!(
+        out,
+        "work conservation: runnable tasks waiting while a CPU of their affinity is idle (strict, and >= {} us)",
+        workcons.grace_ns / 1000
+    );
+    out.push_str(&render_work_conservation(workcons));
+    if attribution.stalls.is_empty() {
+        return out;
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "stall causes: {} stalls, {}.{:03} ms of handoff time",
+        attribution.stalls.len(),
+        attribution.total_ns / 1_000_000,
+        attribution.total_ns / 1000 % 1000
+    );
+    out.push_str(&render_cause_table(attribution));
+    if narratives > 0 {
+        out.push('\n');
+        out.push_str(&render_stall_narratives(attribution, narratives));
+    }
+    out
+}
+
+/// What a simulated run's report says about the run before its tables.
+pub struct SimHeader<'a> {
+    pub scenario: &'a Scenario,
+    /// The machine it ran on, as the run resolved it.
+    pub machine: &'a Topology,
+    /// The kernel profile, its base slice on this machine, and the
+    /// features that differ from its defaults.
+    pub kernel: &'a str,
+    pub base_slice_ns: u64,
+    pub features_changed: &'a [String],
+    pub simulated_ns: u64,
+    pub seed: u64,
+    pub events: usize,
+    /// Wall seconds the simulation took.
+    pub wall_s: f64,
+    pub notes: &'a [String],
+}
+
+impl SimHeader<'_> {
+    /// The scenario, machine, kernel and run lines, then the notes.
+    pub fn render(&self) -> String {
+        let (s, topo) = (self.scenario, self.machine);
+        let mut out = String::new();
+        let _ = writeln!(out, "scenario  {} ({})", s.name, s.path);
+        if !s.description.is_empty() {
+            let _ = writeln!(out, "          {}", s.description);
+        }
+        let _ = writeln!(
+            out,
+            "machine   {}: {} CPUs, HZ={}, preempt={}, ITMT {}",
+            topo.name,
+            topo.nr_cpus(),
+            topo.hz,
+            topo.preempt.as_str(),
+            if topo.itmt_enabled { "on" } else { "off" }
+        );
+        let changed = self.features_changed;
+        let _ = writeln!(
+            out,
+            "kernel    {} (base slice {} us), features: {}",
+            self.kernel,
+            self.base_slice_ns / 1000,
+            if changed.is_empty() { "defaults".to_string() } else { changed.join(" ") }
+        );
+        let secs = self.wall_s.max(1e-9);
+        let _ = writeln!(
+            out,
+            "run       {} simulated, seed {}, {} events in {:.3} s wall ({:.0}x real time)",
+            fmt_secs(self.simulated_ns),
+            self.seed,
+            self.events,
+            secs,
+            self.simulated_ns as f64 / 1e9 / secs
+        );
+        for note in self.notes {
+            let _ = writeln!(out, "note      {note}");
+        }
+        out
+    }
+}
+
+/// One line per topology preset: size, HZ, preemption, ITMT, description
+/// (`schedlab topologies`).
+pub fn render_presets() -> String {
+    let mut out = String::new();
+    for n in Topology::preset_names() {
+        let t = Topology::preset(n).expect("preset names resolve");
+        let _ = writeln!(
+            out,
+            "{:<20} {:>4} CPUs  HZ={:<5} preempt={:<9} ITMT {}  {}",
+            n,
+            t.nr_cpus(),
+            t.hz,
+            t.preempt.as_str(),
+            if t.itmt_enabled { "on " } else { "off" },
+            t.description
+        );
+    }
+    out
+}
+
+/// `ns` as seconds with milliseconds: `5.000 s`.
+pub fn fmt_secs(ns: u64) -> String {
+    format!("{}.{:03} s", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)
+}
+
+/// CPU ids as the kernel prints a cpulist (`0-3,8`), through
+/// [`CpuSet::to_cpulist`]. A trace from a machine larger than the model's
+/// [`MAX_CPUS`] can name CPUs a `CpuSet` cannot hold: those follow one by one.
+pub fn cpulist(cpus: impl IntoIterator<Item = usize>) -> String {
+    let (inside, mut beyond): (Vec<usize>, Vec<usize>) = cpus.into_iter().partition(|&c| c < MAX_CPUS);
+    let mut out = inside.into_iter().collect::<CpuSet>().to_cpulist();
+    beyond.sort_unstable();
+    beyond.dedup();
+    for c in beyond {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(&c.to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulists_join_runs_of_two_or_more() {
+        assert_eq!(cpulist([1, 0]), "0-1");
+        assert_eq!(cpulist([0, 2, 3, 4, 7]), "0,2-4,7");
+        assert_eq!(cpulist([]), "");
+        assert_eq!(cpulist([3, 600, 511, 600, 512]), "3,511,512,600");
+    }
+
+    #[test]
+    fn seconds_have_milliseconds() {
+        assert_eq!(fmt_secs(5_000_000_000), "5.000 s");
+        assert_eq!(fmt_secs(1_234_567_890), "1.234 s");
+    }
+}
