@@ -43,6 +43,9 @@ if [ -z "$base" ]; then
         git worktree remove --force "$wt"
     fi
 fi
+# Cases run in scratch directories: the binaries' paths must not be relative.
+base=$(realpath "$base")
+new=$(realpath "$new")
 echo "baseline: $base"
 echo "new:      $new"
 
