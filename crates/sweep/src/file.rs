@@ -18,6 +18,7 @@ use schedlab_topology::{parse_cpulist, parse_duration, Topology, MAX_CPUS};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
+use crate::setting::SettingSpec;
 use crate::shard::{fnv1a, FNV_OFFSET};
 use crate::{consecutive_seeds, Setting, Sweep, MAX_ROUNDS};
 use schedlab_report::ab::{parse_ab, RawAb};
@@ -44,6 +45,9 @@ struct RawSweep {
 #[serde(deny_unknown_fields)]
 struct RawSetting {
     name: Spanned<String>,
+    /// The command line's one-line setting (`diff --a`, `vm --setting`):
+    /// expanded into `features`, `itmt` and `kernel` by [`expand_set`].
+    set: Option<Spanned<String>>,
     itmt: Option<Spanned<bool>>,
     kernel: Option<Spanned<String>>,
     topology: Option<Spanned<String>>,
@@ -87,10 +91,15 @@ impl Ctx<'_> {
 /// `scenario` path is resolved (the sweep file's directory).
 pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, InputError> {
     let ctx = Ctx { path, text };
-    let raw: RawSweep = toml::from_str(text).map_err(|e| match e.span() {
+    let mut raw: RawSweep = toml::from_str(text).map_err(|e| match e.span() {
         Some(span) => InputError::at_offset(path, text, span.start, e.message().trim()),
         None => InputError::whole_file(path, e.message().trim()),
     })?;
+    let tables = raw.setting.iter_mut().flat_map(|s| s.get_mut().iter_mut());
+    let axis_values = raw.axis.iter_mut().flatten().flat_map(|a| a.get_mut().values.get_mut().iter_mut());
+    for rs in tables.chain(axis_values) {
+        expand_set(ctx, rs.get_mut())?;
+    }
 
     let scenario_path = base_dir.join(raw.scenario.get_ref());
     if !scenario_path.is_file() {
@@ -303,6 +312,34 @@ struct Base<'a> {
     base_dir: &'a Path,
     /// The runs have a duration (the sweep's or the scenario's).
     bounded: bool,
+}
+
+/// A part's `set = "..."`, parsed by the command line's setting grammar
+/// ([`SettingSpec`]), becomes the part's `features`, `itmt` and `kernel`, so
+/// a setting written once on the command line can be pasted into a sweep
+/// file. Errors point at the `set` value.
+fn expand_set(ctx: Ctx, part: &mut RawSetting) -> Result<(), InputError> {
+    let Some(set) = part.set.take() else { return Ok(()) };
+    let spec = SettingSpec::parse("`set`", set.get_ref()).map_err(|e| ctx.err(&set, e.to_string()))?;
+    let twice = |key: &str| ctx.err(&set, format!("`{key}` is given both by `set` and by its own key in this table"));
+    let span = set.span();
+    if let Some(itmt) = spec.itmt {
+        if part.itmt.is_some() {
+            return Err(twice("itmt"));
+        }
+        part.itmt = Some(Spanned::new(span.clone(), itmt));
+    }
+    if let Some(kernel) = spec.kernel {
+        if part.kernel.is_some() {
+            return Err(twice("kernel"));
+        }
+        part.kernel = Some(Spanned::new(span.clone(), kernel));
+    }
+    if !spec.features.is_empty() {
+        let features = part.features.get_or_insert_with(Vec::new);
+        features.extend(spec.features.into_iter().map(|f| Spanned::new(span.clone(), f)));
+    }
+    Ok(())
 }
 
 /// The one part that sets a scalar key, if any; two parts setting it is an error.

@@ -1,7 +1,7 @@
-//! One settings syntax for the command line: `diff --a/--b`, `vm
-//! --setting` and `compare --setting` all take a setting as text, and it
-//! sets the same things a sweep file's `[[setting]]` sets with its
-//! `features`, `itmt` and `kernel` keys.
+//! One settings syntax: `diff --a/--b`, `vm --setting` and `compare
+//! --setting` take a setting as text, and a sweep file's `[[setting]]` (or
+//! axis value) takes the same text as `set = "..."`, which sets what its
+//! `features`, `itmt` and `kernel` keys set.
 //!
 //! ```text
 //! setting := item { sep item }         (may be empty)

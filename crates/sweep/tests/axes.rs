@@ -143,3 +143,38 @@ fn axes_cross_every_setting() {
         "setting `x / v` is defined twice",
     );
 }
+
+/// `set = "..."` is the command line's one-line setting (`diff --a`, `vm
+/// --setting`): the same text means the same setting in a sweep file.
+#[test]
+fn one_line_settings_as_on_the_command_line() {
+    let keys = parse(&format!(
+        "{HEAD}[[setting]]\nname = \"k\"\nitmt = false\nkernel = \"mainline\"\nfeatures = [\"NO_DELAY_DEQUEUE\"]\n"
+    ))
+    .unwrap();
+    let line = parse(&format!("{HEAD}[[setting]]\nname = \"k\"\nset = \"NO_DELAY_DEQUEUE, itmt=0,kernel=mainline\"\n"))
+        .unwrap();
+    let (k, l) = (&keys.settings[0], &line.settings[0]);
+    assert_eq!((&l.features, &l.kernel, &l.features_changed), (&k.features, &k.kernel, &k.features_changed));
+    assert!(!l.topology.itmt_enabled && l.features == ["NO_DELAY_DEQUEUE"] && l.kernel == "mainline");
+    // Features add up with the table's own; a scalar given twice is refused.
+    let both = parse(&format!(
+        "{HEAD}[[setting]]\nname = \"b\"\nfeatures = [\"NO_RUN_TO_PARITY\"]\nset = \"NO_DELAY_DEQUEUE\"\n"
+    ))
+    .unwrap();
+    assert_eq!(both.settings[0].features, ["NO_RUN_TO_PARITY", "NO_DELAY_DEQUEUE"]);
+    bad(
+        &format!("{HEAD}[[setting]]\nname = \"x\"\nitmt = true\nset = \"itmt=0\"\n"),
+        5,
+        "`itmt` is given both by `set`",
+    );
+    bad(&format!("{HEAD}[[setting]]\nname = \"x\"\nset = \"itmt=2\"\n"), 4, "expected itmt=0 or itmt=1");
+    bad(&format!("{HEAD}[[setting]]\nname = \"x\"\nset = \"NO_SUCH\"\n"), 4, "unknown sched feature `NO_SUCH`");
+    // Axis values take it too.
+    let ax = parse(&format!(
+        "{HEAD}[[setting]]\nname = \"a\"\n[[axis]]\nvalues = [{{ name = \"on\", set = \"itmt=1\" }}, {{ name = \"off\", set = \"itmt=0\" }}]\n"
+    ))
+    .unwrap();
+    let itmt: Vec<bool> = ax.settings.iter().map(|s| s.topology.itmt_enabled).collect();
+    assert_eq!(itmt, [true, false]);
+}
