@@ -74,8 +74,17 @@ fn the_guest_applies_features_and_its_kernel_obeys_them() {
     for side in ["model ", "guest "] {
         let push = row(&format!("{side} RT_PUSH_IPI"));
         assert_eq!(push[2..4], ["1/1", "1/1"], "{side}RT_PUSH_IPI: CPU 1 must push L to CPU 3 within 100 ms");
+        // Stranded: L neither back within 100 ms nor moved. Under TCG on a
+        // loaded host, X's calibrated dwell can outlast the run, leaving L's
+        // interval open (`0/0`): still stranded, so only the counts of
+        // timely and moved resumes are asserted here.
         let no_push = row(&format!("{side} NO_RT_PUSH_IPI"));
-        assert_eq!(no_push[2..4], ["0/1", "0/1"], "{side}NO_RT_PUSH_IPI after RT_PUSH_IPI: L stranded again");
+        let count = |cell: &str| cell.split('/').next().unwrap().to_string();
+        assert_eq!(
+            [count(&no_push[2]), count(&no_push[3])],
+            ["0", "0"],
+            "{side}NO_RT_PUSH_IPI after RT_PUSH_IPI: L stranded again: {no_push:?}"
+        );
     }
 }
 
@@ -97,6 +106,20 @@ fn a_guest_that_panics_or_hangs_is_reported_with_its_console() {
         eprintln!("skipped: qemu-system-x86_64 is not installed");
         return;
     }
+    // Too short a boot limit: killed and reported, not waited on. Run first
+    // because the first `vm` also builds the static guest binary, which must
+    // not count against the time bounds below.
+    let boot_timeout = || {
+        let t = Instant::now();
+        let out = vm(&["scenarios/rt-pi-push.toml", "--cpus", "1", "--remap", "--boot-timeout", "1s"]);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("the guest timed out while booting (no word from its init); killed it"), "{stderr}");
+        t.elapsed()
+    };
+    boot_timeout();
+    assert!(boot_timeout().as_secs() < 60);
+
     // No /init to run: the kernel looks for a root filesystem and panics.
     let t = Instant::now();
     let out = vm(&["scenarios/rt-pi-push.toml", "--cpus", "1", "--remap", "--append", "rdinit=/missing"]);
@@ -109,14 +132,6 @@ fn a_guest_that_panics_or_hangs_is_reported_with_its_console() {
         "the console's last lines must be shown: {stderr}"
     );
     assert!(t.elapsed().as_secs() < 170, "a panicking guest must not be waited on until the boot timeout");
-
-    // Too short a boot limit: killed and reported, not waited on.
-    let t = Instant::now();
-    let out = vm(&["scenarios/rt-pi-push.toml", "--cpus", "1", "--remap", "--boot-timeout", "1s"]);
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("the guest timed out while booting (no word from its init); killed it"), "{stderr}");
-    assert!(t.elapsed().as_secs() < 60);
 }
 
 #[test]
