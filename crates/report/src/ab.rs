@@ -496,22 +496,38 @@ pub fn parse_ab(
     Ok(spec)
 }
 
+/// Why a gate's threshold is not a number of the metric's kind; the sweep
+/// file's error adds where it is.
+#[derive(Debug, thiserror::Error)]
+enum GateValueError {
+    #[error("expected a fraction such as -0.5 (= -50 %) or 0.1 (= +10 %)")]
+    NotAFraction,
+    #[error("{0} would need B below zero: a relative change is at least -1 (-100 %)")]
+    BelowMinusOne(f64),
+    #[error("expected percentage points of handoffs, e.g. -0.1 or 0.05")]
+    NotPoints,
+    #[error("{0}")]
+    Duration(#[from] schedlab_topology::DurationError),
+    #[error("expected a duration such as \"20us\" or \"-50us\" (or integer ns)")]
+    NotADuration,
+}
+
 /// A gate threshold: a fraction for `_rel`; for `_abs`, percentage points
 /// (stall rate) or a signed duration such as `"-50us"` or integer ns.
-fn gate_value(v: &Value, metric: Metric, is_abs: bool) -> Result<f64, String> {
+fn gate_value(v: &Value, metric: Metric, is_abs: bool) -> Result<f64, GateValueError> {
     let number = |v: &Value| match v {
         Value::Float(f) if f.is_finite() => Some(*f),
         Value::Integer(i) => Some(*i as f64),
         _ => None,
     };
     let x = if !is_abs {
-        let x = number(v).ok_or("expected a fraction such as -0.5 (= -50 %) or 0.1 (= +10 %)")?;
+        let x = number(v).ok_or(GateValueError::NotAFraction)?;
         if x < -1.0 {
-            return Err(format!("{x} would need B below zero: a relative change is at least -1 (-100 %)"));
+            return Err(GateValueError::BelowMinusOne(x));
         }
         x
     } else if metric == Metric::StallRate {
-        number(v).ok_or("expected percentage points of handoffs, e.g. -0.1 or 0.05")?
+        number(v).ok_or(GateValueError::NotPoints)?
     } else {
         match v {
             Value::String(s) => {
@@ -519,7 +535,7 @@ fn gate_value(v: &Value, metric: Metric, is_abs: bool) -> Result<f64, String> {
                     Some(rest) => (true, rest),
                     None => (false, s.trim().strip_prefix('+').unwrap_or(s.trim())),
                 };
-                let ns = schedlab_topology::parse_duration(body).map_err(|e| e.to_string())? as f64;
+                let ns = schedlab_topology::parse_duration(body)? as f64;
                 if neg {
                     -ns
                 } else {
@@ -527,7 +543,7 @@ fn gate_value(v: &Value, metric: Metric, is_abs: bool) -> Result<f64, String> {
                 }
             }
             Value::Integer(i) => *i as f64,
-            _ => return Err("expected a duration such as \"20us\" or \"-50us\" (or integer ns)".into()),
+            _ => return Err(GateValueError::NotADuration),
         }
     };
     Ok(x)
