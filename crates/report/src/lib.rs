@@ -19,6 +19,7 @@ pub use ab::{compare, parse_ab_pair, render_ab, AbError, AbReport, AbSpec};
 pub use export::{render_csv, CSV_COLUMNS};
 pub use render::{
     render, render_breakdown, render_burst_starts, render_measure_table, render_measures, render_summary,
+    render_sweep_text, sweep_timing,
 };
 pub use results::{BurstStarts, RunResult, SettingResult, SweepResult};
 
@@ -30,19 +31,21 @@ mod json;
 mod real;
 mod run;
 mod runs;
+mod vm;
 pub mod workload;
 
 pub use analyze::{TraceOptions, TraceReport};
-pub use compare::{cause_rows, figures, side_by_side};
+pub use compare::{cause_rows, figures, side_by_side, CompareSettingsText, CompareText, RealSide};
 pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;
 pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
-pub use real::{GuestHeader, RealHeader};
+pub use real::{render_scenario_line, GuestHeader, RealHeader, RealText};
 pub use run::{
-    cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures, Report,
-    SimHeader,
+    cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures,
+    run_plot_title, Report, RunText, SimHeader,
 };
 pub use runs::{feature_changes, measure_runs, render_runs, render_trace_paths, setting_label, trace_path, RunLine};
+pub use vm::{GuestRun, VmText};
 
 /// `doc` as pretty-printed JSON, as every `--json` prints it.
 pub fn to_json(doc: &impl serde::Serialize) -> Result<String, ReportError> {
