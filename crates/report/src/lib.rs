@@ -1,7 +1,10 @@
 //! The report layer: everything made from an analysis once it is done —
 //! one run's report and its printed sections, the choice of a workload in a
 //! trace captured elsewhere, and a sweep's results with their statistics,
-//! A/B comparisons, tables, CSV and JSON.
+//! A/B comparisons, tables, CSV and JSON. Each command's whole text report
+//! is assembled here (`RunText`, `RealText`, `VmText`, `CompareText`,
+//! `render_sweep_text`, ...) from plain fields the CLI fills in, so that
+//! the CLI only prints what it is handed.
 //!
 //! It depends on the analysis and the trace vocabulary (and on the
 //! scenario, whose `[[measure]]`s and thread names it reads), never on the
