@@ -6,12 +6,8 @@
 //! model and the kernel (or the hardware), not between two measuring tools.
 
 use clap::Args;
-use schedlab_analysis::{is_decision, render_cause_table, render_run_table, DEFAULT_GRACE_NS};
-use schedlab_report::measures::{measure_infos, MeasureRun};
-use schedlab_report::{
-    cause_rows, figures, measure_runs, render_measure_table, render_runs, render_trace_paths, setting_label,
-    side_by_side, Report,
-};
+use schedlab_analysis::{is_decision, DEFAULT_GRACE_NS};
+use schedlab_report::{CompareSettingsText, CompareText, RealSide, Report};
 use schedlab_sim::{simulate, SimOptions, SimResult};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,7 +16,7 @@ use crate::args::{FeaturesArg, SeedArg, TraceArg};
 use crate::error::{CliError, Result};
 use crate::output::write_ftrace;
 use crate::real::{real_header, real_run, RealSettings};
-use crate::vm::{alternate_sets, run_lines, vm_header, vm_runs, VmSettings};
+use crate::vm::{alternate_sets, guest_runs, run_lines, vm_header, vm_runs, VmSettings};
 
 /// The analysis's grace window: compare shows only the strict unclaimed-idle
 /// figure, which no grace window changes, so it has no `--grace`.
@@ -111,8 +107,6 @@ pub fn compare(args: CompareArgs) -> Result {
         .iter()
         .map(|r| Report::of_workload(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, GRACE_NS))
         .collect();
-    let sim = &sim_reports[0];
-    let (run, real) = &real_runs[0];
     // Like with like: the real kernel's trace has only tracepoints and
     // markers, so attribute the simulated run from those alone too (the
     // first run's full trace is not needed after this).
@@ -121,82 +115,23 @@ pub fn compare(args: CompareArgs) -> Result {
     let sim_result = &sims[0];
     let sim_tp = Report::of_workload(&scenario, &tracepoints_only, sim_result.end_ns, sim_allowed, &sim_pids, GRACE_NS);
 
-    let topo = &sim_result.topology;
-    println!("scenario  {} ({})", scenario.name, scenario.path);
-    println!(
-        "model     {}: {} CPUs, kernel profile {}, seed {}",
-        topo.name,
-        topo.nr_cpus(),
-        sim_result.profile.name,
-        sim_result.seed
-    );
-    for note in &sim_result.notes {
-        println!("note      (model) {note}");
-    }
-    match &vm_result {
-        Some(vm) => print!("{}", vm_header(vm)),
-        None => print!("{}", real_header(run)),
-    }
-    if nruns > 1 {
-        println!();
-        println!("guest runs");
-        print!("{}", render_runs(scenario.stall_threshold_ns, &run_lines(&real_runs), &[]));
-    }
-    if !scenario.measures.is_empty() {
-        let sim_measures = measure_runs(&sims.iter().zip(&sim_reports).map(|(_, r)| r).collect::<Vec<_>>());
-        let real_measures = measure_runs(&real_runs.iter().map(|(_, r)| r).collect::<Vec<_>>());
-        let seeds = if nruns > 1 {
-            format!("seeds {first_seed}-{}", first_seed + nruns as u64 - 1)
-        } else {
-            format!("seed {first_seed}")
-        };
-        let real_label = match &vm_result {
-            Some(vm) => format!("guest {} ({nruns} run{})", vm.guest.kernel, if nruns > 1 { "s" } else { "" }),
-            None => format!("host {}", run.kernel),
-        };
-        let rows = vec![
-            (format!("model {} ({seeds})", sim_result.profile.name), sim_measures.iter().map(Vec::as_slice).collect()),
-            (real_label, real_measures.iter().map(Vec::as_slice).collect()),
-        ];
-        println!();
-        print!("{}", render_measure_table(&measure_infos(&scenario), &rows));
-    }
-    println!();
-    if nruns > 1 {
-        println!("figures of the first run (seed {first_seed}) and the guest's run 1");
-    }
-    print!("{}", side_by_side(&figures(sim, real, scenario.stall_threshold_ns)));
-
-    let (sa, ra) = (&sim.attribution, &real.attribution);
-    if !sa.causes.is_empty() || !ra.causes.is_empty() {
-        println!();
-        println!("stall causes (stalls per class)");
-        print!("{}", side_by_side(&cause_rows(sa, ra)));
-
-        println!();
-        println!("stall causes from the sched tracepoints alone (the simulated trace without schedlab_* decisions)");
-        print!("{}", side_by_side(&cause_rows(&sim_tp.attribution, ra)));
-    }
-    for (name, r) in [("simulated", sim), ("real", real)] {
-        println!();
-        println!("== {name} ==");
-        print!("{}", render_run_table(&r.metrics));
-        if !r.attribution.stalls.is_empty() {
-            println!();
-            print!("{}", render_cause_table(&r.attribution));
-        }
-    }
-    if let Some(path) = &args.trace.trace {
-        println!();
-        if vm_result.is_some() {
-            print!("{}", render_trace_paths(path, nruns, "guest run"));
-        } else {
-            println!("trace     {} (real run, tracefs text)", path.display());
-        }
-    }
-    if let Some(path) = &args.sim_trace {
-        println!("sim trace {} (simulation, ftrace text)", path.display());
-    }
+    let text = CompareText {
+        scenario: &scenario,
+        machine: &sim_result.topology,
+        profile: sim_result.profile.name,
+        seed: first_seed,
+        notes: &sim_result.notes,
+        real: match &vm_result {
+            Some(vm) => RealSide::Guest(vm_header(vm)),
+            None => RealSide::Host(real_header(&real_runs[0].0)),
+        },
+        sims: &sim_reports,
+        sim_tracepoints: &sim_tp,
+        runs: &run_lines(&real_runs),
+        trace_file: args.trace.trace.as_deref(),
+        sim_trace_file: args.sim_trace.as_deref(),
+    };
+    print!("{}", text.render());
     Ok(())
 }
 
@@ -228,41 +163,17 @@ fn compare_settings(args: &CompareArgs) -> Result {
         per_set.push(sims.iter().map(analyse).collect());
     }
 
-    println!("scenario  {} ({})", scenario.name, scenario.path);
-    println!(
-        "model     {}: {} CPUs, kernel profile {profile}, seeds {first_seed}-{}",
-        scenario.topology.name,
-        scenario.topology.nr_cpus(),
-        first_seed + rounds - 1
-    );
-    print!("{}", vm_header(&vm));
-    let labels: Vec<String> = vm.runs.iter().map(|r| setting_label(&alternate[r.setting])).collect();
-    println!();
-    println!("guest runs");
-    print!("{}", render_runs(scenario.stall_threshold_ns, &run_lines(&real_runs), &labels));
-    if !scenario.measures.is_empty() {
-        let real_measures = measure_runs(&real_runs.iter().map(|(_, r)| r).collect::<Vec<_>>());
-        let sim_measures: Vec<Vec<Vec<MeasureRun>>> =
-            per_set.iter().map(|reports| measure_runs(&reports.iter().collect::<Vec<_>>())).collect();
-        let mut rows: Vec<(String, Vec<&[MeasureRun]>)> = Vec::new();
-        for (k, set) in alternate.iter().enumerate() {
-            let label = setting_label(set);
-            rows.push((format!("model  {label}"), sim_measures[k].iter().map(Vec::as_slice).collect()));
-            let mine = vm.runs.iter().zip(&real_measures).filter(|(r, _)| r.setting == k);
-            rows.push((format!("guest  {label}"), mine.map(|(_, m)| m.as_slice()).collect()));
-        }
-        println!();
-        print!("{}", render_measure_table(&measure_infos(&scenario), &rows));
-    }
-    for (k, set) in alternate.iter().enumerate() {
-        let Some(i) = vm.runs.iter().position(|r| r.setting == k) else { continue };
-        println!();
-        println!("{}: seed {first_seed} beside the guest's run {}", setting_label(set), i + 1);
-        print!("{}", side_by_side(&figures(&per_set[k][0], &real_runs[i].1, scenario.stall_threshold_ns)));
-    }
-    if let Some(path) = &args.trace.trace {
-        println!();
-        print!("{}", render_trace_paths(path, real_runs.len(), "guest run"));
-    }
+    let text = CompareSettingsText {
+        scenario: &scenario,
+        profile: &profile,
+        first_seed,
+        rounds,
+        header: vm_header(&vm),
+        sets: &alternate,
+        runs: &guest_runs(&vm, &real_runs),
+        sims: &per_set,
+        trace_file: args.trace.trace.as_deref(),
+    };
+    print!("{}", text.render());
     Ok(())
 }

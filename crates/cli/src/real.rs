@@ -3,7 +3,7 @@
 //! `schedlab run` reports a simulation.
 
 use clap::Args;
-use schedlab_report::{render_report, AnalysisJson, RealHeader, RealJson, Report};
+use schedlab_report::{AnalysisJson, RealHeader, RealJson, RealText, Report};
 use schedlab_runner::{run_real, RealOptions, RealRun};
 use schedlab_scenario::Scenario;
 use schedlab_topology::parse_duration;
@@ -105,7 +105,7 @@ pub(crate) fn real_run(
 }
 
 /// The header lines of a real run: host, calibration, notes, capture.
-pub(crate) fn real_header(run: &RealRun) -> String {
+pub(crate) fn real_header(run: &RealRun) -> RealHeader<'_> {
     RealHeader {
         kernel: &run.kernel,
         host_cpus: &run.plan.host_cpus,
@@ -118,7 +118,6 @@ pub(crate) fn real_header(run: &RealRun) -> String {
         events: run.trace.events.len(),
         lost_events: run.lost_events,
     }
-    .render()
 }
 
 pub fn real(args: RealArgs) -> Result {
@@ -141,16 +140,14 @@ pub fn real(args: RealArgs) -> Result {
         println!("{}", schedlab_report::to_json(&doc)?);
         return Ok(());
     }
-    println!("scenario  {} ({})", scenario.name, scenario.path);
-    if !scenario.description.is_empty() {
-        println!("          {}", scenario.description);
-    }
-    print!("{}", real_header(&run));
-    println!();
-    print!("{}", render_report(&report, &run.trace.table, args.report.stalls));
-    if let Some(path) = &args.trace.trace {
-        println!();
-        println!("trace     {} ({} events captured, tracefs text)", path.display(), run.events_captured);
-    }
+    let text = RealText {
+        scenario: &scenario,
+        header: real_header(&run),
+        report: &report,
+        table: &run.trace.table,
+        narratives: args.report.stalls,
+        trace_file: args.trace.trace.as_deref(),
+    };
+    print!("{}", text.render());
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use clap::Args;
 use schedlab_kernel::Profile;
-use schedlab_report::{render_stalls_and_causes, render_table_and_measures, AnalysisJson, Report, RunJson, SimHeader};
+use schedlab_report::{run_plot_title, AnalysisJson, Report, RunJson, RunText, SimHeader};
 use schedlab_scenario::{Scenario, Spanned};
 use schedlab_sim::{simulate, SimOptions};
 use schedlab_topology::Topology;
@@ -114,7 +114,7 @@ pub fn run(args: RunArgs) -> Result {
         Some(dir) => schedlab_plot::write_run_plots(
             dir,
             &schedlab_plot::RunPlots {
-                title: format!("{}: handoff latency per wakee thread group (seed {})", scenario.name, result.seed),
+                title: run_plot_title(&scenario.name, result.seed),
                 trace: &result.trace,
                 metrics: &report.metrics,
                 stalls: &report.attribution.stalls,
@@ -160,27 +160,15 @@ pub fn run(args: RunArgs) -> Result {
         wall_s: wall.as_secs_f64(),
         notes: &result.notes,
     };
-    print!("{}", header.render());
-    println!();
-    print!("{}", render_table_and_measures(&report));
-    if let Some(sb) = &scenario.schbench {
-        if let Some(report) = schedlab_analysis::schbench_report(&result.trace, result.end_ns) {
-            println!();
-            println!("schbench  {} (its own metrics, as it prints them)", sb.command_line());
-            print!("{}", report.render());
-        }
-    }
-    print!("{}", render_stalls_and_causes(&report, &result.trace.table, args.report.stalls));
-    if let Some(path) = &args.trace.trace {
-        println!();
-        println!("trace     {} ({} events, ftrace text)", path.display(), result.trace.events.len());
-    }
-    if let Some(path) = &args.perfetto.perfetto {
-        println!("perfetto  {} (open at https://ui.perfetto.dev)", path.display());
-    }
-    if let Some(dir) = &args.plot {
-        let stall_plots = plots.len() - 1;
-        println!("plots     {}: {} SVG files (handoff-cdf.svg, {stall_plots} stall plots)", dir.display(), plots.len());
-    }
+    let text = RunText {
+        header,
+        report: &report,
+        trace: &result.trace,
+        narratives: args.report.stalls,
+        trace_file: args.trace.trace.as_deref(),
+        perfetto_file: args.perfetto.perfetto.as_deref(),
+        plots: args.plot.as_deref().map(|dir| (dir, plots.len())),
+    };
+    print!("{}", text.render());
     Ok(())
 }

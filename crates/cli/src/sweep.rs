@@ -3,7 +3,9 @@
 //! A/B comparison, JSON or CSV.
 
 use clap::Args;
-use schedlab_report::{compare, parse_ab_pair, render, render_ab, render_csv, AbSpec, SweepJson, SweepResult};
+use schedlab_report::{
+    compare, parse_ab_pair, render_csv, render_sweep_text, sweep_timing, AbSpec, SweepJson, SweepResult,
+};
 use schedlab_sweep::{merge_dir, run_shard, run_sweep, Bar, ShardSpec, Sweep, MAX_ROUNDS};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -93,16 +95,8 @@ pub fn sweep(args: SweepArgs) -> Result {
     }
     let pool = pool.build().map_err(CliError::Pool)?;
     let threads = pool.current_num_threads();
-    let on = |n: usize| format!("{n} simulation{} in", if n == 1 { "" } else { "s" });
     let wall = Instant::now();
-    let timing = |n: usize| {
-        format!(
-            "{} {:.2} s wall on {threads} thread{}",
-            on(n),
-            wall.elapsed().as_secs_f64(),
-            if threads == 1 { "" } else { "s" }
-        )
-    };
+    let timing = |n: usize| sweep_timing(n, wall.elapsed().as_secs_f64(), threads);
 
     if let (Some(spec), Some(dir)) = (args.shard, &args.out) {
         let total = (0..sweep.jobs()).filter(|&j| spec.owns(j)).count();
@@ -165,15 +159,7 @@ fn print(result: &SweepResult, file_ab: Option<&AbSpec>, out: &OutputArgs, timin
             eprintln!("{t}");
         }
     } else {
-        print!("{}", render(result));
-        if let Some(ab) = &ab {
-            println!();
-            print!("{}", render_ab(ab));
-        }
-        if let Some(t) = &timing {
-            println!();
-            println!("wall      {t}");
-        }
+        print!("{}", render_sweep_text(result, ab.as_ref(), timing.as_deref()));
     }
     match ab.and_then(|a| a.pass.is_some_and(|p| !p).then_some(a)) {
         Some(a) => {

@@ -5,8 +5,7 @@
 
 use clap::Args;
 use schedlab_report::{
-    measure_runs, measures::measure_infos, measures::MeasureRun, render_measure_table, render_report, render_runs,
-    render_trace_paths, setting_label, trace_path, AnalysisJson, GuestHeader, Report, RunLine, VmJson, VmRunJson,
+    setting_label, trace_path, AnalysisJson, GuestHeader, GuestRun, Report, RunLine, VmJson, VmRunJson, VmText,
 };
 use schedlab_runner::{assemble, RealRun};
 use schedlab_scenario::Scenario;
@@ -99,6 +98,24 @@ pub(crate) fn run_lines(runs: &[AnalysedRun]) -> Vec<RunLine<'_>> {
         .collect()
 }
 
+/// The session's runs as the report takes them: the VM's record of each
+/// beside its analysis.
+pub(crate) fn guest_runs<'a>(result: &'a VmResult, runs: &'a [AnalysedRun]) -> Vec<GuestRun<'a>> {
+    result
+        .runs
+        .iter()
+        .zip(runs)
+        .map(|(r, (run, report))| GuestRun {
+            setting: r.setting,
+            events: run.trace.events.len(),
+            lost_events: run.lost_events,
+            notes: &run.notes,
+            table: &run.trace.table,
+            report,
+        })
+        .collect()
+}
+
 /// The feature sets of `--setting`.
 pub(crate) fn alternate_sets(raw: &[String]) -> Result<Vec<Vec<String>>> {
     Ok(feature_sets("--setting", raw)?)
@@ -147,7 +164,7 @@ pub(crate) fn vm_runs(
 
 /// The guest's header lines: kernel, machine, accelerator, command line,
 /// settings as read back, timing.
-pub(crate) fn vm_header(r: &VmResult) -> String {
+pub(crate) fn vm_header(r: &VmResult) -> GuestHeader<'_> {
     GuestHeader {
         kernel_label: &r.kernel_label,
         kernel: &r.guest.kernel,
@@ -166,7 +183,6 @@ pub(crate) fn vm_header(r: &VmResult) -> String {
         total_s: r.total_s,
         qemu_command: &r.qemu_command,
     }
-    .render()
 }
 
 pub fn vm(args: VmArgs) -> Result {
@@ -179,11 +195,6 @@ pub fn vm(args: VmArgs) -> Result {
         args.trace.trace.as_deref(),
         args.report.grace,
     )?;
-    let labels: Vec<String> = if alternate.is_empty() {
-        Vec::new()
-    } else {
-        result.runs.iter().map(|r| setting_label(&alternate[r.setting])).collect()
-    };
     if args.json.json {
         let runs_json = result
             .runs
@@ -221,53 +232,15 @@ pub fn vm(args: VmArgs) -> Result {
         println!("{}", schedlab_report::to_json(&doc)?);
         return Ok(());
     }
-    println!("scenario  {} ({})", scenario.name, scenario.path);
-    if !scenario.description.is_empty() {
-        println!("          {}", scenario.description);
-    }
-    print!("{}", vm_header(&result));
-    if !alternate.is_empty() {
-        let sets: Vec<String> = alternate.iter().map(|s| setting_label(s)).collect();
-        println!(
-            "settings  in turn, {} round{}: {} (each written to sched/features and read back before its run)",
-            args.vm.runs,
-            if args.vm.runs > 1 { "s" } else { "" },
-            sets.join(" | ")
-        );
-    }
-    let mut notes: Vec<&String> = runs.iter().flat_map(|(r, _)| r.notes.iter()).collect();
-    notes.sort();
-    notes.dedup();
-    for n in notes {
-        println!("note      {n}");
-    }
-    println!();
-    if runs.len() == 1 {
-        let (run, report) = &runs[0];
-        print!("{}", render_report(report, &run.trace.table, args.report.stalls));
-    } else {
-        print!("{}", render_runs(scenario.stall_threshold_ns, &run_lines(&runs), &labels));
-        if !scenario.measures.is_empty() {
-            let per_run = measure_runs(&runs.iter().map(|(_, r)| r).collect::<Vec<_>>());
-            let rows: Vec<(String, Vec<&[MeasureRun]>)> = if alternate.is_empty() {
-                vec![(format!("guest {}", result.guest.kernel), per_run.iter().map(Vec::as_slice).collect())]
-            } else {
-                alternate
-                    .iter()
-                    .enumerate()
-                    .map(|(k, set)| {
-                        let mine = result.runs.iter().zip(&per_run).filter(|(r, _)| r.setting == k);
-                        (setting_label(set), mine.map(|(_, m)| m.as_slice()).collect())
-                    })
-                    .collect()
-            };
-            println!();
-            print!("{}", render_measure_table(&measure_infos(&scenario), &rows));
-        }
-    }
-    if let Some(t) = &args.trace.trace {
-        println!();
-        print!("{}", render_trace_paths(t, runs.len(), "run"));
-    }
+    let text = VmText {
+        scenario: &scenario,
+        header: vm_header(&result),
+        sets: &alternate,
+        rounds: args.vm.runs,
+        runs: &guest_runs(&result, &runs),
+        narratives: args.report.stalls,
+        trace_file: args.trace.trace.as_deref(),
+    };
+    print!("{}", text.render());
     Ok(())
 }

@@ -44,7 +44,8 @@ fn row<'a>(doc: &'a Value, comm: &str) -> &'a Value {
 fn real_capture_counts_every_marker_pair() {
     let trace = format!("{DATA}/pingpong.trace");
     let doc = json(&["analyze", &trace]);
-    assert_eq!(doc["format"], "tracefs text");
+    assert_eq!(doc["format"], 1);
+    assert_eq!(doc["trace_format"], "tracefs text");
     assert_eq!(doc["input"]["nr_cpus"], 2);
     assert_eq!(doc["input"]["skipped_by_event"]["sched_process_fork"], 5);
     // Only the marker writers are the workload; the build's tasks are kept.
@@ -70,7 +71,7 @@ fn real_capture_counts_every_marker_pair() {
 fn trace_cmd_report_gives_the_same_report() {
     let a = json(&["analyze", &format!("{DATA}/pingpong.trace")]);
     let b = json(&["analyze", &format!("{DATA}/pingpong.report")]);
-    assert_eq!(b["format"], "trace-cmd report");
+    assert_eq!(b["trace_format"], "trace-cmd report");
     for key in ["metrics", "work_conservation", "attribution", "workload"] {
         assert_eq!(a[key], b[key], "{key}");
     }

@@ -71,8 +71,9 @@ impl TraceReport {
     pub fn to_json(&self, scenario: Option<&Scenario>) -> Result<String, ReportError> {
         let (stats, workload) = (&self.stats, &self.workload);
         let doc = AnalyzeJson {
+            format: crate::FORMAT_VERSION,
             trace: &self.path,
-            format: stats.format.as_str(),
+            trace_format: stats.format.as_str(),
             scenario: scenario.map(|s| s.name.as_str()),
             input: InputJson {
                 lines: stats.lines,
@@ -242,12 +243,14 @@ fn gap_text(g: &Gap) -> String {
     }
 }
 
-/// `schedlab analyze --json`. Its `format` is the trace's layout (the key
-/// was taken before outputs carried a version), so this document has none.
+/// `schedlab analyze --json`. `format` is the version every document
+/// carries; the trace's layout, which had that key before outputs carried
+/// a version, is `trace_format`.
 #[derive(Serialize)]
 struct AnalyzeJson<'a> {
+    format: u32,
     trace: &'a str,
-    format: &'a str,
+    trace_format: &'a str,
     scenario: Option<&'a str>,
     input: InputJson<'a>,
     workload: Vec<WorkloadJson<'a>>,

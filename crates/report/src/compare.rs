@@ -3,9 +3,19 @@
 //! analysis, so a difference is a difference between the model and the
 //! kernel (or the hardware), not between two measuring tools.
 
-use schedlab_analysis::{Attribution, Cause, LatencyStats, TaskMetrics};
+use std::fmt::Write as _;
+use std::path::Path;
 
+use schedlab_analysis::{render_cause_table, render_run_table, Attribution, Cause, LatencyStats, TaskMetrics};
+use schedlab_scenario::Scenario;
+use schedlab_topology::Topology;
+
+use crate::measures::{measure_infos, MeasureRun};
+use crate::real::{render_scenario_line, GuestHeader, RealHeader};
+use crate::render::render_measure_table;
 use crate::run::Report;
+use crate::runs::{measure_runs, render_runs, render_trace_paths, setting_label, RunLine};
+use crate::vm::{labels, lines, GuestRun};
 
 fn us(ns: Option<u64>) -> String {
     ns.map_or_else(|| "-".to_string(), |v| format!("{}.{}", v / 1000, v / 100 % 10))
@@ -62,4 +72,175 @@ pub fn cause_rows(sim: &Attribution, real: &Attribution) -> Vec<(String, String,
         .filter(|&(_, a, b)| a > 0 || b > 0)
         .map(|(c, a, b)| (c.label().to_string(), a.to_string(), b.to_string()))
         .collect()
+}
+
+/// The real side of a comparison: this host's kernel, or a QEMU guest's.
+pub enum RealSide<'a> {
+    Host(RealHeader<'a>),
+    Guest(GuestHeader<'a>),
+}
+
+/// `schedlab compare`'s whole text report (one feature set).
+pub struct CompareText<'a> {
+    pub scenario: &'a Scenario,
+    /// The model's machine, kernel profile and notes, and the seed of its
+    /// first run.
+    pub machine: &'a Topology,
+    pub profile: &'a str,
+    pub seed: u64,
+    pub notes: &'a [String],
+    pub real: RealSide<'a>,
+    /// The model's report of each seed (as many as real runs), and the
+    /// first one's from its sched tracepoints alone.
+    pub sims: &'a [Report],
+    pub sim_tracepoints: &'a Report,
+    /// The real runs: one on the host, `--runs` in a guest.
+    pub runs: &'a [RunLine<'a>],
+    /// Where `--trace` and `--sim-trace` wrote the traces.
+    pub trace_file: Option<&'a Path>,
+    pub sim_trace_file: Option<&'a Path>,
+}
+
+impl CompareText<'_> {
+    pub fn render(&self) -> String {
+        let (scenario, seed) = (self.scenario, self.seed);
+        let (sim, real) = (&self.sims[0], self.runs[0].report);
+        let nruns = self.runs.len();
+        let threshold = scenario.stall_threshold_ns;
+        let mut out = render_scenario_line(scenario, false);
+        let _ = writeln!(
+            out,
+            "model     {}: {} CPUs, kernel profile {}, seed {seed}",
+            self.machine.name,
+            self.machine.nr_cpus(),
+            self.profile
+        );
+        for note in self.notes {
+            let _ = writeln!(out, "note      (model) {note}");
+        }
+        match &self.real {
+            RealSide::Guest(header) => out.push_str(&header.render()),
+            RealSide::Host(header) => out.push_str(&header.render()),
+        }
+        if nruns > 1 {
+            out.push_str("\nguest runs\n");
+            out.push_str(&render_runs(threshold, self.runs, &[]));
+        }
+        if !scenario.measures.is_empty() {
+            let sim_measures = measure_runs(&self.sims.iter().collect::<Vec<_>>());
+            let real_measures = measure_runs(&self.runs.iter().map(|r| r.report).collect::<Vec<_>>());
+            let seeds =
+                if nruns > 1 { format!("seeds {seed}-{}", seed + nruns as u64 - 1) } else { format!("seed {seed}") };
+            let real_label = match &self.real {
+                RealSide::Guest(header) => {
+                    format!("guest {} ({nruns} run{})", header.kernel, if nruns > 1 { "s" } else { "" })
+                }
+                RealSide::Host(header) => format!("host {}", header.kernel),
+            };
+            let rows = vec![
+                (format!("model {} ({seeds})", self.profile), sim_measures.iter().map(Vec::as_slice).collect()),
+                (real_label, real_measures.iter().map(Vec::as_slice).collect()),
+            ];
+            out.push('\n');
+            out.push_str(&render_measure_table(&measure_infos(scenario), &rows));
+        }
+        out.push('\n');
+        if nruns > 1 {
+            let _ = writeln!(out, "figures of the first run (seed {seed}) and the guest's run 1");
+        }
+        out.push_str(&side_by_side(&figures(sim, real, threshold)));
+
+        let (sa, ra) = (&sim.attribution, &real.attribution);
+        if !sa.causes.is_empty() || !ra.causes.is_empty() {
+            out.push_str("\nstall causes (stalls per class)\n");
+            out.push_str(&side_by_side(&cause_rows(sa, ra)));
+            out.push_str(
+                "\nstall causes from the sched tracepoints alone (the simulated trace without schedlab_* decisions)\n",
+            );
+            out.push_str(&side_by_side(&cause_rows(&self.sim_tracepoints.attribution, ra)));
+        }
+        for (name, r) in [("simulated", sim), ("real", real)] {
+            let _ = writeln!(out, "\n== {name} ==");
+            out.push_str(&render_run_table(&r.metrics));
+            if !r.attribution.stalls.is_empty() {
+                out.push('\n');
+                out.push_str(&render_cause_table(&r.attribution));
+            }
+        }
+        if let Some(path) = self.trace_file {
+            out.push('\n');
+            match self.real {
+                RealSide::Guest(_) => out.push_str(&render_trace_paths(path, nruns, "guest run")),
+                RealSide::Host(_) => {
+                    let _ = writeln!(out, "trace     {} (real run, tracefs text)", path.display());
+                }
+            }
+        }
+        if let Some(path) = self.sim_trace_file {
+            let _ = writeln!(out, "sim trace {} (simulation, ftrace text)", path.display());
+        }
+        out
+    }
+}
+
+/// `schedlab compare --vm --setting A --setting B`'s whole text report: a
+/// model row and a guest row per set, then each set's first run side by
+/// side.
+pub struct CompareSettingsText<'a> {
+    pub scenario: &'a Scenario,
+    /// The model's kernel profile, first seed and seeds per set.
+    pub profile: &'a str,
+    pub first_seed: u64,
+    pub rounds: u64,
+    pub header: GuestHeader<'a>,
+    /// The feature sets, the guest's runs (alternating between them), and
+    /// per set the model's report of each seed.
+    pub sets: &'a [Vec<String>],
+    pub runs: &'a [GuestRun<'a>],
+    pub sims: &'a [Vec<Report>],
+    /// The `--trace` base path, one file per guest run.
+    pub trace_file: Option<&'a Path>,
+}
+
+impl CompareSettingsText<'_> {
+    pub fn render(&self) -> String {
+        let (scenario, first_seed, runs, sets) = (self.scenario, self.first_seed, self.runs, self.sets);
+        let mut out = render_scenario_line(scenario, false);
+        let _ = writeln!(
+            out,
+            "model     {}: {} CPUs, kernel profile {}, seeds {first_seed}-{}",
+            scenario.topology.name,
+            scenario.topology.nr_cpus(),
+            self.profile,
+            first_seed + self.rounds - 1
+        );
+        out.push_str(&self.header.render());
+        out.push_str("\nguest runs\n");
+        out.push_str(&render_runs(scenario.stall_threshold_ns, &lines(runs), &labels(runs, sets)));
+        if !scenario.measures.is_empty() {
+            let real_measures = measure_runs(&runs.iter().map(|r| r.report).collect::<Vec<_>>());
+            let sim_measures: Vec<Vec<Vec<MeasureRun>>> =
+                self.sims.iter().map(|reports| measure_runs(&reports.iter().collect::<Vec<_>>())).collect();
+            let mut rows: Vec<(String, Vec<&[MeasureRun]>)> = Vec::new();
+            for (k, set) in sets.iter().enumerate() {
+                let label = setting_label(set);
+                rows.push((format!("model  {label}"), sim_measures[k].iter().map(Vec::as_slice).collect()));
+                let mine = runs.iter().zip(&real_measures).filter(|(r, _)| r.setting == k);
+                rows.push((format!("guest  {label}"), mine.map(|(_, m)| m.as_slice()).collect()));
+            }
+            out.push('\n');
+            out.push_str(&render_measure_table(&measure_infos(scenario), &rows));
+        }
+        for (k, set) in sets.iter().enumerate() {
+            let Some(i) = runs.iter().position(|r| r.setting == k) else { continue };
+            let _ = writeln!(out, "\n{}: seed {first_seed} beside the guest's run {}", setting_label(set), i + 1);
+            let figures = figures(&self.sims[k][0], runs[i].report, scenario.stall_threshold_ns);
+            out.push_str(&side_by_side(&figures));
+        }
+        if let Some(path) = self.trace_file {
+            out.push('\n');
+            out.push_str(&render_trace_paths(path, runs.len(), "guest run"));
+        }
+        out
+    }
 }

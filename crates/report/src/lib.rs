@@ -1,7 +1,10 @@
 //! The report layer: everything made from an analysis once it is done —
 //! one run's report and its printed sections, the choice of a workload in a
 //! trace captured elsewhere, and a sweep's results with their statistics,
-//! A/B comparisons, tables, CSV and JSON.
+//! A/B comparisons, tables, CSV and JSON. Each command's whole text report
+//! is assembled here (`RunText`, `RealText`, `VmText`, `CompareText`,
+//! `render_sweep_text`, ...) from plain fields the CLI fills in, so that
+//! the CLI only prints what it is handed.
 //!
 //! It depends on the analysis and the trace vocabulary (and on the
 //! scenario, whose `[[measure]]`s and thread names it reads), never on the
@@ -19,6 +22,7 @@ pub use ab::{compare, parse_ab_pair, render_ab, AbError, AbReport, AbSpec};
 pub use export::{render_csv, CSV_COLUMNS};
 pub use render::{
     render, render_breakdown, render_burst_starts, render_measure_table, render_measures, render_summary,
+    render_sweep_text, sweep_timing,
 };
 pub use results::{BurstStarts, RunResult, SettingResult, SweepResult};
 
@@ -30,19 +34,21 @@ mod json;
 mod real;
 mod run;
 mod runs;
+mod vm;
 pub mod workload;
 
 pub use analyze::{TraceOptions, TraceReport};
-pub use compare::{cause_rows, figures, side_by_side};
+pub use compare::{cause_rows, figures, side_by_side, CompareSettingsText, CompareText, RealSide};
 pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;
 pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
-pub use real::{GuestHeader, RealHeader};
+pub use real::{render_scenario_line, GuestHeader, RealHeader, RealText};
 pub use run::{
-    cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures, Report,
-    SimHeader,
+    cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures,
+    run_plot_title, Report, RunText, SimHeader,
 };
 pub use runs::{feature_changes, measure_runs, render_runs, render_trace_paths, setting_label, trace_path, RunLine};
+pub use vm::{GuestRun, VmText};
 
 /// `doc` as pretty-printed JSON, as every `--json` prints it.
 pub fn to_json(doc: &impl serde::Serialize) -> Result<String, ReportError> {

@@ -4,9 +4,55 @@
 //! report layer depends on neither.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
-use crate::run::{cpulist, fmt_secs};
+use schedlab_scenario::Scenario;
+use schedlab_trace::TaskTable;
+
+use crate::run::{cpulist, fmt_secs, render_report, Report};
 use crate::runs::feature_changes;
+
+/// `scenario  NAME (PATH)`, and with `description` the scenario's
+/// description under it when it has one.
+pub fn render_scenario_line(s: &Scenario, description: bool) -> String {
+    let mut out = format!("scenario  {} ({})\n", s.name, s.path);
+    if description && !s.description.is_empty() {
+        let _ = writeln!(out, "          {}", s.description);
+    }
+    out
+}
+
+/// `schedlab real`'s whole text report.
+pub struct RealText<'a> {
+    pub scenario: &'a Scenario,
+    pub header: RealHeader<'a>,
+    pub report: &'a Report,
+    /// The capture's task names.
+    pub table: &'a TaskTable,
+    /// Narratives of the first N stalls.
+    pub narratives: usize,
+    /// Where `--trace` wrote the capture.
+    pub trace_file: Option<&'a Path>,
+}
+
+impl RealText<'_> {
+    pub fn render(&self) -> String {
+        let mut out = render_scenario_line(self.scenario, true);
+        out.push_str(&self.header.render());
+        out.push('\n');
+        out.push_str(&render_report(self.report, self.table, self.narratives));
+        if let Some(path) = self.trace_file {
+            out.push('\n');
+            let _ = writeln!(
+                out,
+                "trace     {} ({} events captured, tracefs text)",
+                path.display(),
+                self.header.events_captured
+            );
+        }
+        out
+    }
+}
 
 /// A run on this host's kernel.
 pub struct RealHeader<'a> {

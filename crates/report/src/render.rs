@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use schedlab_analysis::{Arrival, StallBreakdown};
 
+use crate::ab::{render_ab, AbReport};
 use crate::measures::{measure_row, MeasureInfo, MeasureRun};
 use crate::results::BurstStarts;
 use crate::stats::mean;
@@ -296,6 +297,31 @@ pub fn render_measure_table(infos: &[MeasureInfo], rows_in: &[(String, Vec<&[Mea
         }
     }
     out
+}
+
+/// `schedlab sweep`'s text report: [`render`], the A/B comparison when
+/// there is one, and the closing `timing` line (see [`sweep_timing`]).
+pub fn render_sweep_text(r: &SweepResult, ab: Option<&AbReport>, timing: Option<&str>) -> String {
+    let mut out = render(r);
+    if let Some(ab) = ab {
+        out.push('\n');
+        out.push_str(&render_ab(ab));
+    }
+    if let Some(t) = timing {
+        out.push('\n');
+        out.push_str(&format!("wall      {t}\n"));
+    }
+    out
+}
+
+/// How long `sims` simulations took on `threads` threads, as the sweep's
+/// closing line and its progress notices say it.
+pub fn sweep_timing(sims: usize, wall_s: f64, threads: usize) -> String {
+    format!(
+        "{sims} simulation{} in {wall_s:.2} s wall on {threads} thread{}",
+        if sims == 1 { "" } else { "s" },
+        if threads == 1 { "" } else { "s" }
+    )
 }
 
 /// The whole report: what was run, the results table, the notes, and the

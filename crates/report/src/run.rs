@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use schedlab_analysis::{
     analyze, attribute_stalls, measure, render_cause_table, render_measures, render_run_table, render_stall_narratives,
@@ -222,6 +223,60 @@ impl SimHeader<'_> {
         }
         out
     }
+}
+
+/// `schedlab run`'s whole text report: the header, the sections, the
+/// scenario's schbench figures when it models schbench, and the files the
+/// run wrote.
+pub struct RunText<'a> {
+    pub header: SimHeader<'a>,
+    pub report: &'a Report,
+    /// The simulated trace: its task names, and the schbench figures.
+    pub trace: &'a Trace,
+    /// Narratives of the first N stalls.
+    pub narratives: usize,
+    /// Where `--trace` and `--perfetto` wrote the trace.
+    pub trace_file: Option<&'a Path>,
+    pub perfetto_file: Option<&'a Path>,
+    /// The `--plot` directory and how many SVG files went there.
+    pub plots: Option<(&'a Path, usize)>,
+}
+
+impl RunText<'_> {
+    pub fn render(&self) -> String {
+        let mut out = self.header.render();
+        out.push('\n');
+        out.push_str(&render_table_and_measures(self.report));
+        if let Some(sb) = &self.header.scenario.schbench {
+            if let Some(report) = schedlab_analysis::schbench_report(self.trace, self.header.simulated_ns) {
+                out.push('\n');
+                let _ = writeln!(out, "schbench  {} (its own metrics, as it prints them)", sb.command_line());
+                out.push_str(&report.render());
+            }
+        }
+        out.push_str(&render_stalls_and_causes(self.report, &self.trace.table, self.narratives));
+        if let Some(path) = self.trace_file {
+            out.push('\n');
+            let _ = writeln!(out, "trace     {} ({} events, ftrace text)", path.display(), self.trace.events.len());
+        }
+        if let Some(path) = self.perfetto_file {
+            let _ = writeln!(out, "perfetto  {} (open at https://ui.perfetto.dev)", path.display());
+        }
+        if let Some((dir, files)) = self.plots {
+            let stall_plots = files - 1;
+            let _ = writeln!(
+                out,
+                "plots     {}: {files} SVG files (handoff-cdf.svg, {stall_plots} stall plots)",
+                dir.display()
+            );
+        }
+        out
+    }
+}
+
+/// The title of `schedlab run --plot`'s handoff CDF.
+pub fn run_plot_title(scenario: &str, seed: u64) -> String {
+    format!("{scenario}: handoff latency per wakee thread group (seed {seed})")
 }
 
 /// One line per topology preset: size, HZ, preemption, ITMT, description
