@@ -5,7 +5,8 @@
 # byte. Only two things are normalised, both said here: wall-clock figures
 # ("in 0.158 s wall (190x real time)", sweep timing lines) are masked, and JSON
 # is compared with sorted keys and without the top-level "format" version field
-# that issue 13 added (everything else in it must be equal).
+# that issue 13 added (everything else in it must be equal; analyze --json's
+# old "format", the trace layout, is compared as the "trace_format" it became).
 #
 # usage: scripts/check-refactor.sh [--base BIN | --base-rev REV] [NEW_BIN]
 #   NEW_BIN   the binary under test (default: target/release/schedlab, built if absent)
@@ -66,6 +67,9 @@ norm_json() {
 import json, sys
 def strip(v, top):
     if isinstance(v, dict):
+        if top and isinstance(v.get("format"), str):
+            # Before issue 13, analyze --json held the trace layout here.
+            v = dict(v, trace_format=v["format"])
         return {k: strip(x, False) for k, x in v.items() if not (top and k == "format")}
     if isinstance(v, list):
         return [strip(x, top) for x in v]
