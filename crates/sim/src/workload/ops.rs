@@ -9,7 +9,7 @@
 
 use super::{resolve, Blocked, ObjState};
 use crate::engine::{Engine, Ev};
-use crate::hw::UNITS_PER_NS;
+use crate::hw::{Hardware, UNITS_PER_NS};
 use crate::SimError;
 use schedlab_kernel::TaskState;
 use schedlab_scenario::{ObjId, ObjRef, Op, Repeat, Scenario};
@@ -96,21 +96,33 @@ impl<'a> Engine<'a> {
 
     /// `run`: a CPU burst, its length drawn once with the hardware's jitter.
     fn op_run(&mut self, cpu: usize, th: usize, ns: u64) -> Flow {
+        if !self.execute(cpu, th, |hw| Some(hw.burst_work(ns))) {
+            return STOP;
+        }
+        self.threads[th].pc += 1;
+        NEXT
+    }
+
+    /// User-space CPU time an op spends before it goes on, over as many
+    /// engine steps as preemption splits it into. `work` is asked once, when
+    /// the op first runs (a burst's jitter is drawn then); `None` is no work.
+    /// True once it is done, false while it runs (the CPU is replanned for
+    /// its end).
+    fn execute(&mut self, cpu: usize, th: usize, work: impl FnOnce(&mut Hardware) -> Option<u64>) -> bool {
         if !self.threads[th].run_started {
-            let work = self.hw.burst_work(ns);
-            let thread = &mut self.threads[th];
-            thread.remaining = work;
-            thread.run_started = true;
-            self.hw.set_exec_from(cpu, self.now);
+            if let Some(units) = work(&mut self.hw) {
+                let thread = &mut self.threads[th];
+                thread.remaining = units;
+                thread.run_started = true;
+                self.hw.set_exec_from(cpu, self.now);
+            }
         }
         if self.threads[th].remaining > 0 {
             self.replan(cpu);
-            return STOP;
+            return false;
         }
-        let thread = &mut self.threads[th];
-        thread.run_started = false;
-        thread.pc += 1;
-        NEXT
+        self.threads[th].run_started = false;
+        true
     }
 
     /// `sleep`: `nanosleep()`, an hrtimer and a block.
@@ -185,18 +197,10 @@ impl<'a> Engine<'a> {
             return NEXT;
         };
         // The futex syscall's CPU time, then the post.
-        if cost_ns > 0 && !thread.run_started {
-            thread.remaining = cost_ns * UNITS_PER_NS;
-            thread.run_started = true;
-            self.hw.set_exec_from(cpu, self.now);
-        }
-        if self.threads[th].remaining > 0 {
-            self.replan(cpu);
+        if !self.execute(cpu, th, |_| (cost_ns > 0).then(|| cost_ns * UNITS_PER_NS)) {
             return STOP;
         }
-        let thread = &mut self.threads[th];
-        thread.run_started = false;
-        thread.wake_pos = Some(pos + 1);
+        self.threads[th].wake_pos = Some(pos + 1);
         self.signal(cpu, th, efd, 1);
         self.preempt_point(cpu);
         NEXT
