@@ -3,43 +3,18 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+
 use schedlab_analysis::StallBreakdown;
 use schedlab_report::{render, render_summary, RunResult, SettingResult, SweepResult};
 
-fn run(n: u32, stalls: u64, handoffs: u64) -> RunResult {
-    RunResult {
-        run: n,
-        seed: u64::from(n),
-        simulated_ns: 30_000_000_000,
-        handoffs,
-        stalls,
-        median_handoff_ns: Some(3_000),
-        p99_handoff_ns: Some(9_000),
-        max_handoff_ns: Some(1_200_000),
-        breakdown: None,
-        burst_starts: None,
-        handoff_samples: vec![3_000],
-        measures: vec![],
-        schbench_rps: None,
-    }
-}
-
 fn setting(name: &str, stalls: [u64; 5], handoffs: u64, median: u64) -> SettingResult {
-    SettingResult {
-        name: name.into(),
-        kernel: "mainline".into(),
-        features_changed: vec![],
-        topology: "ryzen-7950x".into(),
-        itmt: true,
-        allowed_cpus: "4-7".into(),
-        top_cpu: Some(6),
-        breakdown: false,
-        notes: vec![],
-        stalls: stalls.iter().sum(),
-        handoffs,
-        median_handoff_ns: Some(median),
-        runs: (0..5).map(|i| run(i as u32 + 1, stalls[i], handoffs / 5)).collect(),
-    }
+    let run = |i: usize| RunResult {
+        handoff_samples: vec![3_000],
+        ..common::run(i as u32 + 1, stalls[i], handoffs / 5, 3_000, 9_000, 1_200_000)
+    };
+    // The total as the report gives it, not the runs' rounded sum.
+    SettingResult { handoffs, ..common::setting(name, (0..5).map(run).collect(), median) }
 }
 
 fn breakdown(

@@ -88,23 +88,15 @@ pub mod setting;
 pub mod shard;
 mod wire;
 
-// Results, statistics, A/B and rendering live in the report layer (a plot
-// or a merge needs them without the simulator); re-exported so that a
-// sweep's users find them where they always were.
-pub use schedlab_report::{ab, measures, stats};
-
 use std::path::Path;
 
+use schedlab_report::AbSpec;
 use schedlab_scenario::{CpuSet, InputError, Scenario};
 use schedlab_topology::Topology;
 
 pub use file::AXIS_JOIN;
 pub use progress::Bar;
 pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress};
-pub use schedlab_report::{
-    compare, parse_ab_pair, render, render_ab, render_breakdown, render_burst_starts, render_csv, render_measure_table,
-    render_measures, render_summary, AbReport, AbSpec, BurstStarts, RunResult, SettingResult, SweepResult, CSV_COLUMNS,
-};
 pub use setting::{feature_sets, SettingError, SettingSpec};
 pub use shard::{fingerprint, merge_dir, run_shard, Merged, ShardError, ShardFile, ShardSpec, ShardSpecError};
 

@@ -110,7 +110,7 @@ fn axes_cross_every_setting() {
     assert_eq!(r.settings[2].allowed_cpus, "0-1");
     assert_eq!(r.topology, "ryzen-7950x");
     assert!(r.settings.iter().all(|x| x.runs.len() == 2 && x.handoffs > 0));
-    let text = schedlab_sweep::render(&r);
+    let text = schedlab_report::render(&r);
     assert!(
         text.contains(
             "machine   qemu-4 for defaults / qemu-4 / nice 0; defaults / qemu-4 / nice 5; NDD / qemu-4 / nice 0"

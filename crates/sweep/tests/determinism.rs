@@ -5,8 +5,9 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use schedlab_analysis::{analyze, AnalysisOptions};
+use schedlab_report::SweepResult;
 use schedlab_sim::{simulate, SimOptions};
-use schedlab_sweep::{run_sweep, Progress, Sweep, SweepResult};
+use schedlab_sweep::{run_sweep, Progress, Sweep};
 
 const SWEEP: &str = r#"
 scenario = "asym_min.toml"

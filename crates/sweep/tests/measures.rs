@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlab_sweep::measures::measure_row;
-use schedlab_sweep::{merge_dir, render, run_shard, run_sweep, ShardSpec, Sweep, SweepResult};
+use schedlab_report::measures::measure_row;
+use schedlab_report::{render, SweepResult};
+use schedlab_sweep::{merge_dir, run_shard, run_sweep, ShardSpec, Sweep};
 
 fn scenarios() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")

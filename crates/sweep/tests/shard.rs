@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlab_sweep::{fingerprint, job_order, merge_dir, render, run_shard, run_sweep, ShardSpec, Sweep};
+use schedlab_report::render;
+use schedlab_sweep::{fingerprint, job_order, merge_dir, run_shard, run_sweep, ShardSpec, Sweep};
 
 const SWEEP: &str = r#"
 scenario = "asym_min.toml"
@@ -135,7 +136,7 @@ fn merged_schbench_shards_keep_the_rps() {
     std::fs::write(dir.join("schbench-small.toml"), SCHBENCH_SCENARIO).unwrap();
     let s = Sweep::from_toml_str("schbench.toml", SCHBENCH_SWEEP, &dir).unwrap();
     let whole = run_sweep(&s, &|_| {}).unwrap();
-    let rps = |r: &schedlab_sweep::SweepResult| -> Vec<Option<f64>> {
+    let rps = |r: &schedlab_report::SweepResult| -> Vec<Option<f64>> {
         r.settings.iter().flat_map(|s| s.runs.iter().map(|x| x.schbench_rps)).collect()
     };
     assert!(rps(&whole).iter().all(|v| v.is_some_and(|v| v > 0.0)), "{:?}", rps(&whole));
