@@ -125,7 +125,17 @@ pub enum VmError {
         if console.contains("Kernel panic") { "the guest kernel panicked" } else { "the guest stopped" },
         if qemu_stderr.is_empty() { String::new() } else { format!("\nqemu said: {qemu_stderr}") }
     )]
-    GuestStopped { done: usize, total: u32, status: ExitStatus, console: String, qemu_stderr: String },
+    GuestStopped {
+        done: usize,
+        total: u32,
+        status: ExitStatus,
+        console: String,
+        qemu_stderr: String,
+        /// The guest's init had reported in (its settings applied).
+        booted: bool,
+        /// The first kernel oops on the console, if the kernel crashed.
+        oops: Option<String>,
+    },
     #[error("the guest finished without reporting its settings")]
     NoGuestInfo,
 

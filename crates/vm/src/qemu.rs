@@ -120,6 +120,14 @@ pub fn qemu_args(m: &MachineSpec) -> Vec<String> {
     a
 }
 
+/// A console line without its `[  2.755] ` timestamp.
+fn console_text(line: &str) -> &str {
+    match line.trim_start().strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((_, rest)) => rest,
+        None => line,
+    }
+}
+
 /// The shell-quoted command, for the report.
 pub fn shown(bin: &Path, args: &[String]) -> String {
     let q = |s: &str| {
@@ -175,6 +183,10 @@ impl Tail {
 pub struct ConsoleTail {
     lines: VecDeque<String>,
     partial: String,
+    /// The first kernel oops (its `Oops:` line and the `RIP:` after it),
+    /// kept whatever scrolls by: a crash inside the kernel rather than a
+    /// panic the kernel chose (no root filesystem, init exited).
+    oops: Option<String>,
 }
 
 impl ConsoleTail {
@@ -184,11 +196,25 @@ impl ConsoleTail {
         self.partial.push_str(&String::from_utf8_lossy(bytes).replace('\r', ""));
         while let Some(i) = self.partial.find('\n') {
             let line: String = self.partial.drain(..=i).collect();
-            self.lines.push_back(line.trim_end().to_string());
+            let line = line.trim_end().to_string();
+            match &mut self.oops {
+                None if line.contains("Oops:") => self.oops = Some(console_text(&line).to_string()),
+                Some(o) if !o.contains("RIP:") && line.contains("RIP:") => {
+                    o.push_str(", ");
+                    o.push_str(console_text(&line));
+                }
+                _ => {}
+            }
+            self.lines.push_back(line);
             if self.lines.len() > Self::KEEP {
                 self.lines.pop_front();
             }
         }
+    }
+
+    /// The first oops seen, e.g. `Oops: int3: 0000 [#1] PREEMPT SMP NOPTI, RIP: 0010:sched_clock_cpu+0x9/0x190`.
+    pub fn oops(&self) -> Option<&str> {
+        self.oops.as_deref()
     }
 
     pub fn render(&self) -> String {
@@ -260,6 +286,21 @@ pub fn monitor(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_oops_is_kept_however_far_it_scrolls() {
+        let mut tail = ConsoleTail::default();
+        tail.push(b"[    2.75] Kernel panic - not syncing: VFS: Unable to mount root fs\n");
+        assert_eq!(tail.oops(), None, "a panic the kernel chose is not an oops");
+        tail.push(b"[    2.756401] Oops: int3: 0000 [#2] PREEMPT SMP NOPTI\n[    2.756437] CPU: 3 UID: 0\n");
+        tail.push(b"[    2.756438] RIP: 0010:sched_clock_cpu+0x9/0x190\n[    2.8] RIP: 0010:later\n");
+        tail.push(b"[    2.9] Oops: general protection fault\n");
+        for _ in 0..100 {
+            tail.push(b"[    3.0] filler\n");
+        }
+        assert_eq!(tail.oops(), Some("Oops: int3: 0000 [#2] PREEMPT SMP NOPTI, RIP: 0010:sched_clock_cpu+0x9/0x190"));
+        assert!(!tail.render().contains("Oops"), "the tail itself keeps only the last lines");
+    }
 
     #[test]
     fn console_tail_keeps_the_last_lines() {
