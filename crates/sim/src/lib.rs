@@ -240,6 +240,13 @@ fn simulate_inner(
     for (i, delay) in starts.iter().enumerate() {
         engine.queue.push(*delay, Ev::Start(i));
     }
+    // Every CPU starts in the idle loop.
+    for cpu in 0..topo.nr_cpus() {
+        engine.go_idle(cpu);
+    }
+    for (i, (_cpu, at)) in engine.hw.noise_starts().into_iter().enumerate() {
+        engine.queue.push(at, Ev::Noise(i));
+    }
     if scenario.background == Background::Kernel {
         // Each CPU's watchdog hrtimer started at some point of boot.
         let mut phase_rng = rng::Rng::new(seed ^ 0x5741_5443_4844_4f47);

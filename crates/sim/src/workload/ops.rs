@@ -130,6 +130,7 @@ impl<'a> Engine<'a> {
         self.threads[th].pc += 1;
         self.threads[th].timer_gen += 1;
         let gen = self.threads[th].timer_gen;
+        self.hw.arm_timer(cpu, self.now + ns);
         self.queue.push(self.now + ns, Ev::Timer { thread: th, gen, cpu, exited: false });
         self.block(cpu, th, Blocked::Sleep);
         NEXT
