@@ -335,6 +335,7 @@ fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Sce
             nice: 0,
             rt_priority: 0,
             slice_ns: None,
+            timer_slack_ns: schedlab_scenario::DEFAULT_TIMER_SLACK_NS,
             affinity: CpuSet::single(cpu),
             start_cpu: Some(cpu),
             start_delay_ns: phase,

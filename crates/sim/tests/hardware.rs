@@ -154,3 +154,51 @@ fn noise_is_seeded_delays_work_and_leaves_quiet_cpus_alone() {
     let kq = mq.tasks.iter().find(|t| t.comm == "kicker").unwrap();
     assert!(k.runtime_ns >= kq.runtime_ns * 95 / 100);
 }
+
+#[test]
+fn a_fair_sleep_ends_at_its_timer_slack_and_an_rt_sleep_on_time() {
+    let body = |policy: &str| {
+        format!("topology = \"smt-2x2\"\nduration = \"100ms\"\n[[thread]]\nname = \"s\"\npolicy = \"{policy}\"\naffinity = \"1\"\nprogram = [ {{ sleep = \"1ms\" }}, {{ run = \"10us\" }} ]\n")
+    };
+    let wakes = |policy: &str| {
+        let r = sim(&scenario(&body(policy)), 1);
+        let ts: Vec<u64> =
+            r.trace.events.iter().filter(|e| matches!(e.kind, EventKind::SchedWaking { .. })).map(|e| e.ts).collect();
+        ts.windows(2).map(|w| w[1] - w[0]).collect::<Vec<u64>>()
+    };
+    // smt-2x2 has no [idle]: its one state's exit is the flat idle_exit_ns.
+    let t = schedlab_topology::Topology::preset("smt-2x2").unwrap();
+    let (exit, cs) = (t.costs.idle_exit_ns, t.costs.context_switch_ns);
+    let other = wakes("SCHED_OTHER");
+    assert!(other.len() > 50 && other.iter().all(|&d| d == 1_050_000 + 10_000 + exit + cs), "{:?}", &other[..3]);
+    let fifo = wakes("SCHED_FIFO");
+    assert!(fifo.iter().all(|&d| d == 1_000_000 + 10_000 + exit + cs), "{:?}", &fifo[..3]);
+}
+
+#[test]
+fn an_absolute_timer_keeps_the_grid_and_skips_missed_boundaries() {
+    let body = |run: &str| {
+        format!("topology = \"smt-2x2\"\nduration = \"50ms\"\n[[thread]]\nname = \"c\"\npolicy = \"SCHED_FIFO\"\naffinity = \"1\"\nprogram = [ {{ timer = \"1ms\" }}, {{ run = \"{run}\" }} ]\n")
+    };
+    let wakes = |run: &str| {
+        let r = sim(&scenario(&body(run)), 1);
+        r.trace
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::SchedWaking { .. }))
+            .map(|e| e.ts)
+            .collect::<Vec<u64>>()
+    };
+    // Boundaries 1 ms apart from the first `timer`: every wakeup is on the
+    // grid, whatever the 300 us of work in between (a relative sleep would
+    // drift by the work and the wakeup latency every period).
+    let w = wakes("300us");
+    assert!(w.len() >= 45);
+    for (k, &t) in w.iter().enumerate() {
+        assert_eq!(t - w[0], k as u64 * 1_000_000, "wakeup {k}");
+    }
+    // 1.5 ms of work per period: the boundary after each run has passed, so
+    // the next one is taken (2 ms apart), not a burst of catch-up wakeups.
+    let w = wakes("1.5ms");
+    assert!(w.windows(2).all(|p| p[1] - p[0] == 2_000_000), "{:?}", &w[..4]);
+}
