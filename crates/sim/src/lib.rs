@@ -33,6 +33,8 @@ pub struct SimOptions {
     pub topology: Option<Topology>,
     /// Check the model's invariants after every step (default: debug builds).
     pub check_invariants: Option<bool>,
+    /// Leave out the topology's `[[noise]]` (interrupts, steal): a quiet machine.
+    pub no_noise: bool,
 }
 
 /// Why a simulation could not run or stopped early.
@@ -129,7 +131,10 @@ fn simulate_inner(
     mut sink: Option<&mut dyn FnMut(&schedlab_trace::Event)>,
     kernel_events: bool,
 ) -> Result<SimResult, SimError> {
-    let topo = opts.topology.clone().unwrap_or_else(|| scenario.topology.clone());
+    let mut topo = opts.topology.clone().unwrap_or_else(|| scenario.topology.clone());
+    if opts.no_noise {
+        topo.noise.clear();
+    }
     let seed = opts.seed.unwrap_or(scenario.seed);
     let with_background;
     let scenario = if scenario.background == Background::Kernel {

@@ -153,6 +153,10 @@ fn noise_is_seeded_delays_work_and_leaves_quiet_cpus_alone() {
     let mq = analyze(&quiet.trace, &AnalysisOptions { end_ts: Some(quiet.end_ns), ..Default::default() });
     let kq = mq.tasks.iter().find(|t| t.comm == "kicker").unwrap();
     assert!(k.runtime_ns >= kq.runtime_ns * 95 / 100);
+    // --no-noise: the noisy machine simulated quiet is the quiet machine.
+    let opts = SimOptions { seed: Some(7), no_noise: true, ..Default::default() };
+    let hushed = simulate(&s, &opts).unwrap();
+    assert_eq!(handoffs(&hushed, "sleeper"), handoffs(&quiet, "sleeper"));
 }
 
 #[test]
