@@ -301,3 +301,7 @@ fn schbench(side: &Side) -> Result<schedlab_analysis::SchbenchReport, String> {
     }
     Ok(r)
 }
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

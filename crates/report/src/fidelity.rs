@@ -337,7 +337,7 @@ mod tests {
         assert!(lines[2].contains(" 31234  ") && lines[2].contains(" 30999  ") && lines[2].contains(" 0.99  "), "{t}");
         assert!(lines[3].contains("      -   12.0      -  "), "{t}");
         assert!(lines[3].ends_with("n/a (real: 12 wakeups (a p99 needs 200))"), "{t}");
-        assert!(lines[4].contains(" 75.30   75.35 "), "{t}");
+        assert!(lines[4].contains("  75.30  75.35   1.00  "), "{t}");
     }
 
     #[test]
