@@ -72,6 +72,7 @@ pub fn fidelity(args: FidelityArgs) -> Result {
         bands: &bands,
         rows: &suite.rows,
         notes: &suite.notes,
+        loads: &suite.loads,
         wall_s: wall.elapsed().as_secs_f64(),
     };
     if args.json.json {

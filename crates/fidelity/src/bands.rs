@@ -112,6 +112,7 @@ impl Band {
     pub fn judge(self, real: &Result<f64, String>, model: &Result<f64, String>) -> (Option<f64>, Verdict) {
         let (r, m) = match (real, model) {
             (Ok(r), Ok(m)) => (*r, *m),
+            (Err(r), Err(m)) => return (None, Verdict::NotApplicable(format!("real: {r}; model: {m}"))),
             (Err(why), _) => return (None, Verdict::NotApplicable(format!("real: {why}"))),
             (_, Err(why)) => return (None, Verdict::NotApplicable(format!("model: {why}"))),
         };
@@ -218,6 +219,8 @@ mod tests {
         assert_eq!((ratio, v), (None, Verdict::NotApplicable("real: 12 samples".into())));
         let (_, v) = Band::Rate.judge(&ok(3.0), &Err("no loop ends".into()));
         assert_eq!(v, Verdict::NotApplicable("model: no loop ends".into()));
+        let (_, v) = Band::Rate.judge(&Err("lost events".into()), &Err("no loop ends".into()));
+        assert_eq!(v, Verdict::NotApplicable("real: lost events; model: no loop ends".into()));
         let (_, v) = Band::LatencyP99.judge(&ok(0.0), &ok(3.0));
         assert!(matches!(v, Verdict::NotApplicable(ref w) if w.contains("0")), "{v:?}");
     }

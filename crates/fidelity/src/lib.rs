@@ -16,13 +16,14 @@
 
 pub mod bands;
 pub mod cases;
+pub mod load;
 pub mod metrics;
 pub mod sides;
 
 use std::path::Path;
 
 use schedlab_analysis::DEFAULT_GRACE_NS;
-use schedlab_report::FidelityRow;
+use schedlab_report::{FidelityLoad, FidelityRow};
 use schedlab_runner::{run_real, RealOptions, RunnerError};
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimError, SimOptions};
@@ -80,6 +81,8 @@ pub struct Suite {
     pub profiles: Vec<String>,
     /// The real runs' notes, each once, in the order they came.
     pub notes: Vec<String>,
+    /// Per case: the rest of the machine's work during its real runs (means over rounds).
+    pub loads: Vec<FidelityLoad>,
 }
 
 /// The real run's notes that the suite turns into n/a figures: the capture
@@ -120,7 +123,8 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
         return Err(FidelityError::Options("--duration must be longer than zero".into()));
     }
     let mut loops_per_us = opts.loops_per_us;
-    let mut suite = Suite { rows: Vec::new(), kernel: String::new(), profiles: Vec::new(), notes: Vec::new() };
+    let mut suite =
+        Suite { rows: Vec::new(), kernel: String::new(), profiles: Vec::new(), notes: Vec::new(), loads: Vec::new() };
     for case in &opts.cases {
         let scenario = load_case(case, &opts.topology)?;
         let duration = opts.duration_ns.or(scenario.duration_ns).unwrap_or(1_000_000_000);
@@ -129,6 +133,7 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
         let n = case.metrics.len();
         let mut real: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
         let mut model: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
+        let mut loads: Vec<load::Load> = Vec::new();
         for round in 0..opts.rounds {
             let of = if opts.rounds > 1 { format!(" round {}/{}", round + 1, opts.rounds) } else { String::new() };
             progress(&format!("fidelity: {}{of}: real, {} ms", case.name, duration / 1_000_000));
@@ -140,7 +145,11 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
                 loops_per_us,
                 ..Default::default()
             };
+            let before = load::now();
             let run = run_real(&scenario, &ropts).map_err(|source| FidelityError::Real { case: case.name, source })?;
+            if let Some(l) = before.zip(load::now()).and_then(|(a, b)| load::between(a, b)) {
+                loads.push(l);
+            }
             if loops_per_us.is_none() && run.calibration.loops_per_us > 0.0 {
                 loops_per_us = Some(run.calibration.loops_per_us);
             }
@@ -190,6 +199,14 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
             for (i, m) in case.metrics.iter().enumerate() {
                 model[i].push(m.figure(&side));
             }
+        }
+        if !loads.is_empty() {
+            let mean = |f: fn(&load::Load) -> f64| loads.iter().map(f).sum::<f64>() / loads.len() as f64;
+            suite.loads.push(FidelityLoad {
+                case: case.name.to_string(),
+                other_cpus: mean(|l| l.other_cpus),
+                steal_pct: mean(|l| l.steal_pct),
+            });
         }
         for (i, m) in case.metrics.iter().enumerate() {
             suite.rows.push(row(case.name, *m, std::mem::take(&mut real[i]), std::mem::take(&mut model[i])));

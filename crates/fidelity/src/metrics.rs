@@ -247,8 +247,13 @@ fn too_few(n: u64, what: &str, p: Pct) -> String {
     format!("{n} {what} (a {} needs {})", p.name(), p.min_samples())
 }
 
-/// `v` µs, unless a step of `resolution_us` is too coarse for the band.
+/// `v` µs, unless a step of `resolution_us` is too coarse for the band. A
+/// nanosecond step (the model's) is exact for every band: even a 0 is a
+/// figure there (its ratio fails a latency band, as it should).
 fn resolved(band: Band, v: f64, resolution_us: f64, p: Pct) -> Result<f64, String> {
+    if resolution_us <= 0.001 {
+        return Ok(v);
+    }
     match band.min_resolved(resolution_us) {
         Some(min) if v < min => Err(format!(
             "{} {v:.1} us is below {min:.1} us, where the trace's {resolution_us} us steps alone could cross the band",

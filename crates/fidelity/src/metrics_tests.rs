@@ -103,6 +103,9 @@ fn a_latency_the_trace_clock_cannot_resolve_for_its_band_is_refused() {
     assert_eq!(Metric::TimerToRun(Pct::P50, "cyclic").figure(&r.side(1, &[])), Ok(1.5));
     let err = Metric::TimerToRun(Pct::P50, "cyclic").figure(&r.side(1000, &[])).unwrap_err();
     assert!(err.contains("below 2.0 us"), "{err}");
+    // The model's exact 0 is a figure (a ratio of 0 fails the band).
+    let r0 = run("cyclictest", periodic(300, |_| 0), 400_000_000);
+    assert_eq!(Metric::TimerToRun(Pct::P50, "cyclic").figure(&r0.side(1, &[])), Ok(0.0));
     // A 3x band tolerates coarser steps.
     assert_eq!(Metric::TimerToRun(Pct::P99, "cyclic").figure(&r.side(1000, &[])), Ok(1.5));
 }

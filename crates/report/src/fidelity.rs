@@ -50,6 +50,16 @@ pub struct FidelityRow {
     pub model_rounds: Vec<Result<f64, String>>,
 }
 
+/// The rest of the machine during one case's real runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FidelityLoad {
+    pub case: String,
+    /// CPUs' worth of work that was not the suite's (mean over the rounds).
+    pub other_cpus: f64,
+    /// Percent of the CPUs' time a hypervisor stole.
+    pub steal_pct: f64,
+}
+
 /// The suite's whole text report.
 pub struct FidelityText<'a> {
     /// `uname -r` of the real side.
@@ -67,6 +77,8 @@ pub struct FidelityText<'a> {
     pub rows: &'a [FidelityRow],
     /// The real runs' notes, each once.
     pub notes: &'a [String],
+    /// Per case, the machine's other work during its real runs.
+    pub loads: &'a [FidelityLoad],
     pub wall_s: f64,
 }
 
@@ -186,6 +198,15 @@ impl FidelityText<'_> {
         out.push('\n');
         out.push_str(&render_fidelity_table(self.rows));
         let _ = writeln!(out, "\n{} (wall {:.1} s)", fidelity_summary(self.rows), self.wall_s);
+        if !self.loads.is_empty() {
+            // Other work competes with the workload and moves the real figures.
+            let per: Vec<String> = self
+                .loads
+                .iter()
+                .map(|l| format!("{} {:.2} CPUs, steal {:.1} %", l.case, l.other_cpus, l.steal_pct))
+                .collect();
+            let _ = writeln!(out, "other work on the machine during the real runs: {}", per.join("; "));
+        }
         if !self.notes.is_empty() {
             out.push_str("\nnotes of the real runs:\n");
             for n in self.notes {
@@ -233,6 +254,7 @@ pub struct FidelityJson<'a> {
     pub bands: Vec<&'a str>,
     pub rows: Vec<FidelityRowJson<'a>>,
     pub notes: &'a [String],
+    pub loads: &'a [FidelityLoad],
     pub wall_s: f64,
 }
 
@@ -277,6 +299,7 @@ impl<'a> FidelityText<'a> {
                 })
                 .collect(),
             notes: self.notes,
+            loads: self.loads,
             wall_s: self.wall_s,
         }
     }
@@ -368,6 +391,7 @@ mod tests {
             bands: "bands (ratio = model / real):\n  latency p50     ratio 0.5-1.5\n",
             rows: &rows,
             notes: &notes,
+            loads: &[FidelityLoad { case: "schbench".into(), other_cpus: 0.954, steal_pct: 1.25 }],
             wall_s: 38.25,
         };
         let s = text.render();
@@ -377,6 +401,7 @@ mod tests {
         assert!(s.contains("  latency p50     ratio 0.5-1.5\n\ncase "), "{s}");
         assert!(s.contains("2 PASS, 1 FAIL, 1 n/a (wall 38.2 s)"), "{s}");
         assert_eq!(s.matches("kernel profile `mainline` is the model's").count(), 1);
+        assert!(s.contains("other work on the machine during the real runs: schbench 0.95 CPUs, steal 1.2 %\n"), "{s}");
 
         let doc: serde_json::Value = serde_json::from_str(&crate::to_json(&text.json()).unwrap()).unwrap();
         let rows_json = doc["rows"].as_array().unwrap();
@@ -389,5 +414,6 @@ mod tests {
         assert_eq!(rows_json[2]["reason"], "real: 12 wakeups (a p99 needs 200)");
         assert_eq!(rows_json[2]["real_rounds"][0]["reason"], "12 wakeups (a p99 needs 200)");
         assert_eq!(rows_json[1]["model_rounds"][0]["value"], 30999.0);
+        assert_eq!(doc["loads"][0]["other_cpus"], 0.954);
     }
 }

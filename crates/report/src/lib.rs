@@ -43,8 +43,8 @@ pub use compare::{cause_rows, figures, side_by_side, CompareSettingsText, Compar
 pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;
 pub use fidelity::{
-    fidelity_failures, fidelity_summary, fidelity_value, render_fidelity_table, FidelityJson, FidelityRow,
-    FidelityRowJson, FidelityText, RoundJson, Verdict,
+    fidelity_failures, fidelity_summary, fidelity_value, render_fidelity_table, FidelityJson, FidelityLoad,
+    FidelityRow, FidelityRowJson, FidelityText, RoundJson, Verdict,
 };
 pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
 pub use real::{render_scenario_line, GuestHeader, RealHeader, RealText};
