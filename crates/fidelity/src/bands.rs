@@ -1,14 +1,23 @@
 //! The bands a model figure must fall in around the real one, and the
 //! verdict of one row. All the numbers are here, in one place.
 //!
-//! Why these widths: the suite runs on a shared, noisy 2-vCPU guest for a few
-//! seconds per case, so the bands are wide enough that two real runs of the
-//! same case land in each other's band (tails vary most: a p99 moves by 2x
-//! between quiet and busy minutes of the host), and tight enough that a
-//! model off by a mechanism — a fixed IPI plus idle exit charged where the
-//! host polls, a tail microseconds long where the host's is milliseconds —
-//! fails (issue 14 states the targets: p50 within ±50 %, p99 within 3x,
-//! throughput within 5 %).
+//! Why these widths: latency p50 within ±50 %, p99 within 3x and
+//! throughput within 5 % are issue 14's targets for the model; shares
+//! within 3 points and the stall-fraction rule are this suite's, sized
+//! below. They are tight enough that a model off by a mechanism fails — a
+//! fixed IPI plus idle exit charged where the host's wakeup costs a few
+//! microseconds (pingpong-2cpu's handoff p50: model 18.5 us, real 7 us), a
+//! tail microseconds long where the host's is a hundred or more
+//! (cyclictest's p99).
+//!
+//! They are not wider than the real kernel's own spread on a quiet
+//! machine, but they are on a busy one: three rounds on this project's
+//! 2-vCPU guest while another build used about one CPU (measured
+//! 2026-12-01) gave schbench 3378-4164 requests/s and wakeup p99
+//! 715-2804 us, pingpong-2cpu 19.7k-33.0k loops/s, and the nice share
+//! 75.11-75.32 %. So on a busy host a rate row can fail from the host's
+//! noise alone: the report prints the other work next to the table; use
+//! `--rounds` on a quiet machine, and read the per-round figures (`--json`).
 
 pub use schedlab_report::Verdict;
 
@@ -34,9 +43,10 @@ pub const P50_RATIO: (f64, f64) = (0.5, 1.5);
 pub const P99_RATIO: (f64, f64) = (1.0 / 3.0, 3.0);
 /// Throughput and rates: within 5 % (issue 14's target for throughput).
 pub const RATE_RATIO: (f64, f64) = (0.95, 1.05);
-/// Shares: within 3 percentage points. Two real 2 s runs of the nice case
-/// differ by about a point; a model with the wrong weight for one nice
-/// level (e.g. nice 4's 423 for nice 5's 335) moves the share by 4.
+/// Shares: within 3 percentage points. Three real 2 s runs of the nice
+/// case spread over 0.2 points (measured, above); a model with the weight
+/// of a neighbouring nice level (nice 4's 423 for nice 5's 335) moves the
+/// nice-0 share by 4.6 points, out of the band.
 pub const SHARE_POINTS: f64 = 3.0;
 /// Stall fraction: below 1 % on both sides counts as agreement whatever the
 /// ratio (a few stalls in a few thousand handoffs is noise); otherwise the
