@@ -29,7 +29,7 @@ pub struct FidelityArgs {
     #[command(flatten)]
     pub seed: SeedArg,
     /// Run each case this many times on each side; figures are medians over the rounds
-    /// (round k's model seed is the first seed + k).
+    /// (round k's model seed is the first seed + k - 1).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub rounds: u32,
     /// Skip calibration: busy-loop iterations per microsecond of `run` work
@@ -44,7 +44,12 @@ pub struct FidelityArgs {
 }
 
 pub fn fidelity(args: FidelityArgs) -> Result {
-    let topology = Topology::resolve(&args.topology, Path::new(".")).map_err(|e| CliError::Topology(e.to_string()))?;
+    let topology = Topology::resolve(&args.topology, Path::new(".")).map_err(|e| {
+        // The default is a path in the schedlab checkout.
+        let hint =
+            if args.topology == DEFAULT_TOPOLOGY { " (run from the schedlab checkout or pass --topology)" } else { "" };
+        CliError::Topology(format!("{e}{hint}"))
+    })?;
     let selected = cases::select(&args.cases).map_err(CliError::Fidelity)?;
     if let Some(l) = args.loops_per_us {
         if !(l.is_finite() && l > 0.0) {
