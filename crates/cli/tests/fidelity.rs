@@ -168,3 +168,21 @@ fn every_row_of_the_default_suite_passes_its_band() {
         assert!(l.ends_with("PASS"), "row outside its band: {l}");
     }
 }
+
+/// Bad options are refused with what was expected, before anything runs
+/// (no root needed).
+#[test]
+fn bad_options_are_refused_before_any_run() {
+    let out = run(&["fidelity", "--cases", "nice,pingpang"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("--cases: unknown case `pingpang` (expected one of: schbench, cyclictest"), "{err}");
+    assert!(!err.contains("fidelity: nice"), "a case ran before the bad name was refused: {err}");
+
+    let out = run(&["fidelity", "--cases", "nice", "--rounds", "0"]);
+    assert!(text(&out.stderr).contains("--rounds must be at least 1"), "{}", text(&out.stderr));
+
+    let out = run(&["fidelity", "--topology", "no-such-machine.toml"]);
+    let err = text(&out.stderr);
+    assert!(err.contains("--topology") && err.contains("no-such-machine.toml"), "{err}");
+}

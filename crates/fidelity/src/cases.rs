@@ -17,10 +17,14 @@ pub struct Case {
     /// Its text, built into the binary so the suite runs the files it was built with.
     pub text: &'static str,
     pub metrics: &'static [Metric],
-    /// Estimated tracefs ring-buffer use per CPU, KB per second of run
-    /// (measured on this project's 2-vCPU guest, rounded up about 2x): the
-    /// no-work ping-pongs write a marker or a sched event every
-    /// microsecond or two, far beyond the runner's default 2 MB/s.
+    /// tracefs ring-buffer size per CPU to ask for, KB per second of run
+    /// (plus one second), at most 256 MB: the runner's default 2 MB/s is
+    /// far too little for the no-work ping-pongs. Measured on this
+    /// project's 2-vCPU guest (6.18, 2026-12-01): a record takes about 51
+    /// bytes (a 32 MB buffer held 654k); pingpong-1cpu writes 1.58 M
+    /// events/s on its one CPU (80 MB/s), pingpong-2cpu 0.70 M/s over two.
+    /// The ping-pongs ask 96 MB/s (1.2x), enough for runs up to 3 s; a
+    /// longer one that overflows is reported n/a (lost events).
     pub trace_kb_per_s: u64,
 }
 
@@ -60,7 +64,7 @@ pub const CASES: &[Case] = &[
         path: "scenarios/fidelity/pingpong-2cpu.toml",
         text: include_str!("../../../scenarios/fidelity/pingpong-2cpu.toml"),
         metrics: &[Metric::LoopRate("ping"), Metric::Handoff(Pct::P50)],
-        trace_kb_per_s: 65536,
+        trace_kb_per_s: 98304,
     },
     Case {
         name: "pingpong-1cpu",
@@ -68,7 +72,7 @@ pub const CASES: &[Case] = &[
         path: "scenarios/fidelity/pingpong-1cpu.toml",
         text: include_str!("../../../scenarios/fidelity/pingpong-1cpu.toml"),
         metrics: &[Metric::LoopRate("ping"), Metric::Handoff(Pct::P50)],
-        trace_kb_per_s: 65536,
+        trace_kb_per_s: 98304,
     },
     Case {
         name: "nice",
