@@ -22,7 +22,7 @@ pub const MIN_EVENTS_RATE: u64 = 20;
 pub const MIN_HANDOFFS_STALLS: u64 = 100;
 /// Fewest percent of a side's wakeups of the workload that must be followed
 /// by a traced switch-in for a wakeup latency: the samples are those
-/// wakeups, so a capture that misses switch-ins (this host's 6.18 drops
+/// wakeups, so a capture that misses switch-ins (this host's 6.18 at times drops
 /// most idle-to-task `sched_switch` events after a timer wakeup) keeps only
 /// the wakeups onto a busy CPU and would report their latency as the whole.
 pub const MIN_WAKEUP_COVERAGE_PCT: f64 = 90.0;
