@@ -7,9 +7,9 @@
 
 use clap::Args;
 use schedlab_analysis::{is_decision, DEFAULT_GRACE_NS};
+use schedlab_fidelity::sides::sim_workload;
 use schedlab_report::{CompareSettingsText, CompareText, RealSide, Report};
 use schedlab_sim::{simulate, SimOptions, SimResult};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::args::{FeaturesArg, SeedArg, TraceArg};
@@ -46,16 +46,6 @@ pub struct CompareArgs {
     pub settings_alt: Vec<String>,
     #[command(flatten, next_help_heading = "The guest (with --vm)")]
     pub guest: VmSettings,
-}
-
-/// The simulated workload's pids and the CPUs each may use. The simulation
-/// runs on the scenario's CPUs; with --remap the real run's are the host's,
-/// and each run gets its own affinities.
-fn sim_workload(scenario: &schedlab_scenario::Scenario) -> (Vec<i32>, BTreeMap<i32, Vec<u32>>) {
-    let pids: Vec<i32> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as i32).collect();
-    let allowed =
-        scenario.threads.iter().zip(&pids).map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect())).collect();
-    (pids, allowed)
 }
 
 /// The scenario simulated over `n` consecutive seeds from --seed (or the file's).

@@ -37,6 +37,12 @@ pub enum CliError {
     /// A `diff` side whose setting the model rejects, or whose run failed.
     #[error("{flag} {text}: {why}")]
     Side { flag: &'static str, text: String, why: String },
+    /// `fidelity --cases` naming no case.
+    #[error("{0}")]
+    Fidelity(String),
+    /// `fidelity --check` with rows outside their bands (or without a verdict).
+    #[error("fidelity check failed: {n} of {of} rows did not pass: {rows}")]
+    FidelityCheck { n: usize, of: usize, rows: String },
     /// One run of a VM session whose capture cannot be read.
     #[error("run {run}: {why}")]
     Run { run: usize, why: String },

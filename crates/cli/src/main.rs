@@ -7,6 +7,7 @@ mod bench;
 mod compare;
 mod diff;
 mod error;
+mod fidelity;
 mod output;
 mod real;
 mod run;
@@ -51,6 +52,11 @@ enum Cmd {
     /// Run a scenario on the model and on this machine's kernel with the same settings and
     /// print the figures, per-thread tables and stall causes side by side.
     Compare(compare::CompareArgs),
+    /// Run the fidelity suite: micro-workloads (schbench, a cyclictest-like RT probe,
+    /// asym_min, eventfd ping-pong on 2 CPUs and on 1, nice shares) on this machine's
+    /// kernel (root) and on the model, one row per case and metric with real, model,
+    /// ratio, band and verdict.
+    Fidelity(fidelity::FidelityArgs),
     /// Boot a real kernel under QEMU (Debian's 6.12 or your bzImage), set sched_features
     /// and knobs inside it, run the scenario there (--runs N in one boot) and report it
     /// like `schedlab real`. In the guest the scenario's sched_rt_runtime_us and
@@ -80,9 +86,9 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     // `schedlab run ... | head` should end quietly as other Unix tools do,
-    // not panic in println!. Not for `real`/`compare`: their supervisor must
+    // not panic in println!. Not for `real`/`compare`/`fidelity`: their supervisor must
     // outlive a closed stdout to restore tracefs.
-    if !matches!(cli.cmd, Cmd::Real(_) | Cmd::Compare(_) | Cmd::Vm(_)) {
+    if !matches!(cli.cmd, Cmd::Real(_) | Cmd::Compare(_) | Cmd::Fidelity(_) | Cmd::Vm(_)) {
         // SAFETY: called before any thread exists; only resets a signal disposition.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -96,6 +102,7 @@ fn main() -> ExitCode {
         Cmd::Analyze(args) => analyze::analyze_trace(args),
         Cmd::Real(args) => real::real(args),
         Cmd::Compare(args) => compare::compare(args),
+        Cmd::Fidelity(args) => fidelity::fidelity(args),
         Cmd::Vm(args) => vm::vm(args),
         Cmd::Bench(args) => bench::bench(args),
         Cmd::Features { kernel } => features(&kernel),

@@ -78,11 +78,6 @@ pub(crate) fn options(settings: &RealSettings, trace: Option<PathBuf>) -> RealOp
     }
 }
 
-/// The analysis of a real run: its workload threads' rows only.
-pub(crate) fn analyze_real(scenario: &Scenario, run: &RealRun, grace_ns: u64) -> Report {
-    Report::of_workload(scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), grace_ns)
-}
-
 /// Run for real and analyse (work conservation with `grace_ns`); `features`
 /// are only noted (the host's sched_features are not changed).
 pub(crate) fn real_run(
@@ -100,7 +95,7 @@ pub(crate) fn real_run(
     let mut opts = options(settings, trace);
     opts.features = features.to_vec();
     let run = run_real(&scenario, &opts)?;
-    let report = analyze_real(&scenario, &run, grace_ns);
+    let report = schedlab_fidelity::sides::analyze_real(&scenario, &run, grace_ns);
     Ok((scenario, run, report))
 }
 

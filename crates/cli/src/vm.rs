@@ -4,6 +4,7 @@
 //! row per run when there are several.
 
 use clap::Args;
+use schedlab_fidelity::sides::analyze_real;
 use schedlab_report::{
     setting_label, trace_path, AnalysisJson, GuestHeader, GuestRun, Report, RunLine, VmJson, VmRunJson, VmText,
 };
@@ -17,8 +18,7 @@ use std::time::Duration;
 
 use crate::args::{FeaturesArg, JsonArg, ReportArgs, TraceArg};
 use crate::error::{CliError, Result};
-use crate::real::{analyze_real, load, options, RealSettings};
-
+use crate::real::{load, options, RealSettings};
 /// The guest machine (shared with `schedlab compare --vm`).
 #[derive(Args, Clone)]
 pub struct VmSettings {

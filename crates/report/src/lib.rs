@@ -3,7 +3,7 @@
 //! trace captured elsewhere, and a sweep's results with their statistics,
 //! A/B comparisons, tables, CSV and JSON. Each command's whole text report
 //! is assembled here (`RunText`, `RealText`, `VmText`, `CompareText`,
-//! `render_sweep_text`, ...) from plain fields the CLI fills in, so that
+//! `render_sweep_text`, `FidelityText`, ...) from plain fields the CLI fills in, so that
 //! the CLI only prints what it is handed.
 //!
 //! It depends on the analysis and the trace vocabulary (and on the
@@ -30,6 +30,7 @@ mod analyze;
 mod compare;
 mod diff;
 mod error;
+mod fidelity;
 mod json;
 mod real;
 mod run;
@@ -41,6 +42,10 @@ pub use analyze::{TraceOptions, TraceReport};
 pub use compare::{cause_rows, figures, side_by_side, CompareSettingsText, CompareText, RealSide};
 pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;
+pub use fidelity::{
+    fidelity_failures, fidelity_summary, fidelity_value, render_fidelity_table, FidelityJson, FidelityLoad,
+    FidelityRow, FidelityRowJson, FidelityText, RoundJson, Verdict,
+};
 pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
 pub use real::{render_scenario_line, GuestHeader, RealHeader, RealText};
 pub use run::{

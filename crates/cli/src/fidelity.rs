@@ -1,0 +1,93 @@
+//! `schedlab fidelity`: the suite of micro-workloads on this host's kernel
+//! and on the model, one row per case and metric with its band and verdict
+//! (the suite is `schedlab_fidelity`'s, the table `schedlab_report`'s).
+
+use clap::Args;
+use schedlab_fidelity::{cases, run_suite, SuiteOptions, DEFAULT_TOPOLOGY};
+use schedlab_report::{fidelity_failures, FidelityText};
+use schedlab_topology::{parse_duration, Topology};
+use std::path::Path;
+use std::time::Instant;
+
+use crate::args::{JsonArg, SeedArg};
+use crate::error::{CliError, Result};
+
+#[derive(Args)]
+#[command(after_help = schedlab_fidelity::bands_help())]
+pub struct FidelityArgs {
+    /// The machine the model uses: a preset name or a topology file (each
+    /// case's own `topology` line is replaced).
+    #[arg(long, default_value = DEFAULT_TOPOLOGY)]
+    pub topology: String,
+    /// Run only these cases (comma-separated): schbench, cyclictest, asym_min,
+    /// pingpong (both variants) or pingpong-2cpu / pingpong-1cpu, nice.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub cases: Vec<String>,
+    /// Length of every case's run, real and model (default: each case's own, 1-3 s).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<u64>,
+    #[command(flatten)]
+    pub seed: SeedArg,
+    /// Run each case this many times on each side; figures are medians over the rounds
+    /// (round k's model seed is the first seed + k - 1).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub rounds: u32,
+    /// Skip calibration: busy-loop iterations per microsecond of `run` work
+    /// (default: the first real run calibrates, the others reuse its figure).
+    #[arg(long, value_name = "N")]
+    pub loops_per_us: Option<f64>,
+    /// Exit 1 unless every row passes its band (a FAIL or an n/a row fails the check).
+    #[arg(long)]
+    pub check: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+pub fn fidelity(args: FidelityArgs) -> Result {
+    let topology = Topology::resolve(&args.topology, Path::new(".")).map_err(|e| {
+        // The default is a path in the schedlab checkout.
+        let hint =
+            if args.topology == DEFAULT_TOPOLOGY { " (run from the schedlab checkout or pass --topology)" } else { "" };
+        CliError::Topology(format!("{e}{hint}"))
+    })?;
+    let selected = cases::select(&args.cases).map_err(CliError::Fidelity)?;
+    if let Some(l) = args.loops_per_us {
+        if !(l.is_finite() && l > 0.0) {
+            return Err(CliError::LoopsPerUs(l).into());
+        }
+    }
+    let opts = SuiteOptions {
+        topology,
+        cases: selected,
+        duration_ns: args.duration,
+        seed: args.seed.seed,
+        rounds: args.rounds,
+        loops_per_us: args.loops_per_us,
+    };
+    let wall = Instant::now();
+    let suite = run_suite(&opts, &mut |line| eprintln!("{line}"))?;
+    let bands = schedlab_fidelity::bands_help();
+    let text = FidelityText {
+        kernel: &suite.kernel,
+        topology: &opts.topology.name,
+        topology_source: &args.topology,
+        profiles: &suite.profiles,
+        rounds: args.rounds,
+        seed: args.seed.seed,
+        bands: &bands,
+        rows: &suite.rows,
+        notes: &suite.notes,
+        loads: &suite.loads,
+        wall_s: wall.elapsed().as_secs_f64(),
+    };
+    if args.json.json {
+        println!("{}", schedlab_report::to_json(&text.json())?);
+    } else {
+        print!("{}", text.render());
+    }
+    let failed = fidelity_failures(&suite.rows);
+    if args.check && !failed.is_empty() {
+        return Err(CliError::FidelityCheck { n: failed.len(), of: suite.rows.len(), rows: failed.join("; ") }.into());
+    }
+    Ok(())
+}

@@ -1,0 +1,283 @@
+//! The model against a real kernel.
+//!
+//! * [`sides`]: one scenario analysed the same way whether it ran on the
+//!   model or on this host's kernel (`schedlab real`, `compare`, `fidelity`).
+//! * The fidelity suite (`schedlab fidelity`, docs/fidelity.md): a set of
+//!   micro-workloads ([`cases::CASES`], bundled scenario files under
+//!   `scenarios/fidelity/`), each run on this host's kernel by the real
+//!   runner and on the model on a given topology, through one analysis;
+//!   one [`FidelityRow`] per case and metric with the real and model
+//!   figures (medians over rounds), their ratio, the metric's band
+//!   ([`bands`]) and the verdict. Printing is the report layer's
+//!   ([`schedlab_report::FidelityText`]).
+//!
+//! The real runs fork: [`run_suite`] must be called from a single-threaded
+//! process (as `schedlab` is), and as root (tracefs, SCHED_FIFO).
+
+pub mod bands;
+pub mod cases;
+pub mod load;
+pub mod metrics;
+pub mod sides;
+
+use std::path::Path;
+
+use schedlab_analysis::DEFAULT_GRACE_NS;
+use schedlab_report::{FidelityLoad, FidelityRow};
+use schedlab_runner::{run_real, RealOptions, RunnerError};
+use schedlab_scenario::Scenario;
+use schedlab_sim::{simulate, SimError, SimOptions};
+use schedlab_topology::{InputError, Topology};
+
+pub use bands::{bands_help, Band};
+pub use cases::{Case, CASES};
+pub use metrics::{Metric, Side};
+pub use schedlab_report::Verdict;
+
+/// The machine the model uses unless `--topology` names another. One
+/// constant, so that switching the default (to the host's own generated
+/// topology, `scenarios/topologies/host-kvm-2.toml`, once issue 14 item 5
+/// lands) is a one-line change. Relative to the schedlab checkout.
+pub const DEFAULT_TOPOLOGY: &str = "scenarios/topologies/kvm-2.toml";
+
+/// The analysis's grace window (the suite reads no figure it changes).
+const GRACE_NS: u64 = DEFAULT_GRACE_NS;
+
+/// Why the suite could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum FidelityError {
+    #[error("{0}")]
+    Input(#[from] InputError),
+    #[error("{case}: real run: {source}")]
+    Real { case: &'static str, source: RunnerError },
+    #[error("{case}: model: {source}")]
+    Model { case: &'static str, source: SimError },
+    #[error("{0}")]
+    Options(String),
+}
+
+/// What to run.
+pub struct SuiteOptions {
+    /// The model's machine (the cases' own `topology` lines are replaced).
+    pub topology: Topology,
+    pub cases: Vec<&'static Case>,
+    /// Every case's run length (real and model); `None`: each file's.
+    pub duration_ns: Option<u64>,
+    /// The first round's model seed; `None`: each file's.
+    pub seed: Option<u64>,
+    /// Real and model runs per case; the figures are medians over them.
+    pub rounds: u32,
+    /// Busy-loop iterations per µs for the real runs' `run` work; `None`:
+    /// the first real run calibrates and the rest reuse its figure.
+    pub loops_per_us: Option<f64>,
+}
+
+/// The suite's results.
+pub struct Suite {
+    pub rows: Vec<FidelityRow>,
+    /// `uname -r` of the real side.
+    pub kernel: String,
+    /// The kernel profiles the models ran, each once.
+    pub profiles: Vec<String>,
+    /// The real runs' notes, each once, in the order they came.
+    pub notes: Vec<String>,
+    /// Per case: the rest of the machine's work during its real runs (means over rounds).
+    pub loads: Vec<FidelityLoad>,
+}
+
+/// The real run's notes that the suite turns into n/a figures: the capture
+/// is not a faithful record of the workload.
+fn capture_problems(run: &schedlab_runner::RealRun) -> Vec<String> {
+    let mut p = Vec::new();
+    if run.lost_events > 0 {
+        p.push(format!("the ring buffer lost {} events", run.lost_events));
+    }
+    for t in &run.threads {
+        if !t.setup_notes.is_empty() {
+            p.push(format!("{}: {}", t.name, t.setup_notes.join("; ")));
+        }
+        match &t.outcome {
+            None => p.push(format!("{} had not returned at the end", t.name)),
+            Some(o) => {
+                if let schedlab_runner::program::End::Failed(why) = &o.end {
+                    p.push(format!("{} failed: {why}", t.name));
+                }
+            }
+        }
+    }
+    p
+}
+
+/// A case's scenario on the suite's topology.
+pub fn load_case(case: &Case, topology: &Topology) -> Result<Scenario, InputError> {
+    Scenario::from_toml_str_on(case.path, case.text, Path::new("scenarios/fidelity"), topology.clone())
+}
+
+/// Run every case on both sides `rounds` times; `progress` is told what
+/// starts (one line each).
+pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<Suite, FidelityError> {
+    if opts.rounds == 0 {
+        return Err(FidelityError::Options("--rounds must be at least 1".into()));
+    }
+    if opts.duration_ns == Some(0) {
+        return Err(FidelityError::Options("--duration must be longer than zero".into()));
+    }
+    let mut loops_per_us = opts.loops_per_us;
+    let mut suite =
+        Suite { rows: Vec::new(), kernel: String::new(), profiles: Vec::new(), notes: Vec::new(), loads: Vec::new() };
+    for case in &opts.cases {
+        let scenario = load_case(case, &opts.topology)?;
+        let duration = opts.duration_ns.or(scenario.duration_ns).unwrap_or(1_000_000_000);
+        let secs = duration.div_ceil(1_000_000_000);
+        let first_seed = opts.seed.unwrap_or(scenario.seed);
+        let n = case.metrics.len();
+        let mut real: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
+        let mut model: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
+        let mut loads: Vec<load::Load> = Vec::new();
+        for round in 0..opts.rounds {
+            let of = if opts.rounds > 1 { format!(" round {}/{}", round + 1, opts.rounds) } else { String::new() };
+            progress(&format!("fidelity: {}{of}: real, {} ms", case.name, duration / 1_000_000));
+            let ropts = RealOptions {
+                duration_ns: Some(duration),
+                // A 1-CPU host still runs the 2-CPU cases (their CPUs share it; the plan notes it).
+                remap: true,
+                buffer_kb: Some((case.trace_kb_per_s * (secs + 1)).clamp(8192, 262_144)),
+                loops_per_us,
+                ..Default::default()
+            };
+            let before = load::now();
+            let run = run_real(&scenario, &ropts).map_err(|source| FidelityError::Real { case: case.name, source })?;
+            if let Some(l) = before.zip(load::now()).and_then(|(a, b)| load::between(a, b)) {
+                loads.push(l);
+            }
+            if loops_per_us.is_none() && run.calibration.loops_per_us > 0.0 {
+                loops_per_us = Some(run.calibration.loops_per_us);
+            }
+            suite.kernel.clone_from(&run.kernel);
+            for note in &run.notes {
+                if !suite.notes.contains(note) {
+                    suite.notes.push(note.clone());
+                }
+            }
+            let report = sides::analyze_real(&scenario, &run, GRACE_NS);
+            let problems = capture_problems(&run);
+            let tids = run.tids();
+            let side = Side {
+                scenario: &scenario,
+                trace: &run.trace,
+                report: &report,
+                start_ns: run.start_ns,
+                end_ns: run.end_ns,
+                pids: &tids,
+                resolution_ns: 1000,
+                problems: &problems,
+            };
+            for (i, m) in case.metrics.iter().enumerate() {
+                real[i].push(m.figure(&side));
+            }
+            drop(run);
+
+            let seed = first_seed + u64::from(round);
+            progress(&format!("fidelity: {}{of}: model, seed {seed}", case.name));
+            let sopts = SimOptions { seed: Some(seed), duration_ns: Some(duration), ..Default::default() };
+            let sim = simulate(&scenario, &sopts).map_err(|source| FidelityError::Model { case: case.name, source })?;
+            if !suite.profiles.iter().any(|p| p == sim.profile.name) {
+                suite.profiles.push(sim.profile.name.to_string());
+            }
+            let report = sides::analyze_sim(&scenario, &sim, GRACE_NS);
+            let (pids, _) = sides::sim_workload(&scenario);
+            let side = Side {
+                scenario: &scenario,
+                trace: &sim.trace,
+                report: &report,
+                start_ns: 0,
+                end_ns: sim.end_ns,
+                pids: &pids,
+                resolution_ns: 1,
+                problems: &[],
+            };
+            for (i, m) in case.metrics.iter().enumerate() {
+                model[i].push(m.figure(&side));
+            }
+        }
+        if !loads.is_empty() {
+            let mean = |f: fn(&load::Load) -> f64| loads.iter().map(f).sum::<f64>() / loads.len() as f64;
+            suite.loads.push(FidelityLoad {
+                case: case.name.to_string(),
+                other_cpus: mean(|l| l.other_cpus),
+                steal_pct: mean(|l| l.steal_pct),
+            });
+        }
+        for (i, m) in case.metrics.iter().enumerate() {
+            suite.rows.push(row(case.name, *m, std::mem::take(&mut real[i]), std::mem::take(&mut model[i])));
+        }
+    }
+    Ok(suite)
+}
+
+/// One row from each side's per-round figures: medians, ratio, verdict.
+pub fn row(
+    case: &str,
+    metric: Metric,
+    real_rounds: Vec<Result<f64, String>>,
+    model_rounds: Vec<Result<f64, String>>,
+) -> FidelityRow {
+    let real = bands::median_of_rounds(&real_rounds);
+    let model = bands::median_of_rounds(&model_rounds);
+    let band = metric.band();
+    let (ratio, verdict) = band.judge(&real, &model);
+    FidelityRow {
+        case: case.to_string(),
+        metric: metric.label(),
+        unit: metric.unit().to_string(),
+        real: real.ok(),
+        model: model.ok(),
+        ratio,
+        band: band.describe(),
+        verdict,
+        real_rounds,
+        model_rounds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::Pct;
+
+    #[test]
+    fn a_row_takes_medians_judges_them_and_keeps_the_rounds() {
+        let r = row(
+            "schbench",
+            Metric::SchbenchWakeup(Pct::P50),
+            vec![Ok(4.0), Ok(6.0), Ok(5.0)],
+            vec![Ok(21.0), Ok(20.0), Ok(22.0)],
+        );
+        assert_eq!((r.real, r.model), (Some(5.0), Some(21.0)));
+        assert_eq!(r.ratio, Some(4.2));
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(r.metric, "wakeup p50 (us)");
+        assert_eq!(r.band, "ratio 0.5-1.5");
+        assert_eq!(r.real_rounds.len(), 3);
+
+        let r = row("nice", Metric::Share("nice0"), vec![Ok(75.0)], vec![Ok(74.0)]);
+        assert_eq!(r.verdict, Verdict::Pass);
+        assert_eq!((r.unit.as_str(), r.band.as_str()), ("%", "±3 points"));
+
+        let r =
+            row("asym_min", Metric::StallFraction, vec![Ok(2.0), Err("lost 5 events".into())], vec![Ok(2.0), Ok(2.0)]);
+        assert_eq!(r.real, None);
+        assert_eq!(r.model, Some(2.0));
+        assert_eq!(r.verdict, Verdict::NotApplicable("real: round 2: lost 5 events".into()));
+    }
+
+    #[test]
+    fn the_default_topology_exists_and_every_case_loads_on_it() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let topo = Topology::load(&root.join(DEFAULT_TOPOLOGY)).unwrap();
+        for c in CASES {
+            let s = load_case(c, &topo).unwrap_or_else(|e| panic!("{}: {e}", c.path));
+            assert_eq!(s.topology.name, topo.name);
+        }
+    }
+}

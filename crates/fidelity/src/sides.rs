@@ -1,0 +1,34 @@
+//! One scenario on both sides — the model and a real kernel — through one
+//! analysis, so that a difference between the two is one between the model
+//! and the kernel (or the hardware), not between two measuring tools.
+//! `schedlab real`, `compare` and `fidelity` all analyse their runs here.
+
+use std::collections::BTreeMap;
+
+use schedlab_report::Report;
+use schedlab_runner::RealRun;
+use schedlab_scenario::Scenario;
+use schedlab_sim::SimResult;
+use schedlab_trace::Pid;
+
+/// The analysis of a real run: its workload threads' rows only.
+pub fn analyze_real(scenario: &Scenario, run: &RealRun, grace_ns: u64) -> Report {
+    Report::of_workload(scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), grace_ns)
+}
+
+/// The simulated workload's pids (handed out in thread order from
+/// [`schedlab_sim::FIRST_PID`]) and the CPUs each may use. The simulation
+/// runs on the scenario's CPUs; with `--remap` a real run's are the host's,
+/// so each run has its own affinities.
+pub fn sim_workload(scenario: &Scenario) -> (Vec<Pid>, BTreeMap<Pid, Vec<u32>>) {
+    let pids: Vec<Pid> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as Pid).collect();
+    let allowed =
+        scenario.threads.iter().zip(&pids).map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect())).collect();
+    (pids, allowed)
+}
+
+/// The analysis of a simulated run: its workload threads' rows only.
+pub fn analyze_sim(scenario: &Scenario, result: &SimResult, grace_ns: u64) -> Report {
+    let (pids, allowed) = sim_workload(scenario);
+    Report::of_workload(scenario, &result.trace, result.end_ns, allowed, &pids, grace_ns)
+}
