@@ -65,6 +65,7 @@ pub mod cpuset;
 pub mod diag;
 pub mod duration;
 mod file;
+pub mod host;
 mod presets;
 
 use std::path::Path;
