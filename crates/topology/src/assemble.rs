@@ -21,6 +21,8 @@ const MAX_COST_NS: u64 = 1_000_000_000;
 type Span = Range<usize>;
 type CpuTable = Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>;
 
+mod hardware;
+
 struct Ctx<'a> {
     path: &'a str,
     text: &'a str,
@@ -98,8 +100,13 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
     check_smt_prio(&ctx, &slots)?;
     check_capacity(&ctx, &slots)?;
 
-    let costs = costs(&ctx, f.costs.unwrap_or_default())?;
+    let mut costs_file = f.costs.unwrap_or_default();
+    let level_files = [costs_file.smt.take(), costs_file.llc.take(), costs_file.package.take(), costs_file.numa.take()];
+    let mut costs = costs(&ctx, costs_file)?;
+    costs.levels = hardware::levels(&ctx, &costs, level_files)?;
     let jitter = jitter(&ctx, f.jitter.unwrap_or_default())?;
+    let idle = hardware::idle(&ctx, f.idle, &costs)?;
+    let noise = hardware::noise(&ctx, f.noise.unwrap_or_default(), slots.len())?;
     let name = f.name.unwrap_or_else(|| {
         std::path::Path::new(path)
             .file_stem()
@@ -116,6 +123,8 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
         preempt,
         costs,
         jitter,
+        idle,
+        noise,
     })
 }
 
@@ -554,6 +563,7 @@ fn costs(ctx: &Ctx, c: crate::file::CostsFile) -> Result<Costs, InputError> {
             "newidle_balance_ns_per_cpu",
             d.newidle_balance_ns_per_cpu,
         )?,
+        levels: d.levels,
     })
 }
 

@@ -37,6 +37,70 @@ pub(crate) struct TopologyFile {
     pub capacity: Option<Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>>,
     pub costs: Option<CostsFile>,
     pub jitter: Option<JitterFile>,
+    pub idle: Option<Spanned<IdleFile>>,
+    pub noise: Option<Vec<Spanned<NoiseFile>>>,
+}
+
+/// `[idle]`: cpuidle driver, governor and states.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IdleFile {
+    pub driver: Option<String>,
+    pub governor: Option<Spanned<String>>,
+    pub states: Option<Vec<Spanned<IdleStateFile>>>,
+    pub haltpoll: Option<Spanned<HaltpollFile>>,
+}
+
+/// One `[[idle.states]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IdleStateFile {
+    pub name: Option<String>,
+    pub exit_latency: Option<Spanned<DurationNs>>,
+    pub target_residency: Option<Spanned<DurationNs>>,
+    pub polling: Option<bool>,
+    pub exit_latency_by_idle: Option<Vec<Spanned<ExitPointFile>>>,
+}
+
+/// `{ idle = "...", p50 = "...", p99 = "..." }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExitPointFile {
+    pub idle: Spanned<DurationNs>,
+    pub p50: Spanned<DurationNs>,
+    pub p99: Option<Spanned<DurationNs>>,
+}
+
+/// `[idle.haltpoll]`: the haltpoll module's parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HaltpollFile {
+    pub guest_halt_poll_ns: Option<Spanned<DurationNs>>,
+    pub grow: Option<Spanned<i64>>,
+    pub grow_start: Option<Spanned<DurationNs>>,
+    pub shrink: Option<Spanned<i64>>,
+    pub allow_shrink: Option<bool>,
+}
+
+/// `[costs.smt]`, `[costs.llc]`, `[costs.package]`, `[costs.numa]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LevelFile {
+    pub ipi: Option<Spanned<DurationNs>>,
+    pub migration_cold: Option<Spanned<DurationNs>>,
+}
+
+/// One `[[noise]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoiseFile {
+    pub name: Option<String>,
+    pub kind: Option<Spanned<String>>,
+    pub cpus: Option<Spanned<String>>,
+    pub rate_hz: Option<Spanned<f64>>,
+    pub duration_p50: Option<Spanned<DurationNs>>,
+    pub duration_p99: Option<Spanned<DurationNs>>,
+    pub duration_max: Option<Spanned<DurationNs>>,
 }
 
 /// `preempt = "..."`: the kernel's `preempt=` boot parameter values.
@@ -109,6 +173,10 @@ pub(crate) struct CostsFile {
     pub smt_speed_pct: Option<Spanned<i64>>,
     pub idle_polling: Option<bool>,
     pub newidle_balance_ns_per_cpu: Option<Spanned<DurationNs>>,
+    pub smt: Option<LevelFile>,
+    pub llc: Option<LevelFile>,
+    pub package: Option<LevelFile>,
+    pub numa: Option<LevelFile>,
 }
 
 /// `[jitter]`; both keys default to 0 (exact timing).

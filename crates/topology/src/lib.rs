@@ -65,6 +65,7 @@ pub mod cpuset;
 pub mod diag;
 pub mod duration;
 mod file;
+pub mod hardware;
 pub mod host;
 mod presets;
 
@@ -73,6 +74,7 @@ use std::path::Path;
 pub use cpuset::{parse_cpulist, CpuSet, CpuWrap, CpulistError, MAX_CPUS};
 pub use diag::InputError;
 pub use duration::{parse_duration, DurationError, DurationNs};
+pub use hardware::{Distance, Governor, Idle, IdleState, LevelCosts, NoiseKind, NoiseSource};
 
 /// The CONFIG_HZ values the kernel's Kconfig offers (`HZ_100` ... `HZ_1000`).
 pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
@@ -190,6 +192,10 @@ pub struct Costs {
     /// Modeled CPU time of one newidle `sched_balance_rq()` per CPU of the
     /// domain balanced; the newidle gate compares it with `avg_idle`.
     pub newidle_balance_ns_per_cpu: u64,
+    /// IPI delivery and cache-cold refill by distance (`Distance::LEVELS`
+    /// order: smt, llc, package, numa); `[costs.<level>]` in the file, else
+    /// the flat `ipi_ns` / `migration_cold_ns` at every level.
+    pub levels: [LevelCosts; 4],
 }
 
 impl Default for Costs {
@@ -205,6 +211,7 @@ impl Default for Costs {
             smt_speed_pct: 60,
             idle_polling: false,
             newidle_balance_ns_per_cpu: 150,
+            levels: [LevelCosts { ipi_ns: 2_000, migration_cold_ns: 5_000 }; 4],
         }
     }
 }
@@ -236,6 +243,10 @@ pub struct Topology {
     pub preempt: PreemptModel,
     pub costs: Costs,
     pub jitter: Jitter,
+    /// cpuidle: states and governor.
+    pub idle: Idle,
+    /// Seeded interference (`[[noise]]`); empty = none.
+    pub noise: Vec<NoiseSource>,
 }
 
 impl Topology {
@@ -327,6 +338,30 @@ impl Topology {
     pub fn node_mask(&self, cpu: usize) -> CpuSet {
         let node = self.cpus[cpu].node;
         self.span_where(|c| c.node == node)
+    }
+
+    /// The closest level two CPUs share, for costs that grow with distance.
+    pub fn distance(&self, a: usize, b: usize) -> Distance {
+        let (x, y) = (&self.cpus[a], &self.cpus[b]);
+        if a == b {
+            Distance::Same
+        } else if x.core == y.core {
+            Distance::Smt
+        } else if x.llc == y.llc {
+            Distance::Llc
+        } else if x.package == y.package && x.node == y.node {
+            Distance::Package
+        } else {
+            Distance::Numa
+        }
+    }
+
+    /// The costs of crossing `d` (nothing for the same CPU).
+    pub fn level_costs(&self, d: Distance) -> LevelCosts {
+        match d.level() {
+            Some(i) => self.costs.levels[i],
+            None => LevelCosts { ipi_ns: 0, migration_cold_ns: 0 },
+        }
     }
 
     /// True when any core has more than one hardware thread.

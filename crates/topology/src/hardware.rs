@@ -1,0 +1,205 @@
+//! The machine's timing beyond its shape: cpuidle states and the governor
+//! that picks among them, costs that depend on the distance between two
+//! CPUs, and seeded interference (interrupts, steal).
+//!
+//! These are values, not behaviour: the simulator's hardware model
+//! (`schedlab_sim::hw`) runs the governors and draws the noise. Each value
+//! in a preset carries a comment saying whether it was measured (and how),
+//! read from sysfs or a datasheet, or assumed.
+
+use crate::CpuSet;
+
+/// One cpuidle state, as `/sys/devices/system/cpu/cpuN/cpuidle/stateK` lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdleState {
+    /// `stateK/name`: POLL, C1, C1E, C2, HLT, ...
+    pub name: String,
+    /// `stateK/latency`: the time to leave the state once woken.
+    pub exit_latency_ns: u64,
+    /// `stateK/residency`: the shortest idle for which entering pays off;
+    /// governors only pick a state when they predict at least this long.
+    pub target_residency_ns: u64,
+    /// The CPU keeps `TIF_POLLING_NRFLAG` set in this state (the poll loop,
+    /// MWAIT monitoring the flags' cache line): a remote wakeup only sets
+    /// the flag and needs no IPI (`set_nr_if_polling()`).
+    pub polling: bool,
+    /// Measured exit cost as a function of how long the CPU idled, sorted by
+    /// `idle_ns`; empty means the flat `exit_latency_ns`. A vCPU's halt is
+    /// the example: the host polls for the vCPU for a while (KVM's
+    /// halt_poll_ns), then deschedules it, then its own CPU goes deeper.
+    pub exit_by_idle: Vec<ExitPoint>,
+}
+
+/// The exit cost after an idle of `idle_ns`: median and 99th percentile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ExitPoint {
+    pub idle_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+}
+
+impl IdleState {
+    /// The state's exit cost after idling `idle_ns`: (median, p99). Linear
+    /// between measured points; the ends hold beyond them.
+    pub fn exit_after(&self, idle_ns: u64) -> (u64, u64) {
+        let pts = &self.exit_by_idle;
+        let Some(first) = pts.first() else { return (self.exit_latency_ns, self.exit_latency_ns) };
+        if idle_ns <= first.idle_ns {
+            return (first.p50_ns, first.p99_ns);
+        }
+        for w in pts.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if idle_ns <= b.idle_ns {
+                let span = (b.idle_ns - a.idle_ns).max(1) as f64;
+                let f = (idle_ns - a.idle_ns) as f64 / span;
+                let lerp = |x: u64, y: u64| (x as f64 + (y as f64 - x as f64) * f).round() as u64;
+                return (lerp(a.p50_ns, b.p50_ns), lerp(a.p99_ns, b.p99_ns));
+            }
+        }
+        let last = pts[pts.len() - 1];
+        (last.p50_ns, last.p99_ns)
+    }
+}
+
+/// The cpuidle governor (`/sys/devices/system/cpu/cpuidle/current_governor`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Governor {
+    /// No cpuidle driver: the idle loop enters the one state listed
+    /// (x86 `default_idle()`: HLT) every time.
+    None,
+    /// `drivers/cpuidle/governors/menu.c`: the deepest state whose target
+    /// residency fits the predicted idle (next timer, recent intervals).
+    Menu,
+    /// `drivers/cpuidle/governors/teo.c`: like menu, but the prediction
+    /// counts how often recent idles ended before each state's residency.
+    Teo,
+    /// `drivers/cpuidle/governors/haltpoll.c` (guests): poll for an
+    /// adaptive window, then halt.
+    Haltpoll,
+}
+
+impl Governor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Governor::None => "none",
+            Governor::Menu => "menu",
+            Governor::Teo => "teo",
+            Governor::Haltpoll => "haltpoll",
+        }
+    }
+}
+
+/// `/sys/module/haltpoll/parameters/*`: how the guest's poll window adapts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HaltpollParams {
+    /// `guest_halt_poll_ns`: the longest poll window.
+    pub guest_halt_poll_ns: u64,
+    /// `guest_halt_poll_grow`: factor by which the window grows.
+    pub grow: u32,
+    /// `guest_halt_poll_grow_start`: the first non-zero window.
+    pub grow_start_ns: u64,
+    /// `guest_halt_poll_shrink`: divisor when an idle outlasts the maximum (0 = reset to 0).
+    pub shrink: u32,
+    /// `guest_halt_poll_allow_shrink`.
+    pub allow_shrink: bool,
+}
+
+impl Default for HaltpollParams {
+    /// The kernel's defaults (haltpoll.c, 6.12): 200 us, grow x2 from 50 us, shrink /2.
+    fn default() -> Self {
+        HaltpollParams { guest_halt_poll_ns: 200_000, grow: 2, grow_start_ns: 50_000, shrink: 2, allow_shrink: true }
+    }
+}
+
+/// How a machine idles: its states (shallowest first) and the governor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Idle {
+    /// `current_driver`, for reports (`acpi_idle`, `intel_idle`, `haltpoll`, `none`).
+    pub driver: String,
+    pub governor: Governor,
+    /// Never empty: a file without `[idle]` gets one state from
+    /// `[costs] idle_exit_ns` / `idle_polling`.
+    pub states: Vec<IdleState>,
+    pub haltpoll: HaltpollParams,
+}
+
+/// How far apart two CPUs are, from the closest sched-domain level they share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Distance {
+    /// The same CPU: no IPI, no cache to refill.
+    Same,
+    /// SMT siblings: one core, one L1/L2.
+    Smt,
+    /// Another core sharing the last-level cache.
+    Llc,
+    /// The same package (and node), another LLC: a Zen CCD, a tile.
+    Package,
+    /// Another NUMA node or package.
+    Numa,
+}
+
+impl Distance {
+    /// The levels a cost table has, closest first (`Same` costs nothing).
+    pub const LEVELS: [Distance; 4] = [Distance::Smt, Distance::Llc, Distance::Package, Distance::Numa];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Distance::Same => "same",
+            Distance::Smt => "smt",
+            Distance::Llc => "llc",
+            Distance::Package => "package",
+            Distance::Numa => "numa",
+        }
+    }
+
+    /// Index into a per-level table (`LEVELS`); `Same` has none.
+    pub fn level(self) -> Option<usize> {
+        Distance::LEVELS.iter().position(|&d| d == self)
+    }
+}
+
+/// What crossing one distance level costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LevelCosts {
+    /// IPI from a CPU to one at this distance, until its handler runs.
+    pub ipi_ns: u64,
+    /// Cache refill of a task whose last CPU was at this distance.
+    pub migration_cold_ns: u64,
+}
+
+/// What kind of interference a noise source is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoiseKind {
+    /// A hardware interrupt's handler: the CPU's current work stops.
+    Irq,
+    /// Softirq work run on interrupt exit (timers, networking, RCU).
+    Softirq,
+    /// The host runs something else on this vCPU's physical CPU: nothing in
+    /// the guest progresses, interrupts included, until it gives it back.
+    Steal,
+}
+
+impl NoiseKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoiseKind::Irq => "irq",
+            NoiseKind::Softirq => "softirq",
+            NoiseKind::Steal => "steal",
+        }
+    }
+}
+
+/// One source of seeded interference on some CPUs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseSource {
+    pub name: String,
+    pub kind: NoiseKind,
+    pub cpus: CpuSet,
+    /// Mean arrivals per second on each CPU (a Poisson process).
+    pub rate_hz: f64,
+    /// Log-normal duration through these two quantiles (equal: fixed).
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    /// Durations are cut at this length.
+    pub max_ns: u64,
+}
