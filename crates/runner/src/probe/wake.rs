@@ -10,7 +10,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 
-use schedlab_topology::host::{Level, Percentiles, WakeProbe};
+use schedlab_topology::host::{Percentiles, WakeProbe};
+use schedlab_topology::Distance;
 
 use super::futex::{self, Waited};
 use super::ProbeBudget;
@@ -107,7 +108,7 @@ fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<u64>, String> 
 
 /// Wakeups from `waker` to `wakee` (kernel CPU numbers) after each idle
 /// length of `budget`, then onto the busy `wakee`.
-pub fn wake_probe(level: Level, waker: usize, wakee_cpu: usize, budget: &ProbeBudget) -> Result<WakeProbe, String> {
+pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &ProbeBudget) -> Result<WakeProbe, String> {
     let lengths = &budget.idle_lengths_ns;
     let counts: Vec<usize> = lengths.iter().map(|&l| budget.samples_for(l)).collect();
     // Round-robin over the lengths, so a slow drift of the machine touches all.

@@ -119,12 +119,14 @@ fn state(ctx: &Ctx, k: usize, f: IdleStateFile, span: &std::ops::Range<usize>) -
     let exit_latency_ns = match &f.exit_latency {
         Some(v) => idle_ns(ctx, v, "exit_latency")?,
         None if f.exit_latency_by_idle.is_some() => 0,
-        None => return Err(ctx.err(
-            span,
-            format!(
+        None => {
+            return Err(ctx.err(
+                span,
+                format!(
                 "idle state `{name}` has no exit_latency (expected e.g. exit_latency = \"1us\", sysfs stateN/latency)"
             ),
-        )),
+            ))
+        }
     };
     let target_residency_ns = match &f.target_residency {
         Some(v) => idle_ns(ctx, v, "target_residency")?,

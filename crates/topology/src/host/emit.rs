@@ -209,7 +209,7 @@ fn cpus_section(o: &mut String, host: &HostMachine) {
                 );
             }
             if let Some(p) = &prios {
-                let _ = writeln!(o, "asym_prio = {}", p[i]);
+                let _ = writeln!(o, "asym_prio = {}  # [{}]", p[i], host.prio_source.as_deref().unwrap_or(""));
             }
         }
     }
@@ -328,6 +328,8 @@ fn idle_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>)
                  # sleeps in FUTEX_WAIT, then FUTEX_WAKEs it; latency = the wakee's CLOCK_MONOTONIC stamp minus the\n\
                  # waker's. Each point = that latency minus the median latency of the same wakeup onto the CPU\n\
                  # while it runs a nice-19 spinner (no idle exit: {}), floored at 0; p99 likewise.\n\
+                 # (On a shared machine a p99 near one tick, 1/HZ, is a wakee that found its CPU running\n\
+                 # another task and waited for the tick to preempt it.)\n\
                  # Samples per point: {}]",
                 w.waker,
                 w.wakee,
@@ -453,14 +455,10 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
                 );
             }
         }
-        if let Some(w) = nearest.and_then(|w| w.busy) {
-            let _ = writeln!(
-                o,
-                "\n[jitter]\n# [assumed: run bursts are exact; interference is the [[noise]] below]\nburst_pct = 0.0\n\
-                 # [measured: probe wake onto a busy CPU: p99 - p50]\nipi_ns = {}",
-                dur(w.p99.saturating_sub(w.p50))
-            );
-        }
+        // No [jitter]: its uniform IPI delay would count twice what the
+        // measured [[noise]] and exit curves already hold (a busy wakeup's
+        // p99 on a shared machine is a tick, not IPI spread).
+        let _ = writeln!(o, "\n# [jitter]: none; the measured [[noise]] and exit_latency_by_idle tails stand for it");
     }
 }
 

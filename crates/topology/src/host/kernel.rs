@@ -205,7 +205,6 @@ pub(crate) fn idle(
         }
         None => return Err(fs.bad(&drv_rel, "missing, though the cpuidle directory exists")),
     };
-    let haltpoll = haltpoll(fs)?;
     let mut idle_notes = Vec::new();
     if driver.value == "none" {
         // No cpuidle driver: the idle loop calls default_idle_call(), which on
@@ -246,7 +245,7 @@ pub(crate) fn idle(
                 ),
             }
         };
-        if haltpoll.is_some() {
+        if fs.exists("sys/module/haltpoll/parameters") {
             idle_notes.push(
                 "/sys/module/haltpoll/parameters exist (the governor is built in) but no haltpoll cpuidle driver \
                  registered, so they do not apply"
@@ -301,7 +300,8 @@ pub(crate) fn idle(
     if enabled.is_empty() {
         notes.push(format!("driver {} exports no enabled idle state for CPU {first}", driver.value));
     }
-    let haltpoll = if governor.value == "haltpoll" { haltpoll } else { None };
+    // The parameters only mean something to the haltpoll governor.
+    let haltpoll = if governor.value == "haltpoll" { haltpoll(fs)? } else { None };
     Ok(HostIdle {
         driver,
         governor,

@@ -3,29 +3,7 @@
 //! `schedlab-runner` (they run threads); this is what can be tested with
 //! synthetic samples.
 
-/// The distance between two CPUs, as the topology file's `[costs.<level>]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Level {
-    /// SMT siblings (one core).
-    Smt,
-    /// Other cores sharing the LLC.
-    Llc,
-    /// Same package, another LLC (a CCD, an SNC node).
-    Package,
-    /// Another package / NUMA node.
-    Numa,
-}
-
-impl Level {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Smt => "smt",
-            Level::Llc => "llc",
-            Level::Package => "package",
-            Level::Numa => "numa",
-        }
-    }
-}
+use crate::Distance;
 
 /// Order statistics of a set of samples (ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +30,7 @@ impl Percentiles {
 /// Wakeups from one CPU to another at one distance level.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WakeProbe {
-    pub level: Level,
+    pub level: Distance,
     /// Kernel CPU numbers.
     pub waker: usize,
     pub wakee: usize,
@@ -184,7 +162,7 @@ mod tests {
     #[test]
     fn exit_curve_subtracts_the_busy_median_and_floors_at_zero() {
         let w = WakeProbe {
-            level: Level::Llc,
+            level: Distance::Llc,
             waker: 0,
             wakee: 1,
             by_idle: vec![(200_000, p(12_000, 30_000)), (5_000, p(3_000, 9_000)), (20_000_000, p(57_000, 90_000))],
@@ -202,7 +180,7 @@ mod tests {
 
     #[test]
     fn ipi_is_busy_wakeup_minus_switch() {
-        let w = WakeProbe { level: Level::Smt, waker: 0, wakee: 1, by_idle: vec![], busy: Some(p(6_000, 9_000)) };
+        let w = WakeProbe { level: Distance::Smt, waker: 0, wakee: 1, by_idle: vec![], busy: Some(p(6_000, 9_000)) };
         assert_eq!(ipi_from_probes(&w, Some(&p(2_500, 3_000))), Some(3_500));
         assert_eq!(ipi_from_probes(&w, Some(&p(7_000, 8_000))), Some(0));
         assert_eq!(ipi_from_probes(&w, None), Some(6_000));

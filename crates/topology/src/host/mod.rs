@@ -26,11 +26,10 @@ pub use cpus::HostCpu;
 pub use emit::{render, RenderOptions};
 pub use kernel::{Haltpoll, HostIdle, HostIdleState};
 pub use measured::{
-    exit_curve, ipi_from_probes, split_noise, CurvePoint, Level, Measured, NoiseFigures, NoiseProbe, Percentiles,
-    WakeProbe,
+    exit_curve, ipi_from_probes, split_noise, CurvePoint, Measured, NoiseFigures, NoiseProbe, Percentiles, WakeProbe,
 };
 
-use crate::{PreemptModel, Topology};
+use crate::{Distance, PreemptModel, Topology};
 
 /// A value read from the host and where it came from, as the comment the
 /// generated file puts next to it (`[sysfs /sys/...]`, `[assumed: ...]`).
@@ -132,24 +131,24 @@ impl HostMachine {
     }
 
     /// How far apart two CPUs (model ids) are.
-    pub fn level(&self, a: usize, b: usize) -> Level {
+    pub fn level(&self, a: usize, b: usize) -> Distance {
         let (x, y) = (&self.cpus[a], &self.cpus[b]);
         if x.core == y.core {
-            Level::Smt
+            Distance::Smt
         } else if x.llc == y.llc {
-            Level::Llc
+            Distance::Llc
         } else if x.package == y.package {
-            Level::Package
+            Distance::Package
         } else {
-            Level::Numa
+            Distance::Numa
         }
     }
 
     /// One pair of CPUs (kernel numbers: waker, wakee) for each distance
     /// level present, nearest level first. The wakee is CPU 0's partner
     /// where possible, so the probes keep to few CPUs.
-    pub fn probe_pairs(&self) -> Vec<(Level, usize, usize)> {
-        let mut out: Vec<(Level, usize, usize)> = Vec::new();
+    pub fn probe_pairs(&self) -> Vec<(Distance, usize, usize)> {
+        let mut out: Vec<(Distance, usize, usize)> = Vec::new();
         for a in 0..self.cpus.len() {
             for b in 0..self.cpus.len() {
                 if a == b {
