@@ -24,6 +24,8 @@ pub const IDLE_LENGTHS_NS: [u64; 9] =
 
 /// The spin before a busy-CPU wakeup: the length does not matter, the CPU is busy.
 const BUSY_GAP_NS: u64 = 50_000;
+/// Unrecorded rounds before each idle length's samples.
+const WARMUP: usize = 5;
 /// Longest a futex sleep lasts before the sleeper rechecks its deadline.
 const SLEEP_SLICE_NS: u64 = 100_000_000;
 /// Longest the waker waits for the wakee to arm or to run.
@@ -111,12 +113,18 @@ fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<u64>, String> 
 pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &ProbeBudget) -> Result<WakeProbe, String> {
     let lengths = &budget.idle_lengths_ns;
     let counts: Vec<usize> = lengths.iter().map(|&l| budget.samples_for(l)).collect();
-    // Round-robin over the lengths, so a slow drift of the machine touches all.
-    let mut order = Vec::new();
-    for round in 0..counts.iter().copied().max().unwrap_or(0) {
-        order.extend((0..lengths.len()).filter(|&i| round < counts[i]));
+    // One block per idle length, shortest first, each after a few unrecorded
+    // warm-up rounds: what follows an idle depends on recent history (a
+    // guest's host adapts its halt polling to how long the vCPU used to
+    // halt), and a block is the steady state of a workload that idles that
+    // long again and again. (Interleaving the lengths measured long idles a
+    // little faster, as the short ones kept the host polling.)
+    let mut order: Vec<(usize, bool)> = Vec::new();
+    for (i, &c) in counts.iter().enumerate() {
+        order.extend(std::iter::repeat_n((i, false), WARMUP.min(c)));
+        order.extend(std::iter::repeat_n((i, true), c));
     }
-    let planned: u64 = order.iter().map(|&i| lengths[i] + 50_000).sum::<u64>() + budget.busy_samples as u64 * 100_000;
+    let planned: u64 = order.iter().map(|&(i, _)| lengths[i] + 50_000).sum::<u64>() + budget.busy_samples as u64 * 100_000;
     let deadline = now_ns() + 2 * planned + 2_000_000_000;
     let slot = Slot::default();
     let spin_stop = AtomicBool::new(false);
@@ -128,9 +136,11 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                     set_affinity(&[waker]).map_err(|e| format!("pinning the waker to CPU {waker}: {e}"))?;
                     set_comm("schedlab-waker");
                     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); lengths.len()];
-                    for &i in &order {
+                    for &(i, keep) in &order {
                         if let Some(v) = one(&slot, lengths[i], deadline)? {
-                            samples[i].push(v);
+                            if keep {
+                                samples[i].push(v);
+                            }
                         }
                     }
                     // The busy phase: a nice-19 spinner holds the wakee's CPU.
