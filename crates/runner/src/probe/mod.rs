@@ -34,6 +34,8 @@ pub struct ProbeBudget {
     pub per_length_ns: u64,
     pub min_samples: usize,
     pub max_samples: usize,
+    /// Sweeps over the idle lengths the samples are spread over.
+    pub passes: usize,
     /// Wakeups onto the busy CPU.
     pub busy_samples: usize,
     /// Context switch: batches x round trips per batch.
@@ -52,6 +54,7 @@ impl ProbeBudget {
             per_length_ns: 300_000_000,
             min_samples: 20,
             max_samples: 500,
+            passes: 4,
             busy_samples: 500,
             switch_batches: 21,
             switch_round_trips: 1000,
@@ -66,6 +69,7 @@ impl ProbeBudget {
             per_length_ns: 10_000_000,
             min_samples: 5,
             max_samples: 40,
+            passes: 1,
             busy_samples: 40,
             switch_batches: 5,
             switch_round_trips: 200,

@@ -113,18 +113,27 @@ fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<u64>, String> 
 pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &ProbeBudget) -> Result<WakeProbe, String> {
     let lengths = &budget.idle_lengths_ns;
     let counts: Vec<usize> = lengths.iter().map(|&l| budget.samples_for(l)).collect();
-    // One block per idle length, shortest first, each after a few unrecorded
+    // Blocks of one idle length, shortest first, each after a few unrecorded
     // warm-up rounds: what follows an idle depends on recent history (a
     // guest's host adapts its halt polling to how long the vCPU used to
     // halt), and a block is the steady state of a workload that idles that
-    // long again and again. (Interleaving the lengths measured long idles a
-    // little faster, as the short ones kept the host polling.)
+    // long again and again. (Interleaving the lengths measured long idles
+    // faster, as the short ones kept the host polling.) The sweep runs in
+    // `passes` rounds so that a burst of other load on the machine spoils a
+    // part of each length's samples rather than all of one length's.
+    let passes = budget.passes.max(1);
     let mut order: Vec<(usize, bool)> = Vec::new();
-    for (i, &c) in counts.iter().enumerate() {
-        order.extend(std::iter::repeat_n((i, false), WARMUP.min(c)));
-        order.extend(std::iter::repeat_n((i, true), c));
+    for pass in 0..passes {
+        for (i, &c) in counts.iter().enumerate() {
+            let share = c / passes + usize::from(pass < c % passes);
+            if share > 0 {
+                order.extend(std::iter::repeat_n((i, false), WARMUP));
+                order.extend(std::iter::repeat_n((i, true), share));
+            }
+        }
     }
-    let planned: u64 = order.iter().map(|&(i, _)| lengths[i] + 50_000).sum::<u64>() + budget.busy_samples as u64 * 100_000;
+    let planned: u64 =
+        order.iter().map(|&(i, _)| lengths[i] + 50_000).sum::<u64>() + budget.busy_samples as u64 * 100_000;
     let deadline = now_ns() + 2 * planned + 2_000_000_000;
     let slot = Slot::default();
     let spin_stop = AtomicBool::new(false);

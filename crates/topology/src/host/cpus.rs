@@ -44,7 +44,7 @@ fn cpulist(fs: &Fs, rel: &str, possible: &CpuSet, online: &CpuSet) -> Result<Cpu
     let set = parse_cpulist(text.trim()).map_err(|e| fs.bad(rel, format!("bad cpulist `{}`: {e}", text.trim())))?;
     if let Some(beyond) = set.iter().find(|c| !possible.contains(*c)) {
         return Err(
-            fs.bad(rel, format!("names CPU {beyond}, which {CPU}/possible ({}) does not have", possible.to_cpulist()))
+            fs.bad(rel, format!("names CPU {beyond}, which /{CPU}/possible ({}) does not have", possible.to_cpulist()))
         );
     }
     Ok(set.and(online))
@@ -65,7 +65,7 @@ pub(crate) fn read(fs: &Fs, notes: &mut Vec<String>) -> Result<CpuTopology, Host
         }
     }
     if !online.is_subset(&possible) {
-        return Err(fs.bad(&online_rel, format!("lists CPUs beyond {CPU}/possible ({})", possible.to_cpulist())));
+        return Err(fs.bad(&online_rel, format!("lists CPUs beyond /{CPU}/possible ({})", possible.to_cpulist())));
     }
     // A cpuN directory the kernel does not count as possible: sysfs
     // contradicts itself, and guessing which side is right would be wrong.
@@ -73,14 +73,14 @@ pub(crate) fn read(fs: &Fs, notes: &mut Vec<String>) -> Result<CpuTopology, Host
         if n >= MAX_CPUS || !possible.contains(n) {
             return Err(fs.bad(
                 &format!("{CPU}/{name}"),
-                format!("CPU {n} has a directory but {CPU}/possible is {}", possible.to_cpulist()),
+                format!("CPU {n} has a directory but /{CPU}/possible is {}", possible.to_cpulist()),
             ));
         }
     }
     let offline: Vec<usize> = possible.iter().filter(|c| !online.contains(*c)).collect();
     if !offline.is_empty() {
         notes.push(format!(
-            "CPUs {} are offline ({CPU}/online is {}): left out, and the model numbers the online CPUs densely",
+            "CPUs {} are offline (/{CPU}/online is {}): left out, and the model numbers the online CPUs densely",
             CpuSet::from_iter(offline.iter().copied()).to_cpulist(),
             online.to_cpulist()
         ));
@@ -96,7 +96,7 @@ pub(crate) fn read(fs: &Fs, notes: &mut Vec<String>) -> Result<CpuTopology, Host
     for cpu in online.iter() {
         let dir = format!("{CPU}/cpu{cpu}");
         if !fs.exists(&dir) {
-            return Err(fs.bad(&dir, format!("missing, but {CPU}/online lists CPU {cpu}")));
+            return Err(fs.bad(&dir, format!("missing, but /{CPU}/online lists CPU {cpu}")));
         }
         let siblings = cpulist(fs, &format!("{dir}/topology/thread_siblings_list"), &possible, &online)?;
         let package = fs.int(&format!("{dir}/topology/physical_package_id"))?;
@@ -123,7 +123,7 @@ pub(crate) fn read(fs: &Fs, notes: &mut Vec<String>) -> Result<CpuTopology, Host
     }
     if llc_assumed {
         notes.push(format!(
-            "no cache/index*/ under {CPU}/cpuN: the LLC is assumed to be the package (one LLC per socket)"
+            "no cache/index*/ under /{CPU}/cpuN: the LLC is assumed to be the package (one LLC per socket)"
         ));
     }
     let (prio, prio_source) = priorities(fs, &online)?;
@@ -173,7 +173,7 @@ fn node_map(
     let mut map = BTreeMap::new();
     let nodes = fs.numbered(NODE, "node")?;
     if nodes.is_empty() {
-        notes.push(format!("no {NODE}/nodeN: one NUMA node assumed (a kernel without CONFIG_NUMA)"));
+        notes.push(format!("no /{NODE}/nodeN: one NUMA node assumed (a kernel without CONFIG_NUMA)"));
     }
     for (n, name) in nodes {
         let rel = format!("{NODE}/{name}/cpulist");

@@ -10,7 +10,8 @@ use crate::{Costs, CpuSet, Topology};
 /// What the caller adds to the file.
 #[derive(Clone, Debug, Default)]
 pub struct RenderOptions {
-    /// `name = ...`; default "host".
+    /// `name = ...`; without it the file has none, and the loader names the
+    /// topology after the file.
     pub name: Option<String>,
     /// Header lines (without `# `), e.g. how and when the file was made.
     pub header: Vec<String>,
@@ -19,7 +20,6 @@ pub struct RenderOptions {
 /// The whole file.
 pub fn render(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOptions) -> String {
     let mut o = String::new();
-    let name = opts.name.clone().unwrap_or_else(|| "host".to_string());
     let n = host.cpus.len();
     let kind = if host.guest { "guest (CPU flag hypervisor)" } else { "bare metal" };
     for h in &opts.header {
@@ -41,7 +41,12 @@ pub fn render(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOpti
         line(&mut o, &format!("# note: {note}"));
     }
     line(&mut o, "");
-    let _ = writeln!(o, "name = {}", quote(&name));
+    match &opts.name {
+        Some(name) => {
+            let _ = writeln!(o, "name = {}", quote(name));
+        }
+        None => line(&mut o, "# name: the file's name without .toml (the loader's default)"),
+    }
     let desc = format!(
         "this host: {} ({n} CPUs, {}), kernel {} (HZ={}, preempt={}), read by schedlab topologies --host",
         host.cpu_model,
