@@ -72,7 +72,8 @@ impl Tree {
         self.file("sys/devices/system/cpu/cpuidle/current_governor", "menu");
     }
 
-    fn state(&self, cpu: usize, k: usize, name: &str, desc: &str, lat: u64, res: u64, disable: bool) {
+    /// State K of a CPU: (name, desc), (latency, residency) in us, disabled.
+    fn state(&self, cpu: usize, k: usize, (name, desc): (&str, &str), (lat, res): (u64, u64), disable: bool) {
         let d = format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}");
         self.file(&format!("{d}/name"), name);
         self.file(&format!("{d}/desc"), desc);
@@ -206,10 +207,10 @@ fn acpi_idle_states_keep_polling_for_poll_and_mwait_only() {
     let t = smt_two_llcs("acpi-idle");
     t.file("sys/devices/system/cpu/cpuidle/current_driver", "acpi_idle");
     for cpu in 0..8 {
-        t.state(cpu, 0, "POLL", "CPUIDLE CORE POLL IDLE", 0, 0, false);
-        t.state(cpu, 1, "C1", "ACPI FFH MWAIT 0x0", 1, 1, false);
-        t.state(cpu, 2, "C2", "ACPI IOPORT 0x414", 400, 800, false);
-        t.state(cpu, 3, "C3", "ACPI IOPORT 0x415", 900, 2000, true);
+        t.state(cpu, 0, ("POLL", "CPUIDLE CORE POLL IDLE"), (0, 0), false);
+        t.state(cpu, 1, ("C1", "ACPI FFH MWAIT 0x0"), (1, 1), false);
+        t.state(cpu, 2, ("C2", "ACPI IOPORT 0x414"), (400, 800), false);
+        t.state(cpu, 3, ("C3", "ACPI IOPORT 0x415"), (900, 2000), true);
     }
     t.file("sys/module/haltpoll/parameters/guest_halt_poll_ns", "200000");
     let host = read_host(&t.root).unwrap();
@@ -233,8 +234,8 @@ fn the_haltpoll_driver_carries_its_parameters() {
     t.remove("sys/devices/system/cpu/cpuidle/current_governor");
     t.file("sys/devices/system/cpu/cpuidle/current_governor_ro", "haltpoll");
     for cpu in 0..8 {
-        t.state(cpu, 0, "POLL", "CPUIDLE CORE POLL IDLE", 0, 0, false);
-        t.state(cpu, 1, "haltpoll", "haltpoll idle", 1, 1, false);
+        t.state(cpu, 0, ("POLL", "CPUIDLE CORE POLL IDLE"), (0, 0), false);
+        t.state(cpu, 1, ("haltpoll", "haltpoll idle"), (1, 1), false);
     }
     for (k, v) in [("ns", "150000"), ("grow", "2"), ("grow_start", "50000"), ("shrink", "2"), ("allow_shrink", "Y")] {
         t.file(&format!("sys/module/haltpoll/parameters/guest_halt_poll_{k}"), v);
@@ -282,7 +283,7 @@ fn missing_and_contradictory_files_are_errors_naming_the_file() {
 
     let t = smt_two_llcs("state-latency");
     t.file("sys/devices/system/cpu/cpuidle/current_driver", "intel_idle");
-    t.state(0, 0, "C1", "MWAIT 0x00", 1, 1, false);
+    t.state(0, 0, ("C1", "MWAIT 0x00"), (1, 1), false);
     t.remove("sys/devices/system/cpu/cpu0/cpuidle/state0/latency");
     let e = read_host(&t.root).unwrap_err().to_string();
     assert!(e.contains("cpu0/cpuidle/state0/latency: cannot read"), "{e}");

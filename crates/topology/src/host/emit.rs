@@ -125,7 +125,11 @@ fn layout_of(host: &HostMachine) -> Option<String> {
     }
     let count = |f: fn(&super::HostCpu) -> usize| cpus.iter().map(f).max().map_or(0, |m| m + 1);
     let (cores, llcs, packages, nodes) = (count(|c| c.core), count(|c| c.llc), count(|c| c.package), count(|c| c.node));
-    if cpus.len() % cores != 0 || cores % llcs != 0 || llcs % packages != 0 || nodes % packages != 0 {
+    if !(cpus.len().is_multiple_of(cores)
+        && cores.is_multiple_of(llcs)
+        && llcs.is_multiple_of(packages)
+        && nodes.is_multiple_of(packages))
+    {
         return None;
     }
     let threads = cpus.len() / cores;
