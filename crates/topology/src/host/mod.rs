@@ -145,8 +145,8 @@ impl HostMachine {
     }
 
     /// One pair of CPUs (kernel numbers: waker, wakee) for each distance
-    /// level present, nearest level first. The wakee is CPU 0's partner
-    /// where possible, so the probes keep to few CPUs.
+    /// level present, nearest level first. The wakee is the first online
+    /// CPU wherever it has a partner at that level, so the probes keep to few CPUs.
     pub fn probe_pairs(&self) -> Vec<(Distance, usize, usize)> {
         let mut out: Vec<(Distance, usize, usize)> = Vec::new();
         for a in 0..self.cpus.len() {
@@ -170,8 +170,8 @@ impl HostMachine {
     }
 }
 
-/// Read the host and render it in one step, then check that the text loads
-/// as a topology (a machine the loader rejects is reported, not written).
+/// Render the host, then check that the text loads as a topology: a
+/// machine the loader rejects is an error carrying the text, never a file.
 pub fn host_toml(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOptions) -> Result<String, String> {
     let text = render(host, measured, opts);
     match Topology::from_toml_str("<generated host topology>", &text) {
