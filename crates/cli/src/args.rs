@@ -11,9 +11,13 @@ pub const DEFAULT_GRACE: &str = "100us";
 /// `--seed`.
 #[derive(Args, Clone, Debug)]
 pub struct SeedArg {
-    /// Seed of the simulation's timing jitter (overrides the file's `seed`).
+    /// Seed of the simulation's timing jitter and noise (overrides the file's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Simulate a quiet machine: leave out the topology's [[noise]]
+    /// (interrupts, softirqs, steal), keeping its idle states and costs.
+    #[arg(long)]
+    pub no_noise: bool,
 }
 
 /// `--duration`.

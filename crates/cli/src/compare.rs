@@ -69,6 +69,7 @@ fn simulate_seeds(
     (0..n)
         .map(|i| {
             let opts = SimOptions {
+                no_noise: args.seed.no_noise,
                 seed: Some(first + i),
                 duration_ns: args.settings.duration.duration,
                 features: features.to_vec(),

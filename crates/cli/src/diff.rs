@@ -80,6 +80,7 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
         features_changed: features.diff_from(&profile.defaults),
         opts: SimOptions {
             seed: args.seed.seed,
+            no_noise: args.seed.no_noise,
             duration_ns: args.duration.duration,
             features: s.features.clone(),
             topology: Some(topology),

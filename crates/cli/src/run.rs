@@ -81,6 +81,7 @@ pub fn run(args: RunArgs) -> Result {
         features: args.features.features.clone(),
         topology: None,
         check_invariants: if args.check_invariants { Some(true) } else { None },
+        no_noise: args.seed.no_noise,
     };
     let wall = Instant::now();
     let result = simulate(&scenario, &opts)?;

@@ -168,7 +168,9 @@ fn sweep_prints_the_results_and_breakdown_tables() {
         assert_eq!(words[2].parse::<u64>().unwrap(), runs, "{row}");
         assert_eq!(words[3], "of");
         let handoffs: u64 = words[4].parse().unwrap();
-        assert!((370..=400).contains(&handoffs), "two workers, 1 ms bursts, 2 runs of 0.1 s: {row}");
+        // Fewer than 2 x 2 x 100 by the first wakeups' deep C-state exits
+        // (menu has no idle history yet) and the stalls.
+        assert!((340..=400).contains(&handoffs), "two workers, 1 ms bursts, 2 runs of 0.1 s: {row}");
         assert_eq!(words[6], "us");
     }
     assert!(out.contains("defaults: stall breakdown per run"), "{out}");
@@ -231,7 +233,7 @@ fn cause_table_matches_a_recount_from_the_trace_file() {
     use std::collections::{BTreeMap, HashMap};
 
     let mut seen_stacked = 0;
-    for seed in ["1", "4"] {
+    for seed in ["1", "8"] {
         let path = tmp(&format!("causes-{seed}.trace"));
         let json = ok(&[
             "run",
@@ -318,25 +320,32 @@ fn cause_table_matches_a_recount_from_the_trace_file() {
         assert!(wc["unclaimed_pct"].as_f64().unwrap() > 0.0);
         assert_eq!(wc["grace_ns"], 100_000);
     }
-    assert!(seen_stacked > 0, "seed 4 has the wakeup vs. active-balance race");
+    assert!(seen_stacked > 0, "seed 8 has the wakeup vs. active-balance race");
 }
 
 #[test]
 fn run_prints_work_conservation_causes_and_narratives() {
-    let out = ok(&["run", "scenarios/asym_min.toml", "--duration", "2s", "--stalls", "2"]);
+    // Seed 3 has three stalls in 2 s; --stalls 2 narrates the first two.
+    let out = ok(&["run", "scenarios/asym_min.toml", "--duration", "2s", "--seed", "3", "--stalls", "2"]);
     let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("no {needle:?} in {out}"));
-    assert!(at("stalls    4 of") < at("work conservation:"));
+    let n: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("stalls    ")?.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(n >= 3, "{out}");
+    assert!(at(&format!("stalls    {n} of")) < at("work conservation:"));
     assert!(at("work conservation:") < at("unclaimed idle:"));
-    assert!(at("unclaimed idle:") < at("stall causes: 4 stalls"));
-    assert!(at("stall causes: 4 stalls") < at("stall 1 of 4: "));
-    assert!(out.contains("stall 2 of 4: ") && !out.contains("stall 3 of 4: "), "{out}");
+    assert!(at("unclaimed idle:") < at(&format!("stall causes: {n} stalls")));
+    assert!(at(&format!("stall causes: {n} stalls")) < at(&format!("stall 1 of {n}: ")));
+    assert!(out.contains(&format!("stall 2 of {n}: ")) && !out.contains(&format!("stall 3 of {n}: ")), "{out}");
     let row =
         out.lines().find(|l| l.starts_with("worker-0 ") && l.contains(" 4-7 ")).unwrap_or_else(|| panic!("{out}"));
     assert!(row.split_whitespace().count() == 11, "{row}");
     assert!(out.contains("woken in place while delayed behind worker-"), "{out}");
     assert!(out.lines().all(|l| l == l.trim_end()), "trailing spaces");
-    let none = ok(&["run", "scenarios/asym_min.toml", "--duration", "2s", "--stalls", "0", "--grace", "1ms"]);
-    assert!(none.contains("stall causes: 4 stalls") && !none.contains("stall 1 of"), "{none}");
+    let none =
+        ok(&["run", "scenarios/asym_min.toml", "--duration", "2s", "--seed", "3", "--stalls", "0", "--grace", "1ms"]);
+    assert!(none.contains(&format!("stall causes: {n} stalls")) && !none.contains("stall 1 of"), "{none}");
     assert!(none.contains("with a 1ms grace window"), "{none}");
 }
 
@@ -346,8 +355,8 @@ fn run_prints_work_conservation_causes_and_narratives() {
 fn a_closed_stdout_is_not_a_panic() {
     use std::io::Read;
     let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        // ~110 KB of narratives: more than a pipe holds, so writes hit the closed pipe.
-        .args(["run", "scenarios/asym_min.toml", "--duration", "2s", "--seed", "4", "--stalls", "73"])
+        // ~75 KB of narratives: more than a pipe holds, so writes hit the closed pipe.
+        .args(["run", "scenarios/asym_min.toml", "--duration", "10s", "--seed", "10", "--stalls", "200"])
         .current_dir(root())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -385,4 +394,29 @@ fn topologies_host_reads_this_machine_into_a_file_that_loads() {
     }
     let e = err(&["topologies", "--no-probe"]);
     assert!(e.contains("--host"), "{e}");
+}
+
+/// The 7950X preset has [[noise]] and menu-chosen idle states: one seed
+/// still gives one trace, byte for byte, and another seed a different one.
+#[test]
+fn noise_and_idle_states_are_deterministic_per_seed() {
+    let trace = |seed: &str, name: &str| {
+        let path = tmp(name);
+        ok(&[
+            "run",
+            "scenarios/asym_min.toml",
+            "--duration",
+            "300ms",
+            "--seed",
+            seed,
+            "--trace",
+            path.to_str().unwrap(),
+        ]);
+        std::fs::read(&path).unwrap()
+    };
+    let (a, b, c) = (trace("5", "det-a.trace"), trace("5", "det-b.trace"), trace("6", "det-c.trace"));
+    assert!(a == b, "same seed, same trace");
+    assert!(a != c, "another seed, another trace");
+    let text = String::from_utf8_lossy(&a);
+    assert!(text.contains("sched_wake_idle_without_ipi"), "C1's MWAIT polling wakes workers without an IPI");
 }

@@ -97,6 +97,8 @@ pub enum IpiKind {
 /// A request the model makes of the hardware: interrupt `cpu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IpiRequest {
+    /// The sending CPU (the distance to `cpu` sets the delivery cost).
+    pub from: usize,
     pub cpu: usize,
     pub kind: IpiKind,
     /// The target is idle: it pays its idle-exit latency.
@@ -476,6 +478,15 @@ impl Kernel {
         id
     }
 
+    /// The idle loop entered (or left) a state that keeps TIF_POLLING_NRFLAG
+    /// set on `cpu`: do_idle()'s `__current_set_polling()` /
+    /// `current_clr_polling()` around the state the cpuidle governor chose.
+    /// Ignored on a busy CPU, whose flag is always clear.
+    pub fn set_idle_polling(&mut self, cpu: usize, polling: bool) {
+        let rq = &mut self.rqs[cpu];
+        rq.idle_polling = polling && rq.curr.is_none();
+    }
+
     pub fn curr(&self, cpu: usize) -> Option<TaskId> {
         self.rqs[cpu].curr
     }
@@ -535,13 +546,13 @@ impl Kernel {
     /// target that polls is woken by the flag alone (`set_nr_if_polling()`).
     pub(crate) fn send_ipi(&mut self, cpu: usize, kind: IpiKind) {
         let idle = self.rqs[cpu].curr.is_none();
-        let polled = idle && self.topo.costs.idle_polling;
+        let polled = idle && self.rqs[cpu].idle_polling;
         if polled {
             self.emit(cpu, EventKind::SchedWakeIdleWithoutIpi { cpu: cpu as u32 });
         } else if kind == IpiKind::Resched {
             self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: true });
         }
-        self.out.ipis.push(IpiRequest { cpu, kind, idle, polled });
+        self.out.ipis.push(IpiRequest { from: self.exec_cpu, cpu, kind, idle, polled });
     }
 
     /// `resched_curr()`: the eager form, never lazy.

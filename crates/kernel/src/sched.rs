@@ -339,6 +339,11 @@ pub struct Rq {
     /// The task switched away from whose switch has not completed: it is
     /// still `on_cpu` until `finish_task_switch()`.
     pub switching_out: Option<TaskId>,
+    /// TIF_POLLING_NRFLAG of the idle task: the idle state the hardware
+    /// model put this CPU in watches the flags (the poll loop, MWAIT), so a
+    /// remote wakeup sets need_resched without an IPI. Set by the idle loop,
+    /// i.e. the simulator's cpuidle model, through `Kernel::set_idle_polling`.
+    pub idle_polling: bool,
     // ---- load balancing (fair.c) ----
     /// `rq->next_balance`, in jiffies.
     pub next_balance: u64,
@@ -394,6 +399,7 @@ impl Rq {
             idle_wakee: WakeeStats::default(),
             cpu_capacity: 1024,
             switching_out: None,
+            idle_polling: false,
             next_balance: 0,
             idle_balance: false,
             nohz_tick_stopped: false,

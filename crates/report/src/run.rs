@@ -200,6 +200,7 @@ impl SimHeader<'_> {
             topo.preempt.as_str(),
             if topo.itmt_enabled { "on" } else { "off" }
         );
+        let _ = writeln!(out, "hardware  {}", hardware_line(topo));
         let changed = self.features_changed;
         let _ = writeln!(
             out,
@@ -277,6 +278,23 @@ impl RunText<'_> {
 /// The title of `schedlab run --plot`'s handoff CDF.
 pub fn run_plot_title(scenario: &str, seed: u64) -> String {
     format!("{scenario}: handoff latency per wakee thread group (seed {seed})")
+}
+
+/// The machine's idle states and noise in one line: "idle menu over POLL,
+/// C1, C2, C3 (acpi_idle); noise irq 100/s per CPU".
+pub fn hardware_line(topo: &Topology) -> String {
+    let states: Vec<&str> = topo.idle.states.iter().map(|s| s.name.as_str()).collect();
+    let idle = match topo.idle.governor {
+        schedlab_topology::Governor::None => format!("idle {} only (no cpuidle governor)", states.join(", ")),
+        g => format!("idle {} over {} ({})", g.as_str(), states.join(", "), topo.idle.driver),
+    };
+    let noise = if topo.noise.is_empty() {
+        "no noise".to_string()
+    } else {
+        let parts: Vec<String> = topo.noise.iter().map(|n| format!("{} {}/s", n.name, n.rate_hz)).collect();
+        format!("noise {} per CPU", parts.join(", "))
+    };
+    format!("{idle}; {noise}")
 }
 
 /// One line per topology preset: size, HZ, preemption, ITMT, description

@@ -174,6 +174,7 @@ const CHUNK_NS: u64 = 20_000;
 pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
     let mut held: Vec<ObjId> = Vec::new();
     let mut polled: Option<usize> = None;
+    let mut timer_next: Option<u64> = None;
     let mut iterations = 0u64;
     let end = 'run: loop {
         for op in &spec.program.ops {
@@ -189,7 +190,7 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
                     }),
                 }
             };
-            match exec(sh, op, &resolve, &mut held, &mut polled) {
+            match exec(sh, op, &resolve, &mut held, &mut polled, &mut timer_next) {
                 Ok(()) => {}
                 Err(e) => break 'run e,
             }
@@ -217,6 +218,7 @@ fn exec(
     resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>,
     held: &mut Vec<ObjId>,
     polled: &mut Option<usize>,
+    timer_next: &mut Option<u64>,
 ) -> Result<(), End> {
     let failed = |what: &str, e: std::io::Error| End::Failed(format!("{what}: {e}"));
     match op {
@@ -233,6 +235,11 @@ fn exec(
             }
         }
         &Op::Sleep { ns } => sleep_until(now_ns().saturating_add(ns).min(sh.stop_at.load(Ordering::Relaxed))),
+        &Op::Timer { period_ns } => {
+            let next = schedlab_scenario::next_timer_boundary(*timer_next, now_ns(), period_ns);
+            *timer_next = Some(next);
+            sleep_until(next.min(sh.stop_at.load(Ordering::Relaxed)));
+        }
         Op::Wait { efd } => {
             let id = resolve(efd)?;
             let Obj::Eventfd(e) = &sh.objs[id as usize] else { unreachable!("validated kind") };

@@ -78,6 +78,20 @@ fn policy_number(p: Policy) -> u32 {
 /// what fails is returned as notes and the thread runs with what it got.
 fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
     let mut notes = Vec::new();
+    if !spec.policy.is_rt() {
+        // Set explicitly rather than inherited, so the model's slack is the
+        // thread's whatever the runner's own was. prctl() takes 0 as "back to
+        // the default", so a requested 0 becomes the closest it allows: 1 ns.
+        let slack = spec.timer_slack_ns.max(1);
+        // SAFETY: a plain prctl on the calling thread.
+        if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack as libc::c_ulong, 0, 0, 0) } != 0 {
+            let e = std::io::Error::last_os_error();
+            notes.push(format!(
+                "{}: prctl(PR_SET_TIMERSLACK, {slack}) failed: {e}; its sleeps use the inherited slack",
+                spec.name
+            ));
+        }
+    }
     let default = spec.policy == Policy::Other && spec.nice == 0 && spec.slice_ns.is_none();
     if default {
         return notes;

@@ -41,11 +41,15 @@ pub fn rt_runtime_below_fair_servers(sched_rt_runtime_us: i64, fair_server_runti
     (sched_rt_runtime_us >= 0 && (sched_rt_runtime_us as u64) < fair_us).then_some(fair_us)
 }
 pub const DEFAULT_SEED: u64 = 1;
+/// `init_task.timer_slack_ns`: 50 us, what every fair task inherits.
+pub const DEFAULT_TIMER_SLACK_NS: u64 = 50_000;
+const MAX_TIMER_SLACK_NS: u64 = 1_000_000_000;
 
 #[derive(Clone, Debug)]
 enum OpT {
     Run(u64),
     Sleep(u64),
+    Timer(u64),
     Wait(Name),
     Signal(Name, u64),
     Post(Name),
@@ -63,6 +67,7 @@ struct Group {
     nice: i32,
     rt_priority: u32,
     slice_ns: Option<u64>,
+    timer_slack_ns: u64,
     affinity: CpuSet,
     start_cpu: Option<usize>,
     delay_ns: u64,
@@ -187,6 +192,7 @@ pub(crate) fn build(
             nice: g.nice,
             rt_priority: g.rt_priority,
             slice_ns: g.slice_ns,
+            timer_slack_ns: g.timer_slack_ns,
             affinity: g.affinity,
             start_cpu: g.start_cpu,
             start_delay_ns: g.delay_ns,
@@ -334,6 +340,26 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         }
         None => None,
     };
+    let timer_slack_ns = match &raw.timer_slack {
+        Some(s) if policy.is_rt() => {
+            return Err(ctx.err(
+                s,
+                format!(
+                    "`timer_slack` does not apply to {}: the kernel gives RT tasks no timer slack (it sets it to 0)",
+                    policy.name()
+                ),
+            ))
+        }
+        Some(s) => {
+            let ns = values::duration(ctx, s, "timer_slack", Zero::Allowed)?;
+            if ns > MAX_TIMER_SLACK_NS {
+                return Err(ctx.err(s, format!("`timer_slack` = {} is out of range (expected at most 1s)", fmt_ns(ns))));
+            }
+            ns
+        }
+        None if policy.is_rt() => 0,
+        None => DEFAULT_TIMER_SLACK_NS,
+    };
     let affinity = match &raw.affinity {
         Some(a) => values::affinity(ctx, a, topo)?,
         None => topo.all_cpus(),
@@ -375,6 +401,7 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         nice,
         rt_priority,
         slice_ns,
+        timer_slack_ns,
         affinity,
         start_cpu,
         delay_ns,
@@ -424,6 +451,7 @@ fn op_template(ctx: Ctx, op: &Spanned<RawOp>) -> Result<(OpT, usize), InputError
         r.lock.as_ref().map(|v| v.span().start),
         r.unlock.as_ref().map(|v| v.span().start),
         r.yield_.as_ref().map(|v| v.span().start),
+        r.timer.as_ref().map(|v| v.span().start),
     ]
     .into_iter()
     .zip(OP_KEYS)
@@ -460,6 +488,7 @@ fn op_template(ctx: Ctx, op: &Spanned<RawOp>) -> Result<(OpT, usize), InputError
     let t = match key {
         "run" => OpT::Run(values::duration(ctx, r.run.as_ref().unwrap(), "run", Zero::Refused)?),
         "sleep" => OpT::Sleep(values::duration(ctx, r.sleep.as_ref().unwrap(), "sleep", Zero::Allowed)?),
+        "timer" => OpT::Timer(values::duration(ctx, r.timer.as_ref().unwrap(), "timer", Zero::Refused)?),
         "wait" => OpT::Wait(name(ctx, r.wait.as_ref().unwrap())?),
         "signal" => {
             let count = match &r.count {
@@ -589,6 +618,7 @@ fn program(
         let built = match op {
             OpT::Run(ns) => Op::Run { ns: *ns },
             OpT::Sleep(ns) => Op::Sleep { ns: *ns },
+            OpT::Timer(ns) => Op::Timer { period_ns: *ns },
             OpT::Wait(n) => Op::Wait { efd: resolve(n, ObjKind::Eventfd, "wait", &mut site)? },
             OpT::Signal(n, count) => {
                 Op::Signal { efd: resolve(n, ObjKind::Eventfd, "signal", &mut site)?, count: *count }

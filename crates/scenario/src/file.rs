@@ -51,6 +51,7 @@ pub(crate) struct RawThread {
     pub nice: Option<Spanned<i64>>,
     pub priority: Option<Spanned<i64>>,
     pub slice: Option<Spanned<Value>>,
+    pub timer_slack: Option<Spanned<Value>>,
     #[serde(alias = "cpus")]
     pub affinity: Option<Spanned<Value>>,
     pub start_cpu: Option<Spanned<i64>>,
@@ -67,6 +68,7 @@ pub(crate) struct RawThread {
 pub(crate) struct RawOp {
     pub run: Option<Spanned<Value>>,
     pub sleep: Option<Spanned<Value>>,
+    pub timer: Option<Spanned<Value>>,
     pub wait: Option<Spanned<String>>,
     pub signal: Option<Spanned<String>>,
     pub post: Option<Spanned<String>>,
@@ -82,4 +84,5 @@ pub(crate) struct RawOp {
 }
 
 /// The operation keys, in the order they are reported.
-pub(crate) const OP_KEYS: &[&str] = &["run", "sleep", "wait", "signal", "post", "poll", "lock", "unlock", "yield"];
+pub(crate) const OP_KEYS: &[&str] =
+    &["run", "sleep", "wait", "signal", "post", "poll", "lock", "unlock", "yield", "timer"];

@@ -99,7 +99,7 @@ mod values;
 
 pub use build::{
     rt_runtime_below_fair_servers, DEFAULT_FAIR_SERVER_RUNTIME_NS, DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS,
-    FAIR_SERVER_PERIOD_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS,
+    DEFAULT_TIMER_SLACK_NS, FAIR_SERVER_PERIOD_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS,
 };
 pub use measure::{Marker, MarkerOp, Measure};
 pub use schbench::Schbench;
@@ -182,6 +182,20 @@ pub enum ObjRef {
     ByPolled(Vec<ObjId>),
 }
 
+/// When an [`Op::Timer`] of `period_ns` executed at `now` wakes: one period
+/// after the previous boundary (`prev`; the first `timer` counts from
+/// `now`), moved on by whole periods while that is not in the future — the
+/// one rule for the simulator and the real runner.
+pub fn next_timer_boundary(prev: Option<u64>, now: u64, period_ns: u64) -> u64 {
+    let period = period_ns.max(1);
+    let next = prev.unwrap_or(now).saturating_add(period);
+    if next > now {
+        next
+    } else {
+        next.saturating_add((now - next) / period * period + period)
+    }
+}
+
 /// One operation of a thread's program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -221,6 +235,13 @@ pub enum Op {
     },
     /// `sched_yield()`.
     Yield,
+    /// Sleep until the next boundary of a fixed period, counted from the
+    /// thread's first `timer` (`clock_nanosleep(TIMER_ABSTIME)` as cyclictest
+    /// and rt-app's absolute timers use it): the wakeups stay on the grid
+    /// however long the loop took. Boundaries already passed are skipped.
+    Timer {
+        period_ns: u64,
+    },
     /// Push eventfd `efd` onto wake list `list` (schbench's `xlist_add()`:
     /// a CAS, no syscall).
     ListAdd {
@@ -266,6 +287,10 @@ pub struct ThreadSpec {
     /// Custom slice (`sched_attr.sched_runtime`), 0.1–100 ms (the kernel clamps
     /// into this range; the parser refuses values outside it). Fair policies only.
     pub slice_ns: Option<u64>,
+    /// `timer_slack_ns` (`prctl(PR_SET_TIMERSLACK)`): a sleep's hrtimer may
+    /// expire this much late, and on an otherwise quiet CPU it does. 50 us
+    /// for fair policies by default; always 0 for RT (`__setscheduler_params()`).
+    pub timer_slack_ns: u64,
     pub affinity: CpuSet,
     /// CPU the thread starts on (always in `affinity`); `None` lets the
     /// simulator choose, e.g. the first CPU of its affinity.
@@ -366,5 +391,19 @@ impl Scenario {
     /// An error located at a spanned value of this scenario's file.
     pub fn error_at<T>(&self, at: &Spanned<T>, message: impl Into<String>) -> InputError {
         InputError::new(self.path.clone(), at.line, at.col, message)
+    }
+}
+
+#[cfg(test)]
+mod timer_tests {
+    use super::next_timer_boundary;
+
+    #[test]
+    fn boundaries_stay_on_the_grid() {
+        assert_eq!(next_timer_boundary(None, 500, 1_000), 1_500, "the first counts from now");
+        assert_eq!(next_timer_boundary(Some(1_500), 1_700, 1_000), 2_500);
+        assert_eq!(next_timer_boundary(Some(1_500), 2_500, 1_000), 3_500, "a boundary at now has passed");
+        assert_eq!(next_timer_boundary(Some(1_500), 5_200, 1_000), 5_500, "missed ones are skipped");
+        assert_eq!(next_timer_boundary(Some(u64::MAX - 10), u64::MAX - 5, 1_000), u64::MAX);
     }
 }

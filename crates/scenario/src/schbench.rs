@@ -29,7 +29,7 @@
 //!   `msg_and_wait()` then one request: [`Op::ListAdd`] of its futex
 //!   `schbench-wf<m>.<i>` to the list, `wake_cost` of CPU, [`Op::Signal`]
 //!   of the message thread's futex, [`Op::Wait`] on its own futex, then the
-//!   request — [`Op::Sleep`] of `sleep + timer_slack` and, with
+//!   request — [`Op::Sleep`] of `sleep` by a thread whose timer slack is `timer_slack` and, with
 //!   `operations > 0`, [`Op::Run`] of `operations × op_time`. The end of a
 //!   program iteration (`loop_end`) is `loop_count++`.
 //!
@@ -315,6 +315,7 @@ pub(crate) fn expand(
             k as u32,
             cpu.map_or(all, CpuSet::single),
             ops,
+            timer_slack_ns,
             line,
         ));
     }
@@ -328,13 +329,13 @@ pub(crate) fn expand(
             ops.push(Op::Signal { efd: ObjRef::Fixed(msg_futex[k]), count: 1 });
             ops.push(Op::Wait { efd: ObjRef::Fixed(own) });
             if sleep_ns + timer_slack_ns > 0 {
-                ops.push(Op::Sleep { ns: sleep_ns + timer_slack_ns });
+                ops.push(Op::Sleep { ns: sleep_ns });
             }
             if request_ns > 0 {
                 ops.push(Op::Run { ns: request_ns });
             }
             let n = (k * workers as usize + i) as u32;
-            threads.push(thread(format!("sb-w{k}-{i}"), "schbench-worker", n, worker_cpus, ops, line));
+            threads.push(thread(format!("sb-w{k}-{i}"), "schbench-worker", n, worker_cpus, ops, timer_slack_ns, line));
         }
     }
     let spec = Schbench {
@@ -351,7 +352,15 @@ pub(crate) fn expand(
     Ok((spec, threads))
 }
 
-fn thread(name: String, group: &str, instance: u32, affinity: CpuSet, ops: Vec<Op>, line: usize) -> ThreadSpec {
+fn thread(
+    name: String,
+    group: &str,
+    instance: u32,
+    affinity: CpuSet,
+    ops: Vec<Op>,
+    timer_slack_ns: u64,
+    line: usize,
+) -> ThreadSpec {
     ThreadSpec {
         name,
         group: group.to_string(),
@@ -360,6 +369,7 @@ fn thread(name: String, group: &str, instance: u32, affinity: CpuSet, ops: Vec<O
         nice: 0,
         rt_priority: 0,
         slice_ns: None,
+        timer_slack_ns,
         affinity,
         start_cpu: None,
         start_delay_ns: 0,

@@ -554,3 +554,20 @@ fn topology_file_relative_to_scenario() {
     assert!(e.message.contains("cannot read scenario"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn timer_slack_defaults_by_policy_and_is_refused_for_rt() {
+    let s = parse(&one("program = [{ sleep = \"1ms\" }]")).unwrap();
+    assert_eq!(s.threads[0].timer_slack_ns, 50_000, "a fair task inherits init's 50 us");
+    let s = parse(&one("policy = \"SCHED_FIFO\"\nprogram = [{ sleep = \"1ms\" }]")).unwrap();
+    assert_eq!(s.threads[0].timer_slack_ns, 0, "RT tasks have none");
+    let s = parse(&one("timer_slack = \"1us\"\nprogram = [{ sleep = \"1ms\" }]")).unwrap();
+    assert_eq!(s.threads[0].timer_slack_ns, 1_000);
+    expect_err(
+        &one("policy = \"SCHED_RR\"\ntimer_slack = \"1us\"\nprogram = [{ sleep = \"1ms\" }]"),
+        6,
+        "\"1us\"",
+        "`timer_slack` does not apply to SCHED_RR",
+    );
+    expect_err(&one("timer_slack = \"2s\"\nprogram = [{ sleep = \"1ms\" }]"), 5, "\"2s\"", "expected at most 1s");
+}

@@ -30,7 +30,8 @@ fn seed_004_command_line_expands_into_4_pinned_message_threads_and_512_free_work
     let w = &s.threads[sb.worker_thread(3, 127)];
     assert_eq!(w.name, "sb-w3-127");
     assert_eq!(w.affinity.len(), 224);
-    // list_add, the fpost's syscall, fpost, fwait, usleep(100) + 50us slack; -n 0: no math.
+    // list_add, the fpost's syscall, fpost, fwait, usleep(100) by a thread
+    // with 50 us of timer slack; -n 0: no math.
     let ops = &w.program.ops;
     assert_eq!(ops.len(), 5, "{ops:?}");
     let (Op::ListAdd { list, efd: own }, Op::Run { ns: 1_000 }, Op::Signal { efd: msg, count: 1 }, Op::Wait { efd }) =
@@ -38,7 +39,8 @@ fn seed_004_command_line_expands_into_4_pinned_message_threads_and_512_free_work
     else {
         panic!("{ops:?}")
     };
-    assert_eq!(ops[4], Op::Sleep { ns: 150_000 });
+    assert_eq!(ops[4], Op::Sleep { ns: 100_000 });
+    assert_eq!(w.timer_slack_ns, 50_000);
     assert_eq!(own, efd);
     let name = |r: &ObjRef| match r {
         ObjRef::Fixed(id) => s.objects[*id as usize].name.clone(),

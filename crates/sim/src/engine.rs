@@ -54,6 +54,14 @@ pub(crate) enum Ev {
         cpu: usize,
         kind: IpiKind,
     },
+    /// A polling idle state's time limit (`poll_idle()`): the governor
+    /// chooses again. `gen` is the CPU's idle generation when it was armed.
+    IdleTimeout {
+        cpu: usize,
+        gen: u64,
+    },
+    /// Interference from noise stream `0` (an interrupt, steal) arrives.
+    Noise(usize),
     /// A sleep's hrtimer expires; `exited` once an idle CPU has left idle.
     Timer {
         thread: usize,
@@ -141,7 +149,7 @@ impl<'a> Engine<'a> {
         // Reuse the request buffer: no allocation per event in the steady state.
         let mut ipis = std::mem::take(&mut self.out.ipis);
         for ipi in ipis.drain(..) {
-            let delay = self.hw.ipi_latency(ipi.polled, ipi.idle);
+            let delay = self.hw.ipi_latency(ipi.from, ipi.cpu, ipi.polled, ipi.idle, self.now);
             self.queue.push(self.now + delay, Ev::Ipi { cpu: ipi.cpu, kind: ipi.kind });
         }
         self.out.ipis = ipis;
@@ -230,16 +238,75 @@ impl<'a> Engine<'a> {
             }
         }
         if let Some(n) = sw.next {
+            if sw.prev.is_none() {
+                self.leave_idle(cpu);
+            }
             let th = self.task_thread[n as usize];
-            let migrated = self.threads[th].last_cpu.is_some_and(|c| c != cpu);
+            let cost = self.hw.switch_in_cost(self.threads[th].last_cpu, cpu);
             self.threads[th].last_cpu = Some(cpu);
-            self.hw.set_exec_from(cpu, self.now + self.hw.switch_in_cost(migrated));
+            self.hw.set_exec_from(cpu, self.now + cost);
+        } else {
+            self.go_idle(cpu);
         }
         self.update_tick(cpu);
         if sw.prev.is_none() || sw.next.is_none() {
             self.siblings_changed(cpu);
         }
         self.replan(cpu);
+    }
+
+    /// The idle loop on `cpu`: the governor picks a state (once an interrupt
+    /// or steal in progress is over), which sets the kernel's polling flag;
+    /// a polling state's time limit is armed.
+    pub(crate) fn go_idle(&mut self, cpu: usize) {
+        let at = self.now.max(self.hw.busy_until(cpu));
+        let e = self.hw.enter_idle(cpu, at);
+        self.kernel.set_idle_polling(cpu, e.polling);
+        if let Some(t) = e.timeout_at {
+            self.queue.push(t, Ev::IdleTimeout { cpu, gen: e.gen });
+        }
+    }
+
+    /// `cpu` leaves its idle state (the flag it polled is cleared).
+    fn leave_idle(&mut self, cpu: usize) {
+        if self.hw.is_idle(cpu) {
+            self.hw.leave_idle(cpu, self.now);
+            self.kernel.set_idle_polling(cpu, false);
+        }
+    }
+
+    /// An interrupt or timer on `cpu`: an idle CPU leaves its state for the
+    /// handler and, if it still has nothing to run afterwards, idles again
+    /// in a state the governor chooses afresh.
+    fn on_interrupt(&mut self, cpu: usize, handler: impl FnOnce(&mut Self)) {
+        let was_idle = self.hw.is_idle(cpu);
+        if was_idle {
+            self.leave_idle(cpu);
+        }
+        handler(self);
+        if was_idle && self.kernel.curr(cpu).is_none() && !self.hw.is_idle(cpu) {
+            self.go_idle(cpu);
+        }
+    }
+
+    /// Interference from noise stream `i`: the CPU's current work stops for
+    /// its length; an idle CPU wakes for it (paying its exit latency) unless
+    /// it is steal, which a halted vCPU does not notice. Interrupts for the
+    /// CPU meanwhile wait for its end (`Hardware::ipi_latency`).
+    fn noise(&mut self, i: usize) {
+        let (cpu, a) = self.hw.noise_arrives(i, self.now);
+        self.queue.push(a.next_at, Ev::Noise(i));
+        if self.kernel.curr(cpu).is_some() {
+            self.settle(cpu);
+            let resume = self.hw.exec_from(cpu).max(self.now) + a.duration_ns;
+            self.hw.set_exec_from(cpu, resume);
+            self.replan(cpu);
+        } else if Hardware::noise_wakes_idle(a.kind) && self.hw.is_idle(cpu) {
+            let exit = self.hw.exit_cost(cpu, self.now);
+            self.hw.extend_busy(cpu, exit);
+            self.leave_idle(cpu);
+            self.go_idle(cpu);
+        }
     }
 
     /// A preemption point on `cpu` (return to user from a syscall or interrupt).
@@ -305,12 +372,21 @@ impl<'a> Engine<'a> {
                 }
             }
             Ev::FairServer { cpu } => {
-                self.irq_on(cpu, Kernel::dl_server_timer);
+                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::dl_server_timer));
             }
             Ev::Watchdog { cpu } => {
-                self.irq_on(cpu, Kernel::watchdog_kick);
+                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::watchdog_kick));
                 self.queue.push(self.now + WATCHDOG_PERIOD_NS, Ev::Watchdog { cpu });
             }
+            Ev::IdleTimeout { cpu, gen } => {
+                if let Some(e) = self.hw.idle_timeout(cpu, gen, self.now) {
+                    self.kernel.set_idle_polling(cpu, e.polling);
+                    if let Some(t) = e.timeout_at {
+                        self.queue.push(t, Ev::IdleTimeout { cpu, gen: e.gen });
+                    }
+                }
+            }
+            Ev::Noise(i) => self.noise(i),
             Ev::SwitchDone { cpu, gen } => {
                 if self.hw.switch_done(cpu, gen) {
                     self.kernel.finish_task_switch(cpu);
@@ -318,28 +394,39 @@ impl<'a> Engine<'a> {
                 }
             }
             Ev::Ipi { cpu, kind: IpiKind::Resched } => {
-                self.preempt_point(cpu);
+                self.on_interrupt(cpu, |e| {
+                    e.preempt_point(cpu);
+                });
             }
             Ev::Ipi { cpu, kind: IpiKind::NohzKick } => {
-                self.irq_on(cpu, Kernel::nohz_csd_func);
+                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::nohz_csd_func));
             }
             Ev::Ipi { cpu, kind: IpiKind::RtPushWork } => {
-                self.irq_on(cpu, Kernel::rto_push_irq_work_func);
+                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::rto_push_irq_work_func));
             }
             Ev::Ipi { cpu, kind: IpiKind::CallFunction } => {
-                self.irq_on(cpu, Kernel::sched_ttwu_pending);
+                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::sched_ttwu_pending));
             }
             Ev::Timer { thread, gen, cpu, exited } => {
                 if gen == self.threads[thread].timer_gen && self.threads[thread].blocked == Blocked::Sleep {
-                    let idle_exit = self.hw.idle_exit_ns();
-                    if !exited && self.kernel.curr(cpu).is_none() && idle_exit > 0 {
-                        self.queue.push(self.now + idle_exit, Ev::Timer { thread, gen, cpu, exited: true });
+                    let busy_until = self.hw.busy_until(cpu);
+                    if busy_until > self.now {
+                        // The CPU is in an interrupt or stolen: the timer interrupt waits.
+                        self.queue.push(busy_until, Ev::Timer { thread, gen, cpu, exited: true });
+                        return self.error.is_none();
+                    }
+                    let exit =
+                        if !exited && self.kernel.curr(cpu).is_none() { self.hw.exit_cost(cpu, self.now) } else { 0 };
+                    if exit > 0 {
+                        self.queue.push(self.now + exit, Ev::Timer { thread, gen, cpu, exited: true });
                     } else {
-                        self.settle(cpu);
-                        self.wake(thread, cpu);
-                        if !self.preempt_point(cpu) {
-                            self.replan(cpu);
-                        }
+                        self.on_interrupt(cpu, |e| {
+                            e.settle(cpu);
+                            e.wake(thread, cpu);
+                            if !e.preempt_point(cpu) {
+                                e.replan(cpu);
+                            }
+                        });
                     }
                 }
             }

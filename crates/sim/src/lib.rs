@@ -33,6 +33,8 @@ pub struct SimOptions {
     pub topology: Option<Topology>,
     /// Check the model's invariants after every step (default: debug builds).
     pub check_invariants: Option<bool>,
+    /// Leave out the topology's `[[noise]]` (interrupts, steal): a quiet machine.
+    pub no_noise: bool,
 }
 
 /// Why a simulation could not run or stopped early.
@@ -129,7 +131,10 @@ fn simulate_inner(
     mut sink: Option<&mut dyn FnMut(&schedlab_trace::Event)>,
     kernel_events: bool,
 ) -> Result<SimResult, SimError> {
-    let topo = opts.topology.clone().unwrap_or_else(|| scenario.topology.clone());
+    let mut topo = opts.topology.clone().unwrap_or_else(|| scenario.topology.clone());
+    if opts.no_noise {
+        topo.noise.clear();
+    }
     let seed = opts.seed.unwrap_or(scenario.seed);
     let with_background;
     let scenario = if scenario.background == Background::Kernel {
@@ -240,6 +245,13 @@ fn simulate_inner(
     for (i, delay) in starts.iter().enumerate() {
         engine.queue.push(*delay, Ev::Start(i));
     }
+    // Every CPU starts in the idle loop.
+    for cpu in 0..topo.nr_cpus() {
+        engine.go_idle(cpu);
+    }
+    for (i, (_cpu, at)) in engine.hw.noise_starts().into_iter().enumerate() {
+        engine.queue.push(at, Ev::Noise(i));
+    }
     if scenario.background == Background::Kernel {
         // Each CPU's watchdog hrtimer started at some point of boot.
         let mut phase_rng = rng::Rng::new(seed ^ 0x5741_5443_4844_4f47);
@@ -328,6 +340,7 @@ fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Sce
             nice: 0,
             rt_priority: 0,
             slice_ns: None,
+            timer_slack_ns: schedlab_scenario::DEFAULT_TIMER_SLACK_NS,
             affinity: CpuSet::single(cpu),
             start_cpu: Some(cpu),
             start_delay_ns: phase,

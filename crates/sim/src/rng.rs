@@ -58,9 +58,155 @@ impl Rng {
     }
 }
 
+/// Natural logarithm from +, ×, ÷ only, so that every platform and libm
+/// gives the same bits (`f64::ln` calls the system's libm): `x = m·2^e`
+/// from the float's bits, then `ln m = 2·atanh((m−1)/(m+1))` by its series.
+/// Relative error below 1e-15 for normal positive `x`; `-inf` for 0.
+pub fn ln(x: f64) -> f64 {
+    if x <= 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    let bits = x.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mut m = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
+    if e == -1023 {
+        // Subnormal: scale into the normal range first.
+        return ln(x * (1u64 << 52) as f64) - 52.0 * std::f64::consts::LN_2;
+    }
+    // Centre m on 1 (m in [0.707, 1.414)) so the series converges fast.
+    if m > std::f64::consts::SQRT_2 {
+        m /= 2.0;
+        e += 1;
+    }
+    let z = (m - 1.0) / (m + 1.0);
+    let z2 = z * z;
+    let (mut term, mut sum) = (z, 0.0);
+    for k in 0..30 {
+        sum += term / (2 * k + 1) as f64;
+        term *= z2;
+    }
+    2.0 * sum + e as f64 * std::f64::consts::LN_2
+}
+
+/// `e^x` from +, ×, ÷ only (see [`ln`]): `x = k·ln 2 + r`, a Taylor series
+/// for `e^r` with |r| ≤ ln2/2, scaled by 2^k through the exponent bits.
+pub fn exp(x: f64) -> f64 {
+    if x > 709.0 {
+        return f64::INFINITY;
+    }
+    if x < -708.0 {
+        return 0.0;
+    }
+    // ln 2 split in two (Cody & Waite, fdlibm's constants): k·LN2_HI is exact.
+    const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    let k = (x / std::f64::consts::LN_2 + if x >= 0.0 { 0.5 } else { -0.5 }) as i64;
+    let r = (x - k as f64 * LN2_HI) - k as f64 * LN2_LO;
+    let (mut term, mut sum) = (1.0, 1.0);
+    for n in 1..25 {
+        term *= r / n as f64;
+        sum += term;
+    }
+    sum * f64::from_bits(((k + 1023) as u64) << 52)
+}
+
+/// The standard normal quantile (Acklam's rational approximation, relative
+/// error 1.15e-9), from [`ln`] and the correctly rounded `sqrt`.
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383577518672690e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] =
+        [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+    let p = p.clamp(1e-300, 1.0 - 1e-16);
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail((-2.0 * ln(p)).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * ln(1.0 - p)).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// z of the 99th percentile of the standard normal.
+const Z99: f64 = 2.326_347_874_040_841;
+
+impl Rng {
+    /// An exponential variate with mean `mean` (Poisson inter-arrival times).
+    pub fn exponential(&mut self, mean: f64) -> f64 {
+        -mean * ln(1.0 - self.unit_f64())
+    }
+
+    /// A log-normal variate through a median and a 99th percentile (equal:
+    /// exactly the median), cut at `max`.
+    pub fn lognormal_p50_p99(&mut self, p50: u64, p99: u64, max: u64) -> u64 {
+        if p99 <= p50 || p50 == 0 {
+            return p50.min(max);
+        }
+        let sigma = ln(p99 as f64 / p50 as f64) / Z99;
+        let z = normal_quantile(self.unit_f64());
+        let x = p50 as f64 * exp(sigma * z);
+        if x >= max as f64 {
+            max
+        } else {
+            x.round() as u64
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_ln_exp_and_quantile_match_the_library_closely() {
+        for &x in &[1e-300, 1e-10, 0.001, 0.5, 0.7071, 1.0, 1.5, 2.0, 10.0, 12345.678, 1e300] {
+            let (a, b) = (ln(x), x.ln());
+            assert!((a - b).abs() <= 1e-14 * b.abs().max(1.0), "ln({x}) = {a}, libm {b}");
+        }
+        for &x in &[-700.0, -20.0, -1.0, -1e-9, 0.0, 0.3, 1.0, 5.5, 100.0, 700.0] {
+            let (a, b) = (exp(x), x.exp());
+            assert!((a - b).abs() <= 1e-14 * b, "exp({x}) = {a}, libm {b}");
+        }
+        assert!(normal_quantile(0.5).abs() < 1e-12);
+        assert!((normal_quantile(0.99) - Z99).abs() < 1e-8);
+        assert!((normal_quantile(0.001) + 3.090_232_306).abs() < 1e-7);
+    }
+
+    #[test]
+    fn lognormal_hits_its_quantiles_and_cap() {
+        let mut r = Rng::new(3);
+        let mut v: Vec<u64> = (0..20_000).map(|_| r.lognormal_p50_p99(2_000, 20_000, 100_000)).collect();
+        v.sort_unstable();
+        let (p50, p99) = (v[10_000], v[19_800]);
+        assert!((1_900..=2_100).contains(&p50), "p50 {p50}");
+        assert!((17_000..=23_000).contains(&p99), "p99 {p99}");
+        assert!(*v.last().unwrap() <= 100_000);
+        assert_eq!(r.lognormal_p50_p99(5, 5, 100), 5);
+        let mean = (0..20_000).map(|_| r.exponential(1_000.0)).sum::<f64>() / 20_000.0;
+        assert!((950.0..1_050.0).contains(&mean), "mean {mean}");
+    }
 
     #[test]
     fn same_seed_same_stream_different_seed_different_stream() {

@@ -54,7 +54,7 @@ fn waking_an_idle_cpu_costs_ipi_plus_idle_exit_plus_switch() {
 
     // A polling idle loop needs no IPI: only the idle exit and the switch.
     let mut topo = Topology::preset("smt-2x2").unwrap();
-    topo.costs.idle_polling = true;
+    topo.idle.states[0].polling = true;
     let r = sim(&s, SimOptions { topology: Some(topo.clone()), ..Default::default() });
     let h = handoffs(&r, "sleeper");
     assert!(h.iter().all(|&x| x == topo.costs.idle_exit_ns + topo.costs.context_switch_ns), "{:?}", &h[..5]);

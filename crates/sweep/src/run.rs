@@ -212,6 +212,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         features: setting.features.clone(),
         topology: Some(setting.topology.clone()),
         check_invariants: None,
+        no_noise: false,
     };
     let result = simulate(&setting.scenario, &opts).map_err(|e| SweepError {
         setting: setting.name.clone(),
@@ -292,6 +293,7 @@ fn run_schbench_job(
         features: setting.features.clone(),
         topology: Some(setting.topology.clone()),
         check_invariants: None,
+        no_noise: false,
     };
     let scenario = &setting.scenario;
     let table = schedlab_trace::TaskTable {

@@ -200,11 +200,20 @@ fn wakeup_to_an_idle_cpu_goes_through_its_wakelist() {
 
 #[test]
 fn polling_idle_cpus_are_woken_without_an_ipi() {
-    let mut topo = Topology::preset("qemu-4").unwrap();
-    topo.costs.idle_polling = true;
+    let topo = Topology::preset("qemu-4").unwrap();
     let mut k = kernel_on(topo, &[]);
     let mut now = 0;
     let s = sleeper(&mut k, 1, "1", 1, &mut now);
+    // Halted (the idle state does not poll): an IPI.
+    k.events.clear();
+    k.try_to_wake_up(s, now, 0, 0);
+    assert!(!k.ipis[0].polled && k.ipis[0].idle);
+    assert_eq!((k.ipis[0].from, k.ipis[0].cpu), (0, 1));
+    // In a polling idle state: the flag alone.
+    let mut k = kernel_on(Topology::preset("qemu-4").unwrap(), &[]);
+    let mut now = 0;
+    let s = sleeper(&mut k, 1, "1", 1, &mut now);
+    k.set_idle_polling(1, true);
     k.events.clear();
     k.try_to_wake_up(s, now, 0, 0);
     assert!(k.ipis[0].polled);

@@ -57,6 +57,8 @@ pub struct Thread {
     pub blocked: Blocked,
     /// Bumped to cancel a pending sleep timer.
     pub timer_gen: u64,
+    /// The last boundary of the thread's periodic `timer`, if it has one.
+    pub timer_next: Option<u64>,
     pub started: bool,
     pub finished: bool,
     /// CPU it last executed on (for the cache-cold penalty).
@@ -79,6 +81,7 @@ impl Thread {
             polled: None,
             blocked: Blocked::No,
             timer_gen: 0,
+            timer_next: None,
             started: false,
             finished: false,
             last_cpu: None,

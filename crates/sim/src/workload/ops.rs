@@ -62,6 +62,11 @@ impl<'a> Engine<'a> {
         match *op {
             Op::Run { ns } => self.op_run(cpu, th, ns),
             Op::Sleep { ns } => self.op_sleep(cpu, th, ns),
+            Op::Timer { period_ns } => {
+                let next = schedlab_scenario::next_timer_boundary(self.threads[th].timer_next, self.now, period_ns);
+                self.threads[th].timer_next = Some(next);
+                self.op_sleep(cpu, th, next - self.now)
+            }
             Op::Wait { ref efd } => self.op_wait(cpu, th, efd, polled),
             Op::Signal { ref efd, count } => self.op_signal(cpu, th, efd, count, polled),
             Op::ListAdd { ref list, ref efd } => self.op_list_add(th, list, efd, polled),
@@ -126,11 +131,19 @@ impl<'a> Engine<'a> {
     }
 
     /// `sleep`: `nanosleep()`, an hrtimer and a block.
+    ///
+    /// `hrtimer_nanosleep()` arms the timer with the range [`ns`, `ns` +
+    /// the thread's timer slack]; the hrtimer interrupt comes at the hard
+    /// end of the range unless another timer on the CPU expires inside it.
+    /// Simplified: always at the hard end (what an otherwise quiet CPU does;
+    /// the CPU's tick or another sleeper's timer could end it sooner).
     fn op_sleep(&mut self, cpu: usize, th: usize, ns: u64) -> Flow {
+        let at = self.now + ns + self.scenario.threads[self.threads[th].spec].timer_slack_ns;
         self.threads[th].pc += 1;
         self.threads[th].timer_gen += 1;
         let gen = self.threads[th].timer_gen;
-        self.queue.push(self.now + ns, Ev::Timer { thread: th, gen, cpu, exited: false });
+        self.hw.arm_timer(cpu, at);
+        self.queue.push(at, Ev::Timer { thread: th, gen, cpu, exited: false });
         self.block(cpu, th, Blocked::Sleep);
         NEXT
     }

@@ -1,0 +1,312 @@
+//! The modeled hardware: how fast each CPU executes the thread it runs, what
+//! a context switch, a migration, an IPI and leaving idle cost, when the
+//! periodic tick fires, which idle state each idle CPU sits in (`idle`: the
+//! cpuidle governors), and the run's seeded noise (`noise`: interrupts and
+//! steal; burst and IPI jitter).
+//!
+//! Costs follow the distance between the CPUs involved (`Topology::distance`:
+//! SMT sibling, shared LLC, same package, another node): an IPI's delivery
+//! and a migrated task's cache refill. Leaving idle costs the exit latency of
+//! the state the governor chose, drawn from the state's measured curve when
+//! it has one (a vCPU's halt gets slower the longer it lasted).
+//!
+//! Simplifications: SMT siblings slow each other by a fixed percentage; the
+//! kernel's own CPU time is free apart from the switch cost; interference is
+//! time taken from a CPU, not events in the trace. The engine asks; this
+//! module answers from the topology's numbers and keeps the per-CPU state.
+//!
+//! Work is counted in `ns · 1024 · 100` units so that progress per
+//! nanosecond is exactly `capacity × speed%`.
+
+mod idle;
+mod noise;
+
+pub(crate) use idle::IdleEntry;
+pub(crate) use noise::Arrival;
+
+use crate::rng::Rng;
+use idle::CpuIdle;
+use noise::Noise;
+use schedlab_topology::{NoiseKind, Topology};
+
+/// Exit-latency draws are cut at this multiple of the state's p99 (assumed:
+/// the probes' maxima stay within it).
+const EXIT_MAX_OVER_P99: u64 = 10;
+
+/// Work units per nanosecond at capacity 1024 and full speed.
+pub const UNITS_PER_NS: u64 = 1024 * 100;
+
+/// Per-CPU timing state.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CpuHw {
+    /// Bumped whenever the pending `CpuWork` event becomes stale. The queue
+    /// replaces or cancels stale per-CPU events itself; debug builds assert
+    /// that no stale one pops (the generations of `Tick` and `SwitchDone` too).
+    gen: u64,
+    tick_gen: u64,
+    tick_armed: bool,
+    /// Bumped per switch so a stale `SwitchDone` cannot finish a later one.
+    switch_gen: u64,
+    /// The current thread executes user code from this time (after the switch cost).
+    exec_from: u64,
+    /// Work units per ns for the current thread, as of `exec_from`.
+    rate: u64,
+    /// The cpuidle state while idle, and the governor's history.
+    idle: CpuIdle,
+    /// Interrupt or steal in progress until then: nothing else runs on the CPU.
+    busy_until: u64,
+    /// Expiry times of the hrtimers armed on this CPU (the sleeps it started),
+    /// for the governor's "next timer"; pruned as time passes.
+    timers: Vec<u64>,
+}
+
+/// The machine a run executes on.
+pub(crate) struct Hardware<'a> {
+    topo: &'a Topology,
+    cpus: Vec<CpuHw>,
+    /// SMT siblings of each CPU, itself excluded.
+    siblings: Vec<Vec<usize>>,
+    /// Burst, IPI and exit-latency jitter, drawn in event order.
+    rng: Rng,
+    /// Interference, one generator per (source, CPU), independent of the schedule.
+    noise: Noise,
+}
+
+impl<'a> Hardware<'a> {
+    pub fn new(topo: &'a Topology, seed: u64) -> Self {
+        Hardware {
+            topo,
+            cpus: vec![Default::default(); topo.nr_cpus()],
+            siblings: (0..topo.nr_cpus()).map(|c| topo.smt_mask(c).iter().filter(|&s| s != c).collect()).collect(),
+            rng: Rng::new(seed),
+            noise: Noise::new(topo, seed),
+        }
+    }
+
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    pub fn siblings(&self, cpu: usize) -> &[usize] {
+        &self.siblings[cpu]
+    }
+
+    /// Delay from the kernel's request on `from` to the handler on `to`. A
+    /// target in a polling idle state needs no IPI, only to leave the state;
+    /// a halted one needs the IPI first, then its exit; a busy one takes the
+    /// interrupt. A target inside an interrupt or stolen by the host takes
+    /// it when that ends.
+    pub fn ipi_latency(&mut self, from: usize, to: usize, polled: bool, idle: bool, now: u64) -> u64 {
+        let mut delay = 0;
+        if !polled {
+            delay += self.topo.level_costs(self.topo.distance(from, to)).ipi_ns;
+            if self.topo.jitter.ipi_ns > 0 {
+                delay += self.rng.below_incl(self.topo.jitter.ipi_ns);
+            }
+        }
+        let busy_for = self.cpus[to].busy_until.saturating_sub(now);
+        if busy_for > 0 {
+            return delay.max(busy_for);
+        }
+        if idle {
+            delay += self.exit_cost(to, now);
+        }
+        delay
+    }
+
+    /// What leaving its idle state costs `cpu` now: the state's exit
+    /// latency, or a draw from its measured curve at the time spent in it.
+    pub fn exit_cost(&mut self, cpu: usize, now: u64) -> u64 {
+        let c = &self.cpus[cpu].idle;
+        let state = &self.topo.idle.states[c.state()];
+        let (p50, p99) = state.exit_after(c.in_state_for(now));
+        self.rng.lognormal_p50_p99(p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99))
+    }
+
+    /// An interrupt or steal holds `cpu` until this time (0 if none).
+    pub fn busy_until(&self, cpu: usize) -> u64 {
+        self.cpus[cpu].busy_until
+    }
+
+    /// An idle CPU woken by an interrupt spends `ns` more leaving its state.
+    pub fn extend_busy(&mut self, cpu: usize, ns: u64) {
+        self.cpus[cpu].busy_until += ns;
+    }
+
+    /// `cpu` goes idle at `now`: the governor picks a state. The engine sets
+    /// the kernel's polling flag from it and arms its poll timeout.
+    pub fn enter_idle(&mut self, cpu: usize, now: u64) -> IdleEntry {
+        let tick = self.topo.tick_ns();
+        let hw = &mut self.cpus[cpu];
+        hw.timers.retain(|&t| t > now);
+        let next_timer = hw.timers.iter().copied().min();
+        let next_tick = (now / tick + 1) * tick;
+        hw.idle.enter(&self.topo.idle, tick, now, next_timer, next_tick)
+    }
+
+    /// A polling state's time limit on `cpu`: the new state, or `None` when
+    /// the timeout is stale (the CPU left idle or moved on).
+    pub fn idle_timeout(&mut self, cpu: usize, gen: u64, now: u64) -> Option<IdleEntry> {
+        let tick = self.topo.tick_ns();
+        let hw = &mut self.cpus[cpu];
+        if !hw.idle.is_idle() || hw.idle.gen != gen {
+            return None;
+        }
+        hw.timers.retain(|&t| t > now);
+        let next_timer = hw.timers.iter().copied().min();
+        Some(hw.idle.poll_timeout(&self.topo.idle, tick, now, next_timer))
+    }
+
+    /// `cpu` leaves idle at `now` (it runs a task or handles an interrupt).
+    pub fn leave_idle(&mut self, cpu: usize, now: u64) {
+        self.cpus[cpu].idle.leave(&self.topo.idle, now);
+    }
+
+    pub fn is_idle(&self, cpu: usize) -> bool {
+        self.cpus[cpu].idle.is_idle()
+    }
+
+    /// A sleep's hrtimer is armed on `cpu`, expiring at `at`.
+    pub fn arm_timer(&mut self, cpu: usize, at: u64) {
+        self.cpus[cpu].timers.push(at);
+    }
+
+    /// The noise streams: (CPU, first arrival) for each, by index.
+    pub fn noise_starts(&mut self) -> Vec<(usize, u64)> {
+        (0..self.noise.streams.len()).map(|i| (self.noise.streams[i].cpu, self.noise.first(self.topo, i))).collect()
+    }
+
+    /// Noise stream `i` arrives at `now` on its CPU: how long it holds the
+    /// CPU, recorded as the CPU's interference window, and when it comes next.
+    pub fn noise_arrives(&mut self, i: usize, now: u64) -> (usize, Arrival) {
+        let a = self.noise.arrive(self.topo, i, now);
+        let cpu = self.noise.streams[i].cpu;
+        let hw = &mut self.cpus[cpu];
+        hw.busy_until = hw.busy_until.max(now) + a.duration_ns;
+        (cpu, a)
+    }
+
+    /// Whether an arrival of `kind` wakes an idle CPU (a steal does not:
+    /// the halted vCPU does not notice the host running something else).
+    pub fn noise_wakes_idle(kind: NoiseKind) -> bool {
+        kind != NoiseKind::Steal
+    }
+
+    /// The work of a `run` burst of `ns`, scaled by the burst jitter.
+    pub fn burst_work(&mut self, ns: u64) -> u64 {
+        let jitter = self.topo.jitter.burst_pct;
+        let mut work = ns as u128 * UNITS_PER_NS as u128;
+        if jitter > 0.0 {
+            let f = 1.0 + jitter / 100.0 * (2.0 * self.rng.unit_f64() - 1.0);
+            work = (work as f64 * f) as u128;
+        }
+        work.min(u64::MAX as u128) as u64
+    }
+
+    /// The direct cost of a context switch, charged to the CPU.
+    pub fn context_switch_ns(&self) -> u64 {
+        self.topo.costs.context_switch_ns
+    }
+
+    /// What the incoming thread pays before it executes on `cpu`: the
+    /// switch, plus a cache refill that grows with the distance from the
+    /// CPU it last ran on.
+    pub fn switch_in_cost(&self, last_cpu: Option<usize>, cpu: usize) -> u64 {
+        let refill = match last_cpu {
+            Some(last) => self.topo.level_costs(self.topo.distance(last, cpu)).migration_cold_ns,
+            None => 0,
+        };
+        self.topo.costs.context_switch_ns + refill
+    }
+
+    /// The current thread of `cpu` executes user code from `at`.
+    pub fn set_exec_from(&mut self, cpu: usize, at: u64) {
+        self.cpus[cpu].exec_from = at;
+    }
+
+    pub fn exec_from(&self, cpu: usize) -> u64 {
+        self.cpus[cpu].exec_from
+    }
+
+    /// Work units per ns of the current thread of `cpu`.
+    pub fn rate(&self, cpu: usize) -> u64 {
+        self.cpus[cpu].rate
+    }
+
+    /// Recompute the speed of `cpu` from whether an SMT sibling is busy.
+    pub fn update_rate(&mut self, cpu: usize, busy: impl Fn(usize) -> bool) {
+        let cap = self.topo.cpus[cpu].capacity as u64;
+        let sibling_busy = self.siblings[cpu].iter().any(|&s| busy(s));
+        self.cpus[cpu].rate = cap * if sibling_busy { self.topo.costs.smt_speed_pct as u64 } else { 100 };
+    }
+
+    /// The work `cpu` has done since it was last asked, up to `now`.
+    pub fn advance(&mut self, cpu: usize, now: u64) -> u64 {
+        let hw = &mut self.cpus[cpu];
+        if now > hw.exec_from {
+            let done = (now - hw.exec_from).saturating_mul(hw.rate);
+            hw.exec_from = now;
+            done
+        } else {
+            0
+        }
+    }
+
+    /// A new op boundary is planned on `cpu`: the generation that marks it.
+    pub fn next_work_gen(&mut self, cpu: usize) -> u64 {
+        self.cpus[cpu].gen += 1;
+        self.cpus[cpu].gen
+    }
+
+    pub fn work_gen(&self, cpu: usize) -> u64 {
+        self.cpus[cpu].gen
+    }
+
+    /// Start the periodic tick of a CPU that became busy: when it fires and
+    /// its generation, or `None` when it already runs.
+    pub fn arm_tick(&mut self, cpu: usize, now: u64) -> Option<(u64, u64)> {
+        let hw = &mut self.cpus[cpu];
+        if hw.tick_armed {
+            return None;
+        }
+        hw.tick_armed = true;
+        hw.tick_gen += 1;
+        let tick = self.topo.tick_ns();
+        Some(((now / tick + 1) * tick, hw.tick_gen))
+    }
+
+    /// Stop the tick of a CPU that went idle (NOHZ idle); true if it ran.
+    pub fn disarm_tick(&mut self, cpu: usize) -> bool {
+        let hw = &mut self.cpus[cpu];
+        if !hw.tick_armed {
+            return false;
+        }
+        hw.tick_armed = false;
+        hw.tick_gen += 1;
+        true
+    }
+
+    /// The tick of generation `gen` fires: false when it was stale.
+    pub fn tick_fired(&mut self, cpu: usize, gen: u64) -> bool {
+        let hw = &mut self.cpus[cpu];
+        debug_assert_eq!(gen, hw.tick_gen, "the queue replaced or cancelled this stale Tick");
+        if gen != hw.tick_gen {
+            return false;
+        }
+        hw.tick_armed = false;
+        true
+    }
+
+    /// A context switch away from a task starts: the generation of its end.
+    pub fn start_switch(&mut self, cpu: usize) -> u64 {
+        self.cpus[cpu].switch_gen += 1;
+        self.cpus[cpu].switch_gen
+    }
+
+    /// The switch of generation `gen` completes: false when it was stale.
+    pub fn switch_done(&self, cpu: usize, gen: u64) -> bool {
+        let current = self.cpus[cpu].switch_gen;
+        debug_assert_eq!(gen, current, "the queue replaced or cancelled this stale SwitchDone");
+        gen == current
+    }
+}

@@ -1,0 +1,208 @@
+//! The hardware model through the whole simulator: what an idle CPU's state
+//! makes a wakeup cost (haltpoll's adaptive poll window, menu's choice of
+//! C-state, a measured exit curve), IPIs by distance, and seeded noise.
+
+use schedlab_analysis::{analyze, AnalysisOptions};
+use schedlab_scenario::Scenario;
+use schedlab_sim::{simulate, SimOptions, SimResult};
+use schedlab_trace::EventKind;
+use std::path::Path;
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml_str("inline.toml", text, Path::new(".")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn sim(s: &Scenario, seed: u64) -> SimResult {
+    simulate(s, &SimOptions { seed: Some(seed), check_invariants: Some(true), ..Default::default() })
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn handoffs(r: &SimResult, comm: &str) -> Vec<u64> {
+    let m = analyze(&r.trace, &AnalysisOptions { end_ts: Some(r.end_ns), ..Default::default() });
+    m.tasks.iter().find(|t| t.comm == comm).unwrap().handoff_samples.clone()
+}
+
+fn without_ipi(r: &SimResult, cpu: u32) -> usize {
+    r.trace
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::SchedWakeIdleWithoutIpi { cpu: c } if c == cpu))
+        .count()
+}
+
+/// A machine file next to nothing: written to a temp dir with the scenario.
+fn with_topology(topology: &str, body: &str) -> Scenario {
+    let dir = std::env::temp_dir().join(format!("schedlab-hw-{}-{:x}", std::process::id(), fxhash(topology)));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("m.toml"), topology).unwrap();
+    let text = format!("topology = \"m.toml\"\n{body}");
+    Scenario::from_toml_str("inline.toml", &text, &dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn fxhash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}
+
+const MACHINE: &str = "hz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 2\n[costs]\nipi_ns = \"5us\"\ncontext_switch_ns = \"2us\"\nmigration_cold_ns = 0\n";
+
+/// A kicker on CPU 0 wakes a sleeper on CPU 1 after `gap` of CPU 1 idling.
+fn kick_after(gap: &str) -> String {
+    format!(
+        r#"duration = "300ms"
+[[thread]]
+name = "sleeper"
+affinity = "1"
+program = [ {{ wait = "kick" }}, {{ run = "20us" }}, {{ signal = "back" }} ]
+[[thread]]
+name = "kicker"
+affinity = "0"
+program = [ {{ run = "{gap}" }}, {{ signal = "kick" }}, {{ wait = "back" }} ]
+"#
+    )
+}
+
+const HALTPOLL: &str = "[idle]\ngovernor = \"haltpoll\"\n[[idle.states]]\nname = \"poll\"\nexit_latency = 0\npolling = true\n[[idle.states]]\nname = \"halt\"\nexit_latency = \"10us\"\n";
+
+#[test]
+fn haltpoll_guest_wakes_short_idles_by_flag_and_long_ones_by_ipi() {
+    // 30 us idles fit the poll window once it has grown: no IPI, no exit.
+    let short = with_topology(&format!("{MACHINE}{HALTPOLL}"), &kick_after("30us"));
+    let r = sim(&short, 1);
+    let h = handoffs(&r, "sleeper");
+    let polled = without_ipi(&r, 1);
+    assert!(h.len() > 1000 && polled >= h.len() - 2, "{polled} of {} wakeups without an IPI", h.len());
+    let slow: Vec<_> = h.iter().enumerate().filter(|(_, &x)| x != 2_000).collect();
+    assert!(slow.len() <= 2, "polled: only the switch, but {slow:?}");
+
+    // 1 ms idles outlast the 200 us maximum: the window shrinks to 0 and a
+    // wakeup takes the IPI and the halt's exit — except the few that come
+    // just after some other interrupt (the idle balancer's kick) woke the CPU
+    // and it went back to polling.
+    let long = with_topology(&format!("{MACHINE}{HALTPOLL}"), &kick_after("1ms"));
+    let r = sim(&long, 1);
+    let h = handoffs(&r, "sleeper");
+    let slow = h.iter().filter(|&&x| x == 5_000 + 10_000 + 2_000).count();
+    assert!(slow * 100 >= h.len() * 95, "{slow} of {} wakeups paid IPI + exit", h.len());
+    assert!(without_ipi(&r, 1) * 100 <= h.len() * 5);
+}
+
+#[test]
+fn a_measured_exit_curve_makes_long_idles_dearer() {
+    let curve = "[idle]\ngovernor = \"none\"\n[[idle.states]]\nname = \"HLT\"\nexit_latency_by_idle = [ { idle = \"0us\", p50 = \"4us\" }, { idle = \"200us\", p50 = \"4us\" }, { idle = \"1ms\", p50 = \"20us\" } ]\n";
+    let median = |gap: &str| {
+        let r = sim(&with_topology(&format!("{MACHINE}{curve}"), &kick_after(gap)), 3);
+        let mut h = handoffs(&r, "sleeper");
+        h.sort_unstable();
+        h[h.len() / 2]
+    };
+    assert_eq!(median("50us"), 5_000 + 4_000 + 2_000);
+    // 2 ms idle: past the last point, 20 us.
+    assert_eq!(median("2ms"), 5_000 + 20_000 + 2_000);
+}
+
+#[test]
+fn menu_picks_a_shallow_state_for_short_idles_and_a_deep_one_for_long() {
+    let acpi = "[idle]\ngovernor = \"menu\"\n[[idle.states]]\nname = \"POLL\"\nexit_latency = 0\npolling = true\n[[idle.states]]\nname = \"C1\"\nexit_latency = \"1us\"\ntarget_residency = \"2us\"\npolling = true\n[[idle.states]]\nname = \"C3\"\nexit_latency = \"100us\"\ntarget_residency = \"200us\"\n";
+    let median = |gap: &str| {
+        let r = sim(&with_topology(&format!("{MACHINE}{acpi}"), &kick_after(gap)), 5);
+        let mut h = handoffs(&r, "sleeper");
+        h.sort_unstable();
+        (h[h.len() / 2], without_ipi(&r, 1) * 2 > h.len())
+    };
+    // 20 us idles: menu learns them, C1 (MWAIT: polled, 1 us exit).
+    assert_eq!(median("20us"), (1_000 + 2_000, true));
+    // 3 ms idles: C3, an IPI and its 100 us exit.
+    assert_eq!(median("3ms"), (5_000 + 100_000 + 2_000, false));
+}
+
+#[test]
+fn ipis_cost_more_across_packages() {
+    let machine = "hz = 1000\npreempt = \"full\"\n[layout]\npackages = 2\ncores_per_llc = 1\n[costs]\ncontext_switch_ns = \"2us\"\nidle_exit_ns = 0\n[costs.numa]\nipi = \"9us\"\nmigration_cold = 0\n";
+    let body = kick_after("100us").replace("affinity = \"1\"", "affinity = \"1\"\n");
+    let r = sim(&with_topology(machine, &body), 1);
+    let h = handoffs(&r, "sleeper");
+    assert!(h.iter().all(|&x| x == 9_000 + 2_000), "CPU 0 to CPU 1 crosses packages: {:?}", &h[..4]);
+}
+
+#[test]
+fn noise_is_seeded_delays_work_and_leaves_quiet_cpus_alone() {
+    let noisy =
+        "[[noise]]\nkind = \"irq\"\ncpus = \"1\"\nrate_hz = 2000\nduration_p50 = \"5us\"\nduration_p99 = \"50us\"\n";
+    let s = with_topology(&format!("{MACHINE}{noisy}"), &kick_after("100us"));
+    let (a, b, c) = (sim(&s, 7), sim(&s, 7), sim(&s, 8));
+    assert_eq!(a.trace.events, b.trace.events, "same seed, same trace, noise included");
+    assert_ne!(a.trace.events, c.trace.events);
+    let quiet = sim(&with_topology(MACHINE, &kick_after("100us")), 7);
+    let mut hq = handoffs(&quiet, "sleeper");
+    let mut hn = handoffs(&a, "sleeper");
+    hq.sort_unstable();
+    hn.sort_unstable();
+    // Without noise every handoff is identical; with it the tail grows by
+    // interrupts that land on the wakee's CPU at the wrong moment.
+    assert_eq!(hq.first(), hq.last());
+    let p99 = hn[hn.len() * 99 / 100];
+    assert!(
+        p99 > hq[0] + 2_000 && *hn.last().unwrap() > hq[0] + 20_000,
+        "p99 {p99}, max {:?} vs quiet {}",
+        hn.last(),
+        hq[0]
+    );
+    // The kicker's CPU has no noise: its 100 us bursts take 100 us.
+    let m = analyze(&a.trace, &AnalysisOptions { end_ts: Some(a.end_ns), ..Default::default() });
+    let k = m.tasks.iter().find(|t| t.comm == "kicker").unwrap();
+    let mq = analyze(&quiet.trace, &AnalysisOptions { end_ts: Some(quiet.end_ns), ..Default::default() });
+    let kq = mq.tasks.iter().find(|t| t.comm == "kicker").unwrap();
+    assert!(k.runtime_ns >= kq.runtime_ns * 95 / 100);
+    // --no-noise: the noisy machine simulated quiet is the quiet machine.
+    let opts = SimOptions { seed: Some(7), no_noise: true, ..Default::default() };
+    let hushed = simulate(&s, &opts).unwrap();
+    assert_eq!(handoffs(&hushed, "sleeper"), handoffs(&quiet, "sleeper"));
+}
+
+#[test]
+fn a_fair_sleep_ends_at_its_timer_slack_and_an_rt_sleep_on_time() {
+    let body = |policy: &str| {
+        format!("topology = \"smt-2x2\"\nduration = \"100ms\"\n[[thread]]\nname = \"s\"\npolicy = \"{policy}\"\naffinity = \"1\"\nprogram = [ {{ sleep = \"1ms\" }}, {{ run = \"10us\" }} ]\n")
+    };
+    let wakes = |policy: &str| {
+        let r = sim(&scenario(&body(policy)), 1);
+        let ts: Vec<u64> =
+            r.trace.events.iter().filter(|e| matches!(e.kind, EventKind::SchedWaking { .. })).map(|e| e.ts).collect();
+        ts.windows(2).map(|w| w[1] - w[0]).collect::<Vec<u64>>()
+    };
+    // smt-2x2 has no [idle]: its one state's exit is the flat idle_exit_ns.
+    let t = schedlab_topology::Topology::preset("smt-2x2").unwrap();
+    let (exit, cs) = (t.costs.idle_exit_ns, t.costs.context_switch_ns);
+    let other = wakes("SCHED_OTHER");
+    assert!(other.len() > 50 && other.iter().all(|&d| d == 1_050_000 + 10_000 + exit + cs), "{:?}", &other[..3]);
+    let fifo = wakes("SCHED_FIFO");
+    assert!(fifo.iter().all(|&d| d == 1_000_000 + 10_000 + exit + cs), "{:?}", &fifo[..3]);
+}
+
+#[test]
+fn an_absolute_timer_keeps_the_grid_and_skips_missed_boundaries() {
+    let body = |run: &str| {
+        format!("topology = \"smt-2x2\"\nduration = \"50ms\"\n[[thread]]\nname = \"c\"\npolicy = \"SCHED_FIFO\"\naffinity = \"1\"\nprogram = [ {{ timer = \"1ms\" }}, {{ run = \"{run}\" }} ]\n")
+    };
+    let wakes = |run: &str| {
+        let r = sim(&scenario(&body(run)), 1);
+        r.trace
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::SchedWaking { .. }))
+            .map(|e| e.ts)
+            .collect::<Vec<u64>>()
+    };
+    // Boundaries 1 ms apart from the first `timer`: every wakeup is on the
+    // grid, whatever the 300 us of work in between (a relative sleep would
+    // drift by the work and the wakeup latency every period).
+    let w = wakes("300us");
+    assert!(w.len() >= 45);
+    for (k, &t) in w.iter().enumerate() {
+        assert_eq!(t - w[0], k as u64 * 1_000_000, "wakeup {k}");
+    }
+    // 1.5 ms of work per period: the boundary after each run has passed, so
+    // the next one is taken (2 ms apart), not a burst of catch-up wakeups.
+    let w = wakes("1.5ms");
+    assert!(w.windows(2).all(|p| p[1] - p[0] == 2_000_000), "{:?}", &w[..4]);
+}
