@@ -334,6 +334,7 @@ fn measured() -> Measured {
             gaps,
             preempted: 3,
             steal_ns: 2_000_000,
+            steal_raw_ns: 12_000_000,
         }),
         notes: vec![],
         elapsed_ns: 9_000_000_000,

@@ -4,7 +4,8 @@
 //! preempting the vCPU). A gap during which this thread was involuntarily
 //! switched out means another task ran: that is load, which the model
 //! simulates as tasks, so such gaps are counted apart. Steal comes from
-//! /proc/stat's per-CPU steal column over the same time.
+//! /proc/stat's per-CPU steal column over the same time, less one
+//! tick per CPU of rounding.
 
 use schedlab_topology::host::NoiseProbe;
 
@@ -53,17 +54,31 @@ fn spin(cpu: usize, duration_ns: u64) -> Result<(Vec<u64>, usize), String> {
     Ok((gaps, preempted))
 }
 
-/// Per-CPU steal ticks (USER_HZ) from /proc/stat.
-fn steal_ticks(cpus: &[usize]) -> Option<u64> {
+/// Per-CPU steal ticks (USER_HZ) from /proc/stat, in `cpus` order.
+fn steal_ticks(cpus: &[usize]) -> Option<Vec<u64>> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let mut sum = 0;
+    let mut out = Vec::with_capacity(cpus.len());
     for &cpu in cpus {
         let name = format!("cpu{cpu}");
         let line = text.lines().find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
         // cpuN user nice system idle iowait irq softirq steal ...
-        sum += line.split_whitespace().nth(8)?.parse::<u64>().ok()?;
+        out.push(line.split_whitespace().nth(8)?.parse::<u64>().ok()?);
     }
-    Some(sum)
+    Some(out)
+}
+
+/// (steal beyond the counter's resolution, raw steal), ns, summed over CPUs.
+/// /proc/stat counts in USER_HZ ticks (10 ms): a CPU whose counter rose by
+/// one tick may have lost anything from a few microseconds to two ticks, so
+/// one tick per CPU is taken as rounding and only the rest as steal.
+pub fn steal_beyond_resolution(before: &[u64], after: &[u64], tick_ns: u64) -> (u64, u64) {
+    let deltas = before.iter().zip(after).map(|(b, a)| a.saturating_sub(*b));
+    let (mut sure, mut raw) = (0, 0);
+    for d in deltas {
+        sure += d.saturating_sub(1) * tick_ns;
+        raw += d * tick_ns;
+    }
+    (sure, raw)
 }
 
 /// Run one spinner per CPU in `cpus` for `duration_ns`.
@@ -76,9 +91,9 @@ pub fn noise_probe(cpus: &[usize], duration_ns: u64) -> Result<NoiseProbe, Strin
     let after = steal_ticks(cpus);
     // SAFETY: sysconf has no preconditions.
     let user_hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    let steal_ns = match (before, after) {
-        (Some(b), Some(a)) => a.saturating_sub(b) * (1_000_000_000 / user_hz),
-        _ => 0,
+    let (steal_ns, steal_raw_ns) = match (before, after) {
+        (Some(b), Some(a)) => steal_beyond_resolution(&b, &a, 1_000_000_000 / user_hz),
+        _ => (0, 0),
     };
     let mut gaps = Vec::new();
     let mut preempted = 0;
@@ -95,5 +110,19 @@ pub fn noise_probe(cpus: &[usize], duration_ns: u64) -> Result<NoiseProbe, Strin
         gaps,
         preempted,
         steal_ns,
+        steal_raw_ns,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::steal_beyond_resolution;
+
+    #[test]
+    fn one_tick_per_cpu_is_rounding_not_steal() {
+        let tick = 10_000_000;
+        assert_eq!(steal_beyond_resolution(&[5, 7], &[6, 7], tick), (0, tick));
+        assert_eq!(steal_beyond_resolution(&[5, 7], &[9, 8], tick), (3 * tick, 5 * tick));
+        assert_eq!(steal_beyond_resolution(&[9], &[3], tick), (0, 0), "a counter never runs backwards");
+    }
 }

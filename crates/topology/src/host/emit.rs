@@ -514,13 +514,20 @@ fn noise_section(o: &mut String, measured: Option<&Measured>) {
             "steal",
             f,
             &format!(
-                "/proc/stat steal rose {} over the probe: the longest gaps summing to it are taken as steal ({} gaps)",
+                "/proc/stat steal rose {} over the probe, {} beyond its resolution (one 10 ms tick per CPU):\n\
+                 # the longest gaps summing to that are taken as steal ({} gaps)",
+                dur(n.steal_raw_ns).replace('"', ""),
                 dur(n.steal_ns).replace('"', ""),
                 f.dist.n
             ),
         ),
         None => {
-            let _ = writeln!(o, "# [[noise]] steal: /proc/stat's steal did not rise during the probe [measured]");
+            let _ = writeln!(
+                o,
+                "\n# [[noise]] steal: none [measured: /proc/stat's steal rose {} over the probe, within its\n\
+                 # resolution of one 10 ms tick per CPU; steal that small stays in the irq gaps above]",
+                dur(n.steal_raw_ns).replace('"', "")
+            );
         }
     }
 }

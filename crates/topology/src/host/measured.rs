@@ -55,9 +55,12 @@ pub struct NoiseProbe {
     pub gaps: Vec<u64>,
     /// Gaps left out because another task ran in them.
     pub preempted: usize,
-    /// /proc/stat steal over the probe, summed over the spinners' CPUs, ns
-    /// (USER_HZ granularity: 10 ms).
+    /// /proc/stat steal over the probe, summed over the spinners' CPUs, ns,
+    /// less one USER_HZ tick (10 ms) per CPU whose counter rose: that much
+    /// may be the counter's rounding.
     pub steal_ns: u64,
+    /// The same without the rounding taken off.
+    pub steal_raw_ns: u64,
 }
 
 /// Everything the probes measured; any part may be missing (skipped or failed).
@@ -197,6 +200,7 @@ mod tests {
             gaps,
             preempted: 0,
             steal_ns: 6_000_000,
+            steal_raw_ns: 16_000_000,
         };
         let (irq, steal) = split_noise(&probe);
         let (irq, steal) = (irq.unwrap(), steal.unwrap());
