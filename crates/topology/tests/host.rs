@@ -386,3 +386,19 @@ fn prefcore_rankings_become_asym_prio_and_itmt_follows_its_sysctl() {
     assert!(topo.itmt_enabled);
     assert_eq!(topo.cpus.iter().map(|c| c.asym_prio).collect::<Vec<_>>(), vec![236, 231, 201, 196, 236, 231, 201, 196]);
 }
+
+/// The committed example of `--host` output still loads, and says what
+/// this project's KVM guest is: no cpuidle driver, one measured halt state.
+#[test]
+fn the_committed_kvm_example_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/topologies/host-kvm-2.toml");
+    let topo = Topology::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(topo.name, "host-kvm-2");
+    assert_eq!(topo.nr_cpus(), 2);
+    assert_eq!((topo.idle.governor, topo.idle.driver.as_str()), (Governor::None, "none"));
+    let halt = &topo.idle.states[0];
+    assert_eq!((halt.name.as_str(), halt.polling), ("HLT", false));
+    assert_eq!(halt.exit_by_idle.len(), 9, "one point per probed idle length");
+    assert!(halt.exit_by_idle.windows(2).all(|w| w[0].idle_ns < w[1].idle_ns));
+    assert!(topo.noise.iter().any(|n| n.kind == NoiseKind::Irq));
+}
