@@ -12,6 +12,7 @@ mod output;
 mod real;
 mod run;
 mod sweep;
+mod topologies;
 mod vm;
 
 use clap::{Parser, Subcommand};
@@ -72,11 +73,8 @@ enum Cmd {
         #[arg(long, default_value = "6.12")]
         kernel: String,
     },
-    /// List the topology presets, or print one as TOML.
-    Topologies {
-        /// A preset name to print in full.
-        name: Option<String>,
-    },
+    /// List the topology presets, print one as TOML, or read this machine into one (--host).
+    Topologies(topologies::TopologiesArgs),
 }
 
 fn main() -> ExitCode {
@@ -106,7 +104,7 @@ fn main() -> ExitCode {
         Cmd::Vm(args) => vm::vm(args),
         Cmd::Bench(args) => bench::bench(args),
         Cmd::Features { kernel } => features(&kernel),
-        Cmd::Topologies { name } => topologies(name.as_deref()),
+        Cmd::Topologies(args) => topologies::topologies(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -121,17 +119,5 @@ fn features(kernel: &str) -> Result {
     let profile = schedlab_kernel::Profile::by_name(kernel)
         .ok_or_else(|| CliError::UnknownProfile { name: kernel.to_string() })?;
     print!("{}", schedlab_sweep::setting::render_features(&profile));
-    Ok(())
-}
-
-fn topologies(name: Option<&str>) -> Result {
-    match name {
-        Some(n) => {
-            let text = schedlab_topology::Topology::preset_text(n)
-                .ok_or_else(|| CliError::UnknownPreset { name: n.to_string() })?;
-            print!("{text}");
-        }
-        None => print!("{}", schedlab_report::render_presets()),
-    }
     Ok(())
 }

@@ -369,6 +369,33 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+#[test]
+fn topologies_host_reads_this_machine_into_a_file_that_loads() {
+    let out = tmp("host.toml");
+    let stdout = ok(&["topologies", "--host", "--no-probe", "--out", out.to_str().unwrap()]);
+    assert!(stdout.is_empty(), "--out writes the file, not stdout: {stdout}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("--no-probe") && text.contains("[idle]"), "{text}");
+    let topo = schedlab_topology::Topology::load(&out).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let n: usize = online
+        .trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum();
+    assert_eq!(topo.nr_cpus(), n, "CPUs in the file vs /sys/devices/system/cpu/online ({})", online.trim());
+    let help = ok(&["topologies", "--help"]);
+    for what in ["thread_siblings_list", "cpuidle", "exit_latency_by_idle", "context_switch_ns", "[[noise]]", "no root"]
+    {
+        assert!(help.contains(what), "--help does not mention {what}:\n{help}");
+    }
+    let e = err(&["topologies", "--no-probe"]);
+    assert!(e.contains("--host"), "{e}");
+}
+
 /// The 7950X preset has [[noise]] and menu-chosen idle states: one seed
 /// still gives one trace, byte for byte, and another seed a different one.
 #[test]

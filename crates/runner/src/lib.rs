@@ -43,6 +43,7 @@
 pub mod calibrate;
 mod error;
 pub mod plan;
+pub mod probe;
 pub mod program;
 pub mod state;
 mod supervisor;

@@ -66,6 +66,7 @@ pub mod diag;
 pub mod duration;
 mod file;
 pub mod hardware;
+pub mod host;
 mod presets;
 
 use std::path::Path;

@@ -1,0 +1,134 @@
+//! Short real measurements of what sysfs cannot say, for
+//! `schedlab topologies --host`: how long a wakeup takes after the target
+//! CPU idled for a while, the same onto a busy CPU, a same-CPU context
+//! switch, and the interference a spinning thread sees.
+//!
+//! Every probe thread is pinned, SCHED_OTHER (the busy probe's spinner at
+//! nice 19), and stops at its own deadline; futex waits time out, so a lost
+//! wakeup costs one timeout, not a hang. Nothing outside this process is
+//! changed: no RT priority, no knob, no cgroup. No root needed.
+//!
+//! The arithmetic that turns samples into topology values lives with the
+//! topology (`schedlab_topology::host`), where it is tested on synthetic
+//! samples.
+
+mod futex;
+mod noise;
+mod switch;
+mod wake;
+
+use std::time::Instant;
+
+use schedlab_topology::host::{HostMachine, Measured};
+
+pub use noise::noise_probe;
+pub use switch::switch_probe;
+pub use wake::{wake_probe, IDLE_LENGTHS_NS};
+
+/// How much each probe measures.
+#[derive(Clone, Debug)]
+pub struct ProbeBudget {
+    /// Idle lengths to measure after, ns.
+    pub idle_lengths_ns: Vec<u64>,
+    /// Time each idle length may take, ns (samples = this / (length + 30 us)).
+    pub per_length_ns: u64,
+    pub min_samples: usize,
+    pub max_samples: usize,
+    /// Sweeps over the idle lengths the samples are spread over.
+    pub passes: usize,
+    /// Wakeups onto the busy CPU.
+    pub busy_samples: usize,
+    /// Context switch: batches x round trips per batch.
+    pub switch_batches: usize,
+    pub switch_round_trips: usize,
+    /// How long the noise spinners run, ns.
+    pub noise_ns: u64,
+}
+
+impl ProbeBudget {
+    /// What `schedlab topologies --host` runs: about 2.5 s per distance
+    /// level plus 1 s of noise.
+    pub fn full() -> ProbeBudget {
+        ProbeBudget {
+            idle_lengths_ns: IDLE_LENGTHS_NS.to_vec(),
+            per_length_ns: 300_000_000,
+            min_samples: 20,
+            max_samples: 500,
+            passes: 4,
+            busy_samples: 500,
+            switch_batches: 21,
+            switch_round_trips: 1000,
+            noise_ns: 1_000_000_000,
+        }
+    }
+
+    /// A few hundred milliseconds in all, for tests.
+    pub fn quick() -> ProbeBudget {
+        ProbeBudget {
+            idle_lengths_ns: vec![5_000, 50_000, 200_000, 1_000_000],
+            per_length_ns: 10_000_000,
+            min_samples: 5,
+            max_samples: 40,
+            passes: 1,
+            busy_samples: 40,
+            switch_batches: 5,
+            switch_round_trips: 200,
+            noise_ns: 100_000_000,
+        }
+    }
+
+    pub(crate) fn samples_for(&self, idle_ns: u64) -> usize {
+        ((self.per_length_ns / (idle_ns + 30_000)) as usize).clamp(self.min_samples, self.max_samples)
+    }
+}
+
+/// Run every probe on `host`'s CPUs; `progress` gets one line per step.
+/// A probe that cannot run (one CPU, CPUs outside this process's affinity)
+/// is skipped with a note in the result.
+pub fn run_probes(host: &HostMachine, budget: &ProbeBudget, progress: &mut dyn FnMut(&str)) -> Measured {
+    let start = Instant::now();
+    let mut m = Measured::default();
+    let allowed = crate::sys::allowed_cpus().unwrap_or_default();
+    let cpus: Vec<usize> = host.sysfs_ids().into_iter().filter(|c| allowed.contains(c)).collect();
+    if cpus.len() < host.cpus.len() {
+        m.notes.push(format!(
+            "this process may run on CPUs {:?} only (affinity/cpuset): the others were not probed",
+            cpus
+        ));
+    }
+    if cpus.len() < 2 {
+        m.notes.push("fewer than 2 usable CPUs: no cross-CPU wakeup probe".into());
+    }
+    for (level, waker, wakee) in host.probe_pairs() {
+        if !(cpus.contains(&waker) && cpus.contains(&wakee)) {
+            continue;
+        }
+        progress(&format!(
+            "wakeup {waker} -> {wakee} ({} level) after idle lengths 5us..20ms, then onto a busy CPU",
+            level.as_str()
+        ));
+        match wake_probe(level, waker, wakee, budget) {
+            Ok(w) => m.wake.push(w),
+            Err(e) => m.notes.push(format!("wakeup probe {waker}->{wakee}: {e}")),
+        }
+    }
+    if let Some(&cpu) = cpus.last() {
+        progress(&format!("context switch: futex ping-pong on CPU {cpu}"));
+        match switch_probe(cpu, budget) {
+            Ok(s) => m.switch = Some(s),
+            Err(e) => m.notes.push(format!("context switch probe: {e}")),
+        }
+    }
+    if !cpus.is_empty() {
+        progress(&format!(
+            "noise: a clock-reading spinner on each of CPUs {cpus:?} for {} ms",
+            budget.noise_ns / 1_000_000
+        ));
+        match noise_probe(&cpus, budget.noise_ns) {
+            Ok(n) => m.noise = Some(n),
+            Err(e) => m.notes.push(format!("noise probe: {e}")),
+        }
+    }
+    m.elapsed_ns = start.elapsed().as_nanos() as u64;
+    m
+}

@@ -1,0 +1,56 @@
+//! The host probes, run for real on this machine with a small budget (a few
+//! hundred milliseconds): the figures are sane and nothing is left behind.
+
+use schedlab_runner::probe::{run_probes, switch_probe, ProbeBudget};
+use schedlab_runner::sys;
+use schedlab_topology::host::read_host;
+use std::path::Path;
+
+#[test]
+fn quick_probes_on_this_host_give_sane_ordered_figures_and_clean_up() {
+    let host = read_host(Path::new("/")).expect("this host's sysfs reads");
+    let usable = sys::allowed_cpus().unwrap().into_iter().filter(|c| host.sysfs_ids().contains(c)).count();
+    if usable < 2 {
+        eprintln!("skipped: only {usable} usable CPU here; the wakeup probes need two");
+        return;
+    }
+    let threads_before = sys::thread_count();
+    let attr_before = sys::sched_getattr(0).unwrap();
+    let mut lines = Vec::new();
+    let m = run_probes(&host, &ProbeBudget::quick(), &mut |l| lines.push(l.to_string()));
+    assert!(m.elapsed_ns < 5_000_000_000, "quick probes took {} ms", m.elapsed_ns / 1_000_000);
+    assert!(lines.len() >= 3, "progress lines: {lines:?}");
+    assert!(!m.wake.is_empty(), "no wakeup probe ran: {:?}", m.notes);
+    for w in &m.wake {
+        let idles: Vec<u64> = w.by_idle.iter().map(|(i, _)| *i).collect();
+        assert!(idles.windows(2).all(|p| p[0] < p[1]), "idle lengths not ordered: {idles:?}");
+        assert!(w.by_idle.len() >= 3, "{:?}", w.by_idle);
+        for (idle, p) in &w.by_idle {
+            assert!(p.n > 0 && p.p50 > 0, "{idle}: {p:?}");
+            assert!(p.p50 <= p.p99 && p.p99 <= p.max, "{idle}: {p:?}");
+            // A wakeup is microseconds, not a scheduling period.
+            assert!(p.p50 < 5_000_000, "{idle}: p50 {} ns", p.p50);
+        }
+        let busy = w.busy.expect("busy-CPU wakeups measured");
+        assert!(busy.p50 > 0 && busy.p50 <= busy.p99 && busy.p50 < 5_000_000, "{busy:?}");
+    }
+    let s = m.switch.expect("context switch measured");
+    assert!(s.p50 > 100 && s.p50 < 1_000_000 && s.p50 <= s.p99, "{s:?}");
+    let n = m.noise.expect("noise measured");
+    assert_eq!(n.cpus, usable);
+    assert!(n.gaps.iter().all(|&g| g >= n.threshold_ns));
+    // Every probe thread was joined, and the caller's policy is untouched.
+    // (At most as many: the harness runs other tests on threads that may end meanwhile.)
+    assert!(sys::thread_count() <= threads_before, "probe threads left running");
+    let attr_after = sys::sched_getattr(0).unwrap();
+    assert_eq!((attr_after.policy, attr_after.nice), (attr_before.policy, attr_before.nice));
+    assert_eq!(attr_after.policy, libc::SCHED_OTHER as u32);
+}
+
+#[test]
+fn a_switch_probe_on_a_cpu_this_process_may_not_use_fails_cleanly() {
+    let allowed = sys::allowed_cpus().unwrap();
+    let Some(bad) = (0..1024).find(|c| !allowed.contains(c)) else { return };
+    let e = switch_probe(bad, &ProbeBudget::quick()).unwrap_err();
+    assert!(e.contains(&format!("pinning to CPU {bad}")), "{e}");
+}

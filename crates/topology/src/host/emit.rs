@@ -1,0 +1,533 @@
+//! The host as topology TOML text. Every value is preceded by a comment
+//! saying where it came from; the file loads with [`crate::Topology`].
+
+use std::fmt::Write as _;
+
+use super::measured::{exit_curve, ipi_from_probes, split_noise, CurvePoint, Measured, NoiseFigures, WakeProbe};
+use super::{HostIdleState, HostMachine};
+use crate::{Costs, CpuSet, Topology};
+
+/// What the caller adds to the file.
+#[derive(Clone, Debug, Default)]
+pub struct RenderOptions {
+    /// `name = ...`; without it the file has none, and the loader names the
+    /// topology after the file.
+    pub name: Option<String>,
+    /// Header lines (without `# `), e.g. how and when the file was made.
+    pub header: Vec<String>,
+}
+
+/// The whole file.
+pub fn render(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOptions) -> String {
+    let mut o = String::new();
+    let n = host.cpus.len();
+    let kind = if host.guest { "guest (CPU flag hypervisor)" } else { "bare metal" };
+    for h in &opts.header {
+        line(&mut o, &format!("# {h}"));
+    }
+    line(&mut o, &format!("# This machine: {}, {n} online CPUs, {kind}, kernel {}.", host.cpu_model, host.kernel));
+    line(&mut o, "# Each value is marked [<path>] (read from that sysfs/procfs file), [measured: probe ...]");
+    line(&mut o, "# (a short real measurement by `schedlab topologies --host`) or [assumed: why].");
+    match measured {
+        Some(m) => {
+            line(&mut o, &format!("# The probes ran {:.1} s.", m.elapsed_ns as f64 / 1e9));
+            for note in &m.notes {
+                line(&mut o, &format!("# probe note: {note}"));
+            }
+        }
+        None => line(&mut o, "# Probes not run (--no-probe): every cost below is assumed."),
+    }
+    for note in &host.notes {
+        line(&mut o, &format!("# note: {note}"));
+    }
+    line(&mut o, "");
+    match &opts.name {
+        Some(name) => {
+            let _ = writeln!(o, "name = {}", quote(name));
+        }
+        None => line(&mut o, "# name: the file's name without .toml (the loader's default)"),
+    }
+    let desc = format!(
+        "this host: {} ({n} CPUs, {}), kernel {} (HZ={}, preempt={}), read by schedlab topologies --host",
+        host.cpu_model,
+        if host.guest { "guest" } else { "bare metal" },
+        host.kernel,
+        host.hz.value,
+        host.preempt.value
+    );
+    let _ = writeln!(o, "description = {}", quote(&desc));
+    let _ = writeln!(o, "\n# {}\nhz = {}", host.hz.source, host.hz.value);
+    let _ = writeln!(o, "# {}\npreempt = \"{}\"", host.preempt.source, host.preempt.value);
+    let _ = writeln!(o, "# {}\nitmt_enabled = {}", host.itmt.source, host.itmt.value);
+    cpus_section(&mut o, host);
+    idle_section(&mut o, host, measured);
+    costs_section(&mut o, host, measured);
+    noise_section(&mut o, measured);
+    o
+}
+
+fn line(o: &mut String, s: &str) {
+    o.push_str(s);
+    o.push('\n');
+}
+
+fn quote(s: &str) -> String {
+    let mut q = String::from('"');
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            c if c.is_control() => q.push(' '),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+/// A duration as the file's string syntax, rounded for reading: below 1 us
+/// in ns, below 1 ms to 0.1 us, below 1 s to 1 us.
+pub(crate) fn dur(ns: u64) -> String {
+    fn trim(s: String) -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    }
+    if ns == 0 {
+        "\"0us\"".to_string()
+    } else if ns < 1_000 {
+        format!("\"{ns}ns\"")
+    } else if ns < 1_000_000 {
+        let tenths = (ns + 50) / 100;
+        format!("\"{}us\"", trim(format!("{}.{}", tenths / 10, tenths % 10)))
+    } else if ns < 1_000_000_000 {
+        let us = (ns + 500) / 1_000;
+        format!("\"{}ms\"", trim(format!("{}.{:03}", us / 1_000, us % 1_000)))
+    } else {
+        let ms = (ns + 500_000) / 1_000_000;
+        format!("\"{}s\"", trim(format!("{}.{:03}", ms / 1_000, ms % 1_000)))
+    }
+}
+
+/// `(layout counts, smt numbering)` when a `[layout]` generates exactly
+/// this machine (same CPU numbers, same groups), else `None`.
+fn layout_of(host: &HostMachine) -> Option<String> {
+    let cpus = &host.cpus;
+    if cpus.is_empty() || host.renumbered() {
+        return None;
+    }
+    // Asymmetric capacities are per-CPU facts: [[cpus]] says them in place.
+    let caps: Vec<u32> = cpus.iter().map(|c| c.capacity.unwrap_or(1024)).collect();
+    if caps.iter().any(|&c| c != caps[0]) {
+        return None;
+    }
+    let count = |f: fn(&super::HostCpu) -> usize| cpus.iter().map(f).max().map_or(0, |m| m + 1);
+    let (cores, llcs, packages, nodes) = (count(|c| c.core), count(|c| c.llc), count(|c| c.package), count(|c| c.node));
+    if !(cpus.len().is_multiple_of(cores)
+        && cores.is_multiple_of(llcs)
+        && llcs.is_multiple_of(packages)
+        && nodes.is_multiple_of(packages))
+    {
+        return None;
+    }
+    let threads = cpus.len() / cores;
+    let body = format!(
+        "[layout]\npackages = {packages}\nnodes_per_package = {}\nllcs_per_package = {}\ncores_per_llc = {}\nthreads_per_core = {threads}\n",
+        nodes / packages,
+        llcs / packages,
+        cores / llcs
+    );
+    let mine = canonical(cpus.iter().map(|c| [c.core, c.llc, c.package, c.node]));
+    for numbering in ["sibling-offset", "adjacent"] {
+        let text = format!("hz = 250\npreempt = \"none\"\n{body}smt_numbering = \"{numbering}\"\n");
+        let Ok(t) = Topology::from_toml_str("<layout check>", &text) else { continue };
+        if t.nr_cpus() == cpus.len() && canonical(t.cpus.iter().map(|c| [c.core, c.llc, c.package, c.node])) == mine {
+            return Some(if threads > 1 { format!("{body}smt_numbering = \"{numbering}\"\n") } else { body });
+        }
+    }
+    None
+}
+
+/// Renumber each column by first appearance, so two numberings of the
+/// same grouping compare equal.
+fn canonical(rows: impl Iterator<Item = [usize; 4]>) -> Vec<[usize; 4]> {
+    let mut maps: [std::collections::HashMap<usize, usize>; 4] = Default::default();
+    rows.map(|r| {
+        let mut out = [0; 4];
+        for k in 0..4 {
+            let next = maps[k].len();
+            out[k] = *maps[k].entry(r[k]).or_insert(next);
+        }
+        out
+    })
+    .collect()
+}
+
+/// Capacities scaled so the biggest CPU is 1024 (the loader's rule and the
+/// kernel's: arch_scale_cpu_capacity() is relative to the biggest CPU).
+fn capacities(host: &HostMachine) -> Vec<u32> {
+    let raw: Vec<u32> = host.cpus.iter().map(|c| c.capacity.unwrap_or(1024)).collect();
+    let max = raw.iter().copied().max().unwrap_or(1024).max(1);
+    raw.iter().map(|&c| ((c as u64 * 1024 + max as u64 / 2) / max as u64).clamp(1, 1024) as u32).collect()
+}
+
+/// One priority per core (x86 gives SMT siblings one since 6.5): the core's highest.
+fn priorities(host: &HostMachine) -> Option<Vec<i32>> {
+    host.prio_source.as_ref()?;
+    Some(
+        host.cpus
+            .iter()
+            .map(|c| {
+                let best = host.cpus.iter().filter(|o| o.core == c.core).filter_map(|o| o.prio).max().unwrap_or(0);
+                best.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+            })
+            .collect(),
+    )
+}
+
+fn cpus_section(o: &mut String, host: &HostMachine) {
+    let src = "[/sys/devices/system/cpu/cpuN/topology/{thread_siblings_list,physical_package_id}, \
+               cpuN/cache/index*/{level,shared_cpu_list} (the LLC), /sys/devices/system/node/nodeN/cpulist]";
+    let caps = capacities(host);
+    let prios = priorities(host);
+    let cap_src = host.capacity_source.as_deref().unwrap_or("");
+    let layout = layout_of(host);
+    if let Some(layout) = &layout {
+        let _ =
+            writeln!(o, "\n# {src}\n# The machine is regular: this [layout] generates exactly the CPUs sysfs lists.");
+        o.push_str(layout);
+    } else {
+        let why = if host.renumbered() {
+            "CPU numbers are not 0..N (offline CPUs or holes): model ids are dense, each entry names its sysfs CPU"
+        } else {
+            "no [layout] generates this machine (uneven groups or capacities): one entry per CPU"
+        };
+        let _ = writeln!(o, "\n# {src}\n# {why}.");
+        for (i, c) in host.cpus.iter().enumerate() {
+            let _ = writeln!(o, "[[cpus]]  # sysfs cpu{}", c.sysfs_id);
+            let _ =
+                writeln!(o, "id = {i}\ncore = {}\nllc = {}\npackage = {}\nnode = {}", c.core, c.llc, c.package, c.node);
+            if c.capacity.is_some() && caps.iter().any(|&k| k != 1024) {
+                let _ = writeln!(
+                    o,
+                    "capacity = {}  # [{}]",
+                    caps[i],
+                    cap_src.replace("cpuN", &format!("cpu{}", c.sysfs_id))
+                );
+            }
+            if let Some(p) = &prios {
+                let _ = writeln!(o, "asym_prio = {}  # [{}]", p[i], host.prio_source.as_deref().unwrap_or(""));
+            }
+        }
+    }
+    // Capacity and priority comments / tables.
+    let scaled = host.cpus.iter().filter_map(|c| c.capacity).max().is_some_and(|m| m != 1024);
+    match (&host.capacity_source, caps.iter().all(|&c| c == 1024)) {
+        (Some(s), true) => {
+            let _ = writeln!(o, "\n# capacity: 1024 on every CPU (the default) [{s}]");
+        }
+        (Some(s), false) => {
+            let scale = if scaled { ", scaled so the biggest CPU is 1024" } else { "" };
+            let _ = writeln!(o, "\n# capacity: per CPU in the [[cpus]] entries [{s}{scale}]");
+        }
+        (None, _) => {
+            let _ = writeln!(
+                o,
+                "\n# capacity: 1024 on every CPU [assumed: no cpuN/cpu_capacity, i.e. the arch reports no asymmetry]"
+            );
+        }
+    }
+    match (&prios, &host.prio_source) {
+        (Some(p), Some(s)) => {
+            let _ = writeln!(o, "# asym_prio: [{s}], one value per core (the highest of its SMT siblings)");
+            if layout.is_some() {
+                let _ = writeln!(o, "[asym_prio]");
+                let mut by: std::collections::BTreeMap<i32, CpuSet> = Default::default();
+                for (i, v) in p.iter().enumerate() {
+                    by.entry(*v).or_default().insert(i);
+                }
+                for (v, set) in by.iter().rev() {
+                    let _ = writeln!(o, "\"{}\" = {v}", set.to_cpulist());
+                }
+            } else {
+                let _ = writeln!(o, "# (in the [[cpus]] entries)");
+            }
+        }
+        _ => {
+            let _ = writeln!(
+                o,
+                "# asym_prio: 0 everywhere [assumed: no cpufreq/amd_pstate_prefcore_ranking or acpi_cppc/highest_perf]"
+            );
+        }
+    }
+}
+
+/// The nearest level's wake probe that gives an exit curve.
+fn curve(measured: Option<&Measured>) -> Option<(&WakeProbe, Vec<CurvePoint>)> {
+    measured?.wake.iter().find_map(|w| exit_curve(w).map(|c| (w, c)))
+}
+
+/// The state a vCPU's HLT lands in: the driver-less halt, or a sysfs state
+/// that halts (haltpoll's, acpi_idle's "ACPI HLT") when there is one.
+fn halt_state(states: &[HostIdleState]) -> Option<usize> {
+    let halts: Vec<usize> = states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            !s.polling && (s.name == "HLT" || s.name == "haltpoll" || s.desc.to_ascii_uppercase().contains("HLT"))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    (halts.len() == 1).then(|| halts[0])
+}
+
+fn idle_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>) {
+    let idle = &host.idle;
+    let _ = writeln!(o, "\n[idle]\n# {}\ndriver = {}", idle.driver.source, quote(&idle.driver.value));
+    let _ = writeln!(o, "# {}\ngovernor = {}", idle.governor.source, quote(&idle.governor.value));
+    for note in &idle.notes {
+        let _ = writeln!(o, "# note: {note}");
+    }
+    if idle.driver.value == "none" {
+        let _ =
+            writeln!(o, "# No cpuidle driver: no per-CPU states in sysfs; the idle loop halts in the one state below.");
+    }
+    let halt = halt_state(&idle.states);
+    let curve = curve(measured);
+    for (i, s) in idle.states.iter().enumerate() {
+        let _ = writeln!(o, "\n[[idle.states]]\n# {}\nname = {}", s.source, quote(&s.name));
+        let measured_here = (Some(i) == halt).then_some(curve.as_ref()).flatten();
+        match (s.exit_latency_ns, measured_here) {
+            (Some(l), _) => {
+                let _ = writeln!(o, "# stateK/latency\nexit_latency = {}", dur(l));
+            }
+            (None, Some((w, c))) => {
+                let _ = writeln!(
+                    o,
+                    "# [measured: probe wake {}->{}: the shortest idle's point of the curve below]\nexit_latency = {}",
+                    w.waker,
+                    w.wakee,
+                    dur(c[0].p50_ns)
+                );
+            }
+            (None, None) => {
+                let (v, why) = if host.guest {
+                    (20_000, "a vCPU's HLT exits to the host, which must wake the vCPU thread: tens of us")
+                } else {
+                    (1_000, "HLT/C1 on current x86 exits in about 1 us")
+                };
+                let _ = writeln!(o, "# [assumed: {why}]\nexit_latency = {}", dur(v));
+            }
+        }
+        let rsrc =
+            if s.exit_latency_ns.is_some() { "stateK/residency" } else { "[assumed: the only state, chosen always]" };
+        let _ = writeln!(o, "# {rsrc}\ntarget_residency = {}", dur(s.target_residency_ns));
+        let why = if s.polling {
+            "name POLL or desc MWAIT: the polling flag stays set, a wakeup needs no IPI"
+        } else {
+            "not POLL, no MWAIT: a wakeup needs an IPI"
+        };
+        let _ = writeln!(o, "# {why}\npolling = {}", s.polling);
+        if let Some((w, c)) = measured_here {
+            let _ = writeln!(
+                o,
+                "# [measured: probe wake {} -> {} ({} level): CPU {} spins for the idle length while CPU {}'s thread\n\
+                 # sleeps in FUTEX_WAIT, then FUTEX_WAKEs it; latency = the wakee's CLOCK_MONOTONIC stamp minus the\n\
+                 # waker's. Each point = that latency minus the median latency of the same wakeup onto the CPU\n\
+                 # while it runs a nice-19 spinner (no idle exit: {}), floored at 0; p99 likewise.\n\
+                 # (On a shared machine a p99 near one tick, 1/HZ, is a wakee that found its CPU running\n\
+                 # another task and waited for the tick to preempt it.)\n\
+                 # Samples per point: {}]",
+                w.waker,
+                w.wakee,
+                w.level.as_str(),
+                w.waker,
+                w.wakee,
+                w.busy.map_or(String::new(), |b| format!(
+                    "p50 {} p99 {}",
+                    dur(b.p50).trim_matches('"'),
+                    dur(b.p99).trim_matches('"')
+                )),
+                w.by_idle.iter().map(|(_, p)| p.n.to_string()).collect::<Vec<_>>().join(", ")
+            );
+            let _ = writeln!(o, "exit_latency_by_idle = [");
+            for p in c {
+                let _ =
+                    writeln!(o, "  {{ idle = {}, p50 = {}, p99 = {} }},", dur(p.idle_ns), dur(p.p50_ns), dur(p.p99_ns));
+            }
+            let _ = writeln!(o, "]");
+        }
+    }
+    if halt.is_none() {
+        if let Some((w, c)) = &curve {
+            let _ = writeln!(
+                o,
+                "# [measured, for reference: probe wake {}->{}: wakeup after idle minus busy wakeup (p50): {}]",
+                w.waker,
+                w.wakee,
+                c.iter()
+                    .map(|p| format!("{}: {}", dur(p.idle_ns), dur(p.p50_ns)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+                    .replace('"', "")
+            );
+        }
+    }
+    if let Some(h) = &idle.haltpoll {
+        let _ = writeln!(
+            o,
+            "\n[idle.haltpoll]\n# {}\nguest_halt_poll_ns = {}\ngrow = {}\ngrow_start = {}\nshrink = {}\nallow_shrink = {}",
+            h.source,
+            dur(h.poll_ns),
+            h.grow,
+            dur(h.grow_start_ns),
+            h.shrink,
+            h.allow_shrink
+        );
+    }
+}
+
+fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>) {
+    let d = Costs::default();
+    let switch = measured.and_then(|m| m.switch);
+    let nearest = measured.and_then(|m| m.wake.iter().find(|w| w.busy.is_some()));
+    let _ = writeln!(o, "\n[costs]");
+    match nearest.and_then(|w| ipi_from_probes(w, switch.as_ref()).map(|v| (w, v))) {
+        Some((w, v)) => {
+            let _ = writeln!(
+                o,
+                "# [measured: probe wake {}->{} onto a busy CPU (p50) minus context_switch_ns; the nearest level]\nipi_ns = {}",
+                w.waker,
+                w.wakee,
+                dur(v)
+            );
+        }
+        None => {
+            let (v, why) = if host.guest {
+                (5_000, "a guest's IPI is a VM exit on the sender and a posted interrupt or exit on the target")
+            } else {
+                (d.ipi_ns, "the model's bare-metal default")
+            };
+            let _ = writeln!(o, "# [assumed: {why}]\nipi_ns = {}", dur(v));
+        }
+    }
+    let first = host.idle.states.first();
+    let exit = first.and_then(|s| s.exit_latency_ns).or_else(|| curve(measured).map(|(_, c)| c[0].p50_ns));
+    let _ = writeln!(
+        o,
+        "# = the shallowest [[idle.states]] entry's exit_latency (the flat key older readers use)\nidle_exit_ns = {}",
+        dur(exit.unwrap_or(if host.guest { 20_000 } else { 1_000 }))
+    );
+    match switch {
+        Some(s) => {
+            let _ = writeln!(
+                o,
+                "# [measured: probe switch: two threads on one CPU ping-pong through futexes; round trip / 2,\n\
+                 # median of {} batches (p99 {})]\ncontext_switch_ns = {}",
+                s.n,
+                dur(s.p99).trim_matches('"'),
+                dur(s.p50)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "# [assumed: the model's default]\ncontext_switch_ns = {}", dur(d.context_switch_ns));
+        }
+    }
+    let _ = writeln!(
+        o,
+        "# [assumed: the model's default; no probe measures cache refill]\nmigration_cold_ns = {}",
+        dur(d.migration_cold_ns)
+    );
+    let smt = host.cpus.iter().any(|c| host.cpus.iter().filter(|o| o.core == c.core).count() > 1);
+    if smt {
+        let _ = writeln!(o, "# [assumed: the model's default, ~1.2x per core]\nsmt_speed_pct = {}", d.smt_speed_pct);
+    } else {
+        let _ = writeln!(o, "# no SMT siblings in sysfs: unused\nsmt_speed_pct = 100");
+    }
+    let polling = first.is_some_and(|s| s.polling);
+    let _ = writeln!(o, "# the shallowest idle state's polling flag\nidle_polling = {polling}");
+    let _ = writeln!(o, "# newidle_balance_ns_per_cpu: the model's default (not measured)");
+    if let Some(m) = measured {
+        for w in &m.wake {
+            if let Some(v) = ipi_from_probes(w, switch.as_ref()) {
+                let _ = writeln!(
+                    o,
+                    "\n[costs.{}]\n# [measured: probe wake {}->{} onto a busy CPU (p50 {}) minus context_switch_ns; floor 0]\n\
+                     # migration_cold: not measured, the flat migration_cold_ns applies\nipi = {}",
+                    w.level.as_str(),
+                    w.waker,
+                    w.wakee,
+                    w.busy.map_or(String::new(), |b| dur(b.p50).replace('"', "")),
+                    dur(v)
+                );
+            }
+        }
+        // No [jitter]: its uniform IPI delay would count twice what the
+        // measured [[noise]] and exit curves already hold (a busy wakeup's
+        // p99 on a shared machine is a tick, not IPI spread).
+        let _ = writeln!(o, "\n# [jitter]: none; the measured [[noise]] and exit_latency_by_idle tails stand for it");
+    }
+}
+
+fn noise_section(o: &mut String, measured: Option<&Measured>) {
+    let Some(m) = measured else { return };
+    let Some(n) = &m.noise else {
+        let _ = writeln!(o, "\n# [[noise]]: none (the noise probe did not run)");
+        return;
+    };
+    let (irq, steal) = split_noise(n);
+    let how = format!(
+        "probe noise: one spinner per CPU on {} CPUs reads CLOCK_MONOTONIC for {:.2} s; a gap >= {} between\n\
+         # two reads is an interruption ({} gaps with an involuntary context switch inside left out: another task ran)",
+        n.cpus,
+        n.duration_ns as f64 / 1e9,
+        dur(n.threshold_ns).replace('"', ""),
+        n.preempted
+    );
+    let entry = |o: &mut String, name: &str, kind: &str, f: &NoiseFigures, what: &str| {
+        let _ = writeln!(
+            o,
+            "\n[[noise]]\n# [measured: {how};\n# {what}]\nname = \"{name}\"\nkind = \"{kind}\"\nrate_hz = {:.1}\n\
+             duration_p50 = {}\nduration_p99 = {}\nduration_max = {}",
+            f.rate_hz,
+            dur(f.dist.p50),
+            dur(f.dist.p99.max(f.dist.p50)),
+            dur(f.dist.max.max(f.dist.p99))
+        );
+    };
+    match &irq {
+        Some(f) => entry(o, "irq", "irq", f, &format!("{} gaps not counted as steal", f.dist.n)),
+        None => {
+            let _ = writeln!(
+                o,
+                "\n# [[noise]] irq: no gap >= {} seen [measured: {how}]",
+                dur(n.threshold_ns).replace('"', "")
+            );
+        }
+    }
+    match &steal {
+        Some(f) => entry(
+            o,
+            "steal",
+            "steal",
+            f,
+            &format!(
+                "/proc/stat steal rose {} over the probe, {} beyond its resolution (one 10 ms tick per CPU):\n\
+                 # the longest gaps summing to that are taken as steal ({} gaps)",
+                dur(n.steal_raw_ns).replace('"', ""),
+                dur(n.steal_ns).replace('"', ""),
+                f.dist.n
+            ),
+        ),
+        None => {
+            let _ = writeln!(
+                o,
+                "\n# [[noise]] steal: none [measured: /proc/stat's steal rose {} over the probe, within its\n\
+                 # resolution of one 10 ms tick per CPU; steal that small stays in the irq gaps above]",
+                dur(n.steal_raw_ns).replace('"', "")
+            );
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! What the runner's probes measured on the host, and the arithmetic that
+//! turns those samples into topology values. Pure: the probes live in
+//! `schedlab-runner` (they run threads); this is what can be tested with
+//! synthetic samples.
+
+use crate::Distance;
+
+/// Order statistics of a set of samples (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Percentiles {
+    pub n: usize,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles; `None` for no samples.
+    pub fn of(samples: &[u64]) -> Option<Percentiles> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut s = samples.to_vec();
+        s.sort_unstable();
+        let rank = |p: f64| s[((p * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1];
+        Some(Percentiles { n: s.len(), p50: rank(0.50), p99: rank(0.99), max: s[s.len() - 1] })
+    }
+}
+
+/// Wakeups from one CPU to another at one distance level.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WakeProbe {
+    pub level: Distance,
+    /// Kernel CPU numbers.
+    pub waker: usize,
+    pub wakee: usize,
+    /// (idle length the waker waited before waking, wakeup latency) per idle length.
+    pub by_idle: Vec<(u64, Percentiles)>,
+    /// Wakeup latency while the wakee's CPU runs a nice-19 spinner: the
+    /// wakeup preempts (IPI + switch), no idle exit. `None` if it failed.
+    pub busy: Option<Percentiles>,
+}
+
+/// The per-CPU spinners' view of interference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseProbe {
+    /// How long each spinner ran, ns.
+    pub duration_ns: u64,
+    /// How many CPUs had a spinner.
+    pub cpus: usize,
+    /// The gap threshold, ns: clock reads further apart than this count.
+    pub threshold_ns: u64,
+    /// Every gap seen, ns, except those with an involuntary context switch
+    /// inside (another task ran: that is load, not noise).
+    pub gaps: Vec<u64>,
+    /// Gaps left out because another task ran in them.
+    pub preempted: usize,
+    /// /proc/stat steal over the probe, summed over the spinners' CPUs, ns,
+    /// less one USER_HZ tick (10 ms) per CPU whose counter rose: that much
+    /// may be the counter's rounding.
+    pub steal_ns: u64,
+    /// The same without the rounding taken off.
+    pub steal_raw_ns: u64,
+}
+
+/// Everything the probes measured; any part may be missing (skipped or failed).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measured {
+    /// Nearest level first.
+    pub wake: Vec<WakeProbe>,
+    /// Per-switch cost: same-CPU ping-pong round trip / 2.
+    pub switch: Option<Percentiles>,
+    pub noise: Option<NoiseProbe>,
+    /// What was skipped or failed, and why.
+    pub notes: Vec<String>,
+    /// Wall time of the whole probe run, ns.
+    pub elapsed_ns: u64,
+}
+
+/// One point of an `exit_latency_by_idle` curve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CurvePoint {
+    pub idle_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+}
+
+/// The idle-exit part of a wakeup: the wakeup latency after each idle
+/// length minus the median latency of the same wakeup onto a busy CPU (what
+/// the wakeup costs without an idle exit), floored at 0. The p99 is the idle
+/// p99 minus the same busy median, so the tail stays in the exit cost.
+pub fn exit_curve(wake: &WakeProbe) -> Option<Vec<CurvePoint>> {
+    let busy = wake.busy?.p50;
+    let mut pts: Vec<CurvePoint> = wake
+        .by_idle
+        .iter()
+        .map(|(idle, p)| CurvePoint {
+            idle_ns: *idle,
+            p50_ns: p.p50.saturating_sub(busy),
+            p99_ns: p.p99.saturating_sub(busy).max(p.p50.saturating_sub(busy)),
+        })
+        .collect();
+    pts.sort_by_key(|p| p.idle_ns);
+    (!pts.is_empty()).then_some(pts)
+}
+
+/// IPI delivery at one level: the busy-CPU wakeup's median minus the
+/// context switch it includes, floored at 0.
+pub fn ipi_from_probes(wake: &WakeProbe, switch: Option<&Percentiles>) -> Option<u64> {
+    let busy = wake.busy?;
+    Some(busy.p50.saturating_sub(switch.map_or(0, |s| s.p50)))
+}
+
+/// A `[[noise]]` entry's figures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NoiseFigures {
+    /// Mean arrivals per second per CPU.
+    pub rate_hz: f64,
+    pub dist: Percentiles,
+}
+
+/// Split the spinners' gaps into steal and the rest. /proc/stat only gives
+/// the total stolen time, so the longest gaps whose sum first reaches that
+/// total are taken as the host's preemptions (a vCPU descheduled for
+/// milliseconds), the others as the guest's own interrupts. Returns
+/// (irq, steal); either may be `None` when it has no gap.
+pub fn split_noise(probe: &NoiseProbe) -> (Option<NoiseFigures>, Option<NoiseFigures>) {
+    let mut gaps = probe.gaps.clone();
+    gaps.sort_unstable_by(|a, b| b.cmp(a));
+    let mut stolen = 0u64;
+    let mut cut = 0;
+    if probe.steal_ns > 0 {
+        while cut < gaps.len() && stolen < probe.steal_ns {
+            stolen += gaps[cut];
+            cut += 1;
+        }
+    }
+    let cpu_secs = probe.duration_ns as f64 * probe.cpus.max(1) as f64 / 1e9;
+    let figures = |g: &[u64]| {
+        Percentiles::of(g)
+            .map(|dist| NoiseFigures { rate_hz: if cpu_secs > 0.0 { g.len() as f64 / cpu_secs } else { 0.0 }, dist })
+    };
+    let steal = if probe.steal_ns > 0 { figures(&gaps[..cut]) } else { None };
+    (figures(&gaps[cut..]), steal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(p50: u64, p99: u64) -> Percentiles {
+        Percentiles { n: 100, p50, p99, max: p99 }
+    }
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let s: Vec<u64> = (1..=100).rev().collect();
+        let q = Percentiles::of(&s).unwrap();
+        assert_eq!((q.n, q.p50, q.p99, q.max), (100, 50, 99, 100));
+        let one = Percentiles::of(&[7]).unwrap();
+        assert_eq!((one.p50, one.p99, one.max), (7, 7, 7));
+        assert!(Percentiles::of(&[]).is_none());
+    }
+
+    #[test]
+    fn exit_curve_subtracts_the_busy_median_and_floors_at_zero() {
+        let w = WakeProbe {
+            level: Distance::Llc,
+            waker: 0,
+            wakee: 1,
+            by_idle: vec![(200_000, p(12_000, 30_000)), (5_000, p(3_000, 9_000)), (20_000_000, p(57_000, 90_000))],
+            busy: Some(p(4_000, 8_000)),
+        };
+        let c = exit_curve(&w).unwrap();
+        assert_eq!(c.iter().map(|p| p.idle_ns).collect::<Vec<_>>(), vec![5_000, 200_000, 20_000_000]);
+        // 3us - 4us floors at 0; its p99 keeps the tail: 9 - 4 = 5us.
+        assert_eq!((c[0].p50_ns, c[0].p99_ns), (0, 5_000));
+        assert_eq!((c[1].p50_ns, c[1].p99_ns), (8_000, 26_000));
+        assert_eq!((c[2].p50_ns, c[2].p99_ns), (53_000, 86_000));
+        let no_busy = WakeProbe { busy: None, ..w };
+        assert!(exit_curve(&no_busy).is_none());
+    }
+
+    #[test]
+    fn ipi_is_busy_wakeup_minus_switch() {
+        let w = WakeProbe { level: Distance::Smt, waker: 0, wakee: 1, by_idle: vec![], busy: Some(p(6_000, 9_000)) };
+        assert_eq!(ipi_from_probes(&w, Some(&p(2_500, 3_000))), Some(3_500));
+        assert_eq!(ipi_from_probes(&w, Some(&p(7_000, 8_000))), Some(0));
+        assert_eq!(ipi_from_probes(&w, None), Some(6_000));
+    }
+
+    #[test]
+    fn the_longest_gaps_cover_the_steal() {
+        let mut gaps = vec![3_000u64; 400]; // 400 short gaps over 2 CPU-seconds
+        gaps.extend([4_000_000, 2_500_000, 1_000_000]);
+        let probe = NoiseProbe {
+            duration_ns: 1_000_000_000,
+            cpus: 2,
+            threshold_ns: 2_000,
+            gaps,
+            preempted: 0,
+            steal_ns: 6_000_000,
+            steal_raw_ns: 16_000_000,
+        };
+        let (irq, steal) = split_noise(&probe);
+        let (irq, steal) = (irq.unwrap(), steal.unwrap());
+        // 4 + 2.5 ms reach 6 ms: two steal gaps, the 1 ms one stays irq.
+        assert_eq!(steal.dist.n, 2);
+        assert_eq!((steal.dist.p50, steal.dist.max), (2_500_000, 4_000_000));
+        assert!((steal.rate_hz - 1.0).abs() < 1e-9);
+        assert_eq!(irq.dist.n, 401);
+        assert_eq!((irq.dist.p50, irq.dist.max), (3_000, 1_000_000));
+        assert!((irq.rate_hz - 200.5).abs() < 1e-9);
+        let no_steal = NoiseProbe { steal_ns: 0, ..probe };
+        let (irq, steal) = split_noise(&no_steal);
+        assert!(steal.is_none());
+        assert_eq!(irq.unwrap().dist.n, 403);
+    }
+}
