@@ -60,6 +60,8 @@ fn simulate_seeds(
         .map(|i| {
             let opts = SimOptions {
                 no_noise: args.seed.no_noise,
+                // The real side is traced by the runner: model its capture costs too.
+                traced: true,
                 seed: Some(first + i),
                 duration_ns: args.settings.duration.duration,
                 features: features.to_vec(),

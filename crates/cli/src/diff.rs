@@ -81,6 +81,7 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
         opts: SimOptions {
             seed: args.seed.seed,
             no_noise: args.seed.no_noise,
+            traced: false,
             duration_ns: args.duration.duration,
             features: s.features.clone(),
             topology: Some(topology),

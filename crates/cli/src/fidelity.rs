@@ -63,6 +63,7 @@ pub fn fidelity(args: FidelityArgs) -> Result {
         seed: args.seed.seed,
         rounds: args.rounds,
         loops_per_us: args.loops_per_us,
+        no_noise: args.seed.no_noise,
     };
     let wall = Instant::now();
     let suite = run_suite(&opts, &mut |line| eprintln!("{line}"))?;

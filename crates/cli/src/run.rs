@@ -47,6 +47,12 @@ pub struct RunArgs {
     /// Check the kernel model's invariants after every step (default: only in debug builds).
     #[arg(long)]
     pub check_invariants: bool,
+    /// Model a run captured like `schedlab real` captures one: each marker
+    /// and each sched tracepoint costs CPU time (the topology's
+    /// `trace_marker_ns` and `tracepoint_ns`). `compare` and `fidelity` do
+    /// this always.
+    #[arg(long)]
+    pub traced: bool,
 }
 
 fn load_scenario(args: &RunArgs) -> Result<Scenario> {
@@ -82,6 +88,7 @@ pub fn run(args: RunArgs) -> Result {
         topology: None,
         check_invariants: if args.check_invariants { Some(true) } else { None },
         no_noise: args.seed.no_noise,
+        traced: args.traced,
     };
     let wall = Instant::now();
     let result = simulate(&scenario, &opts)?;

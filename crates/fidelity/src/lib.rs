@@ -70,6 +70,8 @@ pub struct SuiteOptions {
     /// Busy-loop iterations per µs for the real runs' `run` work; `None`:
     /// the first real run calibrates and the rest reuse its figure.
     pub loops_per_us: Option<f64>,
+    /// Simulate the machine without its `[[noise]]`.
+    pub no_noise: bool,
 }
 
 /// The suite's results.
@@ -179,7 +181,14 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
 
             let seed = first_seed + u64::from(round);
             progress(&format!("fidelity: {}{of}: model, seed {seed}", case.name));
-            let sopts = SimOptions { seed: Some(seed), duration_ns: Some(duration), ..Default::default() };
+            // The real side was captured by the runner: the model pays the same capture costs.
+            let sopts = SimOptions {
+                seed: Some(seed),
+                duration_ns: Some(duration),
+                no_noise: opts.no_noise,
+                traced: true,
+                ..Default::default()
+            };
             let sim = simulate(&scenario, &sopts).map_err(|source| FidelityError::Model { case: case.name, source })?;
             if !suite.profiles.iter().any(|p| p == sim.profile.name) {
                 suite.profiles.push(sim.profile.name.to_string());

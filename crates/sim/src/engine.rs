@@ -106,6 +106,10 @@ pub(crate) struct Engine<'a> {
     /// drained).
     pub trace: Vec<Event>,
     pub check_invariants: bool,
+    /// Charge the real runner's capture costs (markers, tracepoints).
+    pub traced: bool,
+    /// Captured tracepoints' CPU time not yet charged, per CPU.
+    pub pending_ns: Vec<u64>,
     pub end: Option<u64>,
     pub error: Option<SimError>,
 }
@@ -118,6 +122,12 @@ impl<'a> Engine<'a> {
     /// Take the kernel's new events into the trace, deliver its requests,
     /// then check the model.
     pub(crate) fn drain(&mut self) {
+        if self.traced && self.hw.costs().tracepoint_ns > 0 {
+            let ns = self.hw.costs().tracepoint_ns;
+            for e in self.out.events.iter().filter(|e| e.kind.is_captured_tracepoint()) {
+                self.pending_ns[e.cpu as usize] += ns;
+            }
+        }
         if self.trace.is_empty() {
             // Streamed runs empty the trace every step: trade buffers, copy nothing.
             std::mem::swap(&mut self.trace, &mut self.out.events);
@@ -184,7 +194,16 @@ impl<'a> Engine<'a> {
     pub(crate) fn replan(&mut self, cpu: usize) {
         let gen = self.hw.next_work_gen(cpu);
         let key = work_key(cpu);
-        let Some(t) = self.kernel.curr(cpu) else { return self.queue.cancel(key) };
+        let Some(t) = self.kernel.curr(cpu) else {
+            // An idle CPU's tracepoint time delays nobody's work.
+            self.pending_ns[cpu] = 0;
+            return self.queue.cancel(key);
+        };
+        if self.pending_ns[cpu] > 0 {
+            // The tracepoints this CPU wrote take its current thread's time.
+            let resume = self.hw.exec_from(cpu).max(self.now) + std::mem::take(&mut self.pending_ns[cpu]);
+            self.hw.set_exec_from(cpu, resume);
+        }
         let th = self.task_thread[t as usize];
         let kernel = &self.kernel;
         self.hw.update_rate(cpu, |s| kernel.curr(s).is_some());

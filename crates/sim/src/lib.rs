@@ -35,6 +35,11 @@ pub struct SimOptions {
     pub check_invariants: Option<bool>,
     /// Leave out the topology's `[[noise]]` (interrupts, steal): a quiet machine.
     pub no_noise: bool,
+    /// Model a run captured the way `schedlab real` captures one: each
+    /// workload marker costs its thread `trace_marker_ns` and each captured
+    /// tracepoint its CPU `tracepoint_ns` (the topology's `[costs]`). For
+    /// comparing with a real run (`compare`, `fidelity`).
+    pub traced: bool,
 }
 
 /// Why a simulation could not run or stopped early.
@@ -239,6 +244,8 @@ fn simulate_inner(
         now: 0,
         trace: Vec::new(),
         check_invariants: check,
+        traced: opts.traced,
+        pending_ns: vec![0; topo.nr_cpus()],
         end: duration,
         error: None,
     };

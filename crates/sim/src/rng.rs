@@ -98,8 +98,8 @@ pub fn exp(x: f64) -> f64 {
         return 0.0;
     }
     // ln 2 split in two (Cody & Waite, fdlibm's constants): k·LN2_HI is exact.
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     let k = (x / std::f64::consts::LN_2 + if x >= 0.0 { 0.5 } else { -0.5 }) as i64;
     let r = (x - k as f64 * LN2_HI) - k as f64 * LN2_LO;
     let (mut term, mut sum) = (1.0, 1.0);
@@ -117,7 +117,7 @@ pub fn normal_quantile(p: f64) -> f64 {
         -3.969683028665376e1,
         2.209460984245205e2,
         -2.759285104469687e2,
-        1.383577518672690e2,
+        1.38357751867269e2,
         -3.066479806614716e1,
         2.506628277459239,
     ];

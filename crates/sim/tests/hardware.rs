@@ -206,3 +206,46 @@ fn an_absolute_timer_keeps_the_grid_and_skips_missed_boundaries() {
     let w = wakes("1.5ms");
     assert!(w.windows(2).all(|p| p[1] - p[0] == 2_000_000), "{:?}", &w[..4]);
 }
+
+#[test]
+fn syscalls_markers_and_tracepoints_cost_their_threads_cpu_time() {
+    // One CPU, two threads handing a token back and forth through eventfds.
+    let machine = |costs: &str| {
+        format!("hz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 1\n[costs]\ncontext_switch_ns = \"1us\"\nidle_exit_ns = 0\n{costs}")
+    };
+    let body = r#"duration = "20ms"
+[[thread]]
+name = "ping"
+program = [ { signal = "a" }, { wait = "b" } ]
+[[thread]]
+name = "pong"
+program = [ { wait = "a" }, { signal = "b" } ]
+"#;
+    // ns per round trip, and captured tracepoints per round trip.
+    let loops = |costs: &str, traced: bool| {
+        let s = with_topology(&machine(costs), body);
+        let opts = SimOptions { seed: Some(1), traced, check_invariants: Some(true), ..Default::default() };
+        let r = simulate(&s, &opts).unwrap();
+        let trips = r
+            .trace
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::User { op: schedlab_trace::UserOp::LoopEnd { .. }, .. }))
+            .count() as f64
+            / 2.0;
+        let tps = r.trace.events.iter().filter(|e| e.kind.is_captured_tracepoint()).count() as f64;
+        (r.end_ns as f64 / trips, tps / trips)
+    };
+    let costs = "syscall_ns = \"200ns\"\ntrace_marker_ns = \"300ns\"\ntracepoint_ns = \"100ns\"\n";
+    let (free, _) = loops("", false);
+    let (sys, _) = loops(costs, false);
+    let (traced, tps) = loops(costs, true);
+    // Per round trip: two switches (2 us); four syscalls (two writes, two
+    // reads: 0.8 us); traced, six markers (two signals, two wait_dones, two
+    // loop ends: 1.8 us) and 100 ns per captured tracepoint the trace holds.
+    assert!((free - 2_000.0).abs() < 50.0, "free: {free} ns per round trip");
+    assert!((sys - 2_800.0).abs() < 50.0, "syscalls: {sys}");
+    assert!(tps >= 3.0, "a waking and a switch per handoff at least: {tps}");
+    let expect = 2_800.0 + 1_800.0 + 100.0 * tps;
+    assert!((traced - expect).abs() < 60.0, "traced: {traced}, expected {expect}");
+}

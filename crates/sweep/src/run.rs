@@ -213,6 +213,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         topology: Some(setting.topology.clone()),
         check_invariants: None,
         no_noise: false,
+        traced: false,
     };
     let result = simulate(&setting.scenario, &opts).map_err(|e| SweepError {
         setting: setting.name.clone(),
@@ -294,6 +295,7 @@ fn run_schbench_job(
         topology: Some(setting.topology.clone()),
         check_invariants: None,
         no_noise: false,
+        traced: false,
     };
     let scenario = &setting.scenario;
     let table = schedlab_trace::TaskTable {

@@ -563,6 +563,9 @@ fn costs(ctx: &Ctx, c: crate::file::CostsFile) -> Result<Costs, InputError> {
             "newidle_balance_ns_per_cpu",
             d.newidle_balance_ns_per_cpu,
         )?,
+        syscall_ns: cost(ctx, c.syscall_ns, "syscall_ns", d.syscall_ns)?,
+        trace_marker_ns: cost(ctx, c.trace_marker_ns, "trace_marker_ns", d.trace_marker_ns)?,
+        tracepoint_ns: cost(ctx, c.tracepoint_ns, "tracepoint_ns", d.tracepoint_ns)?,
         levels: d.levels,
     })
 }

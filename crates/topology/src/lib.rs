@@ -192,6 +192,17 @@ pub struct Costs {
     /// Modeled CPU time of one newidle `sched_balance_rq()` per CPU of the
     /// domain balanced; the newidle gate compares it with `avg_idle`.
     pub newidle_balance_ns_per_cpu: u64,
+    /// CPU time of a small syscall's entry and exit (an eventfd `read()` or
+    /// `write()`, `nanosleep()`), charged to the thread making it; the
+    /// kernel work inside (a wakeup) is not in it.
+    pub syscall_ns: u64,
+    /// CPU time of one `write()` to `trace_marker` while tracing records:
+    /// what each of the real runner's markers costs its thread. Charged only
+    /// when a run models a traced one (`SimOptions::traced`).
+    pub trace_marker_ns: u64,
+    /// CPU time of one enabled sched tracepoint (the event written into the
+    /// ring buffer), charged to the CPU that emits it in traced runs.
+    pub tracepoint_ns: u64,
     /// IPI delivery and cache-cold refill by distance (`Distance::LEVELS`
     /// order: smt, llc, package, numa); `[costs.<level>]` in the file, else
     /// the flat `ipi_ns` / `migration_cold_ns` at every level.
@@ -211,6 +222,9 @@ impl Default for Costs {
             smt_speed_pct: 60,
             idle_polling: false,
             newidle_balance_ns_per_cpu: 150,
+            syscall_ns: 0,
+            trace_marker_ns: 0,
+            tracepoint_ns: 0,
             levels: [LevelCosts { ipi_ns: 2_000, migration_cold_ns: 5_000 }; 4],
         }
     }

@@ -358,6 +358,23 @@ pub struct TaskTable {
     pub objects: Vec<String>,
 }
 
+impl EventKind {
+    /// The tracepoints `schedlab real` enables (sched_switch, sched_waking,
+    /// sched_wakeup, sched_wakeup_new, sched_migrate_task, sched_pi_setprio;
+    /// crates/runner/src/tracefs.rs): the ones a traced real run pays for.
+    pub fn is_captured_tracepoint(&self) -> bool {
+        matches!(
+            self,
+            EventKind::SchedSwitch { .. }
+                | EventKind::SchedWaking { .. }
+                | EventKind::SchedWakeup { .. }
+                | EventKind::SchedWakeupNew { .. }
+                | EventKind::SchedMigrateTask { .. }
+                | EventKind::SchedPiSetprio { .. }
+        )
+    }
+}
+
 impl TaskTable {
     /// The comm the kernel would print for `pid` (`swapper/N` for idle inside payloads).
     pub fn comm(&self, pid: Pid) -> &str {

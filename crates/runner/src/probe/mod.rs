@@ -15,6 +15,7 @@
 mod futex;
 mod noise;
 mod switch;
+mod syscall;
 mod wake;
 
 use std::time::Instant;
@@ -23,6 +24,7 @@ use schedlab_topology::host::{HostMachine, Measured};
 
 pub use noise::noise_probe;
 pub use switch::switch_probe;
+pub use syscall::{capture_cost_probe, syscall_probe, CaptureCosts};
 pub use wake::{wake_probe, IDLE_LENGTHS_NS};
 
 /// How much each probe measures.
@@ -117,6 +119,22 @@ pub fn run_probes(host: &HostMachine, budget: &ProbeBudget, progress: &mut dyn F
         match switch_probe(cpu, budget) {
             Ok(s) => m.switch = Some(s),
             Err(e) => m.notes.push(format!("context switch probe: {e}")),
+        }
+    }
+    if let Some(&cpu) = cpus.last() {
+        progress(&format!("syscall cost, and a capture's (trace_marker write, sched tracepoints) on CPU {cpu}"));
+        match std::thread::scope(|s| s.spawn(|| syscall_probe(cpu)).join()) {
+            Ok(Ok(p)) => m.syscall = Some(p),
+            Ok(Err(e)) => m.notes.push(format!("syscall probe: {e}")),
+            Err(_) => m.notes.push("syscall probe thread panicked".into()),
+        }
+        match capture_cost_probe(cpu, budget) {
+            Ok(c) => {
+                m.marker = Some(c.marker);
+                m.tracepoint = c.tracepoint;
+                m.events_per_handoff = Some(c.events_per_handoff);
+            }
+            Err(e) => m.notes.push(format!("capture cost probe: {e}")),
         }
     }
     if !cpus.is_empty() {

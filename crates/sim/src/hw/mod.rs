@@ -83,6 +83,11 @@ impl<'a> Hardware<'a> {
         }
     }
 
+    /// The machine's cost table.
+    pub fn costs(&self) -> &schedlab_topology::Costs {
+        &self.topo.costs
+    }
+
     pub fn nr_cpus(&self) -> usize {
         self.cpus.len()
     }

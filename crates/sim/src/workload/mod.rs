@@ -67,6 +67,8 @@ pub struct Thread {
     /// how many have been posted (the buffer is reused between runs).
     pub wake_batch: Vec<ObjId>,
     pub wake_pos: Option<usize>,
+    /// A `wait` took the counter and is paying its syscall and marker.
+    pub wait_consumed: bool,
 }
 
 impl Thread {
@@ -87,6 +89,7 @@ impl Thread {
             last_cpu: None,
             wake_batch: Vec::new(),
             wake_pos: None,
+            wait_consumed: false,
         }
     }
 }

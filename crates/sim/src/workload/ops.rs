@@ -79,8 +79,31 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// CPU time the thread spends in syscalls and marker writes before an
+    /// op takes effect, as `execute()` work (preemption can split it). True
+    /// once paid.
+    fn pay(&mut self, cpu: usize, th: usize, ns: u64) -> bool {
+        self.execute(cpu, th, |_| (ns > 0).then(|| ns.saturating_mul(UNITS_PER_NS)))
+    }
+
+    /// A marker write's cost, in runs that model the real runner's capture.
+    fn marker_ns(&self) -> u64 {
+        if self.traced {
+            self.hw.costs().trace_marker_ns
+        } else {
+            0
+        }
+    }
+
+    fn syscall_ns(&self) -> u64 {
+        self.hw.costs().syscall_ns
+    }
+
     /// Past the last op: the `loop_end` marker, then the next iteration or exit.
     fn end_of_iteration(&mut self, cpu: usize, th: usize) -> Flow {
+        if !self.pay(cpu, th, self.marker_ns()) {
+            return STOP;
+        }
         let n = self.threads[th].iteration;
         self.user_event(cpu, th, UserOp::LoopEnd { n: n as u32 });
         self.threads[th].iteration += 1;
@@ -138,6 +161,9 @@ impl<'a> Engine<'a> {
     /// Simplified: always at the hard end (what an otherwise quiet CPU does;
     /// the CPU's tick or another sleeper's timer could end it sooner).
     fn op_sleep(&mut self, cpu: usize, th: usize, ns: u64) -> Flow {
+        if !self.pay(cpu, th, self.syscall_ns()) {
+            return STOP;
+        }
         let at = self.now + ns + self.scenario.threads[self.threads[th].spec].timer_slack_ns;
         self.threads[th].pc += 1;
         self.threads[th].timer_gen += 1;
@@ -151,21 +177,33 @@ impl<'a> Engine<'a> {
     /// `wait`: a blocking eventfd `read()`, which takes the whole counter.
     fn op_wait(&mut self, cpu: usize, th: usize, efd: &ObjRef, polled: Option<usize>) -> Flow {
         let id = self.operand(th, efd, polled)?;
-        let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
-        if *counter > 0 {
+        if !self.threads[th].wait_consumed {
+            let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
+            if *counter == 0 {
+                waiters.push(th);
+                self.block(cpu, th, Blocked::Eventfd(id));
+                return NEXT;
+            }
             *counter = 0;
-            self.threads[th].pc += 1;
-            self.user_event(cpu, th, UserOp::WaitDone { obj: id });
-        } else {
-            waiters.push(th);
-            self.block(cpu, th, Blocked::Eventfd(id));
+            self.threads[th].wait_consumed = true;
         }
+        // read() returns, then the marker is written.
+        if !self.pay(cpu, th, self.syscall_ns() + self.marker_ns()) {
+            return STOP;
+        }
+        self.threads[th].wait_consumed = false;
+        self.threads[th].pc += 1;
+        self.user_event(cpu, th, UserOp::WaitDone { obj: id });
         NEXT
     }
 
     /// `signal`: an eventfd `write()`, then the return to user preempts.
     fn op_signal(&mut self, cpu: usize, th: usize, efd: &ObjRef, count: u64, polled: Option<usize>) -> Flow {
         let id = self.operand(th, efd, polled)?;
+        // The marker's write, then write()'s entry: the wakeup comes after them.
+        if !self.pay(cpu, th, self.marker_ns() + self.syscall_ns()) {
+            return STOP;
+        }
         self.threads[th].pc += 1;
         self.signal(cpu, th, id, count);
         self.preempt_point(cpu);
@@ -188,6 +226,9 @@ impl<'a> Engine<'a> {
     fn op_wake_list(&mut self, cpu: usize, th: usize, list: &ObjRef, cost_ns: u64, polled: Option<usize>) -> Flow {
         let list = self.operand(th, list, polled)?;
         if self.threads[th].wake_pos.is_none() {
+            if !self.pay(cpu, th, self.marker_ns()) {
+                return STOP;
+            }
             // xlist_splice() returns the newest entry first; one
             // timestamp stands for the whole list run.
             let thread = &mut self.threads[th];
@@ -222,6 +263,9 @@ impl<'a> Engine<'a> {
     /// `post`: a store to a shared-memory flag; running pollers notice.
     fn op_post(&mut self, cpu: usize, th: usize, flag: &ObjRef, polled: Option<usize>) -> Flow {
         let id = self.operand(th, flag, polled)?;
+        if !self.pay(cpu, th, self.marker_ns()) {
+            return STOP;
+        }
         self.threads[th].pc += 1;
         self.user_event(cpu, th, UserOp::Post { obj: id });
         if let ObjState::Flag { posted_at } = &mut self.objects[id as usize] {
@@ -349,7 +393,8 @@ impl<'a> Engine<'a> {
         let thread = &self.threads[th];
         let ops = &self.scenario.threads[thread.spec].program.ops;
         match ops.get(thread.pc) {
-            Some(Op::Run { .. } | Op::WakeList { .. }) if thread.run_started => {
+            // CPU work in progress: a burst, or an op's syscall and marker time.
+            _ if thread.run_started => {
                 let rate = self.hw.rate(cpu).max(1);
                 Some(self.now + thread.remaining.div_ceil(rate))
             }

@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::measured::{exit_curve, ipi_from_probes, split_noise, CurvePoint, Measured, NoiseFigures, WakeProbe};
+use super::measured::{
+    exit_curve, ipi_from_probes, split_noise, switch_from_probes, CurvePoint, Measured, NoiseFigures, WakeProbe,
+};
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};
 
@@ -420,19 +422,72 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
         "# = the shallowest [[idle.states]] entry's exit_latency (the flat key older readers use)\nidle_exit_ns = {}",
         dur(exit.unwrap_or(if host.guest { 20_000 } else { 1_000 }))
     );
+    let syscall = measured.and_then(|m| m.syscall);
+    let marker = measured.and_then(|m| m.marker);
     match switch {
         Some(s) => {
             let _ = writeln!(
                 o,
                 "# [measured: probe switch: two threads on one CPU ping-pong through futexes; round trip / 2,\n\
-                 # median of {} batches (p99 {})]\ncontext_switch_ns = {}",
+                 # median of {} batches (p99 {}) = {}, minus its two syscalls (2 x syscall_ns below), which the\n\
+                 # model charges on the ops that make them]\ncontext_switch_ns = {}",
+                s.n,
+                dur(s.p99).trim_matches('"'),
+                dur(s.p50).trim_matches('"'),
+                dur(switch_from_probes(&s, syscall.as_ref()))
+            );
+        }
+        None => {
+            let _ = writeln!(o, "# [assumed: the model's default]\ncontext_switch_ns = {}", dur(d.context_switch_ns));
+        }
+    }
+    match syscall {
+        Some(s) => {
+            let _ = writeln!(
+                o,
+                "# [measured: probe syscall: an eventfd write() with no waiter, median of {} batches (p99 {})]\nsyscall_ns = {}",
                 s.n,
                 dur(s.p99).trim_matches('"'),
                 dur(s.p50)
             );
         }
         None => {
-            let _ = writeln!(o, "# [assumed: the model's default]\ncontext_switch_ns = {}", dur(d.context_switch_ns));
+            let _ = writeln!(o, "# syscall_ns: not measured (0: the ops' syscalls are free)");
+        }
+    }
+    match marker {
+        Some(m) => {
+            let _ = writeln!(
+                o,
+                "# [measured: probe capture: a write() to trace_marker with the real runner's capture configured,\n\
+                 # median of {} batches (p99 {}); charged per workload marker in runs that model a captured one]\n\
+                 trace_marker_ns = {}",
+                m.n,
+                dur(m.p99).trim_matches('"'),
+                dur(m.p50)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "# trace_marker_ns: not measured (see the notes above); captured runs are modeled without it"
+            );
+        }
+    }
+    match (measured.and_then(|m| m.tracepoint), measured.and_then(|m| m.events_per_handoff)) {
+        (Some(t), Some(per)) => {
+            let _ = writeln!(
+                o,
+                "# [measured: probe capture: the same-CPU switch probe with the runner's six sched events enabled,\n\
+                 # minus without, per event ({per:.2} events counted per handoff)]\ntracepoint_ns = {}",
+                dur(t.p50)
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                o,
+                "# tracepoint_ns: not measured (see the notes above); captured runs are modeled without it"
+            );
         }
     }
     let _ = writeln!(

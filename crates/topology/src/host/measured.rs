@@ -71,6 +71,15 @@ pub struct Measured {
     /// Per-switch cost: same-CPU ping-pong round trip / 2.
     pub switch: Option<Percentiles>,
     pub noise: Option<NoiseProbe>,
+    /// An eventfd `write()` with no waiter, per call.
+    pub syscall: Option<Percentiles>,
+    /// A `write()` to `trace_marker` while tracing records, per call.
+    pub marker: Option<Percentiles>,
+    /// One captured sched tracepoint: the switch probe with the capture's
+    /// events on minus without, per event.
+    pub tracepoint: Option<Percentiles>,
+    /// Events the traced switch probe wrote per handoff.
+    pub events_per_handoff: Option<f64>,
     /// What was skipped or failed, and why.
     pub notes: Vec<String>,
     /// Wall time of the whole probe run, ns.
@@ -109,6 +118,14 @@ pub fn exit_curve(wake: &WakeProbe) -> Option<Vec<CurvePoint>> {
 pub fn ipi_from_probes(wake: &WakeProbe, switch: Option<&Percentiles>) -> Option<u64> {
     let busy = wake.busy?;
     Some(busy.p50.saturating_sub(switch.map_or(0, |s| s.p50)))
+}
+
+/// The model's own context switch: the probe's same-CPU futex handoff
+/// (round trip / 2) holds two syscalls — the waker's FUTEX_WAKE and the
+/// wakee's return from FUTEX_WAIT — that the model charges as `syscall_ns`
+/// on their ops, so they are taken out once here.
+pub fn switch_from_probes(switch: &Percentiles, syscall: Option<&Percentiles>) -> u64 {
+    switch.p50.saturating_sub(2 * syscall.map_or(0, |s| s.p50))
 }
 
 /// A `[[noise]]` entry's figures.

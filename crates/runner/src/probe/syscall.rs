@@ -1,0 +1,125 @@
+//! What a workload op's own syscalls and the real runner's capture cost:
+//! the median time of an eventfd `write()` with no waiter (a small
+//! syscall's entry, work and exit), of a `write()` to `trace_marker` while
+//! the capture records (each marker of a captured run), and of one sched
+//! tracepoint. Batches of calls on one pinned thread.
+
+use std::io::Write;
+
+use schedlab_topology::host::Percentiles;
+
+use crate::sys::{now_ns, set_affinity};
+
+const BATCHES: usize = 21;
+const CALLS: u64 = 500;
+
+/// Per-call cost of `f`, median and p99 over batches.
+fn per_call(mut f: impl FnMut() -> Result<(), String>) -> Result<Percentiles, String> {
+    let mut per = Vec::with_capacity(BATCHES);
+    for _ in 0..BATCHES {
+        let t0 = now_ns();
+        for _ in 0..CALLS {
+            f()?;
+        }
+        per.push((now_ns() - t0) / CALLS);
+    }
+    Percentiles::of(&per).ok_or_else(|| "no samples".to_string())
+}
+
+/// The eventfd `write()` cost on `cpu`.
+pub fn syscall_probe(cpu: usize) -> Result<Percentiles, String> {
+    set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+    // SAFETY: plain syscalls on a descriptor this function owns.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(format!("eventfd: {}", std::io::Error::last_os_error()));
+    }
+    let one = 1u64.to_ne_bytes();
+    let result = per_call(|| {
+        // SAFETY: writes 8 bytes from a live buffer to our eventfd.
+        let n = unsafe { libc::write(fd, one.as_ptr().cast(), 8) };
+        if n == 8 {
+            Ok(())
+        } else {
+            Err(format!("eventfd write: {}", std::io::Error::last_os_error()))
+        }
+    });
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// What a capture like `schedlab real`'s costs: a `trace_marker` write, and
+/// one sched tracepoint (the per-event difference of the same-CPU switch
+/// probe with the real runner's six sched events enabled and without).
+pub struct CaptureCosts {
+    pub marker: Percentiles,
+    /// Per event; `None` when the events were not counted.
+    pub tracepoint: Option<Percentiles>,
+    /// Events the traced switch probe wrote per handoff (counted, not assumed).
+    pub events_per_handoff: f64,
+}
+
+/// Measure [`CaptureCosts`] on `cpu` with the real runner's own protocol:
+/// the run lock, a leftover restore, the settings saved to the state file
+/// before any is changed, the runner's capture configuration, and every
+/// setting put back (tracefs unmounted if this mounted it) — so a kill
+/// midway is undone by the next `schedlab real` or probe, as for a run.
+/// Needs root. Refused when tracing is in use by someone else (a tracer,
+/// or events enabled): its trace would get the probe's events.
+pub fn capture_cost_probe(cpu: usize, budget: &super::ProbeBudget) -> Result<CaptureCosts, String> {
+    use crate::state::{state_dir, RunLock};
+    use crate::tracefs::{restore, CaptureSettings, Tracefs};
+    let lock = RunLock::acquire(&state_dir()).map_err(|e| e.to_string())?;
+    lock.restore_leftover().map_err(|e| e.to_string())?;
+    let tracefs = Tracefs::open().map_err(|e| format!("tracefs: {e}"))?;
+    let settings = CaptureSettings { buffer_kb: 8192, stat_runtime: false, rt_runtime_us: None };
+    let saved = tracefs.save(&settings).map_err(|e| e.to_string())?;
+    let read = |f: &str| tracefs.read(f).map(|s| s.trim().to_string()).map_err(|e| e.to_string());
+    if read("current_tracer")? != "nop" || !matches!(read("events/enable")?.as_str(), "0" | "") {
+        if tracefs.mounted_by_us {
+            let _ = restore(&saved);
+        }
+        return Err("tracing is in use (a tracer or events enabled): not touched".into());
+    }
+    let untraced = super::switch_probe(cpu, budget);
+    lock.write_state(&saved).map_err(|e| e.to_string())?;
+    let measured = tracefs.configure(&settings).map_err(|e| e.to_string()).and_then(|()| {
+        let traced = super::switch_probe(cpu, budget)?;
+        let stats = read(&format!("per_cpu/cpu{cpu}/stats"))?;
+        let count =
+            |key: &str| stats.lines().find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok()).unwrap_or(0);
+        let events = count("entries:") + count("overrun:");
+        let marker = std::thread::scope(|s| s.spawn(|| marker_writes(&tracefs.root, cpu)).join())
+            .map_err(|_| "marker probe panicked".to_string())??;
+        Ok((traced, events, marker))
+    });
+    let restored = restore(&saved);
+    lock.clear_state();
+    restored.map_err(|e| format!("restoring tracefs: {e}"))?;
+    let (traced, events, marker) = measured?;
+    let untraced = untraced?;
+    let handoffs = (budget.switch_batches * budget.switch_round_trips * 2) as f64;
+    let events_per_handoff = events as f64 / handoffs;
+    let tracepoint = (events_per_handoff >= 1.0).then(|| {
+        let per = |a: u64, b: u64| ((a.saturating_sub(b)) as f64 / events_per_handoff).round() as u64;
+        Percentiles {
+            n: traced.n,
+            p50: per(traced.p50, untraced.p50),
+            p99: per(traced.p99, untraced.p99),
+            max: per(traced.max, untraced.max),
+        }
+    });
+    Ok(CaptureCosts { marker, tracepoint, events_per_handoff })
+}
+
+/// `trace_marker` writes on `cpu` while the capture is configured.
+fn marker_writes(dir: &std::path::Path, cpu: usize) -> Result<Percentiles, String> {
+    set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("trace_marker"))
+        .map_err(|e| format!("trace_marker: {e}"))?;
+    // About the length of the runner's markers ("schedlab signal obj=3").
+    per_call(|| f.write_all(b"schedlab probe obj=0").map_err(|e| format!("trace_marker write: {e}")))
+}
