@@ -34,11 +34,11 @@ pub use cases::{Case, CASES};
 pub use metrics::{Metric, Side};
 pub use schedlab_report::Verdict;
 
-/// The machine the model uses unless `--topology` names another. One
-/// constant, so that switching the default (to the host's own generated
-/// topology, `scenarios/topologies/host-kvm-2.toml`, once issue 14 item 5
-/// lands) is a one-line change. Relative to the schedlab checkout.
-pub const DEFAULT_TOPOLOGY: &str = "scenarios/topologies/kvm-2.toml";
+/// The machine the model runs by default: this project's CI/dev host as
+/// `schedlab topologies --host` read and measured it (its idle states,
+/// distances, costs and noise). On another machine, generate yours with
+/// `--host --out FILE` and pass `--topology FILE`. Relative to the checkout.
+pub const DEFAULT_TOPOLOGY: &str = "scenarios/topologies/host-kvm-2.toml";
 
 /// The analysis's grace window (the suite reads no figure it changes).
 const GRACE_NS: u64 = DEFAULT_GRACE_NS;
