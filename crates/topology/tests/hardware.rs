@@ -148,7 +148,7 @@ fn bad_idle_input_is_located() {
     let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\ntimer_exit_latency_by_idle = [ { idle = \"5us\", p50 = \"3s\" } ]\n");
     assert!(e.message.contains("p50 = 3000000000 ns is implausibly large"), "{e}");
     let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\ntimer_exit_latency_by_idle = [ { idle = \"5us\", p90 = \"3us\" } ]\n");
-    assert!(e.message.contains("unknown field"), "{e}");
+    assert!(e.message.contains("unknown key `p90`"), "{e}");
     let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\nresidency = 0\n");
     assert!(e.message.contains("unknown key"), "{e}");
 }
