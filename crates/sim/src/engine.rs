@@ -416,7 +416,7 @@ impl<'a> Engine<'a> {
                         return self.error.is_none();
                     }
                     let exit =
-                        if !exited && self.kernel.curr(cpu).is_none() { self.hw.exit_cost(cpu, self.now) } else { 0 };
+                        if !exited && self.kernel.curr(cpu).is_none() { self.hw.timer_exit_cost(cpu, self.now) } else { 0 };
                     if exit > 0 {
                         self.queue.push(self.now + exit, Ev::Timer { thread, gen, cpu, exited: true });
                     } else {
