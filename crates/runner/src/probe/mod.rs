@@ -50,7 +50,7 @@ pub struct ProbeBudget {
 
 impl ProbeBudget {
     /// What `schedlab topologies --host` runs: about 2.5 s per distance
-    /// level plus 1 s of noise.
+    /// level, 2 s of timer wakeups on one CPU and 1 s of noise.
     pub fn full() -> ProbeBudget {
         ProbeBudget {
             idle_lengths_ns: IDLE_LENGTHS_NS.to_vec(),

@@ -26,8 +26,8 @@ pub use cpus::HostCpu;
 pub use emit::{render, RenderOptions};
 pub use kernel::{Haltpoll, HostIdle, HostIdleState};
 pub use measured::{
-    exit_curve, ipi_from_probes, split_noise, timer_exit_curve, CurvePoint, Measured, NoiseFigures, NoiseProbe, Percentiles,
-    TimerProbe, WakeProbe,
+    exit_curve, ipi_from_probes, split_noise, timer_exit_curve, CurvePoint, Measured, NoiseFigures, NoiseProbe,
+    Percentiles, TimerProbe, WakeProbe,
 };
 
 use crate::{Distance, PreemptModel, Topology};
