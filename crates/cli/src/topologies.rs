@@ -15,7 +15,7 @@ pub struct TopologiesArgs {
     #[arg(conflicts_with = "host")]
     pub name: Option<String>,
     /// Read this machine (sysfs, procfs, kernel config) and measure what sysfs cannot say
-    /// with short probes (about 2.5 s per distance level plus 1 s; 3.5 s on a 2-CPU guest), then print it as a topology TOML (see below).
+    /// with short probes (about 2.5 s per distance level plus 3 s; 5.2 s on a 2-CPU guest), then print it as a topology TOML (see below).
     #[arg(long)]
     pub host: bool,
     /// With --host: read sysfs only, run no probe (every cost is then marked assumed).

@@ -16,6 +16,9 @@ fn quick_probes_on_this_host_give_sane_ordered_figures_and_clean_up() {
     }
     let threads_before = sys::thread_count();
     let attr_before = sys::sched_getattr(0).unwrap();
+    // SAFETY: plain prctl reads of this thread's timer slack.
+    let slack = || unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    let slack_before = slack();
     let mut lines = Vec::new();
     let m = run_probes(&host, &ProbeBudget::quick(), &mut |l| lines.push(l.to_string()));
     assert!(m.elapsed_ns < 5_000_000_000, "quick probes took {} ms", m.elapsed_ns / 1_000_000);
@@ -34,6 +37,16 @@ fn quick_probes_on_this_host_give_sane_ordered_figures_and_clean_up() {
         let busy = w.busy.expect("busy-CPU wakeups measured");
         assert!(busy.p50 > 0 && busy.p50 <= busy.p99 && busy.p50 < 5_000_000, "{busy:?}");
     }
+    let t = m.timer.as_ref().unwrap_or_else(|| panic!("timer probe did not run: {:?}", m.notes));
+    let lengths: Vec<u64> = t.by_idle.iter().map(|(i, _)| *i).collect();
+    assert_eq!(lengths, ProbeBudget::quick().idle_lengths_ns, "every idle length sampled");
+    for (idle, p) in &t.by_idle {
+        // The stamp comes after the expiry; more than 5 ms late is a broken sleep, not a wakeup cost.
+        assert!(p.n > 0 && p.p50 > 0 && p.p50 <= p.p99 && p.p50 < 5_000_000, "{idle}: {p:?}");
+    }
+    let busy = t.busy.expect("busy-CPU timer wakeups measured");
+    assert!(busy.n == ProbeBudget::quick().busy_samples && busy.p50 > 0 && busy.p50 < 5_000_000, "{busy:?}");
+    assert_eq!(slack(), slack_before, "the caller's timer slack is untouched (prctl is per thread)");
     let s = m.switch.expect("context switch measured");
     assert!(s.p50 > 100 && s.p50 < 1_000_000 && s.p50 <= s.p99, "{s:?}");
     let n = m.noise.expect("noise measured");

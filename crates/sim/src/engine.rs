@@ -434,8 +434,11 @@ impl<'a> Engine<'a> {
                         self.queue.push(busy_until, Ev::Timer { thread, gen, cpu, exited: true });
                         return self.error.is_none();
                     }
-                    let exit =
-                        if !exited && self.kernel.curr(cpu).is_none() { self.hw.exit_cost(cpu, self.now) } else { 0 };
+                    let exit = if !exited && self.kernel.curr(cpu).is_none() {
+                        self.hw.timer_exit_cost(cpu, self.now)
+                    } else {
+                        0
+                    };
                     if exit > 0 {
                         self.queue.push(self.now + exit, Ev::Timer { thread, gen, cpu, exited: true });
                     } else {

@@ -101,6 +101,28 @@ fn a_measured_exit_curve_makes_long_idles_dearer() {
 }
 
 #[test]
+fn a_timer_wakeup_pays_the_timer_curve_and_an_eventfd_wakeup_the_ipi_curve() {
+    // A vCPU's halt: after 200 us or more of idle, an IPI's exit costs 15 us
+    // but the CPU's own timer 25 us (the host's hrtimer wakes the vCPU).
+    let halt = "[idle]\ngovernor = \"none\"\n[[idle.states]]\nname = \"HLT\"\nexit_latency_by_idle = [ { idle = \"0us\", p50 = \"1us\" }, { idle = \"200us\", p50 = \"15us\" } ]\ntimer_exit_latency_by_idle = [ { idle = \"0us\", p50 = \"1us\" }, { idle = \"200us\", p50 = \"25us\" } ]\n";
+    let machine = format!("{MACHINE}{halt}");
+    // The eventfd wakeup after 1 ms of idle: IPI + the IPI curve's exit + switch.
+    let mut h = handoffs(&sim(&with_topology(&machine, &kick_after("1ms")), 3), "sleeper");
+    h.sort_unstable();
+    assert_eq!(h[h.len() / 2], 5_000 + 15_000 + 2_000);
+    // The timer wakeup after 1 ms of idle: SCHED_FIFO sleeps have no slack, so
+    // each period is the sleep, the timer curve's exit, the switch and the run.
+    let body = "duration = \"100ms\"\n[[thread]]\nname = \"s\"\npolicy = \"SCHED_FIFO\"\naffinity = \"1\"\nprogram = [ { sleep = \"1ms\" }, { run = \"10us\" } ]\n";
+    let r = sim(&with_topology(&machine, body), 3);
+    let ts: Vec<u64> =
+        r.trace.events.iter().filter(|e| matches!(e.kind, EventKind::SchedWaking { .. })).map(|e| e.ts).collect();
+    let mut periods: Vec<u64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(periods.len() > 50);
+    periods.sort_unstable();
+    assert_eq!(periods[periods.len() / 2], 1_000_000 + 25_000 + 2_000 + 10_000);
+}
+
+#[test]
 fn menu_picks_a_shallow_state_for_short_idles_and_a_deep_one_for_long() {
     let acpi = "[idle]\ngovernor = \"menu\"\n[[idle.states]]\nname = \"POLL\"\nexit_latency = 0\npolling = true\n[[idle.states]]\nname = \"C1\"\nexit_latency = \"1us\"\ntarget_residency = \"2us\"\npolling = true\n[[idle.states]]\nname = \"C3\"\nexit_latency = \"100us\"\ntarget_residency = \"200us\"\n";
     let median = |gap: &str| {

@@ -60,6 +60,7 @@ pub(crate) struct IdleStateFile {
     pub target_residency: Option<Spanned<DurationNs>>,
     pub polling: Option<bool>,
     pub exit_latency_by_idle: Option<Vec<Spanned<ExitPointFile>>>,
+    pub timer_exit_latency_by_idle: Option<Vec<Spanned<ExitPointFile>>>,
 }
 
 /// `{ idle = "...", p50 = "...", p99 = "..." }`.

@@ -28,6 +28,12 @@ pub struct IdleState {
     /// the example: the host polls for the vCPU for a while (KVM's
     /// halt_poll_ns), then deschedules it, then its own CPU goes deeper.
     pub exit_by_idle: Vec<ExitPoint>,
+    /// Measured exit cost when the CPU's own timer ends the idle, same
+    /// format; empty means `exit_by_idle`. In a VM the two differ: the
+    /// guest's LAPIC timer is an hrtimer in the host, which must fire and
+    /// wake the vCPU thread, while an IPI's exit is only the vCPU wakeup.
+    /// On bare metal both are the same idle exit.
+    pub timer_exit_by_idle: Vec<ExitPoint>,
 }
 
 /// The exit cost after an idle of `idle_ns`: median and 99th percentile.
@@ -42,23 +48,33 @@ impl IdleState {
     /// The state's exit cost after idling `idle_ns`: (median, p99). Linear
     /// between measured points; the ends hold beyond them.
     pub fn exit_after(&self, idle_ns: u64) -> (u64, u64) {
-        let pts = &self.exit_by_idle;
-        let Some(first) = pts.first() else { return (self.exit_latency_ns, self.exit_latency_ns) };
-        if idle_ns <= first.idle_ns {
-            return (first.p50_ns, first.p99_ns);
-        }
-        for w in pts.windows(2) {
-            let (a, b) = (w[0], w[1]);
-            if idle_ns <= b.idle_ns {
-                let span = (b.idle_ns - a.idle_ns).max(1) as f64;
-                let f = (idle_ns - a.idle_ns) as f64 / span;
-                let lerp = |x: u64, y: u64| (x as f64 + (y as f64 - x as f64) * f).round() as u64;
-                return (lerp(a.p50_ns, b.p50_ns), lerp(a.p99_ns, b.p99_ns));
-            }
-        }
-        let last = pts[pts.len() - 1];
-        (last.p50_ns, last.p99_ns)
+        curve_at(&self.exit_by_idle, idle_ns).unwrap_or((self.exit_latency_ns, self.exit_latency_ns))
     }
+
+    /// The exit cost after idling `idle_ns` when the CPU's own timer wakes
+    /// it: the timer curve, else the same as `exit_after`.
+    pub fn timer_exit_after(&self, idle_ns: u64) -> (u64, u64) {
+        curve_at(&self.timer_exit_by_idle, idle_ns).unwrap_or_else(|| self.exit_after(idle_ns))
+    }
+}
+
+/// A curve's (p50, p99) at `idle_ns`, `None` when it has no points.
+fn curve_at(pts: &[ExitPoint], idle_ns: u64) -> Option<(u64, u64)> {
+    let first = pts.first()?;
+    if idle_ns <= first.idle_ns {
+        return Some((first.p50_ns, first.p99_ns));
+    }
+    for w in pts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if idle_ns <= b.idle_ns {
+            let span = (b.idle_ns - a.idle_ns).max(1) as f64;
+            let f = (idle_ns - a.idle_ns) as f64 / span;
+            let lerp = |x: u64, y: u64| (x as f64 + (y as f64 - x as f64) * f).round() as u64;
+            return Some((lerp(a.p50_ns, b.p50_ns), lerp(a.p99_ns, b.p99_ns)));
+        }
+    }
+    let last = pts[pts.len() - 1];
+    Some((last.p50_ns, last.p99_ns))
 }
 
 /// The cpuidle governor (`/sys/devices/system/cpu/cpuidle/current_governor`).

@@ -94,6 +94,27 @@ exit_latency_by_idle = [ { idle = "0us", p50 = "10us", p99 = "20us" }, { idle = 
 }
 
 #[test]
+fn timer_exit_curve_is_separate_and_falls_back_to_the_ipi_curve() {
+    let halt = |extra: &str| {
+        let t = load(&format!(
+            "[idle]\ngovernor = \"none\"\n[[idle.states]]\nname = \"HLT\"\nexit_latency_by_idle = [ {{ idle = \"5us\", p50 = \"1us\", p99 = \"2us\" }}, {{ idle = \"1ms\", p50 = \"15us\", p99 = \"20us\" }} ]\n{extra}"
+        ));
+        t.idle.states[0].clone()
+    };
+    let s = halt("timer_exit_latency_by_idle = [ { idle = \"5us\", p50 = \"10us\", p99 = \"30us\" }, { idle = \"1ms\", p50 = \"25us\", p99 = \"40us\" } ]\n");
+    assert_eq!(s.timer_exit_by_idle.len(), 2);
+    assert_eq!(s.exit_after(1_000_000), (15_000, 20_000), "the IPI curve is untouched");
+    assert_eq!(s.timer_exit_after(1_000_000), (25_000, 40_000));
+    assert_eq!(s.timer_exit_after(0), (10_000, 30_000), "the first point holds before it");
+    let s = halt("");
+    assert!(s.timer_exit_by_idle.is_empty());
+    assert_eq!(s.timer_exit_after(1_000_000), s.exit_after(1_000_000), "no timer curve: the IPI curve");
+    // Without any curve both give the flat exit_latency.
+    let t = load("[idle]\n[[idle.states]]\nexit_latency = \"3us\"\n");
+    assert_eq!(t.idle.states[0].timer_exit_after(1_000_000), (3_000, 3_000));
+}
+
+#[test]
 fn haltpoll_parameters_and_shape() {
     let t = load(
         "[idle]\ngovernor = \"haltpoll\"\n[[idle.states]]\nname = \"poll\"\nexit_latency = 0\npolling = true\n[[idle.states]]\nname = \"halt\"\nexit_latency = \"2us\"\n[idle.haltpoll]\nguest_halt_poll_ns = \"400us\"\ngrow = 4\n",
@@ -120,6 +141,14 @@ fn bad_idle_input_is_located() {
     assert!(e.message.contains("p99 is below p50"), "{e}");
     let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\nexit_latency_by_idle = [ { idle = \"5us\", p50 = \"3us\" }, { idle = \"5us\", p50 = \"4us\" } ]\n");
     assert!(e.message.contains("sorted by `idle`"), "{e}");
+    let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\ntimer_exit_latency_by_idle = [ { idle = \"5us\", p50 = \"3us\", p99 = \"2us\" } ]\n");
+    assert_eq!((e.line, e.message.contains("timer_exit_latency_by_idle: p99 is below p50")), (11, true), "{e}");
+    let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\ntimer_exit_latency_by_idle = [ { idle = \"1ms\", p50 = \"3us\" }, { idle = \"5us\", p50 = \"4us\" } ]\n");
+    assert!(e.message.contains("timer_exit_latency_by_idle points must be sorted by `idle`"), "{e}");
+    let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\ntimer_exit_latency_by_idle = [ { idle = \"5us\", p50 = \"3s\" } ]\n");
+    assert!(e.message.contains("p50 = 3000000000 ns is implausibly large"), "{e}");
+    let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\ntimer_exit_latency_by_idle = [ { idle = \"5us\", p90 = \"3us\" } ]\n");
+    assert!(e.message.contains("unknown key `p90`"), "{e}");
     let e = err("[idle]\n[[idle.states]]\nexit_latency = 0\nresidency = 0\n");
     assert!(e.message.contains("unknown key"), "{e}");
 }

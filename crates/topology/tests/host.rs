@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use schedlab_topology::host::{
-    exit_curve, host_toml, read_host, render, Measured, NoiseProbe, Percentiles, RenderOptions, WakeProbe,
+    exit_curve, host_toml, read_host, render, Measured, NoiseProbe, Percentiles, RenderOptions, TimerProbe, WakeProbe,
 };
 use schedlab_topology::{Distance, Governor, NoiseKind, Topology};
 
@@ -326,6 +326,12 @@ fn measured() -> Measured {
             wake(Distance::Llc, 1, 0, 4_000),
             wake(Distance::Package, 2, 0, 6_000),
         ],
+        timer: Some(TimerProbe {
+            cpu: 0,
+            slack_ns: 1,
+            by_idle: vec![(5_000, pct(6_000, 9_000, 300)), (1_000_000, pct(30_000, 70_000, 200))],
+            busy: Some(pct(5_000, 8_000, 300)),
+        }),
         switch: Some(pct(1_500, 2_000, 21)),
         noise: Some(NoiseProbe {
             duration_ns: 1_000_000_000,
@@ -356,6 +362,11 @@ fn probe_figures_land_in_the_file_and_load_back() {
         assert_eq!((g.idle_ns, g.p50_ns, g.p99_ns), (w.idle_ns, w.p50_ns, w.p99_ns));
     }
     assert_eq!((got[0].p50_ns, got[2].p50_ns), (2_400, 54_000));
+    // The timer curve: oversleep minus the busy oversleep median.
+    let timer = &topo.idle.states[0].timer_exit_by_idle;
+    let want: Vec<(u64, u64, u64)> = vec![(5_000, 1_000, 4_000), (1_000_000, 25_000, 65_000)];
+    assert_eq!(timer.iter().map(|p| (p.idle_ns, p.p50_ns, p.p99_ns)).collect::<Vec<_>>(), want);
+    assert!(text.contains("# [measured: probe timer on CPU 0"), "{text}");
     assert_eq!(topo.costs.context_switch_ns, 1_500);
     // ipi per level = busy median - switch.
     assert_eq!(topo.level_costs(Distance::Smt).ipi_ns, 1_500);
@@ -400,5 +411,6 @@ fn the_committed_kvm_example_loads() {
     assert_eq!((halt.name.as_str(), halt.polling), ("HLT", false));
     assert_eq!(halt.exit_by_idle.len(), 9, "one point per probed idle length");
     assert!(halt.exit_by_idle.windows(2).all(|w| w[0].idle_ns < w[1].idle_ns));
+    assert_eq!(halt.timer_exit_by_idle.len(), 9, "the timer probe: one point per idle length");
     assert!(topo.noise.iter().any(|n| n.kind == NoiseKind::Irq));
 }

@@ -1,6 +1,7 @@
 //! Short real measurements of what sysfs cannot say, for
 //! `schedlab topologies --host`: how long a wakeup takes after the target
-//! CPU idled for a while, the same onto a busy CPU, a same-CPU context
+//! CPU idled for a while, the same onto a busy CPU, the same for a wakeup
+//! by the CPU's own timer, a same-CPU context
 //! switch, and the interference a spinning thread sees.
 //!
 //! Every probe thread is pinned, SCHED_OTHER (the busy probe's spinner at
@@ -16,6 +17,7 @@ mod futex;
 mod noise;
 mod switch;
 mod syscall;
+mod timer;
 mod wake;
 
 use std::time::Instant;
@@ -25,6 +27,7 @@ use schedlab_topology::host::{HostMachine, Measured};
 pub use noise::noise_probe;
 pub use switch::switch_probe;
 pub use syscall::{capture_cost_probe, syscall_probe, CaptureCosts};
+pub use timer::timer_probe;
 pub use wake::{wake_probe, IDLE_LENGTHS_NS};
 
 /// How much each probe measures.
@@ -49,7 +52,7 @@ pub struct ProbeBudget {
 
 impl ProbeBudget {
     /// What `schedlab topologies --host` runs: about 2.5 s per distance
-    /// level plus 1 s of noise.
+    /// level, 2 s of timer wakeups on one CPU and 1 s of noise.
     pub fn full() -> ProbeBudget {
         ProbeBudget {
             idle_lengths_ns: IDLE_LENGTHS_NS.to_vec(),
@@ -112,6 +115,15 @@ pub fn run_probes(host: &HostMachine, budget: &ProbeBudget, progress: &mut dyn F
         match wake_probe(level, waker, wakee, budget) {
             Ok(w) => m.wake.push(w),
             Err(e) => m.notes.push(format!("wakeup probe {waker}->{wakee}: {e}")),
+        }
+    }
+    if let Some(&cpu) = cpus.last() {
+        progress(&format!(
+            "timer wakeup: absolute sleeps on CPU {cpu} after idle lengths 5us..20ms, then with the CPU busy"
+        ));
+        match timer_probe(cpu, budget) {
+            Ok(t) => m.timer = Some(t),
+            Err(e) => m.notes.push(format!("timer probe on CPU {cpu}: {e}")),
         }
     }
     if let Some(&cpu) = cpus.last() {

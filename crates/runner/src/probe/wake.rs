@@ -25,7 +25,7 @@ pub const IDLE_LENGTHS_NS: [u64; 9] =
 /// The spin before a busy-CPU wakeup: the length does not matter, the CPU is busy.
 const BUSY_GAP_NS: u64 = 50_000;
 /// Unrecorded rounds before each idle length's samples.
-const WARMUP: usize = 5;
+pub(super) const WARMUP: usize = 5;
 /// Longest a futex sleep lasts before the sleeper rechecks its deadline.
 const SLEEP_SLICE_NS: u64 = 100_000_000;
 /// Longest the waker waits for the wakee to arm or to run.
@@ -67,7 +67,7 @@ fn wakee(slot: &Slot, cpu: usize, deadline: u64) -> Result<(), String> {
 }
 
 /// A SCHED_OTHER nice-19 thread that keeps `cpu` busy until told to stop.
-fn spinner(stop: &AtomicBool, cpu: usize, deadline: u64) -> Result<(), String> {
+pub(super) fn spinner(stop: &AtomicBool, cpu: usize, deadline: u64) -> Result<(), String> {
     set_affinity(&[cpu]).map_err(|e| format!("pinning the spinner to CPU {cpu}: {e}"))?;
     set_comm("schedlab-spin19");
     // SAFETY: plain syscall on this thread; raising nice needs no privilege.

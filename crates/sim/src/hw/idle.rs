@@ -294,6 +294,7 @@ mod tests {
             target_residency_ns: residency,
             polling,
             exit_by_idle: Vec::new(),
+            timer_exit_by_idle: Vec::new(),
         }
     }
 

@@ -128,6 +128,16 @@ impl<'a> Hardware<'a> {
         self.rng.lognormal_p50_p99(p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99))
     }
 
+    /// What leaving its idle state costs `cpu` when its own timer ends the
+    /// idle: a draw from the state's timer curve (in a VM the host's hrtimer
+    /// must fire and wake the vCPU first), the IPI curve when it has none.
+    pub fn timer_exit_cost(&mut self, cpu: usize, now: u64) -> u64 {
+        let c = &self.cpus[cpu].idle;
+        let state = &self.topo.idle.states[c.state()];
+        let (p50, p99) = state.timer_exit_after(c.in_state_for(now));
+        self.rng.lognormal_p50_p99(p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99))
+    }
+
     /// An interrupt or steal holds `cpu` until this time (0 if none).
     pub fn busy_until(&self, cpu: usize) -> u64 {
         self.cpus[cpu].busy_until

@@ -4,7 +4,7 @@
 use toml::Spanned;
 
 use super::{cost, Ctx};
-use crate::file::{HaltpollFile, IdleFile, IdleStateFile, LevelFile, NoiseFile};
+use crate::file::{ExitPointFile, HaltpollFile, IdleFile, IdleStateFile, LevelFile, NoiseFile};
 use crate::hardware::{ExitPoint, Governor, HaltpollParams, Idle, IdleState, LevelCosts, NoiseKind, NoiseSource};
 use crate::{parse_cpulist, Costs, CpuSet, InputError};
 
@@ -37,6 +37,7 @@ pub(super) fn idle(ctx: &Ctx, file: Option<Spanned<IdleFile>>, flat: &Costs) -> 
                 target_residency_ns: 0,
                 polling: flat.idle_polling,
                 exit_by_idle: Vec::new(),
+                timer_exit_by_idle: Vec::new(),
             }],
             haltpoll: HaltpollParams::default(),
         });
@@ -132,8 +133,23 @@ fn state(ctx: &Ctx, k: usize, f: IdleStateFile, span: &std::ops::Range<usize>) -
         Some(v) => idle_ns(ctx, v, "target_residency")?,
         None => 0,
     };
-    let mut exit_by_idle = Vec::new();
-    for p in f.exit_latency_by_idle.unwrap_or_default() {
+    let exit_by_idle = curve(ctx, f.exit_latency_by_idle, "exit_latency_by_idle")?;
+    let timer_exit_by_idle = curve(ctx, f.timer_exit_latency_by_idle, "timer_exit_latency_by_idle")?;
+    Ok(IdleState {
+        name,
+        exit_latency_ns,
+        target_residency_ns,
+        polling: f.polling.unwrap_or(false),
+        exit_by_idle,
+        timer_exit_by_idle,
+    })
+}
+
+/// An exit-cost curve (`exit_latency_by_idle`, `timer_exit_latency_by_idle`):
+/// points in range, p99 >= p50, sorted by idle length.
+fn curve(ctx: &Ctx, points: Option<Vec<Spanned<ExitPointFile>>>, key: &str) -> Result<Vec<ExitPoint>, InputError> {
+    let mut out: Vec<ExitPoint> = Vec::new();
+    for p in points.unwrap_or_default() {
         let pspan = p.span();
         let p = p.into_inner();
         let point = ExitPoint {
@@ -145,16 +161,14 @@ fn state(ctx: &Ctx, k: usize, f: IdleStateFile, span: &std::ops::Range<usize>) -
             },
         };
         if point.p99_ns < point.p50_ns {
-            return Err(ctx.err(&pspan, "p99 is below p50 (expected p99 >= p50)"));
+            return Err(ctx.err(&pspan, format!("{key}: p99 is below p50 (expected p99 >= p50)")));
         }
-        if exit_by_idle.last().is_some_and(|last: &ExitPoint| last.idle_ns >= point.idle_ns) {
-            return Err(
-                ctx.err(&pspan, "exit_latency_by_idle points must be sorted by `idle`, each longer than the last")
-            );
+        if out.last().is_some_and(|last| last.idle_ns >= point.idle_ns) {
+            return Err(ctx.err(&pspan, format!("{key} points must be sorted by `idle`, each longer than the last")));
         }
-        exit_by_idle.push(point);
+        out.push(point);
     }
-    Ok(IdleState { name, exit_latency_ns, target_residency_ns, polling: f.polling.unwrap_or(false), exit_by_idle })
+    Ok(out)
 }
 
 fn haltpoll(ctx: &Ctx, f: HaltpollFile) -> Result<HaltpollParams, InputError> {

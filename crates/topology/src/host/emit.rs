@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use super::measured::{
-    exit_curve, ipi_from_probes, split_noise, switch_from_probes, CurvePoint, Measured, NoiseFigures, WakeProbe,
+    exit_curve, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve, CurvePoint, Measured,
+    NoiseFigures, TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};
@@ -298,6 +299,7 @@ fn idle_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>)
     }
     let halt = halt_state(&idle.states);
     let curve = curve(measured);
+    let timer = measured.and_then(|m| m.timer.as_ref()).and_then(|t| timer_exit_curve(t).map(|c| (t, c)));
     for (i, s) in idle.states.iter().enumerate() {
         let _ = writeln!(o, "\n[[idle.states]]\n# {}\nname = {}", s.source, quote(&s.name));
         let measured_here = (Some(i) == halt).then_some(curve.as_ref()).flatten();
@@ -354,12 +356,11 @@ fn idle_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>)
                 )),
                 w.by_idle.iter().map(|(_, p)| p.n.to_string()).collect::<Vec<_>>().join(", ")
             );
-            let _ = writeln!(o, "exit_latency_by_idle = [");
-            for p in c {
-                let _ =
-                    writeln!(o, "  {{ idle = {}, p50 = {}, p99 = {} }},", dur(p.idle_ns), dur(p.p50_ns), dur(p.p99_ns));
-            }
-            let _ = writeln!(o, "]");
+            points(o, "exit_latency_by_idle", c);
+        }
+        if let Some((t, c)) = timer.as_ref().filter(|_| Some(i) == halt) {
+            timer_comment(o, t);
+            points(o, "timer_exit_latency_by_idle", c);
         }
     }
     if halt.is_none() {
@@ -389,6 +390,35 @@ fn idle_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>)
             h.allow_shrink
         );
     }
+}
+
+fn points(o: &mut String, key: &str, c: &[CurvePoint]) {
+    let _ = writeln!(o, "{key} = [");
+    for p in c {
+        let _ = writeln!(o, "  {{ idle = {}, p50 = {}, p99 = {} }},", dur(p.idle_ns), dur(p.p50_ns), dur(p.p99_ns));
+    }
+    let _ = writeln!(o, "]");
+}
+
+fn timer_comment(o: &mut String, t: &TimerProbe) {
+    let _ = writeln!(
+        o,
+        "# [measured: probe timer on CPU {cpu}: a thread alone on CPU {cpu} (timer slack {slack} ns) sleeps with\n\
+         # clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until the idle length after it last woke; oversleep =\n\
+         # its CLOCK_MONOTONIC stamp on waking minus the requested time. Each point = that oversleep minus the\n\
+         # median oversleep of the same sleep while a nice-19 spinner keeps the CPU busy (the timer interrupt\n\
+         # preempts it, no idle exit: {busy}), floored at 0; p99 likewise. In a VM the CPU's own timer\n\
+         # is a host hrtimer that must fire and wake the vCPU thread, unlike an IPI from another vCPU.\n\
+         # Samples per point: {n}]",
+        cpu = t.cpu,
+        slack = t.slack_ns,
+        busy = t.busy.map_or(String::new(), |b| format!(
+            "p50 {} p99 {}",
+            dur(b.p50).trim_matches('"'),
+            dur(b.p99).trim_matches('"')
+        )),
+        n = t.by_idle.iter().map(|(_, p)| p.n.to_string()).collect::<Vec<_>>().join(", ")
+    );
 }
 
 fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>) {

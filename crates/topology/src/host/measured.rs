@@ -41,6 +41,21 @@ pub struct WakeProbe {
     pub busy: Option<Percentiles>,
 }
 
+/// Oversleeps of an absolute CLOCK_MONOTONIC sleep on one CPU: the CPU's
+/// own timer ends each idle, no other CPU is involved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimerProbe {
+    /// Kernel CPU number.
+    pub cpu: usize,
+    /// Timer slack the sleeper ran with, ns.
+    pub slack_ns: u64,
+    /// (idle length = sleep length, oversleep) per idle length.
+    pub by_idle: Vec<(u64, Percentiles)>,
+    /// Oversleep while a nice-19 spinner keeps the CPU busy: the timer
+    /// interrupt preempts it, no idle exit. `None` if it failed.
+    pub busy: Option<Percentiles>,
+}
+
 /// The per-CPU spinners' view of interference.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NoiseProbe {
@@ -68,6 +83,8 @@ pub struct NoiseProbe {
 pub struct Measured {
     /// Nearest level first.
     pub wake: Vec<WakeProbe>,
+    /// The timer wakeup probe on one CPU.
+    pub timer: Option<TimerProbe>,
     /// Per-switch cost: same-CPU ping-pong round trip / 2.
     pub switch: Option<Percentiles>,
     pub noise: Option<NoiseProbe>,
@@ -99,9 +116,18 @@ pub struct CurvePoint {
 /// the wakeup costs without an idle exit), floored at 0. The p99 is the idle
 /// p99 minus the same busy median, so the tail stays in the exit cost.
 pub fn exit_curve(wake: &WakeProbe) -> Option<Vec<CurvePoint>> {
-    let busy = wake.busy?.p50;
-    let mut pts: Vec<CurvePoint> = wake
-        .by_idle
+    minus_busy(&wake.by_idle, wake.busy?.p50)
+}
+
+/// The idle-exit part of a timer wakeup, the same way: the oversleep after
+/// each idle length minus the median oversleep on a busy CPU (timer
+/// interrupt, hrtimer expiry and a switch, but no idle exit), floored at 0.
+pub fn timer_exit_curve(timer: &TimerProbe) -> Option<Vec<CurvePoint>> {
+    minus_busy(&timer.by_idle, timer.busy?.p50)
+}
+
+fn minus_busy(by_idle: &[(u64, Percentiles)], busy: u64) -> Option<Vec<CurvePoint>> {
+    let mut pts: Vec<CurvePoint> = by_idle
         .iter()
         .map(|(idle, p)| CurvePoint {
             idle_ns: *idle,
@@ -196,6 +222,24 @@ mod tests {
         assert_eq!((c[2].p50_ns, c[2].p99_ns), (53_000, 86_000));
         let no_busy = WakeProbe { busy: None, ..w };
         assert!(exit_curve(&no_busy).is_none());
+    }
+
+    #[test]
+    fn timer_curve_subtracts_the_busy_oversleep_median() {
+        let t = TimerProbe {
+            cpu: 1,
+            slack_ns: 1,
+            by_idle: vec![(1_000_000, p(27_000, 60_000)), (5_000, p(2_000, 9_000)), (20_000, p(6_000, 6_000))],
+            busy: Some(p(5_000, 12_000)),
+        };
+        let c = timer_exit_curve(&t).unwrap();
+        assert_eq!(c.iter().map(|p| p.idle_ns).collect::<Vec<_>>(), vec![5_000, 20_000, 1_000_000]);
+        // 2us below the busy 5us: floored; the tail 9 - 5 = 4us stays.
+        assert_eq!((c[0].p50_ns, c[0].p99_ns), (0, 4_000));
+        assert_eq!((c[1].p50_ns, c[1].p99_ns), (1_000, 1_000));
+        assert_eq!((c[2].p50_ns, c[2].p99_ns), (22_000, 55_000));
+        assert!(timer_exit_curve(&TimerProbe { busy: None, ..t.clone() }).is_none());
+        assert!(timer_exit_curve(&TimerProbe { by_idle: vec![], ..t }).is_none(), "no idle samples: no curve");
     }
 
     #[test]

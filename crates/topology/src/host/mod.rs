@@ -26,7 +26,8 @@ pub use cpus::HostCpu;
 pub use emit::{render, RenderOptions};
 pub use kernel::{Haltpoll, HostIdle, HostIdleState};
 pub use measured::{
-    exit_curve, ipi_from_probes, split_noise, CurvePoint, Measured, NoiseFigures, NoiseProbe, Percentiles, WakeProbe,
+    exit_curve, ipi_from_probes, split_noise, timer_exit_curve, CurvePoint, Measured, NoiseFigures, NoiseProbe,
+    Percentiles, TimerProbe, WakeProbe,
 };
 
 use crate::{Distance, PreemptModel, Topology};
