@@ -342,6 +342,10 @@ fn measured() -> Measured {
             steal_ns: 2_000_000,
             steal_raw_ns: 12_000_000,
         }),
+        syscall: Some(pct(300, 400, 21)),
+        marker: Some(pct(500, 700, 21)),
+        tracepoint: Some(pct(200, 300, 21)),
+        events_per_handoff: Some(2.5),
         notes: vec![],
         elapsed_ns: 9_000_000_000,
     }
@@ -367,8 +371,11 @@ fn probe_figures_land_in_the_file_and_load_back() {
     let want: Vec<(u64, u64, u64)> = vec![(5_000, 1_000, 4_000), (1_000_000, 25_000, 65_000)];
     assert_eq!(timer.iter().map(|p| (p.idle_ns, p.p50_ns, p.p99_ns)).collect::<Vec<_>>(), want);
     assert!(text.contains("# [measured: probe timer on CPU 0"), "{text}");
-    assert_eq!(topo.costs.context_switch_ns, 1_500);
-    // ipi per level = busy median - switch.
+    // The futex handoff (1.5 us) minus its two syscalls (2 x 300 ns).
+    assert_eq!(topo.costs.context_switch_ns, 900);
+    assert_eq!((topo.costs.syscall_ns, topo.costs.trace_marker_ns, topo.costs.tracepoint_ns), (300, 500, 200));
+    assert!(text.contains("(2.50 events counted per handoff)"), "{text}");
+    // ipi per level = busy median - the probe's whole handoff.
     assert_eq!(topo.level_costs(Distance::Smt).ipi_ns, 1_500);
     assert_eq!(topo.level_costs(Distance::Llc).ipi_ns, 2_500);
     assert_eq!(topo.level_costs(Distance::Package).ipi_ns, 4_500);
