@@ -313,8 +313,12 @@ impl<'a> Engine<'a> {
     /// it is steal, which a halted vCPU does not notice. Interrupts for the
     /// CPU meanwhile wait for its end (`Hardware::ipi_latency`).
     fn noise(&mut self, i: usize) {
-        let (cpu, a) = self.hw.noise_arrives(i, self.now);
+        let busy = self.kernel.curr(self.hw.noise_cpu(i)).is_some();
+        let (cpu, a) = self.hw.noise_arrives(i, self.now, busy);
         self.queue.push(a.next_at, Ev::Noise(i));
+        if a.duration_ns == 0 {
+            return;
+        }
         if self.kernel.curr(cpu).is_some() {
             self.settle(cpu);
             let resume = self.hw.exec_from(cpu).max(self.now) + a.duration_ns;

@@ -271,3 +271,19 @@ program = [ { wait = "a" }, { signal = "b" } ]
     let expect = 2_800.0 + 1_800.0 + 100.0 * tps;
     assert!((traced - expect).abs() < 60.0, "traced: {traced}, expected {expect}");
 }
+
+#[test]
+fn a_busy_only_source_leaves_idle_cpus_alone() {
+    // A 1 kHz "tick" of 20 us on CPU 1, busy-only: the sleeper's CPU idles
+    // between kicks, so its wakeups never meet it, while its 20 us of work
+    // after each wakeup sometimes does.
+    let tick = "[[noise]]\nname = \"tick\"\nkind = \"irq\"\ncpus = \"1\"\nrate_hz = 1000\nduration_p50 = \"20us\"\nbusy_only = true\n";
+    let always = tick.replace("busy_only = true\n", "");
+    let quiet = handoffs(&sim(&with_topology(MACHINE, &kick_after("100us")), 2), "sleeper");
+    let busy_only = handoffs(&sim(&with_topology(&format!("{MACHINE}{tick}"), &kick_after("100us")), 2), "sleeper");
+    let both = handoffs(&sim(&with_topology(&format!("{MACHINE}{always}"), &kick_after("100us")), 2), "sleeper");
+    let odd: Vec<_> = busy_only.iter().filter(|h| **h != quiet[0]).collect();
+    // (One may meet a tick that began while the CPU was still busy.)
+    assert!(odd.len() * 100 <= busy_only.len(), "the idle CPU's wakeups are untouched: {odd:?} vs {}", quiet[0]);
+    assert!(both.iter().any(|h| *h > quiet[0] + 10_000), "without busy_only an interrupt lands on the idle CPU");
+}

@@ -102,6 +102,7 @@ pub(crate) struct NoiseFile {
     pub duration_p50: Option<Spanned<DurationNs>>,
     pub duration_p99: Option<Spanned<DurationNs>>,
     pub duration_max: Option<Spanned<DurationNs>>,
+    pub busy_only: Option<bool>,
 }
 
 /// `preempt = "..."`: the kernel's `preempt=` boot parameter values.

@@ -218,4 +218,7 @@ pub struct NoiseSource {
     pub p99_ns: u64,
     /// Durations are cut at this length.
     pub max_ns: u64,
+    /// Only while the CPU runs a task: the tick's own interrupt, which
+    /// NOHZ stops on an idle CPU.
+    pub busy_only: bool,
 }

@@ -191,11 +191,22 @@ impl<'a> Hardware<'a> {
         (0..self.noise.streams.len()).map(|i| (self.noise.streams[i].cpu, self.noise.first(self.topo, i))).collect()
     }
 
+    /// The CPU noise stream `i` interferes with.
+    pub fn noise_cpu(&self, i: usize) -> usize {
+        self.noise.streams[i].cpu
+    }
+
     /// Noise stream `i` arrives at `now` on its CPU: how long it holds the
-    /// CPU, recorded as the CPU's interference window, and when it comes next.
-    pub fn noise_arrives(&mut self, i: usize, now: u64) -> (usize, Arrival) {
-        let a = self.noise.arrive(self.topo, i, now);
+    /// CPU, recorded as the CPU's interference window, and when it comes
+    /// next. A busy-only source (the tick) on an idle CPU does nothing:
+    /// the duration is 0.
+    pub fn noise_arrives(&mut self, i: usize, now: u64, cpu_busy: bool) -> (usize, Arrival) {
+        let mut a = self.noise.arrive(self.topo, i, now);
         let cpu = self.noise.streams[i].cpu;
+        if self.topo.noise[self.noise.streams[i].source].busy_only && !cpu_busy {
+            a.duration_ns = 0;
+            return (cpu, a);
+        }
         let hw = &mut self.cpus[cpu];
         hw.busy_until = hw.busy_until.max(now) + a.duration_ns;
         (cpu, a)

@@ -283,7 +283,16 @@ pub(super) fn noise(
                 ),
             ));
         }
-        out.push(NoiseSource { name, kind, cpus, rate_hz, p50_ns, p99_ns, max_ns });
+        out.push(NoiseSource {
+            name,
+            kind,
+            cpus,
+            rate_hz,
+            p50_ns,
+            p99_ns,
+            max_ns,
+            busy_only: f.busy_only.unwrap_or(false),
+        });
     }
     Ok(out)
 }

@@ -65,7 +65,7 @@ pub fn render(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOpti
     cpus_section(&mut o, host);
     idle_section(&mut o, host, measured);
     costs_section(&mut o, host, measured);
-    noise_section(&mut o, measured);
+    noise_section(&mut o, measured, host.hz.value);
     o
 }
 
@@ -556,7 +556,7 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
     }
 }
 
-fn noise_section(o: &mut String, measured: Option<&Measured>) {
+fn noise_section(o: &mut String, measured: Option<&Measured>, hz: u32) {
     let Some(m) = measured else { return };
     let Some(n) = &m.noise else {
         let _ = writeln!(o, "\n# [[noise]]: none (the noise probe did not run)");
@@ -571,19 +571,42 @@ fn noise_section(o: &mut String, measured: Option<&Measured>) {
         dur(n.threshold_ns).replace('"', ""),
         n.preempted
     );
-    let entry = |o: &mut String, name: &str, kind: &str, f: &NoiseFigures, what: &str| {
+    let entry = |o: &mut String, name: &str, kind: &str, f: &NoiseFigures, what: &str, busy_only: bool| {
         let _ = writeln!(
             o,
             "\n[[noise]]\n# [measured: {how};\n# {what}]\nname = \"{name}\"\nkind = \"{kind}\"\nrate_hz = {:.1}\n\
-             duration_p50 = {}\nduration_p99 = {}\nduration_max = {}",
+             duration_p50 = {}\nduration_p99 = {}\nduration_max = {}{}",
             f.rate_hz,
             dur(f.dist.p50),
             dur(f.dist.p99.max(f.dist.p50)),
-            dur(f.dist.max.max(f.dist.p99))
+            dur(f.dist.max.max(f.dist.p99)),
+            if busy_only { "\nbusy_only = true" } else { "" }
         );
     };
     match &irq {
-        Some(f) => entry(o, "irq", "irq", f, &format!("{} gaps not counted as steal", f.dist.n)),
+        Some(f) => {
+            // The spinners keep their CPUs busy, so their gaps include the
+            // tick's interrupt (HZ per second), which NOHZ stops on an idle
+            // CPU: that share becomes a busy-only source. A gap cannot be
+            // told apart as tick or not, so both share one distribution.
+            let tick_hz = (hz as f64).min(f.rate_hz);
+            let tick = NoiseFigures { rate_hz: tick_hz, dist: f.dist };
+            let rest = NoiseFigures { rate_hz: f.rate_hz - tick_hz, dist: f.dist };
+            entry(
+                o,
+                "tick",
+                "irq",
+                &tick,
+                &format!(
+                    "{} gaps not counted as steal; HZ = {hz} of their rate are the tick, busy CPUs only",
+                    f.dist.n
+                ),
+                true,
+            );
+            if rest.rate_hz >= 1.0 {
+                entry(o, "irq", "irq", &rest, "the rest of the rate, on busy and idle CPUs", false);
+            }
+        }
         None => {
             let _ = writeln!(
                 o,
@@ -605,6 +628,7 @@ fn noise_section(o: &mut String, measured: Option<&Measured>) {
                 dur(n.steal_ns).replace('"', ""),
                 f.dist.n
             ),
+            false,
         ),
         None => {
             let _ = writeln!(
