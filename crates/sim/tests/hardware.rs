@@ -194,7 +194,7 @@ fn a_fair_sleep_ends_at_its_timer_slack_and_an_rt_sleep_on_time() {
     };
     // smt-2x2 has no [idle]: its one state's exit is the flat idle_exit_ns.
     let t = schedlab_topology::Topology::preset("smt-2x2").unwrap();
-    let (exit, cs) = (t.costs.idle_exit_ns, t.costs.context_switch_ns);
+    let (exit, cs) = (t.idle.states[0].exit_latency_ns, t.costs.context_switch_ns);
     let other = wakes("SCHED_OTHER");
     assert!(other.len() > 50 && other.iter().all(|&d| d == 1_050_000 + 10_000 + exit + cs), "{:?}", &other[..3]);
     let fifo = wakes("SCHED_FIFO");

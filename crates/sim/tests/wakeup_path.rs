@@ -39,7 +39,7 @@ fn waking_an_idle_cpu_costs_ipi_plus_idle_exit_plus_switch() {
     let s = scenario(PINGS);
     let r = sim(&s, SimOptions::default());
     let c = &r.topology.costs;
-    let expect = c.ipi_ns + c.idle_exit_ns + c.context_switch_ns;
+    let expect = c.ipi_ns + r.topology.idle.states[0].exit_latency_ns + c.context_switch_ns;
     let h = handoffs(&r, "sleeper");
     assert!(h.len() > 150, "{} handoffs", h.len());
     assert!(h.iter().all(|&x| x == expect), "expected every handoff to take {expect} ns: {:?}", &h[..5]);
@@ -57,7 +57,11 @@ fn waking_an_idle_cpu_costs_ipi_plus_idle_exit_plus_switch() {
     topo.idle.states[0].polling = true;
     let r = sim(&s, SimOptions { topology: Some(topo.clone()), ..Default::default() });
     let h = handoffs(&r, "sleeper");
-    assert!(h.iter().all(|&x| x == topo.costs.idle_exit_ns + topo.costs.context_switch_ns), "{:?}", &h[..5]);
+    assert!(
+        h.iter().all(|&x| x == topo.idle.states[0].exit_latency_ns + topo.costs.context_switch_ns),
+        "{:?}",
+        &h[..5]
+    );
     assert!(r.trace.events.iter().any(|e| matches!(e.kind, EventKind::SchedWakeIdleWithoutIpi { cpu: 2 })));
 }
 

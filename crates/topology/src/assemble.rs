@@ -102,10 +102,13 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
 
     let mut costs_file = f.costs.unwrap_or_default();
     let level_files = [costs_file.smt.take(), costs_file.llc.take(), costs_file.package.take(), costs_file.numa.take()];
+    // Without [idle], these two keys are the machine's one idle state.
+    let flat_idle =
+        hardware::FlatIdle { exit: costs_file.idle_exit_ns.take(), polling: costs_file.idle_polling.take() };
     let mut costs = costs(&ctx, costs_file)?;
     costs.levels = hardware::levels(&ctx, &costs, level_files)?;
     let jitter = jitter(&ctx, f.jitter.unwrap_or_default())?;
-    let idle = hardware::idle(&ctx, f.idle, &costs)?;
+    let idle = hardware::idle(&ctx, f.idle, flat_idle)?;
     let noise = hardware::noise(&ctx, f.noise.unwrap_or_default(), slots.len())?;
     let name = f.name.unwrap_or_else(|| {
         std::path::Path::new(path)
@@ -552,11 +555,9 @@ fn costs(ctx: &Ctx, c: crate::file::CostsFile) -> Result<Costs, InputError> {
     };
     Ok(Costs {
         ipi_ns: cost(ctx, c.ipi_ns, "ipi_ns", d.ipi_ns)?,
-        idle_exit_ns: cost(ctx, c.idle_exit_ns, "idle_exit_ns", d.idle_exit_ns)?,
         context_switch_ns: cost(ctx, c.context_switch_ns, "context_switch_ns", d.context_switch_ns)?,
         migration_cold_ns: cost(ctx, c.migration_cold_ns, "migration_cold_ns", d.migration_cold_ns)?,
         smt_speed_pct,
-        idle_polling: c.idle_polling.unwrap_or(d.idle_polling),
         newidle_balance_ns_per_cpu: cost(
             ctx,
             c.newidle_balance_ns_per_cpu,

@@ -38,7 +38,7 @@
 //!
 //! [costs]                       # durations: integer ns or "500ns", "2us", "1.5ms", "1s"
 //! ipi_ns = "2us"
-//! idle_exit_ns = "1us"
+//! idle_exit_ns = "1us"            # without [idle]: the one idle state's exit
 //! context_switch_ns = "1.5us"
 //! migration_cold_ns = "4us"
 //! smt_speed_pct = 62            # 1..=100; defaults: see Costs::default()
@@ -170,9 +170,6 @@ pub struct Costs {
     /// Reschedule / call-function IPI delivery to a busy CPU
     /// (`smp_send_reschedule()` to `scheduler_ipi()`).
     pub ipi_ns: u64,
-    /// Extra latency for an idle CPU to leave its idle state when woken
-    /// (cpuidle exit latency of the state it sits in, e.g. C1/C1E).
-    pub idle_exit_ns: u64,
     /// Direct cost of a context switch (`__schedule()` + `context_switch()`),
     /// charged to the CPU before `next` runs.
     pub context_switch_ns: u64,
@@ -183,12 +180,6 @@ pub struct Costs {
     /// Speed of each sibling, in percent, while both SMT siblings run tasks
     /// (why `SD_SHARE_CPUCAPACITY` / `has_idle_cores` prefer idle cores).
     pub smt_speed_pct: u32,
-    /// The idle loop keeps TIF_POLLING_NRFLAG set (polling or mwait-monitored
-    /// idle), so a remote wakeup sets a flag instead of sending an IPI
-    /// (`set_nr_if_polling()`, traced as `sched_wake_idle_without_ipi`) and
-    /// only pays `idle_exit_ns`. When false, waking an idle CPU costs
-    /// `ipi_ns + idle_exit_ns`.
-    pub idle_polling: bool,
     /// Modeled CPU time of one newidle `sched_balance_rq()` per CPU of the
     /// domain balanced; the newidle gate compares it with `avg_idle`.
     pub newidle_balance_ns_per_cpu: u64,
@@ -216,11 +207,9 @@ impl Default for Costs {
     fn default() -> Self {
         Costs {
             ipi_ns: 2_000,
-            idle_exit_ns: 1_000,
             context_switch_ns: 1_500,
             migration_cold_ns: 5_000,
             smt_speed_pct: 60,
-            idle_polling: false,
             newidle_balance_ns_per_cpu: 150,
             syscall_ns: 0,
             trace_marker_ns: 0,

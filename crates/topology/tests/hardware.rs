@@ -184,3 +184,12 @@ fn bad_noise_is_located() {
         assert!(e.line >= 8, "{body}: located in the [[noise]] entry: {e}");
     }
 }
+
+#[test]
+fn flat_idle_keys_and_idle_states_are_not_both_given() {
+    let e = err("[costs]\nidle_exit_ns = \"2us\"\n[idle]\n[[idle.states]]\nexit_latency = \"1us\"\n");
+    assert_eq!(e.line, 9, "at idle_exit_ns: {e}");
+    assert!(e.message.contains("with [idle], give each state's exit_latency and polling instead"), "{e}");
+    let e = err("[costs]\nidle_polling = true\n[idle]\n[[idle.states]]\nexit_latency = \"1us\"\n");
+    assert!(e.message.contains("idle_polling"), "{e}");
+}

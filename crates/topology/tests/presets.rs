@@ -225,7 +225,7 @@ fn durations_in_costs() {
                 [jitter]\nburst_pct = 2\nipi_ns = \"1us\"\n";
     let t = Topology::from_toml_str("d.toml", text).unwrap();
     assert_eq!(t.costs.ipi_ns, 2500);
-    assert_eq!(t.costs.idle_exit_ns, 1500);
+    assert_eq!(t.idle.states[0].exit_latency_ns, 1500, "without [idle], the one state's exit");
     assert_eq!(t.costs.context_switch_ns, 2000);
     assert_eq!(t.costs.migration_cold_ns, 3000);
     assert_eq!(t.costs.smt_speed_pct, schedlab_topology::Costs::default().smt_speed_pct);

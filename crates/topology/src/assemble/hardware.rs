@@ -25,17 +25,29 @@ pub(super) fn levels(ctx: &Ctx, flat: &Costs, files: [Option<LevelFile>; 4]) -> 
     Ok(out)
 }
 
-/// `[idle]`, or without it the one state the flat costs describe.
-pub(super) fn idle(ctx: &Ctx, file: Option<Spanned<IdleFile>>, flat: &Costs) -> Result<Idle, InputError> {
+/// `[costs] idle_exit_ns` and `idle_polling`: the one idle state of a file
+/// without `[idle]` (the format before cpuidle states).
+pub(super) struct FlatIdle {
+    pub exit: Option<Spanned<crate::DurationNs>>,
+    pub polling: Option<bool>,
+}
+
+/// The flat idle state's exit latency when `idle_exit_ns` is not given (C1).
+const DEFAULT_FLAT_EXIT_NS: u64 = 1_000;
+
+/// `[idle]`, or without it the one state `[costs] idle_exit_ns` /
+/// `idle_polling` describe. Both at once is refused: the state would be
+/// said twice.
+pub(super) fn idle(ctx: &Ctx, file: Option<Spanned<IdleFile>>, flat: FlatIdle) -> Result<Idle, InputError> {
     let Some(file) = file else {
         return Ok(Idle {
             driver: "unspecified".into(),
             governor: Governor::None,
             states: vec![IdleState {
                 name: "C1".into(),
-                exit_latency_ns: flat.idle_exit_ns,
+                exit_latency_ns: cost(ctx, flat.exit, "idle_exit_ns", DEFAULT_FLAT_EXIT_NS)?,
                 target_residency_ns: 0,
-                polling: flat.idle_polling,
+                polling: flat.polling.unwrap_or(false),
                 exit_by_idle: Vec::new(),
                 timer_exit_by_idle: Vec::new(),
             }],
@@ -43,6 +55,13 @@ pub(super) fn idle(ctx: &Ctx, file: Option<Spanned<IdleFile>>, flat: &Costs) -> 
         });
     };
     let span = file.span();
+    if flat.exit.is_some() || flat.polling.is_some() {
+        let at = flat.exit.as_ref().map_or(span.clone(), |e| e.span());
+        return Err(ctx.err(
+            &at,
+            "[costs] idle_exit_ns / idle_polling describe the one idle state of a file without [idle]; with [idle], give each state's exit_latency and polling instead",
+        ));
+    }
     let f = file.into_inner();
     let governor = match &f.governor {
         None => Governor::Menu,

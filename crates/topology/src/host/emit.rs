@@ -445,13 +445,6 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
             let _ = writeln!(o, "# [assumed: {why}]\nipi_ns = {}", dur(v));
         }
     }
-    let first = host.idle.states.first();
-    let exit = first.and_then(|s| s.exit_latency_ns).or_else(|| curve(measured).map(|(_, c)| c[0].p50_ns));
-    let _ = writeln!(
-        o,
-        "# = the shallowest [[idle.states]] entry's exit_latency (the flat key older readers use)\nidle_exit_ns = {}",
-        dur(exit.unwrap_or(if host.guest { 20_000 } else { 1_000 }))
-    );
     let syscall = measured.and_then(|m| m.syscall);
     let marker = measured.and_then(|m| m.marker);
     match switch {
@@ -531,8 +524,6 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
     } else {
         let _ = writeln!(o, "# no SMT siblings in sysfs: unused\nsmt_speed_pct = 100");
     }
-    let polling = first.is_some_and(|s| s.polling);
-    let _ = writeln!(o, "# the shallowest idle state's polling flag\nidle_polling = {polling}");
     let _ = writeln!(o, "# newidle_balance_ns_per_cpu: the model's default (not measured)");
     if let Some(m) = measured {
         for w in &m.wake {
