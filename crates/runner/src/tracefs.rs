@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::RunnerError;
 
-/// The tracepoints a real run enables (`events/sched/<name>/enable`).
-pub const SCHED_EVENTS: [&str; 6] =
-    ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task", "sched_pi_setprio"];
+/// The tracepoints a real run enables (`events/sched/<name>/enable`): one
+/// list with the model's notion of a captured event.
+pub const SCHED_EVENTS: [&str; 6] = schedlab_trace::CAPTURED_TRACEPOINTS;
 
 /// Optional: one event per `update_curr()`, i.e. per tick and switch.
 pub const STAT_RUNTIME: &str = "sched_stat_runtime";

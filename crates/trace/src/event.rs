@@ -358,10 +358,14 @@ pub struct TaskTable {
     pub objects: Vec<String>,
 }
 
+/// The sched tracepoints a capture by `schedlab real` enables, by their
+/// tracefs names; [`EventKind::is_captured_tracepoint`] says which events
+/// are these.
+pub const CAPTURED_TRACEPOINTS: [&str; 6] =
+    ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task", "sched_pi_setprio"];
+
 impl EventKind {
-    /// The tracepoints `schedlab real` enables (sched_switch, sched_waking,
-    /// sched_wakeup, sched_wakeup_new, sched_migrate_task, sched_pi_setprio;
-    /// crates/runner/src/tracefs.rs): the ones a traced real run pays for.
+    /// One of [`CAPTURED_TRACEPOINTS`]: the events a traced real run pays for.
     pub fn is_captured_tracepoint(&self) -> bool {
         matches!(
             self,

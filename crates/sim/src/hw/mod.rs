@@ -122,19 +122,21 @@ impl<'a> Hardware<'a> {
     /// What leaving its idle state costs `cpu` now: the state's exit
     /// latency, or a draw from its measured curve at the time spent in it.
     pub fn exit_cost(&mut self, cpu: usize, now: u64) -> u64 {
-        let c = &self.cpus[cpu].idle;
-        let state = &self.topo.idle.states[c.state()];
-        let (p50, p99) = state.exit_after(c.in_state_for(now));
-        self.rng.lognormal_p50_p99(p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99))
+        self.draw_exit(cpu, now, schedlab_topology::IdleState::exit_after)
     }
 
     /// What leaving its idle state costs `cpu` when its own timer ends the
     /// idle: a draw from the state's timer curve (in a VM the host's hrtimer
     /// must fire and wake the vCPU first), the IPI curve when it has none.
     pub fn timer_exit_cost(&mut self, cpu: usize, now: u64) -> u64 {
+        self.draw_exit(cpu, now, schedlab_topology::IdleState::timer_exit_after)
+    }
+
+    /// One exit draw from the (p50, p99) `curve` gives for the time `cpu`
+    /// has spent in its state.
+    fn draw_exit(&mut self, cpu: usize, now: u64, curve: fn(&schedlab_topology::IdleState, u64) -> (u64, u64)) -> u64 {
         let c = &self.cpus[cpu].idle;
-        let state = &self.topo.idle.states[c.state()];
-        let (p50, p99) = state.timer_exit_after(c.in_state_for(now));
+        let (p50, p99) = curve(&self.topo.idle.states[c.state()], c.in_state_for(now));
         self.rng.lognormal_p50_p99(p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99))
     }
 
