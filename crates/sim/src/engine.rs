@@ -438,10 +438,14 @@ impl<'a> Engine<'a> {
                         self.queue.push(busy_until, Ev::Timer { thread, gen, cpu, exited: true });
                         return self.error.is_none();
                     }
-                    let exit = if !exited && self.kernel.curr(cpu).is_none() {
-                        self.hw.timer_exit_cost(cpu, self.now)
-                    } else {
+                    // First arrival: the interrupt's delivery, plus the idle
+                    // exit when the CPU sleeps; then the handler runs.
+                    let exit = if exited {
                         0
+                    } else if self.kernel.curr(cpu).is_none() {
+                        self.hw.costs().timer_irq_ns + self.hw.timer_exit_cost(cpu, self.now)
+                    } else {
+                        self.hw.costs().timer_irq_ns
                     };
                     if exit > 0 {
                         self.queue.push(self.now + exit, Ev::Timer { thread, gen, cpu, exited: true });

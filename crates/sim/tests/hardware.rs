@@ -192,13 +192,42 @@ fn a_fair_sleep_ends_at_its_timer_slack_and_an_rt_sleep_on_time() {
             r.trace.events.iter().filter(|e| matches!(e.kind, EventKind::SchedWaking { .. })).map(|e| e.ts).collect();
         ts.windows(2).map(|w| w[1] - w[0]).collect::<Vec<u64>>()
     };
-    // smt-2x2 has no [idle]: its one state's exit is the flat idle_exit_ns.
+    // smt-2x2 has no [idle]: one state, with the preset's flat exit latency.
     let t = schedlab_topology::Topology::preset("smt-2x2").unwrap();
     let (exit, cs) = (t.idle.states[0].exit_latency_ns, t.costs.context_switch_ns);
     let other = wakes("SCHED_OTHER");
     assert!(other.len() > 50 && other.iter().all(|&d| d == 1_050_000 + 10_000 + exit + cs), "{:?}", &other[..3]);
     let fifo = wakes("SCHED_FIFO");
     assert!(fifo.iter().all(|&d| d == 1_000_000 + 10_000 + exit + cs), "{:?}", &fifo[..3]);
+}
+
+#[test]
+fn a_timer_pays_its_interrupt_delivery_on_a_busy_cpu_and_the_idle_exit_on_top() {
+    let machine = "hz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 2\n[costs]\ncontext_switch_ns = \"2us\"\ntimer_irq_ns = \"7us\"\n[idle]\ngovernor = \"none\"\n[[idle.states]]\nname = \"HLT\"\nexit_latency = \"3us\"\n";
+    let body = |hog: bool| {
+        let mut b = String::from("duration = \"50ms\"\n[[thread]]\nname = \"c\"\npolicy = \"SCHED_FIFO\"\naffinity = \"1\"\nprogram = [ { sleep = \"1ms\" }, { run = \"10us\" } ]\n");
+        if hog {
+            b.push_str("[[thread]]\nname = \"hog\"\naffinity = \"1\"\nprogram = [ { run = \"1s\" } ]\n");
+        }
+        b
+    };
+    let periods = |hog: bool| {
+        let r = sim(&with_topology(machine, &body(hog)), 1);
+        let ts: Vec<u64> = r
+            .trace
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::SchedWaking { pid, .. } if r.trace.table.tasks.get(&pid).is_some_and(|t| t.comm == "c")))
+            .map(|e| e.ts)
+            .collect();
+        ts.windows(2).map(|w| w[1] - w[0]).collect::<Vec<u64>>()
+    };
+    // Each period: the 1 ms sleep, the timer's delivery (7 us), the switch
+    // in (2 us) and the 10 us of work; the idle CPU adds HLT's 3 us exit.
+    let busy = periods(true);
+    assert!(busy.len() > 40 && busy.iter().all(|&d| d == 1_000_000 + 7_000 + 2_000 + 10_000), "{:?}", &busy[..3]);
+    let idle = periods(false);
+    assert!(idle.len() > 40 && idle.iter().all(|&d| d == 1_000_000 + 7_000 + 3_000 + 2_000 + 10_000), "{:?}", &idle[..3]);
 }
 
 #[test]

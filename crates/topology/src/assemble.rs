@@ -567,6 +567,7 @@ fn costs(ctx: &Ctx, c: crate::file::CostsFile) -> Result<Costs, InputError> {
         syscall_ns: cost(ctx, c.syscall_ns, "syscall_ns", d.syscall_ns)?,
         trace_marker_ns: cost(ctx, c.trace_marker_ns, "trace_marker_ns", d.trace_marker_ns)?,
         tracepoint_ns: cost(ctx, c.tracepoint_ns, "tracepoint_ns", d.tracepoint_ns)?,
+        timer_irq_ns: cost(ctx, c.timer_irq_ns, "timer_irq_ns", d.timer_irq_ns)?,
         levels: d.levels,
     })
 }

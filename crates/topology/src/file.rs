@@ -178,6 +178,7 @@ pub(crate) struct CostsFile {
     pub syscall_ns: Option<Spanned<DurationNs>>,
     pub trace_marker_ns: Option<Spanned<DurationNs>>,
     pub tracepoint_ns: Option<Spanned<DurationNs>>,
+    pub timer_irq_ns: Option<Spanned<DurationNs>>,
     pub smt: Option<LevelFile>,
     pub llc: Option<LevelFile>,
     pub package: Option<LevelFile>,

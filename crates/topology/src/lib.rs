@@ -194,6 +194,13 @@ pub struct Costs {
     /// CPU time of one enabled sched tracepoint (the event written into the
     /// ring buffer), charged to the CPU that emits it in traced runs.
     pub tracepoint_ns: u64,
+    /// Delay from an hrtimer's expiry to its handler (`hrtimer_interrupt()`
+    /// -> `hrtimer_wakeup()`) on a busy CPU: the local APIC timer's delivery
+    /// and the interrupt entry. In a VM it holds the host's hrtimer firing and
+    /// the interrupt's injection into the vCPU, several microseconds; on
+    /// bare metal about a microsecond. Charged on every thread timer (sleep,
+    /// `timer`) before the wakeup; an idle CPU's exit comes on top.
+    pub timer_irq_ns: u64,
     /// IPI delivery and cache-cold refill by distance (`Distance::LEVELS`
     /// order: smt, llc, package, numa); `[costs.<level>]` in the file, else
     /// the flat `ipi_ns` / `migration_cold_ns` at every level.
@@ -203,7 +210,10 @@ pub struct Costs {
 impl Default for Costs {
     /// Order-of-magnitude values for a bare-metal x86 machine: IPI 2 us,
     /// idle exit 1 us (C1), context switch 1.5 us, cache-cold migration
-    /// 5 us, 60 % per SMT sibling (1.2x core throughput).
+    /// 5 us, 60 % per SMT sibling (1.2x core throughput). The syscall,
+    /// tracing and timer-interrupt costs are 0 (not modeled) unless a
+    /// topology gives them: they were added with the host probes that
+    /// measure them.
     fn default() -> Self {
         Costs {
             ipi_ns: 2_000,
@@ -214,6 +224,7 @@ impl Default for Costs {
             syscall_ns: 0,
             trace_marker_ns: 0,
             tracepoint_ns: 0,
+            timer_irq_ns: 0,
             levels: [LevelCosts { ipi_ns: 2_000, migration_cold_ns: 5_000 }; 4],
         }
     }

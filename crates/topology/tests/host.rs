@@ -373,6 +373,8 @@ fn probe_figures_land_in_the_file_and_load_back() {
     assert!(text.contains("# [measured: probe timer on CPU 0"), "{text}");
     // The futex handoff (1.5 us) minus its two syscalls (2 x 300 ns).
     assert_eq!(topo.costs.context_switch_ns, 900);
+    // The timer's delivery: the busy oversleep (5 us) minus that switch.
+    assert_eq!(topo.costs.timer_irq_ns, 4_100);
     assert_eq!((topo.costs.syscall_ns, topo.costs.trace_marker_ns, topo.costs.tracepoint_ns), (300, 500, 200));
     assert!(text.contains("(2.50 events counted per handoff)"), "{text}");
     // ipi per level = busy median - the probe's whole handoff.

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::measured::{
-    exit_curve, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve, CurvePoint, Measured, NoiseFigures,
+    exit_curve, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve, timer_irq_from_probes, CurvePoint, Measured, NoiseFigures,
     TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
@@ -511,6 +511,23 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
                 o,
                 "# tracepoint_ns: not measured (see the notes above); captured runs are modeled without it"
             );
+        }
+    }
+    let model_switch = switch.as_ref().map_or(d.context_switch_ns, |s| switch_from_probes(s, syscall.as_ref()));
+    match measured.and_then(|m| m.timer.as_ref()).and_then(|t| timer_irq_from_probes(t, model_switch).map(|v| (t, v))) {
+        Some((t, v)) => {
+            let _ = writeln!(
+                o,
+                "# [measured: probe timer on CPU {}: the oversleep while a nice-19 spinner keeps the CPU busy\n\
+                 # (p50 {}) minus context_switch_ns, which the model charges for the rest of it; floor 0]\n\
+                 timer_irq_ns = {}",
+                t.cpu,
+                t.busy.map_or(String::new(), |b| dur(b.p50).replace('"', "")),
+                dur(v)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "# timer_irq_ns: not measured (0: a timer's handler runs at its expiry)");
         }
     }
     let _ = writeln!(

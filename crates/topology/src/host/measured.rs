@@ -154,6 +154,15 @@ pub fn switch_from_probes(switch: &Percentiles, syscall: Option<&Percentiles>) -
     switch.p50.saturating_sub(2 * syscall.map_or(0, |s| s.p50))
 }
 
+/// The timer interrupt's delivery: the busy-CPU oversleep's median minus
+/// the context switch the model charges for it (`context_switch_ns`, the
+/// switch probe net of its syscalls), floored at 0. The sleeper's own
+/// syscall entry is before the absolute expiry, so it is not in the
+/// oversleep.
+pub fn timer_irq_from_probes(timer: &TimerProbe, context_switch_ns: u64) -> Option<u64> {
+    Some(timer.busy?.p50.saturating_sub(context_switch_ns))
+}
+
 /// A `[[noise]]` entry's figures.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NoiseFigures {
