@@ -36,7 +36,7 @@ pub struct FidelityArgs {
     /// (default: the first real run calibrates, the others reuse its figure).
     #[arg(long, value_name = "N")]
     pub loops_per_us: Option<f64>,
-    /// Exit 1 unless every row passes its band (a FAIL or an n/a row fails the check).
+    /// Exit 1 unless every row passes its band (a FAIL, UNSTEADY or n/a row fails the check).
     #[arg(long)]
     pub check: bool,
     #[command(flatten)]

@@ -154,6 +154,55 @@ impl Band {
     }
 }
 
+impl Band {
+    /// The verdict of a row that failed against the real median, looked at
+    /// again with the rounds: when the real rounds spread wider than the
+    /// band itself (so the real figure is not known to the band's width)
+    /// and the model is in the band against some figure within the rounds'
+    /// range, the row
+    /// is `Unsteady`, not `Fail`. `None` when it stays a failure. Only the
+    /// ratio bands and the share can be unsteady; one round cannot.
+    pub fn unsteady(self, real_rounds: &[Result<f64, String>], model: f64) -> Option<Verdict> {
+        let real: Vec<f64> = real_rounds.iter().map(|r| r.as_ref().ok().copied()).collect::<Option<_>>()?;
+        if real.len() < 2 {
+            return None;
+        }
+        let (min, max) = real.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        // Wider: no single real figure has every round within the band of
+        // it. In reach: some figure between the lowest and the highest
+        // round has the model within the band.
+        let (wider, in_reach) = match self {
+            Band::LatencyP50 | Band::LatencyP99 | Band::Rate => {
+                let (lo, hi) = match self {
+                    Band::LatencyP50 => P50_RATIO,
+                    Band::LatencyP99 => P99_RATIO,
+                    _ => RATE_RATIO,
+                };
+                (max * lo > min * hi, model >= min * lo && model <= max * hi)
+            }
+            Band::Share => (max - min > 2.0 * SHARE_POINTS, model >= min - SHARE_POINTS && model <= max + SHARE_POINTS),
+            Band::StallFraction => (false, false),
+        };
+        (wider && in_reach && min > 0.0).then(|| {
+            Verdict::Unsteady(format!(
+                "the {} real rounds spread {}-{} ({:.2}x), wider than the band; rerun on a quieter machine",
+                real.len(),
+                short(min),
+                short(max),
+                max / min
+            ))
+        })
+    }
+}
+
+fn short(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
 /// The median of per-round figures (the mean of the middle two for an even
 /// count). Any round without a figure makes the whole row's side n/a: a
 /// median of the rounds that happened to work would hide why the others

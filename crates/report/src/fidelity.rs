@@ -17,6 +17,10 @@ pub enum Verdict {
     Fail,
     /// No verdict: the reason (too few samples, a capture that lost events, ...).
     NotApplicable(String),
+    /// No verdict either way: out of the band against the real median, but
+    /// the real rounds themselves spread wider than the band and the model
+    /// is in it against one of them. The reason names the spread.
+    Unsteady(String),
 }
 
 impl fmt::Display for Verdict {
@@ -25,6 +29,7 @@ impl fmt::Display for Verdict {
             Verdict::Pass => "PASS",
             Verdict::Fail => "FAIL",
             Verdict::NotApplicable(_) => "n/a",
+            Verdict::Unsteady(_) => "UNSTEADY",
         })
     }
 }
@@ -58,6 +63,12 @@ pub struct FidelityLoad {
     pub other_cpus: f64,
     /// Percent of the CPUs' time a hypervisor stole.
     pub steal_pct: f64,
+    /// The busy loop's speed (loops/us of thread CPU time) measured before
+    /// each real round, lowest and highest: a host whose CPU speed moves
+    /// (frequency, a busy SMT sibling or core on the hypervisor) moves the
+    /// real figures with no steal or other work to show for it.
+    pub cpu_speed_min: Option<f64>,
+    pub cpu_speed_max: Option<f64>,
 }
 
 /// The suite's whole text report.
@@ -100,6 +111,7 @@ fn ratio_text(r: Option<f64>) -> String {
 fn verdict_text(v: &Verdict) -> String {
     match v {
         Verdict::NotApplicable(why) => format!("n/a ({why})"),
+        Verdict::Unsteady(why) => format!("UNSTEADY ({why})"),
         v => v.to_string(),
     }
 }
@@ -157,6 +169,7 @@ pub fn fidelity_failures(rows: &[FidelityRow]) -> Vec<String> {
         .filter(|r| r.verdict != Verdict::Pass)
         .map(|r| match &r.verdict {
             Verdict::NotApplicable(why) => format!("{} {} (n/a: {why})", r.case, r.metric),
+            Verdict::Unsteady(why) => format!("{} {} (unsteady: {why})", r.case, r.metric),
             _ => format!(
                 "{} {} (real {}, model {}, band {})",
                 r.case,
@@ -169,14 +182,16 @@ pub fn fidelity_failures(rows: &[FidelityRow]) -> Vec<String> {
         .collect()
 }
 
-/// `N PASS, M FAIL, K n/a`.
+/// `N PASS, M FAIL, K n/a`, with `, U unsteady` when any row is.
 pub fn fidelity_summary(rows: &[FidelityRow]) -> String {
     let n = |f: fn(&Verdict) -> bool| rows.iter().filter(|r| f(&r.verdict)).count();
+    let unsteady = n(|v| matches!(v, Verdict::Unsteady(_)));
     format!(
-        "{} PASS, {} FAIL, {} n/a",
+        "{} PASS, {} FAIL, {} n/a{}",
         n(|v| *v == Verdict::Pass),
         n(|v| *v == Verdict::Fail),
-        n(|v| matches!(v, Verdict::NotApplicable(_)))
+        n(|v| matches!(v, Verdict::NotApplicable(_))),
+        if unsteady > 0 { format!(", {unsteady} unsteady") } else { String::new() }
     )
 }
 
@@ -203,7 +218,15 @@ impl FidelityText<'_> {
             let per: Vec<String> = self
                 .loads
                 .iter()
-                .map(|l| format!("{} {:.2} CPUs, steal {:.1} %", l.case, l.other_cpus, l.steal_pct))
+                .map(|l| {
+                    let speed = match (l.cpu_speed_min, l.cpu_speed_max) {
+                        (Some(lo), Some(hi)) if lo > 0.0 => {
+                            format!(", CPU speed {lo:.0}-{hi:.0} loops/us ({:.2}x)", hi / lo)
+                        }
+                        _ => String::new(),
+                    };
+                    format!("{} {:.2} CPUs, steal {:.1} %{speed}", l.case, l.other_cpus, l.steal_pct)
+                })
                 .collect();
             let _ = writeln!(out, "other work on the machine during the real runs: {}", per.join("; "));
         }
@@ -291,7 +314,7 @@ impl<'a> FidelityText<'a> {
                     band: &r.band,
                     verdict: r.verdict.to_string(),
                     reason: match &r.verdict {
-                        Verdict::NotApplicable(why) => Some(why),
+                        Verdict::NotApplicable(why) | Verdict::Unsteady(why) => Some(why),
                         _ => None,
                     },
                     real_rounds: rounds_json(&r.real_rounds),
@@ -391,7 +414,13 @@ mod tests {
             bands: "bands (ratio = model / real):\n  latency p50     ratio 0.5-1.5\n",
             rows: &rows,
             notes: &notes,
-            loads: &[FidelityLoad { case: "schbench".into(), other_cpus: 0.954, steal_pct: 1.25 }],
+            loads: &[FidelityLoad {
+                case: "schbench".into(),
+                other_cpus: 0.954,
+                steal_pct: 1.25,
+                cpu_speed_min: Some(473.0),
+                cpu_speed_max: Some(658.0),
+            }],
             wall_s: 38.25,
         };
         let s = text.render();
@@ -401,7 +430,7 @@ mod tests {
         assert!(s.contains("  latency p50     ratio 0.5-1.5\n\ncase "), "{s}");
         assert!(s.contains("2 PASS, 1 FAIL, 1 n/a (wall 38.2 s)"), "{s}");
         assert_eq!(s.matches("kernel profile `mainline` is the model's").count(), 1);
-        assert!(s.contains("other work on the machine during the real runs: schbench 0.95 CPUs, steal 1.2 %\n"), "{s}");
+        assert!(s.contains("other work on the machine during the real runs: schbench 0.95 CPUs, steal 1.2 %, CPU speed 473-658 loops/us (1.39x)\n"), "{s}");
 
         let doc: serde_json::Value = serde_json::from_str(&crate::to_json(&text.json()).unwrap()).unwrap();
         let rows_json = doc["rows"].as_array().unwrap();
