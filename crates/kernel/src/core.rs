@@ -122,6 +122,10 @@ pub struct Outbox {
     pub ipis: Vec<IpiRequest>,
     /// Timers to fire (the fair server's deferral timer).
     pub timers: Vec<TimerRequest>,
+    /// CPU time the entry's kernel paths took, per CPU that ran them
+    /// (`[costs.kernel]`): the simulator takes it from whatever that CPU
+    /// runs next.
+    pub cpu_ns: Vec<(u32, u64)>,
 }
 
 impl Outbox {
@@ -130,7 +134,7 @@ impl Outbox {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty() && self.ipis.is_empty() && self.timers.is_empty()
+        self.events.is_empty() && self.ipis.is_empty() && self.timers.is_empty() && self.cpu_ns.is_empty()
     }
 
     /// Forget everything, keeping the buffers.
@@ -138,6 +142,7 @@ impl Outbox {
         self.events.clear();
         self.ipis.clear();
         self.timers.clear();
+        self.cpu_ns.clear();
     }
 }
 
@@ -226,6 +231,9 @@ pub struct Kernel {
     /// `sd_asym_cpucapacity` domain. Fixed once the domains are built; the
     /// wakeup path tests it several times per wakeup.
     pub(crate) asym_cpucap_active: bool,
+    /// `available_idle_cpu()` calls since the wakeup path last read it:
+    /// what `select_idle_sibling()` scanned, and pays for.
+    pub(crate) idle_probes: std::cell::Cell<u32>,
 }
 
 impl Kernel {
@@ -280,6 +288,7 @@ impl Kernel {
             max_lb_interval: (hz * nr_cpus as u64 / 10).max(1),
             smt_masks: (0..nr_cpus).map(|cpu| topo.smt_mask(cpu)).collect(),
             asym_cpucap_active: domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some()),
+            idle_probes: std::cell::Cell::new(0),
             rt_mutexes: Vec::new(),
             rto_mask: CpuSet::empty(),
             rto_count: 0,
@@ -509,7 +518,30 @@ impl Kernel {
     /// `available_idle_cpu()`: `idle_cpu()` on a CPU that is not a preempted vCPU
     /// (the model's vCPUs are never preempted).
     pub fn available_idle_cpu(&self, cpu: usize) -> bool {
+        self.idle_probes.set(self.idle_probes.get().wrapping_add(1));
         self.idle_cpu(cpu)
+    }
+
+    /// Charge `ns` of CPU time to the CPU running this kernel path.
+    pub(crate) fn charge(&mut self, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        let cpu = self.exec_cpu as u32;
+        match self.out.cpu_ns.last_mut() {
+            Some((c, acc)) if *c == cpu => *acc += ns,
+            _ => self.out.cpu_ns.push((cpu, ns)),
+        }
+    }
+
+    /// Lock `cpu`'s runqueue from the executing CPU: a remote one costs its
+    /// cache lines' trip at that distance (`remote_rq`).
+    pub(crate) fn charge_rq_lock(&mut self, cpu: usize) {
+        if cpu != self.exec_cpu {
+            let d = self.topo.distance(self.exec_cpu, cpu);
+            let ns = self.topo.level_costs(d).remote_rq_ns;
+            self.charge(ns);
+        }
     }
 
     /// `sched_idle_cpu()`: only SCHED_IDLE tasks are queued.
@@ -551,6 +583,9 @@ impl Kernel {
             self.emit(cpu, EventKind::SchedWakeIdleWithoutIpi { cpu: cpu as u32 });
         } else if kind == IpiKind::Resched {
             self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: true });
+        }
+        if !polled {
+            self.charge(self.topo.costs.kernel.ipi_send_ns);
         }
         self.out.ipis.push(IpiRequest { from: self.exec_cpu, cpu, kind, idle, polled });
     }

@@ -4,6 +4,7 @@
 
 mod balance;
 mod common;
+mod costs;
 mod eevdf;
 mod rt;
 mod wakeup;

@@ -108,7 +108,8 @@ pub(crate) struct Engine<'a> {
     pub check_invariants: bool,
     /// Charge the real runner's capture costs (markers, tracepoints).
     pub traced: bool,
-    /// Captured tracepoints' CPU time not yet charged, per CPU.
+    /// Kernel CPU time not yet charged, per CPU: the scheduling paths'
+    /// (`[costs.kernel]`) and, in traced runs, the captured tracepoints'.
     pub pending_ns: Vec<u64>,
     pub end: Option<u64>,
     pub error: Option<SimError>,
@@ -127,6 +128,9 @@ impl<'a> Engine<'a> {
             for e in self.out.events.iter().filter(|e| e.kind.is_captured_tracepoint()) {
                 self.pending_ns[e.cpu as usize] += ns;
             }
+        }
+        for (cpu, ns) in self.out.cpu_ns.drain(..) {
+            self.pending_ns[cpu as usize] += ns;
         }
         if self.trace.is_empty() {
             // Streamed runs empty the trace every step: trade buffers, copy nothing.

@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn own_ln_exp_and_quantile_match_the_library_closely() {
-        for &x in &[1e-300, 1e-10, 0.001, 0.5, 0.7071, 1.0, 1.5, 2.0, 10.0, 12345.678, 1e300] {
+        for &x in &[1e-300, 1e-10, 0.001, 0.5, 0.7, 1.0, 1.5, 2.0, 10.0, 12345.678, 1e300] {
             let (a, b) = (ln(x), x.ln());
             assert!((a - b).abs() <= 1e-14 * b.abs().max(1.0), "ln({x}) = {a}, libm {b}");
         }

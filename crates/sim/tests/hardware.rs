@@ -227,7 +227,11 @@ fn a_timer_pays_its_interrupt_delivery_on_a_busy_cpu_and_the_idle_exit_on_top() 
     let busy = periods(true);
     assert!(busy.len() > 40 && busy.iter().all(|&d| d == 1_000_000 + 7_000 + 2_000 + 10_000), "{:?}", &busy[..3]);
     let idle = periods(false);
-    assert!(idle.len() > 40 && idle.iter().all(|&d| d == 1_000_000 + 7_000 + 3_000 + 2_000 + 10_000), "{:?}", &idle[..3]);
+    assert!(
+        idle.len() > 40 && idle.iter().all(|&d| d == 1_000_000 + 7_000 + 3_000 + 2_000 + 10_000),
+        "{:?}",
+        &idle[..3]
+    );
 }
 
 #[test]
@@ -315,4 +319,42 @@ fn a_busy_only_source_leaves_idle_cpus_alone() {
     // (One may meet a tick that began while the CPU was still busy.)
     assert!(odd.len() * 100 <= busy_only.len(), "the idle CPU's wakeups are untouched: {odd:?} vs {}", quiet[0]);
     assert!(both.iter().any(|h| *h > quiet[0] + 10_000), "without busy_only an interrupt lands on the idle CPU");
+}
+
+#[test]
+fn the_kernels_own_paths_take_cpu_time_from_the_threads() {
+    // Ping-pong on one CPU, which never idles: its time is the switches
+    // (2 us each) plus, with [costs.kernel], 1 us per enqueue (each
+    // wakeup) and per dequeue (each block: NO_DELAY_DEQUEUE leaves no task
+    // delayed to be woken in place). The costs change the pattern (who
+    // preempts whom), so both runs are checked against their own counts.
+    let body = "duration = \"20ms\"\nfeatures = [\"NO_DELAY_DEQUEUE\"]\n[[thread]]\nname = \"ping\"\naffinity = \"1\"\nprogram = [ { signal = \"a\" }, { wait = \"b\" } ]\n[[thread]]\nname = \"pong\"\naffinity = \"1\"\nprogram = [ { wait = \"a\" }, { signal = \"b\" } ]\n";
+    let check = |kernel: &str, path_ns: u64| {
+        let r = sim(&with_topology(&format!("{MACHINE}{kernel}"), body), 1);
+        let on1: Vec<&schedlab_trace::Event> = r.trace.events.iter().filter(|e| e.cpu == 1).collect();
+        let switches: Vec<u64> =
+            on1.iter().filter(|e| matches!(e.kind, EventKind::SchedSwitch { .. })).map(|e| e.ts).collect();
+        // From the 10th switch to the last, count what the CPU did.
+        let (from, to) = (switches[10], switches[switches.len() - 1]);
+        let inside = |e: &&&schedlab_trace::Event| e.ts > from && e.ts <= to;
+        let n_switch = on1.iter().filter(inside).filter(|e| matches!(e.kind, EventKind::SchedSwitch { .. })).count();
+        let n_wake = on1.iter().filter(inside).filter(|e| matches!(e.kind, EventKind::SchedWakeup { .. })).count();
+        let n_block = on1
+            .iter()
+            .filter(inside)
+            .filter(|e| {
+                matches!(e.kind, EventKind::SchedSwitch { prev_state: schedlab_trace::PrevState::Sleeping, .. })
+            })
+            .count();
+        let predicted = n_switch as u64 * 2_000 + (n_wake + n_block) as u64 * path_ns;
+        let took = to - from;
+        assert!(
+            took.abs_diff(predicted) <= took / 100,
+            "{kernel}: took {took} ns, predicted {predicted} ({n_switch} switches, {n_wake} wakeups, {n_block} blocks)"
+        );
+        n_switch
+    };
+    let free = check("", 0);
+    let costly = check("[costs.kernel]\nenqueue = \"1us\"\ndequeue = \"1us\"\n", 1_000);
+    assert!(costly < free, "the paths' time leaves fewer switches in the window: {costly} vs {free}");
 }

@@ -102,11 +102,14 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
 
     let mut costs_file = f.costs.unwrap_or_default();
     let level_files = [costs_file.smt.take(), costs_file.llc.take(), costs_file.package.take(), costs_file.numa.take()];
+    let kernel_file = costs_file.kernel.take().unwrap_or_default();
     // Without [idle], these two keys are the machine's one idle state.
     let flat_idle =
         hardware::FlatIdle { exit: costs_file.idle_exit_ns.take(), polling: costs_file.idle_polling.take() };
     let mut costs = costs(&ctx, costs_file)?;
-    costs.levels = hardware::levels(&ctx, &costs, level_files)?;
+    let remote_rq = cost(&ctx, kernel_file.remote_rq.clone(), "remote_rq", 0)?;
+    costs.kernel = hardware::kernel_costs(&ctx, kernel_file)?;
+    costs.levels = hardware::levels(&ctx, &costs, remote_rq, level_files)?;
     let jitter = jitter(&ctx, f.jitter.unwrap_or_default())?;
     let idle = hardware::idle(&ctx, f.idle, flat_idle)?;
     let noise = hardware::noise(&ctx, f.noise.unwrap_or_default(), slots.len())?;
@@ -568,6 +571,7 @@ fn costs(ctx: &Ctx, c: crate::file::CostsFile) -> Result<Costs, InputError> {
         trace_marker_ns: cost(ctx, c.trace_marker_ns, "trace_marker_ns", d.trace_marker_ns)?,
         tracepoint_ns: cost(ctx, c.tracepoint_ns, "tracepoint_ns", d.tracepoint_ns)?,
         timer_irq_ns: cost(ctx, c.timer_irq_ns, "timer_irq_ns", d.timer_irq_ns)?,
+        kernel: d.kernel,
         levels: d.levels,
     })
 }

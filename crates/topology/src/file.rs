@@ -89,6 +89,21 @@ pub(crate) struct HaltpollFile {
 pub(crate) struct LevelFile {
     pub ipi: Option<Spanned<DurationNs>>,
     pub migration_cold: Option<Spanned<DurationNs>>,
+    pub remote_rq: Option<Spanned<DurationNs>>,
+}
+
+/// `[costs.kernel]`: the scheduling paths' CPU time; `remote_rq` is the
+/// default of every level's.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct KernelCostsFile {
+    pub enqueue: Option<Spanned<DurationNs>>,
+    pub dequeue: Option<Spanned<DurationNs>>,
+    pub select: Option<Spanned<DurationNs>>,
+    pub select_per_cpu: Option<Spanned<DurationNs>>,
+    pub wakelist: Option<Spanned<DurationNs>>,
+    pub ipi_send: Option<Spanned<DurationNs>>,
+    pub remote_rq: Option<Spanned<DurationNs>>,
 }
 
 /// One `[[noise]]` entry.
@@ -179,6 +194,7 @@ pub(crate) struct CostsFile {
     pub trace_marker_ns: Option<Spanned<DurationNs>>,
     pub tracepoint_ns: Option<Spanned<DurationNs>>,
     pub timer_irq_ns: Option<Spanned<DurationNs>>,
+    pub kernel: Option<KernelCostsFile>,
     pub smt: Option<LevelFile>,
     pub llc: Option<LevelFile>,
     pub package: Option<LevelFile>,

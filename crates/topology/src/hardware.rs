@@ -181,6 +181,33 @@ pub struct LevelCosts {
     pub ipi_ns: u64,
     /// Cache refill of a task whose last CPU was at this distance.
     pub migration_cold_ns: u64,
+    /// Extra CPU time, on the CPU doing it, of taking a runqueue lock last
+    /// held at this distance and touching that runqueue (the lock's, the
+    /// runqueue's and the task's cache lines move here): a remote wakeup
+    /// that activates directly instead of through the wakelist, or wakes a
+    /// task still queued there (`ttwu_runnable()`).
+    pub remote_rq_ns: u64,
+}
+
+/// CPU time of the kernel's scheduling paths, charged on the CPU that runs
+/// them (`[costs.kernel]`). All 0 unless a topology gives them: a measured
+/// host folds them into its probed switch and IPI costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelCosts {
+    /// `enqueue_task()` of a task (the class's enqueue, its PELT update).
+    pub enqueue_ns: u64,
+    /// `dequeue_task()`.
+    pub dequeue_ns: u64,
+    /// `select_task_rq_fair()`'s fixed part: the domain walk, wake_affine.
+    pub select_ns: u64,
+    /// Each CPU `select_idle_sibling()` tests (`available_idle_cpu()`: the
+    /// other CPU's runqueue lines read from here).
+    pub select_per_cpu_ns: u64,
+    /// `__ttwu_queue_wakelist()` on the waker: the lock-free add to the
+    /// target's list (the IPI it may raise costs `ipi_send_ns`).
+    pub wakelist_ns: u64,
+    /// Sending one IPI, on the sender (the APIC write; in a VM an exit).
+    pub ipi_send_ns: u64,
 }
 
 /// What kind of interference a noise source is.

@@ -74,7 +74,7 @@ use std::path::Path;
 pub use cpuset::{parse_cpulist, CpuSet, CpuWrap, CpulistError, MAX_CPUS};
 pub use diag::InputError;
 pub use duration::{parse_duration, DurationError, DurationNs};
-pub use hardware::{Distance, Governor, Idle, IdleState, LevelCosts, NoiseKind, NoiseSource};
+pub use hardware::{Distance, Governor, Idle, IdleState, KernelCosts, LevelCosts, NoiseKind, NoiseSource};
 
 /// The CONFIG_HZ values the kernel's Kconfig offers (`HZ_100` ... `HZ_1000`).
 pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
@@ -201,6 +201,8 @@ pub struct Costs {
     /// bare metal about a microsecond. Charged on every thread timer (sleep,
     /// `timer`) before the wakeup; an idle CPU's exit comes on top.
     pub timer_irq_ns: u64,
+    /// The scheduling paths' own CPU time (`[costs.kernel]`).
+    pub kernel: KernelCosts,
     /// IPI delivery and cache-cold refill by distance (`Distance::LEVELS`
     /// order: smt, llc, package, numa); `[costs.<level>]` in the file, else
     /// the flat `ipi_ns` / `migration_cold_ns` at every level.
@@ -225,7 +227,8 @@ impl Default for Costs {
             trace_marker_ns: 0,
             tracepoint_ns: 0,
             timer_irq_ns: 0,
-            levels: [LevelCosts { ipi_ns: 2_000, migration_cold_ns: 5_000 }; 4],
+            kernel: KernelCosts::default(),
+            levels: [LevelCosts { ipi_ns: 2_000, migration_cold_ns: 5_000, remote_rq_ns: 0 }; 4],
         }
     }
 }
@@ -374,7 +377,7 @@ impl Topology {
     pub fn level_costs(&self, d: Distance) -> LevelCosts {
         match d.level() {
             Some(i) => self.costs.levels[i],
-            None => LevelCosts { ipi_ns: 0, migration_cold_ns: 0 },
+            None => LevelCosts { ipi_ns: 0, migration_cold_ns: 0, remote_rq_ns: 0 },
         }
     }
 

@@ -19,6 +19,7 @@ impl Kernel {
         if flags & qflags::ENQUEUE_NOCLOCK == 0 {
             self.update_rq_clock(cpu);
         }
+        self.charge(self.topo.costs.kernel.enqueue_ns);
         self.class_of(t).enqueue_task(self, cpu, t, flags);
     }
 
@@ -27,6 +28,7 @@ impl Kernel {
         if flags & qflags::DEQUEUE_NOCLOCK == 0 {
             self.update_rq_clock(cpu);
         }
+        self.charge(self.topo.costs.kernel.dequeue_ns);
         self.class_of(t).dequeue_task(self, cpu, t, flags)
     }
 

@@ -75,6 +75,8 @@ impl Kernel {
             return false;
         }
         let cpu = self.tasks[t as usize].cpu;
+        // __task_rq_lock(): the wakee's runqueue, wherever it is.
+        self.charge_rq_lock(cpu);
         self.update_rq_clock(cpu);
         let delayed = self.tasks[t as usize].se.sched_delayed;
         if delayed {
@@ -155,6 +157,7 @@ impl Kernel {
     /// `__ttwu_queue_wakelist()`: mark `ttwu_pending` (so `idle_cpu()` turns
     /// false at once) and queue; the first entry raises the call-function IPI.
     fn __ttwu_queue_wakelist(&mut self, t: TaskId, cpu: usize) {
+        self.charge(self.topo.costs.kernel.wakelist_ns);
         let rq = &mut self.rqs[cpu];
         rq.ttwu_pending = true;
         let first = rq.wake_list.is_empty();
@@ -241,6 +244,7 @@ impl Kernel {
         if self.ttwu_queue_wakelist(t, cpu, wake_flags) {
             return;
         }
+        self.charge_rq_lock(cpu);
         self.update_rq_clock(cpu);
         self.emit_ttwu(t, WakePath::Activate, cpu);
         self.ttwu_do_activate(cpu, t, wake_flags);
@@ -251,8 +255,11 @@ impl Kernel {
     pub(crate) fn select_task_rq(&mut self, t: TaskId, cpu: usize, wake_flags: &mut u32) -> usize {
         let task = &self.tasks[t as usize];
         let mut cpu = if task.nr_cpus_allowed() > 1 {
+            self.idle_probes.set(0);
             let c = self.class_of(t).select_task_rq(self, t, cpu, *wake_flags);
             *wake_flags |= WF_RQ_SELECTED;
+            let k = self.topo.costs.kernel;
+            self.charge(k.select_ns + k.select_per_cpu_ns * u64::from(self.idle_probes.get()));
             c
         } else {
             task.cpus_mask.first().unwrap_or(cpu)

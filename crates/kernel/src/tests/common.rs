@@ -16,6 +16,8 @@ pub struct TestKernel {
     pub events: Vec<Event>,
     pub ipis: Vec<IpiRequest>,
     pub timers: Vec<TimerRequest>,
+    /// Kernel CPU time charged, per CPU that ran the path.
+    pub cpu_ns: Vec<(u32, u64)>,
 }
 
 impl std::ops::Deref for TestKernel {
@@ -33,7 +35,13 @@ impl std::ops::DerefMut for TestKernel {
 
 impl TestKernel {
     pub fn new(cfg: KernelConfig) -> Self {
-        TestKernel { kernel: Kernel::new(cfg), events: Vec::new(), ipis: Vec::new(), timers: Vec::new() }
+        TestKernel {
+            kernel: Kernel::new(cfg),
+            events: Vec::new(),
+            ipis: Vec::new(),
+            timers: Vec::new(),
+            cpu_ns: Vec::new(),
+        }
     }
 
     /// Run one entry point, appending its requests to ours.
@@ -42,9 +50,10 @@ impl TestKernel {
             events: std::mem::take(&mut self.events),
             ipis: std::mem::take(&mut self.ipis),
             timers: std::mem::take(&mut self.timers),
+            cpu_ns: std::mem::take(&mut self.cpu_ns),
         };
         let r = f(&mut self.kernel, &mut out);
-        (self.events, self.ipis, self.timers) = (out.events, out.ipis, out.timers);
+        (self.events, self.ipis, self.timers, self.cpu_ns) = (out.events, out.ipis, out.timers, out.cpu_ns);
         r
     }
 

@@ -4,8 +4,10 @@
 use toml::Spanned;
 
 use super::{cost, Ctx};
-use crate::file::{ExitPointFile, HaltpollFile, IdleFile, IdleStateFile, LevelFile, NoiseFile};
-use crate::hardware::{ExitPoint, Governor, HaltpollParams, Idle, IdleState, LevelCosts, NoiseKind, NoiseSource};
+use crate::file::{ExitPointFile, HaltpollFile, IdleFile, IdleStateFile, KernelCostsFile, LevelFile, NoiseFile};
+use crate::hardware::{
+    ExitPoint, Governor, HaltpollParams, Idle, IdleState, KernelCosts, LevelCosts, NoiseKind, NoiseSource,
+};
 use crate::{parse_cpulist, Costs, CpuSet, InputError};
 
 /// The longest idle-state latency or residency accepted (deep package
@@ -15,14 +17,34 @@ const MAX_IDLE_NS: u64 = 100_000_000;
 const MAX_NOISE_SHARE: f64 = 0.5;
 
 /// The per-level cost table: a level left out takes the flat `[costs]` values.
-pub(super) fn levels(ctx: &Ctx, flat: &Costs, files: [Option<LevelFile>; 4]) -> Result<[LevelCosts; 4], InputError> {
-    let mut out = [LevelCosts { ipi_ns: flat.ipi_ns, migration_cold_ns: flat.migration_cold_ns }; 4];
+/// `remote_rq` is `[costs.kernel] remote_rq`, every level's default.
+pub(super) fn levels(
+    ctx: &Ctx,
+    flat: &Costs,
+    remote_rq: u64,
+    files: [Option<LevelFile>; 4],
+) -> Result<[LevelCosts; 4], InputError> {
+    let mut out =
+        [LevelCosts { ipi_ns: flat.ipi_ns, migration_cold_ns: flat.migration_cold_ns, remote_rq_ns: remote_rq }; 4];
     for (slot, file) in out.iter_mut().zip(files) {
         let Some(f) = file else { continue };
         slot.ipi_ns = cost(ctx, f.ipi, "ipi", flat.ipi_ns)?;
         slot.migration_cold_ns = cost(ctx, f.migration_cold, "migration_cold", flat.migration_cold_ns)?;
+        slot.remote_rq_ns = cost(ctx, f.remote_rq, "remote_rq", remote_rq)?;
     }
     Ok(out)
+}
+
+/// `[costs.kernel]` (its `remote_rq` goes to the levels).
+pub(super) fn kernel_costs(ctx: &Ctx, f: KernelCostsFile) -> Result<KernelCosts, InputError> {
+    Ok(KernelCosts {
+        enqueue_ns: cost(ctx, f.enqueue, "enqueue", 0)?,
+        dequeue_ns: cost(ctx, f.dequeue, "dequeue", 0)?,
+        select_ns: cost(ctx, f.select, "select", 0)?,
+        select_per_cpu_ns: cost(ctx, f.select_per_cpu, "select_per_cpu", 0)?,
+        wakelist_ns: cost(ctx, f.wakelist, "wakelist", 0)?,
+        ipi_send_ns: cost(ctx, f.ipi_send, "ipi_send", 0)?,
+    })
 }
 
 /// `[costs] idle_exit_ns` and `idle_polling`: the one idle state of a file

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::measured::{
-    exit_curve, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve, timer_irq_from_probes, CurvePoint, Measured, NoiseFigures,
-    TimerProbe, WakeProbe,
+    exit_curve, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve, timer_irq_from_probes, CurvePoint,
+    Measured, NoiseFigures, TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};

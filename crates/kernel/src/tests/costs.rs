@@ -1,0 +1,103 @@
+//! The scheduling paths' CPU time (`[costs.kernel]`): what each wakeup path
+//! charges, and to which CPU.
+
+use super::common::{fair_task as add, start_fair as start, TestKernel};
+use crate::TaskState;
+use schedlab_topology::Topology;
+
+const US: u64 = 1_000;
+
+/// Two packages (NUMA nodes) of one LLC with two CPUs each: CPUs 0-1 and 2-3.
+const MACHINE: &str = r#"
+hz = 1000
+preempt = "full"
+[layout]
+packages = 2
+cores_per_llc = 2
+[costs.kernel]
+enqueue = "100ns"
+dequeue = "70ns"
+select = "50ns"
+select_per_cpu = "10ns"
+wakelist = "30ns"
+ipi_send = "20ns"
+remote_rq = "200ns"
+[costs.numa]
+remote_rq = "500ns"
+"#;
+
+fn kernel(settings: &[&str]) -> TestKernel {
+    let topo = Topology::from_toml_str("costs.toml", MACHINE).unwrap();
+    super::common::kernel_with(topo, "6.12", settings, 1)
+}
+
+/// Task 1 (allowed anywhere) left delayed on CPU 0 behind a pinned hog.
+fn delayed_on_cpu0() -> (TestKernel, crate::TaskId, u64) {
+    let mut k = kernel(&[]);
+    let a = add(&mut k, 1, "0-3", 0);
+    let b = add(&mut k, 2, "0", 0);
+    start(&mut k, a, 0);
+    start(&mut k, b, 0);
+    let now = 500 * US;
+    k.sync_curr(0, now);
+    assert_eq!(k.curr(0), Some(a));
+    k.set_current_state(0, TaskState::Interruptible);
+    k.schedule(0, now, false);
+    assert!(k.tasks[a as usize].se.sched_delayed);
+    k.cpu_ns.clear();
+    k.ipis.clear();
+    (k, a, now + 10 * US)
+}
+
+/// What `exec` was charged, and the IPIs it sent (polled ones are free).
+fn charged(k: &TestKernel, exec: u32) -> (u64, u64) {
+    let ns = k.cpu_ns.iter().filter(|(c, _)| *c == exec).map(|(_, n)| n).sum();
+    let sent = k.ipis.iter().filter(|i| i.from == exec as usize && !i.polled).count() as u64;
+    (ns, sent)
+}
+
+#[test]
+fn waking_a_queued_task_pays_the_remote_runqueue_by_distance() {
+    // The same in-place wakeup (ttwu_runnable's requeue of a delayed task)
+    // from its own CPU, a CPU of its LLC and a CPU of the other package:
+    // the requeue's enqueue everywhere, the lock's lines by distance.
+    for (exec, remote) in [(0u32, 0u64), (1, 200), (2, 500)] {
+        let (mut k, a, now) = delayed_on_cpu0();
+        k.try_to_wake_up(a, now, exec as usize, 0);
+        assert!(!k.tasks[a as usize].se.sched_delayed, "woken in place");
+        let (ns, sent) = charged(&k, exec);
+        assert_eq!(ns, remote + 100 + 20 * sent, "exec CPU {exec}: {:?}", k.cpu_ns);
+        assert!(k.cpu_ns.iter().all(|(c, _)| *c == exec), "only the waker pays: {:?}", k.cpu_ns);
+    }
+}
+
+#[test]
+fn a_wakelist_wakeup_splits_its_cost_between_waker_and_target() {
+    // A sleeper fully dequeued from CPU 0, woken from the other package:
+    // select_task_rq_fair() and the wakelist add on the waker, the enqueue
+    // on the CPU that runs its wakelist.
+    let mut k = kernel(&["NO_DELAY_DEQUEUE"]);
+    let a = add(&mut k, 1, "0-1", 0);
+    start(&mut k, a, 0);
+    let now = 500 * US;
+    k.sync_curr(0, now);
+    k.set_current_state(0, TaskState::Interruptible);
+    k.schedule(0, now, false);
+    assert!(!k.tasks[a as usize].se.on_rq);
+    // Past the switch: a wakeup while it is still on_cpu takes the
+    // TTWU_QUEUE_ON_CPU shortcut, with no select_task_rq().
+    k.finish_task_switch(0);
+    k.cpu_ns.clear();
+    k.ipis.clear();
+    k.try_to_wake_up(a, now + 10 * US, 2, 0);
+    let target = k.tasks[a as usize].cpu;
+    assert!(target <= 1 && k.rqs[target].wake_list.contains(&a), "cross-package: the wakelist");
+    let (ns, sent) = charged(&k, 2);
+    assert!(ns >= 50 + 30 + 20 * sent, "{:?} {:?}", k.cpu_ns, k.ipis);
+    let probes = (ns - 50 - 30 - 20 * sent) / 10;
+    assert_eq!(ns, 50 + 10 * probes + 30 + 20 * sent, "{:?}", k.cpu_ns);
+    assert!(probes >= 1, "select_idle_sibling() tested at least one CPU");
+    k.cpu_ns.clear();
+    k.sched_ttwu_pending(target, now + 20 * US);
+    assert_eq!(charged(&k, target as u32).0, 100, "the enqueue, on the target: {:?}", k.cpu_ns);
+}
