@@ -19,15 +19,27 @@
 //!   smallest target residency of the deeper states (at most a tick), and
 //!   the governor chooses again.
 //!
-//! Simplified: menu's per-bucket correction factors (which learn how often
-//! wakeups come before the next timer) are 1; `teo` is modeled by menu's
-//! prediction; the tick counts as running at the first selection of an
-//! idle period and stopped after a poll times out; no PM QoS latency limit.
+//!   The prediction from the next timer is scaled by the per-bucket
+//!   correction factor `menu_update()` learns (how much of the time to the
+//!   next timer the CPU actually stayed idle, a decaying average per
+//!   `which_bucket()` of that time): a CPU that wakeups keep ending early
+//!   stops choosing states deeper than its real idle periods.
+//!
+//! Simplified: `teo` is modeled by menu's prediction; the tick counts as
+//! running at the first selection of an idle period and stopped after a
+//! poll times out, and menu_update()'s "woken by a tick that was not
+//! stopped" case is not modeled; no PM QoS latency limit.
 
 use schedlab_topology::{Governor, Idle};
 
 /// `INTERVALS` of menu.c: the idle history it looks for a pattern in.
 const INTERVALS: usize = 8;
+/// menu.c's correction-factor buckets, fixed point and decay.
+const BUCKETS: usize = 6;
+const RESOLUTION: u64 = 1024;
+const DECAY: u64 = 8;
+/// menu.c's `MAX_INTERESTING`: an idle this long counts as a perfect prediction.
+const MAX_INTERESTING_NS: u64 = 50_000_000;
 /// gov.h's `RESIDENCY_THRESHOLD_NS`: below it, a shallow state beats polling.
 const RESIDENCY_THRESHOLD_NS: u64 = 15_000;
 /// cpuidle.c's `CPUIDLE_POLL_MIN`: deeper states with a shorter residency
@@ -41,7 +53,7 @@ fn is_poll_loop(s: &schedlab_topology::IdleState) -> bool {
 }
 
 /// A CPU's idle state, as the hardware model tracks it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct CpuIdle {
     /// Idle since (the idle task was switched in); `None` while busy.
     since: Option<u64>,
@@ -51,12 +63,49 @@ pub(crate) struct CpuIdle {
     /// menu: the last idle intervals, in µs (`menu_device.intervals`).
     intervals: [u32; INTERVALS],
     interval_ptr: usize,
+    /// menu: `correction_factor[]`, and the selection's `next_timer_ns` and
+    /// `bucket` its update reads.
+    correction: [u64; BUCKETS],
+    next_timer_ns: u64,
+    bucket: usize,
     /// haltpoll: `cpuidle_device.poll_limit_ns`, `last_state_idx`, `poll_time_limit`.
     poll_limit_ns: u64,
     last_state: usize,
     poll_timed_out: bool,
     /// Bumped at every transition so a stale poll timeout is ignored.
     pub gen: u64,
+}
+
+impl Default for CpuIdle {
+    /// `menu_enable_device()`: every correction factor starts at 1.
+    fn default() -> Self {
+        CpuIdle {
+            since: None,
+            state: 0,
+            state_since: 0,
+            intervals: [0; INTERVALS],
+            interval_ptr: 0,
+            correction: [RESOLUTION * DECAY; BUCKETS],
+            next_timer_ns: u64::MAX,
+            bucket: BUCKETS - 1,
+            poll_limit_ns: 0,
+            last_state: 0,
+            poll_timed_out: false,
+            gen: 0,
+        }
+    }
+}
+
+/// menu.c's `which_bucket()`: decades of the time to the next timer, from 10 us.
+fn which_bucket(ns: u64) -> usize {
+    match ns {
+        0..10_000 => 0,
+        10_000..100_000 => 1,
+        100_000..1_000_000 => 2,
+        1_000_000..10_000_000 => 3,
+        10_000_000..100_000_000 => 4,
+        _ => 5,
+    }
 }
 
 /// What entering (or moving within) idle leaves the CPU in.
@@ -109,7 +158,7 @@ impl CpuIdle {
             Governor::Menu | Governor::Teo => {
                 // menu_update() after a timed-out poll measures "until the next timer".
                 let to_timer = next_timer.map(|t| t.saturating_sub(now)).unwrap_or(u64::MAX);
-                self.record_interval(to_timer);
+                self.menu_update(self.next_timer_ns);
                 self.menu_select(idle, tick_ns, to_timer, u64::MAX, true)
             }
         };
@@ -128,10 +177,9 @@ impl CpuIdle {
         self.reflect(idle, now);
         if matches!(idle.governor, Governor::Menu | Governor::Teo) {
             let exit = idle.states[self.state].exit_latency_ns;
-            let mut measured = now.saturating_sub(self.state_since);
+            let measured = now.saturating_sub(self.state_since);
             // menu_update(): deduct the exit latency from what was measured.
-            measured = if measured > 2 * exit { measured - exit } else { measured / 2 };
-            self.record_interval(measured);
+            self.menu_update(if measured > 2 * exit { measured - exit } else { measured / 2 });
         }
         self.gen += 1;
     }
@@ -196,6 +244,22 @@ impl CpuIdle {
         }
     }
 
+    /// `menu_update()` with the idle length it measured: the selection's
+    /// bucket learns the ratio of that length to the time the next timer was
+    /// away, and the interval history gets it.
+    fn menu_update(&mut self, measured_ns: u64) {
+        let measured = measured_ns.min(self.next_timer_ns);
+        let f = &mut self.correction[self.bucket];
+        let mut new = *f - *f / DECAY;
+        if self.next_timer_ns > 0 && measured < MAX_INTERESTING_NS {
+            new += (RESOLUTION as u128 * measured as u128 / self.next_timer_ns as u128) as u64;
+        } else {
+            new += RESOLUTION;
+        }
+        *f = new;
+        self.record_interval(measured);
+    }
+
     fn record_interval(&mut self, ns: u64) {
         self.intervals[self.interval_ptr] = (ns / 1_000).min(u32::MAX as u64) as u32;
         self.interval_ptr = (self.interval_ptr + 1) % INTERVALS;
@@ -238,19 +302,26 @@ impl CpuIdle {
         }
     }
 
-    /// `menu_select()` without the correction factors (see the module doc).
-    fn menu_select(&self, idle: &Idle, tick_ns: u64, to_timer: u64, to_tick: u64, tick_stopped: bool) -> usize {
+    /// `menu_select()`.
+    fn menu_select(&mut self, idle: &Idle, tick_ns: u64, to_timer: u64, to_tick: u64, tick_stopped: bool) -> usize {
         let states = &idle.states;
         let mut predicted = self.typical_interval();
         let next_timer = if predicted > RESIDENCY_THRESHOLD_NS || tick_stopped {
-            predicted = predicted.min(to_timer);
+            self.bucket = which_bucket(to_timer);
+            // The time to the next timer scaled by what this bucket learnt,
+            // rounded to the microsecond.
+            let scale = (RESOLUTION * DECAY * 1_000) as u128;
+            let timer_us = (scale / 2 + to_timer as u128 * self.correction[self.bucket] as u128) / scale;
+            predicted = predicted.min(u64::try_from(timer_us * 1_000).unwrap_or(u64::MAX));
             if tick_stopped && predicted < tick_ns {
                 predicted = to_timer;
             }
             to_timer
         } else {
+            self.bucket = which_bucket(u64::MAX);
             u64::MAX
         };
+        self.next_timer_ns = next_timer;
         if states.len() <= 1 || next_timer < states[1].target_residency_ns {
             return 0;
         }
@@ -383,6 +454,37 @@ mod tests {
             idle_for(&mut c, &idle, t, 500_000);
         }
         assert_eq!(idle_for(&mut c, &idle, t + 1_000_000, 500_000)[0], 2);
+    }
+
+    #[test]
+    fn menu_learns_that_wakeups_end_idles_long_before_the_next_timer() {
+        // Idles of 20, 300, 60 and 500 us in turn, each ended by a wakeup while the
+        // CPU's next timer is 5 ms away: no repeating pattern, so only the
+        // timer predicts. At first it predicts the whole 5 ms: C3.
+        let mut idle = acpi();
+        idle.states.push(state("C3", 350_000, 1_000_000, false));
+        let mut c = CpuIdle::default();
+        let mut lens = [20_000u64, 300_000, 60_000, 500_000].into_iter().cycle();
+        let mut pick = |c: &mut CpuIdle, t: u64| {
+            let e = c.enter(&idle, TICK, t, Some(t + 5_000_000), t + 5_000_000);
+            assert!(e.timeout_at.is_none(), "not polling");
+            let chosen = c.state();
+            c.leave(&idle, t + lens.next().unwrap());
+            chosen
+        };
+        assert_eq!(pick(&mut c, 0), 3, "factor 1: the timer's 5 ms");
+        let mut last = Vec::new();
+        for k in 1..=60u64 {
+            last.push(pick(&mut c, k * 10_000_000));
+        }
+        assert_eq!(c.typical_interval(), u64::MAX, "no pattern, even without the longest");
+        // The 1-10 ms bucket's factor settles near the mean idle over the
+        // 5 ms, so the prediction near that mean (~200 us): C2, not C3.
+        let f = c.correction[which_bucket(5_000_000)];
+        assert!((200..600).contains(&f), "factor {f} of {}", RESOLUTION * DECAY);
+        assert!(last[50..].iter().all(|&s| s == 2), "{last:?}");
+        // Another bucket has learnt nothing.
+        assert_eq!(c.correction[which_bucket(50_000)], RESOLUTION * DECAY);
     }
 
     #[test]
