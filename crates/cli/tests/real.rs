@@ -172,6 +172,7 @@ fn real_runs_on_the_host_kernel_and_always_restore_tracefs() {
     sigint_to_the_supervisor_stops_the_run_and_restores(&state, sc, &before);
     sigkill_of_the_supervisor_is_restored_by_the_next_run(&state, sc, &before);
     compare_attributes_both_runs_from_tracepoints_alike(&state, &before);
+    schbench_per_cpu_lock_makes_a_preempting_worker_spin(&dir, &state, &before);
 
     drop(machine);
     if !had_tracefs {
@@ -358,4 +359,31 @@ fn compare_attributes_both_runs_from_tracepoints_alike(state: &Path, before: &BT
     assert_eq!(top(|r| r.1), "woken onto a busy CPU (wakeup path not in the trace)", "{stdout}");
     assert_eq!(top(|r| r.2), top(|r| r.1), "{stdout}");
     assert_eq!(&snapshot(), before, "compare restores tracefs too");
+}
+
+/// schbench without `-L` on the host: three workers share CPU 1 with 10 ms
+/// requests (longer than a slice), so a worker that preempts the lock's
+/// holder spin-trylocks for its slice. Fewer requests than with `-L`, and
+/// the run ends on time with nothing left behind.
+fn schbench_per_cpu_lock_makes_a_preempting_worker_spin(dir: &Path, state: &Path, before: &BTreeMap<String, String>) {
+    let requests = |no_lock: bool| {
+        let sc = dir.join(format!("sblock-{no_lock}.toml"));
+        std::fs::write(
+            &sc,
+            format!(
+                "topology = \"smt-2x2\"\nduration = \"1s\"\n[schbench]\nmessage_threads = 1\nworkers = 3\nmessage_cpus = \"0\"\nworker_cpus = \"1\"\noperations = 1\nop_time = \"10ms\"\nno_lock = {no_lock}\n"
+            ),
+        )
+        .unwrap();
+        let trace_path = dir.join(format!("sblock-{no_lock}.trace"));
+        let out = run(state, &["real", sc.to_str().unwrap(), "--remap", "--trace", trace_path.to_str().unwrap()]);
+        assert!(out.status.success(), "schedlab real failed: {}", text(&out.stderr));
+        let raw = std::fs::read_to_string(&trace_path).unwrap();
+        raw.lines().filter(|l| l.contains("schedlab loop_end") && l.contains("sb-w0-")).count()
+    };
+    let (free, locked) = (requests(true), requests(false));
+    assert!(free >= 60, "with -L, CPU 1 does ~90 requests of 10 ms in 1 s: {free}");
+    assert!(locked * 10 < free * 8, "the lock's spinning costs requests: locked {locked}, free {free}");
+    assert_eq!(snapshot(), *before, "tracefs settings changed by a schbench run");
+    assert!(workload_threads().is_empty(), "threads left behind: {:?}", workload_threads());
 }

@@ -25,6 +25,8 @@ pub enum Obj {
     Mutex(PthreadMutex),
     /// schbench's `xlist`: eventfds to post, pushed by `list_add`, taken by `wake_list`.
     WakeList(SpinList),
+    /// schbench's `per_cpu_locks`: one spin-trylock per possible CPU (1 = held).
+    CpuLocks(Vec<AtomicBool>),
 }
 
 /// A vector behind a spinlock: held for a push or a swap, so contention
@@ -128,6 +130,7 @@ impl Shared {
                     ObjKind::Flag => Obj::Flag(AtomicU64::new(0)),
                     ObjKind::Mutex { pi } => Obj::Mutex(PthreadMutex::new(pi)?),
                     ObjKind::WakeList => Obj::WakeList(SpinList::default()),
+                    ObjKind::CpuLocks => Obj::CpuLocks((0..possible_cpus()).map(|_| AtomicBool::new(false)).collect()),
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
@@ -147,6 +150,18 @@ impl Shared {
             }
         }
     }
+}
+
+/// CPU ids `sched_getcpu()` can return: every configured CPU.
+fn possible_cpus() -> usize {
+    // SAFETY: plain libc query.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
+fn current_cpu() -> usize {
+    // SAFETY: plain libc call (vDSO / rseq).
+    usize::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(0)
 }
 
 /// How a thread's program ended.
@@ -175,6 +190,7 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
     let mut held: Vec<ObjId> = Vec::new();
     let mut polled: Option<usize> = None;
     let mut timer_next: Option<u64> = None;
+    let mut cpu_lock: Option<(ObjId, usize)> = None;
     let mut iterations = 0u64;
     let end = 'run: loop {
         for op in &spec.program.ops {
@@ -190,7 +206,7 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
                     }),
                 }
             };
-            match exec(sh, op, &resolve, &mut held, &mut polled, &mut timer_next) {
+            match exec(sh, op, &resolve, &mut held, &mut polled, &mut timer_next, &mut cpu_lock) {
                 Ok(()) => {}
                 Err(e) => break 'run e,
             }
@@ -209,6 +225,11 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
             let _ = m.unlock();
         }
     }
+    if let Some((id, cpu)) = cpu_lock {
+        if let Obj::CpuLocks(l) = &sh.objs[id as usize] {
+            l[cpu].store(false, Ordering::Release);
+        }
+    }
     Outcome { iterations, end }
 }
 
@@ -219,6 +240,7 @@ fn exec(
     held: &mut Vec<ObjId>,
     polled: &mut Option<usize>,
     timer_next: &mut Option<u64>,
+    cpu_lock: &mut Option<(ObjId, usize)>,
 ) -> Result<(), End> {
     let failed = |what: &str, e: std::io::Error| End::Failed(format!("{what}: {e}"));
     match op {
@@ -330,6 +352,31 @@ fn exec(
         Op::Yield => {
             // SAFETY: plain syscall.
             unsafe { libc::sched_yield() };
+        }
+        &Op::LockCpu { locks } => {
+            let Obj::CpuLocks(l) = &sh.objs[locks as usize] else { unreachable!("validated kind") };
+            // schbench's lock_this_cpu(): spin on this CPU's lock, then make
+            // sure the thread did not migrate while it spun.
+            loop {
+                let cpu = current_cpu().min(l.len() - 1);
+                while l[cpu].compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+                    if sh.should_stop() {
+                        return Err(End::Stopped);
+                    }
+                    std::hint::spin_loop();
+                }
+                if current_cpu() == cpu {
+                    *cpu_lock = Some((locks, cpu));
+                    break;
+                }
+                l[cpu].store(false, Ordering::Release);
+            }
+        }
+        &Op::UnlockCpu { locks } => {
+            if let (Some((id, cpu)), Obj::CpuLocks(l)) = (cpu_lock.take(), &sh.objs[locks as usize]) {
+                debug_assert_eq!(id, locks);
+                l[cpu].store(false, Ordering::Release);
+            }
         }
     }
     Ok(())

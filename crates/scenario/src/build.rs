@@ -531,6 +531,7 @@ fn kind_name(k: &ObjKind) -> &'static str {
         ObjKind::Flag => "a flag",
         ObjKind::Mutex { .. } => "a mutex",
         ObjKind::WakeList => "a wake list",
+        ObjKind::CpuLocks => "a per-CPU lock array",
     }
 }
 

@@ -165,6 +165,10 @@ pub enum ObjKind {
     /// pushes, `wake_list` takes them all. Only the `[schbench]` generator
     /// creates these.
     WakeList,
+    /// One spin-trylock per CPU (schbench's `per_cpu_locks`, taken without
+    /// `-L` around a request's work). Only the `[schbench]` generator
+    /// creates these.
+    CpuLocks,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -256,6 +260,18 @@ pub enum Op {
     WakeList {
         list: ObjRef,
         cost_ns: u64,
+    },
+    /// Take the lock of the CPU the thread runs on from the per-CPU array
+    /// `locks`, spinning (`pthread_mutex_trylock()` in a loop, never
+    /// sleeping) while another thread holds it; a thread that migrated
+    /// while it spun drops the lock it got and starts again on its new CPU.
+    /// schbench's `lock_this_cpu()`.
+    LockCpu {
+        locks: ObjId,
+    },
+    /// Release the per-CPU lock this thread holds in `locks`.
+    UnlockCpu {
+        locks: ObjId,
     },
 }
 

@@ -11,7 +11,7 @@
 //! operations = 0          # -n, matrix multiplies per request (default 5)
 //! cache_footprint = 256   # -F, KiB of the three matrices (default 256)
 //! op_time = "3.4ms"       # CPU time of one multiply (default: derived from -F, see below)
-//! no_lock = true          # -L; the per-CPU lock (schbench without -L) is not modelled yet
+//! no_lock = true          # -L: no per-CPU lock around the work (default false: locked, as schbench)
 //! message_cpus = "auto"   # -M: "auto" or a cpulist
 //! worker_cpus = "4-223"   # -W: "auto" or a cpulist
 //! auto_pin = "main"       # what `auto` does: "main" (main@24e32b8) or "fixed" (0f4f67b)
@@ -30,7 +30,11 @@
 //!   `schbench-wf<m>.<i>` to the list, `wake_cost` of CPU, [`Op::Signal`]
 //!   of the message thread's futex, [`Op::Wait`] on its own futex, then the
 //!   request — [`Op::Sleep`] of `sleep` by a thread whose timer slack is `timer_slack` and, with
-//!   `operations > 0`, [`Op::Run`] of `operations × op_time`. The end of a
+//!   `operations > 0`, [`Op::Run`] of `operations × op_time`; without
+//!   `no_lock` the run sits between [`Op::LockCpu`] and [`Op::UnlockCpu`] of
+//!   the per-CPU lock array `schbench-cpulocks` (schbench's `do_work()`: a
+//!   worker spins on the lock of its CPU, so one preempted while holding
+//!   it makes the next worker on that CPU spin). The end of a
 //!   program iteration (`loop_end`) is `loop_count++`.
 //!
 //! schbench's futexes are binary semaphores (`fpost` = CAS BLOCKED→RUNNING
@@ -138,6 +142,8 @@ fn fmt_secs(ns: u64) -> String {
 
 /// Object names the expansion uses (the analysis finds them by prefix).
 pub const LIST_PREFIX: &str = "schbench-list";
+/// The per-CPU lock array of schbench without `-L`.
+pub const CPU_LOCKS: &str = "schbench-cpulocks";
 pub const MSG_FUTEX_PREFIX: &str = "schbench-mf";
 pub const WORKER_FUTEX_PREFIX: &str = "schbench-wf";
 
@@ -214,13 +220,6 @@ pub(crate) fn expand(
         ));
     };
     let no_lock = raw.no_lock.as_ref().is_some_and(|v| *v.get_ref());
-    if !no_lock {
-        let at = raw.no_lock.as_ref().map(|v| v.span().start).unwrap_or(t.span().start);
-        return Err(ctx.at(
-            at,
-            "the per-CPU lock of schbench without -L is not modelled yet: set `no_lock = true` (schbench -L)",
-        ));
-    }
     if let Some(v) = &raw.requests_per_sec {
         values::int_in(ctx, v, "requests_per_sec", 0, i64::from(u32::MAX), "schbench -R")?;
         if *v.get_ref() != 0 {
@@ -297,6 +296,7 @@ pub(crate) fn expand(
     let message_cpus: Vec<Option<usize>> =
         (0..m as usize).map(|i| msg_set.map(|s| s.iter().nth(i % s.iter().count()).expect("non-empty"))).collect();
 
+    let cpu_locks = if no_lock { None } else { Some(intern(CPU_LOCKS, ObjKind::CpuLocks)?) };
     let mut threads = Vec::new();
     let mut lists = Vec::new();
     let mut msg_futex = Vec::new();
@@ -331,8 +331,16 @@ pub(crate) fn expand(
             if sleep_ns + timer_slack_ns > 0 {
                 ops.push(Op::Sleep { ns: sleep_ns });
             }
+            // do_work(): the per-CPU lock (without -L) around the multiplies,
+            // taken even when there are none (-n 0).
+            if let Some(locks) = cpu_locks {
+                ops.push(Op::LockCpu { locks });
+            }
             if request_ns > 0 {
                 ops.push(Op::Run { ns: request_ns });
+            }
+            if let Some(locks) = cpu_locks {
+                ops.push(Op::UnlockCpu { locks });
             }
             let n = (k * workers as usize + i) as u32;
             threads.push(thread(format!("sb-w{k}-{i}"), "schbench-worker", n, worker_cpus, ops, timer_slack_ns, line));

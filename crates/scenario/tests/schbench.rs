@@ -68,6 +68,33 @@ fn fixed_auto_pinning_keeps_workers_off_the_message_cpus_and_math_is_cpu_time() 
 }
 
 #[test]
+fn without_no_lock_each_request_holds_its_cpus_lock_around_the_work() {
+    // schbench's default (no -L): do_work() takes the per-CPU lock even with -n 0.
+    for (body, run) in [("workers = 2", true), ("workers = 2\noperations = 0", false)] {
+        let s = parse(&table(body)).unwrap();
+        let locks = s.object_id("schbench-cpulocks").expect("the lock array");
+        assert_eq!(s.objects[locks as usize].kind, ObjKind::CpuLocks);
+        let sb = s.schbench.as_ref().unwrap();
+        let ops = &s.threads[sb.worker_thread(0, 1)].program.ops;
+        let at = ops.iter().position(|o| *o == Op::LockCpu { locks }).expect("lock_cpu");
+        let tail: Vec<&Op> = ops[at..].iter().collect();
+        if run {
+            assert_eq!(tail, [&Op::LockCpu { locks }, &Op::Run { ns: 5 * sb.op_ns }, &Op::UnlockCpu { locks }]);
+        } else {
+            assert_eq!(tail, [&Op::LockCpu { locks }, &Op::UnlockCpu { locks }]);
+        }
+    }
+    // -L: neither the array nor the ops.
+    let s = parse(&table("workers = 2\nno_lock = true")).unwrap();
+    assert!(s.object_id("schbench-cpulocks").is_none());
+    assert!(s.threads.iter().all(|t| t
+        .program
+        .ops
+        .iter()
+        .all(|o| !matches!(o, Op::LockCpu { .. } | Op::UnlockCpu { .. }))));
+}
+
+#[test]
 fn bad_keys_are_refused_at_their_line() {
     expect_err(&table("no_lock = true\nmesage_threads = 4"), 4, "mesage_threads", "unknown field");
     expect_err(&table("no_lock = true\nworkers = 0"), 4, "0", "`workers` = 0 is out of range");
@@ -77,8 +104,6 @@ fn bad_keys_are_refused_at_their_line() {
     expect_err(&table("no_lock = true\nworker_cpus = \"x\""), 4, "\"x\"", "worker_cpus");
     expect_err(&table("no_lock = true\nauto_pin = \"maybe\""), 4, "\"maybe\"", "unknown auto_pin");
     expect_err(&table("no_lock = true\nrequests_per_sec = 1000"), 4, "1000", "not modelled yet");
-    expect_err(&table("no_lock = false"), 3, "false", "per-CPU lock");
-    expect_err(&table("workers = 2"), 2, "[schbench]", "per-CPU lock");
     expect_err(&table("no_lock = true\nmessage_threads = \"four\""), 4, "\"four\"", "expected i64");
     // Values whose sums would overflow (found by the mutation proptest).
     expect_err(&table("no_lock = true\nsleep = 9223372036854775807"), 4, "9223372036854775807", "too long");

@@ -19,6 +19,8 @@ pub enum ObjState {
     Mutex { owner: Option<usize>, waiters: Vec<usize>, pi: bool },
     /// schbench's `xlist`: eventfds pushed by `list_add`, oldest first.
     WakeList { entries: Vec<ObjId> },
+    /// One spin-trylock per CPU: the thread holding each (grown on use).
+    CpuLocks { owner: Vec<Option<usize>> },
 }
 
 impl ObjState {
@@ -28,6 +30,7 @@ impl ObjState {
             ObjKind::Flag => ObjState::Flag { posted_at: None },
             ObjKind::Mutex { pi } => ObjState::Mutex { owner: None, waiters: Vec::new(), pi },
             ObjKind::WakeList => ObjState::WakeList { entries: Vec::new() },
+            ObjKind::CpuLocks => ObjState::CpuLocks { owner: Vec::new() },
         }
     }
 }
@@ -69,6 +72,11 @@ pub struct Thread {
     pub wake_pos: Option<usize>,
     /// A `wait` took the counter and is paying its syscall and marker.
     pub wait_consumed: bool,
+    /// A `lock_cpu` in progress: the CPU whose lock it spins on (the one
+    /// `sched_getcpu()` gave when it started trying).
+    pub spin_cpu: Option<usize>,
+    /// The per-CPU lock this thread holds.
+    pub cpu_lock: Option<usize>,
 }
 
 impl Thread {
@@ -90,6 +98,8 @@ impl Thread {
             wake_batch: Vec::new(),
             wake_pos: None,
             wait_consumed: false,
+            spin_cpu: None,
+            cpu_lock: None,
         }
     }
 }

@@ -76,6 +76,8 @@ impl<'a> Engine<'a> {
             Op::Lock { ref mutex } => self.op_lock(cpu, th, mutex, polled),
             Op::Unlock { ref mutex } => self.op_unlock(cpu, th, mutex, polled),
             Op::Yield => self.op_yield(cpu, th),
+            Op::LockCpu { locks } => self.op_lock_cpu(cpu, th, locks),
+            Op::UnlockCpu { locks } => self.op_unlock_cpu(th, locks),
         }
     }
 
@@ -399,6 +401,11 @@ impl<'a> Engine<'a> {
                 Some(self.now + thread.remaining.div_ceil(rate))
             }
             Some(Op::Poll { flags, after_ns }) => self.earliest_post(flags).map(|at| (at + after_ns).max(self.now)),
+            // Spinning on a held per-CPU lock: nothing to do until it is released.
+            Some(&Op::LockCpu { locks }) => match (&self.objects[locks as usize], thread.spin_cpu) {
+                (ObjState::CpuLocks { owner }, Some(c)) if owner.get(c).copied().flatten().is_some() => None,
+                _ => Some(self.now),
+            },
             _ => Some(self.now),
         }
     }
@@ -462,6 +469,59 @@ impl<'a> Engine<'a> {
                 ControlFlow::Break(())
             }
         }
+    }
+
+    /// `lock_cpu`: schbench's `lock_this_cpu()`. The trylock loop spins on
+    /// the lock of the CPU the thread was on when it started; once it has
+    /// the lock it checks its CPU again, and a thread that migrated meanwhile
+    /// releases the lock and starts over. Simplified: the trylocks cost no
+    /// CPU time of their own beyond the spinning.
+    fn op_lock_cpu(&mut self, cpu: usize, th: usize, locks: u32) -> Flow {
+        let target = *self.threads[th].spin_cpu.get_or_insert(cpu);
+        let ObjState::CpuLocks { owner } = &mut self.objects[locks as usize] else { unreachable!() };
+        if owner.len() <= target {
+            owner.resize(target + 1, None);
+        }
+        match owner[target] {
+            None if target == cpu => {
+                owner[target] = Some(th);
+                let t = &mut self.threads[th];
+                t.spin_cpu = None;
+                t.cpu_lock = Some(target);
+                t.pc += 1;
+                NEXT
+            }
+            // Got it after migrating: drop it and try the current CPU's.
+            None => {
+                self.threads[th].spin_cpu = None;
+                NEXT
+            }
+            Some(_) => {
+                // Spin until the holder's unlock re-plans us.
+                self.replan(cpu);
+                STOP
+            }
+        }
+    }
+
+    /// `unlock_cpu`: release the held per-CPU lock; a thread spinning on it
+    /// while running takes it next.
+    fn op_unlock_cpu(&mut self, th: usize, locks: u32) -> Flow {
+        self.threads[th].pc += 1;
+        let Some(held) = self.threads[th].cpu_lock.take() else {
+            return NEXT;
+        };
+        if let ObjState::CpuLocks { owner } = &mut self.objects[locks as usize] {
+            owner[held] = None;
+        }
+        for cpu in 0..self.hw.nr_cpus() {
+            let Some(t) = self.kernel.curr(cpu) else { continue };
+            let spinner = self.task_thread[t as usize];
+            if self.threads[spinner].spin_cpu == Some(held) {
+                self.replan(cpu);
+            }
+        }
+        NEXT
     }
 
     /// A flag was posted: pollers that are running notice after their delay.
