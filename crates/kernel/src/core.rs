@@ -244,6 +244,9 @@ impl Kernel {
         let mut rqs: Vec<Rq> = (0..nr_cpus).map(Rq::new).collect();
         for (cpu, rq) in rqs.iter_mut().enumerate() {
             rq.cpu_capacity = topo.cpus[cpu].capacity as u64;
+            if !cfg.profile.fair_server {
+                rq.fair_server.runtime = 0;
+            }
         }
         // Before the first periodic balance measures utilisation, let SIS_UTIL
         // scan the whole LLC as if it were idle; at boot every core is idle.

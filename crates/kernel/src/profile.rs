@@ -42,8 +42,26 @@ pub struct Profile {
     pub lb_skips_delayed: bool,
     /// Load-balance counters use `h_nr_runnable`, excluding delayed tasks (≥6.14).
     pub lb_counts_runnable_only: bool,
+    /// The fair server (`rq->fair_server`, a deferred dl_server) exists (≥6.12).
+    pub fair_server: bool,
+    /// Custom slices (`sched_attr.sched_runtime` for fair tasks) exist (≥6.12).
+    pub custom_slices: bool,
+    /// Features of the table this kernel's features.h does not have, with
+    /// the release that added each: settings naming them are refused.
+    pub absent: &'static [(Feature, &'static str)],
     pub defaults: Features,
 }
+
+/// What 6.9's features.h lacks of the table (all arrived with 6.12's
+/// EEVDF completion: delayed dequeue, short-slice preemption, the relative
+/// deadline across migration; NI_RANDOM is a 2025 change).
+const ABSENT_6_9: &[(Feature, &str)] = &[
+    (Feature::PLACE_REL_DEADLINE, "6.12"),
+    (Feature::PREEMPT_SHORT, "6.12"),
+    (Feature::DELAY_DEQUEUE, "6.12"),
+    (Feature::DELAY_ZERO, "6.12"),
+    (Feature::NI_RANDOM, "6.17"),
+];
 
 fn defaults(mainline: bool) -> Features {
     let mut f = Features::empty();
@@ -55,7 +73,22 @@ fn defaults(mainline: bool) -> Features {
 }
 
 impl Profile {
-    pub const NAMES: &'static [&'static str] = &["6.12", "6.12.0", "mainline"];
+    pub const NAMES: &'static [&'static str] = &["6.9", "6.12", "6.12.0", "mainline"];
+
+    /// Refuse a debugfs-style setting (`NAME` / `NO_NAME`) of a feature this
+    /// kernel does not have.
+    pub fn check_setting(&self, setting: &str) -> Result<(), String> {
+        let s = setting.trim();
+        let name = s.strip_prefix("NO_").filter(|n| Feature::by_name(n).is_some()).unwrap_or(s);
+        match self.absent.iter().find(|(f, _)| f.name() == name) {
+            Some((f, since)) => Err(format!(
+                "{} does not exist in kernel profile `{}` (added in {since}); the profile behaves as without it",
+                f.name(),
+                self.name
+            )),
+            None => Ok(()),
+        }
+    }
 
     /// Look a profile up by name.
     pub fn by_name(name: &str) -> Option<Profile> {
@@ -70,8 +103,24 @@ impl Profile {
                 lazy_wakeup_preempt: false,
                 lb_skips_delayed: false,
                 lb_counts_runnable_only: false,
+                fair_server: true,
+                custom_slices: true,
+                absent: &[],
                 defaults: defaults(false),
             }),
+            "6.9" | "6.9.0" => {
+                let mut p = Profile::by_name("6.12.0")?;
+                p.name = "6.9";
+                p.description = "mainline v6.9 (EEVDF before 6.12's completion: no delayed dequeue, no fair server, \
+                                 no PREEMPT_SHORT or relative deadlines, no custom slices; 0.75 ms base slice)";
+                p.fair_server = false;
+                p.custom_slices = false;
+                p.absent = ABSENT_6_9;
+                for (f, _) in ABSENT_6_9 {
+                    p.defaults.set(*f, false);
+                }
+                Some(p)
+            }
             "6.12.0" => {
                 let mut p = Profile::by_name("6.12")?;
                 p.name = "6.12.0";
@@ -92,6 +141,9 @@ impl Profile {
                 lazy_wakeup_preempt: true,
                 lb_skips_delayed: true,
                 lb_counts_runnable_only: true,
+                fair_server: true,
+                custom_slices: true,
+                absent: &[],
                 defaults: defaults(true),
             }),
             _ => None,
@@ -129,5 +181,20 @@ mod tests {
         assert!(!p.defaults.is_set(Feature::NEXT_BUDDY));
         assert!(!p.defaults.is_set(Feature::TTWU_DEQUEUE));
         assert!(Profile::by_name("4.19").is_none());
+    }
+
+    #[test]
+    fn the_6_9_profile_lacks_what_6_12_added() {
+        let p = Profile::by_name("6.9").unwrap();
+        assert_eq!(p.base_slice_for(1), 750_000);
+        for f in [Feature::DELAY_DEQUEUE, Feature::DELAY_ZERO, Feature::PREEMPT_SHORT, Feature::PLACE_REL_DEADLINE] {
+            assert!(!p.defaults.is_set(f), "{}", f.name());
+        }
+        assert!(p.defaults.is_set(Feature::RUN_TO_PARITY) && p.defaults.is_set(Feature::PLACE_LAG));
+        assert!(!p.fair_server && !p.custom_slices);
+        let e = p.check_setting("NO_DELAY_DEQUEUE").unwrap_err();
+        assert!(e.contains("DELAY_DEQUEUE does not exist in kernel profile `6.9` (added in 6.12)"), "{e}");
+        assert!(p.check_setting("RUN_TO_PARITY").is_ok() && p.check_setting("TTWU_DEQUEUE").is_ok());
+        assert!(Profile::by_name("6.12").unwrap().check_setting("DELAY_DEQUEUE").is_ok());
     }
 }

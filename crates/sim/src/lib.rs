@@ -101,11 +101,26 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
     })?;
     let mut features = profile.defaults;
     for f in &scenario.features {
+        profile.check_setting(&f.value).map_err(|e| scenario.error_at(f, e))?;
         features.apply(&f.value).map_err(|e| scenario.error_at(f, e.to_string()))?;
     }
     for f in extra {
         for item in f.split([',', ' ']).filter(|s| !s.is_empty()) {
+            profile.check_setting(item).map_err(|e| SimError::Options(format!("--features {item}: {e}")))?;
             features.apply(item).map_err(|e| SimError::Options(format!("--features {item}: {e}")))?;
+        }
+    }
+    if !profile.custom_slices {
+        if let Some(t) = scenario.threads.iter().find(|t| t.slice_ns.is_some()) {
+            return Err(scenario.error_at(
+                prof,
+                format!(
+                    "thread `{}` sets a custom slice, which kernel profile `{}` does not have (sched_attr.sched_runtime \
+                     sets a fair task's slice since 6.12)",
+                    t.name, profile.name
+                ),
+            )
+            .into());
         }
     }
     Ok((profile, features))

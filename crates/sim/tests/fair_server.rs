@@ -4,6 +4,7 @@
 
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimOptions};
+use schedlab_trace::EventKind;
 use std::path::Path;
 
 fn scenario(fair_server: &str) -> Scenario {
@@ -91,4 +92,25 @@ fn sched_rt_runtime_us_is_checked_as_the_kernel_checks_the_write() {
 fn the_scenario_checks_against_the_kernel_default_fair_server_runtime() {
     assert_eq!(schedlab_scenario::DEFAULT_FAIR_SERVER_RUNTIME_NS, schedlab_kernel::deadline::FAIR_SERVER_RUNTIME);
     assert_eq!(schedlab_scenario::FAIR_SERVER_PERIOD_NS, schedlab_kernel::deadline::FAIR_SERVER_PERIOD);
+}
+
+#[test]
+fn kernel_6_9_has_no_fair_server_and_refuses_what_6_12_added() {
+    // The RT hog starves the fair task for good on 6.9: no fair server.
+    let text = "topology = \"smt-2x2\"\nkernel = \"6.9\"\nduration = \"1200ms\"\n[[thread]]\nname = \"hog\"\npolicy = \"SCHED_FIFO\"\npriority = 50\naffinity = \"1\"\nprogram = [ { run = \"2s\" } ]\n[[thread]]\nname = \"fair\"\naffinity = \"1\"\ndelay = \"1ms\"\nprogram = [ { run = \"1ms\" } ]\n";
+    let ran = |kernel: &str| {
+        let s = Scenario::from_toml_str("fs.toml", &text.replace("6.9", kernel), Path::new(".")).unwrap();
+        let r =
+            simulate(&s, &SimOptions { seed: Some(1), check_invariants: Some(true), ..Default::default() }).unwrap();
+        r.trace.events.iter().any(|e| {
+            matches!(e.kind, EventKind::SchedSwitch { next_pid, .. }
+                if r.trace.table.tasks.get(&next_pid).is_some_and(|t| t.comm == "fair"))
+        })
+    };
+    assert!(!ran("6.9"), "6.9 has no fair server to rescue it");
+    assert!(ran("6.12"), "6.12's fair server runs it after ~950 ms");
+    let bad = text.replace("duration", "features = [\"NO_DELAY_DEQUEUE\"]\nduration");
+    let s = Scenario::from_toml_str("fs.toml", &bad, Path::new(".")).unwrap();
+    let e = simulate(&s, &SimOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("fs.toml:3:") && e.contains("DELAY_DEQUEUE does not exist in kernel profile `6.9`"), "{e}");
 }

@@ -8,7 +8,7 @@
 //! sep     := "," | " "                  (runs of separators count as one)
 //! item    := FEATURE | NO_FEATURE       sched_features, debugfs syntax   (features = [..])
 //!          | "itmt=" ("0" | "1")        also sched_itmt_enabled=         (itmt = false | true)
-//!          | "kernel=" PROFILE          6.12, 6.12.0, mainline, ...      (kernel = "..")
+//!          | "kernel=" PROFILE          6.9, 6.12, 6.12.0, mainline, ... (kernel = "..")
 //!          | "defaults" | "-"           nothing: the base state
 //! ```
 //!
@@ -113,6 +113,13 @@ pub fn render_features(profile: &Profile) -> String {
     out.push_str(&format!("{:<24} {:<8} {:<10} description\n", "feature", "default", "modeled"));
     for f in Feature::ALL {
         let info = f.info();
+        if let Some((_, since)) = profile.absent.iter().find(|(a, _)| a == f) {
+            out.push_str(&format!(
+                "{:<24} {:<8} {:<10} {} (not in this kernel: added in {since})\n",
+                info.name, "-", "-", info.doc
+            ));
+            continue;
+        }
         let default = if profile.defaults.is_set(*f) { "on" } else { "off" };
         let modeled = if info.not_modeled.is_none() { "yes" } else { "not yet" };
         out.push_str(&format!("{:<24} {:<8} {:<10} {}\n", info.name, default, modeled, info.doc));
