@@ -158,3 +158,24 @@ pub fn start_fair(k: &mut TestKernel, t: TaskId, now: u64) {
     k.ipis.clear();
     k.check_invariants().unwrap();
 }
+
+/// Task 1 (allowed on CPUs 0-3) blocks while ineligible on CPU 0 next to a
+/// pinned hog (task 2), so it stays queued as sched_delayed. Returns the
+/// task and a time 10 us after the block; what the setup emitted is cleared.
+pub fn delayed_on_cpu0(k: &mut TestKernel) -> (TaskId, u64) {
+    let a = fair_task(k, 1, "0-3", 0);
+    let b = fair_task(k, 2, "0", 0);
+    start_fair(k, a, 0);
+    start_fair(k, b, 0);
+    let now = 500_000;
+    k.sync_curr(0, now);
+    assert_eq!(k.curr(0), Some(a));
+    k.set_current_state(0, crate::TaskState::Interruptible);
+    k.schedule(0, now, false);
+    assert!(k.tasks[a as usize].se.sched_delayed);
+    k.check_invariants().unwrap();
+    k.events.clear();
+    k.ipis.clear();
+    k.cpu_ns.clear();
+    (a, now + 10_000)
+}

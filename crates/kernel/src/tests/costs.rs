@@ -34,19 +34,8 @@ fn kernel(settings: &[&str]) -> TestKernel {
 /// Task 1 (allowed anywhere) left delayed on CPU 0 behind a pinned hog.
 fn delayed_on_cpu0() -> (TestKernel, crate::TaskId, u64) {
     let mut k = kernel(&[]);
-    let a = add(&mut k, 1, "0-3", 0);
-    let b = add(&mut k, 2, "0", 0);
-    start(&mut k, a, 0);
-    start(&mut k, b, 0);
-    let now = 500 * US;
-    k.sync_curr(0, now);
-    assert_eq!(k.curr(0), Some(a));
-    k.set_current_state(0, TaskState::Interruptible);
-    k.schedule(0, now, false);
-    assert!(k.tasks[a as usize].se.sched_delayed);
-    k.cpu_ns.clear();
-    k.ipis.clear();
-    (k, a, now + 10 * US)
+    let (a, now) = super::common::delayed_on_cpu0(&mut k);
+    (k, a, now)
 }
 
 /// What `exec` was charged, and the IPIs it sent (polled ones are free).

@@ -257,23 +257,12 @@ fn cross_llc_wakeup_is_queued_remotely_even_to_a_busy_cpu() {
 
 // ---- delayed tasks at wakeup ----
 
-/// A (allowed on all of qemu-4) blocks while ineligible on CPU 0 next to a
-/// pinned hog, so it stays queued as sched_delayed. Returns (kernel, A, now).
+/// A (allowed on all of qemu-4) left sched_delayed on CPU 0 (see
+/// `common::delayed_on_cpu0`). Returns (kernel, A, now).
 fn delayed_on_cpu0(settings: &[&str]) -> (TestKernel, TaskId, u64) {
     let mut k = kernel("qemu-4", settings);
-    let a = add(&mut k, 1, "0-3", 0);
-    let b = add(&mut k, 2, "0", 0);
-    start(&mut k, a, 0);
-    start(&mut k, b, 0);
-    let now = 500 * US;
-    k.sync_curr(0, now);
-    assert_eq!(k.curr(0), Some(a));
-    k.set_current_state(0, TaskState::Interruptible);
-    k.schedule(0, now, false);
-    assert!(k.tasks[a as usize].se.sched_delayed);
-    k.check_invariants().unwrap();
-    k.events.clear();
-    (k, a, now + 10 * US)
+    let (a, now) = super::common::delayed_on_cpu0(&mut k);
+    (k, a, now)
 }
 
 #[test]
