@@ -438,8 +438,10 @@ impl<'a> Engine<'a> {
                 if gen == self.threads[thread].timer_gen && self.threads[thread].blocked == Blocked::Sleep {
                     let busy_until = self.hw.busy_until(cpu);
                     if busy_until > self.now {
-                        // The CPU is in an interrupt or stolen: the timer interrupt waits.
-                        self.queue.push(busy_until, Ev::Timer { thread, gen, cpu, exited: true });
+                        // The CPU is in an interrupt or stolen: the timer interrupt
+                        // waits, its delivery overlapping the wait.
+                        let delivered = if exited { self.now } else { self.now + self.hw.costs().timer_irq_ns };
+                        self.queue.push(busy_until.max(delivered), Ev::Timer { thread, gen, cpu, exited: true });
                         return self.error.is_none();
                     }
                     // First arrival: the interrupt's delivery, plus the idle
