@@ -245,7 +245,7 @@ impl Kernel {
         for (cpu, rq) in rqs.iter_mut().enumerate() {
             rq.cpu_capacity = topo.cpus[cpu].capacity as u64;
             if !cfg.profile.fair_server {
-                rq.fair_server.runtime = 0;
+                rq.fair_server.dl_runtime = 0;
             }
         }
         // Before the first periodic balance measures utilisation, let SIS_UTIL

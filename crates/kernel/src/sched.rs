@@ -418,9 +418,10 @@ impl Rq {
             push_callback: false,
             pull_callback: false,
             rto_push_pending: false,
+            // Every CPU starts in the idle task.
             fair_server: crate::deadline::FairServer {
-                runtime: crate::deadline::FAIR_SERVER_RUNTIME,
-                ..Default::default()
+                idle_since: Some(0),
+                ..crate::deadline::FairServer::new(crate::deadline::FAIR_SERVER_RUNTIME)
             },
         }
     }

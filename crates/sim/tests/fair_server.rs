@@ -114,3 +114,28 @@ fn kernel_6_9_has_no_fair_server_and_refuses_what_6_12_added() {
     let e = simulate(&s, &SimOptions::default()).unwrap_err().to_string();
     assert!(e.contains("fs.toml:3:") && e.contains("DELAY_DEQUEUE does not exist in kernel profile `6.9`"), "{e}");
 }
+
+#[test]
+fn the_server_keeps_its_period_while_the_fair_task_sleeps_and_idle_time_counts() {
+    // 6.12.117's server starts with the first fair enqueue (t = 0: deadline
+    // 1000 ms, runtime 50 ms) and stays active while the fair task sleeps.
+    // The task runs 10 ms, sleeps 100 ms; the CPU idles 10 ms until an RT
+    // hog starts at 20 ms (idle time counts against the runtime); the task
+    // wakes at 110 ms behind the hog. Runtime left 50 - 10 - 10 = 30 ms, so
+    // the zero-laxity instant is 1000 - 30 = 970 ms, not 110 + 950.
+    let text = "topology = \"qemu-4\"\nduration = \"1200ms\"\n[[thread]]\nname = \"hog\"\npolicy = \"SCHED_FIFO\"\npriority = 50\naffinity = \"0\"\ndelay = \"20ms\"\nprogram = [ { run = \"5s\" } ]\n[[thread]]\nname = \"fair\"\naffinity = \"0\"\nprogram = [ { run = \"10ms\" }, { sleep = \"100ms\" }, { run = \"200ms\" } ]\n";
+    let s = Scenario::from_toml_str("fs.toml", text, Path::new(".")).unwrap();
+    let r = simulate(&s, &SimOptions { seed: Some(1), check_invariants: Some(true), ..Default::default() }).unwrap();
+    let fair_in: Vec<u64> = r
+        .trace
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(e.kind, EventKind::SchedSwitch { next_pid, .. }
+                if r.trace.table.tasks.get(&next_pid).is_some_and(|t| t.comm == "fair"))
+        })
+        .map(|e| e.ts)
+        .collect();
+    let rescued = fair_in.iter().copied().find(|&t| t > 110_000_000).expect("rescued");
+    assert!(rescued.abs_diff(970_000_000) < 200_000, "first run after the wakeup at {rescued} ns: {fair_in:?}");
+}

@@ -56,7 +56,6 @@ impl Kernel {
         if let Some(p) = prev {
             self.class_of(p).balance(self, cpu, p);
         }
-        self.dl_server_stop(cpu);
         for class in SchedClass::PICK_ORDER {
             if let Some(next) = class.pick_next_task(self, cpu, prev) {
                 return Some(next);
@@ -124,8 +123,13 @@ impl Kernel {
                 let rq = &mut k.rqs[cpu];
                 rq.nr_switches += 1;
                 rq.curr = next;
+                if from.is_none() && next.is_some() {
+                    k.fair_server_idle_exit(cpu);
+                }
+                let rq = &mut k.rqs[cpu];
                 if next.is_none() {
                     rq.idle_stamp = Some(rq.clock);
+                    k.fair_server_idle_enter(cpu);
                     // set_next_task_idle() → update_idle_core(); the tick stops (NOHZ).
                     k.__update_idle_core(cpu);
                     k.nohz_balance_enter_idle(cpu);

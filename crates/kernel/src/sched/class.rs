@@ -58,8 +58,9 @@ impl SchedClass {
         match self {
             SchedClass::Rt => k.enqueue_task_rt(cpu, t, flags),
             SchedClass::Fair => {
+                let was_empty = k.rqs[cpu].cfs.h_nr_queued == 0;
                 k.enqueue_task_fair(cpu, t, flags);
-                k.dl_server_start(cpu);
+                k.dl_server_start(cpu, was_empty);
             }
             SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => unreachable!("no {self:?} tasks"),
         }
@@ -111,8 +112,7 @@ impl SchedClass {
     /// `put_prev_set_next_task()`: `None` lets the next class try.
     ///
     /// * dl: a serving fair server picks from the fair class, above RT.
-    /// * rt: the head of the best list; picking RT over waiting fair work
-    ///   arms the fair server.
+    /// * rt: the head of the best list.
     /// * fair: an RT prev is put back before the fair pick (so its runtime
     ///   is charged first); `pick_next_task_fair()` puts a fair prev itself,
     ///   or here when nothing is picked and the CPU goes idle.
@@ -121,7 +121,7 @@ impl SchedClass {
         match self {
             SchedClass::Stop => None,
             SchedClass::Dl => {
-                if k.fair_server_serving(cpu) {
+                if k.fair_server_pick(cpu) {
                     SchedClass::Fair.pick_next_task(k, cpu, prev)
                 } else {
                     None
@@ -139,7 +139,6 @@ impl SchedClass {
                     k.set_next_task_rt(cpu, next, true);
                 }
                 k.rqs[cpu].curr = Some(next);
-                k.dl_server_start(cpu);
                 Some(next)
             }
             SchedClass::Fair => {
