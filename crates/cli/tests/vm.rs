@@ -10,10 +10,21 @@
 //! The first run also builds the static guest binary (target/guest).
 
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 mod common;
 use common::root;
+
+/// One booting test at a time: the tests of this file run in parallel, and
+/// several TCG guests on this 2-core host starve each other's vCPUs, so a
+/// guest's threads start tens of ms late and the probe's timing (X on CPU 1
+/// before W's post) no longer holds — a CI run saw L resume at once.
+static ONE_GUEST: Mutex<()> = Mutex::new(());
+
+fn one_guest() -> MutexGuard<'static, ()> {
+    ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn have_qemu() -> bool {
     Command::new("qemu-system-x86_64").arg("--version").output().is_ok_and(|o| o.status.success())
@@ -41,6 +52,7 @@ fn the_guest_applies_features_and_its_kernel_obeys_them() {
         eprintln!("skipped: qemu-system-x86_64 is not installed (scripts/install-vm-deps.sh installs it)");
         return;
     }
+    let _one = one_guest();
     let common = ["scenarios/rt-pi-push.toml", "--cpus", "4", "--quiet-kernel", "--duration", "2500ms"];
 
     let out = vm(&[&common[..], &["--features", "NO_RT_PUSH_IPI", "--json"]].concat());
@@ -94,6 +106,7 @@ fn a_feature_the_guest_kernel_lacks_is_an_error() {
         eprintln!("skipped: qemu-system-x86_64 is not installed");
         return;
     }
+    let _one = one_guest();
     let out = vm(&["scenarios/rt-pi-push.toml", "--cpus", "2", "--remap", "--features", "RT_PUSH_ON_BOOST"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -106,6 +119,7 @@ fn a_guest_that_panics_or_hangs_is_reported_with_its_console() {
         eprintln!("skipped: qemu-system-x86_64 is not installed");
         return;
     }
+    let _one = one_guest();
     // Too short a boot limit: killed and reported, not waited on. Run first
     // because the first `vm` also builds the static guest binary, which must
     // not count against the time bounds below.
