@@ -179,13 +179,14 @@ impl Kernel {
     }
 
     /// `dl_server_start()`, from `enqueue_task_fair()` when the fair
-    /// runqueue was empty (`was_empty`). On an idle CPU the idle time since
+    /// runqueue was empty (`was_empty`). On a CPU that had nothing queued
+    /// (`was_idle`: `rq->nr_running` before the enqueue) the idle time since
     /// the last accounting counts against the runtime first.
-    pub(crate) fn dl_server_start(&mut self, cpu: usize, was_empty: bool) {
+    pub(crate) fn dl_server_start(&mut self, cpu: usize, was_empty: bool, was_idle: bool) {
         if !was_empty || self.rqs[cpu].cfs.h_nr_queued == 0 {
             return;
         }
-        if self.rqs[cpu].nr_running == 0 {
+        if was_idle {
             self.dl_server_update_idle_time(cpu);
         }
         let now = self.now;
@@ -200,6 +201,9 @@ impl Kernel {
         }
         fs.active = true;
         self.enqueue_fair_server(cpu, true);
+        // dl_server_start() reschedules whether or not the server is queued
+        // (no deadline task is ever curr here).
+        self.resched_curr(cpu);
     }
 
     /// `dl_server_stop()`: picked with nothing to serve (state D → A).

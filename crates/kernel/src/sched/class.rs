@@ -58,9 +58,9 @@ impl SchedClass {
         match self {
             SchedClass::Rt => k.enqueue_task_rt(cpu, t, flags),
             SchedClass::Fair => {
-                let was_empty = k.rqs[cpu].cfs.h_nr_queued == 0;
+                let (was_empty, was_idle) = (k.rqs[cpu].cfs.h_nr_queued == 0, k.rqs[cpu].nr_running == 0);
                 k.enqueue_task_fair(cpu, t, flags);
-                k.dl_server_start(cpu, was_empty);
+                k.dl_server_start(cpu, was_empty, was_idle);
             }
             SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => unreachable!("no {self:?} tasks"),
         }
