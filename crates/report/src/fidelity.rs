@@ -257,9 +257,9 @@ pub struct FidelityRowJson<'a> {
     pub model: Option<f64>,
     pub ratio: Option<f64>,
     pub band: &'a str,
-    /// `PASS`, `FAIL` or `n/a`.
+    /// `PASS`, `FAIL`, `UNSTEADY` or `n/a`.
     pub verdict: String,
-    /// Why the verdict is n/a.
+    /// Why the verdict is n/a or UNSTEADY.
     pub reason: Option<&'a str>,
     pub real_rounds: Vec<RoundJson<'a>>,
     pub model_rounds: Vec<RoundJson<'a>>,

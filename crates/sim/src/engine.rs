@@ -446,15 +446,15 @@ impl<'a> Engine<'a> {
                     }
                     // First arrival: the interrupt's delivery, plus the idle
                     // exit when the CPU sleeps; then the handler runs.
-                    let exit = if exited {
+                    let delay = if exited {
                         0
                     } else if self.kernel.curr(cpu).is_none() {
                         self.hw.costs().timer_irq_ns + self.hw.timer_exit_cost(cpu, self.now)
                     } else {
                         self.hw.costs().timer_irq_ns
                     };
-                    if exit > 0 {
-                        self.queue.push(self.now + exit, Ev::Timer { thread, gen, cpu, exited: true });
+                    if delay > 0 {
+                        self.queue.push(self.now + delay, Ev::Timer { thread, gen, cpu, exited: true });
                     } else {
                         self.on_interrupt(cpu, |e| {
                             e.settle(cpu);
