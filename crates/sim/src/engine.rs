@@ -62,6 +62,11 @@ pub(crate) enum Ev {
     },
     /// Interference from noise stream `0` (an interrupt, steal) arrives.
     Noise(usize),
+    /// The timer interrupt that woke a task on `cpu` returns
+    /// (`timer_irq_exit_ns` after the wakeup): the CPU may switch now.
+    IrqExit {
+        cpu: usize,
+    },
     /// A sleep's hrtimer expires; `exited` once an idle CPU has left idle.
     Timer {
         thread: usize,
@@ -111,6 +116,12 @@ pub(crate) struct Engine<'a> {
     /// Kernel CPU time not yet charged, per CPU: the scheduling paths'
     /// (`[costs.kernel]`) and, in traced runs, the captured tracepoints'.
     pub pending_ns: Vec<u64>,
+    /// Per CPU, until when a timer interrupt's tail after its wakeup runs
+    /// (`timer_irq_exit_ns`): an idle CPU does not go back to idle meanwhile.
+    pub irq_exit_at: Vec<u64>,
+    /// Per CPU, the part of a timer's idle exit held back until after its
+    /// handler (`idle_exit_tail_ns`, at most the drawn exit).
+    pub idle_exit_tail: Vec<u64>,
     pub end: Option<u64>,
     pub error: Option<SimError>,
 }
@@ -307,7 +318,7 @@ impl<'a> Engine<'a> {
             self.leave_idle(cpu);
         }
         handler(self);
-        if was_idle && self.kernel.curr(cpu).is_none() && !self.hw.is_idle(cpu) {
+        if was_idle && self.kernel.curr(cpu).is_none() && !self.hw.is_idle(cpu) && self.irq_exit_at[cpu] <= self.now {
             self.go_idle(cpu);
         }
     }
@@ -414,6 +425,17 @@ impl<'a> Engine<'a> {
                 }
             }
             Ev::Noise(i) => self.noise(i),
+            Ev::IrqExit { cpu } => {
+                if self.irq_exit_at[cpu] == self.now {
+                    if !self.preempt_point(cpu) {
+                        if self.kernel.curr(cpu).is_some() {
+                            self.replan(cpu);
+                        } else if !self.hw.is_idle(cpu) {
+                            self.go_idle(cpu);
+                        }
+                    }
+                }
+            }
             Ev::SwitchDone { cpu, gen } => {
                 if self.hw.switch_done(cpu, gen) {
                     self.kernel.finish_task_switch(cpu);
@@ -449,7 +471,10 @@ impl<'a> Engine<'a> {
                     let delay = if exited {
                         0
                     } else if self.kernel.curr(cpu).is_none() {
-                        self.hw.costs().timer_irq_ns + self.hw.timer_exit_cost(cpu, self.now)
+                        let exit = self.hw.timer_exit_cost(cpu, self.now);
+                        let tail = self.hw.idle_exit_tail(exit);
+                        self.idle_exit_tail[cpu] = tail;
+                        self.hw.costs().timer_irq_ns + exit - tail
                     } else {
                         self.hw.costs().timer_irq_ns
                     };
@@ -459,15 +484,36 @@ impl<'a> Engine<'a> {
                         self.on_interrupt(cpu, |e| {
                             e.settle(cpu);
                             e.wake(thread, cpu);
-                            if !e.preempt_point(cpu) {
-                                e.replan(cpu);
-                            }
+                            e.timer_irq_exit(cpu);
                         });
                     }
                 }
             }
         }
         self.error.is_none()
+    }
+
+    /// The rest of a timer interrupt after its callback woke a task
+    /// (`hrtimer_interrupt()` reprogramming the next event, the interrupt's
+    /// return): `timer_irq_exit_ns` of the CPU's time, which the running
+    /// thread loses, before the return's preemption point; on a CPU that
+    /// was idle also the held-back end of its exit (`idle_exit_tail_ns`). With no such
+    /// cost the CPU reschedules at once.
+    fn timer_irq_exit(&mut self, cpu: usize) {
+        let tail = self.hw.costs().timer_irq_exit_ns + std::mem::take(&mut self.idle_exit_tail[cpu]);
+        if tail == 0 {
+            if !self.preempt_point(cpu) {
+                self.replan(cpu);
+            }
+            return;
+        }
+        if self.kernel.curr(cpu).is_some() {
+            let resume = self.hw.exec_from(cpu).max(self.now) + tail;
+            self.hw.set_exec_from(cpu, resume);
+            self.replan(cpu);
+        }
+        self.irq_exit_at[cpu] = self.now + tail;
+        self.queue.push(self.now + tail, Ev::IrqExit { cpu });
     }
 
     /// An interrupt-context kernel entry on `cpu` (timer, IPI, irq_work):

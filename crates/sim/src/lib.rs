@@ -261,6 +261,8 @@ fn simulate_inner(
         check_invariants: check,
         traced: opts.traced,
         pending_ns: vec![0; topo.nr_cpus()],
+        irq_exit_at: vec![0; topo.nr_cpus()],
+        idle_exit_tail: vec![0; topo.nr_cpus()],
         end: duration,
         error: None,
     };

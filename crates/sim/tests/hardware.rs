@@ -5,7 +5,7 @@
 use schedlab_analysis::{analyze, AnalysisOptions};
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimOptions, SimResult};
-use schedlab_trace::EventKind;
+use schedlab_trace::{EventKind, UserOp};
 use std::path::Path;
 
 fn scenario(text: &str) -> Scenario {
@@ -232,6 +232,77 @@ fn a_timer_pays_its_interrupt_delivery_on_a_busy_cpu_and_the_idle_exit_on_top() 
         "{:?}",
         &idle[..3]
     );
+}
+
+#[test]
+fn a_timer_interrupts_tail_separates_the_wakeup_from_the_switch_and_costs_the_interrupted_task() {
+    let machine = |tail: &str| {
+        let (tail, idle_tail) = tail.split_once('+').unwrap_or((tail, "0us"));
+        format!("hz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 2\n[costs]\ncontext_switch_ns = \"2us\"\ntimer_irq_ns = \"7us\"\ntimer_irq_exit_ns = \"{tail}\"\nidle_exit_tail_ns = \"{idle_tail}\"\n[idle]\ngovernor = \"none\"\n[[idle.states]]\nname = \"HLT\"\nexit_latency = \"3us\"\n")
+    };
+    let body = |hog: bool| {
+        let mut b = String::from("duration = \"50ms\"\n[[thread]]\nname = \"c\"\npolicy = \"SCHED_FIFO\"\naffinity = \"1\"\nprogram = [ { sleep = \"1ms\" }, { run = \"10us\" } ]\n");
+        if hog {
+            b.push_str("[[thread]]\nname = \"hog\"\naffinity = \"1\"\nprogram = [ { run = \"10us\" } ]\n");
+        }
+        b
+    };
+    // (sched_wakeup -> switch into c) gaps, the periods between c's wakeups,
+    // and the hog's run time.
+    let run = |tail: &str, hog: bool| {
+        let r = sim(&with_topology(&machine(tail), &body(hog)), 1);
+        let pid_of = |name: &str| r.trace.table.tasks.iter().find(|(_, t)| t.comm == name).map(|(p, _)| *p);
+        let c = pid_of("c").unwrap();
+        let (mut woke, mut gaps, mut wakes) = (None, Vec::new(), Vec::new());
+        for e in &r.trace.events {
+            match e.kind {
+                EventKind::SchedWakeup { pid, .. } if pid == c => {
+                    woke = Some(e.ts);
+                    wakes.push(e.ts);
+                }
+                EventKind::SchedSwitch { next_pid, .. } if next_pid == c => {
+                    if let Some(w) = woke.take() {
+                        gaps.push(e.ts - w);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let periods: Vec<u64> = wakes.windows(2).map(|w| w[1] - w[0]).collect();
+        let hog_loops = pid_of("hog").map(|h| {
+            r.trace.events.iter().filter(|e| matches!(e.kind, EventKind::User { pid, op: UserOp::LoopEnd { .. } } if pid == h)).count() as u64
+        });
+        (gaps, periods, hog_loops)
+    };
+    for hog in [false, true] {
+        let (gaps, periods, _) = run("5us", hog);
+        assert!(gaps.len() > 40 && gaps.iter().all(|&g| g == 5_000), "hog {hog}: {:?}", &gaps[..3]);
+        // The tail comes on top of delivery, exit and switch.
+        let exit = if hog { 0 } else { 3_000 };
+        let want = 1_000_000 + 7_000 + exit + 5_000 + 2_000 + 10_000;
+        assert!(periods.iter().all(|&d| d == want), "hog {hog}: {:?}", &periods[..3]);
+        let (gaps0, _, _) = run("0us", hog);
+        assert!(gaps0.iter().all(|&g| g == 0), "no tail: the switch follows the wakeup at once");
+    }
+    // An idle exit's held-back end (2 of HLT's 3 us) moves from before the
+    // wakeup to after it; the period stays; a tail longer than the exit
+    // takes all of it and no more.
+    let (gaps, periods, _) = run("5us+2us", false);
+    assert!(gaps.iter().all(|&g| g == 7_000), "{:?}", &gaps[..3]);
+    assert!(periods.iter().all(|&d| d == 1_000_000 + 7_000 + 3_000 + 5_000 + 2_000 + 10_000), "{:?}", &periods[..3]);
+    let (gaps, periods, _) = run("5us+9us", false);
+    assert!(gaps.iter().all(|&g| g == 8_000), "{:?}", &gaps[..3]);
+    assert!(periods.iter().all(|&d| d == 1_000_000 + 7_000 + 3_000 + 5_000 + 2_000 + 10_000), "{:?}", &periods[..3]);
+    let (gaps, _, _) = run("5us+2us", true);
+    assert!(gaps.iter().all(|&g| g == 5_000), "a busy CPU has no idle exit to hold back");
+    // The interrupted hog loses the tail on every timer: 5 us of its
+    // 10 us loops each time; within two loops (the run's last, partial
+    // loop, and the loop c's fewer, longer periods give back).
+    let (_, periods, with_tail) = run("5us", true);
+    let (_, _, without) = run("0us", true);
+    let lost = without.unwrap() - with_tail.unwrap();
+    let timers = periods.len() as u64;
+    assert!(lost + 2 >= timers / 2 && lost <= timers / 2 + 2, "the hog lost {lost} loops over {timers} timers");
 }
 
 #[test]

@@ -571,6 +571,23 @@ fn costs(ctx: &Ctx, c: crate::file::CostsFile) -> Result<Costs, InputError> {
         trace_marker_ns: cost(ctx, c.trace_marker_ns, "trace_marker_ns", d.trace_marker_ns)?,
         tracepoint_ns: cost(ctx, c.tracepoint_ns, "tracepoint_ns", d.tracepoint_ns)?,
         timer_irq_ns: cost(ctx, c.timer_irq_ns, "timer_irq_ns", d.timer_irq_ns)?,
+        timer_irq_exit_ns: cost(ctx, c.timer_irq_exit_ns, "timer_irq_exit_ns", d.timer_irq_exit_ns)?,
+        idle_exit_tail_ns: cost(ctx, c.idle_exit_tail_ns.clone(), "idle_exit_tail_ns", d.idle_exit_tail_ns)?,
+        idle_exit_tail_p99_ns: {
+            let p50 = cost(ctx, c.idle_exit_tail_ns.clone(), "idle_exit_tail_ns", d.idle_exit_tail_ns)?;
+            match c.idle_exit_tail_p99_ns {
+                None => p50,
+                Some(v) => {
+                    let p99 = cost(ctx, Some(v.clone()), "idle_exit_tail_p99_ns", 0)?;
+                    if p99 < p50 {
+                        return Err(ctx.err(&v.span(), format!(
+                            "idle_exit_tail_p99_ns ({p99} ns) is below idle_exit_tail_ns ({p50} ns) (expected a p99 at or above the median)"
+                        )));
+                    }
+                    p99
+                }
+            }
+        },
         kernel: d.kernel,
         levels: d.levels,
     })

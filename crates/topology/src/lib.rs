@@ -201,6 +201,23 @@ pub struct Costs {
     /// bare metal about a microsecond. Charged on every thread timer (sleep,
     /// `timer`) before the wakeup; an idle CPU's exit comes on top.
     pub timer_irq_ns: u64,
+    /// CPU time of the timer interrupt after its callback woke a task and
+    /// before the CPU can switch to it (`hrtimer_interrupt()` running on:
+    /// reprogramming the next event, which in a VM is an exit to the host;
+    /// the interrupt's return; `schedule()` up to its tracepoint). The
+    /// woken task's `sched_wakeup` comes this long before its
+    /// `sched_switch`; the interrupted task loses the time.
+    pub timer_irq_exit_ns: u64,
+    /// The part of an idle CPU's exit that comes after a timer's handler
+    /// woke a task and before the switch: leaving the idle loop, restarting
+    /// the tick it had stopped (`tick_nohz_idle_exit()`, in a VM another
+    /// reprogramming of the timer through the host). Taken out of the
+    /// drawn exit latency (at most all of it), not added: the measured
+    /// exit curves already hold it, only where the trace shows it moves.
+    pub idle_exit_tail_ns: u64,
+    /// Its p99: each held-back part is drawn log-normal from the two (the
+    /// median alone: always the median).
+    pub idle_exit_tail_p99_ns: u64,
     /// The scheduling paths' own CPU time (`[costs.kernel]`).
     pub kernel: KernelCosts,
     /// IPI delivery and cache-cold refill by distance (`Distance::LEVELS`
@@ -227,6 +244,9 @@ impl Default for Costs {
             trace_marker_ns: 0,
             tracepoint_ns: 0,
             timer_irq_ns: 0,
+            timer_irq_exit_ns: 0,
+            idle_exit_tail_ns: 0,
+            idle_exit_tail_p99_ns: 0,
             kernel: KernelCosts::default(),
             levels: [LevelCosts { ipi_ns: 2_000, migration_cold_ns: 5_000, remote_rq_ns: 0 }; 4],
         }

@@ -346,6 +346,8 @@ fn measured() -> Measured {
         marker: Some(pct(500, 700, 21)),
         tracepoint: Some(pct(200, 300, 21)),
         events_per_handoff: Some(2.5),
+        timer_wake_to_switch: Some(pct(1_200, 3_000, 200)),
+        timer_idle_wake_to_switch: Some((0, pct(2_000, 5_000, 200))),
         notes: vec![],
         elapsed_ns: 9_000_000_000,
     }
@@ -373,8 +375,14 @@ fn probe_figures_land_in_the_file_and_load_back() {
     assert!(text.contains("# [measured: probe timer on CPU 0"), "{text}");
     // The futex handoff (1.5 us) minus its two syscalls (2 x 300 ns).
     assert_eq!(topo.costs.context_switch_ns, 900);
-    // The timer's delivery: the busy oversleep (5 us) minus that switch.
-    assert_eq!(topo.costs.timer_irq_ns, 4_100);
+    // The interrupt's tail: the captured wakeup-to-switch (1.2 us) minus
+    // the wakeup's own tracepoint (200 ns).
+    assert_eq!(topo.costs.timer_irq_exit_ns, 1_000);
+    // From idle 0.8 us longer than from the busy CPU.
+    assert_eq!((topo.costs.idle_exit_tail_ns, topo.costs.idle_exit_tail_p99_ns), (800, 3_800));
+    assert!(text.contains("sched_wakeup to the sched_switch into the woken task (p50 1.2us"), "{text}");
+    // The timer's delivery: the busy oversleep (5 us) minus that switch and the tail.
+    assert_eq!(topo.costs.timer_irq_ns, 3_100);
     assert_eq!((topo.costs.syscall_ns, topo.costs.trace_marker_ns, topo.costs.tracepoint_ns), (300, 500, 200));
     assert!(text.contains("(2.50 events counted per handoff)"), "{text}");
     // ipi per level = busy median - the probe's whole handoff.

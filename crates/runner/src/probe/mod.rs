@@ -140,11 +140,20 @@ pub fn run_probes(host: &HostMachine, budget: &ProbeBudget, progress: &mut dyn F
             Ok(Err(e)) => m.notes.push(format!("syscall probe: {e}")),
             Err(_) => m.notes.push("syscall probe thread panicked".into()),
         }
-        match capture_cost_probe(cpu, budget) {
+        let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != cpu).collect();
+        match capture_cost_probe(cpu, &others, budget) {
             Ok(c) => {
                 m.marker = Some(c.marker);
                 m.tracepoint = c.tracepoint;
                 m.events_per_handoff = Some(c.events_per_handoff);
+                match c.timer_wake_to_switch {
+                    Ok(p) => m.timer_wake_to_switch = Some(p),
+                    Err(e) => m.notes.push(format!("timer wakeup-to-switch (capture probe): {e}")),
+                }
+                match c.timer_idle_wake_to_switch {
+                    Ok(p) => m.timer_idle_wake_to_switch = Some(p),
+                    Err(e) => m.notes.push(format!("timer wakeup-to-switch from idle (capture probe): {e}")),
+                }
             }
             Err(e) => m.notes.push(format!("capture cost probe: {e}")),
         }

@@ -58,6 +58,14 @@ pub struct CaptureCosts {
     pub tracepoint: Option<Percentiles>,
     /// Events the traced switch probe wrote per handoff (counted, not assumed).
     pub events_per_handoff: f64,
+    /// A timer wakeup onto the busy CPU: its `sched_wakeup` to the
+    /// `sched_switch` into the sleeper, from the capture's own records;
+    /// `None` (with the reason) when too few pairs were recorded.
+    pub timer_wake_to_switch: Result<Percentiles, String>,
+    /// The same for a timer ending the idle of a CPU (the switch out of the
+    /// idle task), with the CPU it was recorded on: the first of the CPUs
+    /// tried whose capture has those switches.
+    pub timer_idle_wake_to_switch: Result<(usize, Percentiles), String>,
 }
 
 /// Measure [`CaptureCosts`] on `cpu` with the real runner's own protocol:
@@ -67,7 +75,7 @@ pub struct CaptureCosts {
 /// midway is undone by the next `schedlab real` or probe, as for a run.
 /// Needs root. Refused when tracing is in use by someone else (a tracer,
 /// or events enabled): its trace would get the probe's events.
-pub fn capture_cost_probe(cpu: usize, budget: &super::ProbeBudget) -> Result<CaptureCosts, String> {
+pub fn capture_cost_probe(cpu: usize, others: &[usize], budget: &super::ProbeBudget) -> Result<CaptureCosts, String> {
     use crate::state::{state_dir, RunLock};
     use crate::tracefs::{restore, CaptureSettings, Tracefs};
     let lock = RunLock::acquire(&state_dir()).map_err(|e| e.to_string())?;
@@ -92,12 +100,40 @@ pub fn capture_cost_probe(cpu: usize, budget: &super::ProbeBudget) -> Result<Cap
         let events = count("entries:") + count("overrun:");
         let marker = std::thread::scope(|s| s.spawn(|| marker_writes(&tracefs.root, cpu)).join())
             .map_err(|_| "marker probe panicked".to_string())??;
-        Ok((traced, events, marker))
+        let samples = budget.busy_samples;
+        let tail = timer_wake_to_switch(&tracefs, cpu, false, |d| super::timer::traced_busy_timer(cpu, samples, d));
+        // A short pilot finds a CPU whose capture has switches out of idle;
+        // the measurement there takes IDLE_TAIL_SAMPLES_PER_BUSY times the
+        // busy samples, because its p99 is what the model draws the tail
+        // from (a p99 of 500 samples is their 5th largest; four runs of 500
+        // gave 8 to 70 us).
+        let mut idle_tail = Err("no CPU tried".to_string());
+        let mut missing = Vec::new();
+        for &c in std::iter::once(&cpu).chain(others) {
+            let pilot = MIN_TAIL_PAIRS * 2;
+            let found = timer_wake_to_switch(&tracefs, c, true, |d| super::timer::traced_idle_timer(c, pilot, d))
+                .and_then(|_| {
+                    let n = samples * IDLE_TAIL_SAMPLES_PER_BUSY;
+                    timer_wake_to_switch(&tracefs, c, true, |d| super::timer::traced_idle_timer(c, n, d))
+                });
+            match found {
+                Ok(p) => {
+                    idle_tail = Ok((c, p));
+                    break;
+                }
+                Err(e) => {
+                    missing.push(format!("CPU {c}: {e}"));
+                    idle_tail = Err(missing.join("; "));
+                }
+            }
+        }
+        tracefs.write("tracing_on", "1").map_err(|e| e.to_string())?;
+        Ok((traced, events, marker, tail, idle_tail))
     });
     let restored = restore(&saved);
     lock.clear_state();
     restored.map_err(|e| format!("restoring tracefs: {e}"))?;
-    let (traced, events, marker) = measured?;
+    let (traced, events, marker, timer_wake_to_switch, timer_idle_wake_to_switch) = measured?;
     let untraced = untraced?;
     let handoffs = (budget.switch_batches * budget.switch_round_trips * 2) as f64;
     let events_per_handoff = events as f64 / handoffs;
@@ -110,7 +146,64 @@ pub fn capture_cost_probe(cpu: usize, budget: &super::ProbeBudget) -> Result<Cap
             max: per(traced.max, untraced.max),
         }
     });
-    Ok(CaptureCosts { marker, tracepoint, events_per_handoff })
+    Ok(CaptureCosts { marker, tracepoint, events_per_handoff, timer_wake_to_switch, timer_idle_wake_to_switch })
+}
+
+/// Fewest recorded wakeup-to-switch pairs for a median.
+const MIN_TAIL_PAIRS: usize = 20;
+/// The idle phase's samples per busy-phase sample (1 ms each: 2 s at the full budget).
+const IDLE_TAIL_SAMPLES_PER_BUSY: usize = 4;
+
+/// One of the timer probe's phases (`run`, given a deadline, returns the
+/// sleeper's tid) while the capture records, then each of the sleeper's
+/// `sched_wakeup` on `cpu` paired with the next `sched_switch` into it on
+/// that CPU — from the idle task when `from_idle`, else from the spinner:
+/// what the kernel does between the timer's callback waking the task and
+/// the switch (the rest of the timer interrupt, its return, on an idle CPU
+/// leaving the idle loop, `schedule()` up to the tracepoint). A wakeup whose
+/// switch is not recorded is not paired: switches out of the idle task are
+/// not recorded on every kernel (this project's 6.18 guest records none on
+/// CPU 1), so a CPU without them gives too few pairs.
+fn timer_wake_to_switch(
+    tracefs: &crate::tracefs::Tracefs,
+    cpu: usize,
+    from_idle: bool,
+    run: impl FnOnce(u64) -> Result<i32, String>,
+) -> Result<Percentiles, String> {
+    use schedlab_trace::{parse_ftrace, EventKind};
+    tracefs.write("tracing_on", "0").map_err(|e| e.to_string())?;
+    tracefs.clear().map_err(|e| e.to_string())?;
+    tracefs.write("tracing_on", "1").map_err(|e| e.to_string())?;
+    let deadline = now_ns() + 10_000_000_000;
+    let tid = run(deadline)?;
+    tracefs.write("tracing_on", "0").map_err(|e| e.to_string())?;
+    let file = format!("per_cpu/cpu{cpu}/trace");
+    let text = tracefs.read(&file).map_err(|e| e.to_string())?;
+    let trace = parse_ftrace(&file, &text).map_err(|e| e.to_string())?;
+    let mut woke_at = None;
+    let mut gaps = Vec::new();
+    for e in trace.in_time_order().iter().filter(|e| e.cpu as usize == cpu) {
+        match e.kind {
+            EventKind::SchedWakeup { pid, target_cpu, .. } if pid == tid && target_cpu as usize == cpu => {
+                woke_at = Some(e.ts)
+            }
+            EventKind::SchedSwitch { prev_pid, next_pid, .. } if next_pid == tid => {
+                if let Some(w) = woke_at.take() {
+                    if (prev_pid == 0) == from_idle {
+                        gaps.push(e.ts.saturating_sub(w));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if gaps.len() < MIN_TAIL_PAIRS {
+        return Err(format!(
+            "{} wakeup-to-switch pairs of the timer sleeper recorded on CPU {cpu} (a median needs {MIN_TAIL_PAIRS})",
+            gaps.len()
+        ));
+    }
+    Percentiles::of(&gaps).ok_or_else(|| "no samples".to_string())
 }
 
 /// `trace_marker` writes on `cpu` while the capture is configured.

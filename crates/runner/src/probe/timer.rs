@@ -62,6 +62,46 @@ fn sleeper(
     Ok(samples)
 }
 
+/// The busy phase once more, for the capture probe while the runner's
+/// capture records: a nice-19 spinner holds `cpu`, the sleeper's timer
+/// preempts it `samples` times. Returns the sleeper's tid: the caller reads
+/// its `sched_wakeup` and `sched_switch` pairs from the CPU's buffer.
+pub fn traced_busy_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, String> {
+    let mut order = vec![(BUSY_SLEEP_NS, false); WARMUP];
+    order.extend(std::iter::repeat_n((BUSY_SLEEP_NS, true), samples));
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let spin = s.spawn(|| spinner(&stop, cpu, deadline));
+        let sleep = s.spawn(|| {
+            let tid = crate::sys::gettid();
+            sleeper(cpu, 5_000_000, &[BUSY_SLEEP_NS], &order, deadline).map(|_| tid)
+        });
+        let slept = sleep.join().map_err(|_| "the sleeper panicked".to_string()).and_then(|r| r);
+        stop.store(true, SeqCst);
+        spin.join().map_err(|_| "the spinner panicked".to_string()).and_then(|r| r)?;
+        slept
+    })
+}
+
+/// The sleep of the traced idle phase: long enough for the idle loop to
+/// stop the tick (HZ 250-1000), as cyclictest's 1 ms period does.
+pub const TRACED_IDLE_SLEEP_NS: u64 = 1_000_000;
+
+/// The same for an idle `cpu`: the sleeper alone sleeps
+/// [`TRACED_IDLE_SLEEP_NS`] `samples` times. Returns its tid.
+pub fn traced_idle_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, String> {
+    let mut order = vec![(TRACED_IDLE_SLEEP_NS, false); WARMUP];
+    order.extend(std::iter::repeat_n((TRACED_IDLE_SLEEP_NS, true), samples));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let tid = crate::sys::gettid();
+            sleeper(cpu, 0, &[TRACED_IDLE_SLEEP_NS], &order, deadline).map(|_| tid)
+        })
+        .join()
+        .map_err(|_| "the sleeper panicked".to_string())?
+    })
+}
+
 /// Timer wakeups on `cpu` (a kernel CPU number, where nothing else of ours
 /// runs) after each idle length of `budget`, then on the busy `cpu`.
 pub fn timer_probe(cpu: usize, budget: &ProbeBudget) -> Result<TimerProbe, String> {

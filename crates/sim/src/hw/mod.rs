@@ -132,6 +132,17 @@ impl<'a> Hardware<'a> {
         self.draw_exit(cpu, now, schedlab_topology::IdleState::timer_exit_after)
     }
 
+    /// The part of a timer's idle exit held back until after its handler:
+    /// a draw from `idle_exit_tail_ns` / `_p99_ns`, at most the `exit` drawn.
+    /// No draw (no randomness used) when the topology has none.
+    pub fn idle_exit_tail(&mut self, exit: u64) -> u64 {
+        let (p50, p99) = (self.topo.costs.idle_exit_tail_ns, self.topo.costs.idle_exit_tail_p99_ns);
+        if p50 == 0 || exit == 0 {
+            return 0;
+        }
+        self.rng.lognormal_p50_p99(p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99)).min(exit)
+    }
+
     /// One exit draw from the (p50, p99) `curve` gives for the time `cpu`
     /// has spent in its state.
     fn draw_exit(&mut self, cpu: usize, now: u64, curve: fn(&schedlab_topology::IdleState, u64) -> (u64, u64)) -> u64 {

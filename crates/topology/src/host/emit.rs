@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::measured::{
-    exit_curve, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve, timer_irq_from_probes, CurvePoint,
+    exit_curve, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve, idle_exit_tail_from_probes, timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint,
     Measured, NoiseFigures, TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
@@ -514,12 +514,58 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
         }
     }
     let model_switch = switch.as_ref().map_or(d.context_switch_ns, |s| switch_from_probes(s, syscall.as_ref()));
-    match measured.and_then(|m| m.timer.as_ref()).and_then(|t| timer_irq_from_probes(t, model_switch).map(|v| (t, v))) {
+    let tracepoint = measured.and_then(|m| m.tracepoint.as_ref());
+    let irq_exit = match measured.and_then(|m| m.timer_wake_to_switch.as_ref()) {
+        Some(w) => {
+            let v = timer_irq_exit_from_probes(w, tracepoint);
+            let _ = writeln!(
+                o,
+                "# [measured: probe capture: timer wakeups onto a busy CPU with the capture recording, each\n\
+                 # sched_wakeup to the sched_switch into the woken task (p50 {}, p99 {}, {} pairs){}; floor 0]\n\
+                 timer_irq_exit_ns = {}",
+                dur(w.p50).replace('"', ""),
+                dur(w.p99).replace('"', ""),
+                w.n,
+                if tracepoint.is_some() { ", minus one tracepoint_ns" } else { "" },
+                dur(v)
+            );
+            v
+        }
+        None => {
+            let _ = writeln!(o, "# timer_irq_exit_ns: not measured (0: the CPU switches as the timer's callback wakes the task)");
+            0
+        }
+    };
+    match measured.and_then(|m| Some((m.timer_idle_wake_to_switch.as_ref()?, m.timer_wake_to_switch.as_ref()?))) {
+        Some(((cpu, idle), busy)) => {
+            let (p50, p99) = idle_exit_tail_from_probes(idle, busy);
+            let _ = writeln!(
+                o,
+                "# [measured: probe capture: the same from idle (1 ms sleeps on CPU {cpu}, the sched_switch out of the idle\n\
+                 # task; p50 {}, p99 {}, {} pairs) minus the busy CPU's p50; floor 0. Held back from the idle exit the\n\
+                 # curves give until after the timer's handler]\n\
+                 idle_exit_tail_ns = {}\nidle_exit_tail_p99_ns = {}",
+                dur(idle.p50).replace('"', ""),
+                dur(idle.p99).replace('"', ""),
+                idle.n,
+                dur(p50),
+                dur(p99)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "# idle_exit_tail_ns: not measured (0: all of an idle exit comes before the timer's handler)");
+        }
+    }
+    match measured
+        .and_then(|m| m.timer.as_ref())
+        .and_then(|t| timer_irq_from_probes(t, model_switch, irq_exit).map(|v| (t, v)))
+    {
         Some((t, v)) => {
             let _ = writeln!(
                 o,
                 "# [measured: probe timer on CPU {}: the oversleep while a nice-19 spinner keeps the CPU busy\n\
-                 # (p50 {}) minus context_switch_ns, which the model charges for the rest of it; floor 0]\n\
+                 # (p50 {}) minus context_switch_ns and timer_irq_exit_ns, which the model charges for the rest\n\
+                 # of it; floor 0]\n\
                  timer_irq_ns = {}",
                 t.cpu,
                 t.busy.map_or(String::new(), |b| dur(b.p50).replace('"', "")),

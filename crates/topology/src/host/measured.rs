@@ -97,6 +97,11 @@ pub struct Measured {
     pub tracepoint: Option<Percentiles>,
     /// Events the traced switch probe wrote per handoff.
     pub events_per_handoff: Option<f64>,
+    /// A timer wakeup onto a busy CPU, as the capture records it: its
+    /// `sched_wakeup` to the `sched_switch` into the woken task.
+    pub timer_wake_to_switch: Option<Percentiles>,
+    /// The same for a timer ending an idle CPU's idle (1 ms sleeps), with the CPU it was recorded on.
+    pub timer_idle_wake_to_switch: Option<(usize, Percentiles)>,
     /// What was skipped or failed, and why.
     pub notes: Vec<String>,
     /// Wall time of the whole probe run, ns.
@@ -159,8 +164,27 @@ pub fn switch_from_probes(switch: &Percentiles, syscall: Option<&Percentiles>) -
 /// switch probe net of its syscalls), floored at 0. The sleeper's own
 /// syscall entry is before the absolute expiry, so it is not in the
 /// oversleep.
-pub fn timer_irq_from_probes(timer: &TimerProbe, context_switch_ns: u64) -> Option<u64> {
-    Some(timer.busy?.p50.saturating_sub(context_switch_ns))
+pub fn timer_irq_from_probes(timer: &TimerProbe, context_switch_ns: u64, irq_exit_ns: u64) -> Option<u64> {
+    Some(timer.busy?.p50.saturating_sub(context_switch_ns + irq_exit_ns))
+}
+
+/// The idle exit's part after a timer's handler (`idle_exit_tail_ns`):
+/// how much longer the captured wakeup-to-switch is from idle than on a
+/// busy CPU: (idle p50, idle p99) minus the busy median, floored at 0, the
+/// p99 at least the p50 (the tail stays in it, as in the exit curves).
+pub fn idle_exit_tail_from_probes(idle: &Percentiles, busy: &Percentiles) -> (u64, u64) {
+    let p50 = idle.p50.saturating_sub(busy.p50);
+    (p50, idle.p99.saturating_sub(busy.p50).max(p50))
+}
+
+/// What the timer interrupt does after its callback woke the task, before
+/// the CPU switches (`timer_irq_exit_ns`): the captured `sched_wakeup` to
+/// `sched_switch` median, less one tracepoint's cost (the wakeup's own
+/// record is written after its timestamp is taken; the switch's stamp
+/// comes before its record), floored at 0. Without a tracepoint figure
+/// nothing is taken off.
+pub fn timer_irq_exit_from_probes(wake_to_switch: &Percentiles, tracepoint: Option<&Percentiles>) -> u64 {
+    wake_to_switch.p50.saturating_sub(tracepoint.map_or(0, |t| t.p50))
 }
 
 /// A `[[noise]]` entry's figures.
