@@ -471,8 +471,7 @@ impl<'a> Engine<'a> {
                     let delay = if exited {
                         0
                     } else if self.kernel.curr(cpu).is_none() {
-                        let exit = self.hw.timer_exit_cost(cpu, self.now);
-                        let tail = self.hw.idle_exit_tail(exit);
+                        let (exit, tail) = self.hw.timer_exit_and_tail(cpu, self.now);
                         self.idle_exit_tail[cpu] = tail;
                         self.hw.costs().timer_irq_ns + exit - tail
                     } else {

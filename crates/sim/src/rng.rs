@@ -164,20 +164,51 @@ impl Rng {
         if p99 <= p50 || p50 == 0 {
             return p50.min(max);
         }
-        let sigma = ln(p99 as f64 / p50 as f64) / Z99;
-        let z = normal_quantile(self.unit_f64());
-        let x = p50 as f64 * exp(sigma * z);
-        if x >= max as f64 {
-            max
-        } else {
-            x.round() as u64
-        }
+        lognormal_at(self.unit_f64(), p50, p99, max)
     }
+
+    /// A uniform variate in [0, 1), for draws that share one quantile
+    /// ([`lognormal_at`]).
+    pub fn unit(&mut self) -> f64 {
+        self.unit_f64()
+    }
+}
+
+/// The log-normal of [`Rng::lognormal_p50_p99`] at quantile `u`: two
+/// quantities drawn at the same `u` rise and fall together.
+pub fn lognormal_at(u: f64, p50: u64, p99: u64, max: u64) -> u64 {
+    if p99 <= p50 || p50 == 0 {
+        return p50.min(max);
+    }
+    let sigma = ln(p99 as f64 / p50 as f64) / Z99;
+    let x = p50 as f64 * exp(sigma * normal_quantile(u));
+    if x >= max as f64 {
+        max
+    } else {
+        x.round() as u64
+    }
+}
+
+impl Rng {
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn draws_at_one_quantile_rise_together_and_match_the_rngs_own() {
+        let us: Vec<f64> = (1..100).map(|k| k as f64 / 100.0).collect();
+        let a: Vec<u64> = us.iter().map(|&u| lognormal_at(u, 4_600, 55_000, 550_000)).collect();
+        let b: Vec<u64> = us.iter().map(|&u| lognormal_at(u, 2_000, 33_000, 330_000)).collect();
+        assert!(a.windows(2).all(|w| w[0] <= w[1]) && b.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!((a[49], b[49]), (4_600, 2_000), "the median at u = 0.5");
+        assert!(a.iter().zip(&b).all(|(x, y)| y <= x), "this pair's tail never passes its exit");
+        let (mut r1, mut r2) = (Rng::new(7), Rng::new(7));
+        for _ in 0..100 {
+            assert_eq!(r1.lognormal_p50_p99(2_000, 20_000, 100_000), lognormal_at(r2.unit(), 2_000, 20_000, 100_000));
+        }
+    }
 
     #[test]
     fn own_ln_exp_and_quantile_match_the_library_closely() {

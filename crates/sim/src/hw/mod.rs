@@ -132,15 +132,24 @@ impl<'a> Hardware<'a> {
         self.draw_exit(cpu, now, schedlab_topology::IdleState::timer_exit_after)
     }
 
-    /// The part of a timer's idle exit held back until after its handler:
-    /// a draw from `idle_exit_tail_ns` / `_p99_ns`, at most the `exit` drawn.
-    /// No draw (no randomness used) when the topology has none.
-    pub fn idle_exit_tail(&mut self, exit: u64) -> u64 {
-        let (p50, p99) = (self.topo.costs.idle_exit_tail_ns, self.topo.costs.idle_exit_tail_p99_ns);
-        if p50 == 0 || exit == 0 {
-            return 0;
+    /// A timer's idle exit on `cpu` and the part of it held back until
+    /// after the handler (`idle_exit_tail_ns` / `_p99_ns`, at most the
+    /// exit). Both are drawn at one quantile — assumed: the held-back part
+    /// is a part of the exit, so a long exit has a long tail (independent
+    /// draws would cut the tail's p99 at the exit's typical value). Without
+    /// a tail in the topology this is [`Self::timer_exit_cost`], the same
+    /// draws.
+    pub fn timer_exit_and_tail(&mut self, cpu: usize, now: u64) -> (u64, u64) {
+        let (t50, t99) = (self.topo.costs.idle_exit_tail_ns, self.topo.costs.idle_exit_tail_p99_ns);
+        if t50 == 0 {
+            return (self.timer_exit_cost(cpu, now), 0);
         }
-        self.rng.lognormal_p50_p99(p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99)).min(exit)
+        let c = &self.cpus[cpu].idle;
+        let (p50, p99) = schedlab_topology::IdleState::timer_exit_after(&self.topo.idle.states[c.state()], c.in_state_for(now));
+        let u = self.rng.unit();
+        let exit = crate::rng::lognormal_at(u, p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99));
+        let tail = crate::rng::lognormal_at(u, t50, t99, t99.saturating_mul(EXIT_MAX_OVER_P99));
+        (exit, tail.min(exit))
     }
 
     /// One exit draw from the (p50, p99) `curve` gives for the time `cpu`
