@@ -216,7 +216,8 @@ pub struct Costs {
     /// exit curves already hold it, only where the trace shows it moves.
     pub idle_exit_tail_ns: u64,
     /// Its p99: each held-back part is drawn log-normal from the two (the
-    /// median alone: always the median).
+    /// median alone: always the median), at the quantile of the exit it is
+    /// taken from (assumed: a long exit has a long tail).
     pub idle_exit_tail_p99_ns: u64,
     /// The scheduling paths' own CPU time (`[costs.kernel]`).
     pub kernel: KernelCosts,
