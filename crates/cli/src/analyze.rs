@@ -9,7 +9,7 @@ use clap::Args;
 use schedlab_report::{TraceOptions, TraceReport};
 use schedlab_scenario::Scenario;
 
-use crate::args::{JsonArg, PerfettoArg, ReportArgs, ThresholdArg};
+use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg};
 use crate::error::{CliError, Result};
 use crate::output::write_perfetto;
 
@@ -36,6 +36,38 @@ pub struct AnalyzeArgs {
     pub perfetto: PerfettoArg,
     #[command(flatten)]
     pub json: JsonArg,
+    #[command(flatten)]
+    pub memory: MemoryArg,
+}
+
+/// The shortest common event line of a tracefs capture, bytes: a
+/// `sched_wakeup` with a short comm is about 90 (a capture of this
+/// project's host averaged 150 over all lines). The analysis holds the
+/// text and one event per line, so its memory is at most
+/// `1 + TRACE_EVENT_BYTES / SHORT_LINE_BYTES` times the input.
+const SHORT_LINE_BYTES: u64 = 90;
+
+/// Read all of `path`, refusing more than the budget lets the analysis
+/// hold (a huge capture, `/dev/zero`, a FIFO that never ends) before it is
+/// read in full.
+fn read_bounded(path: &std::path::Path, shown: &str, budget: &schedlab_sim::MemoryBudget) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let limit = budget.bytes / (SHORT_LINE_BYTES + schedlab_sim::TRACE_EVENT_BYTES) * SHORT_LINE_BYTES;
+    let file = std::fs::File::open(path).map_err(|source| CliError::Read { path: shown.to_string(), source })?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| CliError::Read { path: shown.to_string(), source })?;
+    if bytes.len() as u64 > limit {
+        return Err(CliError::InputTooLarge {
+            path: shown.to_string(),
+            limit: schedlab_sim::gib(limit),
+            budget: format!("{} ({})", schedlab_sim::gib(budget.bytes), budget.origin),
+            raise_with: budget.raise_with.clone(),
+        }
+        .into());
+    }
+    Ok(bytes)
 }
 
 pub fn analyze_trace(args: AnalyzeArgs) -> Result {
@@ -44,7 +76,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         None => None,
     };
     let path = args.trace.display().to_string();
-    let bytes = std::fs::read(&args.trace).map_err(|source| CliError::Read { path: path.clone(), source })?;
+    let bytes = read_bounded(&args.trace, &path, &args.memory.budget(1))?;
     let opts = TraceOptions {
         scenario: scenario.as_ref(),
         wakers: args.wakers.as_deref(),

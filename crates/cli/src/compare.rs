@@ -12,7 +12,7 @@ use schedlab_report::{CompareSettingsText, CompareText, RealSide, Report};
 use schedlab_sim::{simulate, SimOptions, SimResult};
 use std::path::PathBuf;
 
-use crate::args::{FeaturesArg, SeedArg, TraceArg};
+use crate::args::{FeaturesArg, MemoryArg, SeedArg, TraceArg};
 use crate::error::{CliError, Result};
 use crate::output::write_ftrace;
 use crate::real::{real_header, real_run, RealSettings};
@@ -46,6 +46,8 @@ pub struct CompareArgs {
     pub settings_alt: Vec<String>,
     #[command(flatten, next_help_heading = "The guest (with --vm)")]
     pub guest: VmSettings,
+    #[command(flatten)]
+    pub memory: MemoryArg,
 }
 
 /// The scenario simulated over `n` consecutive seeds from --seed (or the file's).
@@ -65,6 +67,8 @@ fn simulate_seeds(
                 seed: Some(first + i),
                 duration_ns: args.settings.duration.duration,
                 features: features.to_vec(),
+                // The model's runs are kept together for the table.
+                memory_budget: Some(args.memory.budget(n as usize)),
                 ..Default::default()
             };
             Ok(simulate(scenario, &opts)?)

@@ -15,7 +15,7 @@ use schedlab_sim::{kernel_settings, simulate, SimOptions, SimResult, FIRST_PID};
 use schedlab_sweep::SettingSpec;
 use std::path::PathBuf;
 
-use crate::args::{DurationArg, JsonArg, SeedArg};
+use crate::args::{DurationArg, JsonArg, MemoryArg, SeedArg};
 use crate::error::{CliError, Result};
 use crate::output::emit;
 
@@ -43,6 +43,8 @@ pub struct DiffArgs {
     pub after: usize,
     #[command(flatten)]
     pub json: JsonArg,
+    #[command(flatten)]
+    pub memory: MemoryArg,
 }
 
 /// A setting applied: the scenario and options to simulate, and how it resolved.
@@ -86,6 +88,8 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
             features: s.features.clone(),
             topology: Some(topology),
             check_invariants: None,
+            // Both sides are kept for the comparison.
+            memory_budget: Some(args.memory.budget(2)),
         },
         scenario,
     })

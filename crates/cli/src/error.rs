@@ -17,6 +17,12 @@ pub enum CliError {
     Topology(String),
     #[error("{path}: cannot read: {source}")]
     Read { path: String, source: std::io::Error },
+    /// An input the memory budget cannot analyse whole.
+    #[error(
+        "{path}: more than {limit} of input, which the analysis (the text and one event per line) cannot hold within \
+         the memory budget of {budget}; raise the budget ({raise_with}) or analyse a shorter capture"
+    )]
+    InputTooLarge { path: String, limit: String, budget: String, raise_with: String },
     /// Writing `--trace`, `--sim-trace`, `--perfetto` or `--csv`.
     #[error("{flag} {path}: {why}")]
     Write { flag: &'static str, path: String, why: String },

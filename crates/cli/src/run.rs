@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::args::{DurationArg, FeaturesArg, JsonArg, PerfettoArg, ReportArgs, SeedArg, ThresholdArg, TraceArg};
+use crate::args::{
+    DurationArg, FeaturesArg, JsonArg, MemoryArg, PerfettoArg, ReportArgs, SeedArg, ThresholdArg, TraceArg,
+};
 use crate::error::{CliError, Result};
 use crate::output::{write_ftrace, write_perfetto};
 
@@ -53,6 +55,8 @@ pub struct RunArgs {
     /// this always.
     #[arg(long)]
     pub traced: bool,
+    #[command(flatten)]
+    pub memory: MemoryArg,
 }
 
 fn load_scenario(args: &RunArgs) -> Result<Scenario> {
@@ -89,6 +93,7 @@ pub fn run(args: RunArgs) -> Result {
         check_invariants: if args.check_invariants { Some(true) } else { None },
         no_noise: args.seed.no_noise,
         traced: args.traced,
+        memory_budget: Some(args.memory.budget(1)),
     };
     let wall = Instant::now();
     let result = simulate(&scenario, &opts)?;

@@ -10,7 +10,7 @@ use schedlab_sweep::{merge_dir, run_shard, run_sweep, Bar, ShardSpec, Sweep, MAX
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::args::{DurationArg, JsonArg};
+use crate::args::{DurationArg, JsonArg, MemoryArg};
 use crate::error::{CliError, Result};
 use crate::output::write_file;
 
@@ -59,6 +59,8 @@ pub struct SweepArgs {
     /// Leave out the closing wall-time line, so that outputs compare byte for byte.
     #[arg(long)]
     pub no_timing: bool,
+    #[command(flatten)]
+    pub memory: MemoryArg,
 }
 
 #[derive(Args)]
@@ -95,6 +97,7 @@ pub fn sweep(args: SweepArgs) -> Result {
     }
     let pool = pool.build().map_err(CliError::Pool)?;
     let threads = pool.current_num_threads();
+    sweep.memory_budget = Some(args.memory.budget(threads));
     let wall = Instant::now();
     let timing = |n: usize| sweep_timing(n, wall.elapsed().as_secs_f64(), threads);
 

@@ -40,6 +40,38 @@ pub struct SimOptions {
     /// tracepoint its CPU `tracepoint_ns` (the topology's `[costs]`). For
     /// comparing with a real run (`compare`, `fidelity`).
     pub traced: bool,
+    /// Stop with [`SimError::MemoryBudget`] before the kept trace outgrows
+    /// this; `None`: no limit (tests, streamed runs keep nothing).
+    pub memory_budget: Option<MemoryBudget>,
+}
+
+/// What a kept trace event costs in memory by the end of a `run`: the
+/// event itself and what the report's analysis builds from it. Measured
+/// (2026-12-01, release build): the peak RSS of `schedlab run
+/// scenarios/schbench-spr.toml` grew 62 bytes per event from 50 ms (3.1 M
+/// events, 205 MB) to 200 ms (12.5 M, 785 MB); asym_min 20 s, 0.6 M
+/// events, peaked at 45 MB (about 58 bytes per event over the binary's
+/// own ~10 MB). Rounded up.
+pub const TRACE_EVENT_BYTES: u64 = 64;
+
+/// A limit on the memory a run's kept trace may take, and how it was set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryBudget {
+    pub bytes: u64,
+    /// For the error: "--max-memory 2.0 GiB", "the default, 80 % of the
+    /// 3.1 GiB available at start".
+    pub origin: String,
+    /// How to raise it: "--max-memory SIZE".
+    pub raise_with: String,
+}
+
+/// Bytes for messages: GiB with one decimal, MiB below 1 GiB.
+pub fn gib(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
 }
 
 /// Why a simulation could not run or stopped early.
@@ -54,6 +86,30 @@ pub enum SimError {
     /// The kernel model's consistency check failed (debug builds, tests).
     #[error("simulation stopped: invariant violated at {at_ns} ns: {source}")]
     Invariant { at_ns: u64, source: schedlab_kernel::InvariantError },
+    /// The kept trace would outgrow [`SimOptions::memory_budget`].
+    #[error("{}", memory_message(.events, .at_ns, .duration_ns, .budget))]
+    MemoryBudget { events: u64, at_ns: u64, duration_ns: Option<u64>, budget: MemoryBudget },
+}
+
+fn memory_message(events: &u64, at_ns: &u64, duration_ns: &Option<u64>, budget: &MemoryBudget) -> String {
+    let used = events * TRACE_EVENT_BYTES;
+    let of = duration_ns.map_or(String::new(), |d| format!(" of {:.3} s", d as f64 / 1e9));
+    // What fits at this rate, rounded down to two significant digits.
+    let fit_ns = (*at_ns as u128 * budget.bytes as u128 / used.max(1) as u128) as u64;
+    let mag = 10u64.pow((fit_ns.max(1) as f64).log10().floor() as u32).max(10) / 10;
+    let fit = (fit_ns / mag) * mag;
+    format!(
+        "memory budget: the run keeps its whole trace for the report, and at {:.3} s{of} simulated it held {:.1} M \
+         events (about {} with their analysis, {TRACE_EVENT_BYTES} bytes per event), past {} ({}). Shorten the \
+         run (--duration {} fits at this rate) or raise the budget ({})",
+        *at_ns as f64 / 1e9,
+        *events as f64 / 1e6,
+        gib(used),
+        gib(budget.bytes),
+        budget.origin,
+        if fit >= 1_000_000_000 { format!("{}s", fit / 1_000_000_000) } else { format!("{}ms", (fit / 1_000_000).max(1)) },
+        budget.raise_with
+    )
 }
 
 /// Per-thread summary the simulator knows directly.
@@ -288,10 +344,18 @@ fn simulate_inner(
         engine.queue.push(d, Ev::End);
     }
     let mut steps = 0u64;
+    let max_events = opts.memory_budget.as_ref().map_or(u64::MAX, |b| b.bytes / TRACE_EVENT_BYTES);
     while engine.step() {
         steps += 1;
         if let Some(sink) = sink.as_mut() {
             engine.stream_to(sink);
+        } else if engine.trace.len() as u64 > max_events {
+            return Err(SimError::MemoryBudget {
+                events: engine.trace.len() as u64,
+                at_ns: engine.now,
+                duration_ns: duration,
+                budget: opts.memory_budget.clone().expect("a limit below u64::MAX comes from a budget"),
+            });
         }
     }
     if let Some(sink) = sink.as_mut() {

@@ -264,6 +264,7 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         settings,
         ab,
         source_hash,
+        memory_budget: None,
     })
 }
 

@@ -130,6 +130,10 @@ pub struct Sweep {
     /// Hash of the sweep file, the scenario file and every setting's machine
     /// (see [`shard::fingerprint`]).
     pub source_hash: u64,
+    /// Each job's limit on its kept trace (jobs that stream keep none);
+    /// not part of the fingerprint: it changes whether a run can finish,
+    /// never its result.
+    pub memory_budget: Option<schedlab_sim::MemoryBudget>,
 }
 
 /// One row of the results: the scenario with this setting's overrides.

@@ -213,6 +213,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         topology: Some(setting.topology.clone()),
         check_invariants: None,
         no_noise: false,
+        memory_budget: sweep.memory_budget.clone(),
         traced: false,
     };
     let result = simulate(&setting.scenario, &opts).map_err(|e| SweepError {
@@ -296,6 +297,7 @@ fn run_schbench_job(
         check_invariants: None,
         no_noise: false,
         traced: false,
+        memory_budget: None,
     };
     let scenario = &setting.scenario;
     let table = schedlab_trace::TaskTable {

@@ -1,0 +1,58 @@
+//! The memory budget: a run or an input that would outgrow it stops early
+//! with an error that says which limit, how far the run got, what fits and
+//! how to raise it; runs within it are untouched.
+
+mod common;
+use common::{err, ok};
+
+#[test]
+fn a_run_past_the_budget_stops_early_and_says_what_fits() {
+    // schbench-spr keeps ~60 M events per simulated second: 60 s would be
+    // ~240 GB. 64 MiB holds ~1 M events, about 17 ms of it.
+    let e = err(&["run", "scenarios/schbench-spr.toml", "--duration", "60s", "--max-memory", "64MiB"]);
+    assert!(e.contains("memory budget") && e.contains("past 64 MiB (--max-memory 64 MiB)"), "{e}");
+    assert!(e.contains("of 60.000 s simulated"), "{e}");
+    let fits: u64 = e.split("--duration ").nth(1).and_then(|r| r.split("ms fits").next()).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{e}"));
+    assert!((5..60).contains(&fits), "the fit is the budget's share of the run so far: {fits} ms\n{e}");
+    assert!(e.contains("raise the budget (--max-memory SIZE"), "{e}");
+}
+
+#[test]
+fn a_run_within_the_budget_is_the_same_run() {
+    let args = ["run", "scenarios/asym_min-2cpu.toml", "--duration", "200ms"];
+    let free = ok(&args);
+    let tight = ok(&[&args[..], &["--max-memory", "16MiB"]].concat());
+    // Only the wall-time line may differ.
+    let strip = |s: &str| s.lines().filter(|l| !l.starts_with("run ")).collect::<Vec<_>>().join("\n");
+    assert_eq!(strip(&free), strip(&tight));
+}
+
+#[test]
+fn a_sweep_shares_the_budget_among_its_jobs() {
+    let e = err(&[
+        "sweep",
+        "scenarios/sweeps/itmt-delay-dequeue.toml",
+        "--duration",
+        "60s",
+        "--jobs",
+        "2",
+        "--max-memory",
+        "32MiB",
+    ]);
+    assert!(e.contains("past 16 MiB (--max-memory 32 MiB, shared by 2 jobs)"), "{e}");
+}
+
+#[test]
+fn an_endless_or_huge_input_is_refused_before_it_is_read_whole() {
+    let e = err(&["analyze", "/dev/zero", "--max-memory", "8MiB"]);
+    assert!(e.starts_with("schedlab: error: /dev/zero: more than 4 MiB of input"), "{e}");
+    assert!(e.contains("memory budget of 8 MiB (--max-memory 8 MiB)"), "{e}");
+}
+
+#[test]
+fn a_size_below_a_mebibyte_or_not_a_size_is_a_usage_error() {
+    let e = err(&["run", "scenarios/asym_min.toml", "--max-memory", "1k"]);
+    assert!(e.contains("`1k` is under 1 MiB"), "{e}");
+    let e = err(&["run", "scenarios/asym_min.toml", "--max-memory", "lots"]);
+    assert!(e.contains("`lots` is not a size") && e.contains("expected e.g. 512MiB"), "{e}");
+}
