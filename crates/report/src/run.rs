@@ -212,12 +212,12 @@ impl SimHeader<'_> {
         let secs = self.wall_s.max(1e-9);
         let _ = writeln!(
             out,
-            "run       {} simulated, seed {}, {} events in {:.3} s wall ({:.0}x real time)",
+            "run       {} simulated, seed {}, {} events in {:.3} s wall ({} real time)",
             fmt_secs(self.simulated_ns),
             self.seed,
             self.events,
             secs,
-            self.simulated_ns as f64 / 1e9 / secs
+            speed(self.simulated_ns as f64 / 1e9 / secs)
         );
         for note in self.notes {
             let _ = writeln!(out, "note      {note}");
@@ -339,6 +339,18 @@ pub fn cpulist(cpus: impl IntoIterator<Item = usize>) -> String {
     out
 }
 
+/// Simulated over wall time: whole numbers from 10x, three significant
+/// digits below (a 224-CPU run at 0.07x is not "0x").
+fn speed(ratio: f64) -> String {
+    if ratio >= 10.0 {
+        format!("{ratio:.0}x")
+    } else if ratio >= 1.0 {
+        format!("{ratio:.2}x")
+    } else {
+        format!("{ratio:.3}x")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,3 +369,4 @@ mod tests {
         assert_eq!(fmt_secs(1_234_567_890), "1.234 s");
     }
 }
+

@@ -83,6 +83,7 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
         let opts =
             SimOptions { duration_ns: Some(30_000_000_000), check_invariants: Some(false), ..Default::default() };
         line(row("asym_min 30s (7950X)", &repeat(args.reps, || full(&s, &opts))?));
+        line(row("asym_min 30s run+report", &repeat(args.reps, || run_and_report(&s, &opts))?));
     }
     if wanted("rt-pi-push") {
         let s = scenario("rt-pi-push.toml")?;
@@ -102,6 +103,11 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
         let mut rps: Vec<f64> = samples.iter().map(|x| x.rps).collect();
         rps.sort_by(f64::total_cmp);
         line(format!("{:<26} average rps {:.2} (median run)", "", rps[rps.len() / 2]));
+        // What `schedlab run` does with it today: the whole trace kept for
+        // the report. 100 ms: the memory per simulated second is the row's
+        // peak x 10.
+        let short = SimOptions { duration_ns: Some(100_000_000), ..opts.clone() };
+        line(row("schbench-spr 0.1s run+report", &repeat(args.reps, || run_and_report(&s, &short))?));
     }
     if wanted("sweep") {
         let path = args.root.join("scenarios/sweeps/itmt-delay-dequeue.toml");
@@ -110,11 +116,43 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
     }
     line(String::new());
     line(
-        "targets (issue 9): asym_min >= 2000x real time; sweep <= 1 s wall on 2 cores; \
-         schbench >= 1x real time in <= 1 GiB; >= 20 M events/s per core on the 7950X scenario"
+        "targets (issue 16): schbench-spr >= 1x real time (sim/cpu); asym_min run+report >= 1000x; \
+         >= 20 M trace events per CPU-second; a 60 s schbench-spr run in <= 1 GiB"
             .to_string(),
     );
     Ok(())
+}
+
+/// `schedlab run`'s path: the simulation keeping its trace, then the
+/// report (metrics, work conservation, stall attribution, measures) on it.
+fn run_and_report(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
+    reset_peak_rss();
+    let (t, c) = (Instant::now(), thread_cpu_s());
+    let r = simulate(s, opts).map_err(failed)?;
+    let allowed = s
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, th)| (schedlab_sim::FIRST_PID + i as i32, th.affinity.iter().map(|c| c as u32).collect()))
+        .collect();
+    let report = schedlab_report::Report::of(
+        &r.trace,
+        Some(s),
+        s.stall_threshold_ns,
+        Some(r.end_ns),
+        allowed,
+        schedlab_analysis::DEFAULT_GRACE_NS,
+    );
+    std::hint::black_box(&report);
+    Ok(Sample {
+        wall_s: t.elapsed().as_secs_f64(),
+        cpu_s: thread_cpu_s() - c,
+        simulated_s: r.end_ns as f64 / 1e9,
+        events: r.trace.events.len() as u64,
+        steps: r.steps,
+        peak_rss_kib: peak_rss_kib(),
+        rps: 0.0,
+    })
 }
 
 fn repeat(reps: u32, mut one: impl FnMut() -> Result<Sample>) -> Result<Vec<Sample>> {
