@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use schedlab_trace::{Nanos, Pid, UserOp};
 use serde::Serialize;
 
+use crate::sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN};
+
 /// A handoff at or above the stall threshold, kept for attribution.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Stall {
@@ -29,16 +31,33 @@ pub(crate) struct Handoff {
 }
 
 /// Pairs signals with waits per object.
-#[derive(Default)]
 pub(crate) struct HandoffTracker {
     /// obj → (start, waker) of the handoff in flight.
     pending: HashMap<u32, (Nanos, Pid)>,
-    /// wakee pid → latency samples.
-    pub samples: BTreeMap<Pid, Vec<u64>>,
+    /// wakee pid → latency samples; every sketch turns to buckets once
+    /// they hold half of [`EXACT_SAMPLES_PER_RUN`] between them.
+    pub samples: BTreeMap<Pid, LatencySketch>,
+    exact: usize,
+    pub exact_cap: usize,
+    bucketed: bool,
     pub stalls: Vec<Stall>,
     /// Waits that returned with no signal pending (counter set before the
     /// trace started, or a lost event).
     pub unmatched_waits: u64,
+}
+
+impl Default for HandoffTracker {
+    fn default() -> Self {
+        HandoffTracker {
+            pending: HashMap::new(),
+            samples: BTreeMap::new(),
+            stalls: Vec::new(),
+            unmatched_waits: 0,
+            exact: 0,
+            exact_cap: EXACT_SAMPLES_PER_RUN / 2,
+            bucketed: false,
+        }
+    }
 }
 
 impl HandoffTracker {
@@ -63,7 +82,24 @@ impl HandoffTracker {
             UserOp::WaitDone { obj } => match self.pending.remove(&obj) {
                 Some((start, waker)) => {
                     let lat = ts.saturating_sub(start);
-                    self.samples.entry(pid).or_default().push(lat);
+                    let bucketed = self.bucketed;
+                    self.samples
+                        .entry(pid)
+                        .or_insert_with(|| {
+                            let mut s = LatencySketch::new(threshold);
+                            if bucketed {
+                                s.to_buckets();
+                            }
+                            s
+                        })
+                        .push(lat);
+                    if !self.bucketed {
+                        self.exact += 1;
+                        if self.exact > self.exact_cap {
+                            self.bucketed = true;
+                            self.samples.values_mut().for_each(LatencySketch::to_buckets);
+                        }
+                    }
                     if lat >= threshold {
                         self.stalls.push(Stall {
                             obj,

@@ -28,6 +28,7 @@ mod measure;
 mod narrative;
 pub mod schbench;
 mod stalls;
+mod sketch;
 mod stats;
 mod table;
 mod tasks;
@@ -47,10 +48,11 @@ pub use diff::{
     NextDecision, TaskOnCpu, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT,
 };
 pub use handoff::Stall;
-pub use measure::{measure, render_measures, MarkerSpec, MeasureResult, MeasureSpec};
+pub use measure::{measure, render_measures, MarkerSpec, MeasureCollector, MeasureResult, MeasureSpec};
 pub use narrative::{render_cause_table, render_stall_narratives, render_work_conservation, Step};
 pub use schbench::{schbench_report, PlatHistogram, SchbenchCollector, SchbenchReport};
 pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
+pub use sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN, RELATIVE_ERROR};
 pub use stats::{percentile, LatencyStats};
 pub use table::render_run_table;
 pub use timeline::{cpulist, percpu_kthread_cpu};
@@ -106,12 +108,13 @@ pub struct TaskMetrics {
     /// Handoffs this task received: a signal on an object → this task's wait
     /// on it returning.
     pub handoff_latency: LatencyStats,
-    /// Ascending wakeup latency samples (ns); not serialised.
+    /// The wakeup latency samples (ns): every one while the run's samples
+    /// are few, else in buckets ([`LatencySketch`]); not serialised.
     #[serde(skip)]
-    pub wakeup_samples: Vec<u64>,
-    /// Ascending handoff latency samples (ns); not serialised.
+    pub wakeup_sketch: LatencySketch,
+    /// The handoff latency samples, the same way.
     #[serde(skip)]
-    pub handoff_samples: Vec<u64>,
+    pub handoff_sketch: LatencySketch,
 }
 
 /// The metrics of one run.
@@ -137,6 +140,17 @@ impl RunMetrics {
         self.tasks.binary_search_by_key(&pid, |t| t.pid).ok().map(|i| &self.tasks[i])
     }
 
+    /// One sketch of the samples `pick` chooses from every task's row
+    /// (e.g. `|t| &t.handoff_sketch`), ascending while exact.
+    pub fn merged(&self, pick: impl Fn(&TaskMetrics) -> &LatencySketch) -> LatencySketch {
+        let mut all = LatencySketch::new(self.stall_threshold_ns);
+        for t in &self.tasks {
+            all.merge(pick(t));
+        }
+        all.sorted();
+        all
+    }
+
     /// Keep only the rows `keep` accepts (e.g. the workload's threads).
     pub fn retain_tasks(&mut self, keep: impl FnMut(&TaskMetrics) -> bool) {
         self.tasks.retain(keep);
@@ -149,56 +163,122 @@ impl RunMetrics {
 /// is not already sorted, as when per-CPU buffers were concatenated).
 pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> RunMetrics {
     let events = trace.in_time_order();
-    let events: &[Event] = &events;
-    let start = events.first().map_or(0, |e| e.ts);
-    let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts)).max(start);
-    let threshold = opts.stall_threshold_ns;
-    let obj_name = |obj: u32| trace.table.objects.get(obj as usize).cloned().unwrap_or_else(|| format!("obj{obj}"));
+    let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts));
+    let mut c = MetricsCollector::new(opts.stall_threshold_ns, Some(end));
+    for ev in events.iter() {
+        c.observe(ev, &trace.table);
+    }
+    c.finish(&trace.table)
+}
 
-    let mut tasks = tasks::TaskTracker::new(start);
-    let mut handoffs = handoff::HandoffTracker::default();
-    for ev in events.iter().filter(|e| e.ts <= end) {
-        tasks.event(ev);
-        if let EventKind::User { pid, op } = ev.kind {
-            tasks.touch(pid);
-            handoffs.event(ev.ts, pid, op, threshold, obj_name);
+/// [`analyze`] one event at a time, in bounded memory: per-task counters,
+/// latency sketches (exact while the run's samples are few, see
+/// [`LatencySketch`]), the handoffs in flight and the stalls. Feed events
+/// in timestamp order; the first one opens the window.
+pub struct MetricsCollector {
+    threshold: u64,
+    end: Option<Nanos>,
+    start: Option<Nanos>,
+    last: Nanos,
+    tasks: tasks::TaskTracker,
+    handoffs: handoff::HandoffTracker,
+    exact_cap: usize,
+}
+
+impl MetricsCollector {
+    /// Stalls at `threshold_ns`; events after `end` (when given) are
+    /// ignored and open intervals are closed there.
+    pub fn new(threshold_ns: u64, end: Option<Nanos>) -> Self {
+        MetricsCollector {
+            threshold: threshold_ns,
+            end,
+            start: None,
+            last: 0,
+            tasks: tasks::TaskTracker::new(0, threshold_ns),
+            handoffs: handoff::HandoffTracker::default(),
+            exact_cap: EXACT_SAMPLES_PER_RUN,
         }
     }
-    tasks.finish(end);
 
-    let rows = tasks
-        .tasks
-        .into_iter()
-        .map(|(pid, a)| {
-            let mut handoff_samples = handoffs.samples.remove(&pid).unwrap_or_default();
-            handoff_samples.sort_unstable();
-            let info = trace.table.tasks.get(&pid);
-            TaskMetrics {
-                pid,
-                comm: trace.table.comm(pid).to_string(),
-                tgid: info.map_or(pid, |i| i.tgid),
-                runtime_ns: a.runtime,
-                wait_ns: a.wait,
-                sleep_ns: a.sleep,
-                wakeups: a.wakeups,
-                context_switches: a.switches,
-                involuntary_switches: a.involuntary,
-                migrations: a.migrations,
-                wakeup_latency: LatencyStats::from_sorted(&a.wakeup_samples, threshold),
-                handoff_latency: LatencyStats::from_sorted(&handoff_samples, threshold),
-                wakeup_samples: a.wakeup_samples,
-                handoff_samples,
-            }
-        })
-        .collect();
-    RunMetrics {
-        start_ts: start,
-        end_ts: end,
-        stall_threshold_ns: threshold,
-        tasks: rows,
-        open_handoffs_at_end: handoffs.open_at_end(),
-        stalls: handoffs.stalls,
-        unmatched_waits: handoffs.unmatched_waits,
+    /// Keep at most `samples` latency samples one by one (half for
+    /// wakeups, half for handoffs) before turning to buckets; the default
+    /// is [`EXACT_SAMPLES_PER_RUN`].
+    pub fn with_exact_samples(mut self, samples: usize) -> Self {
+        self.exact_cap = samples;
+        self.tasks.exact_cap = samples / 2;
+        self.handoffs.exact_cap = samples / 2;
+        self
+    }
+
+    /// Close the window at `end` (a run's end, known once it is over; no
+    /// event after it may have been observed).
+    pub fn ending_at(mut self, end: Nanos) -> Self {
+        self.end = Some(end);
+        self
+    }
+
+    /// One event; `table` names the objects of the stalls it may complete.
+    pub fn observe(&mut self, ev: &Event, table: &schedlab_trace::TaskTable) {
+        if self.start.is_none() {
+            self.start = Some(ev.ts);
+            self.tasks = tasks::TaskTracker::new(ev.ts, self.threshold);
+            self.tasks.exact_cap = self.exact_cap / 2;
+        }
+        if self.end.is_some_and(|e| ev.ts > e.max(self.start.unwrap_or(0))) {
+            return;
+        }
+        self.last = self.last.max(ev.ts);
+        self.tasks.event(ev);
+        if let EventKind::User { pid, op } = ev.kind {
+            self.tasks.touch(pid);
+            let name = |obj: u32| table.objects.get(obj as usize).cloned().unwrap_or_else(|| format!("obj{obj}"));
+            self.handoffs.event(ev.ts, pid, op, self.threshold, name);
+        }
+    }
+
+    /// The metrics; `table` gives each task's comm and tgid.
+    pub fn finish(mut self, table: &schedlab_trace::TaskTable) -> RunMetrics {
+        let start = self.start.unwrap_or(0);
+        let end = self.end.unwrap_or(self.last).max(start);
+        self.tasks.finish(end);
+        let threshold = self.threshold;
+        let mut handoffs = self.handoffs;
+        let rows = self
+            .tasks
+            .tasks
+            .into_iter()
+            .map(|(pid, mut a)| {
+                let mut handoff_sketch = handoffs.samples.remove(&pid).unwrap_or_else(|| LatencySketch::new(threshold));
+                a.wakeup.sorted();
+                handoff_sketch.sorted();
+                let info = table.tasks.get(&pid);
+                TaskMetrics {
+                    pid,
+                    comm: table.comm(pid).to_string(),
+                    tgid: info.map_or(pid, |i| i.tgid),
+                    runtime_ns: a.runtime,
+                    wait_ns: a.wait,
+                    sleep_ns: a.sleep,
+                    wakeups: a.wakeups,
+                    context_switches: a.switches,
+                    involuntary_switches: a.involuntary,
+                    migrations: a.migrations,
+                    wakeup_latency: LatencyStats::from_sketch(&a.wakeup),
+                    handoff_latency: LatencyStats::from_sketch(&handoff_sketch),
+                    wakeup_sketch: a.wakeup,
+                    handoff_sketch,
+                }
+            })
+            .collect();
+        RunMetrics {
+            start_ts: start,
+            end_ts: end,
+            stall_threshold_ns: threshold,
+            tasks: rows,
+            open_handoffs_at_end: handoffs.open_at_end(),
+            stalls: handoffs.stalls,
+            unmatched_waits: handoffs.unmatched_waits,
+        }
     }
 }
 

@@ -62,9 +62,9 @@ struct Matcher {
 }
 
 impl Matcher {
-    fn new(trace: &Trace, m: &MarkerSpec) -> Self {
-        let pids = trace.table.tasks.iter().filter(|(_, t)| m.comms.contains(&t.comm)).map(|(p, _)| *p).collect();
-        let object = m.object.as_ref().map(|o| trace.table.objects.iter().position(|n| n == o));
+    fn new(table: &schedlab_trace::TaskTable, m: &MarkerSpec) -> Self {
+        let pids = table.tasks.iter().filter(|(_, t)| m.comms.contains(&t.comm)).map(|(p, _)| *p).collect();
+        let object = m.object.as_ref().map(|o| table.objects.iter().position(|n| n == o));
         Matcher {
             pids,
             op: m.op.clone(),
@@ -95,47 +95,83 @@ impl Matcher {
 /// timestamp order (sorted first if the trace is not, as when per-CPU
 /// buffers were concatenated).
 pub fn measure(trace: &Trace, spec: &MeasureSpec, end_ns: Nanos) -> MeasureResult {
-    let (from, to) = (Matcher::new(trace, &spec.from), Matcher::new(trace, &spec.to));
-    let mut open: Option<Nanos> = None;
-    let mut intervals = Vec::new();
-    let (mut moved, mut moved_now) = (0, false);
+    let mut c = MeasureCollector::new(&trace.table, spec);
     for ev in trace.in_time_order().iter() {
-        let (pid, op) = match ev.kind {
-            EventKind::User { pid, op } => (pid, op),
-            EventKind::SchedMigrateTask { pid, .. } if open.is_some() && to.pids.contains(&pid) => {
-                moved_now = true;
-                continue;
-            }
-            _ => continue,
-        };
-        // A marker that both ends and starts (a loop's own period) does both.
-        if let Some(start) = open {
-            if to.matches(pid, &op) {
-                intervals.push(ev.ts - start);
-                moved += std::mem::take(&mut moved_now) as usize;
-                open = None;
-            }
-        }
-        if open.is_none() && from.matches(pid, &op) {
-            open = Some(ev.ts);
-            moved_now = false;
+        c.observe(ev);
+    }
+    c.finish(end_ns)
+}
+
+/// [`measure`] one event at a time (events in timestamp order). Its state
+/// is one open interval; the intervals themselves are kept (a measure
+/// pairs a scenario's own markers, a few per loop iteration).
+pub struct MeasureCollector {
+    name: String,
+    within_ns: Option<u64>,
+    from: Matcher,
+    to: Matcher,
+    open: Option<Nanos>,
+    intervals: Vec<u64>,
+    moved: usize,
+    moved_now: bool,
+}
+
+impl MeasureCollector {
+    /// `table` names the run's tasks and objects (the markers match by comm
+    /// and object name).
+    pub fn new(table: &schedlab_trace::TaskTable, spec: &MeasureSpec) -> Self {
+        MeasureCollector {
+            name: spec.name.clone(),
+            within_ns: spec.within_ns,
+            from: Matcher::new(table, &spec.from),
+            to: Matcher::new(table, &spec.to),
+            open: None,
+            intervals: Vec::new(),
+            moved: 0,
+            moved_now: false,
         }
     }
-    let mut sorted = intervals.clone();
-    sorted.sort_unstable();
-    let timely = match spec.within_ns {
-        Some(w) => sorted.partition_point(|&x| x < w),
-        None => sorted.len(),
-    };
-    MeasureResult {
-        name: spec.name.clone(),
-        p50_ns: percentile(&sorted, 500),
-        max_ns: sorted.last().copied(),
-        intervals_ns: intervals,
-        unfinished_ns: open.map(|s| end_ns.saturating_sub(s)),
-        within_ns: spec.within_ns,
-        timely,
-        moved,
+
+    pub fn observe(&mut self, ev: &schedlab_trace::Event) {
+        let (pid, op) = match ev.kind {
+            EventKind::User { pid, op } => (pid, op),
+            EventKind::SchedMigrateTask { pid, .. } if self.open.is_some() && self.to.pids.contains(&pid) => {
+                self.moved_now = true;
+                return;
+            }
+            _ => return,
+        };
+        // A marker that both ends and starts (a loop's own period) does both.
+        if let Some(start) = self.open {
+            if self.to.matches(pid, &op) {
+                self.intervals.push(ev.ts - start);
+                self.moved += std::mem::take(&mut self.moved_now) as usize;
+                self.open = None;
+            }
+        }
+        if self.open.is_none() && self.from.matches(pid, &op) {
+            self.open = Some(ev.ts);
+            self.moved_now = false;
+        }
+    }
+
+    pub fn finish(self, end_ns: Nanos) -> MeasureResult {
+        let mut sorted = self.intervals.clone();
+        sorted.sort_unstable();
+        let timely = match self.within_ns {
+            Some(w) => sorted.partition_point(|&x| x < w),
+            None => sorted.len(),
+        };
+        MeasureResult {
+            name: self.name,
+            p50_ns: percentile(&sorted, 500),
+            max_ns: sorted.last().copied(),
+            intervals_ns: self.intervals,
+            unfinished_ns: self.open.map(|s| end_ns.saturating_sub(s)),
+            within_ns: self.within_ns,
+            timely,
+            moved: self.moved,
+        }
     }
 }
 

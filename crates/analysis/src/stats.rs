@@ -32,6 +32,11 @@ pub struct LatencyStats {
     pub at_or_above_threshold: u64,
     /// `at_or_above_threshold / count`; 0 without samples.
     pub fraction_at_or_above_threshold: f64,
+    /// The percentiles come from buckets (a long run): each at most
+    /// [`crate::RELATIVE_ERROR`] below the exact one. Counts and the
+    /// maximum stay exact. Serialised only when set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub approximate: bool,
 }
 
 impl LatencyStats {
@@ -49,6 +54,23 @@ impl LatencyStats {
             max_ns: sorted.last().copied(),
             at_or_above_threshold: over,
             fraction_at_or_above_threshold: if count == 0 { 0.0 } else { over as f64 / count as f64 },
+            approximate: false,
+        }
+    }
+
+    /// Summarise a sketch made with the run's threshold.
+    pub fn from_sketch(s: &crate::LatencySketch) -> Self {
+        let count = s.count();
+        let over = s.at_or_above_threshold();
+        LatencyStats {
+            count,
+            p50_ns: s.percentile(500),
+            p90_ns: s.percentile(900),
+            p99_ns: s.percentile(990),
+            max_ns: s.max(),
+            at_or_above_threshold: over,
+            fraction_at_or_above_threshold: if count == 0 { 0.0 } else { over as f64 / count as f64 },
+            approximate: !s.is_exact(),
         }
     }
 }

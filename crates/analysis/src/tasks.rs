@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, PrevState};
 
+use crate::sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN};
+
 /// Where a task is, as far as the trace shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -34,11 +36,15 @@ pub(crate) struct TaskAcc {
     pub switches: u64,
     pub involuntary: u64,
     pub migrations: u64,
-    pub wakeup_samples: Vec<u64>,
+    pub wakeup: LatencySketch,
 }
 
 impl TaskAcc {
-    fn new() -> Self {
+    fn new(threshold: u64, bucketed: bool) -> Self {
+        let mut wakeup = LatencySketch::new(threshold);
+        if bucketed {
+            wakeup.to_buckets();
+        }
         TaskAcc {
             state: State::Unknown,
             pending_wakeup: None,
@@ -49,7 +55,7 @@ impl TaskAcc {
             switches: 0,
             involuntary: 0,
             migrations: 0,
-            wakeup_samples: Vec::new(),
+            wakeup,
         }
     }
 }
@@ -63,16 +69,41 @@ impl TaskAcc {
 /// runtime + wait + sleep covers the whole window once its state is known.
 pub(crate) struct TaskTracker {
     start: Nanos,
+    threshold: u64,
     pub tasks: BTreeMap<Pid, TaskAcc>,
+    /// Wakeup samples held one by one; past half of
+    /// [`EXACT_SAMPLES_PER_RUN`] every task's sketch turns to buckets.
+    exact: usize,
+    pub exact_cap: usize,
+    bucketed: bool,
 }
 
 impl TaskTracker {
-    pub fn new(start: Nanos) -> Self {
-        TaskTracker { start, tasks: BTreeMap::new() }
+    pub fn new(start: Nanos, threshold: u64) -> Self {
+        TaskTracker {
+            start,
+            threshold,
+            tasks: BTreeMap::new(),
+            exact: 0,
+            exact_cap: EXACT_SAMPLES_PER_RUN / 2,
+            bucketed: false,
+        }
     }
 
     fn acc(&mut self, pid: Pid) -> &mut TaskAcc {
-        self.tasks.entry(pid).or_insert_with(TaskAcc::new)
+        let (threshold, bucketed) = (self.threshold, self.bucketed);
+        self.tasks.entry(pid).or_insert_with(|| TaskAcc::new(threshold, bucketed))
+    }
+
+    fn wakeup_sample(&mut self, pid: Pid, ns: u64) {
+        self.acc(pid).wakeup.push(ns);
+        if !self.bucketed {
+            self.exact += 1;
+            if self.exact > self.exact_cap {
+                self.bucketed = true;
+                self.tasks.values_mut().for_each(|a| a.wakeup.to_buckets());
+            }
+        }
     }
 
     /// Make sure `pid` has a row even if the event tells nothing about it.
@@ -133,12 +164,11 @@ impl TaskTracker {
                 }
                 if next_pid != 0 {
                     let a = self.acc(next_pid);
+                    let mut sample = None;
                     match a.state {
                         State::Runnable { since } => {
                             a.wait += ts.saturating_sub(since);
-                            if let Some(w) = a.pending_wakeup {
-                                a.wakeup_samples.push(ts.saturating_sub(w));
-                            }
+                            sample = a.pending_wakeup.map(|w| ts.saturating_sub(w));
                         }
                         State::Unknown => a.wait += ts.saturating_sub(start),
                         // The wakeup was lost: the sleep ends here.
@@ -147,6 +177,9 @@ impl TaskTracker {
                     }
                     a.pending_wakeup = None;
                     a.state = State::Running { since: ts };
+                    if let Some(ns) = sample {
+                        self.wakeup_sample(next_pid, ns);
+                    }
                 }
             }
             EventKind::SchedMigrateTask { pid, .. } if pid != 0 => self.acc(pid).migrations += 1,
@@ -166,7 +199,6 @@ impl TaskTracker {
                 State::Sleeping { since } => a.sleep += end.saturating_sub(since),
                 State::Unknown | State::Dead => {}
             }
-            a.wakeup_samples.sort_unstable();
         }
     }
 }

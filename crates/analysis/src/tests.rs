@@ -91,7 +91,7 @@ fn runtime_between_switch_in_and_out() {
 fn wakeup_latency_and_wait() {
     let m = run(vec![sw(0, 0, 0, R, 2), sw(40, 0, 2, S, 0), wake(100, 2), sw(150, 0, 0, R, 2), sw(170, 0, 2, S, 0)]);
     let t = m.task(2).unwrap();
-    assert_eq!(t.wakeup_samples, vec![50]);
+    assert_eq!(t.wakeup_sketch.sorted_samples(), vec![50]);
     assert_eq!(t.wakeup_latency.p50_ns, Some(50));
     assert_eq!(t.wakeups, 1);
     assert_eq!(t.wait_ns, 50);
@@ -114,7 +114,7 @@ fn wakeup_new_and_multiple_samples() {
     ]);
     let t = m.task(3).unwrap();
     assert_eq!(t.wakeups, 3);
-    assert_eq!(t.wakeup_samples, vec![1, 3, 7]);
+    assert_eq!(t.wakeup_sketch.sorted_samples(), vec![1, 3, 7]);
     assert_eq!(t.wait_ns, 11);
     assert_eq!(t.sleep_ns, 10 + 10, "no sleep before wakeup_new");
     assert_eq!(t.runtime_ns, 3 + 7);
@@ -162,7 +162,7 @@ fn switched_out_without_switch_in_ran_since_window_start() {
     let m = run(vec![wake(100, 1), sw(250, 0, 2, S, 1)]);
     assert_eq!(m.start_ts, 100);
     assert_eq!(m.task(2).unwrap().runtime_ns, 150);
-    assert_eq!(m.task(1).unwrap().wakeup_samples, vec![150]);
+    assert_eq!(m.task(1).unwrap().wakeup_sketch.sorted_samples(), vec![150]);
 }
 
 #[test]
@@ -188,7 +188,7 @@ fn two_signals_one_wait_is_one_handoff_from_the_first() {
         user(520, 2, UserOp::WaitDone { obj: 0 }),
     ]);
     let t = m.task(2).unwrap();
-    assert_eq!(t.handoff_samples, vec![20, 300]);
+    assert_eq!(t.handoff_sketch.sorted_samples(), vec![20, 300]);
     assert_eq!(t.handoff_latency.count, 2);
     assert_eq!(m.task(1).unwrap().handoff_latency.count, 0);
     assert_eq!(m.unmatched_waits, 0);
@@ -212,9 +212,9 @@ fn handoffs_per_object_and_stalls() {
     let m = analyze(&trace(events), &opts);
     assert_eq!(m.unmatched_waits, 1);
     assert_eq!(m.open_handoffs_at_end, 1);
-    assert_eq!(m.task(2).unwrap().handoff_samples, vec![1_000]);
+    assert_eq!(m.task(2).unwrap().handoff_sketch.sorted_samples(), vec![1_000]);
     // The flag post/poll at 1_200/1_250 is not a handoff.
-    assert_eq!(m.task(3).unwrap().handoff_samples, vec![490]);
+    assert_eq!(m.task(3).unwrap().handoff_sketch.sorted_samples(), vec![490]);
     assert_eq!(
         m.stalls,
         vec![Stall {
@@ -333,8 +333,9 @@ proptest! {
         for t in &m.tasks {
             prop_assert_eq!(t.runtime_ns + t.wait_ns + t.sleep_ns, window, "pid {}", t.pid);
             prop_assert!(t.wakeup_latency.count <= t.wakeups);
-            prop_assert!(t.wakeup_samples.windows(2).all(|w| w[0] <= w[1]));
-            prop_assert!(t.wakeup_samples.iter().sum::<u64>() <= t.wait_ns);
+            let samples = t.wakeup_sketch.samples().expect("a short trace stays exact");
+            prop_assert!(samples.windows(2).all(|w| w[0] <= w[1]));
+            prop_assert!(samples.iter().sum::<u64>() <= t.wait_ns);
             total_run += t.runtime_ns;
         }
         prop_assert!(total_run <= 2 * window);
@@ -369,7 +370,7 @@ fn same_metrics_through_ftrace_text() {
     }
     assert_eq!(a, b);
     assert!(a.tasks.iter().any(|t| t.runtime_ns > 0));
-    assert_eq!(a.task(2).unwrap().handoff_samples, vec![7_000]);
+    assert_eq!(a.task(2).unwrap().handoff_sketch.sorted_samples(), vec![7_000]);
 }
 
 #[test]
@@ -385,5 +386,47 @@ fn metrics_serialise_to_json() {
     assert_eq!(t2["handoff_latency"]["count"], 1);
     assert_eq!(t2["handoff_latency"]["p99_ns"], 4);
     assert!(t2["wakeup_latency"]["p50_ns"].is_null());
-    assert!(t2.get("wakeup_samples").is_none());
+    assert!(t2.get("wakeup_sketch").is_none() && t2.get("wakeup_samples").is_none());
+}
+
+/// A long run past the exact-sample cap: the same counts, waits and
+/// maximum as with every sample kept; percentiles at most 1/128 below.
+#[test]
+fn past_the_exact_cap_the_collector_buckets_and_stays_within_its_error() {
+    // Task 1 woken on CPU 0 and switched in after 1..5000 ns, 6000 times;
+    // handoffs to it from task 2 of 10..60000 ns.
+    let mut events = Vec::new();
+    let mut t = 1_000;
+    for i in 0..6_000u64 {
+        let lat = 1 + (i * 7_919) % 5_000;
+        events.push(wake(t, 1));
+        events.push(sw(t + lat, 0, 0, PrevState::Running { preempt: false }, 1));
+        events.push(user(t + lat + 1, 2, UserOp::Signal { obj: 0 }));
+        events.push(user(t + lat + 11 + (i * 104_729) % 60_000, 1, UserOp::WaitDone { obj: 0 }));
+        t += 100_000;
+        events.push(sw(t - 10, 0, 1, PrevState::Sleeping, 0));
+    }
+    let tr = trace(events);
+    let exact = analyze(&tr, &AnalysisOptions { stall_threshold_ns: 50_000, end_ts: None });
+    let mut c = MetricsCollector::new(50_000, None).with_exact_samples(2_000);
+    for e in tr.in_time_order().iter() {
+        c.observe(e, &tr.table);
+    }
+    let sketched = c.finish(&tr.table);
+    let (a, b) = (exact.task(1).unwrap(), sketched.task(1).unwrap());
+    assert_eq!((a.runtime_ns, a.wait_ns, a.sleep_ns, a.wakeups), (b.runtime_ns, b.wait_ns, b.sleep_ns, b.wakeups));
+    assert_eq!(exact.stalls, sketched.stalls);
+    for (x, y) in [(&a.wakeup_latency, &b.wakeup_latency), (&a.handoff_latency, &b.handoff_latency)] {
+        assert!(!x.approximate && y.approximate);
+        assert_eq!((x.count, x.max_ns, x.at_or_above_threshold), (y.count, y.max_ns, y.at_or_above_threshold));
+        for (e, s) in [(x.p50_ns, y.p50_ns), (x.p90_ns, y.p90_ns), (x.p99_ns, y.p99_ns)] {
+            let (e, s) = (e.unwrap() as f64, s.unwrap() as f64);
+            assert!(s <= e && s >= e * (1.0 - RELATIVE_ERROR), "{s} vs exact {e}");
+        }
+    }
+    assert!(!b.wakeup_sketch.is_exact() && b.handoff_sketch.count() == 6_000);
+    // JSON says which figures are approximate, and only then.
+    let j = serde_json::to_value(&sketched).unwrap();
+    assert_eq!(j["tasks"][0]["wakeup_latency"]["approximate"], true);
+    assert!(serde_json::to_value(&exact).unwrap()["tasks"][0]["wakeup_latency"].get("approximate").is_none());
 }

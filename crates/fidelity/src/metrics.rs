@@ -171,14 +171,14 @@ impl Metric {
             Metric::Wakeup(p) => {
                 let tasks = &side.report.metrics.tasks;
                 let wakeups: u64 = tasks.iter().map(|t| t.wakeups).sum();
-                let seen = tasks.iter().map(|t| t.wakeup_samples.len() as u64).sum::<u64>();
+                let seen = tasks.iter().map(|t| t.wakeup_sketch.count()).sum::<u64>();
                 if wakeups > 0 && (100 * seen) as f64 / (wakeups as f64) < MIN_WAKEUP_COVERAGE_PCT {
                     return Err(format!(
                         "{seen} of {wakeups} wakeups have a traced switch-in (the capture misses switches; \
                          needs {MIN_WAKEUP_COVERAGE_PCT} %)"
                     ));
                 }
-                latency(side, p, "wakeups", |t| &t.wakeup_samples, self.band())
+                latency(side, p, "wakeups", |t| &t.wakeup_sketch, self.band())
             }
             Metric::TimerToRun(p, thread) => {
                 let pid = pid_of(side, thread)?;
@@ -204,7 +204,7 @@ impl Metric {
                 let ns = percentile(&late, p.per_mille()).unwrap_or(0);
                 resolved(self.band(), ns as f64 / 1000.0, side.resolution_ns as f64 / 1000.0, p)
             }
-            Metric::Handoff(p) => latency(side, p, "handoffs", |t| &t.handoff_samples, self.band()),
+            Metric::Handoff(p) => latency(side, p, "handoffs", |t| &t.handoff_sketch, self.band()),
             Metric::StallFraction => {
                 let h = side.report.handoffs();
                 if h < MIN_HANDOFFS_STALLS {
@@ -267,16 +267,15 @@ fn latency(
     side: &Side,
     p: Pct,
     what: &str,
-    samples: impl Fn(&schedlab_analysis::TaskMetrics) -> &Vec<u64>,
+    samples: impl Fn(&schedlab_analysis::TaskMetrics) -> &schedlab_analysis::LatencySketch,
     band: Band,
 ) -> Result<f64, String> {
-    let mut all: Vec<u64> = side.report.metrics.tasks.iter().flat_map(|t| samples(t).iter().copied()).collect();
-    all.sort_unstable();
-    let n = all.len() as u64;
+    let all = side.report.metrics.merged(samples);
+    let n = all.count();
     if n < p.min_samples() {
         return Err(too_few(n, what, p));
     }
-    let ns = percentile(&all, p.per_mille()).unwrap_or(0);
+    let ns = all.percentile(p.per_mille()).unwrap_or(0);
     resolved(band, ns as f64 / 1000.0, side.resolution_ns as f64 / 1000.0, p)
 }
 

@@ -53,11 +53,14 @@ pub fn sweep_curves(result: &SweepResult) -> Vec<Curve> {
 /// each group's first thread.
 pub fn run_curves(metrics: &RunMetrics, group: &BTreeMap<Pid, String>) -> Vec<Curve> {
     let mut curves: Vec<Curve> = Vec::new();
-    for t in metrics.tasks.iter().filter(|t| !t.handoff_samples.is_empty()) {
+    // A long run's bucketed samples plot at their buckets' lower edges
+    // (within 0.8 % of each sample).
+    for t in metrics.tasks.iter().filter(|t| t.handoff_sketch.count() > 0) {
         let label = group.get(&t.pid).cloned().unwrap_or_else(|| t.comm.clone());
+        let samples = t.handoff_sketch.sorted_samples();
         match curves.iter_mut().find(|c| c.label == label) {
-            Some(c) => c.samples.extend_from_slice(&t.handoff_samples),
-            None => curves.push(Curve { label, samples: t.handoff_samples.clone() }),
+            Some(c) => c.samples.extend_from_slice(&samples),
+            None => curves.push(Curve { label, samples }),
         }
     }
     for c in &mut curves {

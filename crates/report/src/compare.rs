@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use schedlab_analysis::{render_cause_table, render_run_table, Attribution, Cause, LatencyStats, TaskMetrics};
+use schedlab_analysis::{render_cause_table, render_run_table, Attribution, Cause, LatencySketch, LatencyStats, TaskMetrics};
 use schedlab_scenario::Scenario;
 use schedlab_topology::Topology;
 
@@ -22,10 +22,13 @@ fn us(ns: Option<u64>) -> String {
 }
 
 /// All samples of one kind merged over the workload's threads.
-fn merged(r: &Report, pick: impl Fn(&TaskMetrics) -> &Vec<u64>, threshold: u64) -> LatencyStats {
-    let mut all: Vec<u64> = r.metrics.tasks.iter().flat_map(|t| pick(t).iter().copied()).collect();
-    all.sort_unstable();
-    LatencyStats::from_sorted(&all, threshold)
+fn merged(r: &Report, pick: impl Fn(&TaskMetrics) -> &LatencySketch, threshold: u64) -> LatencyStats {
+    let mut all = LatencySketch::new(threshold);
+    for t in &r.metrics.tasks {
+        all.merge(pick(t));
+    }
+    all.sorted();
+    LatencyStats::from_sketch(&all)
 }
 
 /// Rows of (figure, simulated, real), aligned under a header.
@@ -45,7 +48,7 @@ pub fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, Stri
     let mut rows = Vec::new();
     let mut row = |name: &str, f: &dyn Fn(&Report) -> String| rows.push((name.to_string(), f(sim), f(real)));
     row("handoffs", &|r| r.handoffs().to_string());
-    let ho = |r: &Report| merged(r, |t| &t.handoff_samples, threshold);
+    let ho = |r: &Report| merged(r, |t| &t.handoff_sketch, threshold);
     row("handoff p50 (us)", &|r| us(ho(r).p50_ns));
     row("handoff p90 (us)", &|r| us(ho(r).p90_ns));
     row("handoff p99 (us)", &|r| us(ho(r).p99_ns));
@@ -55,7 +58,7 @@ pub fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, Stri
         let h = r.handoffs();
         format!("{n} ({:.3} %)", if h > 0 { 100.0 * n as f64 / h as f64 } else { 0.0 })
     });
-    let wk = |r: &Report| merged(r, |t| &t.wakeup_samples, threshold);
+    let wk = |r: &Report| merged(r, |t| &t.wakeup_sketch, threshold);
     row("wakeup p50 (us)", &|r| us(wk(r).p50_ns));
     row("wakeup p99 (us)", &|r| us(wk(r).p99_ns));
     row("migrations", &|r| r.metrics.tasks.iter().map(|t| t.migrations).sum::<u64>().to_string());

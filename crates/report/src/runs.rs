@@ -36,9 +36,8 @@ pub fn render_runs(threshold_ns: u64, runs: &[RunLine], labels: &[String]) -> St
         }
         let handoffs = r.handoffs();
         if handoffs > 0 {
-            let mut all: Vec<u64> = r.metrics.tasks.iter().flat_map(|t| t.handoff_samples.iter().copied()).collect();
-            all.sort_unstable();
-            let pct = |p: u32| schedlab_analysis::percentile(&all, p).map_or("-".into(), |v| format!("{}", v / 1000));
+            let all = r.metrics.merged(|t| &t.handoff_sketch);
+            let pct = |p: u32| all.percentile(p).map_or("-".into(), |v| format!("{}", v / 1000));
             cols.push(format!(
                 "{} handoffs (p50 {} us, p99 {} us), {} stalls >= {} us ({:.1} %)",
                 handoffs,

@@ -198,13 +198,40 @@ pub fn simulate_streaming(
     sink: &mut dyn FnMut(&schedlab_trace::Event),
     kernel_events: bool,
 ) -> Result<SimResult, SimError> {
-    simulate_inner(scenario, opts, Some(sink), kernel_events)
+    struct Sink<'a>(&'a mut dyn FnMut(&schedlab_trace::Event));
+    impl TraceObserver for Sink<'_> {
+        fn event(&mut self, e: &schedlab_trace::Event) {
+            (self.0)(e)
+        }
+    }
+    simulate_inner(scenario, opts, Some(&mut Sink(sink)), kernel_events)
 }
+
+/// A consumer of a streamed run: the run's task table (every task and
+/// object, as the trace will name them) before the first event, then each
+/// event in order.
+pub trait TraceObserver {
+    fn start(&mut self, _table: &TaskTable) {}
+    fn event(&mut self, e: &schedlab_trace::Event);
+}
+
+/// [`simulate_streaming`] into an observer that also gets the task table
+/// first (to match markers by thread name as the run goes).
+pub fn simulate_observed(
+    scenario: &Scenario,
+    opts: &SimOptions,
+    observer: &mut dyn TraceObserver,
+    kernel_events: bool,
+) -> Result<SimResult, SimError> {
+    simulate_inner(scenario, opts, Some(observer), kernel_events)
+}
+
+
 
 fn simulate_inner(
     scenario: &Scenario,
     opts: &SimOptions,
-    mut sink: Option<&mut dyn FnMut(&schedlab_trace::Event)>,
+    mut sink: Option<&mut dyn TraceObserver>,
     kernel_events: bool,
 ) -> Result<SimResult, SimError> {
     let mut topo = opts.topology.clone().unwrap_or_else(|| scenario.topology.clone());
@@ -343,12 +370,15 @@ fn simulate_inner(
     if let Some(d) = duration {
         engine.queue.push(d, Ev::End);
     }
+    if let Some(obs) = sink.as_mut() {
+        obs.start(&table);
+    }
     let mut steps = 0u64;
     let max_events = opts.memory_budget.as_ref().map_or(u64::MAX, |b| b.bytes / TRACE_EVENT_BYTES);
     while engine.step() {
         steps += 1;
-        if let Some(sink) = sink.as_mut() {
-            engine.stream_to(sink);
+        if let Some(obs) = sink.as_mut() {
+            engine.stream_to(&mut |e| obs.event(e));
         } else if engine.trace.len() as u64 > max_events {
             return Err(SimError::MemoryBudget {
                 events: engine.trace.len() as u64,
@@ -358,8 +388,8 @@ fn simulate_inner(
             });
         }
     }
-    if let Some(sink) = sink.as_mut() {
-        engine.stream_to(sink);
+    if let Some(obs) = sink.as_mut() {
+        engine.stream_to(&mut |e| obs.event(e));
     }
     if let Some(e) = engine.error.take() {
         return Err(e);

@@ -19,7 +19,7 @@ fn sim(s: &Scenario, seed: u64) -> SimResult {
 
 fn handoffs(r: &SimResult, comm: &str) -> Vec<u64> {
     let m = analyze(&r.trace, &AnalysisOptions { end_ts: Some(r.end_ns), ..Default::default() });
-    m.tasks.iter().find(|t| t.comm == comm).unwrap().handoff_samples.clone()
+    m.tasks.iter().find(|t| t.comm == comm).unwrap().handoff_sketch.sorted_samples()
 }
 
 fn without_ipi(r: &SimResult, cpu: u32) -> usize {

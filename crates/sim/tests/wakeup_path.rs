@@ -18,7 +18,7 @@ fn sim(s: &Scenario, opts: SimOptions) -> SimResult {
 
 fn handoffs(r: &SimResult, comm: &str) -> Vec<u64> {
     let m = analyze(&r.trace, &AnalysisOptions { end_ts: Some(r.end_ns), ..Default::default() });
-    m.tasks.iter().find(|t| t.comm == comm).unwrap().handoff_samples.clone()
+    m.tasks.iter().find(|t| t.comm == comm).unwrap().handoff_sketch.sorted_samples()
 }
 
 const PINGS: &str = r#"

@@ -11,9 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 use schedlab_analysis::{
-    analyze, burst_starts_per_cpu, percentile, stall_breakdown, AnalysisOptions, StallBreakdown, StallOptions,
+    analyze, burst_starts_per_cpu, percentile, stall_breakdown, AnalysisOptions, MeasureCollector, MeasureSpec,
+    MetricsCollector, StallBreakdown, StallOptions,
 };
-use schedlab_sim::{simulate, SimOptions};
+use schedlab_sim::{simulate, simulate_observed, SimOptions, TraceObserver};
+use schedlab_trace::{Event, TaskTable};
 use serde::{Deserialize, Serialize};
 
 use schedlab_report::measures::{measure_infos, measure_run, measure_specs, MeasureRun};
@@ -216,12 +218,43 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         memory_budget: sweep.memory_budget.clone(),
         traced: false,
     };
-    let result = simulate(&setting.scenario, &opts).map_err(|e| SweepError {
+    let threshold = sweep.stall_threshold_ns;
+    let specs = measure_specs(&setting.scenario);
+    let fail = |e: schedlab_sim::SimError| SweepError {
         setting: setting.name.clone(),
         run: round + 1,
         seed,
         message: e.to_string(),
-    })?;
+    };
+    // Without a breakdown the run streams into the analysis (bounded
+    // memory at any duration); the breakdown's scan needs the whole trace.
+    let (result, metrics, measures, trace) = if setting.breakdown {
+        let mut result = simulate(&setting.scenario, &opts).map_err(fail)?;
+        let metrics =
+            analyze(&result.trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: Some(result.end_ns) });
+        let measures = measure_run(&result.trace, &specs, result.end_ns);
+        let trace = std::mem::take(&mut result.trace);
+        (result, metrics, measures, Some(trace))
+    } else {
+        let mut obs = JobObserver {
+            threshold,
+            specs: &specs,
+            table: Default::default(),
+            metrics: None,
+            measures: Vec::new(),
+        };
+        let result = simulate_observed(&setting.scenario, &SimOptions { memory_budget: None, ..opts }, &mut obs, true)
+            .map_err(fail)?;
+        // The run's end closes the open intervals, as the in-memory analysis does.
+        let metrics = obs
+            .metrics
+            .take()
+            .unwrap_or_else(|| MetricsCollector::new(threshold, None))
+            .ending_at(result.end_ns)
+            .finish(&obs.table);
+        let measures = obs.measures.into_iter().map(|m| MeasureRun::from(&m.finish(result.end_ns))).collect();
+        (result, metrics, measures, None)
+    };
     // Simulated threads come out in scenario order.
     let wakees: Vec<(i32, String)> = result
         .threads
@@ -230,36 +263,34 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         .filter(|(_, spec)| sweep.wakees.contains(&spec.group))
         .map(|(t, _)| (t.pid, t.name.clone()))
         .collect();
-    let threshold = sweep.stall_threshold_ns;
-    let metrics =
-        analyze(&result.trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: Some(result.end_ns) });
-    let measures = measure_run(&result.trace, &measure_specs(&setting.scenario), result.end_ns);
     let mut samples: Vec<u64> = wakees
         .iter()
         .filter_map(|(pid, _)| metrics.task(*pid))
-        .flat_map(|t| t.handoff_samples.iter().copied())
+        .flat_map(|t| t.handoff_sketch.sorted_samples())
         .collect();
     samples.sort_unstable();
     let stalls = samples.len() as u64 - samples.partition_point(|&s| s < threshold) as u64;
 
-    let (breakdown, burst_starts) = if setting.breakdown {
-        let pids: Vec<i32> = wakees.iter().map(|w| w.0).collect();
-        let mut b = stall_breakdown(
-            &result.trace,
-            &StallOptions {
-                wakees: pids.clone(),
-                threshold_ns: threshold,
-                top_cpu: setting.top_cpu,
-                allowed_cpus: setting.allowed_cpus.iter().map(|c| c as u32).collect(),
-                end_ts: Some(result.end_ns),
-            },
-        );
-        b.details.clear();
-        let starts = burst_starts_per_cpu(&result.trace, &pids);
-        let by_comm = wakees.iter().map(|(pid, comm)| (comm.clone(), starts.get(pid).cloned().unwrap_or_default()));
-        (Some(b), Some(by_comm.collect()))
-    } else {
-        (None, None)
+    let (breakdown, burst_starts) = match &trace {
+        Some(trace) => {
+            let pids: Vec<i32> = wakees.iter().map(|w| w.0).collect();
+            let mut b = stall_breakdown(
+                trace,
+                &StallOptions {
+                    wakees: pids.clone(),
+                    threshold_ns: threshold,
+                    top_cpu: setting.top_cpu,
+                    allowed_cpus: setting.allowed_cpus.iter().map(|c| c as u32).collect(),
+                    end_ts: Some(result.end_ns),
+                },
+            );
+            b.details.clear();
+            let starts = burst_starts_per_cpu(trace, &pids);
+            let by_comm =
+                wakees.iter().map(|(pid, comm)| (comm.clone(), starts.get(pid).cloned().unwrap_or_default()));
+            (Some(b), Some(by_comm.collect()))
+        }
+        None => (None, None),
     };
     Ok(JobOutput {
         job,
@@ -275,6 +306,33 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         measures,
         schbench_rps: None,
     })
+}
+
+/// A streamed job's analysis: the metrics and the scenario's measures,
+/// built once the run's task table is known.
+struct JobObserver<'a> {
+    threshold: u64,
+    specs: &'a [MeasureSpec],
+    table: TaskTable,
+    metrics: Option<MetricsCollector>,
+    measures: Vec<MeasureCollector>,
+}
+
+impl TraceObserver for JobObserver<'_> {
+    fn start(&mut self, table: &TaskTable) {
+        self.table = table.clone();
+        self.metrics = Some(MetricsCollector::new(self.threshold, None));
+        self.measures = self.specs.iter().map(|s| MeasureCollector::new(table, s)).collect();
+    }
+
+    fn event(&mut self, e: &Event) {
+        if let Some(m) = self.metrics.as_mut() {
+            m.observe(e, &self.table);
+        }
+        for m in &mut self.measures {
+            m.observe(e);
+        }
+    }
 }
 
 /// A `[schbench]` scenario: its trace would not fit in memory (~60 M events

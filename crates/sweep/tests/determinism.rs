@@ -100,7 +100,7 @@ fn a_run_is_the_plain_simulation_with_its_seed() {
         .tasks
         .iter()
         .filter(|t| t.comm.starts_with("worker-"))
-        .flat_map(|t| t.handoff_samples.iter().copied())
+        .flat_map(|t| t.handoff_sketch.sorted_samples())
         .collect();
     samples.sort_unstable();
     assert_eq!(r.settings[1].runs[1].handoff_samples, samples);

@@ -1,0 +1,399 @@
+//! Latency samples in bounded memory: every sample while there are few,
+//! then a log-linear histogram.
+//!
+//! A run of seed 004's workload writes ~3 M handoffs per simulated second;
+//! keeping each as a `u64` grows without bound. A [`LatencySketch`] keeps
+//! the samples themselves until its owner turns it to buckets
+//! ([`LatencySketch::to_buckets`]; the analysis does so for all of a run's
+//! sketches once they hold [`EXACT_SAMPLES_PER_RUN`] between them, so
+//! every run the project bundles is summarised exactly as before); after
+//! that it keeps a count per bucket, where a bucket spans at most 1/128 of
+//! its lower edge (values below 128 ns have a bucket each).
+//!
+//! What stays exact however many samples: the count, the minimum and
+//! maximum, the number at or above the threshold the sketch was made
+//! with. What becomes approximate: a percentile is the lower edge of the
+//! bucket holding the nearest-rank sample, so it is at most 1/128
+//! (0.78 %) below the exact figure, never above it. Two sketches merge
+//! into the sketch of all their samples (exactly so while the sum fits).
+
+use serde::Serialize;
+
+/// Samples a run's analysis keeps one by one, over all its sketches,
+/// before it turns them all to buckets: 2^24 (128 MiB of `u64`s). The
+/// bundled scenarios stay far below it (seed 000's 30 s asym_min: ~60 k
+/// handoffs); seed 004's schbench-spr reaches it after ~3 simulated seconds.
+pub const EXACT_SAMPLES_PER_RUN: usize = 1 << 24;
+/// Sub-buckets per power of two: 2^7, so a bucket is 1/128 of its lower edge.
+const SUB_BITS: u32 = 7;
+const SUB: u64 = 1 << SUB_BITS;
+
+/// The largest relative error of a percentile once the sketch has turned
+/// to buckets (the figure is never above the exact one).
+pub const RELATIVE_ERROR: f64 = 1.0 / SUB as f64;
+
+/// Latency samples (ns), exact while few, bucketed beyond.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LatencySketch {
+    threshold_ns: u64,
+    count: u64,
+    at_or_above: u64,
+    min: Option<u64>,
+    max: Option<u64>,
+    /// The samples, while exact (in arrival order until [`Self::sorted`]).
+    #[serde(skip)]
+    exact: Option<Vec<u64>>,
+    /// `exact` is in ascending order.
+    #[serde(skip)]
+    ascending: bool,
+    /// Bucket counts from bucket `first` on, once bucketed.
+    #[serde(skip)]
+    buckets: Vec<u64>,
+    #[serde(skip)]
+    first: u32,
+}
+
+fn bucket_of(v: u64) -> u32 {
+    if v < SUB {
+        return v as u32;
+    }
+    let e = 63 - v.leading_zeros(); // >= SUB_BITS
+    let mantissa = (v >> (e - SUB_BITS)) & (SUB - 1);
+    ((e - SUB_BITS + 1) << SUB_BITS) | mantissa as u32
+}
+
+/// The smallest value in bucket `b`.
+fn lower_edge(b: u32) -> u64 {
+    let (hi, mantissa) = (b >> SUB_BITS, (b as u64) & (SUB - 1));
+    if hi == 0 {
+        return mantissa;
+    }
+    // Past the last bucket (the one of u64::MAX) the edge saturates.
+    u64::try_from(((SUB | mantissa) as u128) << (hi - 1)).unwrap_or(u64::MAX)
+}
+
+impl LatencySketch {
+    /// An empty sketch counting samples at or above `threshold_ns`.
+    pub fn new(threshold_ns: u64) -> Self {
+        LatencySketch {
+            threshold_ns,
+            count: 0,
+            at_or_above: 0,
+            min: None,
+            max: None,
+            exact: Some(Vec::new()),
+            ascending: true,
+            buckets: Vec::new(),
+            first: 0,
+        }
+    }
+
+    /// The sketch of `samples`.
+    pub fn of(samples: &[u64], threshold_ns: u64) -> Self {
+        let mut s = LatencySketch::new(threshold_ns);
+        for &v in samples {
+            s.push(v);
+        }
+        s
+    }
+
+    pub fn push(&mut self, v: u64) {
+        self.count += 1;
+        self.at_or_above += u64::from(v >= self.threshold_ns);
+        self.min = Some(self.min.map_or(v, |m| m.min(v)));
+        self.max = Some(self.max.map_or(v, |m| m.max(v)));
+        match &mut self.exact {
+            Some(list) => {
+                self.ascending &= list.last().is_none_or(|&l| l <= v);
+                list.push(v);
+            }
+            None => self.bucket_add(v, 1),
+        }
+    }
+
+    /// Keep counts per bucket from now on (the samples held so far go into
+    /// their buckets and are freed).
+    pub fn to_buckets(&mut self) {
+        if let Some(list) = self.exact.take() {
+            for x in list {
+                self.bucket_add(x, 1);
+            }
+        }
+    }
+
+    /// The samples ascending: every sample while exact, else each bucket's
+    /// lower edge once per sample in it (for consumers that need a list:
+    /// as long as the samples, as exact as the percentiles).
+    pub fn sorted_samples(&self) -> Vec<u64> {
+        match &self.exact {
+            Some(list) => {
+                let mut v = list.clone();
+                if !self.ascending {
+                    v.sort_unstable();
+                }
+                v
+            }
+            None => {
+                let mut v = Vec::with_capacity(self.count as usize);
+                for (i, &n) in self.buckets.iter().enumerate() {
+                    let edge = lower_edge(self.first + i as u32).max(self.min.unwrap_or(0));
+                    v.extend(std::iter::repeat_n(edge, n as usize));
+                }
+                if let (Some(last), Some(max)) = (v.last_mut(), self.max) {
+                    *last = max;
+                }
+                v
+            }
+        }
+    }
+
+    fn bucket_add(&mut self, v: u64, n: u64) {
+        let b = bucket_of(v);
+        if self.buckets.is_empty() {
+            self.first = b;
+        }
+        if b < self.first {
+            let grow = (self.first - b) as usize;
+            self.buckets.splice(0..0, std::iter::repeat_n(0, grow));
+            self.first = b;
+        }
+        let i = (b - self.first) as usize;
+        if i >= self.buckets.len() {
+            self.buckets.resize(i + 1, 0);
+        }
+        self.buckets[i] += n;
+    }
+
+    /// Add every sample of `other` (made with the same threshold; a
+    /// different one keeps this sketch's: its at-or-above count is then a
+    /// sum of two thresholds' counts and is said to be so by the caller).
+    pub fn merge(&mut self, other: &LatencySketch) {
+        match (&mut self.exact, &other.exact) {
+            (Some(a), Some(b)) => {
+                a.extend_from_slice(b);
+                self.ascending = false;
+                self.count += other.count;
+                self.at_or_above += other.at_or_above;
+            }
+            _ => {
+                let (count, above) = (self.count + other.count, self.at_or_above + other.at_or_above);
+                if let Some(list) = self.exact.take() {
+                    for x in list {
+                        self.bucket_add(x, 1);
+                    }
+                }
+                match &other.exact {
+                    Some(list) => list.iter().for_each(|&x| self.bucket_add(x, 1)),
+                    None => {
+                        for (i, &n) in other.buckets.iter().enumerate() {
+                            if n > 0 {
+                                self.bucket_add(lower_edge(other.first + i as u32), n);
+                            }
+                        }
+                    }
+                }
+                self.count = count;
+                self.at_or_above = above;
+            }
+        }
+        self.min = match (self.min, other.min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.max = self.max.max(other.max);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn max(&self) -> Option<u64> {
+        self.max
+    }
+
+    pub fn min(&self) -> Option<u64> {
+        self.min
+    }
+
+    pub fn threshold_ns(&self) -> u64 {
+        self.threshold_ns
+    }
+
+    /// Samples at or above the threshold.
+    pub fn at_or_above_threshold(&self) -> u64 {
+        self.at_or_above
+    }
+
+    /// Whether every sample is still kept (figures are exact).
+    pub fn is_exact(&self) -> bool {
+        self.exact.is_some()
+    }
+
+    /// The samples in ascending order, while exact.
+    pub fn sorted(&mut self) -> Option<&[u64]> {
+        let list = self.exact.as_mut()?;
+        if !self.ascending {
+            list.sort_unstable();
+            self.ascending = true;
+        }
+        Some(list)
+    }
+
+    /// The samples, while exact, in the order they are held (ascending
+    /// after [`Self::sorted`]).
+    pub fn samples(&self) -> Option<&[u64]> {
+        self.exact.as_deref()
+    }
+
+    /// Nearest-rank percentile (`per_mille` 0..=1000, as
+    /// [`crate::percentile`]): exact while the samples are kept, else the
+    /// lower edge of the bucket holding that rank (at most
+    /// [`RELATIVE_ERROR`] below), clamped into [min, max].
+    pub fn percentile(&self, per_mille: u32) -> Option<u64> {
+        let n = self.count;
+        if n == 0 {
+            return None;
+        }
+        let rank = (u64::from(per_mille.min(1000)) * n).div_ceil(1000).clamp(1, n);
+        if let Some(list) = &self.exact {
+            if self.ascending {
+                return Some(list[(rank - 1) as usize]);
+            }
+            let mut v = list.clone();
+            v.sort_unstable();
+            return Some(v[(rank - 1) as usize]);
+        }
+        if rank == n {
+            return self.max;
+        }
+        let mut seen = 0;
+        for (i, &c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let edge = lower_edge(self.first + i as u32);
+                return Some(edge.clamp(self.min.unwrap_or(0), self.max.unwrap_or(u64::MAX)));
+            }
+        }
+        self.max
+    }
+
+    /// Points of the empirical CDF, ascending: (value, fraction of samples
+    /// at or below it); each sample while exact, else each bucket's upper
+    /// end (clamped to the maximum).
+    pub fn cdf(&self) -> Vec<(u64, f64)> {
+        let n = self.count.max(1) as f64;
+        if let Some(list) = &self.exact {
+            let mut v = list.clone();
+            v.sort_unstable();
+            return v.iter().enumerate().map(|(i, &x)| (x, (i + 1) as f64 / n)).collect();
+        }
+        let mut seen = 0u64;
+        let max = self.max.unwrap_or(0);
+        let mut out = Vec::new();
+        for (i, &c) in self.buckets.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            seen += c;
+            let upper = lower_edge(self.first + i as u32 + 1).saturating_sub(1).min(max);
+            out.push((upper, seen as f64 / n));
+        }
+        out
+    }
+
+    /// Heap bytes held (for the memory accounting of long runs).
+    pub fn heap_bytes(&self) -> usize {
+        self.exact.as_ref().map_or(0, |v| v.capacity() * 8) + self.buckets.capacity() * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::percentile;
+    use proptest::prelude::*;
+
+    #[test]
+    fn buckets_tile_the_line_and_are_at_most_a_128th_of_their_edge_wide() {
+        let mut values: Vec<u64> =
+            (0..5_000u64).chain((1..64).flat_map(|e| [(1u64 << e) - 1, 1u64 << e, (1u64 << e) + 1])).chain([u64::MAX]).collect();
+        values.sort_unstable();
+        let mut prev = None;
+        for v in values {
+            let b = bucket_of(v);
+            assert!(lower_edge(b) <= v, "{v}");
+            assert!(lower_edge(b + 1) > v || b == bucket_of(u64::MAX), "{v}");
+            if v >= SUB {
+                let width = lower_edge(b + 1) - lower_edge(b);
+                assert!(width as f64 <= lower_edge(b) as f64 * RELATIVE_ERROR, "{v}");
+            }
+            if let Some(p) = prev {
+                assert!(b >= p);
+            }
+            prev = Some(b);
+        }
+    }
+
+    #[test]
+    fn few_samples_are_summarised_exactly() {
+        let v: Vec<u64> = (0..1000).map(|i| (i * 7919) % 100_000).collect();
+        let s = LatencySketch::of(&v, 50_000);
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        for p in [0, 10, 500, 900, 990, 999, 1000] {
+            assert_eq!(s.percentile(p), percentile(&sorted, p));
+        }
+        assert!(s.is_exact());
+        assert_eq!(s.at_or_above_threshold(), sorted.iter().filter(|&&x| x >= 50_000).count() as u64);
+    }
+
+    proptest! {
+        #[test]
+        fn many_samples_stay_within_the_stated_error(
+            v in proptest::collection::vec(1u64..50_000_000, 1..5000),
+            p in 0u32..=1000,
+        ) {
+            let mut s = LatencySketch::of(&v, 500_000);
+            s.to_buckets();
+            prop_assert!(!s.is_exact());
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            let exact = percentile(&sorted, p).unwrap();
+            let got = s.percentile(p).unwrap();
+            prop_assert!(got <= exact, "p{p}: {got} above {exact}");
+            prop_assert!(got as f64 >= exact as f64 * (1.0 - RELATIVE_ERROR), "p{p}: {got} too far below {exact}");
+            prop_assert_eq!(s.count(), v.len() as u64);
+            prop_assert_eq!(s.max(), sorted.last().copied());
+            prop_assert_eq!(s.at_or_above_threshold(), sorted.iter().filter(|&&x| x >= 500_000).count() as u64);
+            let listed = s.sorted_samples();
+            prop_assert_eq!(listed.len(), v.len());
+            prop_assert_eq!(percentile(&listed, p), s.percentile(p).map(|x| if p == 1000 { sorted[sorted.len() - 1] } else { x }));
+        }
+
+        #[test]
+        fn a_merge_is_the_sketch_of_both(
+            a in proptest::collection::vec(1u64..10_000_000, 0..3000),
+            b in proptest::collection::vec(1u64..10_000_000, 0..3000),
+            bucket_a in proptest::bool::ANY,
+            bucket_b in proptest::bool::ANY,
+        ) {
+            let sketch = |v: &[u64], bucketed: bool| {
+                let mut s = LatencySketch::of(v, 1000);
+                if bucketed {
+                    s.to_buckets();
+                }
+                s
+            };
+            let mut m = sketch(&a, bucket_a);
+            m.merge(&sketch(&b, bucket_b));
+            let all: Vec<u64> = a.iter().chain(&b).copied().collect();
+            let whole = sketch(&all, bucket_a || bucket_b);
+            prop_assert_eq!(m.count(), whole.count());
+            prop_assert_eq!(m.at_or_above_threshold(), whole.at_or_above_threshold());
+            prop_assert_eq!((m.min(), m.max()), (whole.min(), whole.max()));
+            for p in [500, 900, 990] {
+                prop_assert_eq!(m.percentile(p), whole.percentile(p), "p{}", p);
+            }
+        }
+    }
+}
