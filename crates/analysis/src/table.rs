@@ -25,9 +25,12 @@ pub(crate) fn threshold_label(ns: u64) -> String {
     }
 }
 
+/// p50, p90, p99 and max; bucketed percentiles carry a `~` (the maximum
+/// stays exact).
 fn pcts(s: &LatencyStats) -> [String; 4] {
     let f = |v: Option<u64>| v.map_or_else(|| "-".to_string(), us);
-    [f(s.p50_ns), f(s.p90_ns), f(s.p99_ns), f(s.max_ns)]
+    let p = |v: Option<u64>| if s.approximate && v.is_some() { format!("~{}", f(v)) } else { f(v) };
+    [p(s.p50_ns), p(s.p90_ns), p(s.p99_ns), f(s.max_ns)]
 }
 
 /// A column: optional group label spanning equal neighbours, head, alignment.
@@ -82,7 +85,15 @@ pub fn render_run_table(m: &RunMetrics) -> String {
             r
         })
         .collect();
-    layout(&cols, &rows)
+    let mut out = layout(&cols, &rows);
+    if m.tasks.iter().any(|t| t.wakeup_latency.approximate || t.handoff_latency.approximate) {
+        out.push_str(&format!(
+            "~ percentiles from buckets (the run had more than {} latency samples): at most {:.2} % below the exact figure\n",
+            crate::EXACT_SAMPLES_PER_RUN,
+            100.0 * crate::RELATIVE_ERROR
+        ));
+    }
+    out
 }
 
 const GAP: usize = 2;

@@ -429,4 +429,8 @@ fn past_the_exact_cap_the_collector_buckets_and_stays_within_its_error() {
     let j = serde_json::to_value(&sketched).unwrap();
     assert_eq!(j["tasks"][0]["wakeup_latency"]["approximate"], true);
     assert!(serde_json::to_value(&exact).unwrap()["tasks"][0]["wakeup_latency"].get("approximate").is_none());
+    // So does the table.
+    let (te, ts) = (render_run_table(&exact), render_run_table(&sketched));
+    assert!(!te.contains('~'), "{te}");
+    assert!(ts.contains(" ~") && ts.contains("percentiles from buckets") && ts.contains("0.78 % below"), "{ts}");
 }
