@@ -33,6 +33,7 @@ mod stats;
 mod table;
 mod tasks;
 mod timeline;
+mod unclaimed;
 mod workcons;
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, Trace};
@@ -57,7 +58,8 @@ pub use stats::{percentile, LatencyStats};
 pub use table::render_run_table;
 pub use timeline::{cpulist, percpu_kthread_cpu};
 pub use workcons::{
-    work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsOptions, WorkConservation, DEFAULT_GRACE_NS,
+    initial_occupants, work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsCollector, WorkConsOptions,
+    WorkConservation, DEFAULT_GRACE_NS,
 };
 
 /// The seed reports' stall definition: a handoff of 0.5 ms or more.

@@ -34,27 +34,9 @@ impl CpuTimeline {
     /// Build from time-ordered `events` for CPUs `0..nr_cpus` (more if an
     /// event names a higher CPU); events after `end` are ignored.
     pub fn build(events: &[Event], nr_cpus: u32, start: Nanos, end: Nanos) -> Self {
-        let max_cpu = events.iter().map(|e| e.cpu + 1).max().unwrap_or(0);
-        let n = nr_cpus.max(max_cpu) as usize;
-        // Initial occupant: first switch's prev, else first event's context.
-        let mut init: Vec<Option<(Pid, i32, bool)>> = vec![None; n];
-        for ev in events.iter().take_while(|e| e.ts <= end) {
-            let slot = &mut init[ev.cpu as usize];
-            match (ev.kind, *slot) {
-                (EventKind::SchedSwitch { prev_pid, prev_prio, .. }, None | Some((_, _, false))) => {
-                    *slot = Some((prev_pid, prev_prio, true));
-                }
-                (_, None) => *slot = Some((ev.ctx_pid, 120, false)),
-                _ => {}
-            }
-        }
-        let mut cpus: Vec<Vec<Segment>> = init
-            .iter()
-            .map(|i| {
-                let (pid, prio, _) = i.unwrap_or((0, 120, false));
-                vec![Segment { start, end, pid, prio }]
-            })
-            .collect();
+        let init = initial_occupants(events, nr_cpus, end);
+        let mut cpus: Vec<Vec<Segment>> =
+            init.iter().map(|&(pid, prio)| vec![Segment { start, end, pid, prio }]).collect();
         for ev in events.iter().take_while(|e| e.ts <= end) {
             if let EventKind::SchedSwitch { next_pid, next_prio, .. } = ev.kind {
                 let segs = &mut cpus[ev.cpu as usize];
@@ -107,19 +89,6 @@ impl CpuTimeline {
     pub fn idle_ns(&self, cpu: u32, a: Nanos, b: Nanos) -> u64 {
         self.overlapping(cpu, a, b).filter(|s| s.pid == 0).map(|s| s.end - s.start).sum()
     }
-
-    /// The idle stretches of `cpu`, in order.
-    pub fn idle_intervals(&self, cpu: u32) -> Vec<(Nanos, Nanos)> {
-        self.cpus
-            .get(cpu as usize)
-            .map(|v| v.iter().filter(|s| s.pid == 0 && s.end > s.start).map(|s| (s.start, s.end)).collect())
-            .unwrap_or_default()
-    }
-
-    /// The task current on each CPU at the window start.
-    pub fn initial(&self) -> Vec<Pid> {
-        self.cpus.iter().map(|v| v[0].pid).collect()
-    }
 }
 
 /// Per-CPU kernel threads are bound to the CPU their comm names
@@ -146,36 +115,6 @@ pub fn percpu_kthread_cpu(comm: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Merge sorted-by-start intervals into disjoint ones (touching ones join).
-pub(crate) fn merge(mut v: Vec<(Nanos, Nanos)>) -> Vec<(Nanos, Nanos)> {
-    v.sort_unstable();
-    let mut out: Vec<(Nanos, Nanos)> = Vec::with_capacity(v.len());
-    for (a, b) in v {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
-}
-
-/// Intersection of two sorted disjoint interval lists.
-pub(crate) fn intersect(x: &[(Nanos, Nanos)], y: &[(Nanos, Nanos)]) -> Vec<(Nanos, Nanos)> {
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
-    while i < x.len() && j < y.len() {
-        let (a, b) = (x[i].0.max(y[j].0), x[i].1.min(y[j].1));
-        if a < b {
-            out.push((a, b));
-        }
-        if x[i].1 < y[j].1 {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out
-}
-
 /// A cpulist the way the kernel prints one (`%*pbl`, /sys cpulist files):
 /// `2,4-7`, and `0-1` for two neighbours — as `CpuSet::to_cpulist` does.
 pub fn cpulist(cpus: &[u32]) -> String {
@@ -193,4 +132,25 @@ pub fn cpulist(cpus: &[u32]) -> String {
         i = j + 1;
     }
     parts.join(",")
+}
+
+/// Each CPU's occupant and its prio when the window opens, from
+/// time-ordered events: its first switch's `prev_pid`, else the context of
+/// its first event (prio unknown: 120), else idle; one entry per CPU up to
+/// the highest any event names. Events after `end` are ignored.
+pub(crate) fn initial_occupants(events: &[Event], nr_cpus: u32, end: Nanos) -> Vec<(Pid, i32)> {
+    let max_cpu = events.iter().map(|e| e.cpu + 1).max().unwrap_or(0);
+    let n = nr_cpus.max(max_cpu) as usize;
+    let mut init: Vec<Option<(Pid, i32, bool)>> = vec![None; n];
+    for ev in events.iter().take_while(|e| e.ts <= end) {
+        let slot = &mut init[ev.cpu as usize];
+        match (ev.kind, *slot) {
+            (EventKind::SchedSwitch { prev_pid, prev_prio, .. }, None | Some((_, _, false))) => {
+                *slot = Some((prev_pid, prev_prio, true));
+            }
+            (_, None) => *slot = Some((ev.ctx_pid, 120, false)),
+            _ => {}
+        }
+    }
+    init.into_iter().map(|i| i.map_or((0, 120), |(p, prio, _)| (p, prio))).collect()
 }

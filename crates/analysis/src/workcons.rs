@@ -30,12 +30,13 @@
 //! during which some task that may run on it was waiting (bcc's
 //! `cpuunclaimed`, measured exactly); its percentage is of the CPU's idle time.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use schedlab_trace::{EventKind, Nanos, Pid, PrevState, Trace};
 use serde::Serialize;
 
-use crate::timeline::{cpulist, intersect, merge, percpu_kthread_cpu, CpuTimeline};
+use crate::timeline::{cpulist, percpu_kthread_cpu};
+use crate::unclaimed::Unclaimed;
 
 /// Ipanema's grace window for concurrent work conservation: violations
 /// shorter than this are not counted in the `grace` figures.
@@ -67,17 +68,6 @@ pub struct ViolationStats {
     pub max_ns: u64,
 }
 
-impl ViolationStats {
-    fn of(intervals: &[(Nanos, Nanos)]) -> Self {
-        let mut s = ViolationStats::default();
-        for &(a, b) in intervals {
-            s.count += 1;
-            s.total_ns += b - a;
-            s.max_ns = s.max_ns.max(b - a);
-        }
-        s
-    }
-}
 
 /// One task's waits and violations.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -95,7 +85,9 @@ pub struct TaskWorkCons {
     /// Only the violations lasting at least the grace window (Ipanema's
     /// concurrent work conservation), counted whole.
     pub grace: ViolationStats,
-    /// The strict violation intervals `[start, end)`; not serialised.
+    /// The first [`KEPT_INTERVALS`] strict violation intervals `[start,
+    /// end)`, for inspection (the figures above count all of them); not
+    /// serialised.
     #[serde(skip)]
     pub intervals: Vec<(Nanos, Nanos)>,
 }
@@ -169,32 +161,349 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// Intervals kept per task for inspection ([`TaskWorkCons::intervals`]);
+/// the figures count them all.
+pub const KEPT_INTERVALS: usize = 1024;
+
+
 struct Waiter {
     allowed: Vec<u32>,
     waiting_since: Option<Nanos>,
     running: bool,
     violating_since: Option<Nanos>,
+    /// The violation in progress has been logged as qualified for grace.
+    grace_logged: bool,
     waits: u64,
     wait_ns: u64,
+    strict: ViolationStats,
+    grace: ViolationStats,
     intervals: Vec<(Nanos, Nanos)>,
 }
 
-fn waiter<'a>(
-    tasks: &'a mut BTreeMap<Pid, Waiter>,
-    pid: Pid,
-    allowed: &BTreeMap<Pid, Vec<u32>>,
-    trace: &Trace,
+impl ViolationStats {
+    fn add(&mut self, len: u64) {
+        self.count += 1;
+        self.total_ns += len;
+        self.max_ns = self.max_ns.max(len);
+    }
+}
+
+/// One CPU: its idle time, and its unclaimed idle time strict and with
+/// the grace window (see [`crate::unclaimed`]).
+struct CpuAcc {
+    idle: bool,
+    idle_since: Nanos,
+    idle_ns: u64,
+    strict: Unclaimed,
+    grace: Unclaimed,
+}
+
+/// [`work_conservation`] one event at a time (in timestamp order), in
+/// memory bounded by the tasks, the CPUs and the changes of the last grace
+/// window.
+pub struct WorkConsCollector {
+    allowed: BTreeMap<Pid, Vec<u32>>,
+    grace_ns: u64,
     nr_cpus: u32,
-) -> &'a mut Waiter {
-    tasks.entry(pid).or_insert_with(|| Waiter {
-        allowed: allowed_cpus(allowed, pid, trace.table.comm(pid), nr_cpus),
-        waiting_since: None,
-        running: false,
-        violating_since: None,
-        waits: 0,
-        wait_ns: 0,
-        intervals: Vec::new(),
-    })
+    table: schedlab_trace::TaskTable,
+    start: Nanos,
+    end: Option<Nanos>,
+    group_ts: Option<Nanos>,
+    curr: Vec<Pid>,
+    cpus: Vec<CpuAcc>,
+    tasks: BTreeMap<Pid, Waiter>,
+    waiting: BTreeSet<Pid>,
+    dirty: BTreeSet<Pid>,
+    cpu_changed: BTreeSet<u32>,
+    /// Violations in progress not yet qualified for grace, by start.
+    pending_grace: VecDeque<(Nanos, Pid)>,
+}
+
+impl WorkConsCollector {
+    /// A window opening at `start` with `initial[c]` current on CPU `c`
+    /// (0: idle; the simulator starts every CPU idle; a capture's first
+    /// switch on a CPU names it, see [`initial_occupants`]).
+    pub fn new(opts: &WorkConsOptions, table: &schedlab_trace::TaskTable, start: Nanos, initial: Vec<Pid>) -> Self {
+        let cpus = initial
+            .iter()
+            .map(|&p| CpuAcc {
+                idle: p == 0,
+                idle_since: start,
+                idle_ns: 0,
+                strict: Unclaimed::new(start, p == 0),
+                grace: Unclaimed::new(start, p == 0),
+            })
+            .collect();
+        WorkConsCollector {
+            allowed: opts.allowed.clone(),
+            grace_ns: opts.grace_ns,
+            nr_cpus: initial.len() as u32,
+            table: table.clone(),
+            start,
+            end: opts.end_ts,
+            group_ts: None,
+            curr: initial,
+            cpus,
+            tasks: BTreeMap::new(),
+            waiting: BTreeSet::new(),
+            dirty: BTreeSet::new(),
+            cpu_changed: BTreeSet::new(),
+            pending_grace: VecDeque::new(),
+        }
+    }
+
+    fn waiter(&mut self, pid: Pid) -> &mut Waiter {
+        let (allowed, table, nr_cpus) = (&self.allowed, &self.table, self.nr_cpus);
+        self.tasks.entry(pid).or_insert_with(|| Waiter {
+            allowed: allowed_cpus(allowed, pid, table.comm(pid), nr_cpus),
+            waiting_since: None,
+            running: false,
+            violating_since: None,
+            grace_logged: false,
+            waits: 0,
+            wait_ns: 0,
+            strict: ViolationStats::default(),
+            grace: ViolationStats::default(),
+            intervals: Vec::new(),
+        })
+    }
+
+    pub fn observe(&mut self, ev: &schedlab_trace::Event) {
+        if self.end.is_some_and(|e| ev.ts > e.max(self.start)) {
+            return;
+        }
+        if self.group_ts.is_some_and(|g| g != ev.ts) {
+            self.settle();
+        }
+        self.group_ts = Some(ev.ts);
+        match ev.kind {
+            EventKind::SchedWakeup { pid, .. } | EventKind::SchedWakeupNew { pid, .. } if pid != 0 => {
+                let w = self.waiter(pid);
+                if !w.running && w.waiting_since.is_none() {
+                    w.waiting_since = Some(ev.ts);
+                    self.waiting.insert(pid);
+                    self.dirty.insert(pid);
+                }
+            }
+            EventKind::SchedSwitch { prev_pid, prev_state, next_pid, .. } => {
+                let cpu = ev.cpu as usize;
+                if cpu < self.curr.len() {
+                    if (self.curr[cpu] == 0) != (next_pid == 0) {
+                        self.cpu_changed.insert(cpu as u32);
+                    }
+                    self.curr[cpu] = next_pid;
+                }
+                if prev_pid != 0 {
+                    let w = self.waiter(prev_pid);
+                    w.running = false;
+                    if matches!(prev_state, PrevState::Running { .. }) && w.waiting_since.is_none() {
+                        w.waiting_since = Some(ev.ts);
+                        self.waiting.insert(prev_pid);
+                    }
+                    self.dirty.insert(prev_pid);
+                }
+                if next_pid != 0 {
+                    let w = self.waiter(next_pid);
+                    w.running = true;
+                    if let Some(since) = w.waiting_since.take() {
+                        w.waits += 1;
+                        w.wait_ns += ev.ts - since;
+                    }
+                    self.waiting.remove(&next_pid);
+                    self.dirty.insert(next_pid);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Close the instant: the CPUs' idle states after it, who violates
+    /// now, which violations have lasted the grace window; then replay
+    /// what is final.
+    fn settle(&mut self) {
+        let Some(ts) = self.group_ts else { return };
+        // Idle changes of this instant (a CPU that left and re-entered idle
+        // at one instant has not changed).
+        let changed: Vec<u32> = std::mem::take(&mut self.cpu_changed).into_iter().collect();
+        let mut any_cpu = false;
+        for &c in &changed {
+            let idle = self.curr[c as usize] == 0;
+            let acc = &mut self.cpus[c as usize];
+            if acc.idle != idle {
+                any_cpu = true;
+                if acc.idle {
+                    acc.idle_ns += ts - acc.idle_since;
+                } else {
+                    acc.idle_since = ts;
+                }
+                acc.idle = idle;
+                acc.strict.idle_changed(ts, idle);
+                acc.grace.idle_changed(ts, idle);
+            }
+        }
+        let check: Vec<Pid> = if any_cpu {
+            self.waiting.union(&self.dirty).copied().collect()
+        } else {
+            self.dirty.iter().copied().collect()
+        };
+        self.dirty.clear();
+        for pid in check {
+            let Some(w) = self.tasks.get_mut(&pid) else { continue };
+            let curr = &self.curr;
+            let idle = |c: &u32| curr.get(*c as usize) == Some(&0);
+            let violating = w.waiting_since.is_some() && w.allowed.iter().any(idle);
+            match (violating, w.violating_since) {
+                (true, None) => {
+                    w.violating_since = Some(ts);
+                    w.grace_logged = false;
+                    for &c in w.allowed.iter().filter(|&&c| c < self.nr_cpus) {
+                        self.cpus[c as usize].strict.qualified(ts);
+                    }
+                    self.pending_grace.push_back((ts, pid));
+                }
+                (false, Some(since)) => {
+                    w.violating_since = None;
+                    let len = ts - since;
+                    w.strict.add(len);
+                    if w.intervals.len() < KEPT_INTERVALS {
+                        w.intervals.push((since, ts));
+                    }
+                    let qualifies = len >= self.grace_ns;
+                    if qualifies {
+                        w.grace.add(len);
+                    }
+                    for &c in w.allowed.iter().filter(|&&c| c < self.nr_cpus) {
+                        let acc = &mut self.cpus[c as usize];
+                        acc.strict.ended(ts);
+                        if qualifies {
+                            if !w.grace_logged {
+                                acc.grace.qualified(since);
+                            }
+                            acc.grace.ended(ts);
+                        }
+                    }
+                    w.grace_logged = false;
+                }
+                _ => {}
+            }
+        }
+        // Violations in progress that have now lasted the grace window.
+        while let Some(&(since, pid)) = self.pending_grace.front() {
+            if since.saturating_add(self.grace_ns) > ts {
+                break;
+            }
+            self.pending_grace.pop_front();
+            let Some(w) = self.tasks.get_mut(&pid) else { continue };
+            if w.violating_since == Some(since) && !w.grace_logged {
+                w.grace_logged = true;
+                for &c in w.allowed.iter().filter(|&&c| c < self.nr_cpus) {
+                    self.cpus[c as usize].grace.qualified(since);
+                }
+            }
+        }
+        let final_before = ts.saturating_sub(self.grace_ns);
+        for acc in &mut self.cpus {
+            acc.strict.advance(ts);
+            acc.grace.advance(final_before);
+        }
+    }
+
+    /// The report at `end` (the window's end given in the options, else
+    /// `last_ts`, the last event's time).
+    pub fn finish(mut self, last_ts: Nanos) -> WorkConservation {
+        self.settle();
+        let end = self.end.unwrap_or(last_ts).max(self.start);
+        for (&pid, w) in self.tasks.iter_mut() {
+            let _ = pid;
+            if let Some(since) = w.waiting_since.take() {
+                w.waits += 1;
+                w.wait_ns += end - since;
+            }
+            if let Some(since) = w.violating_since.take() {
+                if end > since {
+                    let len = end - since;
+                    w.strict.add(len);
+                    if w.intervals.len() < KEPT_INTERVALS {
+                        w.intervals.push((since, end));
+                    }
+                    let qualifies = len >= self.grace_ns;
+                    if qualifies {
+                        w.grace.add(len);
+                    }
+                    for &c in w.allowed.iter().filter(|&&c| c < self.nr_cpus) {
+                        let acc = &mut self.cpus[c as usize];
+                        acc.strict.ended(end);
+                        if qualifies {
+                            if !w.grace_logged {
+                                acc.grace.qualified(since);
+                            }
+                            acc.grace.ended(end);
+                        }
+                    }
+                }
+            }
+        }
+        let table = &self.table;
+        let rows: Vec<TaskWorkCons> = std::mem::take(&mut self.tasks)
+            .into_iter()
+            .filter(|(_, w)| w.waits > 0)
+            .map(|(pid, w)| TaskWorkCons {
+                pid,
+                comm: table.comm(pid).to_string(),
+                strict: w.strict,
+                grace: w.grace,
+                allowed: w.allowed,
+                waits: w.waits,
+                wait_ns: w.wait_ns,
+                intervals: w.intervals,
+            })
+            .collect();
+        let cpu_set: BTreeSet<u32> =
+            rows.iter().flat_map(|t| t.allowed.iter().copied()).filter(|&c| c < self.nr_cpus).collect();
+        let mut out = WorkConservation {
+            start_ts: self.start,
+            end_ts: end,
+            grace_ns: self.grace_ns,
+            tasks: Vec::new(),
+            cpus: Vec::new(),
+            idle_ns: 0,
+            unclaimed_ns: 0,
+            unclaimed_grace_ns: 0,
+            unclaimed_pct: 0.0,
+            unclaimed_grace_pct: 0.0,
+        };
+        for cpu in cpu_set {
+            let acc = &mut self.cpus[cpu as usize];
+            if acc.idle {
+                acc.idle_ns += end - acc.idle_since;
+            }
+            acc.strict.finish(end);
+            acc.grace.finish(end);
+            let (idle_ns, unclaimed, unclaimed_grace) = (acc.idle_ns, acc.strict.stats, acc.grace.stats);
+            out.idle_ns += idle_ns;
+            out.unclaimed_ns += unclaimed.total_ns;
+            out.unclaimed_grace_ns += unclaimed_grace.total_ns;
+            out.cpus.push(CpuWorkCons {
+                cpu,
+                idle_ns,
+                unclaimed_pct: pct(unclaimed.total_ns, idle_ns),
+                unclaimed_grace_pct: pct(unclaimed_grace.total_ns, idle_ns),
+                unclaimed,
+                unclaimed_grace,
+            });
+        }
+        out.unclaimed_pct = pct(out.unclaimed_ns, out.idle_ns);
+        out.unclaimed_grace_pct = pct(out.unclaimed_grace_ns, out.idle_ns);
+        out.tasks = rows;
+        out
+    }
+}
+
+/// Each CPU's current task when the window opens (0: idle), as
+/// [`WorkConsCollector::new`] takes it: from a trace's time-ordered events
+/// (its first switch's `prev_pid`, else its first event's context).
+pub fn initial_occupants(events: &[schedlab_trace::Event], nr_cpus: u32, end: Nanos) -> Vec<Pid> {
+    crate::timeline::initial_occupants(events, nr_cpus, end).into_iter().map(|(p, _)| p).collect()
 }
 
 /// Check `trace` (see the module doc).
@@ -202,156 +511,12 @@ pub fn work_conservation(trace: &Trace, opts: &WorkConsOptions) -> WorkConservat
     let events = trace.in_time_order();
     let start = events.first().map_or(0, |e| e.ts);
     let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts)).max(start);
-    let timeline = CpuTimeline::build(&events, trace.nr_cpus, start, end);
-    let nr_cpus = timeline.cpus.len() as u32;
-    let mut curr = timeline.initial();
-    let mut tasks: BTreeMap<Pid, Waiter> = BTreeMap::new();
-    let mut waiting: BTreeSet<Pid> = BTreeSet::new();
-    let mut dirty: BTreeSet<Pid> = BTreeSet::new();
-    let mut cpu_changed = false;
-
-    // Close the ts group: re-evaluate who violates now.
-    let settle = |ts: Nanos,
-                  tasks: &mut BTreeMap<Pid, Waiter>,
-                  curr: &[Pid],
-                  waiting: &BTreeSet<Pid>,
-                  dirty: &mut BTreeSet<Pid>,
-                  cpu_changed: &mut bool| {
-        let check: Vec<Pid> =
-            if *cpu_changed { waiting.union(dirty).copied().collect() } else { dirty.iter().copied().collect() };
-        for pid in check {
-            let Some(w) = tasks.get_mut(&pid) else { continue };
-            let idle = |c: &u32| curr.get(*c as usize) == Some(&0);
-            let violating = w.waiting_since.is_some() && w.allowed.iter().any(idle);
-            match (violating, w.violating_since) {
-                (true, None) => w.violating_since = Some(ts),
-                (false, Some(since)) => {
-                    if ts > since {
-                        w.intervals.push((since, ts));
-                    }
-                    w.violating_since = None;
-                }
-                _ => {}
-            }
-        }
-        dirty.clear();
-        *cpu_changed = false;
-    };
-
-    let mut group_ts = start;
-    for ev in events.iter().take_while(|e| e.ts <= end) {
-        if ev.ts != group_ts {
-            settle(group_ts, &mut tasks, &curr, &waiting, &mut dirty, &mut cpu_changed);
-            group_ts = ev.ts;
-        }
-        match ev.kind {
-            EventKind::SchedWakeup { pid, .. } | EventKind::SchedWakeupNew { pid, .. } if pid != 0 => {
-                let w = waiter(&mut tasks, pid, &opts.allowed, trace, nr_cpus);
-                if !w.running && w.waiting_since.is_none() {
-                    w.waiting_since = Some(ev.ts);
-                    waiting.insert(pid);
-                    dirty.insert(pid);
-                }
-            }
-            EventKind::SchedSwitch { prev_pid, prev_state, next_pid, .. } => {
-                let cpu = ev.cpu as usize;
-                if cpu < curr.len() && (curr[cpu] == 0) != (next_pid == 0) {
-                    cpu_changed = true;
-                }
-                if cpu < curr.len() {
-                    curr[cpu] = next_pid;
-                }
-                if prev_pid != 0 {
-                    let w = waiter(&mut tasks, prev_pid, &opts.allowed, trace, nr_cpus);
-                    w.running = false;
-                    if matches!(prev_state, PrevState::Running { .. }) && w.waiting_since.is_none() {
-                        w.waiting_since = Some(ev.ts);
-                        waiting.insert(prev_pid);
-                    }
-                    dirty.insert(prev_pid);
-                }
-                if next_pid != 0 {
-                    let w = waiter(&mut tasks, next_pid, &opts.allowed, trace, nr_cpus);
-                    w.running = true;
-                    if let Some(since) = w.waiting_since.take() {
-                        w.waits += 1;
-                        w.wait_ns += ev.ts - since;
-                    }
-                    waiting.remove(&next_pid);
-                    dirty.insert(next_pid);
-                }
-            }
-            _ => {}
-        }
+    let initial = initial_occupants(&events, trace.nr_cpus, end);
+    let mut c = WorkConsCollector::new(&WorkConsOptions { end_ts: Some(end), ..opts.clone() }, &trace.table, start, initial);
+    for ev in events.iter() {
+        c.observe(ev);
     }
-    settle(group_ts, &mut tasks, &curr, &waiting, &mut dirty, &mut cpu_changed);
-    for w in tasks.values_mut() {
-        if let Some(since) = w.waiting_since.take() {
-            w.waits += 1;
-            w.wait_ns += end - since;
-        }
-        if let Some(since) = w.violating_since.take() {
-            if end > since {
-                w.intervals.push((since, end));
-            }
-        }
-    }
-
-    let grace_of = |iv: &[(Nanos, Nanos)]| -> Vec<(Nanos, Nanos)> {
-        iv.iter().copied().filter(|&(a, b)| b - a >= opts.grace_ns).collect()
-    };
-    let rows: Vec<TaskWorkCons> = tasks
-        .into_iter()
-        .filter(|(_, w)| w.waits > 0)
-        .map(|(pid, w)| TaskWorkCons {
-            pid,
-            comm: trace.table.comm(pid).to_string(),
-            strict: ViolationStats::of(&w.intervals),
-            grace: ViolationStats::of(&grace_of(&w.intervals)),
-            allowed: w.allowed,
-            waits: w.waits,
-            wait_ns: w.wait_ns,
-            intervals: w.intervals,
-        })
-        .collect();
-
-    let cpu_set: BTreeSet<u32> = rows.iter().flat_map(|t| t.allowed.iter().copied()).filter(|&c| c < nr_cpus).collect();
-    let mut out = WorkConservation {
-        start_ts: start,
-        end_ts: end,
-        grace_ns: opts.grace_ns,
-        tasks: Vec::new(),
-        cpus: Vec::new(),
-        idle_ns: 0,
-        unclaimed_ns: 0,
-        unclaimed_grace_ns: 0,
-        unclaimed_pct: 0.0,
-        unclaimed_grace_pct: 0.0,
-    };
-    for cpu in cpu_set {
-        let idle = timeline.idle_intervals(cpu);
-        let idle_ns: u64 = idle.iter().map(|(a, b)| b - a).sum();
-        let claimants = rows.iter().filter(|t| t.allowed.binary_search(&cpu).is_ok());
-        let strict = merge(claimants.clone().flat_map(|t| t.intervals.iter().copied()).collect());
-        let grace = merge(claimants.flat_map(|t| grace_of(&t.intervals)).collect());
-        let unclaimed = ViolationStats::of(&merge(intersect(&idle, &strict)));
-        let unclaimed_grace = ViolationStats::of(&merge(intersect(&idle, &grace)));
-        out.idle_ns += idle_ns;
-        out.unclaimed_ns += unclaimed.total_ns;
-        out.unclaimed_grace_ns += unclaimed_grace.total_ns;
-        out.cpus.push(CpuWorkCons {
-            cpu,
-            idle_ns,
-            unclaimed_pct: pct(unclaimed.total_ns, idle_ns),
-            unclaimed_grace_pct: pct(unclaimed_grace.total_ns, idle_ns),
-            unclaimed,
-            unclaimed_grace,
-        });
-    }
-    out.unclaimed_pct = pct(out.unclaimed_ns, out.idle_ns);
-    out.unclaimed_grace_pct = pct(out.unclaimed_grace_ns, out.idle_ns);
-    out.tasks = rows;
-    out
+    c.finish(end)
 }
 
 /// The CPUs the report covers, as a cpulist (`2,4-7`).

@@ -169,3 +169,83 @@ fn the_tables_are_aligned() {
         "{text}"
     );
 }
+
+mod online_against_brute_force {
+    //! The online per-CPU accounting (changes replayed a grace window
+    //! late) against interval arithmetic on the same violations, one
+    //! nanosecond at a time, on random traces of 2 CPUs and 3 tasks.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// (ts step, cpu, task, kind): 0 = wakeup, 1 = switch in from idle or
+    /// from the CPU's current, 2 = switch out to idle (sleeping or
+    /// preempted).
+    fn events(steps: &[(u8, u8, u8, u8)]) -> (Vec<Event>, Nanos) {
+        let mut curr = [0 as Pid; 2];
+        let mut out = Vec::new();
+        let mut ts = 0;
+        for &(dt, cpu, task, kind) in steps {
+            ts += u64::from(dt % 4) * 10;
+            let (cpu, pid) = (u32::from(cpu % 2), [A, B, HOG][usize::from(task % 3)]);
+            let c = cpu as usize;
+            match kind % 3 {
+                0 => out.push(wakeup(ts, pid, cpu)),
+                1 if curr.iter().all(|&p| p != pid) => {
+                    out.push(sw(ts, cpu, curr[c], if kind % 2 == 0 { S } else { R }, pid));
+                    curr[c] = pid;
+                }
+                2 if curr[c] != 0 => {
+                    out.push(sw(ts, cpu, curr[c], if kind % 4 == 2 { RP } else { S }, 0));
+                    curr[c] = 0;
+                }
+                _ => {}
+            }
+        }
+        (out, ts + 10)
+    }
+
+    proptest! {
+        #[test]
+        fn unclaimed_idle_is_idle_under_the_claimants_violations(
+            steps in proptest::collection::vec((any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>()), 1..60),
+            grace in prop_oneof![Just(0u64), Just(20), Just(50), Just(100)],
+        ) {
+            let (evs, end) = events(&steps);
+            let allowed: &[(Pid, &[u32])] = &[(A, &[0, 1]), (B, &[0, 1]), (HOG, &[1])];
+            let w = check(evs.clone(), allowed, grace, end);
+            let start = evs.first().map_or(0, |e| e.ts);
+            // Who is on each CPU after each instant, as the timeline has it.
+            let tl = crate::timeline::CpuTimeline::build(&evs, 8, start, end);
+            for c in &w.cpus {
+                let claimed = |t: Nanos, min_len: u64| {
+                    w.tasks.iter().filter(|r| r.allowed.contains(&c.cpu)).any(|r| {
+                        r.intervals.iter().any(|&(a, b)| b - a >= min_len.max(1) && a <= t && t < b)
+                    })
+                };
+                let idle_at = |t: Nanos| tl.curr_at(c.cpu, t) == Some(0);
+                for (min_len, got) in [(0, c.unclaimed), (grace, c.unclaimed_grace)] {
+                    let (mut total, mut count, mut run, mut max) = (0u64, 0u64, 0u64, 0u64);
+                    for t in start..end {
+                        if idle_at(t) && claimed(t, min_len) {
+                            total += 1;
+                            run += 1;
+                            if run == 1 {
+                                count += 1;
+                            }
+                            max = max.max(run);
+                        } else {
+                            run = 0;
+                        }
+                    }
+                    prop_assert_eq!(
+                        (got.total_ns, got.count, got.max_ns),
+                        (total, count, max),
+                        "cpu {} min_len {}: {:?}", c.cpu, min_len, evs
+                    );
+                }
+                let idle: u64 = (start..end).filter(|&t| idle_at(t)).count() as u64;
+                prop_assert_eq!(c.idle_ns, idle, "cpu {} idle", c.cpu);
+            }
+        }
+    }
+}
