@@ -66,6 +66,11 @@ impl Unclaimed {
         self.insert(end, Change::End);
     }
 
+    /// No change waits to be replayed.
+    pub fn is_replayed(&self) -> bool {
+        self.log.is_empty()
+    }
+
     /// Replay every change before `until`.
     pub fn advance(&mut self, until: Nanos) {
         while let Some(&(ts, _)) = self.log.front() {

@@ -168,6 +168,8 @@ pub const KEPT_INTERVALS: usize = 1024;
 
 struct Waiter {
     allowed: Vec<u32>,
+    /// Its affinity's class (tasks with the same CPUs share one).
+    class: usize,
     waiting_since: Option<Nanos>,
     running: bool,
     violating_since: Option<Nanos>,
@@ -217,6 +219,20 @@ pub struct WorkConsCollector {
     cpu_changed: BTreeSet<u32>,
     /// Violations in progress not yet qualified for grace, by start.
     pending_grace: VecDeque<(Nanos, Pid)>,
+    /// CPUs whose strict accounting has changes to replay (the others need
+    /// no work at an instant: 224 idle CPUs would otherwise be visited at
+    /// every event of a large machine).
+    logged: Vec<u32>,
+    is_logged: Vec<bool>,
+    /// (time, CPU) of each change to a CPU's grace accounting, in the order
+    /// made: a CPU is replayed when one of its changes becomes final.
+    grace_due: VecDeque<(Nanos, u32)>,
+    /// Affinity classes: their CPUs (those of the trace) and how many of
+    /// their tasks violate now. A CPU's strict accounting hears only when
+    /// a class starts or stops violating, not of each task (on a large
+    /// machine every task may use every CPU).
+    classes: Vec<(Vec<u32>, u32)>,
+    class_of: std::collections::HashMap<Vec<u32>, usize>,
 }
 
 impl WorkConsCollector {
@@ -224,6 +240,7 @@ impl WorkConsCollector {
     /// (0: idle; the simulator starts every CPU idle; a capture's first
     /// switch on a CPU names it, see [`initial_occupants`]).
     pub fn new(opts: &WorkConsOptions, table: &schedlab_trace::TaskTable, start: Nanos, initial: Vec<Pid>) -> Self {
+        let n = initial.len();
         let cpus = initial
             .iter()
             .map(|&p| CpuAcc {
@@ -249,13 +266,41 @@ impl WorkConsCollector {
             dirty: BTreeSet::new(),
             cpu_changed: BTreeSet::new(),
             pending_grace: VecDeque::new(),
+            logged: Vec::new(),
+            is_logged: vec![false; n],
+            grace_due: VecDeque::new(),
+            classes: Vec::new(),
+            class_of: std::collections::HashMap::new(),
+        }
+    }
+
+    fn mark(logged: &mut Vec<u32>, is_logged: &mut [bool], c: u32) {
+        if !is_logged[c as usize] {
+            is_logged[c as usize] = true;
+            logged.push(c);
         }
     }
 
     fn waiter(&mut self, pid: Pid) -> &mut Waiter {
-        let (allowed, table, nr_cpus) = (&self.allowed, &self.table, self.nr_cpus);
-        self.tasks.entry(pid).or_insert_with(|| Waiter {
-            allowed: allowed_cpus(allowed, pid, table.comm(pid), nr_cpus),
+        if !self.tasks.contains_key(&pid) {
+            let allowed = allowed_cpus(&self.allowed, pid, self.table.comm(pid), self.nr_cpus);
+            let classes = &mut self.classes;
+            let nr_cpus = self.nr_cpus;
+            let class = *self.class_of.entry(allowed.clone()).or_insert_with(|| {
+                classes.push((allowed.iter().copied().filter(|&c| c < nr_cpus).collect(), 0));
+                classes.len() - 1
+            });
+            self.tasks.insert(pid, Waiter::new(allowed, class));
+        }
+        self.tasks.get_mut(&pid).expect("inserted above")
+    }
+}
+
+impl Waiter {
+    fn new(allowed: Vec<u32>, class: usize) -> Waiter {
+        Waiter {
+            allowed,
+            class,
             waiting_since: None,
             running: false,
             violating_since: None,
@@ -265,9 +310,11 @@ impl WorkConsCollector {
             strict: ViolationStats::default(),
             grace: ViolationStats::default(),
             intervals: Vec::new(),
-        })
+        }
     }
+}
 
+impl WorkConsCollector {
     pub fn observe(&mut self, ev: &schedlab_trace::Event) {
         if self.end.is_some_and(|e| ev.ts > e.max(self.start)) {
             return;
@@ -339,6 +386,8 @@ impl WorkConsCollector {
                 acc.idle = idle;
                 acc.strict.idle_changed(ts, idle);
                 acc.grace.idle_changed(ts, idle);
+                Self::mark(&mut self.logged, &mut self.is_logged, c);
+                self.grace_due.push_back((ts, c));
             }
         }
         let check: Vec<Pid> = if any_cpu {
@@ -356,8 +405,13 @@ impl WorkConsCollector {
                 (true, None) => {
                     w.violating_since = Some(ts);
                     w.grace_logged = false;
-                    for &c in w.allowed.iter().filter(|&&c| c < self.nr_cpus) {
-                        self.cpus[c as usize].strict.qualified(ts);
+                    let class = &mut self.classes[w.class];
+                    class.1 += 1;
+                    if class.1 == 1 {
+                        for &c in &class.0 {
+                            self.cpus[c as usize].strict.qualified(ts);
+                            Self::mark(&mut self.logged, &mut self.is_logged, c);
+                        }
                     }
                     self.pending_grace.push_back((ts, pid));
                 }
@@ -372,14 +426,20 @@ impl WorkConsCollector {
                     if qualifies {
                         w.grace.add(len);
                     }
-                    for &c in w.allowed.iter().filter(|&&c| c < self.nr_cpus) {
-                        let acc = &mut self.cpus[c as usize];
-                        acc.strict.ended(ts);
+                    let class = &mut self.classes[w.class];
+                    class.1 -= 1;
+                    for &c in &class.0 {
+                        if class.1 == 0 {
+                            self.cpus[c as usize].strict.ended(ts);
+                            Self::mark(&mut self.logged, &mut self.is_logged, c);
+                        }
                         if qualifies {
+                            let acc = &mut self.cpus[c as usize];
                             if !w.grace_logged {
                                 acc.grace.qualified(since);
                             }
                             acc.grace.ended(ts);
+                            self.grace_due.push_back((since, c));
                         }
                     }
                     w.grace_logged = false;
@@ -398,13 +458,27 @@ impl WorkConsCollector {
                 w.grace_logged = true;
                 for &c in w.allowed.iter().filter(|&&c| c < self.nr_cpus) {
                     self.cpus[c as usize].grace.qualified(since);
+                    self.grace_due.push_back((since, c));
                 }
             }
         }
-        let final_before = ts.saturating_sub(self.grace_ns);
-        for acc in &mut self.cpus {
+        let (cpus, is_logged) = (&mut self.cpus, &mut self.is_logged);
+        self.logged.retain(|&c| {
+            let acc = &mut cpus[c as usize];
             acc.strict.advance(ts);
-            acc.grace.advance(final_before);
+            let more = !acc.strict.is_replayed();
+            is_logged[c as usize] = more;
+            more
+        });
+        // The grace accounting of a CPU is visited once one of its changes
+        // is final (all of them are replayed at the end).
+        let final_before = ts.saturating_sub(self.grace_ns);
+        while let Some(&(t, c)) = self.grace_due.front() {
+            if t >= final_before {
+                break;
+            }
+            self.grace_due.pop_front();
+            self.cpus[c as usize].grace.advance(final_before);
         }
     }
 
@@ -430,9 +504,13 @@ impl WorkConsCollector {
                     if qualifies {
                         w.grace.add(len);
                     }
-                    for &c in w.allowed.iter().filter(|&&c| c < self.nr_cpus) {
+                    let class = &mut self.classes[w.class];
+                    class.1 -= 1;
+                    for &c in &class.0 {
                         let acc = &mut self.cpus[c as usize];
-                        acc.strict.ended(end);
+                        if class.1 == 0 {
+                            acc.strict.ended(end);
+                        }
                         if qualifies {
                             if !w.grace_logged {
                                 acc.grace.qualified(since);
