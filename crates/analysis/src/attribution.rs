@@ -224,6 +224,11 @@ pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution
     }
 
     let stalls: Vec<StallStory> = found.into_iter().map(|(s, d, obj)| story(&ctx, opts, s, d, obj)).collect();
+    summarize(opts.stall_threshold_ns, stalls)
+}
+
+/// The cause table over `stalls`, largest total first.
+pub(crate) fn summarize(threshold_ns: u64, stalls: Vec<StallStory>) -> Attribution {
     let total_ns: u64 = stalls.iter().map(|s| s.latency_ns).sum();
     let mut rows: BTreeMap<(Cause, Option<Pid>), CauseRow> = BTreeMap::new();
     for s in &stalls {
@@ -246,7 +251,7 @@ pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution
     causes.sort_by(|a, b| {
         b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)).then(a.culprit_pid.cmp(&b.culprit_pid))
     });
-    Attribution { threshold_ns: opts.stall_threshold_ns, total_ns, causes, stalls }
+    Attribution { threshold_ns, total_ns, causes, stalls }
 }
 
 /// Explain the handoff signalled at event `s` and received at event `d`.

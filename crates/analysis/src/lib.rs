@@ -27,6 +27,7 @@ mod handoff;
 mod measure;
 mod narrative;
 pub mod schbench;
+mod stall_window;
 mod stalls;
 mod sketch;
 mod stats;
@@ -40,6 +41,7 @@ use schedlab_trace::{Event, EventKind, Nanos, Pid, Trace};
 use serde::Serialize;
 
 pub use attribution::{attribute_stalls, AttributionOptions};
+pub use stall_window::{AttributionCollector, LOOKBACK_NS};
 pub use causes::{
     Attribution, Cause, CauseRow, Component, CpuArrival, CpuIdle, Part, PreemptCheck, StallStory, WakeDecision,
 };

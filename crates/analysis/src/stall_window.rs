@@ -1,0 +1,230 @@
+//! [`attribute_stalls`] as the events arrive: each stall is explained from
+//! a bounded window of the trace, the same way the whole trace explains it.
+//!
+//! A stall's story reads the events from a little before the waker's
+//! signal ([`LOOKBACK_NS`]) to the wakee's wait returning, plus what the
+//! trace said earlier and still holds: each CPU's last switch (who runs
+//! there), each task's last switch and what it did since (where the
+//! wakee's replay starts), each task's last migration with the balancer's
+//! event beside it and each CPU pair's last queued active balance (how a
+//! task reached its CPU). Events older than the oldest open handoff's
+//! signal minus the lookback are folded into those records and dropped,
+//! so memory is the events of the longest open handoff, plus a record per
+//! task and CPU (and at most [`MAX_WINDOW_EVENTS`]). The story of each
+//! stall is then [`attribute_stalls`] on that window, and the cause table
+//! is built over all of them. Not yet used by a command: `run` and
+//! `analyze` still attribute on the whole trace (issue 16).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use schedlab_trace::{Event, EventKind, Nanos, Pid, TaskTable, Trace, UserOp};
+
+use crate::attribution::{attribute_stalls, summarize, AttributionOptions};
+use crate::causes::{Attribution, StallStory};
+use crate::handoff::HandoffTracker;
+
+/// Events kept before a stall's signal.
+pub const LOOKBACK_NS: Nanos = 20_000_000;
+
+/// The most events the window holds: a handoff that stays open (a signal
+/// nobody waits for) would otherwise keep every later event. Past it the
+/// oldest are folded anyway, and a stall whose signal went with them is
+/// counted in [`AttributionCollector::lost`] instead of explained.
+pub const MAX_WINDOW_EVENTS: usize = 1 << 21;
+
+/// An event and its place in the stream (ties at one instant keep their order).
+type Seq = (u64, Event);
+
+/// What the trace said before the window and still holds.
+#[derive(Clone, Default)]
+struct Records {
+    cpu_switch: BTreeMap<u32, Seq>,
+    /// pid → its last switch and every later event about it.
+    since_switch: HashMap<Pid, Vec<Seq>>,
+    /// pid → its last `sched_migrate_task` and the balancer's event at that instant.
+    migration: HashMap<Pid, Vec<Seq>>,
+    active_queued: BTreeMap<(u32, u32), Seq>,
+}
+
+/// The pids an event is about, as the attribution indexes them.
+fn about(ev: &Event) -> [Pid; 2] {
+    match ev.kind {
+        EventKind::SchedWaking { pid, .. }
+        | EventKind::SchedWakeup { pid, .. }
+        | EventKind::SchedWakeupNew { pid, .. }
+        | EventKind::Ttwu { pid, .. }
+        | EventKind::Delayed { pid, .. }
+        | EventKind::LbMigrate { pid, .. }
+        | EventKind::WakeupPreempt { wakee: pid, .. }
+        | EventKind::SchedMigrateTask { pid, .. }
+        | EventKind::User { pid, .. } => [pid, 0],
+        EventKind::SchedSwitch { prev_pid, next_pid, .. } => [prev_pid, if next_pid == prev_pid { 0 } else { next_pid }],
+        _ => [0, 0],
+    }
+}
+
+impl Records {
+    fn fold(&mut self, se: &Seq) {
+        let ev = &se.1;
+        match ev.kind {
+            EventKind::SchedSwitch { .. } => {
+                self.cpu_switch.insert(ev.cpu, *se);
+                for pid in about(ev).into_iter().filter(|&p| p != 0) {
+                    // The replay starts at the switch and the events at its
+                    // instant before it (a dequeue's decision events).
+                    let list = self.since_switch.entry(pid).or_default();
+                    list.retain(|e| e.1.ts == ev.ts);
+                    list.push(*se);
+                }
+                return;
+            }
+            EventKind::SchedMigrateTask { pid, orig_cpu, dest_cpu, .. } => {
+                // With the stopper's queueing that led to it, if any.
+                let queued = self.active_queued.get(&(orig_cpu, dest_cpu)).copied();
+                self.migration.insert(pid, queued.into_iter().chain([*se]).collect());
+            }
+            EventKind::LbMigrate { pid, .. } => {
+                if let Some(m) = self.migration.get_mut(&pid).filter(|m| m.last().is_some_and(|l| l.1.ts == ev.ts)) {
+                    m.push(*se);
+                }
+            }
+            EventKind::ActiveBalanceQueued { src_cpu, dst_cpu } => {
+                self.active_queued.insert((src_cpu, dst_cpu), *se);
+            }
+            _ => {}
+        }
+        for pid in about(ev).into_iter().filter(|&p| p != 0) {
+            self.since_switch.entry(pid).or_default().push(*se);
+        }
+    }
+
+    fn events(&self) -> Vec<Seq> {
+        let mut v: Vec<Seq> = self.cpu_switch.values().copied().collect();
+        v.extend(self.since_switch.values().flatten().copied());
+        v.extend(self.migration.values().flatten().copied());
+        v.extend(self.active_queued.values().copied());
+        v
+    }
+}
+
+/// The attribution of a stream, stall by stall.
+pub struct AttributionCollector {
+    opts: AttributionOptions,
+    table: TaskTable,
+    nr_cpus: u32,
+    window: VecDeque<Seq>,
+    records: Records,
+    seq: u64,
+    /// obj → the first signal of the handoff in flight (as the whole-trace
+    /// attribution pairs them).
+    signals: HashMap<u32, Nanos>,
+    tracker: HandoffTracker,
+    stories: Vec<StallStory>,
+    lookback_ns: Nanos,
+    /// Stalls not explained: their signal had left the window (a handoff
+    /// open longer than [`MAX_WINDOW_EVENTS`] events).
+    pub lost: u64,
+}
+
+impl AttributionCollector {
+    pub fn new(opts: &AttributionOptions, table: &TaskTable, nr_cpus: u32) -> Self {
+        AttributionCollector {
+            opts: opts.clone(),
+            table: table.clone(),
+            nr_cpus,
+            window: VecDeque::new(),
+            records: Records::default(),
+            seq: 0,
+            signals: HashMap::new(),
+            tracker: HandoffTracker::default(),
+            stories: Vec::new(),
+            lookback_ns: LOOKBACK_NS,
+            lost: 0,
+        }
+    }
+
+    /// Keep `ns` before each signal instead of [`LOOKBACK_NS`] (the records
+    /// carry the rest: tests run it with none).
+    pub fn with_lookback(mut self, ns: Nanos) -> Self {
+        self.lookback_ns = ns;
+        self
+    }
+
+    pub fn observe(&mut self, ev: &Event) {
+        if self.opts.end_ts.is_some_and(|e| ev.ts > e) {
+            return;
+        }
+        self.window.push_back((self.seq, *ev));
+        self.seq += 1;
+        if let EventKind::User { pid, op } = ev.kind {
+            match op {
+                UserOp::Signal { obj } => {
+                    self.signals.entry(obj).or_insert(ev.ts);
+                    self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
+                }
+                UserOp::WaitDone { obj } => {
+                    let signal = self.signals.remove(&obj);
+                    let h = self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
+                    if let (Some(h), Some(s)) = (h, signal) {
+                        if h.latency_ns >= self.opts.stall_threshold_ns {
+                            self.explain(s, ev.ts, obj, pid);
+                        }
+                    }
+                }
+                _ => {
+                    self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
+                }
+            }
+        }
+        // Fold what no open handoff's story can read any more.
+        let oldest = self.signals.values().copied().min().unwrap_or(ev.ts).min(ev.ts);
+        let horizon = oldest.saturating_sub(self.lookback_ns);
+        while self.window.front().is_some_and(|e| e.1.ts < horizon) || self.window.len() > MAX_WINDOW_EVENTS {
+            let e = self.window.pop_front().expect("checked");
+            self.records.fold(&e);
+        }
+    }
+
+    /// The story of the handoff signalled at `start` and received at `end`.
+    fn explain(&mut self, start: Nanos, end: Nanos, obj: u32, wakee: Pid) {
+        let from = start.saturating_sub(self.lookback_ns);
+        let mut before = Records {
+            cpu_switch: self.records.cpu_switch.clone(),
+            since_switch: HashMap::new(),
+            migration: self.records.migration.clone(),
+            active_queued: self.records.active_queued.clone(),
+        };
+        // Only the wakee's replay reads a task's events since its switch.
+        if let Some(list) = self.records.since_switch.get(&wakee) {
+            before.since_switch.insert(wakee, list.clone());
+        }
+        let mut all: Vec<Seq> = Vec::new();
+        for e in &self.window {
+            if e.1.ts < from {
+                before.fold(e);
+            } else {
+                all.push(*e);
+            }
+        }
+        before.since_switch.retain(|&p, _| p == wakee);
+        all.extend(before.events());
+        // The stream's own order; a record may hold an event twice.
+        all.sort_unstable_by_key(|e| e.0);
+        all.dedup_by_key(|e| e.0);
+        let trace =
+            Trace { table: self.table.clone(), nr_cpus: self.nr_cpus, events: all.into_iter().map(|e| e.1).collect() };
+        let opts = AttributionOptions { end_ts: Some(end), ..self.opts.clone() };
+        let a = attribute_stalls(&trace, &opts);
+        match a.stalls.into_iter().find(|s| s.start_ts == start && s.end_ts == end && s.wakee_pid == wakee) {
+            Some(mut story) => {
+                story.obj_name = self.table.objects.get(obj as usize).cloned().unwrap_or_else(|| format!("obj{obj}"));
+                self.stories.push(story);
+            }
+            None => self.lost += 1,
+        }
+    }
+
+    pub fn finish(self) -> Attribution {
+        summarize(self.opts.stall_threshold_ns, self.stories)
+    }
+}

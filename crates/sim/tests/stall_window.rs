@@ -1,0 +1,47 @@
+//! Stall attribution from bounded windows equals the whole trace's, on
+//! the bundled scenarios that stall.
+
+use schedlab_analysis::{attribute_stalls, AttributionCollector, AttributionOptions};
+use schedlab_scenario::Scenario;
+use schedlab_sim::{simulate, SimOptions};
+use std::path::Path;
+
+fn check(file: &str, duration_ns: u64, seed: u64, lookback_ns: u64) -> usize {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(file);
+    let s = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let r = simulate(&s, &SimOptions { seed: Some(seed), duration_ns: Some(duration_ns), ..Default::default() }).unwrap();
+    let allowed = s
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.iter().map(|c| c as u32).collect()))
+        .collect();
+    let opts = AttributionOptions { stall_threshold_ns: s.stall_threshold_ns, end_ts: Some(r.end_ns), allowed };
+    let whole = attribute_stalls(&r.trace, &opts);
+    let mut c = AttributionCollector::new(&opts, &r.trace.table, r.trace.nr_cpus).with_lookback(lookback_ns);
+    for e in &r.trace.events {
+        c.observe(e);
+    }
+    assert_eq!(c.lost, 0, "{file}");
+    let windowed = c.finish();
+    assert_eq!(windowed.stalls.len(), whole.stalls.len(), "{file}");
+    for (a, b) in whole.stalls.iter().zip(&windowed.stalls) {
+        assert_eq!(a, b, "{file}: stall at {}", a.start_ts);
+    }
+    assert_eq!(whole, windowed, "{file}");
+    whole.stalls.len()
+}
+
+#[test]
+fn windows_tell_the_same_stories_as_the_whole_trace() {
+    // The default lookback, and none: then every story leans on what the
+    // records kept from before the signal.
+    for lookback in [schedlab_analysis::LOOKBACK_NS, 0] {
+        let mut stalls = 0;
+        stalls += check("asym_min.toml", 3_000_000_000, 1, lookback);
+        stalls += check("asym_min-2cpu.toml", 2_000_000_000, 2, lookback);
+        stalls += check("delayed-wakeup.toml", 1_000_000_000, 1, lookback);
+        stalls += check("rt-pi-push.toml", 1_700_000_000, 1, lookback);
+        assert!(stalls > 20, "the scenarios stall: {stalls}");
+    }
+}
