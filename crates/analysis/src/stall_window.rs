@@ -118,6 +118,8 @@ pub struct AttributionCollector {
     /// obj → the first signal of the handoff in flight (as the whole-trace
     /// attribution pairs them).
     signals: HashMap<u32, Nanos>,
+    /// The same, ordered by time: the oldest open handoff bounds the window.
+    open: std::collections::BTreeSet<(Nanos, u32)>,
     tracker: HandoffTracker,
     stories: Vec<StallStory>,
     lookback_ns: Nanos,
@@ -136,6 +138,7 @@ impl AttributionCollector {
             records: Records::default(),
             seq: 0,
             signals: HashMap::new(),
+            open: std::collections::BTreeSet::new(),
             tracker: HandoffTracker::default(),
             stories: Vec::new(),
             lookback_ns: LOOKBACK_NS,
@@ -159,11 +162,17 @@ impl AttributionCollector {
         if let EventKind::User { pid, op } = ev.kind {
             match op {
                 UserOp::Signal { obj } => {
-                    self.signals.entry(obj).or_insert(ev.ts);
+                    if let std::collections::hash_map::Entry::Vacant(v) = self.signals.entry(obj) {
+                        v.insert(ev.ts);
+                        self.open.insert((ev.ts, obj));
+                    }
                     self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
                 }
                 UserOp::WaitDone { obj } => {
                     let signal = self.signals.remove(&obj);
+                    if let Some(s) = signal {
+                        self.open.remove(&(s, obj));
+                    }
                     let h = self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
                     if let (Some(h), Some(s)) = (h, signal) {
                         if h.latency_ns >= self.opts.stall_threshold_ns {
@@ -177,7 +186,7 @@ impl AttributionCollector {
             }
         }
         // Fold what no open handoff's story can read any more.
-        let oldest = self.signals.values().copied().min().unwrap_or(ev.ts).min(ev.ts);
+        let oldest = self.open.first().map_or(ev.ts, |&(t, _)| t).min(ev.ts);
         let horizon = oldest.saturating_sub(self.lookback_ns);
         while self.window.front().is_some_and(|e| e.1.ts < horizon) || self.window.len() > MAX_WINDOW_EVENTS {
             let e = self.window.pop_front().expect("checked");

@@ -2,9 +2,9 @@
 
 use clap::Args;
 use schedlab_kernel::Profile;
-use schedlab_report::{run_plot_title, AnalysisJson, Report, RunJson, RunText, SimHeader};
+use schedlab_report::{run_plot_title, AnalysisJson, Report, ReportCollector, RunJson, RunText, SimHeader};
 use schedlab_scenario::{Scenario, Spanned};
-use schedlab_sim::{simulate, SimOptions};
+use schedlab_sim::{simulate, simulate_observed, SimOptions, TraceObserver};
 use schedlab_topology::Topology;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -95,10 +95,6 @@ pub fn run(args: RunArgs) -> Result {
         traced: args.traced,
         memory_budget: Some(args.memory.budget(1)),
     };
-    let wall = Instant::now();
-    let result = simulate(&scenario, &opts)?;
-    let wall = wall.elapsed();
-
     // The trace has no affinities: each scenario thread's comes from the
     // scenario (pids are handed out in thread order).
     let allowed: BTreeMap<i32, Vec<u32>> = scenario
@@ -107,14 +103,45 @@ pub fn run(args: RunArgs) -> Result {
         .enumerate()
         .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.iter().map(|c| c as u32).collect()))
         .collect();
-    let report = Report::of(
-        &result.trace,
-        Some(&scenario),
-        scenario.stall_threshold_ns,
-        Some(result.end_ns),
-        allowed.clone(),
-        args.report.grace,
-    );
+    // The trace files and plots need the whole trace; otherwise the run
+    // streams into the report's collectors and its memory stays bounded.
+    let keep_trace = args.trace.trace.is_some() || args.perfetto.perfetto.is_some() || args.plot.is_some();
+    let wall = Instant::now();
+    let (result, report, schbench, events) = if keep_trace {
+        let result = simulate(&scenario, &opts)?;
+        let report = Report::of(
+            &result.trace,
+            Some(&scenario),
+            scenario.stall_threshold_ns,
+            Some(result.end_ns),
+            allowed.clone(),
+            args.report.grace,
+        );
+        let schbench = schedlab_analysis::schbench_report(&result.trace, result.end_ns);
+        let events = result.trace.events.len();
+        (result, report, schbench, events)
+    } else {
+        let mut obs = Streamed {
+            scenario: &scenario,
+            allowed: &allowed,
+            grace_ns: args.report.grace,
+            collector: None,
+            events: 0,
+        };
+        let result = simulate_observed(&scenario, &SimOptions { memory_budget: None, ..opts }, &mut obs, true)?;
+        let collector = obs.collector.take().unwrap_or_else(|| {
+            ReportCollector::new(
+                &scenario,
+                &result.trace.table,
+                scenario.topology.nr_cpus() as u32,
+                allowed.clone(),
+                args.report.grace,
+            )
+        });
+        let (report, schbench) = collector.finish(result.end_ns);
+        (result, report, schbench, obs.events)
+    };
+    let wall = wall.elapsed();
     debug_assert_eq!(report.attribution.stalls.len(), report.metrics.stalls.len());
 
     if let Some(path) = &args.trace.trace {
@@ -169,14 +196,15 @@ pub fn run(args: RunArgs) -> Result {
         features_changed: &changed,
         simulated_ns: result.end_ns,
         seed: result.seed,
-        events: result.trace.events.len(),
+        events,
         wall_s: wall.as_secs_f64(),
         notes: &result.notes,
     };
     let text = RunText {
         header,
         report: &report,
-        trace: &result.trace,
+        table: &result.trace.table,
+        schbench,
         narratives: args.report.stalls,
         trace_file: args.trace.trace.as_deref(),
         perfetto_file: args.perfetto.perfetto.as_deref(),
@@ -184,4 +212,28 @@ pub fn run(args: RunArgs) -> Result {
     };
     print!("{}", text.render());
     Ok(())
+}
+
+/// A streamed run's report, built once the run's task table is known.
+struct Streamed<'a> {
+    scenario: &'a Scenario,
+    allowed: &'a BTreeMap<i32, Vec<u32>>,
+    grace_ns: u64,
+    collector: Option<ReportCollector>,
+    events: usize,
+}
+
+impl TraceObserver for Streamed<'_> {
+    fn start(&mut self, table: &schedlab_trace::TaskTable) {
+        let nr_cpus = self.scenario.topology.nr_cpus() as u32;
+        self.collector =
+            Some(ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), self.grace_ns));
+    }
+
+    fn event(&mut self, e: &schedlab_trace::Event) {
+        self.events += 1;
+        if let Some(c) = self.collector.as_mut() {
+            c.observe(e);
+        }
+    }
 }

@@ -7,10 +7,12 @@ use common::{err, ok};
 
 #[test]
 fn a_run_past_the_budget_stops_early_and_says_what_fits() {
-    // An hour of asym_min-2cpu keeps ~110 M events; 1 MiB holds 16 k of
-    // them (debug builds check the model's invariants every step: the run
-    // has to stop early to be quick).
-    let e = err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3600s", "--max-memory", "1MiB"]);
+    // `--trace` keeps the whole trace: an hour of asym_min-2cpu is ~110 M
+    // events; 1 MiB holds 16 k of them (debug builds check the model's
+    // invariants every step: the run has to stop early to be quick).
+    let out = std::env::temp_dir().join(format!("schedlab-mem-{}.txt", std::process::id()));
+    let out = out.to_str().unwrap();
+    let e = err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3600s", "--max-memory", "1MiB", "--trace", out]);
     assert!(e.contains("memory budget") && e.contains("past 1 MiB (--max-memory 1 MiB)"), "{e}");
     assert!(e.contains("of 3600.000 s simulated"), "{e}");
     let at: f64 = e.split(" at ").nth(1).and_then(|r| r.split(" s of").next()).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{e}"));
@@ -22,6 +24,12 @@ fn a_run_past_the_budget_stops_early_and_says_what_fits() {
     assert!(at > 0.0 && at < 3600.0, "it stopped early: at {at} s\n{e}");
     assert!(fits_s <= at && fits_s >= at * 0.5, "what fits is the budget's share of the run so far: {fits_s} s of {at} s\n{e}");
     assert!(e.contains("raise the budget (--max-memory SIZE"), "{e}");
+}
+
+#[test]
+fn a_run_without_trace_files_streams_and_is_not_held_to_the_trace_budget() {
+    let s = ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "10s", "--max-memory", "1MiB"]);
+    assert!(s.contains("10.000 s simulated") && s.contains("worker"), "{s}");
 }
 
 #[test]

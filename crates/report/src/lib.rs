@@ -50,7 +50,7 @@ pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FO
 pub use real::{render_scenario_line, GuestHeader, RealHeader, RealText};
 pub use run::{
     cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures,
-    run_plot_title, Report, RunText, SimHeader,
+    run_plot_title, Report, ReportCollector, RunText, SimHeader,
 };
 pub use runs::{feature_changes, measure_runs, render_runs, render_trace_paths, setting_label, trace_path, RunLine};
 pub use vm::{GuestRun, VmText};

@@ -9,14 +9,86 @@ use std::path::Path;
 
 use schedlab_analysis::{
     analyze, attribute_stalls, measure, render_cause_table, render_measures, render_run_table, render_stall_narratives,
-    render_work_conservation, work_conservation, AnalysisOptions, Attribution, AttributionOptions, MeasureResult,
-    RunMetrics, WorkConsOptions, WorkConservation,
+    render_work_conservation, work_conservation, AnalysisOptions, Attribution, AttributionCollector,
+    AttributionOptions, MeasureCollector, MeasureResult, MetricsCollector, RunMetrics, SchbenchCollector,
+    WorkConsCollector, WorkConsOptions, WorkConservation,
 };
 use schedlab_scenario::Scenario;
 use schedlab_topology::{CpuSet, Topology, MAX_CPUS};
 use schedlab_trace::{Pid, TaskTable, Trace};
 
 use crate::measures::measure_specs;
+
+/// [`Report::of`] as a run streams: every part computed online (see each
+/// collector's bounds), plus schbench's own figures. Feed the run's task
+/// table first, then its events in order.
+pub struct ReportCollector {
+    metrics: MetricsCollector,
+    workcons: Option<WorkConsCollector>,
+    attribution: AttributionCollector,
+    measures: Vec<MeasureCollector>,
+    schbench: Option<SchbenchCollector>,
+    table: TaskTable,
+    workcons_opts: WorkConsOptions,
+    nr_cpus: u32,
+}
+
+impl ReportCollector {
+    /// For a simulated run of `scenario` (every CPU starts idle) on
+    /// `nr_cpus` CPUs, with the run's `table`.
+    pub fn new(
+        scenario: &Scenario,
+        table: &TaskTable,
+        nr_cpus: u32,
+        allowed: BTreeMap<Pid, Vec<u32>>,
+        grace_ns: u64,
+    ) -> Self {
+        let threshold_ns = scenario.stall_threshold_ns;
+        let schbench = scenario.schbench.as_ref().map(|_| SchbenchCollector::new(table, None)).filter(|c| c.applies());
+        ReportCollector {
+            metrics: MetricsCollector::new(threshold_ns, None),
+            workcons: None,
+            attribution: AttributionCollector::new(
+                &AttributionOptions { stall_threshold_ns: threshold_ns, end_ts: None, allowed: allowed.clone() },
+                table,
+                nr_cpus,
+            ),
+            measures: measure_specs(scenario).iter().map(|m| MeasureCollector::new(table, m)).collect(),
+            schbench,
+            table: table.clone(),
+            workcons_opts: WorkConsOptions { allowed, grace_ns, end_ts: None },
+            nr_cpus,
+        }
+    }
+
+    pub fn observe(&mut self, ev: &schedlab_trace::Event) {
+        self.metrics.observe(ev, &self.table);
+        let (opts, table, nr_cpus) = (&self.workcons_opts, &self.table, self.nr_cpus);
+        self.workcons
+            .get_or_insert_with(|| WorkConsCollector::new(opts, table, ev.ts, vec![0; nr_cpus as usize]))
+            .observe(ev);
+        self.attribution.observe(ev);
+        for m in &mut self.measures {
+            m.observe(ev);
+        }
+        if let Some(s) = self.schbench.as_mut() {
+            s.observe(ev);
+        }
+    }
+
+    /// The report of the run that ended at `end_ns`, and schbench's figures.
+    pub fn finish(self, end_ns: u64) -> (Report, Option<schedlab_analysis::SchbenchReport>) {
+        let metrics = self.metrics.ending_at(end_ns).finish(&self.table);
+        let workcons = self
+            .workcons
+            .unwrap_or_else(|| WorkConsCollector::new(&self.workcons_opts, &self.table, 0, vec![0; self.nr_cpus as usize]))
+            .finish(end_ns);
+        let attribution = self.attribution.finish();
+        let measures = self.measures.into_iter().map(|m| m.finish(end_ns)).collect();
+        let schbench = self.schbench.map(|s| s.finish(end_ns));
+        (Report { metrics, workcons, attribution, measures }, schbench)
+    }
+}
 
 /// The analysis of one run, simulated, real or read from a file.
 pub struct Report {
@@ -232,8 +304,10 @@ impl SimHeader<'_> {
 pub struct RunText<'a> {
     pub header: SimHeader<'a>,
     pub report: &'a Report,
-    /// The simulated trace: its task names, and the schbench figures.
-    pub trace: &'a Trace,
+    /// The run's task names.
+    pub table: &'a TaskTable,
+    /// schbench's own figures, for a `[schbench]` scenario.
+    pub schbench: Option<schedlab_analysis::SchbenchReport>,
     /// Narratives of the first N stalls.
     pub narratives: usize,
     /// Where `--trace` and `--perfetto` wrote the trace.
@@ -248,17 +322,15 @@ impl RunText<'_> {
         let mut out = self.header.render();
         out.push('\n');
         out.push_str(&render_table_and_measures(self.report));
-        if let Some(sb) = &self.header.scenario.schbench {
-            if let Some(report) = schedlab_analysis::schbench_report(self.trace, self.header.simulated_ns) {
-                out.push('\n');
-                let _ = writeln!(out, "schbench  {} (its own metrics, as it prints them)", sb.command_line());
-                out.push_str(&report.render());
-            }
+        if let (Some(sb), Some(report)) = (&self.header.scenario.schbench, &self.schbench) {
+            out.push('\n');
+            let _ = writeln!(out, "schbench  {} (its own metrics, as it prints them)", sb.command_line());
+            out.push_str(&report.render());
         }
-        out.push_str(&render_stalls_and_causes(self.report, &self.trace.table, self.narratives));
+        out.push_str(&render_stalls_and_causes(self.report, self.table, self.narratives));
         if let Some(path) = self.trace_file {
             out.push('\n');
-            let _ = writeln!(out, "trace     {} ({} events, ftrace text)", path.display(), self.trace.events.len());
+            let _ = writeln!(out, "trace     {} ({} events, ftrace text)", path.display(), self.header.events);
         }
         if let Some(path) = self.perfetto_file {
             let _ = writeln!(out, "perfetto  {} (open at https://ui.perfetto.dev)", path.display());
