@@ -177,27 +177,15 @@ pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution
                 ctx.by_task.entry(pid).or_default().push(i);
             }
         };
+        for pid in crate::stall_window::about(ev) {
+            about(pid);
+        }
         match ev.kind {
-            EventKind::SchedWaking { pid, .. }
-            | EventKind::SchedWakeup { pid, .. }
-            | EventKind::SchedWakeupNew { pid, .. }
-            | EventKind::Ttwu { pid, .. }
-            | EventKind::Delayed { pid, .. }
-            | EventKind::LbMigrate { pid, .. }
-            | EventKind::WakeupPreempt { wakee: pid, .. } => about(pid),
             EventKind::SchedMigrateTask { pid, .. } => {
-                about(pid);
                 ctx.migrations.entry(pid).or_default().push(i);
-            }
-            EventKind::SchedSwitch { prev_pid, next_pid, .. } => {
-                about(prev_pid);
-                if next_pid != prev_pid {
-                    about(next_pid);
-                }
             }
             EventKind::ActiveBalanceQueued { .. } => ctx.active_queued.push(i),
             EventKind::User { pid, op } => {
-                about(pid);
                 match op {
                     UserOp::Signal { obj } => {
                         signal_idx.entry(obj).or_insert(i);

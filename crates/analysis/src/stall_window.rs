@@ -46,8 +46,8 @@ struct Records {
     active_queued: BTreeMap<(u32, u32), Seq>,
 }
 
-/// The pids an event is about, as the attribution indexes them.
-fn about(ev: &Event) -> [Pid; 2] {
+/// The pids an event is about, as the attribution indexes them (0: none).
+pub(crate) fn about(ev: &Event) -> [Pid; 2] {
     match ev.kind {
         EventKind::SchedWaking { pid, .. }
         | EventKind::SchedWakeup { pid, .. }

@@ -297,6 +297,20 @@ impl WorkConsCollector {
 }
 
 impl Waiter {
+    /// Count the violation `[since, end)`; whether it lasted the grace window.
+    fn close_violation(&mut self, since: Nanos, end: Nanos, grace_ns: u64) -> bool {
+        let len = end - since;
+        self.strict.add(len);
+        if self.intervals.len() < KEPT_INTERVALS {
+            self.intervals.push((since, end));
+        }
+        let qualifies = len >= grace_ns;
+        if qualifies {
+            self.grace.add(len);
+        }
+        qualifies
+    }
+
     fn new(allowed: Vec<u32>, class: usize) -> Waiter {
         Waiter {
             allowed,
@@ -417,15 +431,7 @@ impl WorkConsCollector {
                 }
                 (false, Some(since)) => {
                     w.violating_since = None;
-                    let len = ts - since;
-                    w.strict.add(len);
-                    if w.intervals.len() < KEPT_INTERVALS {
-                        w.intervals.push((since, ts));
-                    }
-                    let qualifies = len >= self.grace_ns;
-                    if qualifies {
-                        w.grace.add(len);
-                    }
+                    let qualifies = w.close_violation(since, ts, self.grace_ns);
                     let class = &mut self.classes[w.class];
                     class.1 -= 1;
                     for &c in &class.0 {
@@ -487,23 +493,14 @@ impl WorkConsCollector {
     pub fn finish(mut self, last_ts: Nanos) -> WorkConservation {
         self.settle();
         let end = self.end.unwrap_or(last_ts).max(self.start);
-        for (&pid, w) in self.tasks.iter_mut() {
-            let _ = pid;
+        for w in self.tasks.values_mut() {
             if let Some(since) = w.waiting_since.take() {
                 w.waits += 1;
                 w.wait_ns += end - since;
             }
             if let Some(since) = w.violating_since.take() {
                 if end > since {
-                    let len = end - since;
-                    w.strict.add(len);
-                    if w.intervals.len() < KEPT_INTERVALS {
-                        w.intervals.push((since, end));
-                    }
-                    let qualifies = len >= self.grace_ns;
-                    if qualifies {
-                        w.grace.add(len);
-                    }
+                    let qualifies = w.close_violation(since, end, self.grace_ns);
                     let class = &mut self.classes[w.class];
                     class.1 -= 1;
                     for &c in &class.0 {
