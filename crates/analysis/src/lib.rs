@@ -27,9 +27,9 @@ mod handoff;
 mod measure;
 mod narrative;
 pub mod schbench;
+mod sketch;
 mod stall_window;
 mod stalls;
-mod sketch;
 mod stats;
 mod table;
 mod tasks;
@@ -41,7 +41,6 @@ use schedlab_trace::{Event, EventKind, Nanos, Pid, Trace};
 use serde::Serialize;
 
 pub use attribution::{attribute_stalls, AttributionOptions};
-pub use stall_window::{AttributionCollector, LOOKBACK_NS};
 pub use causes::{
     Attribution, Cause, CauseRow, Component, CpuArrival, CpuIdle, Part, PreemptCheck, StallStory, WakeDecision,
 };
@@ -54,14 +53,15 @@ pub use handoff::Stall;
 pub use measure::{measure, render_measures, MarkerSpec, MeasureCollector, MeasureResult, MeasureSpec};
 pub use narrative::{render_cause_table, render_stall_narratives, render_work_conservation, Step};
 pub use schbench::{schbench_report, PlatHistogram, SchbenchCollector, SchbenchReport};
-pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN, RELATIVE_ERROR};
+pub use stall_window::{AttributionCollector, LOOKBACK_NS};
+pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
 pub use table::render_run_table;
 pub use timeline::{cpulist, percpu_kthread_cpu};
 pub use workcons::{
-    initial_occupants, work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsCollector, WorkConsOptions,
-    WorkConservation, DEFAULT_GRACE_NS,
+    initial_occupants, work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsCollector,
+    WorkConsOptions, WorkConservation, DEFAULT_GRACE_NS,
 };
 
 /// The seed reports' stall definition: a handoff of 0.5 ms or more.

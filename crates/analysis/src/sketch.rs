@@ -315,8 +315,10 @@ mod tests {
 
     #[test]
     fn buckets_tile_the_line_and_are_at_most_a_128th_of_their_edge_wide() {
-        let mut values: Vec<u64> =
-            (0..5_000u64).chain((1..64).flat_map(|e| [(1u64 << e) - 1, 1u64 << e, (1u64 << e) + 1])).chain([u64::MAX]).collect();
+        let mut values: Vec<u64> = (0..5_000u64)
+            .chain((1..64).flat_map(|e| [(1u64 << e) - 1, 1u64 << e, (1u64 << e) + 1]))
+            .chain([u64::MAX])
+            .collect();
         values.sort_unstable();
         let mut prev = None;
         for v in values {

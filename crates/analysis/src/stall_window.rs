@@ -58,7 +58,9 @@ pub(crate) fn about(ev: &Event) -> [Pid; 2] {
         | EventKind::WakeupPreempt { wakee: pid, .. }
         | EventKind::SchedMigrateTask { pid, .. }
         | EventKind::User { pid, .. } => [pid, 0],
-        EventKind::SchedSwitch { prev_pid, next_pid, .. } => [prev_pid, if next_pid == prev_pid { 0 } else { next_pid }],
+        EventKind::SchedSwitch { prev_pid, next_pid, .. } => {
+            [prev_pid, if next_pid == prev_pid { 0 } else { next_pid }]
+        }
         _ => [0, 0],
     }
 }

@@ -68,7 +68,6 @@ pub struct ViolationStats {
     pub max_ns: u64,
 }
 
-
 /// One task's waits and violations.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TaskWorkCons {
@@ -164,7 +163,6 @@ fn pct(part: u64, whole: u64) -> f64 {
 /// Intervals kept per task for inspection ([`TaskWorkCons::intervals`]);
 /// the figures count them all.
 pub const KEPT_INTERVALS: usize = 1024;
-
 
 struct Waiter {
     allowed: Vec<u32>,
@@ -587,7 +585,8 @@ pub fn work_conservation(trace: &Trace, opts: &WorkConsOptions) -> WorkConservat
     let start = events.first().map_or(0, |e| e.ts);
     let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts)).max(start);
     let initial = initial_occupants(&events, trace.nr_cpus, end);
-    let mut c = WorkConsCollector::new(&WorkConsOptions { end_ts: Some(end), ..opts.clone() }, &trace.table, start, initial);
+    let mut c =
+        WorkConsCollector::new(&WorkConsOptions { end_ts: Some(end), ..opts.clone() }, &trace.table, start, initial);
     for ev in events.iter() {
         c.observe(ev);
     }

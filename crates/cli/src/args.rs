@@ -121,7 +121,13 @@ impl MemoryArg {
             None => match mem_available() {
                 Some(a) => {
                     let b = a / 100 * DEFAULT_BUDGET_PCT;
-                    (b, format!("the default: {DEFAULT_BUDGET_PCT} % of the {} available at start", schedlab_sim::gib(a)))
+                    (
+                        b,
+                        format!(
+                            "the default: {DEFAULT_BUDGET_PCT} % of the {} available at start",
+                            schedlab_sim::gib(a)
+                        ),
+                    )
                 }
                 None => (FALLBACK_BUDGET, "the default (/proc/meminfo unreadable)".to_string()),
             },
@@ -137,7 +143,14 @@ impl MemoryArg {
 /// `MemAvailable` of `/proc/meminfo`, bytes.
 fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb = text.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?;
+    let kb = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
     Some(kb * 1024)
 }
 

@@ -226,8 +226,7 @@ struct Streamed<'a> {
 impl TraceObserver for Streamed<'_> {
     fn start(&mut self, table: &schedlab_trace::TaskTable) {
         let nr_cpus = self.scenario.topology.nr_cpus() as u32;
-        self.collector =
-            Some(ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), self.grace_ns));
+        self.collector = Some(ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), self.grace_ns));
     }
 
     fn event(&mut self, e: &schedlab_trace::Event) {

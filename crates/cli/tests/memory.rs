@@ -12,17 +12,26 @@ fn a_run_past_the_budget_stops_early_and_says_what_fits() {
     // invariants every step: the run has to stop early to be quick).
     let out = std::env::temp_dir().join(format!("schedlab-mem-{}.txt", std::process::id()));
     let out = out.to_str().unwrap();
-    let e = err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3600s", "--max-memory", "1MiB", "--trace", out]);
+    let e =
+        err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3600s", "--max-memory", "1MiB", "--trace", out]);
     assert!(e.contains("memory budget") && e.contains("past 1 MiB (--max-memory 1 MiB)"), "{e}");
     assert!(e.contains("of 3600.000 s simulated"), "{e}");
-    let at: f64 = e.split(" at ").nth(1).and_then(|r| r.split(" s of").next()).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{e}"));
+    let at: f64 = e
+        .split(" at ")
+        .nth(1)
+        .and_then(|r| r.split(" s of").next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{e}"));
     let fits = e.split("--duration ").nth(1).and_then(|r| r.split(" fits").next()).unwrap_or_else(|| panic!("{e}"));
     let fits_s = match fits.strip_suffix("ms") {
         Some(ms) => ms.parse::<f64>().unwrap() / 1e3,
         None => fits.strip_suffix('s').and_then(|s| s.parse::<f64>().ok()).unwrap_or_else(|| panic!("{e}")),
     };
     assert!(at > 0.0 && at < 3600.0, "it stopped early: at {at} s\n{e}");
-    assert!(fits_s <= at && fits_s >= at * 0.5, "what fits is the budget's share of the run so far: {fits_s} s of {at} s\n{e}");
+    assert!(
+        fits_s <= at && fits_s >= at * 0.5,
+        "what fits is the budget's share of the run so far: {fits_s} s of {at} s\n{e}"
+    );
     assert!(e.contains("raise the budget (--max-memory SIZE"), "{e}");
 }
 

@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use schedlab_analysis::{render_cause_table, render_run_table, Attribution, Cause, LatencySketch, LatencyStats, TaskMetrics};
+use schedlab_analysis::{
+    render_cause_table, render_run_table, Attribution, Cause, LatencySketch, LatencyStats, TaskMetrics,
+};
 use schedlab_scenario::Scenario;
 use schedlab_topology::Topology;
 

@@ -81,7 +81,9 @@ impl ReportCollector {
         let metrics = self.metrics.ending_at(end_ns).finish(&self.table);
         let workcons = self
             .workcons
-            .unwrap_or_else(|| WorkConsCollector::new(&self.workcons_opts, &self.table, 0, vec![0; self.nr_cpus as usize]))
+            .unwrap_or_else(|| {
+                WorkConsCollector::new(&self.workcons_opts, &self.table, 0, vec![0; self.nr_cpus as usize])
+            })
             .finish(end_ns);
         let attribution = self.attribution.finish();
         let measures = self.measures.into_iter().map(|m| m.finish(end_ns)).collect();
@@ -441,4 +443,3 @@ mod tests {
         assert_eq!(fmt_secs(1_234_567_890), "1.234 s");
     }
 }
-

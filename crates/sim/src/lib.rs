@@ -107,7 +107,11 @@ fn memory_message(events: &u64, at_ns: &u64, duration_ns: &Option<u64>, budget: 
         gib(used),
         gib(budget.bytes),
         budget.origin,
-        if fit >= 1_000_000_000 { format!("{}s", fit / 1_000_000_000) } else { format!("{}ms", (fit / 1_000_000).max(1)) },
+        if fit >= 1_000_000_000 {
+            format!("{}s", fit / 1_000_000_000)
+        } else {
+            format!("{}ms", (fit / 1_000_000).max(1))
+        },
         budget.raise_with
     )
 }
@@ -225,8 +229,6 @@ pub fn simulate_observed(
 ) -> Result<SimResult, SimError> {
     simulate_inner(scenario, opts, Some(observer), kernel_events)
 }
-
-
 
 fn simulate_inner(
     scenario: &Scenario,

@@ -189,8 +189,7 @@ pub fn lognormal_at(u: f64, p50: u64, p99: u64, max: u64) -> u64 {
     }
 }
 
-impl Rng {
-}
+impl Rng {}
 
 #[cfg(test)]
 mod tests {

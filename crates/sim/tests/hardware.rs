@@ -270,7 +270,11 @@ fn a_timer_interrupts_tail_separates_the_wakeup_from_the_switch_and_costs_the_in
         }
         let periods: Vec<u64> = wakes.windows(2).map(|w| w[1] - w[0]).collect();
         let hog_loops = pid_of("hog").map(|h| {
-            r.trace.events.iter().filter(|e| matches!(e.kind, EventKind::User { pid, op: UserOp::LoopEnd { .. } } if pid == h)).count() as u64
+            r.trace
+                .events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::User { pid, op: UserOp::LoopEnd { .. } } if pid == h))
+                .count() as u64
         });
         (gaps, periods, hog_loops)
     };

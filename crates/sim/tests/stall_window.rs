@@ -9,7 +9,8 @@ use std::path::Path;
 fn check(file: &str, duration_ns: u64, seed: u64, lookback_ns: u64) -> usize {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(file);
     let s = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let r = simulate(&s, &SimOptions { seed: Some(seed), duration_ns: Some(duration_ns), ..Default::default() }).unwrap();
+    let r =
+        simulate(&s, &SimOptions { seed: Some(seed), duration_ns: Some(duration_ns), ..Default::default() }).unwrap();
     let allowed = s
         .threads
         .iter()

@@ -236,13 +236,8 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         let trace = std::mem::take(&mut result.trace);
         (result, metrics, measures, Some(trace))
     } else {
-        let mut obs = JobObserver {
-            threshold,
-            specs: &specs,
-            table: Default::default(),
-            metrics: None,
-            measures: Vec::new(),
-        };
+        let mut obs =
+            JobObserver { threshold, specs: &specs, table: Default::default(), metrics: None, measures: Vec::new() };
         let result = simulate_observed(&setting.scenario, &SimOptions { memory_budget: None, ..opts }, &mut obs, true)
             .map_err(fail)?;
         // The run's end closes the open intervals, as the in-memory analysis does.
@@ -286,8 +281,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
             );
             b.details.clear();
             let starts = burst_starts_per_cpu(trace, &pids);
-            let by_comm =
-                wakees.iter().map(|(pid, comm)| (comm.clone(), starts.get(pid).cloned().unwrap_or_default()));
+            let by_comm = wakees.iter().map(|(pid, comm)| (comm.clone(), starts.get(pid).cloned().unwrap_or_default()));
             (Some(b), Some(by_comm.collect()))
         }
         None => (None, None),

@@ -145,7 +145,8 @@ impl<'a> Hardware<'a> {
             return (self.timer_exit_cost(cpu, now), 0);
         }
         let c = &self.cpus[cpu].idle;
-        let (p50, p99) = schedlab_topology::IdleState::timer_exit_after(&self.topo.idle.states[c.state()], c.in_state_for(now));
+        let (p50, p99) =
+            schedlab_topology::IdleState::timer_exit_after(&self.topo.idle.states[c.state()], c.in_state_for(now));
         let u = self.rng.unit();
         let exit = crate::rng::lognormal_at(u, p50, p99, p99.saturating_mul(EXIT_MAX_OVER_P99));
         let tail = crate::rng::lognormal_at(u, t50, t99, t99.saturating_mul(EXIT_MAX_OVER_P99));

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::measured::{
-    exit_curve, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve, idle_exit_tail_from_probes, timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint,
-    Measured, NoiseFigures, TimerProbe, WakeProbe,
+    exit_curve, idle_exit_tail_from_probes, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve,
+    timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint, Measured, NoiseFigures, TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};
@@ -532,7 +532,10 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
             v
         }
         None => {
-            let _ = writeln!(o, "# timer_irq_exit_ns: not measured (0: the CPU switches as the timer's callback wakes the task)");
+            let _ = writeln!(
+                o,
+                "# timer_irq_exit_ns: not measured (0: the CPU switches as the timer's callback wakes the task)"
+            );
             0
         }
     };
@@ -553,7 +556,10 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
             );
         }
         None => {
-            let _ = writeln!(o, "# idle_exit_tail_ns: not measured (0: all of an idle exit comes before the timer's handler)");
+            let _ = writeln!(
+                o,
+                "# idle_exit_tail_ns: not measured (0: all of an idle exit comes before the timer's handler)"
+            );
         }
     }
     match measured
