@@ -1,11 +1,11 @@
 //! Handoffs between workload threads, from `User` (trace_marker) events.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use schedlab_trace::{Nanos, Pid, UserOp};
 use serde::Serialize;
 
-use crate::sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN};
+use crate::sketch::{SketchSet, EXACT_SAMPLES_PER_RUN};
 
 /// A handoff at or above the stall threshold, kept for attribution.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -34,12 +34,8 @@ pub(crate) struct Handoff {
 pub(crate) struct HandoffTracker {
     /// obj → (start, waker) of the handoff in flight.
     pending: HashMap<u32, (Nanos, Pid)>,
-    /// wakee pid → latency samples; every sketch turns to buckets once
-    /// they hold half of [`EXACT_SAMPLES_PER_RUN`] between them.
-    pub samples: BTreeMap<Pid, LatencySketch>,
-    exact: usize,
-    pub exact_cap: usize,
-    bucketed: bool,
+    /// wakee pid → latency samples, exact for half of [`EXACT_SAMPLES_PER_RUN`].
+    pub samples: SketchSet,
     pub stalls: Vec<Stall>,
     /// Waits that returned with no signal pending (counter set before the
     /// trace started, or a lost event).
@@ -48,19 +44,22 @@ pub(crate) struct HandoffTracker {
 
 impl Default for HandoffTracker {
     fn default() -> Self {
-        HandoffTracker {
-            pending: HashMap::new(),
-            samples: BTreeMap::new(),
-            stalls: Vec::new(),
-            unmatched_waits: 0,
-            exact: 0,
-            exact_cap: EXACT_SAMPLES_PER_RUN / 2,
-            bucketed: false,
-        }
+        // The threshold only counts samples at or above it; the caller's
+        // is set with `with_threshold`.
+        HandoffTracker::with_threshold(0)
     }
 }
 
 impl HandoffTracker {
+    pub fn with_threshold(threshold_ns: u64) -> Self {
+        HandoffTracker {
+            pending: HashMap::new(),
+            samples: SketchSet::new(threshold_ns, EXACT_SAMPLES_PER_RUN / 2),
+            stalls: Vec::new(),
+            unmatched_waits: 0,
+        }
+    }
+
     /// `Signal` starts a handoff on eventfd `obj` unless one is pending (the
     /// counter absorbs repeated signals: the wakee sees the first); `WaitDone`
     /// ends the pending one. Flags (`Post`/`PollDone`) are not handoffs: a
@@ -82,24 +81,7 @@ impl HandoffTracker {
             UserOp::WaitDone { obj } => match self.pending.remove(&obj) {
                 Some((start, waker)) => {
                     let lat = ts.saturating_sub(start);
-                    let bucketed = self.bucketed;
-                    self.samples
-                        .entry(pid)
-                        .or_insert_with(|| {
-                            let mut s = LatencySketch::new(threshold);
-                            if bucketed {
-                                s.to_buckets();
-                            }
-                            s
-                        })
-                        .push(lat);
-                    if !self.bucketed {
-                        self.exact += 1;
-                        if self.exact > self.exact_cap {
-                            self.bucketed = true;
-                            self.samples.values_mut().for_each(LatencySketch::to_buckets);
-                        }
-                    }
+                    self.samples.push(pid, lat);
                     if lat >= threshold {
                         self.stalls.push(Stall {
                             obj,

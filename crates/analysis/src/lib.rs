@@ -186,7 +186,6 @@ pub struct MetricsCollector {
     last: Nanos,
     tasks: tasks::TaskTracker,
     handoffs: handoff::HandoffTracker,
-    exact_cap: usize,
 }
 
 impl MetricsCollector {
@@ -199,8 +198,7 @@ impl MetricsCollector {
             start: None,
             last: 0,
             tasks: tasks::TaskTracker::new(0, threshold_ns),
-            handoffs: handoff::HandoffTracker::default(),
-            exact_cap: EXACT_SAMPLES_PER_RUN,
+            handoffs: handoff::HandoffTracker::with_threshold(threshold_ns),
         }
     }
 
@@ -208,9 +206,8 @@ impl MetricsCollector {
     /// wakeups, half for handoffs) before turning to buckets; the default
     /// is [`EXACT_SAMPLES_PER_RUN`].
     pub fn with_exact_samples(mut self, samples: usize) -> Self {
-        self.exact_cap = samples;
-        self.tasks.exact_cap = samples / 2;
-        self.handoffs.exact_cap = samples / 2;
+        self.tasks.wakeups = sketch::SketchSet::new(self.threshold, samples / 2);
+        self.handoffs.samples = sketch::SketchSet::new(self.threshold, samples / 2);
         self
     }
 
@@ -225,8 +222,7 @@ impl MetricsCollector {
     pub fn observe(&mut self, ev: &Event, table: &schedlab_trace::TaskTable) {
         if self.start.is_none() {
             self.start = Some(ev.ts);
-            self.tasks = tasks::TaskTracker::new(ev.ts, self.threshold);
-            self.tasks.exact_cap = self.exact_cap / 2;
+            self.tasks.start = ev.ts;
         }
         if self.end.is_some_and(|e| ev.ts > e.max(self.start.unwrap_or(0))) {
             return;
@@ -251,10 +247,9 @@ impl MetricsCollector {
             .tasks
             .tasks
             .into_iter()
-            .map(|(pid, mut a)| {
-                let mut handoff_sketch = handoffs.samples.remove(&pid).unwrap_or_else(|| LatencySketch::new(threshold));
-                a.wakeup.sorted();
-                handoff_sketch.sorted();
+            .map(|(pid, a)| {
+                let handoff_sketch = handoffs.samples.take(pid);
+                let wakeup_sketch = self.tasks.wakeups.take(pid);
                 let info = table.tasks.get(&pid);
                 TaskMetrics {
                     pid,
@@ -267,9 +262,9 @@ impl MetricsCollector {
                     context_switches: a.switches,
                     involuntary_switches: a.involuntary,
                     migrations: a.migrations,
-                    wakeup_latency: LatencyStats::from_sketch(&a.wakeup),
+                    wakeup_latency: LatencyStats::from_sketch(&wakeup_sketch),
                     handoff_latency: LatencyStats::from_sketch(&handoff_sketch),
-                    wakeup_sketch: a.wakeup,
+                    wakeup_sketch,
                     handoff_sketch,
                 }
             })

@@ -307,6 +307,51 @@ impl LatencySketch {
     }
 }
 
+/// One sketch per task, all exact until they hold more than `cap` samples between
+/// them, then all bucketed (a run's memory does not grow with its length
+/// past that).
+#[derive(Clone, Debug)]
+pub(crate) struct SketchSet {
+    threshold_ns: u64,
+    pub sketches: std::collections::BTreeMap<i32, LatencySketch>,
+    exact: usize,
+    cap: usize,
+}
+
+impl SketchSet {
+    pub fn new(threshold_ns: u64, cap: usize) -> Self {
+        SketchSet { threshold_ns, sketches: Default::default(), exact: 0, cap }
+    }
+
+    pub fn push(&mut self, pid: i32, v: u64) {
+        let bucketed = self.exact > self.cap;
+        let threshold = self.threshold_ns;
+        self.sketches
+            .entry(pid)
+            .or_insert_with(|| {
+                let mut s = LatencySketch::new(threshold);
+                if bucketed {
+                    s.to_buckets();
+                }
+                s
+            })
+            .push(v);
+        if !bucketed {
+            self.exact += 1;
+            if self.exact > self.cap {
+                self.sketches.values_mut().for_each(LatencySketch::to_buckets);
+            }
+        }
+    }
+
+    /// `pid`'s sketch (an empty one if it has no samples), ascending while exact.
+    pub fn take(&mut self, pid: i32) -> LatencySketch {
+        let mut s = self.sketches.remove(&pid).unwrap_or_else(|| LatencySketch::new(self.threshold_ns));
+        s.sorted();
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,6 +415,23 @@ mod tests {
             let listed = s.sorted_samples();
             prop_assert_eq!(listed.len(), v.len());
             prop_assert_eq!(percentile(&listed, p), s.percentile(p).map(|x| if p == 1000 { sorted[sorted.len() - 1] } else { x }));
+        }
+
+        #[test]
+        fn a_set_turns_every_sketch_to_buckets_past_its_cap(
+            v in proptest::collection::vec((0i32..4, 1u64..1_000_000), 0..400),
+        ) {
+            let mut set = SketchSet::new(1000, 100);
+            for &(pid, x) in &v {
+                set.push(pid, x);
+            }
+            let past = v.len() > 100;
+            for pid in 0..4 {
+                let s = set.take(pid);
+                let mine: Vec<u64> = v.iter().filter(|p| p.0 == pid).map(|p| p.1).collect();
+                prop_assert_eq!(s.count(), mine.len() as u64);
+                prop_assert!(s.is_exact() != past || mine.is_empty(), "pid {} past {}", pid, past);
+            }
         }
 
         #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, PrevState};
 
-use crate::sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN};
+use crate::sketch::{SketchSet, EXACT_SAMPLES_PER_RUN};
 
 /// Where a task is, as far as the trace shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,15 +36,10 @@ pub(crate) struct TaskAcc {
     pub switches: u64,
     pub involuntary: u64,
     pub migrations: u64,
-    pub wakeup: LatencySketch,
 }
 
 impl TaskAcc {
-    fn new(threshold: u64, bucketed: bool) -> Self {
-        let mut wakeup = LatencySketch::new(threshold);
-        if bucketed {
-            wakeup.to_buckets();
-        }
+    fn new() -> Self {
         TaskAcc {
             state: State::Unknown,
             pending_wakeup: None,
@@ -55,7 +50,6 @@ impl TaskAcc {
             switches: 0,
             involuntary: 0,
             migrations: 0,
-            wakeup,
         }
     }
 }
@@ -68,42 +62,20 @@ impl TaskAcc {
 /// waiting, one woken had been sleeping), so each task's
 /// runtime + wait + sleep covers the whole window once its state is known.
 pub(crate) struct TaskTracker {
-    start: Nanos,
-    threshold: u64,
+    /// Set by the window's first event.
+    pub start: Nanos,
     pub tasks: BTreeMap<Pid, TaskAcc>,
-    /// Wakeup samples held one by one; past half of
-    /// [`EXACT_SAMPLES_PER_RUN`] every task's sketch turns to buckets.
-    exact: usize,
-    pub exact_cap: usize,
-    bucketed: bool,
+    /// Wakeup latencies, exact for half of [`EXACT_SAMPLES_PER_RUN`].
+    pub wakeups: SketchSet,
 }
 
 impl TaskTracker {
     pub fn new(start: Nanos, threshold: u64) -> Self {
-        TaskTracker {
-            start,
-            threshold,
-            tasks: BTreeMap::new(),
-            exact: 0,
-            exact_cap: EXACT_SAMPLES_PER_RUN / 2,
-            bucketed: false,
-        }
+        TaskTracker { start, tasks: BTreeMap::new(), wakeups: SketchSet::new(threshold, EXACT_SAMPLES_PER_RUN / 2) }
     }
 
     fn acc(&mut self, pid: Pid) -> &mut TaskAcc {
-        let (threshold, bucketed) = (self.threshold, self.bucketed);
-        self.tasks.entry(pid).or_insert_with(|| TaskAcc::new(threshold, bucketed))
-    }
-
-    fn wakeup_sample(&mut self, pid: Pid, ns: u64) {
-        self.acc(pid).wakeup.push(ns);
-        if !self.bucketed {
-            self.exact += 1;
-            if self.exact > self.exact_cap {
-                self.bucketed = true;
-                self.tasks.values_mut().for_each(|a| a.wakeup.to_buckets());
-            }
-        }
+        self.tasks.entry(pid).or_insert_with(TaskAcc::new)
     }
 
     /// Make sure `pid` has a row even if the event tells nothing about it.
@@ -178,7 +150,7 @@ impl TaskTracker {
                     a.pending_wakeup = None;
                     a.state = State::Running { since: ts };
                     if let Some(ns) = sample {
-                        self.wakeup_sample(next_pid, ns);
+                        self.wakeups.push(next_pid, ns);
                     }
                 }
             }
