@@ -17,8 +17,6 @@
 //! (0.78 %) below the exact figure, never above it. Two sketches merge
 //! into the sketch of all their samples (exactly so while the sum fits).
 
-use serde::Serialize;
-
 /// Samples a run's analysis keeps one by one, over all its sketches,
 /// before it turns them all to buckets: 2^24 (128 MiB of `u64`s). The
 /// bundled scenarios stay far below it (seed 000's 30 s asym_min: ~60 k
@@ -33,7 +31,7 @@ const SUB: u64 = 1 << SUB_BITS;
 pub const RELATIVE_ERROR: f64 = 1.0 / SUB as f64;
 
 /// Latency samples (ns), exact while few, bucketed beyond.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LatencySketch {
     threshold_ns: u64,
     count: u64,
@@ -41,15 +39,11 @@ pub struct LatencySketch {
     min: Option<u64>,
     max: Option<u64>,
     /// The samples, while exact (in arrival order until [`Self::sorted`]).
-    #[serde(skip)]
     exact: Option<Vec<u64>>,
     /// `exact` is in ascending order.
-    #[serde(skip)]
     ascending: bool,
     /// Bucket counts from bucket `first` on, once bucketed.
-    #[serde(skip)]
     buckets: Vec<u64>,
-    #[serde(skip)]
     first: u32,
 }
 
@@ -215,10 +209,6 @@ impl LatencySketch {
         self.min
     }
 
-    pub fn threshold_ns(&self) -> u64 {
-        self.threshold_ns
-    }
-
     /// Samples at or above the threshold.
     pub fn at_or_above_threshold(&self) -> u64 {
         self.at_or_above
@@ -254,15 +244,15 @@ impl LatencySketch {
         if n == 0 {
             return None;
         }
-        let rank = (u64::from(per_mille.min(1000)) * n).div_ceil(1000).clamp(1, n);
         if let Some(list) = &self.exact {
             if self.ascending {
-                return Some(list[(rank - 1) as usize]);
+                return crate::percentile(list, per_mille);
             }
             let mut v = list.clone();
             v.sort_unstable();
-            return Some(v[(rank - 1) as usize]);
+            return crate::percentile(&v, per_mille);
         }
+        let rank = (u64::from(per_mille.min(1000)) * n).div_ceil(1000).clamp(1, n);
         if rank == n {
             return self.max;
         }
@@ -275,35 +265,6 @@ impl LatencySketch {
             }
         }
         self.max
-    }
-
-    /// Points of the empirical CDF, ascending: (value, fraction of samples
-    /// at or below it); each sample while exact, else each bucket's upper
-    /// end (clamped to the maximum).
-    pub fn cdf(&self) -> Vec<(u64, f64)> {
-        let n = self.count.max(1) as f64;
-        if let Some(list) = &self.exact {
-            let mut v = list.clone();
-            v.sort_unstable();
-            return v.iter().enumerate().map(|(i, &x)| (x, (i + 1) as f64 / n)).collect();
-        }
-        let mut seen = 0u64;
-        let max = self.max.unwrap_or(0);
-        let mut out = Vec::new();
-        for (i, &c) in self.buckets.iter().enumerate() {
-            if c == 0 {
-                continue;
-            }
-            seen += c;
-            let upper = lower_edge(self.first + i as u32 + 1).saturating_sub(1).min(max);
-            out.push((upper, seen as f64 / n));
-        }
-        out
-    }
-
-    /// Heap bytes held (for the memory accounting of long runs).
-    pub fn heap_bytes(&self) -> usize {
-        self.exact.as_ref().map_or(0, |v| v.capacity() * 8) + self.buckets.capacity() * 8
     }
 }
 
