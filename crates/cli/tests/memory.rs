@@ -42,13 +42,27 @@ fn a_run_without_trace_files_streams_and_is_not_held_to_the_trace_budget() {
 }
 
 #[test]
-fn a_run_within_the_budget_is_the_same_run() {
-    let args = ["run", "scenarios/asym_min-2cpu.toml", "--duration", "200ms"];
-    let free = ok(&args);
-    let tight = ok(&[&args[..], &["--max-memory", "16MiB"]].concat());
-    // Only the wall-time line may differ.
-    let strip = |s: &str| s.lines().filter(|l| !l.starts_with("run ")).collect::<Vec<_>>().join("\n");
+fn a_kept_trace_within_the_budget_is_the_same_run_and_the_streamed_one_too() {
+    // `--trace` keeps the trace, so the budget applies; 200 ms of
+    // asym_min-2cpu is ~6 k events, far inside 16 MiB.
+    let dir = std::env::temp_dir();
+    let file = |n: &str| dir.join(format!("schedlab-mem-{n}-{}.txt", std::process::id())).display().to_string();
+    let (a, b) = (file("a"), file("b"));
+    let base = ["run", "scenarios/asym_min-2cpu.toml", "--duration", "200ms"];
+    let free = ok(&[&base[..], &["--trace", &a]].concat());
+    let tight = ok(&[&base[..], &["--trace", &b, "--max-memory", "16MiB"]].concat());
+    let streamed = ok(&base);
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "the same trace");
+    // Only the wall-time line and the trace file's own line may differ.
+    let strip = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("run ") && !l.starts_with("trace ") && !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     assert_eq!(strip(&free), strip(&tight));
+    assert_eq!(strip(&free), strip(&streamed), "the streamed report is the kept trace's");
+    let _ = (std::fs::remove_file(&a), std::fs::remove_file(&b));
 }
 
 #[test]
