@@ -62,25 +62,50 @@ fn sleeper(
     Ok(samples)
 }
 
-/// The busy phase once more, for the capture probe while the runner's
-/// capture records: a nice-19 spinner holds `cpu`, the sleeper's timer
-/// preempts it `samples` times. Returns the sleeper's tid: the caller reads
-/// its `sched_wakeup` and `sched_switch` pairs from the CPU's buffer.
-pub fn traced_busy_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, String> {
-    let mut order = vec![(BUSY_SLEEP_NS, false); WARMUP];
-    order.extend(std::iter::repeat_n((BUSY_SLEEP_NS, true), samples));
+/// `rounds` of one sleep length after the warm-up: a plan for [`sleeper`].
+fn plan(len: u64, rounds: usize) -> Vec<Round> {
+    let mut order = vec![(len, false); WARMUP];
+    order.extend(std::iter::repeat_n((len, true), rounds));
+    order
+}
+
+/// The busy phase: a nice-19 spinner holds `cpu`; the sleeper's timer
+/// interrupts it and the wakeup preempts it. The sleeper's tid and its
+/// oversleeps.
+fn busy_phase(cpu: usize, order: &[Round], deadline: u64) -> Result<(i32, Vec<u64>), String> {
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         let spin = s.spawn(|| spinner(&stop, cpu, deadline));
+        // The first 5 ms let the spinner get onto the CPU.
         let sleep = s.spawn(|| {
             let tid = crate::sys::gettid();
-            sleeper(cpu, 5_000_000, &[BUSY_SLEEP_NS], &order, deadline).map(|_| tid)
+            sleeper(cpu, 5_000_000, &[BUSY_SLEEP_NS], order, deadline).map(|mut v| (tid, v.remove(0)))
         });
         let slept = sleep.join().map_err(|_| "the sleeper panicked".to_string()).and_then(|r| r);
         stop.store(true, SeqCst);
         spin.join().map_err(|_| "the spinner panicked".to_string()).and_then(|r| r)?;
         slept
     })
+}
+
+/// The sleeper alone on `cpu` (the CPU idles between its timers): its tid
+/// and oversleeps per length.
+fn idle_phase(cpu: usize, lengths: &[u64], order: &[Round], deadline: u64) -> Result<(i32, Vec<Vec<u64>>), String> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let tid = crate::sys::gettid();
+            sleeper(cpu, 0, lengths, order, deadline).map(|v| (tid, v))
+        })
+        .join()
+        .map_err(|_| "the sleeper panicked".to_string())?
+    })
+}
+
+/// The busy phase once more, for the capture probe while the runner's
+/// capture records, `samples` times. Returns the sleeper's tid: the caller
+/// reads its `sched_wakeup` and `sched_switch` pairs from the CPU's buffer.
+pub fn traced_busy_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, String> {
+    busy_phase(cpu, &plan(BUSY_SLEEP_NS, samples), deadline).map(|(tid, _)| tid)
 }
 
 /// The sleep of the traced idle phase: long enough for the idle loop to
@@ -90,16 +115,8 @@ pub const TRACED_IDLE_SLEEP_NS: u64 = 1_000_000;
 /// The same for an idle `cpu`: the sleeper alone sleeps
 /// [`TRACED_IDLE_SLEEP_NS`] `samples` times. Returns its tid.
 pub fn traced_idle_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, String> {
-    let mut order = vec![(TRACED_IDLE_SLEEP_NS, false); WARMUP];
-    order.extend(std::iter::repeat_n((TRACED_IDLE_SLEEP_NS, true), samples));
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let tid = crate::sys::gettid();
-            sleeper(cpu, 0, &[TRACED_IDLE_SLEEP_NS], &order, deadline).map(|_| tid)
-        })
-        .join()
-        .map_err(|_| "the sleeper panicked".to_string())?
-    })
+    let len = TRACED_IDLE_SLEEP_NS;
+    idle_phase(cpu, &[len], &plan(len, samples), deadline).map(|(tid, _)| tid)
 }
 
 /// Timer wakeups on `cpu` (a kernel CPU number, where nothing else of ours
@@ -122,29 +139,12 @@ pub fn timer_probe(cpu: usize, budget: &ProbeBudget) -> Result<TimerProbe, Strin
             }
         }
     }
-    let mut busy_order = vec![(BUSY_SLEEP_NS, false); WARMUP];
-    busy_order.extend(std::iter::repeat_n((BUSY_SLEEP_NS, true), budget.busy_samples));
+    let busy_order = plan(BUSY_SLEEP_NS, budget.busy_samples);
     let planned: u64 = order.iter().chain(&busy_order).map(|&(l, _)| l + 20_000).sum();
     let deadline = now_ns() + 2 * planned + 1_000_000_000;
-
-    let idle = std::thread::scope(|s| {
-        s.spawn(|| sleeper(cpu, 0, lengths, &order, deadline)).join().map_err(|_| "the sleeper panicked".to_string())
-    })??;
-
-    // The busy phase: a nice-19 spinner holds the CPU; the sleeper's timer
-    // interrupts it and the wakeup preempts it.
-    let stop = AtomicBool::new(false);
-    let busy = std::thread::scope(|s| {
-        let spin = s.spawn(|| spinner(&stop, cpu, deadline));
-        // The first 5 ms let the spinner get onto the CPU.
-        let sleep = s.spawn(|| sleeper(cpu, 5_000_000, &[BUSY_SLEEP_NS], &busy_order, deadline));
-        let slept = sleep.join().map_err(|_| "the sleeper panicked".to_string()).and_then(|r| r);
-        stop.store(true, SeqCst);
-        let spun = spin.join().map_err(|_| "the spinner panicked".to_string()).and_then(|r| r);
-        spun?;
-        slept
-    })?;
+    let (_, idle) = idle_phase(cpu, lengths, &order, deadline)?;
+    let (_, busy) = busy_phase(cpu, &busy_order, deadline)?;
 
     let by_idle = lengths.iter().zip(&idle).filter_map(|(&l, v)| Percentiles::of(v).map(|p| (l, p))).collect();
-    Ok(TimerProbe { cpu, slack_ns: SLACK_NS, by_idle, busy: Percentiles::of(&busy[0]) })
+    Ok(TimerProbe { cpu, slack_ns: SLACK_NS, by_idle, busy: Percentiles::of(&busy) })
 }
