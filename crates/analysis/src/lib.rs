@@ -58,7 +58,7 @@ pub use stall_window::{AttributionCollector, LOOKBACK_NS};
 pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
 pub use table::render_run_table;
-pub use timeline::{cpulist, percpu_kthread_cpu};
+pub use timeline::{cpulist, percpu_kthread_cpu, FirstOccupants};
 pub use workcons::{
     initial_occupants, work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsCollector,
     WorkConsOptions, WorkConservation, DEFAULT_GRACE_NS,

@@ -12,8 +12,8 @@
 //! so memory is the events of the longest open handoff, plus a record per
 //! task and CPU (and at most [`MAX_WINDOW_EVENTS`]). The story of each
 //! stall is then [`attribute_stalls`] on that window, and the cause table
-//! is built over all of them. A streamed `run` uses it; `analyze` and the
-//! other commands still attribute on the whole trace (issue 16).
+//! is built over all of them. A streamed `run` and `analyze` of a file use
+//! it; the commands that keep a trace attribute on the whole of it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 

@@ -140,10 +140,26 @@ pub fn cpulist(cpus: &[u32]) -> String {
 /// the highest any event names. Events after `end` are ignored.
 pub(crate) fn initial_occupants(events: &[Event], nr_cpus: u32, end: Nanos) -> Vec<(Pid, i32)> {
     let max_cpu = events.iter().map(|e| e.cpu + 1).max().unwrap_or(0);
-    let n = nr_cpus.max(max_cpu) as usize;
-    let mut init: Vec<Option<(Pid, i32, bool)>> = vec![None; n];
-    for ev in events.iter().take_while(|e| e.ts <= end) {
-        let slot = &mut init[ev.cpu as usize];
+    let mut first = FirstOccupants::default();
+    events.iter().take_while(|e| e.ts <= end).for_each(|e| first.observe(e));
+    first.finish(nr_cpus.max(max_cpu))
+}
+
+/// Each CPU's occupant when a trace begins, learned one event at a time:
+/// the `prev` of its first switch, else the context of its first event.
+#[derive(Clone, Debug, Default)]
+pub struct FirstOccupants {
+    /// Per CPU: (pid, prio, whether a switch said so).
+    slots: Vec<Option<(Pid, i32, bool)>>,
+}
+
+impl FirstOccupants {
+    pub fn observe(&mut self, ev: &Event) {
+        let cpu = ev.cpu as usize;
+        if self.slots.len() <= cpu {
+            self.slots.resize(cpu + 1, None);
+        }
+        let slot = &mut self.slots[cpu];
         match (ev.kind, *slot) {
             (EventKind::SchedSwitch { prev_pid, prev_prio, .. }, None | Some((_, _, false))) => {
                 *slot = Some((prev_pid, prev_prio, true));
@@ -152,5 +168,12 @@ pub(crate) fn initial_occupants(events: &[Event], nr_cpus: u32, end: Nanos) -> V
             _ => {}
         }
     }
-    init.into_iter().map(|i| i.map_or((0, 120), |(p, prio, _)| (p, prio))).collect()
+
+    /// (pid, prio) for CPUs `0..nr_cpus` and any higher CPU an event named
+    /// (0 and 120 for a CPU without events: idle).
+    pub fn finish(mut self, nr_cpus: u32) -> Vec<(Pid, i32)> {
+        let n = self.slots.len().max(nr_cpus as usize);
+        self.slots.resize(n, None);
+        self.slots.into_iter().map(|i| i.map_or((0, 120), |(p, prio, _)| (p, prio))).collect()
+    }
 }

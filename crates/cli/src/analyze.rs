@@ -1,12 +1,13 @@
 //! `schedlab analyze TRACE`: the `schedlab run` report for a trace captured
-//! elsewhere (tracefs `trace`/`trace_pipe` text or `trace-cmd report`).
+//! elsewhere (tracefs `trace`/`trace_pipe` text or `trace-cmd report`),
+//! streamed from a file (`TraceReport::stream`) or read whole.
 //! How the workload is chosen and what is reported:
 //! `schedlab_report::TraceReport` and `schedlab_report::workload`.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use schedlab_report::{TraceOptions, TraceReport};
+use schedlab_report::{Streamed, TraceOptions, TraceReport};
 use schedlab_scenario::Scenario;
 
 use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg};
@@ -16,7 +17,9 @@ use crate::output::write_perfetto;
 #[derive(Args)]
 pub struct AnalyzeArgs {
     /// Trace text: /sys/kernel/tracing/trace, trace_pipe output or `trace-cmd report` output
-    /// (the format is detected).
+    /// (the format is detected). A file is read as a stream, in memory that does not grow
+    /// with its length; a pipe, a trace out of time order or `--perfetto` read it whole,
+    /// within --max-memory.
     pub trace: PathBuf,
     /// Scenario the trace is a run of: its thread names pick the workload's tasks by comm,
     /// and their affinities, objects, stall threshold and [[measure]]s are used.
@@ -76,7 +79,6 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         None => None,
     };
     let path = args.trace.display().to_string();
-    let bytes = read_bounded(&args.trace, &path, &args.memory.budget(1))?;
     let opts = TraceOptions {
         scenario: scenario.as_ref(),
         wakers: args.wakers.as_deref(),
@@ -84,11 +86,33 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         threshold_ns: args.threshold.threshold,
         grace_ns: args.report.grace,
     };
-    let report = TraceReport::read(&path, &bytes, &opts)?;
     let perfetto = args.perfetto.perfetto.as_deref();
-    if let Some(p) = perfetto {
-        write_perfetto(&report.trace, p)?;
+    // A regular file is read as a stream (two or three passes, bounded
+    // memory); a pipe, or `--perfetto` (which needs every event), reads it
+    // whole within the memory budget, as does a trace out of time order.
+    let is_file = std::fs::metadata(&args.trace).is_ok_and(|m| m.is_file());
+    let mut streamed = None;
+    if is_file && perfetto.is_none() {
+        let open = || std::fs::File::open(&args.trace).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
+        match TraceReport::stream(&path, open, &opts)? {
+            Streamed::Report(r) => streamed = Some(*r),
+            Streamed::NotInTimeOrder { line } => eprintln!(
+                "note: {path}:{line}: events are not in time order from here (per-CPU buffers one after \
+                 the other?): reading the whole trace to sort it, within the memory budget"
+            ),
+        }
     }
+    let report = match streamed {
+        Some(r) => r,
+        None => {
+            let bytes = read_bounded(&args.trace, &path, &args.memory.budget(1))?;
+            let (report, trace) = TraceReport::read(&path, &bytes, &opts)?;
+            if let Some(p) = perfetto {
+                write_perfetto(&trace, p)?;
+            }
+            report
+        }
+    };
     if args.json.json {
         println!("{}", report.to_json(scenario.as_ref())?);
     } else {

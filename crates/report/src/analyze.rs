@@ -9,16 +9,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
+use schedlab_analysis::FirstOccupants;
 use schedlab_analysis::{Attribution, MeasureResult, RunMetrics, WorkConservation, DEFAULT_STALL_THRESHOLD_NS};
 use schedlab_scenario::Scenario;
 use schedlab_trace::ftrace::{
-    drop_markers_across_gaps, gaps, parse_ftrace_with, Gap, GapDrops, ParseOptions, ParseStats,
+    drop_markers_across_gaps, gaps, gaps_between, parse_ftrace_with, FtraceReader, Gap, GapDrops, GapPairing,
+    ParseOptions, ParseStats, TraceParseError,
 };
-use schedlab_trace::{Nanos, Pid, Trace};
+use schedlab_trace::{Event, Nanos, Pid, TaskTable, Trace};
 use serde::Serialize;
+use std::io::{BufRead, Read as _};
 
-use crate::run::{cpulist, render_stalls_and_causes, render_table_and_measures, Report};
-use crate::workload::{select_workload, Workload};
+use crate::run::{cpulist, render_stalls_and_causes, render_table_and_measures, Report, ReportCollector};
+use crate::workload::{select_workload, TracePids, Workload};
 use crate::ReportError;
 
 /// How to read a foreign trace.
@@ -38,7 +41,10 @@ pub struct TraceOptions<'a> {
 pub struct TraceReport {
     /// The trace file as named in the report.
     pub path: String,
-    pub trace: Trace,
+    pub table: TaskTable,
+    pub nr_cpus: u32,
+    /// The CPUs that have events.
+    pub cpus_seen: BTreeSet<u32>,
     pub stats: ParseStats,
     pub gaps: Vec<Gap>,
     pub drops: GapDrops,
@@ -46,14 +52,30 @@ pub struct TraceReport {
     pub report: Report,
 }
 
+/// The longest line [`TraceReport::stream`] reads: tracefs lines are a few
+/// hundred bytes, so a longer one means the file is not trace text (a
+/// binary file, a file with no newlines) and must not be held whole.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// What [`TraceReport::stream`] made of a file.
+pub enum Streamed {
+    Report(Box<TraceReport>),
+    /// The events are not in time order from this line on (per-CPU buffers
+    /// one after the other): the stream cannot be analysed as it comes, the
+    /// whole trace must be read and sorted ([`TraceReport::read`]).
+    NotInTimeOrder {
+        line: usize,
+    },
+}
+
 impl TraceReport {
     /// Parse `bytes` (the file `path`), drop the markers around lost-event
-    /// gaps, pick the workload and analyse.
-    pub fn read(path: &str, bytes: &[u8], opts: &TraceOptions) -> Result<TraceReport, ReportError> {
+    /// gaps, pick the workload and analyse; the parsed trace is returned too
+    /// (for `--perfetto`).
+    pub fn read(path: &str, bytes: &[u8], opts: &TraceOptions) -> Result<(TraceReport, Trace), ReportError> {
         let text = String::from_utf8_lossy(bytes);
-        let objects = opts.scenario.map_or_else(Vec::new, |s| s.objects.iter().map(|o| o.name.clone()).collect());
         let parsed =
-            parse_ftrace_with(path, &text, &ParseOptions { objects }).map_err(|e| ReportError::Trace(e.to_string()))?;
+            parse_ftrace_with(path, &text, &parse_options(opts)).map_err(|e| ReportError::Trace(e.to_string()))?;
         let (mut trace, stats) = (parsed.trace, parsed.stats);
         if trace.events.is_empty() {
             return Err(ReportError::NoSchedEvents { path: path.to_string(), lines: stats.lines });
@@ -61,10 +83,129 @@ impl TraceReport {
         let gaps = gaps(&trace, &stats);
         let drops = drop_markers_across_gaps(&mut trace, &gaps);
         let workload = select_workload(&mut trace, opts.scenario, opts.wakers, opts.wakees);
-        let threshold =
-            opts.threshold_ns.or(opts.scenario.map(|s| s.stall_threshold_ns)).unwrap_or(DEFAULT_STALL_THRESHOLD_NS);
-        let report = Report::of(&trace, opts.scenario, threshold, None, workload.allowed.clone(), opts.grace_ns);
-        Ok(TraceReport { path: path.to_string(), trace, stats, gaps, drops, workload, report })
+        let report = Report::of(&trace, opts.scenario, threshold(opts), None, workload.allowed.clone(), opts.grace_ns);
+        let cpus_seen = trace.events.iter().map(|e| e.cpu).collect();
+        let r = TraceReport {
+            path: path.to_string(),
+            table: trace.table.clone(),
+            nr_cpus: trace.nr_cpus,
+            cpus_seen,
+            stats,
+            gaps,
+            drops,
+            workload,
+            report,
+        };
+        Ok((r, trace))
+    }
+
+    /// [`TraceReport::read`] in a stream, in memory that does not grow with
+    /// the file (only with its tasks, CPUs, lost-event markers and the
+    /// online analysis's bounds): `open` gives the file from its start, and
+    /// is called two or three times.
+    ///
+    /// 1. The first pass learns what choosing the workload needs: the task
+    ///    table, the pids, each CPU's first occupant, the time span and the
+    ///    lost-event gaps. It stops if the events are not in time order.
+    /// 2. Only when there are gaps, a second pass decides which markers
+    ///    could pair across one (at most the open handoffs are held).
+    /// 3. The last pass feeds the events the analysis keeps to a
+    ///    [`ReportCollector`].
+    pub fn stream<R: BufRead>(
+        path: &str,
+        mut open: impl FnMut() -> std::io::Result<R>,
+        opts: &TraceOptions,
+    ) -> Result<Streamed, ReportError> {
+        let popts = parse_options(opts);
+        let io_err = |e: std::io::Error| ReportError::Trace(format!("{path}: {e}"));
+        // Pass 1.
+        let mut reader = FtraceReader::new(path, &popts);
+        let (mut pids, mut first_occupants) = (TracePids::default(), FirstOccupants::default());
+        let (mut span, mut events, mut cpus_seen) = (None::<(Nanos, Nanos)>, 0usize, BTreeSet::new());
+        let mut out_of_order = None;
+        for_each_line(path, open().map_err(io_err)?, |line| {
+            let Some(ev) = reader.line(line)? else { return Ok(true) };
+            if span.is_some_and(|(_, last)| ev.ts < last) {
+                out_of_order = Some(reader.stats().lines);
+                return Ok(false);
+            }
+            span = Some((span.map_or(ev.ts, |s| s.0), ev.ts));
+            events += 1;
+            cpus_seen.insert(ev.cpu);
+            pids.observe(&ev);
+            first_occupants.observe(&ev);
+            Ok(true)
+        })?;
+        if let Some(line) = out_of_order {
+            return Ok(Streamed::NotInTimeOrder { line });
+        }
+        let (table, nr_cpus, stats) = reader.finish(events);
+        let Some((first, last)) = span else {
+            return Err(ReportError::NoSchedEvents { path: path.to_string(), lines: stats.lines });
+        };
+        let gaps = gaps_between(Some(first), Some(last), &stats);
+        // Pass 2: the markers the gaps take out, by line (with their event,
+        // to take them out of the pids too: the whole-trace reader picks
+        // the workload after dropping them).
+        let mut dropped: BTreeMap<usize, Event> = BTreeMap::new();
+        let mut drops = GapDrops::default();
+        if !gaps.is_empty() {
+            let mut reader = FtraceReader::new(path, &popts);
+            let mut pairing = GapPairing::new(&gaps);
+            for_each_line(path, open().map_err(io_err)?, |line| {
+                if let Some(ev) = reader.line(line)? {
+                    let at = reader.stats().lines;
+                    pairing.marker((at, ev), &ev, |(l, e)| {
+                        dropped.insert(l, e);
+                    });
+                }
+                Ok(true)
+            })?;
+            drops = pairing.drops;
+            for e in dropped.values() {
+                pids.forget(e);
+            }
+        }
+        let mut workload = Workload::choose(&pids, &table, opts.scenario, opts.wakers, opts.wakees);
+        // Pass 3.
+        let initial = first_occupants.finish(nr_cpus).into_iter().map(|(p, _)| p).collect();
+        let mut collector = ReportCollector::for_trace(
+            opts.scenario,
+            threshold(opts),
+            &table,
+            initial,
+            Some(last),
+            workload.allowed.clone(),
+            opts.grace_ns,
+        );
+        let mut reader = FtraceReader::new(path, &popts);
+        let mut ignored = 0;
+        for_each_line(path, open().map_err(io_err)?, |line| {
+            if let Some(ev) = reader.line(line)? {
+                if dropped.contains_key(&reader.stats().lines) {
+                    return Ok(true);
+                }
+                if workload.keeps(&ev) {
+                    collector.observe(&ev);
+                } else {
+                    ignored += 1;
+                }
+            }
+            Ok(true)
+        })?;
+        workload.ignored_markers = ignored;
+        let (report, _) = collector.finish(last);
+        Ok(Streamed::Report(Box::new(TraceReport {
+            path: path.to_string(),
+            table,
+            nr_cpus,
+            cpus_seen,
+            stats,
+            gaps,
+            drops,
+            workload,
+            report,
+        })))
     }
 
     /// The `--json` document (every task's metrics, not only the workload's).
@@ -78,7 +219,7 @@ impl TraceReport {
             input: InputJson {
                 lines: stats.lines,
                 events: stats.events,
-                nr_cpus: self.trace.nr_cpus,
+                nr_cpus: self.nr_cpus,
                 skipped_by_event: &stats.skipped_by_event,
                 lost: self
                     .gaps
@@ -95,7 +236,7 @@ impl TraceReport {
                 .iter()
                 .map(|(&pid, r)| WorkloadJson {
                     pid,
-                    comm: self.trace.table.comm(pid),
+                    comm: self.table.comm(pid),
                     waker: r.0,
                     wakee: r.1,
                     allowed: workload.allowed.get(&pid),
@@ -124,7 +265,7 @@ impl TraceReport {
             out.push('\n');
             out.push_str("stalls    no handoffs (no `schedlab signal`/`wait_done` marker pairs from the workload)\n");
         }
-        out.push_str(&render_stalls_and_causes(&self.report, &self.trace.table, narratives));
+        out.push_str(&render_stalls_and_causes(&self.report, &self.table, narratives));
         if let Some(p) = perfetto {
             out.push('\n');
             let _ = writeln!(out, "perfetto  {} (open at https://ui.perfetto.dev)", p.display());
@@ -133,10 +274,10 @@ impl TraceReport {
     }
 
     fn render_header(&self, scenario: Option<&Scenario>) -> String {
-        let (trace, stats, workload, path) = (&self.trace, &self.stats, &self.workload, &self.path);
+        let (stats, workload, path) = (&self.stats, &self.workload, &self.path);
         let (start, end) = (self.report.metrics.start_ts, self.report.metrics.end_ts);
         let mut out = String::new();
-        let cpus_seen: BTreeSet<u32> = trace.events.iter().map(|e| e.cpu).collect();
+        let cpus_seen = &self.cpus_seen;
         let _ = writeln!(
             out,
             "trace     {path} ({}, {} lines): {} events on CPUs {}, {} to {} s ({} s)",
@@ -190,17 +331,17 @@ impl TraceReport {
                 let _ = writeln!(out, "note      scenario thread `{name}` has no task in the trace");
             }
             let topo = s.topology.nr_cpus() as u32;
-            if trace.nr_cpus > topo {
+            if self.nr_cpus > topo {
                 let _ = writeln!(
                     out,
                     "note      the trace has {} CPUs, the scenario's machine {} has {topo}: CPUs {topo}-{} are kept as they are",
-                    trace.nr_cpus,
+                    self.nr_cpus,
                     s.topology.name,
-                    trace.nr_cpus - 1
+                    self.nr_cpus - 1
                 );
             }
             let absent: BTreeSet<u32> =
-                workload.allowed.values().flatten().copied().filter(|&c| c >= trace.nr_cpus).collect();
+                workload.allowed.values().flatten().copied().filter(|&c| c >= self.nr_cpus).collect();
             if !absent.is_empty() {
                 let _ = writeln!(
                     out,
@@ -224,6 +365,54 @@ impl TraceReport {
             }
         );
         out
+    }
+}
+
+fn parse_options(opts: &TraceOptions) -> ParseOptions {
+    ParseOptions {
+        objects: opts.scenario.map_or_else(Vec::new, |s| s.objects.iter().map(|o| o.name.clone()).collect()),
+    }
+}
+
+/// The stall threshold: the option's, else the scenario's, else the analysis default.
+fn threshold(opts: &TraceOptions) -> u64 {
+    opts.threshold_ns.or(opts.scenario.map(|s| s.stall_threshold_ns)).unwrap_or(DEFAULT_STALL_THRESHOLD_NS)
+}
+
+/// Call `f` with each line of `input` (without its line ending, invalid
+/// UTF-8 replaced as the whole-file reader does) until it returns false.
+/// A line longer than [`MAX_LINE_BYTES`] is an error.
+fn for_each_line(
+    path: &str,
+    mut input: impl BufRead,
+    mut f: impl FnMut(&str) -> Result<bool, TraceParseError>,
+) -> Result<(), ReportError> {
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let n = (&mut input)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| ReportError::Trace(format!("{path}: {e}")))?;
+        if n == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        } else if buf.len() > MAX_LINE_BYTES {
+            return Err(ReportError::Trace(format!(
+                "{path}:{line_no}: a line longer than {MAX_LINE_BYTES} bytes: not trace text"
+            )));
+        }
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        let line = String::from_utf8_lossy(&buf);
+        if !f(&line).map_err(|e| ReportError::Trace(e.to_string()))? {
+            return Ok(());
+        }
     }
 }
 

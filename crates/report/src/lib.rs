@@ -38,7 +38,7 @@ mod runs;
 mod vm;
 pub mod workload;
 
-pub use analyze::{TraceOptions, TraceReport};
+pub use analyze::{Streamed, TraceOptions, TraceReport, MAX_LINE_BYTES};
 pub use compare::{cause_rows, figures, side_by_side, CompareSettingsText, CompareText, RealSide};
 pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;

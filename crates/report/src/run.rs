@@ -20,8 +20,8 @@ use schedlab_trace::{Pid, TaskTable, Trace};
 use crate::measures::measure_specs;
 
 /// [`Report::of`] as a run streams: every part computed online (see each
-/// collector's bounds), plus schbench's own figures. Feed the run's task
-/// table first, then its events in order.
+/// collector's bounds), plus schbench's own figures for a simulated run.
+/// Feed the run's task table first, then its events in time order.
 pub struct ReportCollector {
     metrics: MetricsCollector,
     workcons: Option<WorkConsCollector>,
@@ -30,7 +30,8 @@ pub struct ReportCollector {
     schbench: Option<SchbenchCollector>,
     table: TaskTable,
     workcons_opts: WorkConsOptions,
-    nr_cpus: u32,
+    /// Each CPU's task when the stream begins (0: idle).
+    initial: Vec<Pid>,
 }
 
 impl ReportCollector {
@@ -43,30 +44,54 @@ impl ReportCollector {
         allowed: BTreeMap<Pid, Vec<u32>>,
         grace_ns: u64,
     ) -> Self {
-        let threshold_ns = scenario.stall_threshold_ns;
-        let schbench = scenario.schbench.as_ref().map(|_| SchbenchCollector::new(table, None)).filter(|c| c.applies());
+        let mut c = ReportCollector::for_trace(
+            Some(scenario),
+            scenario.stall_threshold_ns,
+            table,
+            vec![0; nr_cpus as usize],
+            None,
+            allowed,
+            grace_ns,
+        );
+        c.schbench = scenario.schbench.as_ref().map(|_| SchbenchCollector::new(table, None)).filter(|c| c.applies());
+        c
+    }
+
+    /// For a trace read as a stream: stalls at `threshold_ns`, the
+    /// `scenario`'s measures if any, each CPU's `initial` task (one entry
+    /// per CPU), events after `end_ns` ignored; what [`Report::of`] gives
+    /// for the whole trace.
+    pub fn for_trace(
+        scenario: Option<&Scenario>,
+        threshold_ns: u64,
+        table: &TaskTable,
+        initial: Vec<Pid>,
+        end_ns: Option<u64>,
+        allowed: BTreeMap<Pid, Vec<u32>>,
+        grace_ns: u64,
+    ) -> Self {
+        let nr_cpus = initial.len() as u32;
+        let specs = scenario.map(measure_specs).unwrap_or_default();
         ReportCollector {
-            metrics: MetricsCollector::new(threshold_ns, None),
+            metrics: MetricsCollector::new(threshold_ns, end_ns),
             workcons: None,
             attribution: AttributionCollector::new(
-                &AttributionOptions { stall_threshold_ns: threshold_ns, end_ts: None, allowed: allowed.clone() },
+                &AttributionOptions { stall_threshold_ns: threshold_ns, end_ts: end_ns, allowed: allowed.clone() },
                 table,
                 nr_cpus,
             ),
-            measures: measure_specs(scenario).iter().map(|m| MeasureCollector::new(table, m)).collect(),
-            schbench,
+            measures: specs.iter().map(|m| MeasureCollector::new(table, m)).collect(),
+            schbench: None,
             table: table.clone(),
-            workcons_opts: WorkConsOptions { allowed, grace_ns, end_ts: None },
-            nr_cpus,
+            workcons_opts: WorkConsOptions { allowed, grace_ns, end_ts: end_ns },
+            initial,
         }
     }
 
     pub fn observe(&mut self, ev: &schedlab_trace::Event) {
         self.metrics.observe(ev, &self.table);
-        let (opts, table, nr_cpus) = (&self.workcons_opts, &self.table, self.nr_cpus);
-        self.workcons
-            .get_or_insert_with(|| WorkConsCollector::new(opts, table, ev.ts, vec![0; nr_cpus as usize]))
-            .observe(ev);
+        let (opts, table, initial) = (&self.workcons_opts, &self.table, &self.initial);
+        self.workcons.get_or_insert_with(|| WorkConsCollector::new(opts, table, ev.ts, initial.clone())).observe(ev);
         self.attribution.observe(ev);
         for m in &mut self.measures {
             m.observe(ev);
@@ -81,9 +106,7 @@ impl ReportCollector {
         let metrics = self.metrics.ending_at(end_ns).finish(&self.table);
         let workcons = self
             .workcons
-            .unwrap_or_else(|| {
-                WorkConsCollector::new(&self.workcons_opts, &self.table, 0, vec![0; self.nr_cpus as usize])
-            })
+            .unwrap_or_else(|| WorkConsCollector::new(&self.workcons_opts, &self.table, 0, self.initial.clone()))
             .finish(end_ns);
         let attribution = self.attribution.finish();
         let measures = self.measures.into_iter().map(|m| m.finish(end_ns)).collect();

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use schedlab_scenario::Scenario;
-use schedlab_trace::{EventKind, Pid, Trace, UserOp};
+use schedlab_trace::{Event, EventKind, Pid, TaskTable, Trace, UserOp};
 
 /// `a*b?` matching on a whole comm.
 pub fn glob_match(pat: &[u8], s: &[u8]) -> bool {
@@ -49,12 +49,110 @@ pub struct Workload {
     pub ignored_markers: usize,
 }
 
-fn marker_writers(trace: &Trace) -> BTreeSet<Pid> {
-    trace
-        .events
-        .iter()
-        .filter_map(|e| if let EventKind::User { pid, .. } = e.kind { Some(pid) } else { None })
-        .collect()
+/// The pids a trace's events name (its tasks, the idle task left out) and
+/// the pids that wrote a `schedlab` marker: what [`Workload::choose`] needs,
+/// gathered one event at a time (with how many events name each, so an
+/// event taken out later can be forgotten).
+#[derive(Default)]
+pub struct TracePids {
+    named: BTreeMap<Pid, u64>,
+    marker_writers: BTreeMap<Pid, u64>,
+}
+
+impl TracePids {
+    pub fn observe(&mut self, e: &Event) {
+        self.count(e, true);
+    }
+
+    /// Take back an [`observe`](Self::observe)d event.
+    pub fn forget(&mut self, e: &Event) {
+        self.count(e, false);
+    }
+
+    fn count(&mut self, e: &Event, add: bool) {
+        let bump = |map: &mut BTreeMap<Pid, u64>, p: Pid| {
+            if p == 0 {
+                return;
+            }
+            if add {
+                *map.entry(p).or_default() += 1;
+            } else if let Some(n) = map.get_mut(&p) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(&p);
+                }
+            }
+        };
+        bump(&mut self.named, e.ctx_pid);
+        match e.kind {
+            EventKind::SchedSwitch { prev_pid, next_pid, .. } => {
+                bump(&mut self.named, prev_pid);
+                bump(&mut self.named, next_pid);
+            }
+            EventKind::SchedWaking { pid, .. }
+            | EventKind::SchedWakeup { pid, .. }
+            | EventKind::SchedWakeupNew { pid, .. }
+            | EventKind::SchedMigrateTask { pid, .. } => bump(&mut self.named, pid),
+            EventKind::User { pid, .. } => {
+                bump(&mut self.named, pid);
+                bump(&mut self.marker_writers, pid);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Workload {
+    /// Pick the workload's tasks among `pids` (their comms from `table`).
+    /// `wakers` and `wakees` are comma-separated comm globs.
+    pub fn choose(
+        pids: &TracePids,
+        table: &TaskTable,
+        scenario: Option<&Scenario>,
+        wakers_arg: Option<&str>,
+        wakees_arg: Option<&str>,
+    ) -> Workload {
+        let (wakers, wakees) = (Patterns::new(wakers_arg), Patterns::new(wakees_arg));
+        let in_events: BTreeSet<Pid> = pids.named.keys().copied().collect();
+        let mut w =
+            Workload { roles: BTreeMap::new(), allowed: BTreeMap::new(), missing: Vec::new(), ignored_markers: 0 };
+        let comm = |pid: Pid| table.comm(pid).to_string();
+        if let Some(s) = scenario {
+            for t in &s.threads {
+                let pids: Vec<Pid> = in_events.iter().copied().filter(|&p| comm(p) == t.name).collect();
+                if pids.is_empty() {
+                    w.missing.push(t.name.clone());
+                }
+                for p in pids {
+                    w.roles.insert(p, (wakers.matches(&t.name), wakees.matches(&t.name)));
+                    w.allowed.insert(p, t.affinity.iter().map(|c| c as u32).collect());
+                }
+            }
+        } else if wakers_arg.is_some() || wakees_arg.is_some() {
+            for &p in &in_events {
+                let c = comm(p);
+                let role = (wakers_arg.is_some() && wakers.matches(&c), wakees_arg.is_some() && wakees.matches(&c));
+                if role.0 || role.1 {
+                    w.roles.insert(p, role);
+                }
+            }
+        } else {
+            let writers: BTreeSet<Pid> = pids.marker_writers.keys().copied().collect();
+            let pids = if writers.is_empty() { &in_events } else { &writers };
+            w.roles = pids.iter().map(|&p| (p, (true, true))).collect();
+        }
+        w
+    }
+
+    /// Whether the analysis keeps `e`: every event but the `signal` markers
+    /// of non-wakers and the `wait_done` markers of non-wakees.
+    pub fn keeps(&self, e: &Event) -> bool {
+        match e.kind {
+            EventKind::User { pid, op: UserOp::Signal { .. } } => self.roles.get(&pid).is_some_and(|r| r.0),
+            EventKind::User { pid, op: UserOp::WaitDone { .. } } => self.roles.get(&pid).is_some_and(|r| r.1),
+            _ => true,
+        }
+    }
 }
 
 /// Pick the workload's tasks and take out the markers that are not its
@@ -65,58 +163,11 @@ pub fn select_workload(
     wakers_arg: Option<&str>,
     wakees_arg: Option<&str>,
 ) -> Workload {
-    let (wakers, wakees) = (Patterns::new(wakers_arg), Patterns::new(wakees_arg));
-    let in_events: BTreeSet<Pid> = trace
-        .events
-        .iter()
-        .flat_map(|e| {
-            let mut v = vec![e.ctx_pid];
-            match e.kind {
-                EventKind::SchedSwitch { prev_pid, next_pid, .. } => v.extend([prev_pid, next_pid]),
-                EventKind::SchedWaking { pid, .. }
-                | EventKind::SchedWakeup { pid, .. }
-                | EventKind::SchedWakeupNew { pid, .. }
-                | EventKind::SchedMigrateTask { pid, .. }
-                | EventKind::User { pid, .. } => v.push(pid),
-                _ => {}
-            }
-            v
-        })
-        .filter(|&p| p != 0)
-        .collect();
-    let mut w = Workload { roles: BTreeMap::new(), allowed: BTreeMap::new(), missing: Vec::new(), ignored_markers: 0 };
-    let comm = |pid: Pid| trace.table.comm(pid).to_string();
-    if let Some(s) = scenario {
-        for t in &s.threads {
-            let pids: Vec<Pid> = in_events.iter().copied().filter(|&p| comm(p) == t.name).collect();
-            if pids.is_empty() {
-                w.missing.push(t.name.clone());
-            }
-            for p in pids {
-                w.roles.insert(p, (wakers.matches(&t.name), wakees.matches(&t.name)));
-                w.allowed.insert(p, t.affinity.iter().map(|c| c as u32).collect());
-            }
-        }
-    } else if wakers_arg.is_some() || wakees_arg.is_some() {
-        for &p in &in_events {
-            let c = comm(p);
-            let role = (wakers_arg.is_some() && wakers.matches(&c), wakees_arg.is_some() && wakees.matches(&c));
-            if role.0 || role.1 {
-                w.roles.insert(p, role);
-            }
-        }
-    } else {
-        let writers = marker_writers(trace);
-        let pids = if writers.is_empty() { &in_events } else { &writers };
-        w.roles = pids.iter().map(|&p| (p, (true, true))).collect();
-    }
+    let mut pids = TracePids::default();
+    trace.events.iter().for_each(|e| pids.observe(e));
+    let mut w = Workload::choose(&pids, &trace.table, scenario, wakers_arg, wakees_arg);
     let before = trace.events.len();
-    let roles = &w.roles;
-    trace.events.retain(|e| match e.kind {
-        EventKind::User { pid, op: UserOp::Signal { .. } } => roles.get(&pid).is_some_and(|r| r.0),
-        EventKind::User { pid, op: UserOp::WaitDone { .. } } => roles.get(&pid).is_some_and(|r| r.1),
-        _ => true,
-    });
+    trace.events.retain(|e| w.keeps(e));
     w.ignored_markers = before - trace.events.len();
     w
 }

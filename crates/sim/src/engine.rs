@@ -426,13 +426,11 @@ impl<'a> Engine<'a> {
             }
             Ev::Noise(i) => self.noise(i),
             Ev::IrqExit { cpu } => {
-                if self.irq_exit_at[cpu] == self.now {
-                    if !self.preempt_point(cpu) {
-                        if self.kernel.curr(cpu).is_some() {
-                            self.replan(cpu);
-                        } else if !self.hw.is_idle(cpu) {
-                            self.go_idle(cpu);
-                        }
+                if self.irq_exit_at[cpu] == self.now && !self.preempt_point(cpu) {
+                    if self.kernel.curr(cpu).is_some() {
+                        self.replan(cpu);
+                    } else if !self.hw.is_idle(cpu) {
+                        self.go_idle(cpu);
                     }
                 }
             }

@@ -104,8 +104,10 @@ mod tests;
 
 use std::fmt;
 
-pub use gaps::{drop_markers_across_gaps, gaps, Gap, GapDrops};
-pub use parse::{parse_ftrace, parse_ftrace_with, LostEvents, ParseOptions, ParseStats, ParsedTrace, TraceFormat};
+pub use gaps::{drop_markers_across_gaps, gaps, gaps_between, Gap, GapDrops, GapPairing};
+pub use parse::{
+    parse_ftrace, parse_ftrace_with, FtraceReader, LostEvents, ParseOptions, ParseStats, ParsedTrace, TraceFormat,
+};
 pub use payload::{event_name, user_marker_text, user_op_name};
 pub(crate) use payload::{payload_comm, write_payload};
 pub use write::{format_line, header, write_ftrace, write_ftrace_with, WriteOptions};

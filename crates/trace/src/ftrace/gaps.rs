@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::parse::ParseStats;
-use crate::event::{EventKind, Nanos, Trace, UserOp};
+use crate::event::{Event, EventKind, Nanos, Trace, UserOp};
 
 /// A stretch of time during which the trace misses some CPU's events.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +41,12 @@ pub struct Gap {
 pub fn gaps(trace: &Trace, stats: &ParseStats) -> Vec<Gap> {
     let first = trace.events.iter().map(|e| e.ts).min();
     let last = trace.events.iter().map(|e| e.ts).max();
+    gaps_between(first, last, stats)
+}
+
+/// [`gaps`] of a trace read as a stream, whose events' earliest and latest
+/// timestamps are `first` and `last`.
+pub fn gaps_between(first: Option<Nanos>, last: Option<Nanos>, stats: &ParseStats) -> Vec<Gap> {
     let (Some(first), Some(last)) = (first.min(stats.cpu_first_ts.values().min().copied()), last) else {
         return Vec::new();
     };
@@ -70,7 +76,30 @@ pub struct GapDrops {
 
 /// Remove the `signal`/`wait_done` markers of `trace` whose pairing could
 /// straddle one of `gaps`, so that every handoff analysis pairs afterwards
-/// lies in a stretch where no CPU lost events.
+/// lies in a stretch where no CPU lost events ([`GapPairing`]'s rule, over
+/// the markers in time order).
+pub fn drop_markers_across_gaps(trace: &mut Trace, gaps: &[Gap]) -> GapDrops {
+    if gaps.is_empty() {
+        return GapDrops::default();
+    }
+    let mut order: Vec<usize> = (0..trace.events.len()).collect();
+    order.sort_by_key(|&i| trace.events[i].ts);
+    let mut pairing = GapPairing::new(gaps);
+    let mut drop = vec![false; trace.events.len()];
+    for i in order {
+        pairing.marker(i, &trace.events[i], |k| drop[k] = true);
+    }
+    let mut k = 0;
+    trace.events.retain(|_| {
+        k += 1;
+        !drop[k - 1]
+    });
+    pairing.drops
+}
+
+/// Which markers [`drop_markers_across_gaps`] takes out, decided one marker
+/// at a time so a trace can be read as a stream: its state is the open
+/// handoffs and each object's last signal, never the whole trace.
 ///
 /// Pairing follows the analysis's eventfd rule: a `signal` opens a handoff
 /// on its object unless one is open (the counter absorbs it), `wait_done`
@@ -78,72 +107,76 @@ pub struct GapDrops {
 /// absorbed) are dropped; markers inside a gap are dropped; after a gap, a
 /// `wait_done` on an object with no signal since the gap is dropped. Other
 /// markers and events are kept.
-pub fn drop_markers_across_gaps(trace: &mut Trace, gaps: &[Gap]) -> GapDrops {
-    let mut drops = GapDrops::default();
-    if gaps.is_empty() {
-        return drops;
-    }
-    let mut windows: Vec<(Nanos, Nanos)> = gaps.iter().map(|g| (g.start, g.end)).collect();
-    windows.sort_unstable();
-    let mut order: Vec<usize> = (0..trace.events.len()).collect();
-    order.sort_by_key(|&i| trace.events[i].ts);
+pub struct GapPairing<Id = u64> {
+    windows: Vec<(Nanos, Nanos)>,
+    next_window: usize,
+    /// obj → ids of the open handoff's signal and the signals it absorbed.
+    open: BTreeMap<u32, Vec<Id>>,
+    /// obj → time of its last kept signal.
+    last_signal: BTreeMap<u32, Nanos>,
+    last_gap_end: Option<Nanos>,
+    /// What was taken out so far.
+    pub drops: GapDrops,
+}
 
-    let mut drop = vec![false; trace.events.len()];
-    // obj → indices of the open handoff's signal and the signals it absorbed.
-    let mut open: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    // obj → time of its last kept signal.
-    let mut last_signal: BTreeMap<u32, Nanos> = BTreeMap::new();
-    let mut last_gap_end: Option<Nanos> = None;
-    let mut next_window = 0;
-    for i in order {
-        let ev = trace.events[i];
-        let EventKind::User { op, .. } = ev.kind else { continue };
+impl<Id: Copy> GapPairing<Id> {
+    pub fn new(gaps: &[Gap]) -> Self {
+        let mut windows: Vec<(Nanos, Nanos)> = gaps.iter().map(|g| (g.start, g.end)).collect();
+        windows.sort_unstable();
+        GapPairing {
+            windows,
+            next_window: 0,
+            open: BTreeMap::new(),
+            last_signal: BTreeMap::new(),
+            last_gap_end: None,
+            drops: GapDrops::default(),
+        }
+    }
+
+    /// The next event in time order, named `id` by the caller; `drop` is
+    /// called with the id of every marker taken out (this one, or earlier
+    /// signals a gap leaves unpaired). Events other than `signal` and
+    /// `wait_done` are ignored.
+    pub fn marker(&mut self, id: Id, ev: &Event, mut drop: impl FnMut(Id)) {
+        let EventKind::User { op, .. } = ev.kind else { return };
         let (obj, is_signal) = match op {
             UserOp::Signal { obj } => (obj, true),
             UserOp::WaitDone { obj } => (obj, false),
-            _ => continue,
+            _ => return,
         };
         // Gaps that began at or before this marker close every open handoff.
-        while next_window < windows.len() && windows[next_window].0 <= ev.ts {
-            for (_, idx) in std::mem::take(&mut open) {
-                drops.signals += idx.len();
-                for k in idx {
-                    drop[k] = true;
-                }
+        while self.next_window < self.windows.len() && self.windows[self.next_window].0 <= ev.ts {
+            for (_, ids) in std::mem::take(&mut self.open) {
+                self.drops.signals += ids.len();
+                ids.into_iter().for_each(&mut drop);
             }
-            last_gap_end = last_gap_end.max(Some(windows[next_window].1));
-            next_window += 1;
+            self.last_gap_end = self.last_gap_end.max(Some(self.windows[self.next_window].1));
+            self.next_window += 1;
         }
         // Every gap begun so far started at or before `ev.ts`: inside one iff
         // before the latest end.
-        if last_gap_end.is_some_and(|end| ev.ts <= end) {
-            drop[i] = true;
+        if self.last_gap_end.is_some_and(|end| ev.ts <= end) {
+            drop(id);
             if is_signal {
-                drops.signals += 1;
+                self.drops.signals += 1;
             } else {
-                drops.waits += 1;
+                self.drops.waits += 1;
             }
-            continue;
+            return;
         }
         if is_signal {
-            open.entry(obj).or_default().push(i);
-            last_signal.insert(obj, ev.ts);
-        } else if open.remove(&obj).is_none() {
-            let signalled_since_gap = match (last_gap_end, last_signal.get(&obj)) {
+            self.open.entry(obj).or_default().push(id);
+            self.last_signal.insert(obj, ev.ts);
+        } else if self.open.remove(&obj).is_none() {
+            let signalled_since_gap = match (self.last_gap_end, self.last_signal.get(&obj)) {
                 (None, _) => true,
                 (Some(g), Some(&s)) => s > g,
                 (Some(_), None) => false,
             };
             if !signalled_since_gap {
-                drop[i] = true;
-                drops.waits += 1;
+                drop(id);
+                self.drops.waits += 1;
             }
         }
     }
-    let mut k = 0;
-    trace.events.retain(|_| {
-        k += 1;
-        !drop[k - 1]
-    });
-    drops
 }

@@ -119,7 +119,23 @@ pub fn parse_ftrace(path: &str, text: &str) -> Result<Trace, TraceParseError> {
     parse_ftrace_with(path, text, &ParseOptions::default()).map(|p| p.trace)
 }
 
-/// [`parse_ftrace`] with options, also returning the [`ParseStats`].
+/// [`parse_ftrace`] with options, also returning the [`ParseStats`]: every
+/// line through one [`FtraceReader`].
+pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<ParsedTrace, TraceParseError> {
+    let mut reader = FtraceReader::new(path, opts);
+    let mut events = Vec::new();
+    for line in text.lines() {
+        if let Some(ev) = reader.line(line)? {
+            events.push(ev);
+        }
+    }
+    let (table, nr_cpus, stats) = reader.finish(events.len());
+    Ok(ParsedTrace { trace: Trace { table, nr_cpus, events }, stats })
+}
+
+/// The reader one line at a time, so a file of any length can be read in a
+/// stream: the state it keeps is per pid, per CPU and per lost-events
+/// marker, never per event.
 ///
 /// The task table gets every pid named with a comm: payload comms win over the
 /// prefix comm (which tracefs fills in at read time from `saved_cmdlines` and
@@ -127,30 +143,62 @@ pub fn parse_ftrace(path: &str, text: &str) -> Result<Trace, TraceParseError> {
 /// task are never recorded. `tgid` comes from the `(TGID)` column when present,
 /// otherwise it is the pid itself. `nr_cpus` is the header's CPU count, raised
 /// to cover every CPU an event line names.
-pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<ParsedTrace, TraceParseError> {
-    let mut stats = ParseStats::default();
-    let mut events = Vec::new();
-    let mut objects = Objects::new(&opts.objects);
-    let mut payload_comms: BTreeMap<Pid, String> = BTreeMap::new();
-    let mut prefix_comms: BTreeMap<Pid, String> = BTreeMap::new();
-    let mut tgids: BTreeMap<Pid, Pid> = BTreeMap::new();
-    let mut max_cpu: Option<u32> = None;
-    // Per CPU: the last line's timestamp, and lost markers awaiting its next line.
-    let mut last_ts: BTreeMap<u32, Nanos> = BTreeMap::new();
-    let mut awaiting: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    let (mut with_flags, mut without_flags, mut trace_cmd_header) = (0usize, 0usize, false);
+pub struct FtraceReader {
+    path: String,
+    stats: ParseStats,
+    objects: Objects,
+    payload_comms: BTreeMap<Pid, String>,
+    prefix_comms: BTreeMap<Pid, String>,
+    tgids: BTreeMap<Pid, Pid>,
+    max_cpu: Option<u32>,
+    /// Per CPU: the last line's timestamp, and lost markers awaiting its next line.
+    last_ts: BTreeMap<u32, Nanos>,
+    awaiting: BTreeMap<u32, Vec<usize>>,
+    with_flags: usize,
+    without_flags: usize,
+    trace_cmd_header: bool,
+}
 
-    for (i, raw) in text.lines().enumerate() {
+impl FtraceReader {
+    /// A reader of the file `path` (only used in error messages).
+    pub fn new(path: &str, opts: &ParseOptions) -> Self {
+        FtraceReader {
+            path: path.to_string(),
+            stats: ParseStats::default(),
+            objects: Objects::new(&opts.objects),
+            payload_comms: BTreeMap::new(),
+            prefix_comms: BTreeMap::new(),
+            tgids: BTreeMap::new(),
+            max_cpu: None,
+            last_ts: BTreeMap::new(),
+            awaiting: BTreeMap::new(),
+            with_flags: 0,
+            without_flags: 0,
+            trace_cmd_header: false,
+        }
+    }
+
+    /// What the reader has counted so far.
+    pub fn stats(&self) -> &ParseStats {
+        &self.stats
+    }
+
+    /// Read the next line (without its newline): the event it holds, if it
+    /// is one this crate models.
+    pub fn line(&mut self, raw: &str) -> Result<Option<Event>, TraceParseError> {
+        let stats = &mut self.stats;
         stats.lines += 1;
+        let line_no = stats.lines;
         let full = raw.trim_end();
         let (buffer, line) = split_buffer_name(full);
         let base = full.len() - line.len();
         let t = line.trim_start();
+        let path = &self.path;
         let err = |off: usize, msg: String| {
             let off = (base + off).min(full.len());
             TraceParseError {
-                path: path.to_string(),
-                line: i + 1,
+                path: path.clone(),
+                line: line_no,
                 col: full.get(..off).unwrap_or(full).chars().count() + 1,
                 message: msg,
             }
@@ -158,17 +206,17 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
         // Offset of `t` in `line`, for errors about header lines.
         let t_off = line.len() - t.len();
         if t.is_empty() || t.starts_with('#') {
-            header_comment(t, &mut stats).map_err(|e| err(t_off + e.off, e.msg))?;
+            header_comment(t, stats).map_err(|e| err(t_off + e.off, e.msg))?;
             stats.comment_lines += 1;
-            continue;
+            return Ok(None);
         }
         if let Some((cpu, count)) = lost_line(t) {
             stats.lost_lines += 1;
             stats.lost_events += count.unwrap_or(0);
-            awaiting.entry(cpu).or_default().push(stats.lost.len());
-            let after_ts = last_ts.get(&cpu).copied();
-            stats.lost.push(LostEvents { line: i + 1, cpu, count, after_ts, before_ts: None });
-            continue;
+            self.awaiting.entry(cpu).or_default().push(stats.lost.len());
+            let after_ts = self.last_ts.get(&cpu).copied();
+            stats.lost.push(LostEvents { line: line_no, cpu, count, after_ts, before_ts: None });
+            return Ok(None);
         }
         if let Some(n) = t.strip_prefix("cpus=") {
             let digits = n.trim();
@@ -177,13 +225,13 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
                 stats.header_cpus = Some(cpu_count(digits, off).map_err(|e| err(e.off, e.msg))?);
             }
             stats.comment_lines += 1;
-            trace_cmd_header = true;
-            continue;
+            self.trace_cmd_header = true;
+            return Ok(None);
         }
         if t.starts_with("version = ") || (t.starts_with("CPU ") && t.ends_with(" is empty")) {
             stats.comment_lines += 1;
-            trace_cmd_header = true;
-            continue;
+            self.trace_cmd_header = true;
+            return Ok(None);
         }
         let pre = parse_prefix(line).map_err(|e| err(e.off, e.msg))?;
         if let Some(b) = buffer {
@@ -192,30 +240,34 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
             }
         }
         if pre.has_flags {
-            with_flags += 1;
+            self.with_flags += 1;
         } else {
-            without_flags += 1;
+            self.without_flags += 1;
         }
         stats.cpu_first_ts.entry(pre.cpu).or_insert(pre.ts);
-        last_ts.insert(pre.cpu, pre.ts);
-        for k in awaiting.remove(&pre.cpu).unwrap_or_default() {
+        self.last_ts.insert(pre.cpu, pre.ts);
+        for k in self.awaiting.remove(&pre.cpu).unwrap_or_default() {
             stats.lost[k].before_ts = Some(pre.ts);
         }
-        max_cpu = max_cpu.max(Some(pre.cpu));
-        if pre.pid != 0 && pre.comm != "<...>" && pre.comm != "<idle>" {
-            prefix_comms.insert(pre.pid, pre.comm.to_string());
+        self.max_cpu = self.max_cpu.max(Some(pre.cpu));
+        if pre.pid != 0
+            && pre.comm != "<...>"
+            && pre.comm != "<idle>"
+            && self.prefix_comms.get(&pre.pid).map(String::as_str) != Some(pre.comm)
+        {
+            self.prefix_comms.insert(pre.pid, pre.comm.to_string());
         }
         if let Some(tgid) = pre.tgid {
             if pre.pid != 0 {
-                tgids.insert(pre.pid, tgid);
+                self.tgids.insert(pre.pid, tgid);
             }
         }
         let Some(ev) = pre.event else {
             stats.skipped_lines += 1;
             *stats.skipped_by_event.entry(String::new()).or_default() += 1;
-            continue;
+            return Ok(None);
         };
-        let decoded = parse_payload(ev.name, ev.payload, pre.pid, &mut objects)
+        let decoded = parse_payload(ev.name, ev.payload, pre.pid, &mut self.objects)
             .map_err(|e| err(ev.payload_off + e.off, format!("{}: {}", ev.name, e.msg)))?;
         let Some(d) = decoded else {
             // Our own events are a closed set: an unknown one is damage or a
@@ -230,34 +282,48 @@ pub fn parse_ftrace_with(path: &str, text: &str, opts: &ParseOptions) -> Result<
                 ));
             }
             stats.skipped_lines += 1;
-            *stats.skipped_by_event.entry(ev.name.to_string()).or_default() += 1;
-            continue;
+            match stats.skipped_by_event.get_mut(ev.name) {
+                Some(n) => *n += 1,
+                None => {
+                    stats.skipped_by_event.insert(ev.name.to_string(), 1);
+                }
+            }
+            return Ok(None);
         };
         for (pid, comm) in d.comms {
-            match payload_comms.insert(pid, comm.to_string()) {
+            match self.payload_comms.get_mut(&pid) {
                 Some(old) if old != comm => {
-                    stats.renamed.entry(pid).or_insert_with(|| vec![old]).push(comm.to_string())
+                    stats.renamed.entry(pid).or_insert_with(|| vec![old.clone()]).push(comm.to_string());
+                    *old = comm.to_string();
                 }
-                _ => {}
+                Some(_) => {}
+                None => {
+                    self.payload_comms.insert(pid, comm.to_string());
+                }
             }
         }
-        events.push(Event { ts: pre.ts, cpu: pre.cpu, ctx_pid: pre.pid, flags: pre.flags, kind: d.kind });
+        Ok(Some(Event { ts: pre.ts, cpu: pre.cpu, ctx_pid: pre.pid, flags: pre.flags, kind: d.kind }))
     }
 
-    let mut table = TaskTable { tasks: BTreeMap::new(), objects: objects.names };
-    for (pid, comm) in prefix_comms.into_iter().chain(payload_comms) {
-        let tgid = tgids.get(&pid).copied().unwrap_or(pid);
-        table.tasks.insert(pid, TaskInfo { comm, tgid });
+    /// The task table, the CPU count and the counts, after the last line;
+    /// `events`: how many events the caller kept.
+    pub fn finish(self, events: usize) -> (TaskTable, u32, ParseStats) {
+        let mut stats = self.stats;
+        let mut table = TaskTable { tasks: BTreeMap::new(), objects: self.objects.names };
+        for (pid, comm) in self.prefix_comms.into_iter().chain(self.payload_comms) {
+            let tgid = self.tgids.get(&pid).copied().unwrap_or(pid);
+            table.tasks.insert(pid, TaskInfo { comm, tgid });
+        }
+        stats.events = events;
+        if self.trace_cmd_header || !stats.buffers.is_empty() || self.without_flags > self.with_flags {
+            stats.format = TraceFormat::TraceCmdReport;
+        }
+        // A header smaller than the CPUs actually seen (a hand-edited or merged
+        // file) must not make analysis index past its per-CPU tables.
+        let seen = self.max_cpu.map_or(0, |c| c.saturating_add(1));
+        let nr_cpus = stats.header_cpus.unwrap_or(0).max(seen);
+        (table, nr_cpus, stats)
     }
-    stats.events = events.len();
-    if trace_cmd_header || !stats.buffers.is_empty() || without_flags > with_flags {
-        stats.format = TraceFormat::TraceCmdReport;
-    }
-    // A header smaller than the CPUs actually seen (a hand-edited or merged
-    // file) must not make analysis index past its per-CPU tables.
-    let seen = max_cpu.map_or(0, |c| c.saturating_add(1));
-    let nr_cpus = stats.header_cpus.unwrap_or(0).max(seen);
-    Ok(ParsedTrace { trace: Trace { table, nr_cpus, events }, stats })
 }
 
 /// A header's CPU count (`#P:N`, `cpus=N`; `digits` non-empty, all ASCII
