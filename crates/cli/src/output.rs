@@ -1,8 +1,10 @@
 //! Files and streams the commands write: traces and the report itself.
 
-use schedlab_trace::Trace;
-use std::io::Write as _;
-use std::path::Path;
+use schedlab_trace::ftrace::{FtraceWriter, WriteOptions};
+use schedlab_trace::{Event, PerfettoWriter, TaskTable, Trace};
+use std::io::{Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+use tempfile::NamedTempFile;
 
 use crate::error::{CliError, Result};
 
@@ -30,6 +32,122 @@ pub fn write_perfetto(trace: &Trace, path: &Path) -> Result {
     schedlab_trace::write_perfetto(trace, &mut out)
         .and_then(|()| out.flush())
         .map_err(|e| write_error(path, "--perfetto", e).into())
+}
+
+/// `--trace FILE` written as a run goes. The header counts the events, so
+/// the lines go to a temporary file beside FILE and FILE gets the header
+/// and then the lines at the end: the file is byte for byte what
+/// [`write_ftrace`] writes from a kept trace. A run that fails or is
+/// interrupted leaves no FILE (the temporary file goes when dropped).
+pub struct FtraceStream {
+    path: PathBuf,
+    state: StreamState<FtraceWriter<std::io::BufWriter<NamedTempFile>>, NamedTempFile>,
+}
+
+/// `--perfetto FILE` written as a run goes ([`PerfettoWriter`]), the same
+/// bytes as [`write_perfetto`] from a kept trace.
+pub struct PerfettoStream {
+    path: PathBuf,
+    state: StreamState<PerfettoWriter<std::io::BufWriter<std::fs::File>>, std::fs::File>,
+}
+
+/// A stream file: opened before the run (so a bad path fails at once),
+/// writing once the task table is known, or failed (the first error is
+/// kept and reported at the end; later events are not written).
+enum StreamState<W, F> {
+    Opened(F),
+    Writing(W),
+    Failed(std::io::Error),
+    Taken,
+}
+
+impl<W, F> StreamState<W, F> {
+    fn write(&mut self, f: impl FnOnce(&mut W) -> std::io::Result<()>) {
+        if let StreamState::Writing(w) = self {
+            if let Err(e) = f(w) {
+                *self = StreamState::Failed(e);
+            }
+        }
+    }
+
+    fn start(&mut self, f: impl FnOnce(F) -> std::io::Result<W>) {
+        if let StreamState::Opened(file) = std::mem::replace(self, StreamState::Taken) {
+            *self = match f(file) {
+                Ok(w) => StreamState::Writing(w),
+                Err(e) => StreamState::Failed(e),
+            };
+        }
+    }
+}
+
+impl FtraceStream {
+    pub fn create(path: &Path) -> Result<Self> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".schedlab-trace-")
+            .tempfile_in(dir)
+            .map_err(|e| write_error(path, "--trace", e))?;
+        Ok(FtraceStream { path: path.to_path_buf(), state: StreamState::Opened(tmp) })
+    }
+
+    pub fn start(&mut self, table: &TaskTable, nr_cpus: u32) {
+        let opts = WriteOptions::default();
+        self.state.start(|f| Ok(FtraceWriter::new(std::io::BufWriter::new(f), table.clone(), nr_cpus, opts)));
+    }
+
+    pub fn event(&mut self, ev: &Event) {
+        self.state.write(|w| w.event(ev));
+    }
+
+    /// Write FILE: the header, then the lines.
+    pub fn finish(self) -> Result {
+        let path = &self.path;
+        let writer = match self.state {
+            StreamState::Writing(w) => w,
+            StreamState::Failed(e) => return Err(write_error(path, "--trace", e).into()),
+            StreamState::Opened(_) | StreamState::Taken => {
+                return Err(write_error(path, "--trace", "the run produced no task table").into())
+            }
+        };
+        let (body, header) = writer.finish();
+        let copy = || -> std::io::Result<()> {
+            let mut tmp = body.into_inner().map_err(|e| e.into_error())?;
+            tmp.as_file_mut().seek(SeekFrom::Start(0))?;
+            let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+            out.write_all(header.as_bytes())?;
+            std::io::copy(tmp.as_file_mut(), &mut out)?;
+            out.flush()
+        };
+        copy().map_err(|e| write_error(path, "--trace", e).into())
+    }
+}
+
+impl PerfettoStream {
+    pub fn create(path: &Path) -> Result<Self> {
+        let file = std::fs::File::create(path).map_err(|e| write_error(path, "--perfetto", e))?;
+        Ok(PerfettoStream { path: path.to_path_buf(), state: StreamState::Opened(file) })
+    }
+
+    pub fn start(&mut self, table: &TaskTable, nr_cpus: u32) {
+        self.state.start(|f| PerfettoWriter::new(std::io::BufWriter::new(f), table.clone(), nr_cpus));
+    }
+
+    pub fn event(&mut self, ev: &Event) {
+        self.state.write(|w| w.event(ev));
+    }
+
+    pub fn finish(self) -> Result {
+        let path = &self.path;
+        let done = match self.state {
+            StreamState::Writing(w) => w.finish().and_then(|mut out| out.flush()),
+            StreamState::Failed(e) => Err(e),
+            StreamState::Opened(_) | StreamState::Taken => Err(std::io::Error::other("the run produced no task table")),
+        };
+        done.map_err(|e| write_error(path, "--perfetto", e).into())
+    }
 }
 
 /// Write `text` to `path` (`--csv FILE`).

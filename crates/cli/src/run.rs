@@ -14,7 +14,7 @@ use crate::args::{
     DurationArg, FeaturesArg, JsonArg, MemoryArg, PerfettoArg, ReportArgs, SeedArg, ThresholdArg, TraceArg,
 };
 use crate::error::{CliError, Result};
-use crate::output::{write_ftrace, write_perfetto};
+use crate::output::{write_ftrace, write_perfetto, FtraceStream, PerfettoStream};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -103,9 +103,9 @@ pub fn run(args: RunArgs) -> Result {
         .enumerate()
         .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.iter().map(|c| c as u32).collect()))
         .collect();
-    // The trace files and plots need the whole trace; otherwise the run
-    // streams into the report's collectors and its memory stays bounded.
-    let keep_trace = args.trace.trace.is_some() || args.perfetto.perfetto.is_some() || args.plot.is_some();
+    // The plots need the whole trace; otherwise the run streams into the
+    // report's collectors and the trace files, and its memory stays bounded.
+    let keep_trace = args.plot.is_some();
     let wall = Instant::now();
     let (result, report, schbench, events) = if keep_trace {
         let result = simulate(&scenario, &opts)?;
@@ -119,6 +119,12 @@ pub fn run(args: RunArgs) -> Result {
         );
         let schbench = schedlab_analysis::schbench_report(&result.trace, result.end_ns);
         let events = result.trace.events.len();
+        if let Some(path) = &args.trace.trace {
+            write_ftrace(&result.trace, path, "--trace")?;
+        }
+        if let Some(path) = &args.perfetto.perfetto {
+            write_perfetto(&result.trace, path)?;
+        }
         (result, report, schbench, events)
     } else {
         let mut obs = Streamed {
@@ -126,6 +132,8 @@ pub fn run(args: RunArgs) -> Result {
             allowed: &allowed,
             grace_ns: args.report.grace,
             collector: None,
+            ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
+            perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
             events: 0,
         };
         let result = simulate_observed(&scenario, &SimOptions { memory_budget: None, ..opts }, &mut obs, true)?;
@@ -138,18 +146,18 @@ pub fn run(args: RunArgs) -> Result {
                 args.report.grace,
             )
         });
+        if let Some(f) = obs.ftrace.take() {
+            f.finish()?;
+        }
+        if let Some(f) = obs.perfetto.take() {
+            f.finish()?;
+        }
         let (report, schbench) = collector.finish(result.end_ns);
         (result, report, schbench, obs.events)
     };
     let wall = wall.elapsed();
     debug_assert_eq!(report.attribution.stalls.len(), report.metrics.stalls.len());
 
-    if let Some(path) = &args.trace.trace {
-        write_ftrace(&result.trace, path, "--trace")?;
-    }
-    if let Some(path) = &args.perfetto.perfetto {
-        write_perfetto(&result.trace, path)?;
-    }
     let plots = match &args.plot {
         Some(dir) => schedlab_plot::write_run_plots(
             dir,
@@ -214,12 +222,15 @@ pub fn run(args: RunArgs) -> Result {
     Ok(())
 }
 
-/// A streamed run's report, built once the run's task table is known.
+/// A streamed run's report and trace files, started once the run's task
+/// table is known.
 struct Streamed<'a> {
     scenario: &'a Scenario,
     allowed: &'a BTreeMap<i32, Vec<u32>>,
     grace_ns: u64,
     collector: Option<ReportCollector>,
+    ftrace: Option<FtraceStream>,
+    perfetto: Option<PerfettoStream>,
     events: usize,
 }
 
@@ -227,12 +238,24 @@ impl TraceObserver for Streamed<'_> {
     fn start(&mut self, table: &schedlab_trace::TaskTable) {
         let nr_cpus = self.scenario.topology.nr_cpus() as u32;
         self.collector = Some(ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), self.grace_ns));
+        if let Some(f) = self.ftrace.as_mut() {
+            f.start(table, nr_cpus);
+        }
+        if let Some(f) = self.perfetto.as_mut() {
+            f.start(table, nr_cpus);
+        }
     }
 
     fn event(&mut self, e: &schedlab_trace::Event) {
         self.events += 1;
         if let Some(c) = self.collector.as_mut() {
             c.observe(e);
+        }
+        if let Some(f) = self.ftrace.as_mut() {
+            f.event(e);
+        }
+        if let Some(f) = self.perfetto.as_mut() {
+            f.event(e);
         }
     }
 }

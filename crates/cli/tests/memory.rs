@@ -7,13 +7,12 @@ use common::{err, ok};
 
 #[test]
 fn a_run_past_the_budget_stops_early_and_says_what_fits() {
-    // `--trace` keeps the whole trace: an hour of asym_min-2cpu is ~110 M
+    // `--plot` keeps the whole trace: an hour of asym_min-2cpu is ~110 M
     // events; 1 MiB holds 16 k of them (debug builds check the model's
     // invariants every step: the run has to stop early to be quick).
-    let out = std::env::temp_dir().join(format!("schedlab-mem-{}.txt", std::process::id()));
+    let out = common::tmp_dir("mem-plot");
     let out = out.to_str().unwrap();
-    let e =
-        err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3600s", "--max-memory", "1MiB", "--trace", out]);
+    let e = err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3600s", "--max-memory", "1MiB", "--plot", out]);
     assert!(e.contains("memory budget") && e.contains("past 1 MiB (--max-memory 1 MiB)"), "{e}");
     assert!(e.contains("of 3600.000 s simulated"), "{e}");
     let at: f64 = e
@@ -43,26 +42,51 @@ fn a_run_without_trace_files_streams_and_is_not_held_to_the_trace_budget() {
 
 #[test]
 fn a_kept_trace_within_the_budget_is_the_same_run_and_the_streamed_one_too() {
-    // `--trace` keeps the trace, so the budget applies; 200 ms of
-    // asym_min-2cpu is ~6 k events, far inside 16 MiB.
-    let dir = std::env::temp_dir();
-    let file = |n: &str| dir.join(format!("schedlab-mem-{n}-{}.txt", std::process::id())).display().to_string();
-    let (a, b) = (file("a"), file("b"));
+    // `--plot` keeps the trace, so the budget applies; 200 ms of
+    // asym_min-2cpu is ~6 k events, far inside 16 MiB. Without `--plot`
+    // the trace files are written as the run streams: the same bytes.
+    let dir = common::tmp_dir("mem-kept");
+    let file = |n: &str| dir.join(n).display().to_string();
     let base = ["run", "scenarios/asym_min-2cpu.toml", "--duration", "200ms"];
-    let free = ok(&[&base[..], &["--trace", &a]].concat());
-    let tight = ok(&[&base[..], &["--trace", &b, "--max-memory", "16MiB"]].concat());
-    let streamed = ok(&base);
-    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "the same trace");
-    // Only the wall-time line and the trace file's own line may differ.
+    let files = |tag: &str| {
+        let t = file(&format!("{tag}.txt"));
+        let p = file(&format!("{tag}.pftrace"));
+        vec!["--trace".to_string(), t, "--perfetto".to_string(), p]
+    };
+    let args = |extra: Vec<String>| -> Vec<String> { base.iter().map(|s| s.to_string()).chain(extra).collect() };
+    let run = |a: Vec<String>| ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let free = run(args([files("free"), vec!["--plot".into(), file("plots-free")]].concat()));
+    let tight = run(args(
+        [files("tight"), vec!["--plot".into(), file("plots-tight"), "--max-memory".into(), "16MiB".into()]].concat(),
+    ));
+    let streamed = run(args(files("streamed")));
+    for ext in ["txt", "pftrace"] {
+        let read = |tag: &str| std::fs::read(file(&format!("{tag}.{ext}"))).unwrap();
+        assert_eq!(read("free"), read("tight"), "the same {ext} within the budget");
+        assert_eq!(read("free"), read("streamed"), "the streamed {ext} is the kept trace's");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(".schedlab-trace-"))
+        .collect();
+    assert!(leftovers.is_empty(), "the streamed --trace left its temporary file: {leftovers:?}");
+    // Only the wall-time line and the files' own lines may differ.
     let strip = |s: &str| {
         s.lines()
-            .filter(|l| !l.starts_with("run ") && !l.starts_with("trace ") && !l.is_empty())
+            .filter(|l| !["run ", "trace ", "perfetto ", "plots "].iter().any(|p| l.starts_with(p)) && !l.is_empty())
             .collect::<Vec<_>>()
             .join("\n")
     };
     assert_eq!(strip(&free), strip(&tight));
     assert_eq!(strip(&free), strip(&streamed), "the streamed report is the kept trace's");
-    let _ = (std::fs::remove_file(&a), std::fs::remove_file(&b));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_streamed_trace_file_in_a_missing_directory_fails_before_the_run() {
+    let e = err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3600s", "--trace", "/nonexistent-dir/t.txt"]);
+    assert!(e.contains("--trace /nonexistent-dir/t.txt:"), "{e}");
 }
 
 #[test]

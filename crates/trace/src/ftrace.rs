@@ -110,7 +110,7 @@ pub use parse::{
 };
 pub use payload::{event_name, user_marker_text, user_op_name};
 pub(crate) use payload::{payload_comm, write_payload};
-pub use write::{format_line, header, write_ftrace, write_ftrace_with, WriteOptions};
+pub use write::{format_line, header, write_ftrace, write_ftrace_with, FtraceWriter, WriteOptions};
 
 /// The most CPUs the reader accepts: a `[CPU]` column must be below this and
 /// a `#P:N` / `cpus=N` header at most this. It is the largest `NR_CPUS` an

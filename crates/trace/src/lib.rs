@@ -19,4 +19,4 @@ pub mod testing;
 
 pub use event::*;
 pub use ftrace::{parse_ftrace, write_ftrace, TraceParseError};
-pub use perfetto::write_perfetto;
+pub use perfetto::{write_perfetto, PerfettoWriter};

@@ -74,7 +74,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use crate::event::{Event, EventKind, Pid, PrevState, TaskTable, Trace};
+use crate::event::{Event, EventKind, Nanos, Pid, PrevState, TaskTable, Trace};
 use crate::ftrace::{event_name, payload_comm, write_payload};
 
 #[cfg(test)]
@@ -250,50 +250,100 @@ pub fn common_flags(flags: &[u8; 5]) -> u32 {
     irqs | resched | context
 }
 
-/// Write `trace` as a Perfetto protobuf trace (`.pftrace`).
-///
-/// Events are grouped per CPU in windows of consecutive timestamps, each
-/// bundle sorted by timestamp (stably, so same-time events keep their order).
+/// Write `trace` as a Perfetto protobuf trace (`.pftrace`): its events in
+/// time order (stably: same-time events keep their order) through a
+/// [`PerfettoWriter`].
 pub fn write_perfetto(trace: &Trace, out: &mut impl io::Write) -> io::Result<()> {
-    let mut pb = Pb::default();
-    write_packet(out, &mut pb, |p| {
-        p.uint(f::packet::SEQUENCE_FLAGS, f::packet::SEQ_INCREMENTAL_STATE_CLEARED);
-        p.uint(f::packet::FIRST_PACKET_ON_SEQUENCE, 1);
-        p.msg(f::packet::SYSTEM_INFO, |s| {
-            s.msg(f::system_info::UTSNAME, |u| {
-                u.str(f::system_info::UTS_SYSNAME, "Linux");
-                u.str(f::system_info::UTS_VERSION, "#1 SMP PREEMPT_DYNAMIC schedlab");
-                u.str(f::system_info::UTS_RELEASE, KERNEL_RELEASE);
-                u.str(f::system_info::UTS_MACHINE, "x86_64");
+    let mut w = PerfettoWriter::new(out, trace.table.clone(), trace.nr_cpus)?;
+    for ev in trace.in_time_order().iter() {
+        w.event(ev)?;
+    }
+    w.finish().map(drop)
+}
+
+/// A Perfetto trace written as the events arrive (in time order), holding
+/// at most one window of them.
+///
+/// Events are grouped per CPU in windows of [`WINDOW`] consecutive events,
+/// each CPU's bundle in the order the events came. The process tree is
+/// written with the first event's timestamp.
+pub struct PerfettoWriter<W: io::Write> {
+    out: W,
+    table: TaskTable,
+    pb: Pb,
+    text: String,
+    tree_written: bool,
+    window: Vec<Event>,
+}
+
+impl<W: io::Write> PerfettoWriter<W> {
+    /// Start a trace of a machine with `nr_cpus` CPUs whose tasks are `table`.
+    pub fn new(mut out: W, table: TaskTable, nr_cpus: u32) -> io::Result<Self> {
+        let mut pb = Pb::default();
+        write_packet(&mut out, &mut pb, |p| {
+            p.uint(f::packet::SEQUENCE_FLAGS, f::packet::SEQ_INCREMENTAL_STATE_CLEARED);
+            p.uint(f::packet::FIRST_PACKET_ON_SEQUENCE, 1);
+            p.msg(f::packet::SYSTEM_INFO, |s| {
+                s.msg(f::system_info::UTSNAME, |u| {
+                    u.str(f::system_info::UTS_SYSNAME, "Linux");
+                    u.str(f::system_info::UTS_VERSION, "#1 SMP PREEMPT_DYNAMIC schedlab");
+                    u.str(f::system_info::UTS_RELEASE, KERNEL_RELEASE);
+                    u.str(f::system_info::UTS_MACHINE, "x86_64");
+                });
+                s.uint(f::system_info::NUM_CPUS, u64::from(nr_cpus));
             });
-            s.uint(f::system_info::NUM_CPUS, u64::from(trace.nr_cpus));
-        });
-    })?;
+        })?;
+        Ok(PerfettoWriter { out, table, pb, text: String::new(), tree_written: false, window: Vec::new() })
+    }
 
-    let first_ts = trace.events.iter().map(|e| e.ts).min().unwrap_or(0);
-    write_packet(out, &mut pb, |p| {
-        p.uint(f::packet::TIMESTAMP, first_ts);
-        p.msg(f::packet::PROCESS_TREE, |t| process_tree(t, &trace.table));
-    })?;
+    /// The next event (not earlier than the last).
+    pub fn event(&mut self, ev: &Event) -> io::Result<()> {
+        if !self.tree_written {
+            self.process_tree(ev.ts)?;
+        }
+        self.window.push(*ev);
+        if self.window.len() == WINDOW {
+            self.flush_window()?;
+        }
+        Ok(())
+    }
 
-    let mut order: Vec<usize> = (0..trace.events.len()).collect();
-    order.sort_by_key(|&i| trace.events[i].ts);
-    let mut text = String::new();
-    for window in order.chunks(WINDOW) {
-        let mut window = window.to_vec();
-        window.sort_by_key(|&i| trace.events[i].cpu);
-        for group in window.chunk_by(|&a, &b| trace.events[a].cpu == trace.events[b].cpu) {
-            write_packet(out, &mut pb, |p| {
+    /// Write what is held; the output back.
+    pub fn finish(mut self) -> io::Result<W> {
+        if !self.tree_written {
+            self.process_tree(0)?;
+        }
+        self.flush_window()?;
+        Ok(self.out)
+    }
+
+    fn process_tree(&mut self, first_ts: Nanos) -> io::Result<()> {
+        self.tree_written = true;
+        let table = &self.table;
+        write_packet(&mut self.out, &mut self.pb, |p| {
+            p.uint(f::packet::TIMESTAMP, first_ts);
+            p.msg(f::packet::PROCESS_TREE, |t| process_tree(t, table));
+        })
+    }
+
+    fn flush_window(&mut self) -> io::Result<()> {
+        let mut window = std::mem::take(&mut self.window);
+        window.sort_by_key(|e| e.cpu);
+        let (table, text) = (&self.table, &mut self.text);
+        for group in window.chunk_by(|a, b| a.cpu == b.cpu) {
+            write_packet(&mut self.out, &mut self.pb, |p| {
                 p.msg(f::packet::FTRACE_EVENTS, |b| {
-                    b.uint(f::bundle::CPU, u64::from(trace.events[group[0]].cpu));
-                    for &i in group {
-                        b.msg(f::bundle::EVENT, |e| ftrace_event(e, &trace.table, &trace.events[i], &mut text));
+                    b.uint(f::bundle::CPU, u64::from(group[0].cpu));
+                    for ev in group {
+                        b.msg(f::bundle::EVENT, |e| ftrace_event(e, table, ev, text));
                     }
                 });
             })?;
         }
+        window.clear();
+        self.window = window;
+        Ok(())
     }
-    Ok(())
 }
 
 /// One `Trace.packet`: the packet's fields (after the sequence id) are written by `fill`.

@@ -48,17 +48,46 @@ pub fn write_ftrace(trace: &Trace, out: &mut impl io::Write) -> io::Result<()> {
 /// [`write_ftrace`] with [`WriteOptions`].
 pub fn write_ftrace_with(trace: &Trace, out: &mut impl io::Write, opts: &WriteOptions) -> io::Result<()> {
     out.write_all(header(trace.events.len(), trace.nr_cpus, opts.record_tgid).as_bytes())?;
-    let mut line = String::with_capacity(256);
+    let mut lines = FtraceWriter::new(out, trace.table.clone(), trace.nr_cpus, *opts);
     for ev in &trace.events {
-        line.clear();
-        push_line(&mut line, &trace.table, ev, opts);
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
+        lines.event(ev)?;
     }
     Ok(())
 }
 
-/// One event line, without the trailing newline.
+/// ftrace text written as the events arrive. The kernel's header names how
+/// many events follow, so this writes the event lines to `body`, and
+/// [`finish`](Self::finish) gives the header that goes above them.
+pub struct FtraceWriter<B: io::Write> {
+    body: B,
+    table: TaskTable,
+    nr_cpus: u32,
+    opts: WriteOptions,
+    events: usize,
+    line: String,
+}
+
+impl<B: io::Write> FtraceWriter<B> {
+    pub fn new(body: B, table: TaskTable, nr_cpus: u32, opts: WriteOptions) -> Self {
+        FtraceWriter { body, table, nr_cpus, opts, events: 0, line: String::with_capacity(256) }
+    }
+
+    /// The next event's line.
+    pub fn event(&mut self, ev: &Event) -> io::Result<()> {
+        self.line.clear();
+        push_line(&mut self.line, &self.table, ev, &self.opts);
+        self.line.push('\n');
+        self.events += 1;
+        self.body.write_all(self.line.as_bytes())
+    }
+
+    /// The body back, and the header for the lines written.
+    pub fn finish(self) -> (B, String) {
+        let header = header(self.events, self.nr_cpus, self.opts.record_tgid);
+        (self.body, header)
+    }
+}
+
 pub fn format_line(table: &TaskTable, ev: &Event, opts: &WriteOptions) -> String {
     let mut s = String::with_capacity(160);
     push_line(&mut s, table, ev, opts);
