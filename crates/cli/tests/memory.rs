@@ -59,11 +59,14 @@ fn a_kept_trace_within_the_budget_is_the_same_run_and_the_streamed_one_too() {
     let tight = run(args(
         [files("tight"), vec!["--plot".into(), file("plots-tight"), "--max-memory".into(), "16MiB".into()]].concat(),
     ));
+    // Streamed on two threads where the machine has two CPUs, and on one.
     let streamed = run(args(files("streamed")));
+    let one_thread = run(args([files("one"), vec!["--one-thread".into()]].concat()));
     for ext in ["txt", "pftrace"] {
         let read = |tag: &str| std::fs::read(file(&format!("{tag}.{ext}"))).unwrap();
         assert_eq!(read("free"), read("tight"), "the same {ext} within the budget");
         assert_eq!(read("free"), read("streamed"), "the streamed {ext} is the kept trace's");
+        assert_eq!(read("free"), read("one"), "the one-thread {ext} is the kept trace's");
     }
     let leftovers: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -80,6 +83,7 @@ fn a_kept_trace_within_the_budget_is_the_same_run_and_the_streamed_one_too() {
     };
     assert_eq!(strip(&free), strip(&tight));
     assert_eq!(strip(&free), strip(&streamed), "the streamed report is the kept trace's");
+    assert_eq!(strip(&free), strip(&one_thread));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -10,6 +10,8 @@
 
 pub mod engine;
 mod hw;
+pub mod pipeline;
+pub use pipeline::simulate_pipelined;
 pub mod queue;
 pub mod rng;
 pub mod workload;

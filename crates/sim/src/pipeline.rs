@@ -1,0 +1,102 @@
+//! A streamed run on two threads: the simulation on the caller's, the
+//! observer (the report's analysis, the trace writers) on another, joined
+//! by a bounded channel of event chunks.
+//!
+//! The observer sees the task table and then every event in the order the
+//! simulation emitted them, as on one thread, so its results are the same
+//! bytes; only the wall time changes. Memory: at most [`CHUNKS_IN_FLIGHT`]
+//! chunks of [`CHUNK_EVENTS`] events wait between the threads (the
+//! simulation blocks when the observer falls behind).
+
+use std::sync::mpsc;
+
+use schedlab_scenario::Scenario;
+use schedlab_trace::{Event, TaskTable};
+
+use crate::{simulate_observed, SimError, SimOptions, SimResult, TraceObserver};
+
+/// Events per message between the threads: large enough that the channel's
+/// cost per event is negligible, small enough to stay in cache.
+pub const CHUNK_EVENTS: usize = 8192;
+
+/// Chunks that may wait for the observer (about 2.5 MB of events).
+pub const CHUNKS_IN_FLIGHT: usize = 8;
+
+enum Msg {
+    Start(Box<TaskTable>),
+    Events(Vec<Event>),
+}
+
+/// The simulation side: batches events and sends them.
+struct Sender {
+    tx: mpsc::SyncSender<Msg>,
+    chunk: Vec<Event>,
+    /// Chunks handed back by the observer, to reuse their allocations.
+    spare: mpsc::Receiver<Vec<Event>>,
+    /// The observer thread has gone (it panicked): stop sending.
+    closed: bool,
+}
+
+impl Sender {
+    fn send(&mut self, msg: Msg) {
+        if !self.closed && self.tx.send(msg).is_err() {
+            self.closed = true;
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.chunk.is_empty() {
+            return;
+        }
+        let next = self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK_EVENTS));
+        let full = std::mem::replace(&mut self.chunk, next);
+        self.send(Msg::Events(full));
+    }
+}
+
+impl TraceObserver for Sender {
+    fn start(&mut self, table: &TaskTable) {
+        self.send(Msg::Start(Box::new(table.clone())));
+    }
+
+    fn event(&mut self, e: &Event) {
+        self.chunk.push(*e);
+        if self.chunk.len() == CHUNK_EVENTS {
+            self.flush();
+        }
+    }
+}
+
+/// [`simulate_observed`] with `observer` on a second thread. A panic in
+/// the observer is raised again here once the simulation has stopped.
+pub fn simulate_pipelined(
+    scenario: &Scenario,
+    opts: &SimOptions,
+    observer: &mut (dyn TraceObserver + Send),
+    kernel_events: bool,
+) -> Result<SimResult, SimError> {
+    let (tx, rx) = mpsc::sync_channel::<Msg>(CHUNKS_IN_FLIGHT);
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<Event>>();
+    std::thread::scope(|s| {
+        let consumer = s.spawn(move || {
+            for msg in rx {
+                match msg {
+                    Msg::Start(table) => observer.start(&table),
+                    Msg::Events(mut chunk) => {
+                        chunk.iter().for_each(|e| observer.event(e));
+                        chunk.clear();
+                        let _ = spare_tx.send(chunk);
+                    }
+                }
+            }
+        });
+        let mut sender = Sender { tx, chunk: Vec::with_capacity(CHUNK_EVENTS), spare: spare_rx, closed: false };
+        let result = simulate_observed(scenario, opts, &mut sender, kernel_events);
+        sender.flush();
+        drop(sender);
+        if let Err(panic) = consumer.join() {
+            std::panic::resume_unwind(panic);
+        }
+        result
+    })
+}

@@ -1,0 +1,58 @@
+//! The two-thread pipeline hands its observer the table and every event in
+//! the simulation's order, chunk boundaries included, as one thread does.
+
+use std::path::Path;
+
+use schedlab_scenario::Scenario;
+use schedlab_sim::pipeline::CHUNK_EVENTS;
+use schedlab_sim::{simulate_observed, simulate_pipelined, SimOptions, TraceObserver};
+use schedlab_trace::{Event, TaskTable};
+
+#[derive(Default)]
+struct Keep {
+    table: Option<TaskTable>,
+    events: Vec<Event>,
+}
+
+impl TraceObserver for Keep {
+    fn start(&mut self, table: &TaskTable) {
+        assert!(self.events.is_empty(), "the table comes before every event");
+        self.table = Some(table.clone());
+    }
+    fn event(&mut self, e: &Event) {
+        self.events.push(*e);
+    }
+}
+
+fn scenario() -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/asym_min-2cpu.toml");
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_observer_sees_what_one_thread_sees() {
+    let s = scenario();
+    let opts = SimOptions { duration_ns: Some(1_500_000_000), ..Default::default() };
+    let (mut one, mut two) = (Keep::default(), Keep::default());
+    let a = simulate_observed(&s, &opts, &mut one, true).unwrap();
+    let b = simulate_pipelined(&s, &opts, &mut two, true).unwrap();
+    assert!(one.events.len() > 2 * CHUNK_EVENTS, "several chunks: {}", one.events.len());
+    assert_ne!(one.events.len() % CHUNK_EVENTS, 0, "and a partial last one");
+    assert_eq!(one.table, two.table);
+    assert_eq!(one.events, two.events);
+    assert_eq!((a.end_ns, a.seed), (b.end_ns, b.seed));
+}
+
+#[test]
+#[should_panic(expected = "observer failed")]
+fn a_panicking_observer_fails_the_run_instead_of_hanging_it() {
+    struct Bad(usize);
+    impl TraceObserver for Bad {
+        fn event(&mut self, _: &Event) {
+            self.0 += 1;
+            assert!(self.0 < 100, "observer failed");
+        }
+    }
+    let opts = SimOptions { duration_ns: Some(300_000_000), ..Default::default() };
+    let _ = simulate_pipelined(&scenario(), &opts, &mut Bad(0), true);
+}
