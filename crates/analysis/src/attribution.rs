@@ -239,7 +239,7 @@ pub(crate) fn summarize(threshold_ns: u64, stalls: Vec<StallStory>) -> Attributi
     causes.sort_by(|a, b| {
         b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)).then(a.culprit_pid.cmp(&b.culprit_pid))
     });
-    Attribution { threshold_ns, total_ns, causes, stalls }
+    Attribution { threshold_ns, total_ns, causes, stalls, unexplained: 0 }
 }
 
 /// Explain the handoff signalled at event `s` and received at event `d`.

@@ -7,7 +7,7 @@ use schedlab_trace::{
 };
 
 use super::*;
-use crate::{render_cause_table, render_stall_narratives};
+use crate::{render_cause_table, render_stall_narratives, AttributionCollector};
 
 const WAKER: Pid = 1;
 const A: Pid = 2;
@@ -344,4 +344,28 @@ fn cause_table_aggregates_per_cause_and_culprit() {
     );
     assert!(text.lines().all(|l| l == l.trim_end()));
     assert_eq!(render_stall_narratives(&a, 0), "");
+}
+
+/// A streamed run holds a bounded window: a stall whose signal left it is
+/// counted as unexplained (and said so in the report), not dropped silently
+/// or explained from half its story.
+#[test]
+fn a_stall_whose_signal_left_the_window_is_counted_unexplained() {
+    let mut events = vec![sw(0, 6, 0, S, A), sw(200, 6, A, S, B), signal(300), wakeup(300, 2, A, 6)];
+    // Work on another CPU while the handoff stays open.
+    events.extend((0..20).map(|i| sw(400 + i * 1000, 3, 0, RP, 0)));
+    events.extend([sw(1_000_300, 6, B, S, A), done(1_000_400, 6, A)]);
+    let t = trace(events);
+    let opts = AttributionOptions { allowed: [(A, vec![4, 5, 6, 7])].into_iter().collect(), ..Default::default() };
+    let feed = |c: AttributionCollector| {
+        let mut c = c;
+        t.events.iter().for_each(|e| c.observe(e));
+        c.finish()
+    };
+    let whole = feed(AttributionCollector::new(&opts, &t.table, t.nr_cpus));
+    assert_eq!((whole.stalls.len(), whole.unexplained), (1, 0));
+    let tiny = feed(AttributionCollector::new(&opts, &t.table, t.nr_cpus).with_max_window(8));
+    assert_eq!((tiny.stalls.len(), tiny.unexplained, tiny.total_ns), (0, 1, 0));
+    assert_eq!(serde_json::to_value(&tiny).unwrap()["unexplained"], 1);
+    assert!(serde_json::to_value(&whole).unwrap().get("unexplained").is_none(), "absent when 0");
 }

@@ -259,6 +259,15 @@ pub struct Attribution {
     pub causes: Vec<CauseRow>,
     /// In the order their waits returned (as [`crate::RunMetrics::stalls`]).
     pub stalls: Vec<StallStory>,
+    /// Stalls a streamed run could not explain (their signal had left the
+    /// bounded window, see `AttributionCollector`): counted in the metrics,
+    /// missing from `stalls`, `causes` and `total_ns`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unexplained: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Attribution {

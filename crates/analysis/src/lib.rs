@@ -54,7 +54,7 @@ pub use measure::{measure, render_measures, MarkerSpec, MeasureCollector, Measur
 pub use narrative::{render_cause_table, render_stall_narratives, render_work_conservation, Step};
 pub use schbench::{schbench_report, PlatHistogram, SchbenchCollector, SchbenchReport};
 pub use sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN, RELATIVE_ERROR};
-pub use stall_window::{AttributionCollector, LOOKBACK_NS};
+pub use stall_window::{AttributionCollector, LOOKBACK_NS, MAX_WINDOW_EVENTS};
 pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
 pub use table::render_run_table;

@@ -125,6 +125,7 @@ pub struct AttributionCollector {
     tracker: HandoffTracker,
     stories: Vec<StallStory>,
     lookback_ns: Nanos,
+    max_window: usize,
     /// Stalls not explained: their signal had left the window (a handoff
     /// open longer than [`MAX_WINDOW_EVENTS`] events).
     pub lost: u64,
@@ -144,6 +145,7 @@ impl AttributionCollector {
             tracker: HandoffTracker::default(),
             stories: Vec::new(),
             lookback_ns: LOOKBACK_NS,
+            max_window: MAX_WINDOW_EVENTS,
             lost: 0,
         }
     }
@@ -152,6 +154,12 @@ impl AttributionCollector {
     /// carry the rest: tests run it with none).
     pub fn with_lookback(mut self, ns: Nanos) -> Self {
         self.lookback_ns = ns;
+        self
+    }
+
+    /// Hold at most `n` events instead of [`MAX_WINDOW_EVENTS`] (tests).
+    pub fn with_max_window(mut self, n: usize) -> Self {
+        self.max_window = n;
         self
     }
 
@@ -190,7 +198,7 @@ impl AttributionCollector {
         // Fold what no open handoff's story can read any more.
         let oldest = self.open.first().map_or(ev.ts, |&(t, _)| t).min(ev.ts);
         let horizon = oldest.saturating_sub(self.lookback_ns);
-        while self.window.front().is_some_and(|e| e.1.ts < horizon) || self.window.len() > MAX_WINDOW_EVENTS {
+        while self.window.front().is_some_and(|e| e.1.ts < horizon) || self.window.len() > self.max_window {
             let e = self.window.pop_front().expect("checked");
             self.records.fold(&e);
         }
@@ -236,6 +244,6 @@ impl AttributionCollector {
     }
 
     pub fn finish(self) -> Attribution {
-        summarize(self.opts.stall_threshold_ns, self.stories)
+        Attribution { unexplained: self.lost, ..summarize(self.opts.stall_threshold_ns, self.stories) }
     }
 }

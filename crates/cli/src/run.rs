@@ -167,7 +167,10 @@ pub fn run(args: RunArgs) -> Result {
         (result, report, schbench, obs.events)
     };
     let wall = wall.elapsed();
-    debug_assert_eq!(report.attribution.stalls.len(), report.metrics.stalls.len());
+    debug_assert_eq!(
+        report.attribution.stalls.len() as u64 + report.attribution.unexplained,
+        report.metrics.stalls.len() as u64
+    );
 
     let plots = match &args.plot {
         Some(dir) => schedlab_plot::write_run_plots(

@@ -242,7 +242,21 @@ fn render_workcons_and_causes(workcons: &WorkConservation, attribution: &Attribu
         workcons.grace_ns / 1000
     );
     out.push_str(&render_work_conservation(workcons));
+    let unexplained = if attribution.unexplained > 0 {
+        format!(
+            "{} more stalls not explained: each one's signal left the analysis's window of the last {} events \
+             (a handoff open that long); they are counted above and left out here\n",
+            attribution.unexplained,
+            schedlab_analysis::MAX_WINDOW_EVENTS
+        )
+    } else {
+        String::new()
+    };
     if attribution.stalls.is_empty() {
+        if !unexplained.is_empty() {
+            out.push('\n');
+            out.push_str(&unexplained);
+        }
         return out;
     }
     out.push('\n');
@@ -253,6 +267,7 @@ fn render_workcons_and_causes(workcons: &WorkConservation, attribution: &Attribu
         attribution.total_ns / 1_000_000,
         attribution.total_ns / 1000 % 1000
     );
+    out.push_str(&unexplained);
     out.push_str(&render_cause_table(attribution));
     if narratives > 0 {
         out.push('\n');
@@ -464,5 +479,15 @@ mod tests {
     fn seconds_have_milliseconds() {
         assert_eq!(fmt_secs(5_000_000_000), "5.000 s");
         assert_eq!(fmt_secs(1_234_567_890), "1.234 s");
+    }
+
+    #[test]
+    fn unexplained_stalls_are_said_even_when_none_is_explained() {
+        let workcons = work_conservation(&Trace::default(), &WorkConsOptions::default());
+        let mut a = attribute_stalls(&Trace::default(), &AttributionOptions::default());
+        let text = |a: &Attribution| render_workcons_and_causes(&workcons, a, 0);
+        assert!(!text(&a).contains("not explained"));
+        a.unexplained = 3;
+        assert!(text(&a).contains("3 more stalls not explained: each one's signal left"), "{}", text(&a));
     }
 }
