@@ -28,5 +28,8 @@ cargo --version
 # QEMU for `schedlab vm` and its boot test.
 "$(dirname "$0")/install-vm-deps.sh"
 
+# Slurm and munge for the `sweep --slurm` end-to-end test.
+"$(dirname "$0")/install-slurm-deps.sh"
+
 # Perfetto's schema for the trace writer's test (a venv under target/pyenv).
 "$(dirname "$0")/install-python-test-deps.sh" >/dev/null

@@ -59,7 +59,8 @@ pub struct JsonArg {
 pub struct TraceArg {
     /// Write the run's events as ftrace text (the format of /sys/kernel/tracing/trace;
     /// a real run's is the captured tracefs text; with several runs, one file per run:
-    /// FILE with .runN before the extension).
+    /// FILE with .runN before the extension). For `run`, `-` writes it to standard output
+    /// and the report to stderr.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 }

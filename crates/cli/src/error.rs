@@ -52,4 +52,30 @@ pub enum CliError {
     /// One run of a VM session whose capture cannot be read.
     #[error("run {run}: {why}")]
     Run { run: usize, why: String },
+    #[error("{0}")]
+    Slurm(#[from] schedlab_slurm::SlurmError),
+    /// `--trace -` where stdout carries a report that cannot move.
+    #[error("--trace -: only `schedlab run` writes its trace to standard output; give a file")]
+    TraceToStdout,
+    /// `--shard auto` without the environment to say which.
+    #[error("{0}")]
+    ShardAuto(String),
+    /// A Slurm sweep whose array or merge did not succeed.
+    #[error("{0}")]
+    SlurmSweep(String),
+    /// The Slurm merge job's own exit status: 1 is a failed A/B gate, whose
+    /// report was printed.
+    #[error("{0}")]
+    MergeJobGate(String),
+}
+
+impl CliError {
+    /// The exit status: 1 when a check the user asked for failed (an A/B
+    /// gate, `fidelity --check`), 2 for every error (as for a usage error).
+    pub fn exit_status(e: &(dyn std::error::Error + 'static)) -> u8 {
+        match e.downcast_ref::<CliError>() {
+            Some(CliError::GateFailed { .. } | CliError::FidelityCheck { .. } | CliError::MergeJobGate(_)) => 1,
+            _ => 2,
+        }
+    }
 }

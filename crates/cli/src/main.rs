@@ -11,20 +11,26 @@ mod fidelity;
 mod output;
 mod real;
 mod run;
+mod slurm;
 mod sweep;
 mod topologies;
 mod vm;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 use crate::error::{CliError, Result};
 
+/// `--version`: the crate's version and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("SCHEDLAB_COMMIT"), ")");
+
 #[derive(Parser)]
 #[command(
     name = "schedlab",
-    version,
-    about = "A laboratory for the Linux CPU scheduler: simulate scheduler scenarios under a model of kernel/sched and explain the results"
+    version = VERSION,
+    about = "A laboratory for the Linux CPU scheduler: simulate scheduler scenarios under a model of kernel/sched and explain the results",
+    after_help = "Exit status: 0 success; 1 a check you asked for failed (an A/B gate of a sweep, \
+                  fidelity --check), after its report; 2 an error or a usage error."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -75,6 +81,18 @@ enum Cmd {
     },
     /// List the topology presets, print one as TOML, or read this machine into one (--host).
     Topologies(topologies::TopologiesArgs),
+    /// Print a shell completion script, e.g.
+    /// `schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (schedlab.1 and schedlab-COMMAND.1 for each command) into DIR;
+    /// read one with `man -l DIR/schedlab-run.1`.
+    Man {
+        #[arg(long, value_name = "DIR", default_value = "man")]
+        out: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -105,14 +123,43 @@ fn main() -> ExitCode {
         Cmd::Bench(args) => bench::bench(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies(args) => topologies::topologies(args),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "schedlab", &mut std::io::stdout());
+            Ok(())
+        }
+        Cmd::Man { out } => write_man_pages(&out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("schedlab: error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(CliError::exit_status(e.as_ref()))
         }
     }
+}
+
+/// `schedlab man`: the top page and one per command, from the clap definitions.
+fn write_man_pages(dir: &std::path::Path) -> Result {
+    let write = |name: &str, cmd: clap::Command| -> Result {
+        let path = dir.join(format!("{name}.1"));
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut page).map_err(CliError::Stdout)?;
+        crate::output::write_file(&path, &String::from_utf8_lossy(&page), "man")
+    };
+    std::fs::create_dir_all(dir).map_err(|e| CliError::Write {
+        flag: "man",
+        path: dir.display().to_string(),
+        why: e.to_string(),
+    })?;
+    let top = Cli::command();
+    let version = top.get_version().unwrap_or("").to_string();
+    for sub in top.get_subcommands() {
+        let name = format!("schedlab-{}", sub.get_name());
+        write(&name, sub.clone().name(name.clone()).version(version.clone()))?;
+    }
+    write("schedlab", top)?;
+    eprintln!("wrote {}/schedlab.1 and a page per command", dir.display());
+    Ok(())
 }
 
 fn features(kernel: &str) -> Result {

@@ -18,8 +18,14 @@ fn write_error(path: &Path, flag: &'static str, why: impl std::fmt::Display) -> 
     CliError::Write { flag, path: path.display().to_string(), why: why.to_string() }
 }
 
-/// Write `trace` to `path` as ftrace text; errors name `flag`.
+/// Write `trace` to `path` as ftrace text (`-`: standard output); errors name `flag`.
 pub fn write_ftrace(trace: &Trace, path: &Path, flag: &'static str) -> Result {
+    if is_stdout(path) {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        return schedlab_trace::ftrace::write_ftrace(trace, &mut out)
+            .and_then(|()| out.flush())
+            .map_err(|e| write_error(path, flag, e).into());
+    }
     let mut out = create(path, flag)?;
     schedlab_trace::ftrace::write_ftrace(trace, &mut out)
         .and_then(|()| out.flush())
@@ -80,15 +86,22 @@ impl<W, F> StreamState<W, F> {
     }
 }
 
+/// `--trace -`: the trace goes to standard output (and the report to stderr).
+pub fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
 impl FtraceStream {
+    /// FILE, or standard output for `-` (the lines wait in the temp dir).
     pub fn create(path: &Path) -> Result<Self> {
         let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
+            _ if is_stdout(path) => std::env::temp_dir(),
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
         };
         let tmp = tempfile::Builder::new()
             .prefix(".schedlab-trace-")
-            .tempfile_in(dir)
+            .tempfile_in(&dir)
             .map_err(|e| write_error(path, "--trace", e))?;
         Ok(FtraceStream { path: path.to_path_buf(), state: StreamState::Opened(tmp) })
     }
@@ -116,7 +129,11 @@ impl FtraceStream {
         let copy = || -> std::io::Result<()> {
             let mut tmp = body.into_inner().map_err(|e| e.into_error())?;
             tmp.as_file_mut().seek(SeekFrom::Start(0))?;
-            let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+            let mut out: Box<dyn std::io::Write> = if is_stdout(path) {
+                Box::new(std::io::stdout().lock())
+            } else {
+                Box::new(std::io::BufWriter::new(std::fs::File::create(path)?))
+            };
             out.write_all(header.as_bytes())?;
             std::io::copy(tmp.as_file_mut(), &mut out)?;
             out.flush()

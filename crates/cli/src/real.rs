@@ -86,6 +86,9 @@ pub(crate) fn real_run(
     features: &[String],
     grace_ns: u64,
 ) -> Result<(Scenario, RealRun, Report)> {
+    if trace.as_deref().is_some_and(crate::output::is_stdout) {
+        return Err(CliError::TraceToStdout.into());
+    }
     let scenario = load(settings)?;
     if let Some(l) = settings.loops_per_us {
         if !(l.is_finite() && l > 0.0) {

@@ -14,7 +14,7 @@ use crate::args::{
     DurationArg, FeaturesArg, JsonArg, MemoryArg, PerfettoArg, ReportArgs, SeedArg, ThresholdArg, TraceArg,
 };
 use crate::error::{CliError, Result};
-use crate::output::{write_ftrace, write_perfetto, FtraceStream, PerfettoStream};
+use crate::output::{is_stdout, write_ftrace, write_perfetto, FtraceStream, PerfettoStream};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -193,6 +193,7 @@ pub fn run(args: RunArgs) -> Result {
         None => Vec::new(),
     };
 
+    let trace_to_stdout = args.trace.trace.as_deref().is_some_and(is_stdout);
     let changed = result.features.diff_from(&result.profile.defaults);
     if args.json.json {
         let doc = RunJson {
@@ -206,7 +207,7 @@ pub fn run(args: RunArgs) -> Result {
             notes: &result.notes,
             analysis: AnalysisJson::from(&report),
         };
-        println!("{}", schedlab_report::to_json(&doc)?);
+        report_out(&format!("{}\n", schedlab_report::to_json(&doc)?), trace_to_stdout);
         return Ok(());
     }
 
@@ -232,8 +233,17 @@ pub fn run(args: RunArgs) -> Result {
         perfetto_file: args.perfetto.perfetto.as_deref(),
         plots: args.plot.as_deref().map(|dir| (dir, plots.len())),
     };
-    print!("{}", text.render());
+    report_out(&text.render(), trace_to_stdout);
     Ok(())
+}
+
+/// The report: on stdout, or on stderr when `--trace -` took stdout.
+fn report_out(text: &str, trace_to_stdout: bool) {
+    if trace_to_stdout {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
 }
 
 /// A streamed run's report and trace files, started once the run's task

@@ -6,7 +6,7 @@ use clap::Args;
 use schedlab_report::{
     compare, parse_ab_pair, render_csv, render_sweep_text, sweep_timing, AbSpec, SweepJson, SweepResult,
 };
-use schedlab_sweep::{merge_dir, run_shard, run_sweep, Bar, ShardSpec, Sweep, MAX_ROUNDS};
+use schedlab_sweep::{merge_dir, run_shard, run_sweep, Bar, Sweep, MAX_ROUNDS};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -44,12 +44,18 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub output: OutputArgs,
     /// Run only shard I of N (the jobs j with j % N == I, jobs numbered round by round) and
-    /// write DIR/shard-I-of-N.json for `schedlab sweep-merge DIR`.
-    #[arg(long, value_name = "I/N", requires = "out", conflicts_with_all = ["merge", "json", "csv", "ab"])]
-    pub shard: Option<ShardSpec>,
-    /// Where --shard writes its file.
-    #[arg(long, value_name = "DIR", requires = "shard")]
+    /// write DIR/shard-I-of-N.json for `schedlab sweep-merge DIR`. `auto` takes I and N from
+    /// a Slurm job array (SLURM_ARRAY_TASK_ID of a whole 0..N-1 array); `auto/N` takes I from
+    /// SLURM_ARRAY_TASK_ID or a Kubernetes Indexed Job's JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "I/N|auto[/N]", requires = "out", conflicts_with_all = ["merge", "json", "csv", "ab", "slurm"])]
+    pub shard: Option<String>,
+    /// Where --shard writes its file; with --slurm, the cluster's working directory (shards,
+    /// logs, scripts, the report; default ./schedlab-slurm-HASH). It must be on a file
+    /// system every node sees.
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub slurm: crate::slurm::SlurmArgs,
     /// Do not run: merge the shard files in DIR, which must come from this file and options.
     #[arg(long, value_name = "DIR")]
     pub merge: Option<PathBuf>,
@@ -101,7 +107,14 @@ pub fn sweep(args: SweepArgs) -> Result {
     let wall = Instant::now();
     let timing = |n: usize| sweep_timing(n, wall.elapsed().as_secs_f64(), threads);
 
-    if let (Some(spec), Some(dir)) = (args.shard, &args.out) {
+    if args.out.is_some() && args.shard.is_none() && !args.slurm.slurm {
+        return Err(CliError::SlurmSweep("--out goes with --shard or --slurm".into()).into());
+    }
+    if args.slurm.slurm {
+        return crate::slurm::sweep_on_slurm(&sweep, &args);
+    }
+    if let (Some(text), Some(dir)) = (&args.shard, &args.out) {
+        let spec = crate::slurm::shard_arg(text)?;
         let total = (0..sweep.jobs()).filter(|&j| spec.owns(j)).count();
         let bar = Bar::new(total, &format!("shard {spec}"));
         let file = pool.install(|| run_shard(&sweep, spec, &|p| bar.update(p)));
@@ -143,7 +156,12 @@ fn ab_spec(result: &SweepResult, file: Option<&AbSpec>, cli: Option<&str>) -> Re
 
 /// Print `result` as `out` asks; `timing` closes the text report. A failed
 /// A/B gate is an error (exit status 1) after everything is printed.
-fn print(result: &SweepResult, file_ab: Option<&AbSpec>, out: &OutputArgs, timing: Option<String>) -> Result {
+pub(crate) fn print(
+    result: &SweepResult,
+    file_ab: Option<&AbSpec>,
+    out: &OutputArgs,
+    timing: Option<String>,
+) -> Result {
     let spec = ab_spec(result, file_ab, out.ab.as_deref())?;
     let ab = spec.as_ref().map(|s| compare(result, s)).transpose()?;
     let csv_stdout = out.csv.as_deref() == Some(Path::new("-"));

@@ -131,6 +131,9 @@ pub(crate) fn vm_runs(
     trace: Option<&Path>,
     grace_ns: u64,
 ) -> Result<(Scenario, VmResult, Vec<AnalysedRun>)> {
+    if trace.is_some_and(crate::output::is_stdout) {
+        return Err(CliError::TraceToStdout.into());
+    }
     let scenario = load(settings)?;
     let opts = VmOptions {
         kernel: vm.kernel.clone(),

@@ -174,7 +174,7 @@ fn every_row_of_the_default_suite_passes_its_band() {
 #[test]
 fn bad_options_are_refused_before_any_run() {
     let out = run(&["fidelity", "--cases", "nice,pingpang"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("--cases: unknown case `pingpang` (expected one of: schbench, cyclictest"), "{err}");
     assert!(!err.contains("fidelity: nice"), "a case ran before the bad name was refused: {err}");

@@ -98,7 +98,9 @@ pub use file::AXIS_JOIN;
 pub use progress::Bar;
 pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress};
 pub use setting::{feature_sets, SettingError, SettingSpec};
-pub use shard::{fingerprint, merge_dir, run_shard, Merged, ShardError, ShardFile, ShardSpec, ShardSpecError};
+pub use shard::{
+    fingerprint, merge_dir, run_shard, shard_done, Merged, ShardError, ShardFile, ShardSpec, ShardSpecError,
+};
 
 /// Most rounds a sweep may ask for.
 pub const MAX_ROUNDS: u32 = 1000;

@@ -36,6 +36,15 @@ impl Bar {
         }
     }
 
+    /// Show `done` of the total finished, with `msg` (work counted
+    /// elsewhere, e.g. shard files a cluster wrote).
+    pub fn set(&self, done: usize, msg: &str) {
+        if let Some(b) = &self.0 {
+            b.set_position(done as u64);
+            b.set_message(msg.to_string());
+        }
+    }
+
     /// Remove the bar from the terminal.
     pub fn finish(&self) {
         if let Some(b) = &self.0 {

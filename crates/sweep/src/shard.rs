@@ -221,6 +221,13 @@ impl ShardFile {
     }
 }
 
+/// Whether `dir` holds shard `spec` of `sweep` (this sweep and these
+/// options, readable): what a rerun of a sharded sweep need not run again.
+pub fn shard_done(dir: &Path, sweep: &Sweep, spec: ShardSpec) -> bool {
+    ShardFile::read(&dir.join(spec.file_name()))
+        .is_ok_and(|f| (f.shard, f.shards) == (spec.index, spec.count) && f.hash == fingerprint(sweep))
+}
+
 /// Run shard `spec` of `sweep` on the current rayon pool.
 pub fn run_shard(
     sweep: &Sweep,

@@ -1,0 +1,113 @@
+//! What installing the tool gives: man pages `man -l` renders, a bash
+//! completion that completes commands and flags, `--version` naming the
+//! commit, and exit statuses that tell a failed check from an error.
+
+mod common;
+use common::{ok, root, schedlab, tmp_dir};
+
+use std::process::Command;
+
+#[test]
+fn version_names_the_commit() {
+    let v = ok(&["--version"]);
+    let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(root()).output();
+    let want = match head {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        _ => "unknown".to_string(),
+    };
+    assert_eq!(v.trim(), format!("schedlab {} (commit {want})", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn man_pages_render_with_man() {
+    let dir = tmp_dir("man");
+    let out = schedlab(&["man", "--out", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = dir.join("schedlab-sweep.1");
+    assert!(dir.join("schedlab.1").is_file() && page.is_file());
+    let Ok(man) =
+        Command::new("man").arg("-l").arg(&page).env("MANWIDTH", "100").env("MAN_KEEP_FORMATTING", "0").output()
+    else {
+        eprintln!("skipped the rendering: no `man` here");
+        return;
+    };
+    // Bold and underline come as overstrikes (`N\x08N`): keep the last of each.
+    let mut text = String::new();
+    for c in String::from_utf8_lossy(&man.stdout).chars() {
+        if c == '\x08' {
+            text.pop();
+        } else {
+            text.push(c);
+        }
+    }
+    // Hyphens at line ends are U+2010; words are rejoined across lines.
+    let text = text.replace("\u{2010}\n", "").replace('\u{2010}', "-").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(man.status.success(), "{}", String::from_utf8_lossy(&man.stderr));
+    assert!(text.contains("NAME") && text.contains("schedlab-sweep"), "{text}");
+    assert!(text.contains("--slurm") && text.contains("Run the sweep on a Slurm cluster"), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// What bash completes after `schedlab WORDS` (the cursor on the last word).
+fn complete(words: &[&str]) -> Vec<String> {
+    let script = ok(&["completions", "bash"]);
+    let dir = tmp_dir("complete");
+    let file = dir.join("schedlab.bash");
+    std::fs::write(&file, script).unwrap();
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let line = format!(
+        "source {}; COMP_WORDS=(schedlab {}); COMP_CWORD={}; COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}; \
+         _schedlab schedlab '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        file.display(),
+        quoted.join(" "),
+        words.len(),
+        words.last().unwrap(),
+        if words.len() > 1 { words[words.len() - 2] } else { "schedlab" },
+    );
+    let out = Command::new("bash").args(["-c", &line]).output().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn bash_completes_commands_and_flags() {
+    let commands = complete(&["sw"]);
+    assert!(commands.contains(&"sweep".to_string()) && commands.contains(&"sweep-merge".to_string()), "{commands:?}");
+    assert!(!commands.contains(&"run".to_string()), "{commands:?}");
+    let flags = complete(&["sweep", "--sl"]);
+    assert_eq!(flags, ["--slurm"], "{flags:?}");
+    let flags = complete(&["run", "--one"]);
+    assert_eq!(flags, ["--one-thread"]);
+}
+
+#[test]
+fn a_failed_gate_exits_1_and_an_error_2() {
+    // The seed-000 sweep's gate on stall_rate fails at these settings (its
+    // report says which), an unreadable file is an error.
+    let gate = schedlab(&["sweep", "scenarios/sweeps/itmt-delay-dequeue.toml", "--rounds", "2", "--duration", "300ms"]);
+    let err = String::from_utf8_lossy(&gate.stderr);
+    assert!(err.contains("A/B gate failed"), "{err}");
+    assert_eq!(gate.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gate.stdout).contains("A/B       FAIL"));
+    let error = schedlab(&["sweep", "no/such/file.toml"]);
+    assert_eq!(error.status.code(), Some(2));
+    let usage = schedlab(&["sweep", "--no-such-flag"]);
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn trace_dash_writes_the_trace_to_stdout_and_the_report_to_stderr() {
+    let out = schedlab(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "100ms", "--trace", "-"]);
+    assert!(out.status.success());
+    let (trace, report) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(trace.starts_with("# tracer: nop\n") && trace.contains(": sched_switch: "), "{trace:.300}");
+    assert!(!trace.contains("scenario  asym_min-2cpu"));
+    assert!(report.contains("scenario  asym_min-2cpu") && report.contains("worker"), "{report}");
+    let file = tmp_dir("trace-dash").join("t.txt");
+    ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "100ms", "--trace", file.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), trace, "the same trace as to a file");
+    let refused = schedlab(&["real", "scenarios/asym_min-2cpu.toml", "--trace", "-"]);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("only `schedlab run` writes its trace to standard output")
+    );
+}
