@@ -22,8 +22,9 @@
 //! against forgery.
 //!
 //! ```sh
-//! # Slurm: one array task per shard, then one merge.
-//! sbatch --array=0-7 --wrap 'schedlab sweep S.toml --shard $SLURM_ARRAY_TASK_ID/8 --out out/'
+//! # Slurm: `schedlab sweep S.toml --slurm` submits the array and the merge
+//! # (crates/cli/src/slurm.rs); by hand it is
+//! sbatch --array=0-7 --wrap 'schedlab sweep S.toml --shard auto --out out/'
 //! schedlab sweep-merge out/          # or: schedlab sweep S.toml --merge out/
 //! # GNU parallel on one machine or over ssh:
 //! parallel schedlab sweep S.toml --jobs 1 --shard {}/4 --out out/ ::: 0 1 2 3
