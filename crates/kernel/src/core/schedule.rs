@@ -134,10 +134,13 @@ impl Kernel {
                     k.__update_idle_core(cpu);
                     k.nohz_balance_enter_idle(cpu);
                 }
+                // A switch completes the one before it (the kernel's
+                // finish_task_switch() runs in the next task's context): also
+                // when this one starts from idle or from the stopper, whose
+                // pick may be the task still switching out here.
+                k.finish_task_switch(cpu);
                 if let Some(p) = from {
-                    // prev stays on_cpu until the switch completes
-                    // (finish_task_switch()); a second switch completes the first.
-                    k.finish_task_switch(cpu);
+                    // prev stays on_cpu until the switch completes.
                     k.rqs[cpu].switching_out = Some(p);
                     k.account_switch_out(p, preempt, prev_state);
                 }
