@@ -114,9 +114,9 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         }
     };
     if args.json.json {
-        println!("{}", report.to_json(scenario.as_ref())?);
+        crate::output::emit(&format!("{}\n", report.to_json(scenario.as_ref())?))?;
     } else {
-        print!("{}", report.render(scenario.as_ref(), args.report.stalls, perfetto));
+        crate::output::emit(&report.render(scenario.as_ref(), args.report.stalls, perfetto))?;
     }
     Ok(())
 }

@@ -34,5 +34,12 @@ pub fn bench(args: BenchArgs) -> Result {
         jobs: args.jobs,
         only: args.only,
     };
-    Ok(run_benchmarks(&opts, &mut |line| println!("{line}"))?)
+    // Each row as it is measured; the first failed write ends the command.
+    let mut failed = None;
+    run_benchmarks(&opts, &mut |line| {
+        if failed.is_none() {
+            failed = crate::output::emit(&format!("{line}\n")).err();
+        }
+    })?;
+    failed.map_or(Ok(()), Err)
 }

@@ -128,7 +128,7 @@ pub fn compare(args: CompareArgs) -> Result {
         trace_file: args.trace.trace.as_deref(),
         sim_trace_file: args.sim_trace.as_deref(),
     };
-    print!("{}", text.render());
+    crate::output::emit(&text.render())?;
     Ok(())
 }
 
@@ -171,6 +171,6 @@ fn compare_settings(args: &CompareArgs) -> Result {
         sims: &per_set,
         trace_file: args.trace.trace.as_deref(),
     };
-    print!("{}", text.render());
+    crate::output::emit(&text.render())?;
     Ok(())
 }

@@ -82,9 +82,9 @@ pub fn fidelity(args: FidelityArgs) -> Result {
         wall_s: wall.elapsed().as_secs_f64(),
     };
     if args.json.json {
-        println!("{}", schedlab_report::to_json(&text.json())?);
+        crate::output::emit(&format!("{}\n", schedlab_report::to_json(&text.json())?))?;
     } else {
-        print!("{}", text.render());
+        crate::output::emit(&text.render())?;
     }
     let failed = fidelity_failures(&suite.rows);
     if args.check && !failed.is_empty() {

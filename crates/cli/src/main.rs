@@ -1,3 +1,4 @@
+#![deny(clippy::print_stdout)] // the report goes through output::emit: a full disk is an error, not a panic
 //! `schedlab`: the command line. It only parses arguments and wires the
 //! library crates together; every rule lives in a crate.
 
@@ -100,7 +101,24 @@ fn main() -> ExitCode {
     if std::process::id() == 1 {
         schedlab_vm::guest::main();
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version go to stdout through emit, so a full disk is
+        // an error there too; usage errors go to stderr with status 2.
+        Err(e) if !e.use_stderr() => {
+            use std::io::IsTerminal;
+            let text = e.render();
+            let text = if std::io::stdout().is_terminal() { text.ansi().to_string() } else { text.to_string() };
+            return match crate::output::emit(&text) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("schedlab: error: {err}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        Err(e) => e.exit(),
+    };
     // `schedlab run ... | head` should end quietly as other Unix tools do,
     // not panic in println!. Not for `real`/`compare`/`fidelity`: their supervisor must
     // outlive a closed stdout to restore tracefs.
@@ -124,8 +142,10 @@ fn main() -> ExitCode {
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies(args) => topologies::topologies(args),
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "schedlab", &mut std::io::stdout());
-            Ok(())
+            // Into memory first: clap_complete panics when its writer fails.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "schedlab", &mut script);
+            crate::output::emit(&String::from_utf8_lossy(&script))
         }
         Cmd::Man { out } => write_man_pages(&out),
     };
@@ -165,6 +185,6 @@ fn write_man_pages(dir: &std::path::Path) -> Result {
 fn features(kernel: &str) -> Result {
     let profile = schedlab_kernel::Profile::by_name(kernel)
         .ok_or_else(|| CliError::UnknownProfile { name: kernel.to_string() })?;
-    print!("{}", schedlab_sweep::setting::render_features(&profile));
+    crate::output::emit(&schedlab_sweep::setting::render_features(&profile))?;
     Ok(())
 }

@@ -177,7 +177,8 @@ pub fn write_file(path: &Path, text: &str, flag: &'static str) -> Result {
 /// a write, but a parent can hand SIGPIPE down blocked (the signal mask
 /// survives exec): then the write returns EPIPE and lands here.
 pub fn emit(out: &str) -> Result {
-    match std::io::stdout().lock().write_all(out.as_bytes()) {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e).into()),
         _ => Ok(()),
     }

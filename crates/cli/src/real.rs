@@ -135,7 +135,7 @@ pub fn real(args: RealArgs) -> Result {
             lost_events: run.lost_events,
             analysis: AnalysisJson::from(&report),
         };
-        println!("{}", schedlab_report::to_json(&doc)?);
+        crate::output::emit(&format!("{}\n", schedlab_report::to_json(&doc)?))?;
         return Ok(());
     }
     let text = RealText {
@@ -146,6 +146,6 @@ pub fn real(args: RealArgs) -> Result {
         narratives: args.report.stalls,
         trace_file: args.trace.trace.as_deref(),
     };
-    print!("{}", text.render());
+    crate::output::emit(&text.render())?;
     Ok(())
 }

@@ -207,7 +207,7 @@ pub fn run(args: RunArgs) -> Result {
             notes: &result.notes,
             analysis: AnalysisJson::from(&report),
         };
-        report_out(&format!("{}\n", schedlab_report::to_json(&doc)?), trace_to_stdout);
+        report_out(&format!("{}\n", schedlab_report::to_json(&doc)?), trace_to_stdout)?;
         return Ok(());
     }
 
@@ -233,16 +233,17 @@ pub fn run(args: RunArgs) -> Result {
         perfetto_file: args.perfetto.perfetto.as_deref(),
         plots: args.plot.as_deref().map(|dir| (dir, plots.len())),
     };
-    report_out(&text.render(), trace_to_stdout);
+    report_out(&text.render(), trace_to_stdout)?;
     Ok(())
 }
 
 /// The report: on stdout, or on stderr when `--trace -` took stdout.
-fn report_out(text: &str, trace_to_stdout: bool) {
+fn report_out(text: &str, trace_to_stdout: bool) -> Result {
     if trace_to_stdout {
         eprint!("{text}");
+        Ok(())
     } else {
-        print!("{text}");
+        crate::output::emit(text)
     }
 }
 

@@ -145,9 +145,14 @@ pub fn sweep_on_slurm(sweep: &Sweep, args: &SweepArgs) -> Result {
         dir.display()
     );
     if s.no_wait {
-        println!("array job {}\nmerge job {}", sub.array_job, sub.merge_job);
-        println!("report: {} once the merge job is done", plan.report_path().display());
-        println!("or merge here: schedlab {} --merge {}", sweep_words(args)[1..].join(" "), dir.display());
+        crate::output::emit(&format!(
+            "array job {}\nmerge job {}\nreport: {} once the merge job is done\nor merge here: schedlab {} --merge {}\n",
+            sub.array_job,
+            sub.merge_job,
+            plan.report_path().display(),
+            sweep_words(args)[1..].join(" "),
+            dir.display()
+        ))?;
         return Ok(());
     }
     let bar = Bar::new(shards as usize, "slurm");

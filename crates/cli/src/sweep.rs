@@ -172,15 +172,15 @@ pub(crate) fn print(
         write_file(path, &render_csv(result), "--csv")?;
     }
     if csv_stdout {
-        print!("{}", render_csv(result));
+        crate::output::emit(&render_csv(result))?;
     } else if out.json.json {
         let doc = SweepJson { format: schedlab_report::FORMAT_VERSION, result, ab: ab.as_ref() };
-        println!("{}", schedlab_report::to_json(&doc)?);
+        crate::output::emit(&format!("{}\n", schedlab_report::to_json(&doc)?))?;
         if let Some(t) = &timing {
             eprintln!("{t}");
         }
     } else {
-        print!("{}", render_sweep_text(result, ab.as_ref(), timing.as_deref()));
+        crate::output::emit(&render_sweep_text(result, ab.as_ref(), timing.as_deref()))?;
     }
     match ab.and_then(|a| a.pass.is_some_and(|p| !p).then_some(a)) {
         Some(a) => {

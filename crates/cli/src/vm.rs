@@ -232,7 +232,7 @@ pub fn vm(args: VmArgs) -> Result {
             settings: &alternate,
             runs: runs_json,
         };
-        println!("{}", schedlab_report::to_json(&doc)?);
+        crate::output::emit(&format!("{}\n", schedlab_report::to_json(&doc)?))?;
         return Ok(());
     }
     let text = VmText {
@@ -244,6 +244,6 @@ pub fn vm(args: VmArgs) -> Result {
         narratives: args.report.stalls,
         trace_file: args.trace.trace.as_deref(),
     };
-    print!("{}", text.render());
+    crate::output::emit(&text.render())?;
     Ok(())
 }

@@ -111,3 +111,35 @@ fn trace_dash_writes_the_trace_to_stdout_and_the_report_to_stderr() {
         String::from_utf8_lossy(&refused.stderr).contains("only `schedlab run` writes its trace to standard output")
     );
 }
+
+/// Issue 21: stdout on a full device made most commands panic in print!.
+/// Every report now goes through one writer that returns the error.
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    for args in [
+        &["run", "scenarios/asym_min-2cpu.toml", "--duration", "50ms"][..],
+        &["run", "scenarios/asym_min-2cpu.toml", "--duration", "50ms", "--json"],
+        &["features"],
+        &["topologies"],
+        &["completions", "bash"],
+        &["--help"],
+        &["sweep", "scenarios/sweeps/itmt-delay-dequeue.toml", "--rounds", "1", "--duration", "20ms"],
+        &["analyze", "crates/trace/tests/data/pingpong.trace"],
+    ] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(args)
+            .current_dir(root())
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("cannot write the report: No space left on device"), "{args:?}: {err}");
+    }
+}
