@@ -756,8 +756,8 @@ pub fn render_drift(rows: &[DriftRow], stall_threshold_ns: u64) -> String {
     for group in ["run ms", "wait ms", "migrations", "handoffs", "handoff p50 us", "handoff p99 us", stalls.as_str()] {
         // Pad the heads so a long group label widens both columns alike.
         let w = group.chars().count().saturating_sub(2).div_ceil(2);
-        cols.push(col(group, &format!("{:>w$}", "A"), false));
-        cols.push(col(group, &format!("{:>w$}", "B"), false));
+        cols.push(col(group, &crate::pad_left("A", w), false));
+        cols.push(col(group, &crate::pad_left("B", w), false));
     }
     let out: Vec<Vec<String>> = rows
         .iter()

@@ -57,7 +57,7 @@ pub use sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN, RELATIVE_ERROR};
 pub use stall_window::{AttributionCollector, LOOKBACK_NS, MAX_WINDOW_EVENTS};
 pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
-pub use table::render_run_table;
+pub use table::{pad_left, pad_right, render_run_table};
 pub use timeline::{cpulist, percpu_kthread_cpu, FirstOccupants};
 pub use workcons::{
     initial_occupants, work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsCollector,

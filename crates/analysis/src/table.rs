@@ -98,6 +98,22 @@ pub fn render_run_table(m: &RunMetrics) -> String {
 
 const GAP: usize = 2;
 
+/// `s` right-aligned in `w` characters. By hand, not `format!("{s:>w$}")`:
+/// std's formatting panics on a width past 65535 (a setting named with
+/// 70 000 characters made its column that wide).
+pub fn pad_left(s: &str, w: usize) -> String {
+    let mut out: String = std::iter::repeat_n(' ', w.saturating_sub(width(s))).collect();
+    out.push_str(s);
+    out
+}
+
+/// `s` left-aligned in `w` characters (see [`pad_left`]).
+pub fn pad_right(s: &str, w: usize) -> String {
+    let mut out = s.to_string();
+    out.extend(std::iter::repeat_n(' ', w.saturating_sub(width(s))));
+    out
+}
+
 fn width(s: &str) -> usize {
     s.chars().count()
 }

@@ -420,3 +420,27 @@ fn noise_and_idle_states_are_deterministic_per_seed() {
     let text = String::from_utf8_lossy(&a);
     assert!(text.contains("sched_wake_idle_without_ipi"), "C1's MWAIT polling wakes workers without an IPI");
 }
+
+/// Issue 21: a 70 000-character setting name panicked the table writer
+/// (std's formatting refuses widths past 65535); columns are padded by hand.
+#[test]
+fn a_setting_name_wider_than_formatting_allows_is_just_a_wide_column() {
+    let dir = common::tmp_dir("long-name");
+    let name = "x".repeat(70_000);
+    let file = dir.join("s.toml");
+    let text = format!(
+        "scenario = \"{}\"\nrounds = 1\nduration = \"10ms\"\n[[setting]]\nname = \"{name}\"\n[[setting]]\nname = \"b\"\n",
+        common::root().join("scenarios/asym_min-2cpu.toml").display()
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = common::schedlab(&["sweep", file.to_str().unwrap(), "--no-timing"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let row_b = stdout.lines().find(|l| l.starts_with("b ")).unwrap_or_else(|| panic!("no row b:\n{stdout:.2000}"));
+    let row_x = stdout.lines().find(|l| l.starts_with(&name)).expect("the long row");
+    // Row b is padded to the long name's column: its figures start past it.
+    let figures_at = row_b[1..].find(|c: char| c != ' ').map(|i| i + 1).unwrap_or(0);
+    assert!(figures_at >= name.len(), "b's figures at column {figures_at}");
+    assert!(row_x.len() > name.len());
+    let _ = std::fs::remove_dir_all(dir);
+}

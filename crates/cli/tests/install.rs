@@ -131,12 +131,8 @@ fn a_full_stdout_is_an_error_not_a_panic() {
         &["analyze", "crates/trace/tests/data/pingpong.trace"],
     ] {
         let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-            .args(args)
-            .current_dir(root())
-            .stdout(full)
-            .output()
-            .unwrap();
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).stdout(full).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");

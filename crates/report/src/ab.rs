@@ -379,7 +379,15 @@ pub fn render_ab(rep: &AbReport) -> String {
         cells
             .iter()
             .enumerate()
-            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = w[i]) } else { format!("{c:>w$}", w = w[i]) })
+            .map(
+                |(i, c)| {
+                    if i == 0 {
+                        schedlab_analysis::pad_right(c, w[i])
+                    } else {
+                        schedlab_analysis::pad_left(c, w[i])
+                    }
+                },
+            )
             .collect::<Vec<_>>()
             .join("   ")
     };

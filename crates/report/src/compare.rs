@@ -37,9 +37,10 @@ fn merged(r: &Report, pick: impl Fn(&TaskMetrics) -> &LatencySketch, threshold: 
 pub fn side_by_side(rows: &[(String, String, String)]) -> String {
     let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(6);
     let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max("simulated".len());
-    let mut out = format!("{:<w0$}  {:>w1$}  {}\n", "", "simulated", "real");
+    use schedlab_analysis::{pad_left, pad_right};
+    let mut out = format!("{}  {}  {}\n", pad_right("", w0), pad_left("simulated", w1), "real");
     for (a, b, c) in rows {
-        out.push_str(&format!("{a:<w0$}  {b:>w1$}  {c}\n"));
+        out.push_str(&format!("{}  {}  {c}\n", pad_right(a, w0), pad_left(b, w1)));
     }
     out
 }

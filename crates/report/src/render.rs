@@ -33,13 +33,7 @@ fn us(ns: u64) -> String {
     format!("{}.{} us", ns / 1_000, ns / 100 % 10)
 }
 
-fn pad_left(s: &str, w: usize) -> String {
-    format!("{s:>w$}")
-}
-
-fn pad_right(s: &str, w: usize) -> String {
-    format!("{s:<w$}")
-}
+use schedlab_analysis::{pad_left, pad_right};
 
 pub(crate) fn push_line(out: &mut String, line: &str) {
     out.push_str(line.trim_end());
@@ -412,11 +406,11 @@ pub fn render_schbench_rps(r: &SweepResult) -> String {
         // given the next run's.
         let runs: Vec<(u32, f64)> = s.runs.iter().filter_map(|x| Some((x.run, x.schbench_rps?))).collect();
         for (run, v) in &runs {
-            out.push_str(&format!("{:<width$}  run {run}: average rps: {v:.2}\n", s.name));
+            out.push_str(&format!("{}  run {run}: average rps: {v:.2}\n", pad_right(&s.name, width)));
         }
         let rps: Vec<f64> = runs.iter().map(|&(_, v)| v).collect();
         if let Some(mean) = mean(&rps) {
-            out.push_str(&format!("{:<width$}  mean   {mean:.2}\n", s.name));
+            out.push_str(&format!("{}  mean   {mean:.2}\n", pad_right(&s.name, width)));
         }
     }
     out

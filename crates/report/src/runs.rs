@@ -28,7 +28,7 @@ pub fn render_runs(threshold_ns: u64, runs: &[RunLine], labels: &[String]) -> St
         let r = run.report;
         let mut cols = vec![format!("run {:>2}", i + 1)];
         if let Some(l) = labels.get(i) {
-            cols.push(format!("{l:<width$}"));
+            cols.push(schedlab_analysis::pad_right(l, width));
         }
         cols.push(format!("{} events", run.events));
         if run.lost_events > 0 {
