@@ -32,6 +32,11 @@ pub const LOOKBACK_NS: Nanos = 20_000_000;
 /// counted in [`AttributionCollector::lost`] instead of explained.
 pub const MAX_WINDOW_EVENTS: usize = 1 << 21;
 
+/// The most events [`Records`] keeps per task since its last switch: the
+/// replay of a wakee needs what happened to it since it blocked, which is a
+/// handful of events; a task that never blocks would otherwise keep all.
+const MAX_SINCE_SWITCH: usize = 4096;
+
 /// An event and its place in the stream (ties at one instant keep their order).
 type Seq = (u64, Event);
 
@@ -95,8 +100,21 @@ impl Records {
             }
             _ => {}
         }
+        // A workload marker other than a handoff's tells the replay nothing.
+        if matches!(ev.kind, EventKind::User { op, .. } if !matches!(op, UserOp::Signal { .. } | UserOp::WaitDone { .. }))
+        {
+            return;
+        }
         for pid in about(ev).into_iter().filter(|&p| p != 0) {
-            self.since_switch.entry(pid).or_default().push(*se);
+            let list = self.since_switch.entry(pid).or_default();
+            if list.len() >= MAX_SINCE_SWITCH {
+                // A task that never switches (a hog woken again and again
+                // while it runs) keeps its switch and the latest events.
+                let keep_from = list.len() - MAX_SINCE_SWITCH / 2;
+                let head = list.iter().take_while(|e| matches!(e.1.kind, EventKind::SchedSwitch { .. })).count().min(1);
+                list.drain(head..keep_from);
+            }
+            list.push(*se);
         }
     }
 
@@ -245,5 +263,34 @@ impl AttributionCollector {
 
     pub fn finish(self) -> Attribution {
         Attribution { unexplained: self.lost, ..summarize(self.opts.stall_threshold_ns, self.stories) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_trace::testing::{event, marker, process_table, switch};
+    use schedlab_trace::PrevState;
+
+    /// Issue 21: a hog that never switches, marking a loop per nanosecond
+    /// and woken while it runs, made the records grow with the run.
+    #[test]
+    fn a_task_that_never_switches_keeps_bounded_records() {
+        let table = process_table(1, &[(1, "hog")], &[]);
+        let mut c = AttributionCollector::new(&AttributionOptions::default(), &table, 2).with_max_window(16);
+        c.observe(&switch(0, 0, 0, PrevState::Running { preempt: false }, 1));
+        for i in 1..100_000u64 {
+            let ev = if i % 2 == 0 {
+                marker(i, 0, 1, UserOp::LoopEnd { n: i as u32 })
+            } else {
+                event(i, 1, 0, EventKind::SchedWaking { pid: 1, prio: 120, target_cpu: 0 })
+            };
+            c.observe(&ev);
+        }
+        let kept = c.records.since_switch.get(&1).map_or(0, Vec::len);
+        assert!(kept <= MAX_SINCE_SWITCH, "{kept} events kept for the hog");
+        assert!(kept >= MAX_SINCE_SWITCH / 2, "the latest are kept: {kept}");
+        let first = c.records.since_switch[&1][0].1;
+        assert!(matches!(first.kind, EventKind::SchedSwitch { .. }), "its switch stays first");
     }
 }
