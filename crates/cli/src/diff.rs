@@ -90,6 +90,7 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
             check_invariants: None,
             // Both sides are kept for the comparison.
             memory_budget: Some(args.memory.budget(2)),
+            max_steps_per_us: None,
         },
         scenario,
     })

@@ -60,6 +60,11 @@ pub struct RunArgs {
     /// the output is the same either way, only the wall time differs.
     #[arg(long)]
     pub one_thread: bool,
+    /// The livelock limit: stop when the simulation takes more than N engine steps per
+    /// simulated microsecond over a millisecond of simulated time (default 500 + 20 per CPU;
+    /// the busiest bundled scenario takes ~60).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_steps_per_us: Option<u64>,
     #[command(flatten)]
     pub memory: MemoryArg,
 }
@@ -99,6 +104,7 @@ pub fn run(args: RunArgs) -> Result {
         no_noise: args.seed.no_noise,
         traced: args.traced,
         memory_budget: Some(args.memory.budget(1)),
+        max_steps_per_us: args.max_steps_per_us,
     };
     // The trace has no affinities: each scenario thread's comes from the
     // scenario (pids are handed out in thread order).

@@ -45,6 +45,18 @@ pub struct SimOptions {
     /// Stop with [`SimError::MemoryBudget`] before the kept trace outgrows
     /// this; `None`: no limit (tests, streamed runs keep nothing).
     pub memory_budget: Option<MemoryBudget>,
+    /// The livelock limit: engine steps per simulated microsecond, over any
+    /// millisecond of simulated time; `None`: [`default_max_steps_per_us`].
+    pub max_steps_per_us: Option<u64>,
+}
+
+/// The default livelock limit for a machine of `nr_cpus` CPUs: 500 engine
+/// steps per simulated microsecond plus 20 per CPU. The busiest bundled
+/// scenario, schbench-spr (224 CPUs, ~60 M trace events per simulated
+/// second), takes about 60 steps per microsecond, far below its 4980; a
+/// thread looping on `run = "1ns"` takes about 1000 on its own CPU.
+pub fn default_max_steps_per_us(nr_cpus: usize) -> u64 {
+    500 + 20 * nr_cpus as u64
 }
 
 /// What a kept trace event costs in memory by the end of a `run`: the
@@ -91,6 +103,14 @@ pub enum SimError {
     /// The kept trace would outgrow [`SimOptions::memory_budget`].
     #[error("{}", memory_message(.events, .at_ns, .duration_ns, .budget))]
     MemoryBudget { events: u64, at_ns: u64, duration_ns: Option<u64>, budget: MemoryBudget },
+    /// More engine steps in a millisecond of simulated time than the limit.
+    #[error(
+        "livelock: {steps} engine steps within 1 ms of simulated time from {:.6} s, past the limit of {limit} per \
+         simulated us ({why}). A loop whose iterations take almost no simulated time (e.g. `run = \"1ns\"`, \
+         a wakeup ping-pong with no work) makes the simulation crawl: give it work, or raise the limit \
+         (--max-steps-per-us N)", *.at_ns as f64 / 1e9
+    )]
+    Livelock { steps: u64, at_ns: u64, limit: u64, why: String },
 }
 
 fn memory_message(events: &u64, at_ns: &u64, duration_ns: &Option<u64>, budget: &MemoryBudget) -> String {
@@ -379,8 +399,21 @@ fn simulate_inner(
     }
     let mut steps = 0u64;
     let max_events = opts.memory_budget.as_ref().map_or(u64::MAX, |b| b.bytes / TRACE_EVENT_BYTES);
+    let (limit, why) = match opts.max_steps_per_us {
+        Some(n) => (n, "--max-steps-per-us".to_string()),
+        None => (default_max_steps_per_us(topo.nr_cpus()), format!("the default for {} CPUs", topo.nr_cpus())),
+    };
+    // Steps since the window began; a window is 1 ms of simulated time, so
+    // a loop that never advances the clock is caught too.
+    let (mut window_start, mut window_steps) = (engine.now, 0u64);
     while engine.step() {
         steps += 1;
+        window_steps += 1;
+        if engine.now >= window_start.saturating_add(1_000_000) {
+            (window_start, window_steps) = (engine.now, 0);
+        } else if window_steps > limit.saturating_mul(1000) {
+            return Err(SimError::Livelock { steps: window_steps, at_ns: window_start, limit, why });
+        }
         if let Some(obs) = sink.as_mut() {
             engine.stream_to(&mut |e| obs.event(e));
         } else if engine.trace.len() as u64 > max_events {

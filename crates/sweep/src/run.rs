@@ -216,6 +216,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         check_invariants: None,
         no_noise: false,
         memory_budget: sweep.memory_budget.clone(),
+        max_steps_per_us: None,
         traced: false,
     };
     let threshold = sweep.stall_threshold_ns;
@@ -350,6 +351,7 @@ fn run_schbench_job(
         no_noise: false,
         traced: false,
         memory_budget: None,
+        max_steps_per_us: None,
     };
     let scenario = &setting.scenario;
     let table = schedlab_trace::TaskTable {
