@@ -391,7 +391,8 @@ impl Scenario {
             Some(span) => InputError::at_offset(path, text, span.start, e.message().trim()),
             None => InputError::whole_file(path, e.message().trim()),
         })?;
-        build::build(values::Ctx { path, text }, raw, base_dir, topology)
+        let lines = schedlab_topology::diag::LineIndex::new(text);
+        build::build(values::Ctx { path, text, lines: &lines }, raw, base_dir, topology)
     }
 
     /// The thread with this comm.

@@ -11,12 +11,14 @@ use crate::Spanned as Pos;
 pub(crate) struct Ctx<'a> {
     pub path: &'a str,
     pub text: &'a str,
+    pub lines: &'a schedlab_topology::diag::LineIndex,
 }
 
 impl<'a> Ctx<'a> {
     /// An error at a byte offset of the file.
     pub fn at(&self, offset: usize, message: impl Into<String>) -> InputError {
-        InputError::at_offset(self.path, self.text, offset, message)
+        let (line, col) = self.lines.line_col(self.text, offset);
+        InputError::new(self.path, line, col, message)
     }
 
     /// An error at the start of a spanned value.
@@ -26,12 +28,12 @@ impl<'a> Ctx<'a> {
 
     /// Our position-carrying wrapper from a TOML span.
     pub fn pos<T: Clone>(&self, v: &Spanned<T>) -> Pos<T> {
-        let (line, col) = schedlab_topology::diag::line_col(self.text, v.span().start);
+        let (line, col) = self.lines.line_col(self.text, v.span().start);
         Pos { value: v.get_ref().clone(), line, col }
     }
 
     pub fn line_of(&self, offset: usize) -> usize {
-        schedlab_topology::diag::line_col(self.text, offset).0
+        self.lines.line_col(self.text, offset).0
     }
 }
 

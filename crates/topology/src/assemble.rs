@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use crate::diag::line_col;
+use crate::diag::LineIndex;
 use crate::file::{CpuFile, LayoutFile, PreemptName, SmtNumbering, TopologyFile};
 use crate::{parse_cpulist, Costs, CpuInfo, CpuSet, InputError, Jitter, PreemptModel, Topology, HZ_CHOICES, MAX_CPUS};
 
@@ -26,14 +26,16 @@ mod hardware;
 struct Ctx<'a> {
     path: &'a str,
     text: &'a str,
+    lines: LineIndex,
 }
 
 impl Ctx<'_> {
     fn err(&self, span: &Span, msg: impl Into<String>) -> InputError {
-        InputError::at_offset(self.path, self.text, span.start, msg)
+        let (line, col) = self.lines.line_col(self.text, span.start);
+        InputError::new(self.path, line, col, msg)
     }
     fn line(&self, span: &Span) -> usize {
-        line_col(self.text, span.start).0
+        self.lines.line_col(self.text, span.start).0
     }
 }
 
@@ -48,7 +50,7 @@ struct Slot {
 }
 
 pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology, InputError> {
-    let ctx = Ctx { path, text };
+    let ctx = Ctx { path, text, lines: LineIndex::new(text) };
     let start = 0..0;
 
     let hz = match &f.hz {
