@@ -75,8 +75,7 @@ fn load_scenario(args: &RunArgs) -> Result<Scenario> {
         None => Scenario::load(path)?,
         Some(reference) => {
             let topo = Topology::resolve(reference, Path::new(".")).map_err(|e| CliError::Topology(e.to_string()))?;
-            let text = std::fs::read_to_string(path)
-                .map_err(|source| CliError::Read { path: path.display().to_string(), source })?;
+            let text = schedlab_topology::diag::read_input(path, "scenario")?;
             let base = path.parent().unwrap_or(Path::new("."));
             Scenario::from_toml_str_on(&path.display().to_string(), &text, base, topo)?
         }

@@ -444,3 +444,36 @@ fn a_setting_name_wider_than_formatting_allows_is_just_a_wide_column() {
     assert!(row_x.len() > name.len());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Issue 21: a FIFO with no writer blocked `run` forever (opening it waits
+/// for a writer) and `-` was a file name. Inputs are checked before they
+/// are opened, and `-` is standard input.
+#[test]
+fn inputs_that_are_not_files_are_refused_and_dash_is_stdin() {
+    let dir = tmp_dir("fifo");
+    let fifo = dir.join("s.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    if made {
+        for cmd in ["run", "sweep"] {
+            let e = err(&[cmd, fifo.to_str().unwrap()]);
+            assert!(e.contains("it is a FIFO; give a file, or - for standard input"), "{e}");
+        }
+    }
+    let e = err(&["run", "/dev/zero"]);
+    assert!(e.contains("/dev/zero: cannot read scenario: it is a device"), "{e}");
+    let e = err(&["run", "scenarios"]);
+    assert!(e.contains("it is a directory"), "{e}");
+    let text = std::fs::read_to_string(root().join("scenarios/two-hogs.toml")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", "-", "--duration", "100ms"])
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && s.contains("scenario  two-hogs (-)") && s.contains("hog-1"), "{s}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -380,8 +380,7 @@ impl Scenario {
     /// Read and parse a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, InputError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::whole_file(&shown, format!("cannot read scenario: {e}")))?;
+        let text = schedlab_topology::diag::read_input(path, "scenario")?;
         let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         Self::from_toml_str(&shown, &text, base)
     }

@@ -169,8 +169,7 @@ impl Sweep {
     /// Read, parse and check a sweep file.
     pub fn load(path: &Path) -> Result<Sweep, InputError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::whole_file(&shown, format!("cannot read sweep file: {e}")))?;
+        let text = schedlab_topology::diag::read_input(path, "sweep")?;
         let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         Self::from_toml_str(&shown, &text, base)
     }

@@ -40,6 +40,64 @@ impl fmt::Display for InputError {
     }
 }
 
+/// The largest scenario, topology or sweep file read: the biggest real
+/// one is a few kB; 64 MiB is ~1 M `[[thread]]` tables. More is refused
+/// before it is read (a huge or endless input must not fill memory).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Read an input file as text: `-` is standard input; anything but a
+/// regular file (a FIFO with no writer would block forever, a device never
+/// ends, a directory) is refused with what it is; at most
+/// [`MAX_INPUT_BYTES`]. `what` names the file's kind in errors ("scenario").
+pub fn read_input(path: &std::path::Path, what: &str) -> Result<String, InputError> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let fail = |msg: String| InputError::whole_file(&shown, msg);
+    let mut bytes = Vec::new();
+    if path == std::path::Path::new("-") {
+        std::io::stdin()
+            .lock()
+            .take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail(format!("cannot read {what} from standard input: {e}")))?;
+    } else {
+        // Look before opening: opening a FIFO blocks until a writer comes.
+        let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read {what}: {e}")))?;
+        if !meta.is_file() {
+            let kind = match () {
+                _ if meta.is_dir() => "a directory",
+                _ => {
+                    use std::os::unix::fs::FileTypeExt;
+                    let t = meta.file_type();
+                    if t.is_fifo() {
+                        "a FIFO"
+                    } else if t.is_char_device() || t.is_block_device() {
+                        "a device"
+                    } else if t.is_socket() {
+                        "a socket"
+                    } else {
+                        "not a regular file"
+                    }
+                }
+            };
+            return Err(fail(format!("cannot read {what}: it is {kind}; give a file, or - for standard input")));
+        }
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| fail(format!("cannot read {what}: {e}")))?;
+    }
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(fail(format!(
+            "more than {} MiB, the fixed limit for a {what} file (about a million threads' worth)",
+            MAX_INPUT_BYTES >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let (line, col) = line_col(&String::from_utf8_lossy(e.as_bytes()), e.utf8_error().valid_up_to());
+        InputError::new(&shown, line, col, format!("{what} files are UTF-8 text; this byte is not"))
+    })
+}
+
 /// 1-based line and column (in characters) of a byte offset. Scans the
 /// text before it: for one error; a reader that locates many values uses
 /// a [`LineIndex`].

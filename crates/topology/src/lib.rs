@@ -298,8 +298,7 @@ impl Topology {
     /// Read and parse a topology file.
     pub fn load(path: &Path) -> Result<Topology, InputError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::whole_file(&shown, format!("cannot read topology file: {e}")))?;
+        let text = crate::diag::read_input(path, "topology")?;
         Topology::from_toml_str(&shown, &text)
     }
 
