@@ -60,6 +60,9 @@ pub enum CliError {
     /// `--shard auto` without the environment to say which.
     #[error("{0}")]
     ShardAuto(String),
+    /// Options that do not go together (beyond what clap checks).
+    #[error("{0}")]
+    Usage(String),
     /// A Slurm sweep whose array or merge did not succeed.
     #[error("{0}")]
     SlurmSweep(String),

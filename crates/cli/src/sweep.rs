@@ -108,7 +108,7 @@ pub fn sweep(args: SweepArgs) -> Result {
     let timing = |n: usize| sweep_timing(n, wall.elapsed().as_secs_f64(), threads);
 
     if args.out.is_some() && args.shard.is_none() && !args.slurm.slurm {
-        return Err(CliError::SlurmSweep("--out goes with --shard or --slurm".into()).into());
+        return Err(CliError::Usage("--out goes with --shard or --slurm".into()).into());
     }
     if args.slurm.slurm {
         return crate::slurm::sweep_on_slurm(&sweep, &args);

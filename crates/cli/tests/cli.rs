@@ -477,3 +477,10 @@ fn inputs_that_are_not_files_are_refused_and_dash_is_stdin() {
     assert!(out.status.success() && s.contains("scenario  two-hogs (-)") && s.contains("hog-1"), "{s}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn out_without_shard_or_slurm_is_refused_not_ignored() {
+    let e = err(&["sweep", "scenarios/sweeps/itmt-delay-dequeue.toml", "--out", "/tmp/never-written"]);
+    assert!(e.contains("--out goes with --shard or --slurm"), "{e}");
+    assert!(!std::path::Path::new("/tmp/never-written").exists());
+}
