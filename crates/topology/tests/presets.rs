@@ -141,7 +141,7 @@ fn resolve_finds_presets_then_files() {
     }
     let e = Topology::load(&dir.join("absent.toml")).unwrap_err();
     assert!(
-        e.to_string().ends_with("absent.toml: cannot read topology file: No such file or directory (os error 2)"),
+        e.to_string().ends_with("absent.toml: cannot read topology: No such file or directory (os error 2)"),
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
