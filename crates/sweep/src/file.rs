@@ -71,6 +71,10 @@ struct RawAxis {
     values: Spanned<Vec<Spanned<RawSetting>>>,
 }
 
+/// The most rows (settings × axis values) a sweep file may define: each
+/// row is at least one simulation per round, and the seed sweeps have 5.
+pub const MAX_SETTINGS: usize = 10_000;
+
 /// What joins a setting's name and its axis values' names.
 pub const AXIS_JOIN: &str = " / ";
 
@@ -203,9 +207,26 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         }
         axes.push(values.get_ref());
     }
+    // The cross product is refused before it is built when it is too large.
+    let rows = axes.iter().try_fold(raw_settings.len(), |n, values| n.checked_mul(values.len()));
+    if rows.is_none_or(|n| n > MAX_SETTINGS) {
+        let at = raw.axis.iter().flatten().next().map_or(0, |a| a.span().start);
+        let shown = rows.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string());
+        return Err(InputError::at_offset(
+            path,
+            text,
+            at,
+            format!(
+                "{} settings crossed with these axes make {shown} rows, more than the limit of {MAX_SETTINGS}: \
+                 split the sweep into several files",
+                raw_settings.len()
+            ),
+        ));
+    }
     let bounded = duration_ns.or(scenario.duration_ns).is_some();
     let base = Base { scenario: &scenario, groups: &groups, wakees: &wakees, top_cpu, base_dir, bounded };
     let mut settings: Vec<Setting> = Vec::new();
+    let mut names: std::collections::HashSet<String> = std::collections::HashSet::new();
     for rs in raw_settings {
         // The cross product of this setting with one value of every axis.
         let mut combos: Vec<Vec<&RawSetting>> = vec![vec![rs.get_ref()]];
@@ -217,7 +238,7 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
         }
         for parts in combos {
             let s = setting(ctx, &parts, &base)?;
-            if settings.iter().any(|o| o.name == s.name) {
+            if !names.insert(s.name.clone()) {
                 let last = &parts[parts.len() - 1].name;
                 return Err(ctx.err(last, format!("setting `{}` is defined twice", s.name)));
             }

@@ -94,7 +94,7 @@ use schedlab_report::AbSpec;
 use schedlab_scenario::{CpuSet, InputError, Scenario};
 use schedlab_topology::Topology;
 
-pub use file::AXIS_JOIN;
+pub use file::{AXIS_JOIN, MAX_SETTINGS};
 pub use progress::Bar;
 pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress};
 pub use setting::{feature_sets, SettingError, SettingSpec};

@@ -178,3 +178,18 @@ fn one_line_settings_as_on_the_command_line() {
     let itmt: Vec<bool> = ax.settings.iter().map(|s| s.topology.itmt_enabled).collect();
     assert_eq!(itmt, [true, false]);
 }
+
+/// Issue 21: the cross product was built whatever its size (three axes of
+/// 100 values: a million settings). It is refused at the first axis first.
+#[test]
+fn a_cross_product_past_the_limit_is_refused_before_it_is_built() {
+    let values = (0..100).map(|i| format!("{{ name = \"v{i}\" }}")).collect::<Vec<_>>().join(", ");
+    let mut text = format!("{HEAD}[[setting]]\nname = \"a\"\n");
+    for n in 0..3 {
+        text.push_str(&format!("[[axis]]\nname = \"n{n}\"\nvalues = [{values}]\n"));
+    }
+    bad(&text, 4, "make 1000000 rows, more than the limit of 10000");
+    // Two axes of 100: 10 000 rows, at the limit, are built.
+    let two = text.lines().take(9).collect::<Vec<_>>().join("\n");
+    assert_eq!(parse(&two).unwrap().settings.len(), schedlab_sweep::MAX_SETTINGS);
+}
