@@ -74,7 +74,7 @@ fn sweep_words(args: &SweepArgs) -> Vec<String> {
 }
 
 /// The output flags, passed on to the merge job (its stdout is the report).
-fn output_words(args: &SweepArgs) -> Result<Vec<String>> {
+fn output_words(args: &SweepArgs) -> Vec<String> {
     let mut w = Vec::new();
     if args.output.json.json {
         w.push("--json".into());
@@ -85,7 +85,7 @@ fn output_words(args: &SweepArgs) -> Result<Vec<String>> {
     if let Some(ab) = &args.output.ab {
         w.extend(["--ab".into(), ab.clone()]);
     }
-    Ok(w)
+    w
 }
 
 pub fn sweep_on_slurm(sweep: &Sweep, args: &SweepArgs) -> Result {
@@ -106,7 +106,7 @@ pub fn sweep_on_slurm(sweep: &Sweep, args: &SweepArgs) -> Result {
     let mut merge_argv = vec![exe_s];
     merge_argv.extend(sweep_words(args));
     merge_argv.extend(["--merge".into(), dir.display().to_string()]);
-    merge_argv.extend(output_words(args)?);
+    merge_argv.extend(output_words(args));
     let name = format!("schedlab-{}", stem(&args.sweep));
     let plan = Plan {
         dir: dir.clone(),

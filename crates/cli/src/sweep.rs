@@ -38,8 +38,8 @@ pub struct SweepArgs {
     pub rounds: Option<u32>,
     #[command(flatten)]
     pub duration: DurationArg,
-    /// Simulations to run at once (default: one per CPU).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Simulations to run at once (default: one per CPU; with --slurm, --cpus-per-task says it).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024), conflicts_with = "slurm")]
     pub jobs: Option<u32>,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -60,7 +60,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "DIR")]
     pub merge: Option<PathBuf>,
     /// Write DIR/handoff-cdf.svg: the handoff latency CDF, one curve per setting (all rounds pooled).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["merge", "shard"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["merge", "shard", "slurm"])]
     pub plot: Option<PathBuf>,
     /// Leave out the closing wall-time line, so that outputs compare byte for byte.
     #[arg(long)]

@@ -117,6 +117,20 @@ fn a_sweep_through_slurm_prints_the_local_report_and_reruns_only_failed_shards()
 }
 
 #[test]
+fn options_slurm_cannot_honour_are_refused() {
+    for extra in [&["--jobs", "2"][..], &["--plot", "/tmp/p"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(["sweep", "scenarios/sweeps/itmt-delay-dequeue.toml", "--slurm"])
+            .args(extra)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(text(&out.stderr).contains("cannot be used with"), "{extra:?}: {}", text(&out.stderr));
+    }
+}
+
+#[test]
 fn shard_auto_reads_the_array_task_or_says_what_is_missing() {
     let dir = common::tmp_dir("shard-auto");
     let out = dir.to_str().unwrap();
