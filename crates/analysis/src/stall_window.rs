@@ -111,7 +111,7 @@ impl Records {
                 // A task that never switches (a hog woken again and again
                 // while it runs) keeps its switch and the latest events.
                 let keep_from = list.len() - MAX_SINCE_SWITCH / 2;
-                let head = list.iter().take_while(|e| matches!(e.1.kind, EventKind::SchedSwitch { .. })).count().min(1);
+                let head = usize::from(list.first().is_some_and(|e| matches!(e.1.kind, EventKind::SchedSwitch { .. })));
                 list.drain(head..keep_from);
             }
             list.push(*se);

@@ -62,7 +62,7 @@ pub struct RunArgs {
     pub one_thread: bool,
     /// The livelock limit: stop when the simulation takes more than N engine steps per
     /// simulated microsecond over a millisecond of simulated time (default 500 + 20 per CPU;
-    /// the busiest bundled scenario takes ~60).
+    /// the busiest bundled scenario, schbench-spr, peaks at 27).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_steps_per_us: Option<u64>,
     #[command(flatten)]

@@ -51,10 +51,11 @@ pub struct SimOptions {
 }
 
 /// The default livelock limit for a machine of `nr_cpus` CPUs: 500 engine
-/// steps per simulated microsecond plus 20 per CPU. The busiest bundled
-/// scenario, schbench-spr (224 CPUs, ~60 M trace events per simulated
-/// second), takes about 60 steps per microsecond, far below its 4980; a
-/// thread looping on `run = "1ns"` takes about 1000 on its own CPU.
+/// steps per simulated microsecond plus 20 per CPU. Measured (2026-12-01,
+/// bisecting `--max-steps-per-us` on 20 ms runs): the busiest bundled
+/// scenario, schbench-spr (224 CPUs), peaks at 27 steps per microsecond
+/// over a millisecond, far below its 4980; a thread looping on
+/// `run = "1ns"` takes about 1000 on its own.
 pub fn default_max_steps_per_us(nr_cpus: usize) -> u64 {
     500 + 20 * nr_cpus as u64
 }

@@ -64,21 +64,18 @@ pub fn read_input(path: &std::path::Path, what: &str) -> Result<String, InputErr
         // Look before opening: opening a FIFO blocks until a writer comes.
         let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read {what}: {e}")))?;
         if !meta.is_file() {
-            let kind = match () {
-                _ if meta.is_dir() => "a directory",
-                _ => {
-                    use std::os::unix::fs::FileTypeExt;
-                    let t = meta.file_type();
-                    if t.is_fifo() {
-                        "a FIFO"
-                    } else if t.is_char_device() || t.is_block_device() {
-                        "a device"
-                    } else if t.is_socket() {
-                        "a socket"
-                    } else {
-                        "not a regular file"
-                    }
-                }
+            use std::os::unix::fs::FileTypeExt;
+            let t = meta.file_type();
+            let kind = if t.is_dir() {
+                "a directory"
+            } else if t.is_fifo() {
+                "a FIFO"
+            } else if t.is_char_device() || t.is_block_device() {
+                "a device"
+            } else if t.is_socket() {
+                "a socket"
+            } else {
+                "not a regular file"
             };
             return Err(fail(format!("cannot read {what}: it is {kind}; give a file, or - for standard input")));
         }
