@@ -57,10 +57,10 @@ pub use sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN, RELATIVE_ERROR};
 pub use stall_window::{AttributionCollector, LOOKBACK_NS, MAX_WINDOW_EVENTS};
 pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
-pub use table::{pad_left, pad_right, render_run_table};
+pub use table::{ms as ms_text, pad_left, pad_right, render_run_table};
 pub use timeline::{cpulist, percpu_kthread_cpu, FirstOccupants};
 pub use workcons::{
-    initial_occupants, work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsCollector,
+    covered_cpus, initial_occupants, work_conservation, CpuWorkCons, TaskWorkCons, ViolationStats, WorkConsCollector,
     WorkConsOptions, WorkConservation, DEFAULT_GRACE_NS,
 };
 
@@ -109,6 +109,10 @@ pub struct TaskMetrics {
     pub migrations: u64,
     /// `sched_wakeup`/`sched_wakeup_new` → the task's next switch-in.
     pub wakeup_latency: LatencyStats,
+    /// Wakeups with no latency: the switch into the task is missing from the
+    /// trace and was put back where it could have been at the earliest
+    /// (`schedlab_trace::repair`), so its time is unknown.
+    pub wakeup_latency_unknown: u64,
     /// Handoffs this task received: a signal on an object → this task's wait
     /// on it returning.
     pub handoff_latency: LatencyStats,
@@ -263,6 +267,7 @@ impl MetricsCollector {
                     involuntary_switches: a.involuntary,
                     migrations: a.migrations,
                     wakeup_latency: LatencyStats::from_sketch(&wakeup_sketch),
+                    wakeup_latency_unknown: a.latency_unknown,
                     handoff_latency: LatencyStats::from_sketch(&handoff_sketch),
                     wakeup_sketch,
                     handoff_sketch,

@@ -324,6 +324,7 @@ pub fn render_work_conservation(w: &WorkConservation) -> String {
     let rows: Vec<Vec<String>> = w
         .tasks
         .iter()
+        .filter(|t| !t.left_out)
         .map(|t| {
             vec![
                 t.comm.clone(),
@@ -341,9 +342,16 @@ pub fn render_work_conservation(w: &WorkConservation) -> String {
         })
         .collect();
     let mut out = layout(&cols, &rows);
+    let tasks_out = w.tasks.iter().filter(|t| t.left_out).count();
+    if tasks_out > 0 {
+        out.push_str(&format!(
+            "({tasks_out} tasks left out: they may run on a CPU whose occupant the trace does not establish)\n"
+        ));
+    }
     out.push('\n');
     let g2 = format!("unclaimed, >= {}", threshold_label(w.grace_ns));
-    let cols = vec![
+    let uncertain = w.cpus.iter().any(|c| c.uncertain_ns > 0);
+    let mut cols = vec![
         col("", "cpu", false),
         col("", "idle ms", false),
         col("unclaimed, strict", "ms", false),
@@ -353,11 +361,20 @@ pub fn render_work_conservation(w: &WorkConservation) -> String {
         col(&g2, "count", false),
         col(&g2, "%", false),
     ];
+    if uncertain {
+        cols.push(col("", "uncertain ms", false));
+    }
     let rows: Vec<Vec<String>> = w
         .cpus
         .iter()
         .map(|c| {
-            vec![
+            if c.left_out {
+                let mut row = vec![c.cpu.to_string()];
+                row.extend(std::iter::repeat_n("-".to_string(), 7));
+                row.push(table::ms(c.uncertain_ns));
+                return row;
+            }
+            let mut row = vec![
                 c.cpu.to_string(),
                 table::ms(c.idle_ns),
                 table::ms(c.unclaimed.total_ns),
@@ -366,10 +383,27 @@ pub fn render_work_conservation(w: &WorkConservation) -> String {
                 table::ms(c.unclaimed_grace.total_ns),
                 c.unclaimed_grace.count.to_string(),
                 format!("{:.2}", c.unclaimed_grace_pct),
-            ]
+            ];
+            if uncertain {
+                row.push(table::ms(c.uncertain_ns));
+            }
+            row
         })
         .collect();
     out.push_str(&layout(&cols, &rows));
+    let left_out: Vec<u32> = w.cpus.iter().filter(|c| c.left_out).map(|c| c.cpu).collect();
+    if !left_out.is_empty() {
+        out.push_str(&format!(
+            "CPUs {} left out: who ran is unknown for more than {} % of the window (switches missing from the \
+             trace; `uncertain ms`)\n",
+            cpulist(&left_out),
+            crate::workcons::UNCERTAIN_LIMIT_PCT
+        ));
+    }
+    if !w.has_figures() {
+        out.push_str("unclaimed idle: no figure, no CPU's occupant is established\n");
+        return out;
+    }
     out.push_str(&format!(
         "unclaimed idle: {:.2} % strict, {:.2} % with a {} grace window, of the idle time of CPUs {}\n",
         w.unclaimed_pct,

@@ -4,7 +4,7 @@ use crate::{LatencyStats, RunMetrics};
 
 /// `ns` as milliseconds with 3 decimals (truncated, like the kernel's µs),
 /// without a unit: `86.198`. The one millisecond format of this crate's text.
-pub(crate) fn ms(ns: u64) -> String {
+pub fn ms(ns: u64) -> String {
     format!("{}.{:03}", ns / 1_000_000, ns / 1_000 % 1_000)
 }
 

@@ -36,6 +36,8 @@ pub(crate) struct TaskAcc {
     pub switches: u64,
     pub involuntary: u64,
     pub migrations: u64,
+    /// Wakeups whose switch-in was inserted by the trace's repair: no sample.
+    pub latency_unknown: u64,
 }
 
 impl TaskAcc {
@@ -50,6 +52,7 @@ impl TaskAcc {
             switches: 0,
             involuntary: 0,
             migrations: 0,
+            latency_unknown: 0,
         }
     }
 }
@@ -149,8 +152,12 @@ impl TaskTracker {
                     }
                     a.pending_wakeup = None;
                     a.state = State::Running { since: ts };
-                    if let Some(ns) = sample {
-                        self.wakeups.push(next_pid, ns);
+                    match sample {
+                        // An inserted switch's time is only the earliest it
+                        // could have been: the latency is unknown.
+                        Some(_) if ev.is_repaired() => a.latency_unknown += 1,
+                        Some(ns) => self.wakeups.push(next_pid, ns),
+                        None => {}
                     }
                 }
             }

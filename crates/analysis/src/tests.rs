@@ -434,3 +434,17 @@ fn past_the_exact_cap_the_collector_buckets_and_stays_within_its_error() {
     assert!(!te.contains('~'), "{te}");
     assert!(ts.contains(" ~") && ts.contains("percentiles from buckets") && ts.contains("0.78 % below"), "{ts}");
 }
+
+/// A wakeup whose switch-in the trace's repair put back has no latency:
+/// the inserted switch's time is only the earliest it could have been.
+#[test]
+fn a_wakeup_ending_at_a_repaired_switch_has_unknown_latency() {
+    let mut repaired = sw(300, 1, 0, R, 2);
+    repaired.flags = Event::REPAIRED_FLAGS;
+    let m = run(vec![wake(100, 2), repaired, sw(500, 1, 2, S, 0), wake(600, 2), sw(650, 1, 0, R, 2)]);
+    let t = m.task(2).unwrap();
+    assert_eq!(t.wakeups, 2);
+    assert_eq!(t.wakeup_latency_unknown, 1);
+    assert_eq!(t.wakeup_latency.count, 1, "only the traced switch-in gives a sample");
+    assert_eq!(t.wakeup_latency.max_ns, Some(50));
+}

@@ -89,6 +89,9 @@ pub struct TaskWorkCons {
     /// serialised.
     #[serde(skip)]
     pub intervals: Vec<(Nanos, Nanos)>,
+    /// Left out of the report: it may use a CPU whose occupant the trace
+    /// does not establish ([`WorkConservation::leave_out_uncertain`]).
+    pub left_out: bool,
 }
 
 /// One CPU's idle time and how much of it a waiting task could have used.
@@ -105,7 +108,19 @@ pub struct CpuWorkCons {
     /// `unclaimed / idle` and `unclaimed_grace / idle`, in percent (0 when never idle).
     pub unclaimed_pct: f64,
     pub unclaimed_grace_pct: f64,
+    /// Time whose occupant the trace does not establish (a missing switch
+    /// put back, `schedlab_trace::repair`), ns.
+    pub uncertain_ns: u64,
+    /// Its figures are left out of the sums: `uncertain_ns` is more than
+    /// [`UNCERTAIN_LIMIT_PCT`] of the window.
+    pub left_out: bool,
 }
+
+/// A CPU whose occupant is unknown for more than this share of the window
+/// (percent) is left out of the work-conservation figures: its idle time,
+/// and so its unclaimed idle, could be off by that much. Below it, the
+/// uncertain time is printed beside the figures as their error bound.
+pub const UNCERTAIN_LIMIT_PCT: f64 = 1.0;
 
 /// The work-conservation report of one run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -529,6 +544,7 @@ impl WorkConsCollector {
                 waits: w.waits,
                 wait_ns: w.wait_ns,
                 intervals: w.intervals,
+                left_out: false,
             })
             .collect();
         let cpu_set: BTreeSet<u32> =
@@ -553,9 +569,6 @@ impl WorkConsCollector {
             acc.strict.finish(end);
             acc.grace.finish(end);
             let (idle_ns, unclaimed, unclaimed_grace) = (acc.idle_ns, acc.strict.stats, acc.grace.stats);
-            out.idle_ns += idle_ns;
-            out.unclaimed_ns += unclaimed.total_ns;
-            out.unclaimed_grace_ns += unclaimed_grace.total_ns;
             out.cpus.push(CpuWorkCons {
                 cpu,
                 idle_ns,
@@ -563,12 +576,47 @@ impl WorkConsCollector {
                 unclaimed_grace_pct: pct(unclaimed_grace.total_ns, idle_ns),
                 unclaimed,
                 unclaimed_grace,
+                uncertain_ns: 0,
+                left_out: false,
             });
         }
-        out.unclaimed_pct = pct(out.unclaimed_ns, out.idle_ns);
-        out.unclaimed_grace_pct = pct(out.unclaimed_grace_ns, out.idle_ns);
         out.tasks = rows;
+        out.sum_kept_cpus();
         out
+    }
+}
+
+impl WorkConservation {
+    /// Note each CPU's uncertain time (ns, by CPU: where the trace's
+    /// switches had to be repaired) and leave out the CPUs above
+    /// [`UNCERTAIN_LIMIT_PCT`] of the window, with the tasks allowed on
+    /// them (whether such a task waited while that CPU idled is unknown);
+    /// the sums cover the CPUs kept.
+    pub fn leave_out_uncertain(&mut self, uncertain: &BTreeMap<u32, u64>) {
+        let window = self.end_ts.saturating_sub(self.start_ts).max(1) as f64;
+        for c in &mut self.cpus {
+            c.uncertain_ns = uncertain.get(&c.cpu).copied().unwrap_or(0);
+            c.left_out = 100.0 * c.uncertain_ns as f64 / window > UNCERTAIN_LIMIT_PCT;
+        }
+        let out: BTreeSet<u32> = self.cpus.iter().filter(|c| c.left_out).map(|c| c.cpu).collect();
+        for t in &mut self.tasks {
+            t.left_out = t.allowed.iter().any(|c| out.contains(c));
+        }
+        self.sum_kept_cpus();
+    }
+
+    /// Whether any CPU's figures are kept (else the sums mean nothing).
+    pub fn has_figures(&self) -> bool {
+        self.cpus.iter().any(|c| !c.left_out)
+    }
+
+    fn sum_kept_cpus(&mut self) {
+        let kept = || self.cpus.iter().filter(|c| !c.left_out);
+        self.idle_ns = kept().map(|c| c.idle_ns).sum();
+        self.unclaimed_ns = kept().map(|c| c.unclaimed.total_ns).sum();
+        self.unclaimed_grace_ns = kept().map(|c| c.unclaimed_grace.total_ns).sum();
+        self.unclaimed_pct = pct(self.unclaimed_ns, self.idle_ns);
+        self.unclaimed_grace_pct = pct(self.unclaimed_grace_ns, self.idle_ns);
     }
 }
 
@@ -595,7 +643,7 @@ pub fn work_conservation(trace: &Trace, opts: &WorkConsOptions) -> WorkConservat
 
 /// The CPUs the report covers, as a cpulist (`2,4-7`).
 pub fn covered_cpus(w: &WorkConservation) -> String {
-    cpulist(&w.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>())
+    cpulist(&w.cpus.iter().filter(|c| !c.left_out).map(|c| c.cpu).collect::<Vec<_>>())
 }
 
 #[cfg(test)]

@@ -249,3 +249,28 @@ mod online_against_brute_force {
         }
     }
 }
+
+/// A waits on CPU 6 while CPU 7 idles; CPU 7's occupant is unknown for
+/// 1.5 % of the window (above the limit), CPU 6's for 0.5 % (below).
+#[test]
+fn cpus_with_too_much_uncertain_time_are_left_out_of_the_sums() {
+    let w0 = check(a_waits_behind_b(), &[(A, &[6, 7]), (B, &[6]), (HOG, &[6])], 100, 2_000);
+    assert!(w0.unclaimed_ns > 0 && w0.cpu(7).unwrap().idle_ns > 0, "the scene has unclaimed idle on CPU 7");
+    let mut w = w0.clone();
+    w.leave_out_uncertain(&BTreeMap::from([(6, 10), (7, 30)]));
+    let (c6, c7) = (w.cpu(6).unwrap(), w.cpu(7).unwrap());
+    assert!(!c6.left_out && c7.left_out);
+    assert_eq!((c6.uncertain_ns, c7.uncertain_ns), (10, 30));
+    assert_eq!(w.idle_ns, c6.idle_ns, "the sums cover CPU 6 alone");
+    assert_eq!(w.unclaimed_ns, c6.unclaimed.total_ns);
+    assert!(w.task(A).unwrap().left_out, "A may run on CPU 7");
+    assert_eq!(covered_cpus(&w), "6");
+    let text = render_work_conservation(&w);
+    assert!(text.contains("CPUs 7 left out"), "{text}");
+    assert!(text.contains("(1 tasks left out"), "{text}");
+    // Every CPU out: no unclaimed-idle figure at all.
+    let mut w = w0;
+    w.leave_out_uncertain(&BTreeMap::from([(6, 100), (7, 100)]));
+    assert!(!w.has_figures());
+    assert!(render_work_conservation(&w).contains("unclaimed idle: no figure"));
+}

@@ -12,8 +12,11 @@ use schedlab_sim::SimResult;
 use schedlab_trace::Pid;
 
 /// The analysis of a real run: its workload threads' rows only.
+/// Figures the capture cannot support (its repaired switches) are left out.
 pub fn analyze_real(scenario: &Scenario, run: &RealRun, grace_ns: u64) -> Report {
-    Report::of_workload(scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), grace_ns)
+    let mut report = Report::of_workload(scenario, &run.trace, run.end_ns, run.allowed.clone(), &run.tids(), grace_ns);
+    report.leave_out_uncertain(&run.repairs);
+    report
 }
 
 /// The simulated workload's pids (handed out in thread order from

@@ -385,7 +385,11 @@ impl Kernel {
     pub(crate) fn emit(&mut self, _rq: usize, kind: EventKind) {
         if self.trace {
             let cpu = self.exec_cpu;
-            let ctx_pid = self.rqs[cpu].curr.map(|t| self.tasks[t as usize].pid).unwrap_or(0);
+            let ctx_pid = if self.rqs[cpu].stopper_running {
+                stopper_pid(cpu)
+            } else {
+                self.rqs[cpu].curr.map(|t| self.tasks[t as usize].pid).unwrap_or(0)
+            };
             self.out.events.push(Event { ts: self.now, cpu: cpu as u32, ctx_pid, flags: *b"d..2.", kind });
         }
     }

@@ -367,6 +367,9 @@ pub struct Rq {
     pub push_cpu: usize,
     /// The stopper has work queued (`stop_one_cpu_nowait()`), run at the next `schedule()`.
     pub stop_work_pending: bool,
+    /// The stopper's work is running now: `curr` is cleared for it, but the
+    /// events it emits are in `migration/N`'s context, as the kernel's are.
+    pub stopper_running: bool,
     /// Set while `schedule()` runs the stopper so the switch out of it is traced.
     pub stopper_ran: bool,
     /// The SD_SHARE_LLC domain of this CPU counts it as idle (`sd->nohz_idle`).
@@ -412,6 +415,7 @@ impl Rq {
             active_balance: false,
             push_cpu: 0,
             stop_work_pending: false,
+            stopper_running: false,
             stopper_ran: false,
             llc_nohz_idle: false,
             rt: RtRq::new(),

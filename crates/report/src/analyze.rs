@@ -16,6 +16,7 @@ use schedlab_trace::ftrace::{
     drop_markers_across_gaps, gaps, gaps_between, parse_ftrace_with, FtraceReader, Gap, GapDrops, GapPairing,
     ParseOptions, ParseStats, TraceParseError,
 };
+use schedlab_trace::repair::{repair_trace, RepairStats, SwitchRepair};
 use schedlab_trace::{Event, Nanos, Pid, TaskTable, Trace};
 use serde::Serialize;
 use std::io::{BufRead, Read as _};
@@ -48,6 +49,8 @@ pub struct TraceReport {
     pub stats: ParseStats,
     pub gaps: Vec<Gap>,
     pub drops: GapDrops,
+    /// The switches the capture is missing, put back (`schedlab_trace::repair`).
+    pub repairs: RepairStats,
     pub workload: Workload,
     pub report: Report,
 }
@@ -82,8 +85,12 @@ impl TraceReport {
         }
         let gaps = gaps(&trace, &stats);
         let drops = drop_markers_across_gaps(&mut trace, &gaps);
+        // After the gap markers are out, as the stream repairs what it keeps.
+        let repairs = repair_trace(&mut trace);
         let workload = select_workload(&mut trace, opts.scenario, opts.wakers, opts.wakees);
-        let report = Report::of(&trace, opts.scenario, threshold(opts), None, workload.allowed.clone(), opts.grace_ns);
+        let mut report =
+            Report::of(&trace, opts.scenario, threshold(opts), None, workload.allowed.clone(), opts.grace_ns);
+        report.leave_out_uncertain(&repairs);
         let cpus_seen = trace.events.iter().map(|e| e.cpu).collect();
         let r = TraceReport {
             path: path.to_string(),
@@ -93,6 +100,7 @@ impl TraceReport {
             stats,
             gaps,
             drops,
+            repairs,
             workload,
             report,
         };
@@ -180,21 +188,26 @@ impl TraceReport {
         );
         let mut reader = FtraceReader::new(path, &popts);
         let mut ignored = 0;
+        let mut repair = SwitchRepair::new();
+        let mut analyse = |ev: Event| {
+            if workload.keeps(&ev) {
+                collector.observe(&ev);
+            } else {
+                ignored += 1;
+            }
+        };
         for_each_line(path, open().map_err(io_err)?, |line| {
             if let Some(ev) = reader.line(line)? {
-                if dropped.contains_key(&reader.stats().lines) {
-                    return Ok(true);
-                }
-                if workload.keeps(&ev) {
-                    collector.observe(&ev);
-                } else {
-                    ignored += 1;
+                if !dropped.contains_key(&reader.stats().lines) {
+                    repair.push(ev, &mut analyse);
                 }
             }
             Ok(true)
         })?;
+        let repairs = repair.finish(&mut analyse);
         workload.ignored_markers = ignored;
-        let (report, _) = collector.finish(last);
+        let (mut report, _) = collector.finish(last);
+        report.leave_out_uncertain(&repairs);
         Ok(Streamed::Report(Box::new(TraceReport {
             path: path.to_string(),
             table,
@@ -203,6 +216,7 @@ impl TraceReport {
             stats,
             gaps,
             drops,
+            repairs,
             workload,
             report,
         })))
@@ -230,6 +244,19 @@ impl TraceReport {
                 waits_dropped_at_gaps: self.drops.waits,
                 markers_not_workload: workload.ignored_markers,
                 renamed: &stats.renamed,
+                repaired_switches: self
+                    .repairs
+                    .cpus
+                    .iter()
+                    .map(|(&cpu, c)| RepairJson {
+                        cpu,
+                        inserted: c.inserted,
+                        out_of_idle: c.out_of_idle,
+                        uncertain_ns: c.uncertain_ns,
+                        max_uncertain_ns: c.max_uncertain_ns,
+                        prev_not_header: c.prev_not_header,
+                    })
+                    .collect(),
             },
             workload: workload
                 .roles
@@ -313,6 +340,7 @@ impl TraceReport {
                 self.drops.signals, self.drops.waits
             );
         }
+        out.push_str(&render_repairs(&self.repairs, &self.report));
         if !stats.renamed.is_empty() {
             let list: Vec<String> =
                 stats.renamed.iter().take(5).map(|(p, n)| format!("{p} {}", n.join(" -> "))).collect();
@@ -366,6 +394,48 @@ impl TraceReport {
         );
         out
     }
+}
+
+/// What the trace's switch repair found and what it means for the figures
+/// (empty for a consistent trace).
+pub fn render_repairs(repairs: &RepairStats, report: &Report) -> String {
+    let mut out = String::new();
+    if repairs.inserted() > 0 {
+        let cpus: Vec<String> = repairs
+            .cpus
+            .iter()
+            .filter(|(_, c)| c.inserted > 0)
+            .map(|(cpu, c)| {
+                format!(
+                    "CPU {cpu}: {} ({} out of idle), {} ms uncertain, the longest {} us at {} s",
+                    c.inserted,
+                    c.out_of_idle,
+                    schedlab_analysis::ms_text(c.uncertain_ns),
+                    c.max_uncertain_ns / 1000,
+                    secs(c.max_uncertain_at)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "switches  {} missing from the trace (an event's header names a task no switch put there), put back \
+             after the last event proving the task before: {}",
+            repairs.inserted(),
+            cpus.join("; ")
+        );
+        let unknown: u64 = report.metrics.tasks.iter().map(|t| t.wakeup_latency_unknown).sum();
+        if unknown > 0 {
+            let _ = writeln!(
+                out,
+                "          {unknown} wakeup latencies ending at a put-back switch are unknown and not counted"
+            );
+        }
+    }
+    let bad: u64 = repairs.cpus.values().map(|c| c.prev_not_header).sum();
+    if bad > 0 {
+        let _ = writeln!(out, "switches  {bad} sched_switch events name a prev task other than their header's");
+    }
+    out
 }
 
 fn parse_options(opts: &TraceOptions) -> ParseOptions {
@@ -460,6 +530,18 @@ struct InputJson<'a> {
     waits_dropped_at_gaps: usize,
     markers_not_workload: usize,
     renamed: &'a BTreeMap<Pid, Vec<String>>,
+    /// Switches missing from the trace and put back, by CPU.
+    repaired_switches: Vec<RepairJson>,
+}
+
+#[derive(Serialize)]
+struct RepairJson {
+    cpu: u32,
+    inserted: u64,
+    out_of_idle: u64,
+    uncertain_ns: u64,
+    max_uncertain_ns: u64,
+    prev_not_header: u64,
 }
 
 #[derive(Serialize)]

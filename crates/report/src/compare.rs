@@ -66,7 +66,21 @@ pub fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, Stri
     row("wakeup p99 (us)", &|r| us(wk(r).p99_ns));
     row("migrations", &|r| r.metrics.tasks.iter().map(|t| t.migrations).sum::<u64>().to_string());
     row("involuntary switches", &|r| r.metrics.tasks.iter().map(|t| t.involuntary_switches).sum::<u64>().to_string());
-    row("unclaimed idle (strict)", &|r| format!("{:.2} %", r.workcons.unclaimed_pct));
+    row("unclaimed idle (strict)", &|r| {
+        let w = &r.workcons;
+        match (w.has_figures(), w.cpus.iter().any(|c| c.left_out)) {
+            (false, _) => "- (no CPU's occupant established)".to_string(),
+            // The share alone misleads when the CPUs are hardly ever idle:
+            // say of how much idle time.
+            (true, false) => format!("{:.2} % of {} ms", w.unclaimed_pct, schedlab_analysis::ms_text(w.idle_ns)),
+            (true, true) => format!(
+                "{:.2} % of {} ms (CPUs {})",
+                w.unclaimed_pct,
+                schedlab_analysis::ms_text(w.idle_ns),
+                schedlab_analysis::covered_cpus(w)
+            ),
+        }
+    });
     rows
 }
 

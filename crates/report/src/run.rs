@@ -124,6 +124,15 @@ pub struct Report {
 }
 
 impl Report {
+    /// Leave out the figures a repaired capture cannot support: the work
+    /// conservation of CPUs whose occupant is too often unknown (see
+    /// `WorkConservation::leave_out_uncertain`). Wakeup latencies ending at
+    /// a repaired switch were never counted (`wakeup_latency_unknown`).
+    pub fn leave_out_uncertain(&mut self, repairs: &schedlab_trace::RepairStats) {
+        let uncertain = repairs.cpus.iter().map(|(&c, r)| (c, r.uncertain_ns)).collect();
+        self.workcons.leave_out_uncertain(&uncertain);
+    }
+
     /// Analyse `trace` up to `end_ns` (`None`: its last event): metrics with
     /// stalls at `threshold_ns`, work conservation with `allowed` and `grace_ns`,
     /// the stalls' causes, and the `scenario`'s `[[measure]]`s.

@@ -84,6 +84,9 @@ pub struct RealRun {
     pub events_captured: usize,
     /// Ring-buffer overruns and drops reported by tracefs.
     pub lost_events: u64,
+    /// Switches the capture is missing, put back (`schedlab_trace::repair`),
+    /// counted over the window.
+    pub repairs: schedlab_trace::RepairStats,
     /// `uname -r`.
     pub kernel: String,
     pub worker_pid: i32,
@@ -154,6 +157,7 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
     // `trace` prints microseconds: widen the window to whole microseconds.
     let (start_ns, end_ns) = (report.t0_ns / 1000 * 1000, report.t_end_ns);
     trace.events.retain(|e| e.ts >= start_ns && e.ts <= end_ns);
+    let repairs = schedlab_trace::repair::repair_trace(&mut trace);
     for t in &report.threads {
         trace.table.tasks.insert(t.tid, TaskInfo { comm: t.name.clone(), tgid: cap.worker_pid });
     }
@@ -171,6 +175,27 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
             plan.buffer_kb(opts)
         ));
     }
+    if repairs.inserted() > 0 {
+        let per_cpu: Vec<String> = repairs
+            .cpus
+            .iter()
+            .filter(|(_, c)| c.inserted > 0)
+            .map(|(cpu, c)| {
+                format!(
+                    "CPU {cpu}: {} ({} out of idle), {} us uncertain",
+                    c.inserted,
+                    c.out_of_idle,
+                    c.uncertain_ns / 1000
+                )
+            })
+            .collect();
+        notes.push(format!(
+            "the capture is missing {} sched_switch events (a header named a task no switch put there; put back, \
+             see docs/real-traces.md): {}",
+            repairs.inserted(),
+            per_cpu.join("; ")
+        ));
+    }
     if report.marker_write_failures > 0 {
         notes.push(format!("{} trace_marker writes failed", report.marker_write_failures));
     }
@@ -185,6 +210,7 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
         notes,
         events_captured,
         lost_events: cap.lost_events,
+        repairs,
         kernel: cap.kernel,
         worker_pid: cap.worker_pid,
     })

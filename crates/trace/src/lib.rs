@@ -13,6 +13,7 @@
 pub mod event;
 pub mod ftrace;
 pub mod perfetto;
+pub mod repair;
 
 #[cfg(any(test, feature = "test-builders"))]
 pub mod testing;
@@ -20,3 +21,4 @@ pub mod testing;
 pub use event::*;
 pub use ftrace::{parse_ftrace, write_ftrace, TraceParseError};
 pub use perfetto::{write_perfetto, PerfettoWriter};
+pub use repair::{RepairStats, SwitchRepair};

@@ -345,3 +345,48 @@ fn unknown_kernel_events_are_skipped_but_unknown_schedlab_events_are_errors() {
         parse_ftrace_with("x.trace", &edit("sched_waking:", "schedlab_frobnicate:"), &opts).unwrap_err().to_string();
     assert!(e.starts_with(&format!("x.trace:{}:", n + 1)) && e.contains("unknown schedlab event"), "{e}");
 }
+
+const MISSING: &str = include_str!("data/missing-switches.trace");
+
+/// Switches into and out of the idle task, per CPU.
+fn idle_switches(t: &Trace, cpu: u32) -> (usize, usize) {
+    let sw = |f: &dyn Fn(Pid, Pid) -> bool| {
+        t.events
+            .iter()
+            .filter(|e| {
+                e.cpu == cpu
+                    && matches!(e.kind, EventKind::SchedSwitch { prev_pid, next_pid, .. } if f(prev_pid, next_pid))
+            })
+            .count()
+    };
+    (sw(&|_, n| n == 0), sw(&|p, _| p == 0))
+}
+
+/// The sample recorded on this project's host (Linux 6.18, see
+/// docs/real-traces.md): CPU 1 switches into idle but never out, and
+/// tasks then run there with no switch into them. The repair puts back
+/// one switch out of idle for each (within the one the window ends in),
+/// and leaves a stream a second pass finds consistent.
+#[test]
+fn switches_out_of_idle_missing_on_one_cpu_are_put_back() {
+    let mut t = parse("missing-switches.trace", MISSING).trace;
+    let (into1, out1) = idle_switches(&t, 1);
+    assert!(into1 > 50 && out1 == 0, "the sample shows the loss: {into1} in, {out1} out");
+    let (into0, out0) = idle_switches(&t, 0);
+    assert!(into0.abs_diff(out0) <= 1, "CPU 0 is whole: {into0} in, {out0} out");
+    let stats = schedlab_trace::repair::repair_trace(&mut t);
+    assert!(!stats.cpus.contains_key(&0), "nothing to repair on CPU 0: {stats:?}");
+    let (into1, out1) = idle_switches(&t, 1);
+    assert!(into1.abs_diff(out1) <= 1, "after: {into1} in, {out1} out");
+    assert!(t.events.windows(2).all(|w| w[0].ts <= w[1].ts));
+    assert_eq!(schedlab_trace::repair::repair_trace(&mut t).inserted(), 0);
+}
+
+#[test]
+fn the_other_real_samples_need_no_repair() {
+    for (name, text) in [("pingpong.trace", TRACEFS), ("pingpong.report", REPORT)] {
+        let mut t = parse(name, text).trace;
+        let stats = schedlab_trace::repair::repair_trace(&mut t);
+        assert!(stats.is_clean(), "{name}: {stats:?}");
+    }
+}

@@ -108,7 +108,9 @@ impl Kernel {
                 k.rqs[cpu].curr = None;
                 let stopper = stopper_pid(cpu);
                 k.trace_switch(cpu, prev_pid_prio(k, prev), trace_state, (stopper, 0));
+                k.rqs[cpu].stopper_running = true;
                 k.active_load_balance_cpu_stop(cpu);
+                k.rqs[cpu].stopper_running = false;
                 from = None;
                 from_state = PrevState::Sleeping;
                 // The stopper is the task switched away from next.
