@@ -28,6 +28,9 @@ cargo --version
 # QEMU for `schedlab vm` and its boot test.
 "$(dirname "$0")/install-vm-deps.sh"
 
+# trace-cmd and perf: trace.dat and perf.data input, and the recording tests.
+"$(dirname "$0")/install-trace-deps.sh"
+
 # Slurm and munge for the `sweep --slurm` end-to-end test.
 "$(dirname "$0")/install-slurm-deps.sh"
 

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use schedlab_report::{Streamed, TraceOptions, TraceReport};
+use schedlab_report::{input, Streamed, TraceFilter, TraceOptions, TraceReport};
 use schedlab_scenario::Scenario;
 
 use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg};
@@ -16,8 +16,9 @@ use crate::output::write_perfetto;
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// Trace text: /sys/kernel/tracing/trace, trace_pipe output or `trace-cmd report` output
-    /// (the format is detected). A file is read as a stream, in memory that does not grow
+    /// The trace: /sys/kernel/tracing/trace or trace_pipe text, `trace-cmd report` text
+    /// (default or -R), a trace.dat (read through `trace-cmd report -R -t`) or a perf.data
+    /// (through `perf script`); the kind is detected from the file. A file is read as a stream, in memory that does not grow
     /// with its length; a pipe, a trace out of time order or `--perfetto` read it whole,
     /// within --max-memory.
     pub trace: PathBuf,
@@ -31,6 +32,19 @@ pub struct AnalyzeArgs {
     /// Comm glob patterns of the tasks whose `wait_done` ends a handoff (the wakees).
     #[arg(long, value_name = "PATTERNS")]
     pub wakees: Option<String>,
+    /// Only the events on these CPUs (a cpulist: `1`, `0-3,8`), as `perf sched -C`.
+    #[arg(short = 'C', long = "cpu", value_name = "CPULIST", value_parser = parse_cpus)]
+    pub cpu: Option<schedlab_topology::CpuSet>,
+    /// Only the rows of these processes' threads (comma-separated tgids), as perf's `-p`.
+    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',')]
+    pub pid: Vec<i32>,
+    /// Only the rows of these threads (comma-separated tids), as perf's `-t`.
+    #[arg(short = 't', long = "tid", value_name = "TIDS", value_delimiter = ',')]
+    pub tid: Vec<i32>,
+    /// Only the events from START to END, in the trace's seconds as it prints them
+    /// (`49916.5,49916.8`; either side may be empty), as perf's `--time`.
+    #[arg(long = "time", value_name = "START,END", value_parser = parse_time_range)]
+    pub time: Option<(Option<u64>, Option<u64>)>,
     #[command(flatten)]
     pub threshold: ThresholdArg,
     #[command(flatten)]
@@ -73,6 +87,36 @@ fn read_bounded(path: &std::path::Path, shown: &str, budget: &schedlab_sim::Memo
     Ok(bytes)
 }
 
+fn parse_cpus(s: &str) -> std::result::Result<schedlab_topology::CpuSet, String> {
+    schedlab_topology::parse_cpulist(s).map_err(|e| e.to_string())
+}
+
+/// `START,END` in seconds with up to 9 decimals, either side empty.
+fn parse_time_range(s: &str) -> std::result::Result<(Option<u64>, Option<u64>), String> {
+    let (a, b) = s.split_once(',').ok_or("expected START,END (seconds, either side may be empty)")?;
+    let secs = |t: &str| -> std::result::Result<Option<u64>, String> {
+        let t = t.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+        let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+        if !digits(whole) || !(frac.is_empty() || digits(frac)) || frac.len() > 9 {
+            return Err(format!("`{t}`: expected seconds like 49916.5 (at most 9 decimals)"));
+        }
+        let ns = format!("{frac:0<9}").parse::<u64>().expect("digits");
+        let s = whole.parse::<u64>().ok().and_then(|w| w.checked_mul(1_000_000_000)).and_then(|w| w.checked_add(ns));
+        s.map(Some).ok_or_else(|| format!("`{t}`: too large"))
+    };
+    let (start, end) = (secs(a)?, secs(b)?);
+    if let (Some(x), Some(y)) = (start, end) {
+        if x > y {
+            return Err(format!("`{s}`: the start is after the end"));
+        }
+    }
+    Ok((start, end))
+}
+
 pub fn analyze_trace(args: AnalyzeArgs) -> Result {
     let scenario = match &args.scenario {
         Some(p) => Some(Scenario::load(p)?),
@@ -85,34 +129,55 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         wakees: args.wakees.as_deref(),
         threshold_ns: args.threshold.threshold,
         grace_ns: args.report.grace,
+        filter: TraceFilter {
+            cpus: args.cpu,
+            time: args.time.unwrap_or((None, None)),
+            pids: args.pid.clone(),
+            tids: args.tid.clone(),
+        },
     };
     let perfetto = args.perfetto.perfetto.as_deref();
+    // trace.dat and perf.data become text in a temporary file first.
+    let is_file = std::fs::metadata(&args.trace).is_ok_and(|m| m.is_file());
+    let converted = if is_file {
+        let kind = input::sniff_file(&args.trace, &path)?;
+        input::convert(&args.trace, &path, kind)?
+    } else {
+        None
+    };
+    let source = converted.as_ref().map_or(args.trace.clone(), |c| c.text.path().to_path_buf());
+    // Where a converted file's errors are: lines of the tool's text.
+    let located = match &converted {
+        Some(c) => format!("{path} (as `{}` text)", c.via),
+        None => path.clone(),
+    };
     // A regular file is read as a stream (two or three passes, bounded
     // memory); a pipe, or `--perfetto` (which needs every event), reads it
     // whole within the memory budget, as does a trace out of time order.
-    let is_file = std::fs::metadata(&args.trace).is_ok_and(|m| m.is_file());
     let mut streamed = None;
     if is_file && perfetto.is_none() {
-        let open = || std::fs::File::open(&args.trace).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
-        match TraceReport::stream(&path, open, &opts)? {
+        let open = || std::fs::File::open(&source).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
+        match TraceReport::stream(&located, open, &opts)? {
             Streamed::Report(r) => streamed = Some(*r),
             Streamed::NotInTimeOrder { line } => eprintln!(
-                "note: {path}:{line}: events are not in time order from here (per-CPU buffers one after \
+                "note: {located}:{line}: events are not in time order from here (per-CPU buffers one after \
                  the other?): reading the whole trace to sort it, within the memory budget"
             ),
         }
     }
-    let report = match streamed {
+    let mut report = match streamed {
         Some(r) => r,
         None => {
-            let bytes = read_bounded(&args.trace, &path, &args.memory.budget(1))?;
-            let (report, trace) = TraceReport::read(&path, &bytes, &opts)?;
+            let bytes = read_bounded(&source, &path, &args.memory.budget(1))?;
+            let (report, trace) = TraceReport::read(&located, &bytes, &opts)?;
             if let Some(p) = perfetto {
                 write_perfetto(&trace, p)?;
             }
             report
         }
     };
+    report.via = converted.as_ref().map(|c| (c.kind, c.via));
+    report.path = path;
     if args.json.json {
         crate::output::emit(&format!("{}\n", report.to_json(scenario.as_ref())?))?;
     } else {

@@ -263,3 +263,46 @@ fn damaged_capture_never_panics_the_analysis() {
     }
     assert!(parsed > 0 && failed > 0, "parsed {parsed}, failed {failed}");
 }
+
+/// perf's filters on the host sample: `-C` keeps one CPU's events, `--time`
+/// the window, `-t` the rows; bad values and empty results are errors.
+#[test]
+fn perf_style_filters_choose_events_and_rows() {
+    let trace = format!("{DATA}/missing-switches.trace");
+    let text = std::fs::read_to_string(root().join(&trace)).unwrap();
+    // Switches out of a task (the idle task has no row); CPU 0 needs no repair here.
+    let on_cpu0 = text
+        .lines()
+        .filter(|l| l.contains("[000]") && l.contains(" sched_switch: ") && !l.contains(" prev_pid=0 "))
+        .count() as u64;
+    let doc = json(&["analyze", &trace, "-C", "0"]);
+    let switches: u64 =
+        doc["metrics"]["tasks"].as_array().unwrap().iter().map(|t| t["context_switches"].as_u64().unwrap()).sum();
+    assert_eq!(switches, on_cpu0, "only CPU 0's switches are counted");
+
+    let doc = json(&["analyze", &trace, "--time", "48096.980000,48097.000000"]);
+    let m = &doc["metrics"];
+    assert!(m["start_ts"].as_u64().unwrap() >= 48_096_980_000_000, "{m}");
+    assert!(m["end_ts"].as_u64().unwrap() <= 48_097_000_000_000, "{m}");
+
+    let doc = json(&["analyze", &trace, "-t", "30254,30249"]);
+    let pids: Vec<i64> = doc["workload"].as_array().unwrap().iter().map(|w| w["pid"].as_i64().unwrap()).collect();
+    assert_eq!(pids, vec![30249, 30254]);
+    let out = ok(&["analyze", &trace, "-t", "30254"]);
+    assert!(out.contains("filter    -t 30254"), "{out}");
+    assert!(out.contains("\nsh               30254 ") || out.contains("\nsh  "), "{out}");
+
+    for (args, expected) in [
+        (vec!["--time", "5,4"], "the start is after the end"),
+        (vec!["--time", "x,"], "expected seconds like 49916.5"),
+        (vec!["--time", "5"], "expected START,END"),
+        (vec!["--time", "1.0000000001,"], "at most 9 decimals"),
+        (vec!["-C", "0-"], "invalid value '0-' for '--cpu <CPULIST>'"),
+        (vec!["--time", "1,2"], "no events left after the filter `--time 1.000000,2.000000`"),
+    ] {
+        let mut a = vec!["analyze", trace.as_str()];
+        a.extend(args.iter());
+        let e = common::err(&a);
+        assert!(e.contains(expected), "{args:?}: {e}");
+    }
+}

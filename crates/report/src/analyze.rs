@@ -36,6 +36,63 @@ pub struct TraceOptions<'a> {
     /// Stall threshold; `None`: the scenario's, else the analysis default.
     pub threshold_ns: Option<u64>,
     pub grace_ns: u64,
+    /// perf's filters (`-C`, `-p`, `-t`, `--time`).
+    pub filter: TraceFilter,
+}
+
+/// What part of a trace to report, as perf's options spell it. The CPU and
+/// time filters drop events after the switch repair has seen them all (a
+/// CPU's state needs its whole history); the pid and tid filters choose the
+/// rows reported (a task's wakeups and switches are events of other tasks
+/// too, so its events cannot be picked out alone).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceFilter {
+    /// `-C`: only events on these CPUs.
+    pub cpus: Option<schedlab_topology::CpuSet>,
+    /// `--time start,end` (either may be open), in the trace's clock, ns.
+    pub time: (Option<Nanos>, Option<Nanos>),
+    /// `-p`: only the rows of these processes' threads (tgids).
+    pub pids: Vec<Pid>,
+    /// `-t`: only the rows of these threads.
+    pub tids: Vec<Pid>,
+}
+
+impl TraceFilter {
+    /// Whether the analysis sees `ev`.
+    pub fn keeps(&self, ev: &Event) -> bool {
+        self.cpus.as_ref().is_none_or(|c| c.contains(ev.cpu as usize))
+            && self.time.0.is_none_or(|t| ev.ts >= t)
+            && self.time.1.is_none_or(|t| ev.ts <= t)
+    }
+
+    /// Whether the row of `pid` (of process `tgid`) is reported.
+    pub fn shows(&self, pid: Pid, tgid: Pid) -> bool {
+        (self.pids.is_empty() && self.tids.is_empty()) || self.tids.contains(&pid) || self.pids.contains(&tgid)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == TraceFilter::default()
+    }
+
+    /// The filter as the report prints it (`-C 1 --time 5.0,6.0`).
+    pub fn describe(&self) -> String {
+        let list = |v: &[Pid]| v.iter().map(Pid::to_string).collect::<Vec<_>>().join(",");
+        let mut parts = Vec::new();
+        if let Some(c) = &self.cpus {
+            parts.push(format!("-C {}", c.to_cpulist()));
+        }
+        if !self.pids.is_empty() {
+            parts.push(format!("-p {}", list(&self.pids)));
+        }
+        if !self.tids.is_empty() {
+            parts.push(format!("-t {}", list(&self.tids)));
+        }
+        if self.time != (None, None) {
+            let end = |t: Option<Nanos>| t.map_or(String::new(), secs);
+            parts.push(format!("--time {},{}", end(self.time.0), end(self.time.1)));
+        }
+        parts.join(" ")
+    }
 }
 
 /// A foreign trace, read and analysed.
@@ -51,6 +108,11 @@ pub struct TraceReport {
     pub drops: GapDrops,
     /// The switches the capture is missing, put back (`schedlab_trace::repair`).
     pub repairs: RepairStats,
+    /// The binary file's kind and the command that turned it into the text
+    /// read (`crate::input`), e.g. `("trace.dat", "trace-cmd report -R -t")`.
+    pub via: Option<(&'static str, &'static str)>,
+    /// The filter the report was made with.
+    pub filter: TraceFilter,
     pub workload: Workload,
     pub report: Report,
 }
@@ -87,11 +149,18 @@ impl TraceReport {
         let drops = drop_markers_across_gaps(&mut trace, &gaps);
         // After the gap markers are out, as the stream repairs what it keeps.
         let repairs = repair_trace(&mut trace);
-        let workload = select_workload(&mut trace, opts.scenario, opts.wakers, opts.wakees);
+        // The CPUs of the input, as the stream counts them before filtering.
+        let cpus_seen = trace.events.iter().map(|e| e.cpu).collect();
+        trace.events.retain(|e| opts.filter.keeps(e));
+        if trace.events.is_empty() {
+            return Err(no_events_in_filter(path, &opts.filter));
+        }
+        let mut workload = select_workload(&mut trace, opts.scenario, opts.wakers, opts.wakees);
+        let table = &trace.table;
+        workload.roles.retain(|&pid, _| opts.filter.shows(pid, table.tasks.get(&pid).map_or(pid, |t| t.tgid)));
         let mut report =
             Report::of(&trace, opts.scenario, threshold(opts), None, workload.allowed.clone(), opts.grace_ns);
         report.leave_out_uncertain(&repairs);
-        let cpus_seen = trace.events.iter().map(|e| e.cpu).collect();
         let r = TraceReport {
             path: path.to_string(),
             table: trace.table.clone(),
@@ -101,6 +170,8 @@ impl TraceReport {
             gaps,
             drops,
             repairs,
+            via: None,
+            filter: opts.filter.clone(),
             workload,
             report,
         };
@@ -131,6 +202,16 @@ impl TraceReport {
         let (mut pids, mut first_occupants) = (TracePids::default(), FirstOccupants::default());
         let (mut span, mut events, mut cpus_seen) = (None::<(Nanos, Nanos)>, 0usize, BTreeSet::new());
         let mut out_of_order = None;
+        // What the analysis will see: the repaired events the filter keeps.
+        let mut last_kept = None;
+        let mut observe = |ev: Event| {
+            if opts.filter.keeps(&ev) {
+                last_kept = Some(ev.ts);
+                pids.observe(&ev);
+                first_occupants.observe(&ev);
+            }
+        };
+        let mut repair = SwitchRepair::new();
         for_each_line(path, open().map_err(io_err)?, |line| {
             let Some(ev) = reader.line(line)? else { return Ok(true) };
             if span.is_some_and(|(_, last)| ev.ts < last) {
@@ -140,13 +221,13 @@ impl TraceReport {
             span = Some((span.map_or(ev.ts, |s| s.0), ev.ts));
             events += 1;
             cpus_seen.insert(ev.cpu);
-            pids.observe(&ev);
-            first_occupants.observe(&ev);
+            repair.push(ev, &mut observe);
             Ok(true)
         })?;
         if let Some(line) = out_of_order {
             return Ok(Streamed::NotInTimeOrder { line });
         }
+        repair.finish(&mut observe);
         let (table, nr_cpus, stats) = reader.finish(events);
         let Some((first, last)) = span else {
             return Err(ReportError::NoSchedEvents { path: path.to_string(), lines: stats.lines });
@@ -174,7 +255,9 @@ impl TraceReport {
                 pids.forget(e);
             }
         }
+        let Some(last) = last_kept else { return Err(no_events_in_filter(path, &opts.filter)) };
         let mut workload = Workload::choose(&pids, &table, opts.scenario, opts.wakers, opts.wakees);
+        workload.roles.retain(|&pid, _| opts.filter.shows(pid, table.tasks.get(&pid).map_or(pid, |t| t.tgid)));
         // Pass 3.
         let initial = first_occupants.finish(nr_cpus).into_iter().map(|(p, _)| p).collect();
         let mut collector = ReportCollector::for_trace(
@@ -190,6 +273,9 @@ impl TraceReport {
         let mut ignored = 0;
         let mut repair = SwitchRepair::new();
         let mut analyse = |ev: Event| {
+            if !opts.filter.keeps(&ev) {
+                return;
+            }
             if workload.keeps(&ev) {
                 collector.observe(&ev);
             } else {
@@ -217,6 +303,8 @@ impl TraceReport {
             gaps,
             drops,
             repairs,
+            via: None,
+            filter: opts.filter.clone(),
             workload,
             report,
         })))
@@ -228,7 +316,7 @@ impl TraceReport {
         let doc = AnalyzeJson {
             format: crate::FORMAT_VERSION,
             trace: &self.path,
-            trace_format: stats.format.as_str(),
+            trace_format: self.via.map_or(stats.format.as_str(), |(kind, _)| kind),
             scenario: scenario.map(|s| s.name.as_str()),
             input: InputJson {
                 lines: stats.lines,
@@ -305,10 +393,13 @@ impl TraceReport {
         let (start, end) = (self.report.metrics.start_ts, self.report.metrics.end_ts);
         let mut out = String::new();
         let cpus_seen = &self.cpus_seen;
+        let format = match self.via {
+            Some((kind, via)) => format!("{kind}, read as `{via}` text"),
+            None => stats.format.as_str().to_string(),
+        };
         let _ = writeln!(
             out,
-            "trace     {path} ({}, {} lines): {} events on CPUs {}, {} to {} s ({} s)",
-            stats.format.as_str(),
+            "trace     {path} ({format}, {} lines): {} events on CPUs {}, {} to {} s ({} s)",
             stats.lines,
             stats.events,
             cpulist(cpus_seen.iter().map(|&c| c as usize)),
@@ -339,6 +430,9 @@ impl TraceReport {
                 "          {} signal and {} wait_done markers dropped at gaps; CPU times near a gap may be off",
                 self.drops.signals, self.drops.waits
             );
+        }
+        if !self.filter.is_empty() {
+            let _ = writeln!(out, "filter    {} (rows and figures of the events it keeps)", self.filter.describe());
         }
         out.push_str(&render_repairs(&self.repairs, &self.report));
         if !stats.renamed.is_empty() {
@@ -394,6 +488,11 @@ impl TraceReport {
         );
         out
     }
+}
+
+/// The error for a filter that leaves no event.
+fn no_events_in_filter(path: &str, filter: &TraceFilter) -> ReportError {
+    ReportError::Trace(format!("{path}: no events left after the filter `{}`", filter.describe()))
 }
 
 /// What the trace's switch repair found and what it means for the figures

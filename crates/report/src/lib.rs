@@ -31,6 +31,7 @@ mod compare;
 mod diff;
 mod error;
 mod fidelity;
+pub mod input;
 mod json;
 mod real;
 mod run;
@@ -38,7 +39,7 @@ mod runs;
 mod vm;
 pub mod workload;
 
-pub use analyze::{Streamed, TraceOptions, TraceReport, MAX_LINE_BYTES};
+pub use analyze::{Streamed, TraceFilter, TraceOptions, TraceReport, MAX_LINE_BYTES};
 pub use compare::{cause_rows, figures, side_by_side, CompareSettingsText, CompareText, RealSide};
 pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;

@@ -17,7 +17,7 @@ fn sample(name: &str) -> Vec<u8> {
 }
 
 fn opts<'a>(scenario: Option<&'a Scenario>, wakers: Option<&'a str>, wakees: Option<&'a str>) -> TraceOptions<'a> {
-    TraceOptions { scenario, wakers, wakees, threshold_ns: None, grace_ns: 100_000 }
+    TraceOptions { scenario, wakers, wakees, threshold_ns: None, grace_ns: 100_000, filter: Default::default() }
 }
 
 fn stream(bytes: &[u8], o: &TraceOptions) -> Streamed {
@@ -46,6 +46,13 @@ fn real_captures_give_the_whole_trace_report() {
         assert_same(&bytes, &opts(Some(&scenario), None, None), &format!("{name} with the scenario"));
         assert_same(&bytes, &opts(None, Some("ping*"), Some("pong*")), &format!("{name} with patterns"));
     }
+    // perf's filters apply after the repair in both.
+    let bytes = sample("missing-switches.trace");
+    let mut o = opts(None, None, None);
+    o.filter.cpus = Some(schedlab_topology::parse_cpulist("1").unwrap());
+    o.filter.time = (Some(48_096_980_000_000), Some(48_097_010_000_000));
+    o.filter.tids = vec![30254, 30249];
+    assert_same(&bytes, &o, "missing-switches.trace filtered");
 }
 
 #[test]

@@ -333,20 +333,30 @@ fn rt_result(v: (&str, usize)) -> Result<RtBalanceResult, PErr> {
 }
 
 /// `prev_state` as the kernel prints it (`R`, `R+`, `S`, `D`, `I`, `D|K`, ...)
-/// or as an old raw number. States the vocabulary lacks map to the nearest
+/// or as the raw number (`trace-cmd report -R`, `perf script` without the
+/// event's print format). States the vocabulary lacks map to the nearest
 /// one: `T t P I W K N` → sleeping, `Z` → dead.
+///
+/// The number is `__trace_sched_switch_state()`'s (include/trace/events/
+/// sched.h, since 4.14): one `TASK_REPORT` bit — 0x1 S, 0x2 D, 0x4 T,
+/// 0x8 t, 0x10 X, 0x20 Z, 0x40 P — or 0x80 for I (`TASK_REPORT_IDLE`),
+/// or `TASK_REPORT_MAX` (0x100) for a preempted task still runnable, 0 for
+/// R. Other bits are refused rather than guessed at.
 fn prev_state(v: (&str, usize)) -> Result<PrevState, PErr> {
     let s = v.0;
     if is_int(s) {
         let n: i64 = s.parse().map_err(|_| perr(v.1, "prev_state out of range"))?;
-        return Ok(match n {
-            0 => PrevState::Running { preempt: false },
-            n if n & 1 != 0 => PrevState::Sleeping,
-            n if n & 2 != 0 => PrevState::DiskSleep,
-            n if n & (16 | 32 | 64) != 0 => PrevState::Dead,
-            n if n & (4 | 8) != 0 => PrevState::Sleeping,
-            _ => PrevState::Running { preempt: true },
-        });
+        return match n {
+            0 => Ok(PrevState::Running { preempt: false }),
+            0x100 => Ok(PrevState::Running { preempt: true }),
+            n if !(1..0x100).contains(&n) => {
+                Err(perr(v.1, format!("prev_state {n}: expected 0, 256 (R+) or a state bit below 256 (TASK_REPORT)")))
+            }
+            n if n & 0x1 != 0 => Ok(PrevState::Sleeping),
+            n if n & 0x2 != 0 => Ok(PrevState::DiskSleep),
+            n if n & (0x10 | 0x20) != 0 => Ok(PrevState::Dead),
+            _ => Ok(PrevState::Sleeping),
+        };
     }
     let preempt = s.ends_with('+');
     match s.trim_end_matches('+').split('|').next().unwrap_or("") {

@@ -642,3 +642,29 @@ fn cpu_number_and_count_beyond_the_cap_are_refused() {
     assert_eq!(parse_ftrace("x", &format!("#P:{MAX_CPUS}\n{event}")).unwrap().nr_cpus, MAX_CPUS);
     assert_eq!(parse_ftrace("x", &format!("cpus={MAX_CPUS}\n{event}")).unwrap().nr_cpus, MAX_CPUS);
 }
+
+/// `trace-cmd report -R` prints `prev_state` as `__trace_sched_switch_state()`'s
+/// number: 0x80 is I (an idle kthread sleeping), 0x100 a preempted task,
+/// 0x40 P (parked), 0x20 Z.
+#[test]
+fn raw_prev_state_numbers_decode_as_the_kernel_encodes_them() {
+    let line = |state: &str| {
+        format!(
+            "cpus=2\n     rcu_preempt-15    [000] 49916.488723856: sched_switch:          prev_comm=rcu_preempt \
+             prev_pid=15 prev_prio=120 prev_state={state} next_comm=swapper/0 next_pid=0 next_prio=120\n"
+        )
+    };
+    let state = |n: &str| match parse_ftrace("r.txt", &line(n)).map(|t| t.events[0].kind) {
+        Ok(EventKind::SchedSwitch { prev_state, .. }) => Ok(prev_state),
+        Ok(k) => panic!("{k:?}"),
+        Err(e) => Err(e.to_string()),
+    };
+    assert_eq!(state("0"), Ok(PrevState::Running { preempt: false }));
+    assert_eq!(state("256"), Ok(PrevState::Running { preempt: true }));
+    assert_eq!(state("1"), Ok(PrevState::Sleeping));
+    assert_eq!(state("2"), Ok(PrevState::DiskSleep));
+    assert_eq!(state("128"), Ok(PrevState::Sleeping), "I");
+    assert_eq!(state("64"), Ok(PrevState::Sleeping), "P");
+    assert_eq!(state("32"), Ok(PrevState::Dead), "Z");
+    assert!(state("512").unwrap_err().contains("prev_state 512"));
+}

@@ -1,0 +1,367 @@
+//! Which kind of trace a file is, by its first bytes, and the binary ones
+//! turned into text the ftrace reader reads.
+//!
+//! * tracefs `trace`/`trace_pipe` text and `trace-cmd report` text
+//!   (default or `-R`) are read as they are.
+//! * `trace.dat` (magic `\x17\x08\x44tracing`) is read through
+//!   `trace-cmd report -R -t`. Its format has had several versions (6, and
+//!   7 with compressed per-CPU data and sections). The event layouts are
+//!   described by format files inside it. trace-cmd reads all of that
+//!   through libtraceevent, and a second reader here would lag behind it.
+//!   `-R` prints the raw fields, which the reader parses the same way for
+//!   every version; `-t` prints nanoseconds.
+//! * `perf.data` (magic `PERFILE2`) is read through `perf script` with the
+//!   sample's comm, tid, CPU, time and the tracepoint's fields, for the same
+//!   reason. Each line is rewritten into `trace-cmd report`'s layout
+//!   (`comm-tid`, the event name without its `sched:` subsystem).
+//!
+//! Neither tool reports a truncated file reliably: `trace-cmd report`
+//! prints nothing and exits 0 for a trace.dat cut short, and `perf script`
+//! may stop early. So before converting, each file's own header is checked
+//! against its length: trace.dat's per-CPU data (offset and size, from
+//! `trace-cmd dump --flyrecord`), and perf.data's data section (from its
+//! fixed header). The converted text is written to a temporary file and
+//! then read like any capture, in bounded memory.
+//!
+//! Other files with a known magic number (compressed files, Perfetto's
+//! binary traces, ELF, ...) are refused, and the error names the format.
+
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::ReportError;
+
+/// What a trace file is, by its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    /// Text, read as it is.
+    Text,
+    /// trace-cmd's `trace.dat`.
+    TraceDat,
+    /// perf's `perf.data`.
+    PerfData,
+    /// A format schedlab does not read (its name).
+    Unsupported(&'static str),
+}
+
+const TRACE_DAT_MAGIC: &[u8] = b"\x17\x08\x44tracing";
+const PERF_DATA_MAGIC: &[u8] = b"PERFILE2";
+
+/// Known magic numbers of files that are not traces schedlab reads.
+const OTHER_MAGICS: &[(&[u8], &str)] = &[
+    (b"\x1f\x8b", "a gzip-compressed file (decompress it first: `zcat FILE > trace.txt`)"),
+    (b"\x28\xb5\x2f\xfd", "a zstd-compressed file (decompress it first: `zstdcat FILE > trace.txt`)"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file (decompress it first: `xzcat FILE > trace.txt`)"),
+    (b"BZh", "a bzip2-compressed file (decompress it first: `bzcat FILE > trace.txt`)"),
+    (b"PK\x03\x04", "a zip archive (extract the trace from it first)"),
+    (b"\x7fELF", "an ELF binary, not a trace"),
+    (b"PERFILE", "a perf.data file of an older format than PERFILE2"),
+    (b"SQLite format 3\x00", "an SQLite database (trace_processor output?), not a trace"),
+];
+
+/// The kind of a file whose first bytes are `head` (at least 16 when the
+/// file has them).
+pub fn sniff(head: &[u8]) -> InputKind {
+    if head.starts_with(TRACE_DAT_MAGIC) {
+        return InputKind::TraceDat;
+    }
+    if head.starts_with(PERF_DATA_MAGIC) {
+        return InputKind::PerfData;
+    }
+    if let Some((_, name)) = OTHER_MAGICS.iter().find(|(m, _)| head.starts_with(m)) {
+        return InputKind::Unsupported(name);
+    }
+    // A Perfetto trace is a sequence of `TracePacket`s (field 1,
+    // length-delimited: 0x0a, a varint length), then usually field 8 or 10
+    // of the packet. Text may start with a newline too, but not followed by
+    // a length and a protobuf tag.
+    if head.len() >= 3 && head[0] == 0x0a && head[1] != b'\n' && head.iter().take(16).any(|&b| b < 0x09) {
+        return InputKind::Unsupported(
+            "a Perfetto protobuf trace (not read yet: export it as ftrace text from the Perfetto UI or \
+             trace_processor, or analyse the capture it was made from)",
+        );
+    }
+    InputKind::Text
+}
+
+/// The kind of the file at `path`.
+pub fn sniff_file(path: &Path, shown: &str) -> Result<InputKind, ReportError> {
+    let mut head = [0u8; 16];
+    let mut file = std::fs::File::open(path).map_err(|e| ReportError::Trace(format!("{shown}: {e}")))?;
+    let mut n = 0;
+    while n < head.len() {
+        match file.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ReportError::Trace(format!("{shown}: {e}"))),
+        }
+    }
+    Ok(sniff(&head[..n]))
+}
+
+/// A binary trace turned into text: the file to read and how it was made.
+pub struct Converted {
+    pub text: tempfile::NamedTempFile,
+    /// The file's kind (`trace.dat`) and the command, for the report
+    /// (`trace-cmd report -R -t`).
+    pub kind: &'static str,
+    pub via: &'static str,
+}
+
+/// Convert a binary trace (`kind` from [`sniff`]) to text; `Ok(None)` for
+/// text. Unsupported kinds are an error naming the format.
+pub fn convert(path: &Path, shown: &str, kind: InputKind) -> Result<Option<Converted>, ReportError> {
+    match kind {
+        InputKind::Text => Ok(None),
+        InputKind::Unsupported(name) => Err(ReportError::Trace(format!(
+            "{shown}: {name}; schedlab reads tracefs text, trace-cmd report text, trace.dat and perf.data"
+        ))),
+        InputKind::TraceDat => {
+            check_trace_dat(path, shown)?;
+            let args = ["report", "-R", "-t", "-i"];
+            run_converter(shown, "trace-cmd", &args, path, ("trace.dat", "trace-cmd report -R -t"), |line, out| {
+                out.write_all(line.as_bytes())
+            })
+            .map(Some)
+        }
+        InputKind::PerfData => {
+            check_perf_data(path, shown)?;
+            let args = ["script", "-F", "comm,tid,cpu,time,event,trace", "--ns", "-i"];
+            run_converter(shown, "perf", &args, path, ("perf.data", "perf script"), |line, out| match perf_line(line) {
+                Some(l) => out.write_all(l.as_bytes()),
+                None => out.write_all(line.as_bytes()),
+            })
+            .map(Some)
+        }
+    }
+}
+
+/// The installer that provides `tool`, for the error when it is missing.
+fn install_hint(tool: &str) -> String {
+    format!("`{tool}` is needed to read it and was not found (scripts/install-trace-deps.sh installs it)")
+}
+
+/// Run `tool args.. path`, pass each stdout line through `rewrite` into a
+/// temporary file. A failure carries the tool's last stderr lines.
+fn run_converter(
+    shown: &str,
+    tool: &str,
+    args: &[&str],
+    path: &Path,
+    (kind, via): (&'static str, &'static str),
+    mut rewrite: impl FnMut(&str, &mut dyn Write) -> std::io::Result<()>,
+) -> Result<Converted, ReportError> {
+    let io = |e: std::io::Error| ReportError::Trace(format!("{shown}: converting with {via}: {e}"));
+    let mut child = Command::new(tool)
+        .args(args)
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ReportError::Trace(format!("{shown}: {}", install_hint(tool))),
+            _ => io(e),
+        })?;
+    // Drain stderr on its own thread so a chatty tool cannot block on a full pipe.
+    let stderr = child.stderr.take().expect("piped");
+    let errs = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = BufReader::new(stderr).take(1 << 20).read_to_string(&mut s);
+        s
+    });
+    let text = tempfile::Builder::new().prefix("schedlab-converted-").suffix(".txt").tempfile().map_err(io)?;
+    let mut out = BufWriter::new(text.as_file());
+    let mut lines = BufReader::new(child.stdout.take().expect("piped"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if lines.read_line(&mut line).map_err(io)? == 0 {
+            break;
+        }
+        rewrite(&line, &mut out).map_err(io)?;
+    }
+    out.flush().map_err(io)?;
+    drop(out);
+    let status = child.wait().map_err(io)?;
+    let stderr = errs.join().unwrap_or_default();
+    if !status.success() {
+        let tail: Vec<&str> = stderr.lines().filter(|l| !l.contains("not valid for")).collect();
+        let tail = tail[tail.len().saturating_sub(3)..].join("; ");
+        return Err(ReportError::Trace(format!("{shown}: `{via}` failed ({status}): {tail}")));
+    }
+    Ok(Converted { text, kind, via })
+}
+
+/// `   comm  tid [cpu] secs.ns:   sched:name: fields` (perf script) as
+/// `comm-tid [cpu] secs.ns: name: fields` (trace-cmd report); `None` for a
+/// line of another shape (left as it is, for the reader to judge).
+pub fn perf_line(line: &str) -> Option<String> {
+    let open = line.find(" [")?;
+    let (left, rest) = line.split_at(open);
+    let (comm, tid) = left.trim().rsplit_once(' ')?;
+    // The event name follows the timestamp's colon: drop its subsystem.
+    let ts_end = rest.find(": ")?;
+    let (head, tail) = rest.split_at(ts_end + 2);
+    let tail = tail.trim_start();
+    let (name, fields) = tail.split_once(": ").unwrap_or((tail.trim_end_matches(['\n', ':']), ""));
+    let name = name.rsplit_once(':').map_or(name, |(_, n)| n);
+    let fields = fields.trim_end_matches('\n');
+    // perf prints tid -1 (comm `:-1`) for a task it saw exit before the
+    // sample; a switch's own fields name the task it ran in.
+    let (comm, tid) = match tid {
+        "-1" if name == "sched_switch" => (field(fields, "prev_comm")?, field(fields, "prev_pid")?),
+        _ => (comm.trim(), tid),
+    };
+    if tid.is_empty() || !tid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    Some(format!("{comm}-{tid}{head}{name}: {fields}{nl}"))
+}
+
+/// The value of `key=` in a tracepoint's printed fields.
+fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    fields.split(' ').find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// A trace.dat's per-CPU data must lie inside the file: `trace-cmd
+/// report` reads a cut-short file as if it had no events.
+fn check_trace_dat(path: &Path, shown: &str) -> Result<(), ReportError> {
+    let len = std::fs::metadata(path).map_err(|e| ReportError::Trace(format!("{shown}: {e}")))?.len();
+    let out =
+        Command::new("trace-cmd").args(["dump", "--flyrecord", "-i"]).arg(path).stdin(Stdio::null()).output().map_err(
+            |e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    ReportError::Trace(format!("{shown}: a trace.dat; {}", install_hint("trace-cmd")))
+                }
+                _ => ReportError::Trace(format!("{shown}: trace-cmd dump: {e}")),
+            },
+        )?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cpus = flyrecord_cpus(&text);
+    if cpus.is_empty() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        let why = why.lines().last().unwrap_or("no per-CPU data listed").trim().to_string();
+        return Err(ReportError::Trace(format!(
+            "{shown}: a trace.dat whose per-CPU data trace-cmd cannot find ({why}): truncated or damaged"
+        )));
+    }
+    for (cpu, offset, size) in cpus {
+        if offset.saturating_add(size) > len {
+            return Err(ReportError::Trace(format!(
+                "{shown}: a truncated trace.dat: CPU {cpu}'s data is bytes {offset}..{} but the file has {len} bytes",
+                offset + size
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `   <cpu> <offset>\t<size>\t[id, data offset and size]` lines of
+/// `trace-cmd dump --flyrecord`.
+fn flyrecord_cpus(text: &str) -> Vec<(u32, u64, u64)> {
+    text.lines()
+        .filter(|l| l.contains("[id, data offset and size]"))
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A perf.data's data section (its fixed header's `data` offset and size,
+/// bytes 40..56) must be written and inside the file: a `perf record`
+/// that was killed leaves it zero, a cut-short file ends inside it.
+fn check_perf_data(path: &Path, shown: &str) -> Result<(), ReportError> {
+    let err = |m: String| ReportError::Trace(format!("{shown}: {m}"));
+    let mut f = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+    let len = f.metadata().map_err(|e| err(e.to_string()))?.len();
+    let mut h = [0u8; 56];
+    f.read_exact(&mut h).map_err(|_| err(format!("a truncated perf.data: {len} bytes, shorter than its header")))?;
+    let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes"));
+    let (offset, size) = (u64_at(40), u64_at(48));
+    if size == 0 {
+        return Err(err(
+            "a perf.data with an empty data section (`perf record` did not finish writing it?)".to_string()
+        ));
+    }
+    if offset.saturating_add(size) > len {
+        return Err(err(format!(
+            "a truncated perf.data: its data section is bytes {offset}..{} but the file has {len} bytes",
+            offset.saturating_add(size)
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_numbers_name_the_format() {
+        assert_eq!(sniff(b"\x17\x08\x44tracing6\0"), InputKind::TraceDat);
+        assert_eq!(sniff(b"PERFILE2\x68\0\0\0"), InputKind::PerfData);
+        assert_eq!(sniff(b"# tracer: nop\n#\n"), InputKind::Text);
+        assert_eq!(sniff(b"\n\n# tracer: nop"), InputKind::Text);
+        assert_eq!(sniff(b"cpus=2\n"), InputKind::Text);
+        assert!(matches!(sniff(b"\x1f\x8b\x08\0"), InputKind::Unsupported(n) if n.contains("gzip")));
+        assert!(matches!(sniff(b"\x0a\x87\x01\x52\x04\x08\x01"), InputKind::Unsupported(n) if n.contains("Perfetto")));
+    }
+
+    #[test]
+    fn perf_script_lines_take_trace_cmd_reports_layout() {
+        let l =
+            "            perf 14163 [000] 49916.595886325:       sched:sched_switch: prev_comm=perf prev_pid=14163 \
+                 prev_prio=120 prev_state=D ==> next_comm=migration/0 next_pid=18 next_prio=0\n";
+        assert_eq!(
+            perf_line(l).unwrap(),
+            "perf-14163 [000] 49916.595886325: sched_switch: prev_comm=perf prev_pid=14163 prev_prio=120 \
+             prev_state=D ==> next_comm=migration/0 next_pid=18 next_prio=0\n"
+        );
+        // A comm with a space and a dash keeps both.
+        let l = "  Web Content-x 4242 [001] 1.000000001: sched:sched_waking: comm=a pid=1 prio=120 target_cpu=001";
+        assert_eq!(
+            perf_line(l).unwrap(),
+            "Web Content-x-4242 [001] 1.000000001: sched_waking: comm=a pid=1 prio=120 target_cpu=001"
+        );
+        assert_eq!(perf_line("no cpu column here"), None);
+        // An exited task's last switch: perf has lost its tid.
+        let l =
+            "             :-1    -1 [000] 49916.670408642:       sched:sched_switch: prev_comm=sleep prev_pid=14281 \
+                 prev_prio=120 prev_state=X ==> next_comm=swapper/0 next_pid=0 next_prio=120";
+        assert!(perf_line(l).unwrap().starts_with("sleep-14281 [000] 49916.670408642: sched_switch: prev_comm=sleep"));
+        let l =
+            "             :-1    -1 [000] 1.000000000:       sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
+        assert_eq!(perf_line(l), None, "no context to give it");
+    }
+
+    #[test]
+    fn flyrecord_listing_is_read() {
+        let text = "2 [CPUs]:\n   0 1155072\t28672\t[id, data offset and size]\n   1 1187840\t25625\t[id, data offset and size]\n";
+        assert_eq!(flyrecord_cpus(text), vec![(0, 1155072, 28672), (1, 1187840, 25625)]);
+    }
+
+    #[test]
+    fn a_perf_data_header_is_checked_against_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("perf.data");
+        let mut h = Vec::from(*b"PERFILE2");
+        h.extend([0u8; 32]);
+        h.extend(100u64.to_le_bytes());
+        h.extend(0u64.to_le_bytes());
+        std::fs::write(&p, &h).unwrap();
+        let e = check_perf_data(&p, "perf.data").unwrap_err().to_string();
+        assert!(e.contains("empty data section"), "{e}");
+        h[48..56].copy_from_slice(&1000u64.to_le_bytes());
+        std::fs::write(&p, &h).unwrap();
+        let e = check_perf_data(&p, "perf.data").unwrap_err().to_string();
+        assert!(e.contains("truncated perf.data: its data section is bytes 100..1100 but the file has 56"), "{e}");
+        std::fs::write(&p, &h[..20]).unwrap();
+        let e = check_perf_data(&p, "perf.data").unwrap_err().to_string();
+        assert!(e.contains("shorter than its header"), "{e}");
+    }
+}
