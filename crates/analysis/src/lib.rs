@@ -26,6 +26,7 @@ mod diff;
 mod handoff;
 mod measure;
 mod narrative;
+pub mod perf_sched;
 pub mod schbench;
 mod sketch;
 mod stall_window;
@@ -113,6 +114,15 @@ pub struct TaskMetrics {
     /// trace and was put back where it could have been at the earliest
     /// (`schedlab_trace::repair`), so its time is unknown.
     pub wakeup_latency_unknown: u64,
+    /// Runnable → switch-in delays (`perf sched latency`'s "delay": from a
+    /// wakeup or a preemption), those ending at a traced switch.
+    pub delays: u64,
+    pub delay_total_ns: u64,
+    /// The longest, and when it ended (it began `max_delay_ns` before).
+    pub max_delay_ns: u64,
+    pub max_delay_end_ts: Nanos,
+    /// Delays ending at a switch the trace was missing: unknown, not counted.
+    pub delays_unknown: u64,
     /// Handoffs this task received: a signal on an object → this task's wait
     /// on it returning.
     pub handoff_latency: LatencyStats,
@@ -268,6 +278,11 @@ impl MetricsCollector {
                     migrations: a.migrations,
                     wakeup_latency: LatencyStats::from_sketch(&wakeup_sketch),
                     wakeup_latency_unknown: a.latency_unknown,
+                    delays: a.delays,
+                    delay_total_ns: a.delay_sum,
+                    max_delay_ns: a.max_delay,
+                    max_delay_end_ts: a.max_delay_end,
+                    delays_unknown: a.delays_unknown,
                     handoff_latency: LatencyStats::from_sketch(&handoff_sketch),
                     wakeup_sketch,
                     handoff_sketch,

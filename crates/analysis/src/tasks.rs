@@ -38,6 +38,14 @@ pub(crate) struct TaskAcc {
     pub migrations: u64,
     /// Wakeups whose switch-in was inserted by the trace's repair: no sample.
     pub latency_unknown: u64,
+    /// Runnable → switch-in delays (perf sched's "sch delay"), those ending
+    /// at a traced switch: count, sum, longest and when it ended.
+    pub delays: u64,
+    pub delay_sum: u64,
+    pub max_delay: u64,
+    pub max_delay_end: Nanos,
+    /// Delays ending at a repaired switch (not counted above).
+    pub delays_unknown: u64,
 }
 
 impl TaskAcc {
@@ -53,6 +61,11 @@ impl TaskAcc {
             involuntary: 0,
             migrations: 0,
             latency_unknown: 0,
+            delays: 0,
+            delay_sum: 0,
+            max_delay: 0,
+            max_delay_end: 0,
+            delays_unknown: 0,
         }
     }
 }
@@ -142,8 +155,19 @@ impl TaskTracker {
                     let mut sample = None;
                     match a.state {
                         State::Runnable { since } => {
-                            a.wait += ts.saturating_sub(since);
+                            let delay = ts.saturating_sub(since);
+                            a.wait += delay;
                             sample = a.pending_wakeup.map(|w| ts.saturating_sub(w));
+                            if ev.is_repaired() {
+                                a.delays_unknown += 1;
+                            } else {
+                                a.delays += 1;
+                                a.delay_sum += delay;
+                                if delay > a.max_delay || a.delays == 1 {
+                                    a.max_delay = delay;
+                                    a.max_delay_end = ts;
+                                }
+                            }
                         }
                         State::Unknown => a.wait += ts.saturating_sub(start),
                         // The wakeup was lost: the sleep ends here.

@@ -7,12 +7,20 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use schedlab_analysis::perf_sched::{render_sched_latency, Timehist};
 use schedlab_report::{input, Streamed, TraceFilter, TraceOptions, TraceReport};
 use schedlab_scenario::Scenario;
 
 use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg};
 use crate::error::{CliError, Result};
 use crate::output::write_perfetto;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum View {
+    Report,
+    Latency,
+    Timehist,
+}
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
@@ -45,6 +53,11 @@ pub struct AnalyzeArgs {
     /// (`49916.5,49916.8`; either side may be empty), as perf's `--time`.
     #[arg(long = "time", value_name = "START,END", value_parser = parse_time_range)]
     pub time: Option<(Option<u64>, Option<u64>)>,
+    /// What to print: the run report; `perf sched latency`'s per-task table (run time,
+    /// switches, average and longest runnable-to-running delay with when it happened); or
+    /// `perf sched timehist`'s line per switch (wait, scheduling delay, run time).
+    #[arg(long, value_enum, default_value_t = View::Report)]
+    pub view: View,
     #[command(flatten)]
     pub threshold: ThresholdArg,
     #[command(flatten)]
@@ -154,10 +167,42 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
     // A regular file is read as a stream (two or three passes, bounded
     // memory); a pipe, or `--perfetto` (which needs every event), reads it
     // whole within the memory budget, as does a trace out of time order.
+    if args.json.json && args.view != View::Report {
+        return Err(CliError::Usage(
+            "--json prints the report's JSON (its tasks carry the delay figures of --view latency); \
+             --view latency and timehist are text"
+                .into(),
+        )
+        .into());
+    }
+    // `--view timehist` prints each switch as the analysis sees it.
+    let filter = opts.filter.clone();
+    let shown = move |pid: i32, table: &schedlab_trace::TaskTable| {
+        let tgid = table.tasks.get(&pid).map_or(pid, |t| t.tgid);
+        if pid == 0 {
+            filter.pids.is_empty() && filter.tids.is_empty()
+        } else {
+            filter.shows(pid, tgid)
+        }
+    };
+    let mut timehist = match args.view {
+        View::Timehist => {
+            Some(Timehist::new(std::io::BufWriter::new(std::io::stdout()), shown).map_err(CliError::Stdout)?)
+        }
+        _ => None,
+    };
+    let mut tap = |ev: &schedlab_trace::Event, table: &schedlab_trace::TaskTable| match timehist.as_mut() {
+        None => Ok(()),
+        Some(th) => match th.observe(ev, table) {
+            // A closed pipe (`| head`) ends the listing, not the run.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r,
+        },
+    };
     let mut streamed = None;
     if is_file && perfetto.is_none() {
         let open = || std::fs::File::open(&source).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
-        match TraceReport::stream(&located, open, &opts)? {
+        match TraceReport::stream_tapped(&located, open, &opts, &mut tap)? {
             Streamed::Report(r) => streamed = Some(*r),
             Streamed::NotInTimeOrder { line } => eprintln!(
                 "note: {located}:{line}: events are not in time order from here (per-CPU buffers one after \
@@ -173,11 +218,29 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
             if let Some(p) = perfetto {
                 write_perfetto(&trace, p)?;
             }
+            for ev in &trace.events {
+                tap(ev, &trace.table).map_err(CliError::Stdout)?;
+            }
             report
         }
     };
     report.via = converted.as_ref().map(|c| (c.kind, c.via));
     report.path = path;
+    if let Some(th) = timehist {
+        let mut out = th.finish().map_err(CliError::Stdout)?;
+        return match std::io::Write::flush(&mut out) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e).into()),
+            _ => Ok(()),
+        };
+    }
+    if args.view == View::Latency {
+        let f = &report.filter;
+        let table = &report.table;
+        let text = render_sched_latency(&report.report.metrics, |pid| {
+            f.shows(pid, table.tasks.get(&pid).map_or(pid, |t| t.tgid))
+        });
+        return crate::output::emit(&format!("{}{text}", report.header_only(scenario.as_ref())));
+    }
     if args.json.json {
         crate::output::emit(&format!("{}\n", report.to_json(scenario.as_ref())?))?;
     } else {

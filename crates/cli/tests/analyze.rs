@@ -306,3 +306,28 @@ fn perf_style_filters_choose_events_and_rows() {
         assert!(e.contains(expected), "{args:?}: {e}");
     }
 }
+
+/// `--view timehist` prints one line per switch, `--view latency` perf's
+/// table whose total is the report's count of measured delays, for a simulated run's
+/// trace as for a capture.
+#[test]
+fn perf_sched_views_of_a_simulated_run() {
+    let trace = tmp("views.trace");
+    let t = trace.to_str().unwrap();
+    ok(&["run", "scenarios/sleeper.toml", "--duration", "50ms", "--trace", t]);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let switches = text.lines().filter(|l| l.contains(" sched_switch: ")).count();
+    let listing = ok(&["analyze", t, "--view", "timehist"]);
+    let lines = listing.lines().skip(3).count();
+    assert_eq!(lines, switches, "one line per switch");
+    assert!(!listing.contains(" *\n"), "a simulated trace needs no repair");
+
+    let doc = json(&["analyze", t]);
+    let total: u64 = doc["metrics"]["tasks"].as_array().unwrap().iter().map(|r| r["delays"].as_u64().unwrap()).sum();
+    let table = ok(&["analyze", t, "--view", "latency"]);
+    let line = table.lines().find(|l| l.contains("TOTAL:")).unwrap();
+    let col: u64 = line.split('|').nth(2).unwrap().trim().parse().unwrap();
+    assert_eq!(col, total, "{table}");
+    let e = common::err(&["analyze", t, "--view", "latency", "--json"]);
+    assert!(e.contains("--view latency and timehist are text"), "{e}");
+}

@@ -192,8 +192,20 @@ impl TraceReport {
     ///    [`ReportCollector`].
     pub fn stream<R: BufRead>(
         path: &str,
+        open: impl FnMut() -> std::io::Result<R>,
+        opts: &TraceOptions,
+    ) -> Result<Streamed, ReportError> {
+        Self::stream_tapped(path, open, opts, &mut |_, _| Ok(()))
+    }
+
+    /// [`TraceReport::stream`], handing each event the analysis sees (the
+    /// repaired events the filter keeps) to `tap` as well, with the task
+    /// table (for `perf sched timehist`).
+    pub fn stream_tapped<R: BufRead>(
+        path: &str,
         mut open: impl FnMut() -> std::io::Result<R>,
         opts: &TraceOptions,
+        tap: &mut dyn FnMut(&Event, &TaskTable) -> std::io::Result<()>,
     ) -> Result<Streamed, ReportError> {
         let popts = parse_options(opts);
         let io_err = |e: std::io::Error| ReportError::Trace(format!("{path}: {e}"));
@@ -272,9 +284,13 @@ impl TraceReport {
         let mut reader = FtraceReader::new(path, &popts);
         let mut ignored = 0;
         let mut repair = SwitchRepair::new();
+        let mut tap_error = None;
         let mut analyse = |ev: Event| {
             if !opts.filter.keeps(&ev) {
                 return;
+            }
+            if tap_error.is_none() {
+                tap_error = tap(&ev, &table).err();
             }
             if workload.keeps(&ev) {
                 collector.observe(&ev);
@@ -291,6 +307,9 @@ impl TraceReport {
             Ok(true)
         })?;
         let repairs = repair.finish(&mut analyse);
+        if let Some(e) = tap_error {
+            return Err(ReportError::Trace(format!("writing the listing: {e}")));
+        }
         workload.ignored_markers = ignored;
         let (mut report, _) = collector.finish(last);
         report.leave_out_uncertain(&repairs);
@@ -385,6 +404,14 @@ impl TraceReport {
             out.push('\n');
             let _ = writeln!(out, "perfetto  {} (open at https://ui.perfetto.dev)", p.display());
         }
+        out
+    }
+
+    /// What was read, lost, repaired and filtered (the report's first lines),
+    /// for the `perf sched` views.
+    pub fn header_only(&self, scenario: Option<&Scenario>) -> String {
+        let mut out = self.render_header(scenario);
+        out.push('\n');
         out
     }
 
