@@ -331,3 +331,42 @@ fn perf_sched_views_of_a_simulated_run() {
     let e = common::err(&["analyze", t, "--view", "latency", "--json"]);
     assert!(e.contains("--view latency and timehist are text"), "{e}");
 }
+
+/// A run's Perfetto trace analysed like its ftrace text: the same events
+/// (ns instead of us times), so the same stalls, causes and counts.
+#[test]
+fn a_perfetto_trace_gives_the_ftrace_texts_figures() {
+    let (text, pf) = (tmp("pf.trace"), tmp("pf.pftrace"));
+    let (t, p) = (text.to_str().unwrap(), pf.to_str().unwrap());
+    ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "200ms", "--trace", t, "--perfetto", p]);
+    let (a, b) = (json(&["analyze", t]), json(&["analyze", p]));
+    assert_eq!(b["trace_format"], "Perfetto trace");
+    assert_eq!(a["input"]["events"], b["input"]["events"]);
+    let counts = |d: &Value| -> Vec<(String, u64)> {
+        d["attribution"]["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["cause"].as_str().unwrap().to_string(), c["stalls"].as_u64().unwrap()))
+            .collect()
+    };
+    assert!(!counts(&a).is_empty());
+    assert_eq!(counts(&a), counts(&b));
+    let per_task = |d: &Value| -> Vec<(i64, u64, u64)> {
+        d["metrics"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (r["pid"].as_i64().unwrap(), r["context_switches"].as_u64().unwrap(), r["wakeups"].as_u64().unwrap())
+            })
+            .collect()
+    };
+    assert_eq!(per_task(&a), per_task(&b));
+    // Cut short, it is an error at the packet that runs past the end.
+    let bytes = std::fs::read(&pf).unwrap();
+    let cut = tmp("cut.pftrace");
+    std::fs::write(&cut, &bytes[..bytes.len() - 5]).unwrap();
+    let e = common::err(&["analyze", cut.to_str().unwrap()]);
+    assert!(e.contains("a Perfetto trace, malformed at byte") && e.contains("run past the end"), "{e}");
+}

@@ -23,8 +23,12 @@
 //! fixed header). The converted text is written to a temporary file and
 //! then read like any capture, in bounded memory.
 //!
-//! Other files with a known magic number (compressed files, Perfetto's
-//! binary traces, ELF, ...) are refused, and the error names the format.
+//! * A Perfetto protobuf trace (a `TracePacket` first: 0x0a, a length,
+//!   protobuf bytes) is translated by `schedlab_trace::perfetto::perfetto_to_text`,
+//!   natively: there is no Perfetto command to lean on that every machine has.
+//!
+//! Other files with a known magic number (compressed files, ELF, ...) are
+//! refused, and the error names the format.
 
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
@@ -41,6 +45,8 @@ pub enum InputKind {
     TraceDat,
     /// perf's `perf.data`.
     PerfData,
+    /// A Perfetto protobuf trace.
+    Perfetto,
     /// A format schedlab does not read (its name).
     Unsupported(&'static str),
 }
@@ -77,10 +83,7 @@ pub fn sniff(head: &[u8]) -> InputKind {
     // of the packet. Text may start with a newline too, but not followed by
     // a length and a protobuf tag.
     if head.len() >= 3 && head[0] == 0x0a && head[1] != b'\n' && head.iter().take(16).any(|&b| b < 0x09) {
-        return InputKind::Unsupported(
-            "a Perfetto protobuf trace (not read yet: export it as ftrace text from the Perfetto UI or \
-             trace_processor, or analyse the capture it was made from)",
-        );
+        return InputKind::Perfetto;
     }
     InputKind::Text
 }
@@ -125,6 +128,17 @@ pub fn convert(path: &Path, shown: &str, kind: InputKind) -> Result<Option<Conve
                 out.write_all(line.as_bytes())
             })
             .map(Some)
+        }
+        InputKind::Perfetto => {
+            let io = |e: std::io::Error| ReportError::Trace(format!("{shown}: {e}"));
+            let input = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+            let text = tempfile::Builder::new().prefix("schedlab-converted-").suffix(".txt").tempfile().map_err(io)?;
+            let mut out = BufWriter::new(text.as_file());
+            schedlab_trace::perfetto::perfetto_to_text(input, &mut out)
+                .map_err(|e| ReportError::Trace(format!("{shown}: a Perfetto trace, malformed at {e}")))?;
+            out.flush().map_err(io)?;
+            drop(out);
+            Ok(Some(Converted { text, kind: "Perfetto trace", via: "schedlab's Perfetto reader" }))
         }
         InputKind::PerfData => {
             check_perf_data(path, shown)?;
@@ -309,7 +323,7 @@ mod tests {
         assert_eq!(sniff(b"\n\n# tracer: nop"), InputKind::Text);
         assert_eq!(sniff(b"cpus=2\n"), InputKind::Text);
         assert!(matches!(sniff(b"\x1f\x8b\x08\0"), InputKind::Unsupported(n) if n.contains("gzip")));
-        assert!(matches!(sniff(b"\x0a\x87\x01\x52\x04\x08\x01"), InputKind::Unsupported(n) if n.contains("Perfetto")));
+        assert_eq!(sniff(b"\x0a\x87\x01\x52\x04\x08\x01"), InputKind::Perfetto);
     }
 
     #[test]

@@ -77,8 +77,11 @@ use std::io;
 use crate::event::{Event, EventKind, Nanos, Pid, PrevState, TaskTable, Trace};
 use crate::ftrace::{event_name, payload_comm, write_payload};
 
+mod read;
 #[cfg(test)]
 mod tests;
+
+pub use read::{perfetto_to_text, PerfettoReadError, PerfettoStats, MAX_PACKET_BYTES};
 
 /// Kernel release written into `SystemInfo.utsname`; any release ≥ 4.14
 /// makes Perfetto decode `prev_state` the way [`prev_state`] encodes it.

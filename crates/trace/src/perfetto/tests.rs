@@ -522,3 +522,46 @@ fn empty_trace_has_header_packets_only() {
     assert_eq!(packets[1].u(n::packet::TIMESTAMP), 0);
     assert!(!packets[1].m(n::packet::PROCESS_TREE).has(n::process_tree::PROCESSES));
 }
+
+/// Our own trace read back: every event, with its time, CPU, context and
+/// fields, as the ftrace text reader gives it (flags are not carried).
+#[test]
+fn a_written_trace_reads_back_event_for_event() {
+    let trace = every_kind_trace();
+    let mut bytes = Vec::new();
+    write_perfetto(&trace, &mut bytes).unwrap();
+    let mut text = Vec::new();
+    let stats = super::perfetto_to_text(&bytes[..], &mut text).unwrap();
+    assert_eq!(stats.events as usize, trace.events.len());
+    let text = String::from_utf8(text).unwrap();
+    let opts = crate::ftrace::ParseOptions { objects: trace.table.objects.clone() };
+    let back = crate::ftrace::parse_ftrace_with("t.pftrace", &text, &opts).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let key = |e: &Event| (e.ts, e.cpu, e.ctx_pid, e.kind);
+    let mut want: Vec<_> = trace.events.iter().map(key).collect();
+    let mut got: Vec<_> = back.trace.events.iter().map(key).collect();
+    want.sort_by_key(|k| (k.0, k.1));
+    got.sort_by_key(|k| (k.0, k.1));
+    assert_eq!(got, want);
+    assert_eq!(back.trace.table.comm(101), "my app [x]");
+}
+
+#[test]
+fn malformed_perfetto_bytes_are_located_errors() {
+    let mut bytes = Vec::new();
+    write_perfetto(&every_kind_trace(), &mut bytes).unwrap();
+    // Cut inside the last packet.
+    let e = super::perfetto_to_text(&bytes[..bytes.len() - 3], &mut Vec::new()).unwrap_err();
+    assert!(e.message.contains("run past the end of the file"), "{e}");
+    // A length that runs past its message inside a packet.
+    let mut bad = [0x0a, 0x03, 0x0a, 0x7f, 0x00];
+    let e = super::perfetto_to_text(&bad[..], &mut Vec::new()).unwrap_err();
+    assert_eq!(e.offset, 2, "{e}");
+    assert!(e.message.contains("runs past the message"), "{e}");
+    bad[0] = 0x12;
+    let e = super::perfetto_to_text(&bad[..], &mut Vec::new()).unwrap_err();
+    assert!(e.to_string().starts_with("byte 0: expected a TracePacket"), "{e}");
+    // A packet claiming more than the limit is refused before allocating.
+    let huge = [0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f];
+    let e = super::perfetto_to_text(&huge[..], &mut Vec::new()).unwrap_err();
+    assert!(e.message.contains("more than the"), "{e}");
+}
