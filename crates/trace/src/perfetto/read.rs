@@ -9,7 +9,8 @@
 //! `sched_stat_runtime` or `sched_wake_idle_without_ipi`, and `print`
 //! (atrace `I|tgid|text` instants carrying schedlab's markers and decision
 //! events, as [`super::write_perfetto`] writes them); `process_tree`
-//! threads for comms. That covers this crate's own traces and traces
+//! threads for comms; a bundle's `lost_events` flag becomes a lost-events
+//! line (a gap, as in any capture). That covers this crate's own traces and traces
 //! `traced` records with `compact_sched` off. Other ftrace events are
 //! counted and skipped. A bundle using `compact_sched` (traced's default
 //! since Perfetto v24) is refused with what to do: its switches carry no
@@ -225,7 +226,9 @@ enum Bundle {
     Compact,
 }
 
-/// `FtraceEventBundle.compact_sched`.
+/// `FtraceEventBundle.lost_events` (the kernel's ring buffer overran before
+/// this bundle) and `compact_sched`.
+const LOST_EVENTS: u32 = 3;
 const COMPACT_SCHED: u32 = 4;
 
 fn bundle(
@@ -238,6 +241,10 @@ fn bundle(
     let cpu = int(&fs, f::bundle::CPU).unwrap_or(0);
     if fs.iter().any(|(k, v)| *k == COMPACT_SCHED && matches!(v, Val::Bytes(x) if !x.is_empty())) {
         return Err(Bundle::Compact);
+    }
+    if int(&fs, LOST_EVENTS).is_some_and(|v| v != 0) {
+        // As trace-cmd reports a loss of unknown size: the reader makes it a gap.
+        writeln!(out, "CPU:{cpu} [EVENTS DROPPED]").map_err(Bundle::Io)?;
     }
     for (k, v) in &fs {
         let (f::bundle::EVENT, Val::Bytes(e)) = (*k, v) else { continue };

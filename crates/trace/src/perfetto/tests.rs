@@ -565,3 +565,75 @@ fn malformed_perfetto_bytes_are_located_errors() {
     let e = super::perfetto_to_text(&huge[..], &mut Vec::new()).unwrap_err();
     assert!(e.message.contains("more than the"), "{e}");
 }
+
+/// Protobuf by hand: a varint field and a length-delimited one.
+fn vi(field: u32, v: u64, out: &mut Vec<u8>) {
+    let mut x = u64::from(field) << 3;
+    loop {
+        let b = (x & 0x7f) as u8;
+        x >>= 7;
+        out.push(if x == 0 { b } else { b | 0x80 });
+        if x == 0 {
+            break;
+        }
+    }
+    let mut x = v;
+    loop {
+        let b = (x & 0x7f) as u8;
+        x >>= 7;
+        out.push(if x == 0 { b } else { b | 0x80 });
+        if x == 0 {
+            break;
+        }
+    }
+}
+
+fn ld(field: u32, body: &[u8], out: &mut Vec<u8>) {
+    let mut key = Vec::new();
+    vi(field, body.len() as u64, &mut key);
+    key[0] = (key[0] & !7) | 2;
+    out.extend(key);
+    out.extend(body);
+}
+
+/// A bundle `traced` flagged with `lost_events` becomes a gap, and one
+/// packed as `compact_sched` is refused with what to do.
+#[test]
+fn lost_and_compact_bundles() {
+    let mut sw = Vec::new();
+    ld(1, b"a", &mut sw);
+    vi(2, 5, &mut sw);
+    vi(3, 120, &mut sw);
+    vi(4, 1, &mut sw);
+    ld(5, b"swapper/1", &mut sw);
+    vi(6, 0, &mut sw);
+    vi(7, 120, &mut sw);
+    let mut ev = Vec::new();
+    vi(1, 1_000, &mut ev);
+    vi(2, 5, &mut ev);
+    ld(4, &sw, &mut ev);
+    let mut bundle = Vec::new();
+    vi(1, 1, &mut bundle);
+    vi(3, 1, &mut bundle);
+    ld(2, &ev, &mut bundle);
+    let mut packet = Vec::new();
+    ld(1, &bundle, &mut packet);
+    let mut trace = Vec::new();
+    ld(1, &packet, &mut trace);
+    let mut text = Vec::new();
+    super::perfetto_to_text(&trace[..], &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let parsed = crate::ftrace::parse_ftrace_with("t", &text, &Default::default()).unwrap();
+    assert_eq!(parsed.stats.lost.len(), 1, "{text}");
+    assert_eq!(parsed.stats.lost[0].cpu, 1);
+    assert_eq!(parsed.trace.events.len(), 1);
+
+    let mut compact = Vec::new();
+    vi(1, 0, &mut compact);
+    ld(4, b"\x0a\x01\x61", &mut compact);
+    let (mut packet, mut trace) = (Vec::new(), Vec::new());
+    ld(1, &compact, &mut packet);
+    ld(1, &packet, &mut trace);
+    let e = super::perfetto_to_text(&trace[..], &mut Vec::new()).unwrap_err();
+    assert!(e.message.contains("compact_sched { enabled: false }"), "{e}");
+}
