@@ -13,13 +13,4 @@ command -v slurmctld >/dev/null 2>&1 || need+=(slurmctld)
 command -v slurmd >/dev/null 2>&1 || need+=(slurmd)
 command -v sbatch >/dev/null 2>&1 || need+=(slurm-client)
 command -v munged >/dev/null 2>&1 || need+=(munge)
-((${#need[@]})) || exit 0
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; then
-        apt-get update -qq || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
-            echo "install-slurm-deps: could not install ${need[*]}; the Slurm test will skip" >&2
-    fi
-else
-    echo "install-slurm-deps: missing ${need[*]}; run as root on Debian to install them (the Slurm test skips)" >&2
-fi
+"$(dirname "$0")/apt-install.sh" "install-slurm-deps (the Slurm test skips without them)" ${need[@]+"${need[@]}"}

@@ -10,13 +10,4 @@ set -euo pipefail
 need=()
 command -v trace-cmd >/dev/null 2>&1 || need+=(trace-cmd)
 command -v perf >/dev/null 2>&1 || need+=(linux-perf)
-((${#need[@]})) || exit 0
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; then
-        apt-get update -qq || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
-            echo "install-trace-deps: could not install ${need[*]}; trace.dat/perf.data tests will skip" >&2
-    fi
-else
-    echo "install-trace-deps: missing ${need[*]}; run as root on Debian to install them" >&2
-fi
+"$(dirname "$0")/apt-install.sh" "install-trace-deps (trace.dat/perf.data input and its tests need them)" ${need[@]+"${need[@]}"}

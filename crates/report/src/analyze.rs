@@ -527,21 +527,7 @@ fn no_events_in_filter(path: &str, filter: &TraceFilter) -> ReportError {
 pub fn render_repairs(repairs: &RepairStats, report: &Report) -> String {
     let mut out = String::new();
     if repairs.inserted() > 0 {
-        let cpus: Vec<String> = repairs
-            .cpus
-            .iter()
-            .filter(|(_, c)| c.inserted > 0)
-            .map(|(cpu, c)| {
-                format!(
-                    "CPU {cpu}: {} ({} out of idle), {} ms uncertain, the longest {} us at {} s",
-                    c.inserted,
-                    c.out_of_idle,
-                    schedlab_analysis::ms_text(c.uncertain_ns),
-                    c.max_uncertain_ns / 1000,
-                    secs(c.max_uncertain_at)
-                )
-            })
-            .collect();
+        let cpus = repairs.per_cpu();
         let _ = writeln!(
             out,
             "switches  {} missing from the trace (an event's header names a task no switch put there), put back \

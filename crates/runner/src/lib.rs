@@ -176,19 +176,7 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
         ));
     }
     if repairs.inserted() > 0 {
-        let per_cpu: Vec<String> = repairs
-            .cpus
-            .iter()
-            .filter(|(_, c)| c.inserted > 0)
-            .map(|(cpu, c)| {
-                format!(
-                    "CPU {cpu}: {} ({} out of idle), {} us uncertain",
-                    c.inserted,
-                    c.out_of_idle,
-                    c.uncertain_ns / 1000
-                )
-            })
-            .collect();
+        let per_cpu = repairs.per_cpu();
         notes.push(format!(
             "the capture is missing {} sched_switch events (a header named a task no switch put there; put back, \
              see docs/real-traces.md): {}",

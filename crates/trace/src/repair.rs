@@ -95,6 +95,28 @@ impl RepairStats {
     pub fn uncertain_ns(&self, cpu: u32) -> u64 {
         self.cpus.get(&cpu).map_or(0, |c| c.uncertain_ns)
     }
+
+    /// One phrase per CPU with inserted switches, for reports and notes:
+    /// `CPU 1: 1304 (1303 out of idle), 126.456 ms uncertain, the longest
+    /// 863 us at 48097.696508 s`.
+    pub fn per_cpu(&self) -> Vec<String> {
+        let secs = |ns: Nanos| format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000);
+        let ms = |ns: u64| format!("{}.{:03}", ns / 1_000_000, ns / 1000 % 1000);
+        self.cpus
+            .iter()
+            .filter(|(_, c)| c.inserted > 0)
+            .map(|(cpu, c)| {
+                format!(
+                    "CPU {cpu}: {} ({} out of idle), {} ms uncertain, the longest {} us at {} s",
+                    c.inserted,
+                    c.out_of_idle,
+                    ms(c.uncertain_ns),
+                    c.max_uncertain_ns / 1000,
+                    secs(c.max_uncertain_at)
+                )
+            })
+            .collect()
+    }
 }
 
 /// One CPU as the events so far tell it.

@@ -566,33 +566,26 @@ fn malformed_perfetto_bytes_are_located_errors() {
     assert!(e.message.contains("more than the"), "{e}");
 }
 
-/// Protobuf by hand: a varint field and a length-delimited one.
-fn vi(field: u32, v: u64, out: &mut Vec<u8>) {
-    let mut x = u64::from(field) << 3;
+/// Protobuf by hand: a varint, a varint field and a length-delimited one.
+fn varint(mut x: u64, out: &mut Vec<u8>) {
     loop {
         let b = (x & 0x7f) as u8;
         x >>= 7;
         out.push(if x == 0 { b } else { b | 0x80 });
         if x == 0 {
-            break;
-        }
-    }
-    let mut x = v;
-    loop {
-        let b = (x & 0x7f) as u8;
-        x >>= 7;
-        out.push(if x == 0 { b } else { b | 0x80 });
-        if x == 0 {
-            break;
+            return;
         }
     }
 }
 
+fn vi(field: u32, v: u64, out: &mut Vec<u8>) {
+    varint(u64::from(field) << 3, out);
+    varint(v, out);
+}
+
 fn ld(field: u32, body: &[u8], out: &mut Vec<u8>) {
-    let mut key = Vec::new();
-    vi(field, body.len() as u64, &mut key);
-    key[0] = (key[0] & !7) | 2;
-    out.extend(key);
+    varint(u64::from(field) << 3 | 2, out);
+    varint(body.len() as u64, out);
     out.extend(body);
 }
 
