@@ -1,6 +1,6 @@
 //! One real capture read three ways by `schedlab analyze`: tracefs text,
 //! the same buffer as a trace.dat (`trace-cmd extract`), and a perf.data
-//! recorded by `perf record` at the same time, on the same clock.
+//! recorded by `perf sched record` at the same time, on the same clock.
 //!
 //! Needs root, tracefs, trace-cmd and perf (scripts/install-trace-deps.sh);
 //! skipped with a message otherwise. The capture uses a private tracefs
@@ -16,6 +16,7 @@ use std::process::Command;
 use common::{schedlab, tmp_dir};
 
 const TRACEFS: &str = "/sys/kernel/tracing";
+/// The tracefs instance's events (`perf sched record` picks its own).
 const EVENTS: &str =
     "sched:sched_switch,sched:sched_wakeup,sched:sched_waking,sched:sched_migrate_task,sched:sched_wakeup_new";
 
@@ -97,7 +98,7 @@ fn text_trace_dat_and_perf_data_give_the_same_figures() {
     // Three loops forking short sleeps for 0.3 s: thousands of switches and
     // wakeups, migrations between the two CPUs. `timeout` bounds perf.
     let status = Command::new("timeout")
-        .args(["60", "perf", "record", "-q", "-k", "mono", "-e", EVENTS, "-a", "-o"])
+        .args(["60", "perf", "sched", "record", "-k", "mono", "-o"])
         .arg(&perf_data)
         .args(["--", "sh", "-c", "for i in 1 2 3; do (timeout 0.3 sh -c 'while :; do sleep 0.001; done') & done; wait"])
         .status()
