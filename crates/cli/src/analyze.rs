@@ -158,6 +158,9 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
     } else {
         None
     };
+    if let Some(note) = converted.as_ref().and_then(|c| c.note.as_ref()) {
+        eprintln!("note: {note}");
+    }
     let source = converted.as_ref().map_or(args.trace.clone(), |c| c.text.path().to_path_buf());
     // Where a converted file's errors are: lines of the tool's text.
     let located = match &converted {

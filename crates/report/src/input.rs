@@ -24,8 +24,9 @@
 //! then read like any capture, in bounded memory.
 //!
 //! * A Perfetto protobuf trace (a `TracePacket` first: 0x0a, a length,
-//!   protobuf bytes) is translated by `schedlab_trace::perfetto::perfetto_to_text`,
-//!   natively: there is no Perfetto command to lean on that every machine has.
+//!   protobuf bytes) is translated by `schedlab_trace::perfetto::perfetto_to_text`
+//!   (typed sched events and traced's `compact_sched`), natively: there is
+//!   no Perfetto command to lean on that every machine has.
 //!
 //! Other files with a known magic number (compressed files, ELF, ...) are
 //! refused, and the error names the format.
@@ -111,6 +112,8 @@ pub struct Converted {
     /// (`trace-cmd report -R -t`).
     pub kind: &'static str,
     pub via: &'static str,
+    /// What the conversion left out, for a note.
+    pub note: Option<String>,
 }
 
 /// Convert a binary trace (`kind` from [`sniff`]) to text; `Ok(None)` for
@@ -134,11 +137,23 @@ pub fn convert(path: &Path, shown: &str, kind: InputKind) -> Result<Option<Conve
             let input = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
             let text = tempfile::Builder::new().prefix("schedlab-converted-").suffix(".txt").tempfile().map_err(io)?;
             let mut out = BufWriter::new(text.as_file());
-            schedlab_trace::perfetto::perfetto_to_text(input, &mut out)
+            let stats = schedlab_trace::perfetto::perfetto_to_text(input, &mut out)
                 .map_err(|e| ReportError::Trace(format!("{shown}: a Perfetto trace, malformed at {e}")))?;
             out.flush().map_err(io)?;
             drop(out);
-            Ok(Some(Converted { text, kind: "Perfetto trace", via: "schedlab's Perfetto reader" }))
+            let unplaced = stats.skipped.get(&0).copied().unwrap_or(0);
+            let other: u64 = stats.skipped.iter().filter(|(&k, _)| k != 0).map(|(_, n)| n).sum();
+            let mut parts = Vec::new();
+            if unplaced > 0 {
+                parts.push(format!(
+                    "{unplaced} compact_sched events before their CPU's first switch (no known current task) skipped"
+                ));
+            }
+            if other > 0 {
+                parts.push(format!("{other} ftrace events of kinds schedlab does not read skipped"));
+            }
+            let note = (!parts.is_empty()).then(|| format!("{shown}: {}", parts.join("; ")));
+            Ok(Some(Converted { text, kind: "Perfetto trace", via: "schedlab's Perfetto reader", note }))
         }
         InputKind::PerfData => {
             check_perf_data(path, shown)?;
@@ -206,7 +221,7 @@ fn run_converter(
         let tail = tail[tail.len().saturating_sub(3)..].join("; ");
         return Err(ReportError::Trace(format!("{shown}: `{via}` failed ({status}): {tail}")));
     }
-    Ok(Converted { text, kind, via })
+    Ok(Converted { text, kind, via, note: None })
 }
 
 /// `   comm  tid [cpu] secs.ns:   sched:name: fields` (perf script) as

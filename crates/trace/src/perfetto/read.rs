@@ -10,11 +10,10 @@
 //! (atrace `I|tgid|text` instants carrying schedlab's markers and decision
 //! events, as [`super::write_perfetto`] writes them); `process_tree`
 //! threads for comms; a bundle's `lost_events` flag becomes a lost-events
-//! line (a gap, as in any capture). That covers this crate's own traces and traces
-//! `traced` records with `compact_sched` off. Other ftrace events are
-//! counted and skipped. A bundle using `compact_sched` (traced's default
-//! since Perfetto v24) is refused with what to do: its switches carry no
-//! `prev_pid`, and decoding them is not written yet.
+//! line (a gap, as in any capture); `compact_sched` (traced's default
+//! encoding of sched_switch and sched_waking, see [`compact_sched`]). That
+//! covers this crate's own traces and what `traced`'s ftrace data source
+//! records of the scheduler. Other ftrace events are counted and skipped.
 //!
 //! Errors name the byte offset of the packet and what was malformed; a
 //! packet longer than [`MAX_PACKET_BYTES`] is refused rather than held.
@@ -133,6 +132,9 @@ fn sub<'a>(fs: &'a [(u32, Val<'a>)], n: u32) -> Option<&'a [u8]> {
 pub fn perfetto_to_text(mut input: impl BufRead, out: &mut impl Write) -> Result<PerfettoStats, PerfettoReadError> {
     let mut stats = PerfettoStats::default();
     let mut comms: BTreeMap<i64, String> = BTreeMap::new();
+    // Each CPU's current task and its priority, from its last switch: a
+    // compact switch's previous task and a compact waking's waker.
+    let mut current: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
     let mut offset = 0u64;
     let mut packet = Vec::new();
     let mut header = false;
@@ -204,16 +206,9 @@ pub fn perfetto_to_text(mut input: impl BufRead, out: &mut impl Write) -> Result
                 writeln!(out, "cpus=0").map_err(|e| io_err(at, e))?;
                 header = true;
             }
-            bundle(b, &mut comms, &mut stats, out).map_err(|r| match r {
+            bundle(b, &mut comms, &mut current, &mut stats, out).map_err(|r| match r {
                 Bundle::Malformed(e) => bad(e),
                 Bundle::Io(e) => io_err(at, e),
-                Bundle::Compact => PerfettoReadError {
-                    offset: at,
-                    message: "this bundle packs sched_switch/sched_waking as `compact_sched` (traced's default); \
-                              not read yet: record with `compact_sched { enabled: false }` in the ftrace config, \
-                              or analyse the ftrace text of the same capture"
-                        .into(),
-                },
             })?;
         }
     }
@@ -223,7 +218,6 @@ pub fn perfetto_to_text(mut input: impl BufRead, out: &mut impl Write) -> Result
 enum Bundle {
     Malformed((usize, String)),
     Io(io::Error),
-    Compact,
 }
 
 /// `FtraceEventBundle.lost_events` (the kernel's ring buffer overran before
@@ -234,17 +228,20 @@ const COMPACT_SCHED: u32 = 4;
 fn bundle(
     b: &[u8],
     comms: &mut BTreeMap<i64, String>,
+    current: &mut BTreeMap<i64, (i64, i64)>,
     stats: &mut PerfettoStats,
     out: &mut impl Write,
 ) -> Result<(), Bundle> {
     let fs = fields(b).map_err(Bundle::Malformed)?;
     let cpu = int(&fs, f::bundle::CPU).unwrap_or(0);
-    if fs.iter().any(|(k, v)| *k == COMPACT_SCHED && matches!(v, Val::Bytes(x) if !x.is_empty())) {
-        return Err(Bundle::Compact);
-    }
     if int(&fs, LOST_EVENTS).is_some_and(|v| v != 0) {
         // As trace-cmd reports a loss of unknown size: the reader makes it a gap.
         writeln!(out, "CPU:{cpu} [EVENTS DROPPED]").map_err(Bundle::Io)?;
+        // Who runs after the loss is unknown until the next switch.
+        current.remove(&cpu);
+    }
+    if let Some(c) = sub(&fs, COMPACT_SCHED) {
+        compact_sched(c, cpu, comms, current, stats, out)?;
     }
     for (k, v) in &fs {
         let (f::bundle::EVENT, Val::Bytes(e)) = (*k, v) else { continue };
@@ -252,6 +249,12 @@ fn bundle(
         let ts = int(&ev, f::event::TIMESTAMP).unwrap_or(0) as u64;
         let pid = int(&ev, f::event::PID).unwrap_or(0);
         let Some((line, name_comms)) = event_line(&ev, stats)? else { continue };
+        if line.starts_with("sched_switch:") {
+            if let (Some((next, _)), Some(prio)) = (name_comms.last(), sub(&ev, f::event::SCHED_SWITCH)) {
+                let prio = fields(prio).ok().and_then(|m| int(&m, f::switch::NEXT_PRIO)).unwrap_or(120);
+                current.insert(cpu, (*next, prio));
+            }
+        }
         for (p, c) in name_comms {
             comms.insert(p, c);
         }
@@ -259,6 +262,153 @@ fn bundle(
         writeln!(out, "{comm}-{pid} [{cpu:03}] {}.{:09}: {line}", ts / 1_000_000_000, ts % 1_000_000_000)
             .map_err(Bundle::Io)?;
         stats.events += 1;
+    }
+    Ok(())
+}
+
+/// Every varint of repeated field `n`, packed or not.
+fn repeated(fs: &[(u32, Val)], n: u32) -> Result<Vec<u64>, Bundle> {
+    let mut out = Vec::new();
+    for (k, v) in fs {
+        match v {
+            Val::Int(x) if *k == n => out.push(*x),
+            Val::Bytes(b) if *k == n => {
+                let mut p = 0;
+                while p < b.len() {
+                    let at = p;
+                    out.push(
+                        varint(b, &mut p)
+                            .ok_or(Bundle::Malformed((at, format!("field {n}: truncated packed varint"))))?,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// `CompactSched` field numbers (ftrace_event_bundle.proto).
+mod compact {
+    pub const SWITCH_TIMESTAMP: u32 = 1;
+    pub const SWITCH_PREV_STATE: u32 = 2;
+    pub const SWITCH_NEXT_PID: u32 = 3;
+    pub const SWITCH_NEXT_PRIO: u32 = 4;
+    pub const INTERN_TABLE: u32 = 5;
+    pub const SWITCH_NEXT_COMM_INDEX: u32 = 6;
+    pub const WAKING_TIMESTAMP: u32 = 7;
+    pub const WAKING_PID: u32 = 8;
+    pub const WAKING_TARGET_CPU: u32 = 9;
+    pub const WAKING_PRIO: u32 = 10;
+    pub const WAKING_COMM_INDEX: u32 = 11;
+}
+
+/// A bundle's `compact_sched`: parallel packed arrays of switches and of
+/// wakings, each list's timestamps absolute for the first entry and then
+/// deltas from the one before (traced's `compact_sched.h`); comms by index
+/// into `intern_table`. A switch does not store its previous task: it is the
+/// CPU's current task, from the switch before it (so the first switch seen
+/// on a CPU has none and is skipped, counted in `stats.skipped[0]`). A
+/// waking does not store its waker: it is the task current on the bundle's
+/// CPU at that time, as trace_processor takes it too.
+fn compact_sched(
+    b: &[u8],
+    cpu: i64,
+    comms: &mut BTreeMap<i64, String>,
+    current: &mut BTreeMap<i64, (i64, i64)>,
+    stats: &mut PerfettoStats,
+    out: &mut impl Write,
+) -> Result<(), Bundle> {
+    use compact as c;
+    let fs = fields(b).map_err(Bundle::Malformed)?;
+    let interned: Vec<&str> = fs
+        .iter()
+        .filter_map(|(k, v)| match v {
+            Val::Bytes(s) if *k == c::INTERN_TABLE => Some(std::str::from_utf8(s).unwrap_or("<...>")),
+            _ => None,
+        })
+        .collect();
+    let name = |i: u64| interned.get(i as usize).copied();
+    let absolute = |deltas: Vec<u64>| {
+        let mut acc = 0u64;
+        deltas
+            .into_iter()
+            .map(|d| {
+                acc = acc.wrapping_add(d);
+                acc
+            })
+            .collect::<Vec<_>>()
+    };
+    let sw_ts = absolute(repeated(&fs, c::SWITCH_TIMESTAMP)?);
+    let sw = [c::SWITCH_PREV_STATE, c::SWITCH_NEXT_PID, c::SWITCH_NEXT_PRIO, c::SWITCH_NEXT_COMM_INDEX]
+        .map(|n| repeated(&fs, n));
+    let [prev_state, next_pid, next_prio, next_comm] = sw;
+    let (prev_state, next_pid, next_prio, next_comm) = (prev_state?, next_pid?, next_prio?, next_comm?);
+    let wk_ts = absolute(repeated(&fs, c::WAKING_TIMESTAMP)?);
+    let wk = [c::WAKING_PID, c::WAKING_TARGET_CPU, c::WAKING_PRIO, c::WAKING_COMM_INDEX].map(|n| repeated(&fs, n));
+    let [wk_pid, wk_cpu, wk_prio, wk_comm] = wk;
+    let (wk_pid, wk_cpu, wk_prio, wk_comm) = (wk_pid?, wk_cpu?, wk_prio?, wk_comm?);
+    let n = sw_ts.len();
+    if [prev_state.len(), next_pid.len(), next_prio.len(), next_comm.len()].iter().any(|&l| l != n) {
+        return Err(Bundle::Malformed((
+            0,
+            format!("compact_sched: {n} switch timestamps but arrays of other lengths"),
+        )));
+    }
+    let m = wk_ts.len();
+    if [wk_pid.len(), wk_cpu.len(), wk_prio.len(), wk_comm.len()].iter().any(|&l| l != m) {
+        return Err(Bundle::Malformed((
+            0,
+            format!("compact_sched: {m} waking timestamps but arrays of other lengths"),
+        )));
+    }
+    let line = |out: &mut dyn Write, comms: &BTreeMap<i64, String>, ctx: i64, ts: u64, text: String| {
+        let comm = if ctx == 0 { "<idle>" } else { comms.get(&ctx).map_or("<...>", String::as_str) };
+        writeln!(out, "{comm}-{ctx} [{cpu:03}] {}.{:09}: {text}", ts / 1_000_000_000, ts % 1_000_000_000)
+    };
+    // Merge the two lists by time: a waking at a switch's time goes first.
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        if j < m && (i == n || wk_ts[j] <= sw_ts[i]) {
+            let (pid, c_name) = (wk_pid[j] as i32 as i64, name(wk_comm[j]).unwrap_or("<...>"));
+            comms.insert(pid, c_name.to_string());
+            match current.get(&cpu) {
+                Some(&(waker, _)) => {
+                    let text = format!(
+                        "sched_waking: comm={c_name} pid={pid} prio={} target_cpu={:03}",
+                        wk_prio[j] as i32, wk_cpu[j] as i32
+                    );
+                    line(out, comms, waker, wk_ts[j], text).map_err(Bundle::Io)?;
+                    stats.events += 1;
+                }
+                None => *stats.skipped.entry(0).or_default() += 1,
+            }
+            j += 1;
+        } else {
+            let (np, n_name) = (next_pid[i] as i32 as i64, name(next_comm[i]).unwrap_or("<...>"));
+            match current.get(&cpu) {
+                Some(&(prev, prev_prio)) => {
+                    let p_name = if prev == 0 {
+                        format!("swapper/{cpu}")
+                    } else {
+                        comms.get(&prev).cloned().unwrap_or_else(|| "<...>".into())
+                    };
+                    // The previous task's priority is not stored either: the
+                    // one it was switched in with.
+                    let text = format!(
+                        "sched_switch: prev_comm={p_name} prev_pid={prev} prev_prio={prev_prio} prev_state={} \
+                         next_comm={n_name} next_pid={np} next_prio={}",
+                        prev_state[i] as i64, next_prio[i] as i32
+                    );
+                    line(out, comms, prev, sw_ts[i], text).map_err(Bundle::Io)?;
+                    stats.events += 1;
+                }
+                None => *stats.skipped.entry(0).or_default() += 1,
+            }
+            comms.insert(np, n_name.to_string());
+            current.insert(cpu, (np, i64::from(next_prio[i] as i32)));
+            i += 1;
+        }
     }
     Ok(())
 }

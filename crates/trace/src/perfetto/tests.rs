@@ -589,10 +589,9 @@ fn ld(field: u32, body: &[u8], out: &mut Vec<u8>) {
     out.extend(body);
 }
 
-/// A bundle `traced` flagged with `lost_events` becomes a gap, and one
-/// packed as `compact_sched` is refused with what to do.
+/// A bundle `traced` flagged with `lost_events` becomes a gap.
 #[test]
-fn lost_and_compact_bundles() {
+fn a_lost_events_bundle_is_a_gap() {
     let mut sw = Vec::new();
     ld(1, b"a", &mut sw);
     vi(2, 5, &mut sw);
@@ -620,13 +619,90 @@ fn lost_and_compact_bundles() {
     assert_eq!(parsed.stats.lost.len(), 1, "{text}");
     assert_eq!(parsed.stats.lost[0].cpu, 1);
     assert_eq!(parsed.trace.events.len(), 1);
+}
 
-    let mut compact = Vec::new();
-    vi(1, 0, &mut compact);
-    ld(4, b"\x0a\x01\x61", &mut compact);
+fn packed(field: u32, values: &[u64], out: &mut Vec<u8>) {
+    let mut body = Vec::new();
+    for &v in values {
+        varint(v, &mut body);
+    }
+    ld(field, &body, out);
+}
+
+/// `compact_sched` as traced writes it: switch and waking arrays, times
+/// absolute then deltas, comms interned. A switch's previous task is the
+/// CPU's task from the switch before (the first one has none and is
+/// skipped); a waking's waker is the task current at its time.
+#[test]
+fn compact_sched_bundles_decode_into_switches_and_wakings() {
+    let mut c = Vec::new();
+    // Switches at 1000 (→ a:5), 1500 (a sleeps → idle), 1800 (→ a:5).
+    packed(1, &[1000, 500, 300], &mut c);
+    packed(2, &[0, 1, 0], &mut c);
+    packed(3, &[5, 0, 5], &mut c);
+    packed(4, &[120, 120, 120], &mut c);
+    ld(5, b"a", &mut c);
+    ld(5, b"swapper/0", &mut c);
+    packed(6, &[0, 1, 0], &mut c);
+    // a:5 woken at 1700 onto CPU 0, by the idle task then current.
+    packed(7, &[1700], &mut c);
+    packed(8, &[5], &mut c);
+    packed(9, &[0], &mut c);
+    packed(10, &[120], &mut c);
+    packed(11, &[0], &mut c);
+    let mut bundle = Vec::new();
+    vi(1, 0, &mut bundle);
+    ld(4, &c, &mut bundle);
     let (mut packet, mut trace) = (Vec::new(), Vec::new());
-    ld(1, &compact, &mut packet);
+    ld(1, &bundle, &mut packet);
+    ld(1, &packet, &mut trace);
+    let mut text = Vec::new();
+    let stats = super::perfetto_to_text(&trace[..], &mut text).unwrap();
+    assert_eq!(stats.skipped.get(&0), Some(&1), "the first switch has no known previous task");
+    let text = String::from_utf8(text).unwrap();
+    let t = crate::ftrace::parse_ftrace_with("t", &text, &Default::default())
+        .unwrap_or_else(|e| panic!("{e}\n{text}"))
+        .trace;
+    let got: Vec<_> = t.events.iter().map(|e| (e.ts, e.ctx_pid, e.kind)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                1500,
+                5,
+                EventKind::SchedSwitch {
+                    prev_pid: 5,
+                    prev_prio: 120,
+                    prev_state: PrevState::Sleeping,
+                    next_pid: 0,
+                    next_prio: 120
+                }
+            ),
+            (1700, 0, EventKind::SchedWaking { pid: 5, prio: 120, target_cpu: 0 }),
+            (
+                1800,
+                0,
+                EventKind::SchedSwitch {
+                    prev_pid: 0,
+                    prev_prio: 120,
+                    prev_state: PrevState::Running { preempt: false },
+                    next_pid: 5,
+                    next_prio: 120
+                }
+            ),
+        ],
+        "{text}"
+    );
+    assert_eq!(t.table.comm(5), "a");
+    // Arrays of different lengths are a located error.
+    let mut bad = Vec::new();
+    packed(1, &[1000, 500], &mut bad);
+    packed(3, &[5], &mut bad);
+    let mut bundle = Vec::new();
+    ld(4, &bad, &mut bundle);
+    let (mut packet, mut trace) = (Vec::new(), Vec::new());
+    ld(1, &bundle, &mut packet);
     ld(1, &packet, &mut trace);
     let e = super::perfetto_to_text(&trace[..], &mut Vec::new()).unwrap_err();
-    assert!(e.message.contains("compact_sched { enabled: false }"), "{e}");
+    assert!(e.message.contains("2 switch timestamps but arrays of other lengths"), "{e}");
 }
