@@ -95,7 +95,7 @@ struct Times {
 }
 
 /// Which switched-out tasks [`Timehist`] lists.
-type Shown<'a> = dyn Fn(Pid, &TaskTable) -> bool + 'a;
+type Shown<'a> = dyn Fn(Pid, &TaskTable) -> bool + Send + 'a;
 
 /// `perf sched timehist`, one switch at a time.
 pub struct Timehist<'a, W: Write> {
@@ -112,7 +112,7 @@ pub struct Timehist<'a, W: Write> {
 impl<'a, W: Write> Timehist<'a, W> {
     /// Write the header; lines follow for the tasks `shown` keeps (the idle
     /// task's when it keeps pid 0).
-    pub fn new(mut out: W, shown: impl Fn(Pid, &TaskTable) -> bool + 'a) -> io::Result<Self> {
+    pub fn new(mut out: W, shown: impl Fn(Pid, &TaskTable) -> bool + Send + 'a) -> io::Result<Self> {
         writeln!(out, "           time    cpu  task name                       wait time  sch delay   run time")?;
         writeln!(out, "                        [tid/pid]                          (msec)     (msec)     (msec)")?;
         writeln!(out, "--------------- ------  ------------------------------  ---------  ---------  ---------")?;

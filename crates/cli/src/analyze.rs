@@ -11,16 +11,9 @@ use schedlab_analysis::perf_sched::{render_sched_latency, Timehist};
 use schedlab_report::{input, Streamed, TraceFilter, TraceOptions, TraceReport};
 use schedlab_scenario::Scenario;
 
-use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg};
+use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg, View, ViewArg};
 use crate::error::{CliError, Result};
 use crate::output::write_perfetto;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum View {
-    Report,
-    Latency,
-    Timehist,
-}
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
@@ -53,11 +46,8 @@ pub struct AnalyzeArgs {
     /// (`49916.5,49916.8`; either side may be empty), as perf's `--time`.
     #[arg(long = "time", value_name = "START,END", value_parser = parse_time_range)]
     pub time: Option<(Option<u64>, Option<u64>)>,
-    /// What to print: the run report; `perf sched latency`'s per-task table (run time,
-    /// switches, average and longest runnable-to-running delay with when it happened); or
-    /// `perf sched timehist`'s line per switch (wait, scheduling delay, run time).
-    #[arg(long, value_enum, default_value_t = View::Report)]
-    pub view: View,
+    #[command(flatten)]
+    pub view: ViewArg,
     #[command(flatten)]
     pub threshold: ThresholdArg,
     #[command(flatten)]
@@ -170,14 +160,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
     // A regular file is read as a stream (two or three passes, bounded
     // memory); a pipe, or `--perfetto` (which needs every event), reads it
     // whole within the memory budget, as does a trace out of time order.
-    if args.json.json && args.view != View::Report {
-        return Err(CliError::Usage(
-            "--json prints the report's JSON (its tasks carry the delay figures of --view latency); \
-             --view latency and timehist are text"
-                .into(),
-        )
-        .into());
-    }
+    args.view.check(args.json.json)?;
     // `--view timehist` prints each switch as the analysis sees it.
     let filter = opts.filter.clone();
     let shown = move |pid: i32, table: &schedlab_trace::TaskTable| {
@@ -188,7 +171,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
             filter.shows(pid, tgid)
         }
     };
-    let mut timehist = match args.view {
+    let mut timehist = match args.view.view {
         View::Timehist => {
             Some(Timehist::new(std::io::BufWriter::new(std::io::stdout()), shown).map_err(CliError::Stdout)?)
         }
@@ -236,7 +219,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
             _ => Ok(()),
         };
     }
-    if args.view == View::Latency {
+    if args.view.view == View::Latency {
         let f = &report.filter;
         let table = &report.table;
         let text = render_sched_latency(&report.report.metrics, |pid| {

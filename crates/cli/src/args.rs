@@ -164,3 +164,37 @@ fn parse_size(s: &str) -> Result<u64, String> {
     }
     Ok(b.as_u64())
 }
+
+/// What a run or a trace prints (`--view`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum View {
+    /// The run report.
+    Report,
+    /// `perf sched latency -p`'s per-task table.
+    Latency,
+    /// `perf sched timehist`'s line per switch.
+    Timehist,
+}
+
+#[derive(Args)]
+pub struct ViewArg {
+    /// What to print: the run report; `perf sched latency`'s per-task table (run time,
+    /// delays measured, average and longest runnable-to-running delay with when it happened);
+    /// or `perf sched timehist`'s line per switch (wait, scheduling delay, run time).
+    #[arg(long, value_enum, default_value_t = View::Report)]
+    pub view: View,
+}
+
+impl ViewArg {
+    /// `--json` is the report's; the views are text.
+    pub fn check(&self, json: bool) -> Result<(), crate::error::CliError> {
+        if json && self.view != View::Report {
+            return Err(crate::error::CliError::Usage(
+                "--json prints the report's JSON (its tasks carry the delay figures of --view latency); \
+                 --view latency and timehist are text"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}

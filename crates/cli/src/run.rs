@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::args::{
-    DurationArg, FeaturesArg, JsonArg, MemoryArg, PerfettoArg, ReportArgs, SeedArg, ThresholdArg, TraceArg,
+    DurationArg, FeaturesArg, JsonArg, MemoryArg, PerfettoArg, ReportArgs, SeedArg, ThresholdArg, TraceArg, View,
+    ViewArg,
 };
 use crate::error::{CliError, Result};
 use crate::output::{is_stdout, write_ftrace, write_perfetto, FtraceStream, PerfettoStream};
+use schedlab_analysis::perf_sched::{render_sched_latency, Timehist};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -46,6 +48,8 @@ pub struct RunArgs {
     pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub json: JsonArg,
+    #[command(flatten)]
+    pub view: ViewArg,
     /// Check the kernel model's invariants after every step (default: only in debug builds).
     #[arg(long)]
     pub check_invariants: bool,
@@ -93,6 +97,14 @@ fn load_scenario(args: &RunArgs) -> Result<Scenario> {
 }
 
 pub fn run(args: RunArgs) -> Result {
+    args.view.check(args.json.json)?;
+    let timehist = args.view.view == View::Timehist;
+    if timehist && args.trace.trace.as_deref().is_some_and(is_stdout) {
+        return Err(CliError::Usage(
+            "--view timehist and --trace - both want stdout: write the trace to a file".into(),
+        )
+        .into());
+    }
     let scenario = load_scenario(&args)?;
     let opts = SimOptions {
         seed: args.seed.seed,
@@ -129,6 +141,13 @@ pub fn run(args: RunArgs) -> Result {
         );
         let schbench = schedlab_analysis::schbench_report(&result.trace, result.end_ns);
         let events = result.trace.events.len();
+        if timehist {
+            let mut th = listing()?;
+            for ev in result.trace.in_time_order().iter() {
+                listing_line(&mut th, ev, &result.trace.table)?;
+            }
+            finish_listing(th)?;
+        }
         if let Some(path) = &args.trace.trace {
             write_ftrace(&result.trace, path, "--trace")?;
         }
@@ -144,6 +163,7 @@ pub fn run(args: RunArgs) -> Result {
             collector: None,
             ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
             perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
+            timehist: if timehist { Some((listing()?, Default::default(), None)) } else { None },
             events: 0,
         };
         let opts = SimOptions { memory_budget: None, ..opts };
@@ -167,6 +187,12 @@ pub fn run(args: RunArgs) -> Result {
         }
         if let Some(f) = obs.perfetto.take() {
             f.finish()?;
+        }
+        if let Some((th, _, err)) = obs.timehist.take() {
+            if let Some(e) = err {
+                return Err(CliError::Stdout(e).into());
+            }
+            finish_listing(th)?;
         }
         let (report, schbench) = collector.finish(result.end_ns);
         (result, report, schbench, obs.events)
@@ -198,6 +224,9 @@ pub fn run(args: RunArgs) -> Result {
         None => Vec::new(),
     };
 
+    if timehist {
+        return Ok(());
+    }
     let trace_to_stdout = args.trace.trace.as_deref().is_some_and(is_stdout);
     let changed = result.features.diff_from(&result.profile.defaults);
     if args.json.json {
@@ -228,6 +257,12 @@ pub fn run(args: RunArgs) -> Result {
         wall_s: wall.as_secs_f64(),
         notes: &result.notes,
     };
+    if args.view.view == View::Latency {
+        let mut text = header.render();
+        text.push('\n');
+        text.push_str(&render_sched_latency(&report.metrics, |_| true));
+        return report_out(&text, trace_to_stdout);
+    }
     let text = RunText {
         header,
         report: &report,
@@ -261,7 +296,32 @@ struct Streamed<'a> {
     collector: Option<ReportCollector>,
     ftrace: Option<FtraceStream>,
     perfetto: Option<PerfettoStream>,
+    /// `--view timehist`: the listing, the run's task table, the first write error.
+    timehist: Option<(Listing, schedlab_trace::TaskTable, Option<std::io::Error>)>,
     events: usize,
+}
+
+type Listing = Timehist<'static, std::io::BufWriter<std::io::Stdout>>;
+
+/// `--view timehist`'s listing on stdout, every switch.
+fn listing() -> Result<Listing> {
+    Ok(Timehist::new(std::io::BufWriter::new(std::io::stdout()), |_, _| true).map_err(CliError::Stdout)?)
+}
+
+/// One event into the listing; a closed pipe (`| head`) ends it quietly.
+fn listing_line(th: &mut Listing, ev: &schedlab_trace::Event, table: &schedlab_trace::TaskTable) -> Result {
+    match th.observe(ev, table) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e).into()),
+        _ => Ok(()),
+    }
+}
+
+fn finish_listing(th: Listing) -> Result {
+    let flushed = th.finish().and_then(|mut out| std::io::Write::flush(&mut out));
+    match flushed {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e).into()),
+        _ => Ok(()),
+    }
 }
 
 impl TraceObserver for Streamed<'_> {
@@ -273,6 +333,9 @@ impl TraceObserver for Streamed<'_> {
         }
         if let Some(f) = self.perfetto.as_mut() {
             f.start(table, nr_cpus);
+        }
+        if let Some((_, t, _)) = self.timehist.as_mut() {
+            *t = table.clone();
         }
     }
 
@@ -286,6 +349,13 @@ impl TraceObserver for Streamed<'_> {
         }
         if let Some(f) = self.perfetto.as_mut() {
             f.event(e);
+        }
+        if let Some((th, table, err @ None)) = self.timehist.as_mut() {
+            if let Err(x) = th.observe(e, table) {
+                if x.kind() != std::io::ErrorKind::BrokenPipe {
+                    *err = Some(x);
+                }
+            }
         }
     }
 }

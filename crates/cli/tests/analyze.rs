@@ -330,6 +330,16 @@ fn perf_sched_views_of_a_simulated_run() {
     assert_eq!(col, total, "{table}");
     let e = common::err(&["analyze", t, "--view", "latency", "--json"]);
     assert!(e.contains("--view latency and timehist are text"), "{e}");
+
+    // `run --view` gives the same views straight from the simulation.
+    let run_listing = ok(&["run", "scenarios/sleeper.toml", "--duration", "50ms", "--view", "timehist"]);
+    assert_eq!(run_listing.lines().skip(3).count(), switches);
+    let run_table = ok(&["run", "scenarios/sleeper.toml", "--duration", "50ms", "--view", "latency"]);
+    let total_of =
+        |t: &str| t.lines().find(|l| l.contains("TOTAL:")).map(|l| l.split('|').nth(2).unwrap().trim().to_string());
+    assert_eq!(total_of(&run_table), total_of(&table), "{run_table}");
+    let e = common::err(&["run", "scenarios/sleeper.toml", "--view", "timehist", "--trace", "-"]);
+    assert!(e.contains("both want stdout"), "{e}");
 }
 
 /// A run's Perfetto trace analysed like its ftrace text: the same events
