@@ -524,7 +524,7 @@ fn no_events_in_filter(path: &str, filter: &TraceFilter) -> ReportError {
 
 /// What the trace's switch repair found and what it means for the figures
 /// (empty for a consistent trace).
-pub fn render_repairs(repairs: &RepairStats, report: &Report) -> String {
+fn render_repairs(repairs: &RepairStats, report: &Report) -> String {
     let mut out = String::new();
     if repairs.inserted() > 0 {
         let cpus = repairs.per_cpu();

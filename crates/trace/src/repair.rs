@@ -91,11 +91,6 @@ impl RepairStats {
         self.cpus.values().all(|c| c.inserted == 0 && c.prev_not_header == 0)
     }
 
-    /// Uncertain time on `cpu`, ns.
-    pub fn uncertain_ns(&self, cpu: u32) -> u64 {
-        self.cpus.get(&cpu).map_or(0, |c| c.uncertain_ns)
-    }
-
     /// One phrase per CPU with inserted switches, for reports and notes:
     /// `CPU 1: 1304 (1303 out of idle), 126.456 ms uncertain, the longest
     /// 863 us at 48097.696508 s`.
@@ -199,11 +194,6 @@ impl SwitchRepair {
             self.emit_oldest(out);
         }
         self.stats
-    }
-
-    /// The findings so far.
-    pub fn stats(&self) -> &RepairStats {
-        &self.stats
     }
 
     /// `ev`'s header names a task other than `t.current`: put the switch

@@ -305,8 +305,10 @@ mod compact {
 
 /// A bundle's `compact_sched`: parallel packed arrays of switches and of
 /// wakings, each list's timestamps absolute for the first entry and then
-/// deltas from the one before (traced's `compact_sched.h`); comms by index
-/// into `intern_table`. A switch does not store its previous task: it is the
+/// deltas from the one before (traced's `compact_sched.h`, read the same
+/// way by trace_processor's `ftrace_tokenizer.cc`); comms by index into
+/// `intern_table`. Arrays of unequal lengths or an index past the table
+/// are errors (trace_processor counts them and reads the common prefix). A switch does not store its previous task: it is the
 /// CPU's current task, from the switch before it (so the first switch seen
 /// on a CPU has none and is skipped, counted in `stats.skipped[0]`). A
 /// waking does not store its waker: it is the task current on the bundle's
@@ -328,7 +330,14 @@ fn compact_sched(
             _ => None,
         })
         .collect();
-    let name = |i: u64| interned.get(i as usize).copied();
+    let name = |i: u64| {
+        interned.get(i as usize).copied().ok_or_else(|| {
+            Bundle::Malformed((
+                0,
+                format!("compact_sched: comm index {i} beyond the intern table of {}", interned.len()),
+            ))
+        })
+    };
     let absolute = |deltas: Vec<u64>| {
         let mut acc = 0u64;
         deltas
@@ -370,7 +379,7 @@ fn compact_sched(
     let (mut i, mut j) = (0, 0);
     while i < n || j < m {
         if j < m && (i == n || wk_ts[j] <= sw_ts[i]) {
-            let (pid, c_name) = (wk_pid[j] as i32 as i64, name(wk_comm[j]).unwrap_or("<...>"));
+            let (pid, c_name) = (wk_pid[j] as i32 as i64, name(wk_comm[j])?);
             comms.insert(pid, c_name.to_string());
             match current.get(&cpu) {
                 Some(&(waker, _)) => {
@@ -385,7 +394,7 @@ fn compact_sched(
             }
             j += 1;
         } else {
-            let (np, n_name) = (next_pid[i] as i32 as i64, name(next_comm[i]).unwrap_or("<...>"));
+            let (np, n_name) = (next_pid[i] as i32 as i64, name(next_comm[i])?);
             match current.get(&cpu) {
                 Some(&(prev, prev_prio)) => {
                     let p_name = if prev == 0 {

@@ -705,4 +705,38 @@ fn compact_sched_bundles_decode_into_switches_and_wakings() {
     ld(1, &packet, &mut trace);
     let e = super::perfetto_to_text(&trace[..], &mut Vec::new()).unwrap_err();
     assert!(e.message.contains("2 switch timestamps but arrays of other lengths"), "{e}");
+    let mut bad = Vec::new();
+    packed(1, &[1000], &mut bad);
+    packed(2, &[0], &mut bad);
+    packed(3, &[5], &mut bad);
+    packed(4, &[120], &mut bad);
+    packed(6, &[3], &mut bad);
+    let mut bundle = Vec::new();
+    ld(4, &bad, &mut bundle);
+    let (mut packet, mut trace) = (Vec::new(), Vec::new());
+    ld(1, &bundle, &mut packet);
+    ld(1, &packet, &mut trace);
+    let e = super::perfetto_to_text(&trace[..], &mut Vec::new()).unwrap_err();
+    assert!(e.message.contains("comm index 3 beyond the intern table of 0"), "{e}");
+}
+
+proptest::proptest! {
+    /// Any bytes, and any damage to a real trace: an answer or an error,
+    /// never a panic or a hang.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+        let _ = super::perfetto_to_text(&bytes[..], &mut Vec::new());
+    }
+
+    #[test]
+    fn damaged_traces_never_panic(flips in proptest::collection::vec((0usize..4096, 1u8..=255), 1..8), cut in 0usize..4096) {
+        let mut bytes = Vec::new();
+        write_perfetto(&every_kind_trace(), &mut bytes).unwrap();
+        for (at, x) in flips {
+            let n = bytes.len();
+            bytes[at % n] ^= x;
+        }
+        bytes.truncate(bytes.len().saturating_sub(cut % 64));
+        let _ = super::perfetto_to_text(&bytes[..], &mut Vec::new());
+    }
 }
