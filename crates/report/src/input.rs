@@ -167,6 +167,9 @@ pub fn convert(path: &Path, shown: &str, kind: InputKind) -> Result<Option<Conve
     }
 }
 
+/// How long a converter may print nothing before it is stopped.
+const STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// The installer that provides `tool`, for the error when it is missing.
 fn install_hint(tool: &str) -> String {
     format!("`{tool}` is needed to read it and was not found (scripts/install-trace-deps.sh installs it)")
@@ -180,10 +183,24 @@ fn run_converter(
     args: &[&str],
     path: &Path,
     (kind, via): (&'static str, &'static str),
+    rewrite: impl FnMut(&str, &mut dyn Write) -> std::io::Result<()>,
+) -> Result<Converted, ReportError> {
+    convert_with(shown, tool, args, path, (kind, via), rewrite, STALL_LIMIT)
+}
+
+/// [`run_converter`] with the stall limit given.
+fn convert_with(
+    shown: &str,
+    tool: &str,
+    args: &[&str],
+    path: &Path,
+    (kind, via): (&'static str, &'static str),
     mut rewrite: impl FnMut(&str, &mut dyn Write) -> std::io::Result<()>,
+    stall_limit: std::time::Duration,
 ) -> Result<Converted, ReportError> {
     let io = |e: std::io::Error| ReportError::Trace(format!("{shown}: converting with {via}: {e}"));
-    let mut child = Command::new(tool)
+    // Its own process group, so that stopping it stops what it started.
+    let mut child = std::os::unix::process::CommandExt::process_group(&mut Command::new(tool), 0)
         .args(args)
         .arg(path)
         .stdin(Stdio::null())
@@ -204,17 +221,47 @@ fn run_converter(
     let text = tempfile::Builder::new().prefix("schedlab-converted-").suffix(".txt").tempfile().map_err(io)?;
     let mut out = BufWriter::new(text.as_file());
     let mut lines = BufReader::new(child.stdout.take().expect("piped"));
-    let mut line = String::new();
+    // A watchdog: a tool that prints nothing for STALL_LIMIT (a damaged file
+    // it loops on) is killed, so the conversion cannot hang.
+    let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = progress.clone();
+    let watchdog = std::thread::spawn(move || -> std::io::Result<(std::process::ExitStatus, bool)> {
+        let (mut last, mut since) = (0, std::time::Instant::now());
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok((status, false));
+            }
+            let now = seen.load(std::sync::atomic::Ordering::Relaxed);
+            if now != last {
+                (last, since) = (now, std::time::Instant::now());
+            } else if since.elapsed() > stall_limit {
+                // SAFETY: kill(2) on the child's own process group (its pid,
+                // from process_group(0)); no memory is involved.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                return Ok((child.wait()?, true));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    });
+    let mut raw = Vec::new();
     loop {
-        line.clear();
-        if lines.read_line(&mut line).map_err(io)? == 0 {
+        raw.clear();
+        if lines.read_until(b'\n', &mut raw).map_err(io)? == 0 {
             break;
         }
-        rewrite(&line, &mut out).map_err(io)?;
+        progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        rewrite(&String::from_utf8_lossy(&raw), &mut out).map_err(io)?;
     }
     out.flush().map_err(io)?;
     drop(out);
-    let status = child.wait().map_err(io)?;
+    let (status, stalled) =
+        watchdog.join().map_err(|_| io(std::io::Error::other("watchdog thread panicked")))?.map_err(io)?;
+    if stalled {
+        return Err(ReportError::Trace(format!(
+            "{shown}: `{via}` printed nothing for {} s and was stopped (a damaged file?)",
+            stall_limit.as_secs()
+        )));
+    }
     let stderr = errs.join().unwrap_or_default();
     if !status.success() {
         let tail: Vec<&str> = stderr.lines().filter(|l| !l.contains("not valid for")).collect();
@@ -366,6 +413,36 @@ mod tests {
         let l =
             "             :-1    -1 [000] 1.000000000:       sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
         assert_eq!(perf_line(l), None, "no context to give it");
+    }
+
+    /// A tool that stops printing is stopped, not waited for.
+    #[test]
+    fn a_stalled_converter_is_stopped() {
+        let start = std::time::Instant::now();
+        let args = ["-c", "echo one; sleep 30", "sh"];
+        let limit = std::time::Duration::from_secs(1);
+        let e = convert_with("x.dat", "sh", &args, Path::new("x"), ("trace.dat", "test"), |_, _| Ok(()), limit)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("printed nothing for 1 s and was stopped"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        // A tool that finishes is not.
+        let args = ["-c", "echo one; echo two", "sh"];
+        let mut n = 0;
+        let ok = convert_with(
+            "x.dat",
+            "sh",
+            &args,
+            Path::new("x"),
+            ("trace.dat", "test"),
+            |_, _| {
+                n += 1;
+                Ok(())
+            },
+            limit,
+        );
+        assert!(ok.is_ok() && n == 2);
     }
 
     #[test]
