@@ -130,11 +130,7 @@ fn sub<'a>(fs: &'a [(u32, Val<'a>)], n: u32) -> Option<&'a [u8]> {
 /// `out`: a `cpus=N` header, then one line per event read, bundle by
 /// bundle (per CPU: not in time order across CPUs).
 pub fn perfetto_to_text(mut input: impl BufRead, out: &mut impl Write) -> Result<PerfettoStats, PerfettoReadError> {
-    let mut stats = PerfettoStats::default();
-    let mut comms: BTreeMap<i64, String> = BTreeMap::new();
-    // Each CPU's current task and its priority, from its last switch: a
-    // compact switch's previous task and a compact waking's waker.
-    let mut current: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    let mut st = State::default();
     let mut offset = 0u64;
     let mut packet = Vec::new();
     let mut header = false;
@@ -179,7 +175,7 @@ pub fn perfetto_to_text(mut input: impl BufRead, out: &mut impl Write) -> Result
             message: format!("the packet's {len} bytes run past the end of the file"),
         })?;
         offset += used + len;
-        stats.packets += 1;
+        st.stats.packets += 1;
         let bad = |(o, m): (usize, String)| PerfettoReadError { offset: at + used + o as u64, message: m };
         let fs = fields(&packet).map_err(bad)?;
         if let Some(info) = sub(&fs, f::packet::SYSTEM_INFO) {
@@ -195,7 +191,7 @@ pub fn perfetto_to_text(mut input: impl BufRead, out: &mut impl Write) -> Result
                     if let (Some(tid), Some(name)) =
                         (int(&t, f::process_tree::THREAD_TID), text(&t, f::process_tree::THREAD_NAME))
                     {
-                        comms.insert(tid, name.to_string());
+                        st.comms.insert(tid, name.to_string());
                     }
                 }
             }
@@ -206,13 +202,23 @@ pub fn perfetto_to_text(mut input: impl BufRead, out: &mut impl Write) -> Result
                 writeln!(out, "cpus=0").map_err(|e| io_err(at, e))?;
                 header = true;
             }
-            bundle(b, &mut comms, &mut current, &mut stats, out).map_err(|r| match r {
+            st.bundle(b, out).map_err(|r| match r {
                 Bundle::Malformed(e) => bad(e),
                 Bundle::Io(e) => io_err(at, e),
             })?;
         }
     }
-    Ok(stats)
+    Ok(st.stats)
+}
+
+/// What the reader knows between packets.
+#[derive(Default)]
+struct State {
+    stats: PerfettoStats,
+    comms: BTreeMap<i64, String>,
+    /// Each CPU's current task and its priority, from its last switch: a
+    /// compact switch's previous task and a compact waking's waker.
+    current: BTreeMap<i64, (i64, i64)>,
 }
 
 enum Bundle {
@@ -225,45 +231,42 @@ enum Bundle {
 const LOST_EVENTS: u32 = 3;
 const COMPACT_SCHED: u32 = 4;
 
-fn bundle(
-    b: &[u8],
-    comms: &mut BTreeMap<i64, String>,
-    current: &mut BTreeMap<i64, (i64, i64)>,
-    stats: &mut PerfettoStats,
-    out: &mut impl Write,
-) -> Result<(), Bundle> {
-    let fs = fields(b).map_err(Bundle::Malformed)?;
-    let cpu = int(&fs, f::bundle::CPU).unwrap_or(0);
-    if int(&fs, LOST_EVENTS).is_some_and(|v| v != 0) {
-        // As trace-cmd reports a loss of unknown size: the reader makes it a gap.
-        writeln!(out, "CPU:{cpu} [EVENTS DROPPED]").map_err(Bundle::Io)?;
-        // Who runs after the loss is unknown until the next switch.
-        current.remove(&cpu);
-    }
-    if let Some(c) = sub(&fs, COMPACT_SCHED) {
-        compact_sched(c, cpu, comms, current, stats, out)?;
-    }
-    for (k, v) in &fs {
-        let (f::bundle::EVENT, Val::Bytes(e)) = (*k, v) else { continue };
-        let ev = fields(e).map_err(Bundle::Malformed)?;
-        let ts = int(&ev, f::event::TIMESTAMP).unwrap_or(0) as u64;
-        let pid = int(&ev, f::event::PID).unwrap_or(0);
-        let Some((line, name_comms)) = event_line(&ev, stats)? else { continue };
-        if line.starts_with("sched_switch:") {
-            if let (Some((next, _)), Some(prio)) = (name_comms.last(), sub(&ev, f::event::SCHED_SWITCH)) {
-                let prio = fields(prio).ok().and_then(|m| int(&m, f::switch::NEXT_PRIO)).unwrap_or(120);
-                current.insert(cpu, (*next, prio));
+impl State {
+    fn bundle(&mut self, b: &[u8], out: &mut impl Write) -> Result<(), Bundle> {
+        let fs = fields(b).map_err(Bundle::Malformed)?;
+        let cpu = int(&fs, f::bundle::CPU).unwrap_or(0);
+        if int(&fs, LOST_EVENTS).is_some_and(|v| v != 0) {
+            // As trace-cmd reports a loss of unknown size: the reader makes it a gap.
+            writeln!(out, "CPU:{cpu} [EVENTS DROPPED]").map_err(Bundle::Io)?;
+            // Who runs after the loss is unknown until the next switch.
+            self.current.remove(&cpu);
+        }
+        if let Some(c) = sub(&fs, COMPACT_SCHED) {
+            compact_sched(c, cpu, self, out)?;
+        }
+        let State { stats, comms, current } = self;
+        for (k, v) in &fs {
+            let (f::bundle::EVENT, Val::Bytes(e)) = (*k, v) else { continue };
+            let ev = fields(e).map_err(Bundle::Malformed)?;
+            let ts = int(&ev, f::event::TIMESTAMP).unwrap_or(0) as u64;
+            let pid = int(&ev, f::event::PID).unwrap_or(0);
+            let Some((line, name_comms)) = event_line(&ev, stats)? else { continue };
+            if line.starts_with("sched_switch:") {
+                if let (Some((next, _)), Some(prio)) = (name_comms.last(), sub(&ev, f::event::SCHED_SWITCH)) {
+                    let prio = fields(prio).ok().and_then(|m| int(&m, f::switch::NEXT_PRIO)).unwrap_or(120);
+                    current.insert(cpu, (*next, prio));
+                }
             }
+            for (p, c) in name_comms {
+                comms.insert(p, c);
+            }
+            let comm = if pid == 0 { "<idle>" } else { comms.get(&pid).map_or("<...>", String::as_str) };
+            writeln!(out, "{comm}-{pid} [{cpu:03}] {}.{:09}: {line}", ts / 1_000_000_000, ts % 1_000_000_000)
+                .map_err(Bundle::Io)?;
+            stats.events += 1;
         }
-        for (p, c) in name_comms {
-            comms.insert(p, c);
-        }
-        let comm = if pid == 0 { "<idle>" } else { comms.get(&pid).map_or("<...>", String::as_str) };
-        writeln!(out, "{comm}-{pid} [{cpu:03}] {}.{:09}: {line}", ts / 1_000_000_000, ts % 1_000_000_000)
-            .map_err(Bundle::Io)?;
-        stats.events += 1;
+        Ok(())
     }
-    Ok(())
 }
 
 /// Every varint of repeated field `n`, packed or not.
@@ -313,15 +316,9 @@ mod compact {
 /// on a CPU has none and is skipped, counted in `stats.skipped[0]`). A
 /// waking does not store its waker: it is the task current on the bundle's
 /// CPU at that time, as trace_processor takes it too.
-fn compact_sched(
-    b: &[u8],
-    cpu: i64,
-    comms: &mut BTreeMap<i64, String>,
-    current: &mut BTreeMap<i64, (i64, i64)>,
-    stats: &mut PerfettoStats,
-    out: &mut impl Write,
-) -> Result<(), Bundle> {
+fn compact_sched(b: &[u8], cpu: i64, st: &mut State, out: &mut impl Write) -> Result<(), Bundle> {
     use compact as c;
+    let State { stats, comms, current } = st;
     let fs = fields(b).map_err(Bundle::Malformed)?;
     let interned: Vec<&str> = fs
         .iter()

@@ -621,6 +621,17 @@ fn a_lost_events_bundle_is_a_gap() {
     assert_eq!(parsed.trace.events.len(), 1);
 }
 
+/// A trace of one packet holding one bundle for `cpu` whose `compact_sched` is `body`.
+fn compact_trace(cpu: u64, body: &[u8]) -> Vec<u8> {
+    let mut bundle = Vec::new();
+    vi(1, cpu, &mut bundle);
+    ld(4, body, &mut bundle);
+    let (mut packet, mut trace) = (Vec::new(), Vec::new());
+    ld(1, &bundle, &mut packet);
+    ld(1, &packet, &mut trace);
+    trace
+}
+
 fn packed(field: u32, values: &[u64], out: &mut Vec<u8>) {
     let mut body = Vec::new();
     for &v in values {
@@ -650,14 +661,8 @@ fn compact_sched_bundles_decode_into_switches_and_wakings() {
     packed(9, &[0], &mut c);
     packed(10, &[120], &mut c);
     packed(11, &[0], &mut c);
-    let mut bundle = Vec::new();
-    vi(1, 0, &mut bundle);
-    ld(4, &c, &mut bundle);
-    let (mut packet, mut trace) = (Vec::new(), Vec::new());
-    ld(1, &bundle, &mut packet);
-    ld(1, &packet, &mut trace);
     let mut text = Vec::new();
-    let stats = super::perfetto_to_text(&trace[..], &mut text).unwrap();
+    let stats = super::perfetto_to_text(&compact_trace(0, &c)[..], &mut text).unwrap();
     assert_eq!(stats.skipped.get(&0), Some(&1), "the first switch has no known previous task");
     let text = String::from_utf8(text).unwrap();
     let t = crate::ftrace::parse_ftrace_with("t", &text, &Default::default())
@@ -698,12 +703,7 @@ fn compact_sched_bundles_decode_into_switches_and_wakings() {
     let mut bad = Vec::new();
     packed(1, &[1000, 500], &mut bad);
     packed(3, &[5], &mut bad);
-    let mut bundle = Vec::new();
-    ld(4, &bad, &mut bundle);
-    let (mut packet, mut trace) = (Vec::new(), Vec::new());
-    ld(1, &bundle, &mut packet);
-    ld(1, &packet, &mut trace);
-    let e = super::perfetto_to_text(&trace[..], &mut Vec::new()).unwrap_err();
+    let e = super::perfetto_to_text(&compact_trace(0, &bad)[..], &mut Vec::new()).unwrap_err();
     assert!(e.message.contains("2 switch timestamps but arrays of other lengths"), "{e}");
     let mut bad = Vec::new();
     packed(1, &[1000], &mut bad);
@@ -711,12 +711,7 @@ fn compact_sched_bundles_decode_into_switches_and_wakings() {
     packed(3, &[5], &mut bad);
     packed(4, &[120], &mut bad);
     packed(6, &[3], &mut bad);
-    let mut bundle = Vec::new();
-    ld(4, &bad, &mut bundle);
-    let (mut packet, mut trace) = (Vec::new(), Vec::new());
-    ld(1, &bundle, &mut packet);
-    ld(1, &packet, &mut trace);
-    let e = super::perfetto_to_text(&trace[..], &mut Vec::new()).unwrap_err();
+    let e = super::perfetto_to_text(&compact_trace(0, &bad)[..], &mut Vec::new()).unwrap_err();
     assert!(e.message.contains("comm index 3 beyond the intern table of 0"), "{e}");
 }
 
