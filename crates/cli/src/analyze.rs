@@ -1,6 +1,8 @@
-//! `schedlab analyze TRACE`: the `schedlab run` report for a trace captured
-//! elsewhere (tracefs `trace`/`trace_pipe` text or `trace-cmd report`),
-//! streamed from a file (`TraceReport::stream`) or read whole.
+//! `schedlab analyze TRACE`: the `schedlab run` report (or `perf sched`'s
+//! views) for a trace captured elsewhere: tracefs text, `trace-cmd report`,
+//! and trace.dat, perf.data or Perfetto converted to text first
+//! (`schedlab_report::input`); streamed from a file (`TraceReport::stream`)
+//! or read whole.
 //! How the workload is chosen and what is reported:
 //! `schedlab_report::TraceReport` and `schedlab_report::workload`.
 
@@ -18,10 +20,13 @@ use crate::output::write_perfetto;
 #[derive(Args)]
 pub struct AnalyzeArgs {
     /// The trace: /sys/kernel/tracing/trace or trace_pipe text, `trace-cmd report` text
-    /// (default or -R), a trace.dat (read through `trace-cmd report -R -t`) or a perf.data
-    /// (through `perf script`); the kind is detected from the file. A file is read as a stream, in memory that does not grow
-    /// with its length; a pipe, a trace out of time order or `--perfetto` read it whole,
-    /// within --max-memory.
+    /// (default or -R), a trace.dat (read through `trace-cmd report -R -t`), a perf.data
+    /// (through `perf script`) or a Perfetto trace; the kind is detected from the file's
+    /// first bytes. Switches the capture is missing are put back where each event's header
+    /// proves them, and figures they make uncertain are left out (docs/real-traces.md). A
+    /// file is read as a stream, in memory that does not grow with its length; a pipe, a
+    /// trace out of time order (a Perfetto trace) or `--perfetto` read it whole, within
+    /// --max-memory.
     pub trace: PathBuf,
     /// Scenario the trace is a run of: its thread names pick the workload's tasks by comm,
     /// and their affinities, objects, stall threshold and [[measure]]s are used.
