@@ -33,8 +33,8 @@ fn secs(ns: Nanos) -> String {
 /// sorts by default (average delay, then maximum, switches, run time; all
 /// descending), with the total line.
 pub fn render_sched_latency(m: &RunMetrics, shown: impl Fn(Pid) -> bool) -> String {
-    let mut rows: Vec<_> =
-        m.tasks.iter().filter(|t| shown(t.pid) && (t.context_switches > 0 || t.delays > 0)).collect();
+    // As perf, only the tasks with a delay measured.
+    let mut rows: Vec<_> = m.tasks.iter().filter(|t| shown(t.pid) && t.delays > 0).collect();
     let avg = |t: &crate::TaskMetrics| t.delay_total_ns.checked_div(t.delays).unwrap_or(0);
     rows.sort_by(|a, b| {
         (avg(b), b.max_delay_ns, b.delays, b.runtime_ns)
@@ -105,8 +105,8 @@ pub struct Timehist<'a, W: Write> {
     idle_in: BTreeMap<u32, Nanos>,
     /// Which switched-out tasks get a line (pid, and the table naming it).
     shown: Box<Shown<'a>>,
-    pub lines: u64,
-    pub repaired: u64,
+    /// Lines marked `*`.
+    repaired: u64,
 }
 
 impl<'a, W: Write> Timehist<'a, W> {
@@ -116,14 +116,7 @@ impl<'a, W: Write> Timehist<'a, W> {
         writeln!(out, "           time    cpu  task name                       wait time  sch delay   run time")?;
         writeln!(out, "                        [tid/pid]                          (msec)     (msec)     (msec)")?;
         writeln!(out, "--------------- ------  ------------------------------  ---------  ---------  ---------")?;
-        Ok(Timehist {
-            out,
-            times: BTreeMap::new(),
-            idle_in: BTreeMap::new(),
-            shown: Box::new(shown),
-            lines: 0,
-            repaired: 0,
-        })
+        Ok(Timehist { out, times: BTreeMap::new(), idle_in: BTreeMap::new(), shown: Box::new(shown), repaired: 0 })
     }
 
     /// Take the next event; `table` names the tasks.
@@ -161,8 +154,7 @@ impl<'a, W: Write> Timehist<'a, W> {
                         in_at: None,
                         in_repaired: false,
                     };
-                    let tgid = table.tasks.get(&prev_pid).map_or(prev_pid, |i| i.tgid);
-                    (format!("{}[{prev_pid}/{tgid}]", table.comm(prev_pid)), wait, delay, run)
+                    (format!("{}[{prev_pid}/{}]", table.comm(prev_pid), table.tgid(prev_pid)), wait, delay, run)
                 };
                 if next_pid == 0 {
                     self.idle_in.insert(ev.cpu, ev.ts);
@@ -188,7 +180,6 @@ impl<'a, W: Write> Timehist<'a, W> {
                         pad_left(&f(delay), 9),
                         pad_left(&f(run), 9),
                     )?;
-                    self.lines += 1;
                 }
             }
             _ => {}
@@ -264,6 +255,9 @@ mod tests {
         assert!(row.contains("max start:     0.000500 s | max end:     0.000800 s"), "{row}");
         assert_eq!(a.delays_unknown, 0);
         assert!(text.contains("TOTAL:"), "{text}");
+        // B (3) was switched in at its first appearance only: no delay measured, no row.
+        assert_eq!(m.task(3).unwrap().delays, 0);
+        assert!(!text.contains("b:3"), "{text}");
     }
 
     /// A switch-in the repair put back: the delay it ends is not counted,

@@ -162,20 +162,10 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         Some(c) => format!("{path} (as `{}` text)", c.via),
         None => path.clone(),
     };
-    // A regular file is read as a stream (two or three passes, bounded
-    // memory); a pipe, or `--perfetto` (which needs every event), reads it
-    // whole within the memory budget, as does a trace out of time order.
     args.view.check(args.json.json)?;
     // `--view timehist` prints each switch as the analysis sees it.
     let filter = opts.filter.clone();
-    let shown = move |pid: i32, table: &schedlab_trace::TaskTable| {
-        let tgid = table.tasks.get(&pid).map_or(pid, |t| t.tgid);
-        if pid == 0 {
-            filter.pids.is_empty() && filter.tids.is_empty()
-        } else {
-            filter.shows(pid, tgid)
-        }
-    };
+    let shown = move |pid: i32, table: &schedlab_trace::TaskTable| filter.shows(pid, table);
     let mut timehist = match args.view.view {
         View::Timehist => {
             Some(Timehist::new(std::io::BufWriter::new(std::io::stdout()), shown).map_err(CliError::Stdout)?)
@@ -190,6 +180,9 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
             r => r,
         },
     };
+    // A regular file is read as a stream (two or three passes, bounded
+    // memory); a pipe, or `--perfetto` (which needs every event), reads it
+    // whole within the memory budget, as does a trace out of time order.
     let mut streamed = None;
     if is_file && perfetto.is_none() {
         let open = || std::fs::File::open(&source).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
@@ -225,11 +218,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         };
     }
     if args.view.view == View::Latency {
-        let f = &report.filter;
-        let table = &report.table;
-        let text = render_sched_latency(&report.report.metrics, |pid| {
-            f.shows(pid, table.tasks.get(&pid).map_or(pid, |t| t.tgid))
-        });
+        let text = render_sched_latency(&report.report.metrics, |pid| report.filter.shows(pid, &report.table));
         return crate::output::emit(&format!("{}{text}", report.header_only(scenario.as_ref())));
     }
     if args.json.json {

@@ -65,9 +65,11 @@ impl TraceFilter {
             && self.time.1.is_none_or(|t| ev.ts <= t)
     }
 
-    /// Whether the row of `pid` (of process `tgid`) is reported.
-    pub fn shows(&self, pid: Pid, tgid: Pid) -> bool {
-        (self.pids.is_empty() && self.tids.is_empty()) || self.tids.contains(&pid) || self.pids.contains(&tgid)
+    /// Whether the row of `pid` is reported (`table` gives its process).
+    pub fn shows(&self, pid: Pid, table: &TaskTable) -> bool {
+        (self.pids.is_empty() && self.tids.is_empty())
+            || self.tids.contains(&pid)
+            || self.pids.contains(&table.tgid(pid))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -156,8 +158,7 @@ impl TraceReport {
             return Err(no_events_in_filter(path, &opts.filter));
         }
         let mut workload = select_workload(&mut trace, opts.scenario, opts.wakers, opts.wakees);
-        let table = &trace.table;
-        workload.roles.retain(|&pid, _| opts.filter.shows(pid, table.tasks.get(&pid).map_or(pid, |t| t.tgid)));
+        workload.roles.retain(|&pid, _| opts.filter.shows(pid, &trace.table));
         let mut report =
             Report::of(&trace, opts.scenario, threshold(opts), None, workload.allowed.clone(), opts.grace_ns);
         report.leave_out_uncertain(&repairs);
@@ -269,7 +270,7 @@ impl TraceReport {
         }
         let Some(last) = last_kept else { return Err(no_events_in_filter(path, &opts.filter)) };
         let mut workload = Workload::choose(&pids, &table, opts.scenario, opts.wakers, opts.wakees);
-        workload.roles.retain(|&pid, _| opts.filter.shows(pid, table.tasks.get(&pid).map_or(pid, |t| t.tgid)));
+        workload.roles.retain(|&pid, _| opts.filter.shows(pid, &table));
         // Pass 3.
         let initial = first_occupants.finish(nr_cpus).into_iter().map(|(p, _)| p).collect();
         let mut collector = ReportCollector::for_trace(

@@ -127,15 +127,22 @@ pub fn convert(path: &Path, shown: &str, kind: InputKind) -> Result<Option<Conve
         InputKind::TraceDat => {
             check_trace_dat(path, shown)?;
             let args = ["report", "-R", "-t", "-i"];
-            run_converter(shown, "trace-cmd", &args, path, ("trace.dat", "trace-cmd report -R -t"), |line, out| {
-                out.write_all(line.as_bytes())
-            })
+            let rewrite = |line: &str, out: &mut dyn Write| out.write_all(line.as_bytes());
+            run_converter(
+                shown,
+                "trace-cmd",
+                &args,
+                path,
+                ("trace.dat", "trace-cmd report -R -t"),
+                rewrite,
+                STALL_LIMIT,
+            )
             .map(Some)
         }
         InputKind::Perfetto => {
             let io = |e: std::io::Error| ReportError::Trace(format!("{shown}: {e}"));
             let input = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
-            let text = tempfile::Builder::new().prefix("schedlab-converted-").suffix(".txt").tempfile().map_err(io)?;
+            let text = converted_file().map_err(io)?;
             let mut out = BufWriter::new(text.as_file());
             let stats = schedlab_trace::perfetto::perfetto_to_text(input, &mut out)
                 .map_err(|e| ReportError::Trace(format!("{shown}: a Perfetto trace, malformed at {e}")))?;
@@ -158,13 +165,18 @@ pub fn convert(path: &Path, shown: &str, kind: InputKind) -> Result<Option<Conve
         InputKind::PerfData => {
             check_perf_data(path, shown)?;
             let args = ["script", "-F", "comm,tid,cpu,time,event,trace", "--ns", "-i"];
-            run_converter(shown, "perf", &args, path, ("perf.data", "perf script"), |line, out| match perf_line(line) {
+            let rewrite = |line: &str, out: &mut dyn Write| match perf_line(line) {
                 Some(l) => out.write_all(l.as_bytes()),
                 None => out.write_all(line.as_bytes()),
-            })
-            .map(Some)
+            };
+            run_converter(shown, "perf", &args, path, ("perf.data", "perf script"), rewrite, STALL_LIMIT).map(Some)
         }
     }
+}
+
+/// The temporary file a binary trace's text goes to (removed when dropped).
+fn converted_file() -> std::io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new().prefix("schedlab-converted-").suffix(".txt").tempfile()
 }
 
 /// How long a converter may print nothing before it is stopped.
@@ -176,20 +188,9 @@ fn install_hint(tool: &str) -> String {
 }
 
 /// Run `tool args.. path`, pass each stdout line through `rewrite` into a
-/// temporary file. A failure carries the tool's last stderr lines.
+/// temporary file; a tool silent for `stall_limit` is stopped. A failure
+/// carries the tool's last stderr lines.
 fn run_converter(
-    shown: &str,
-    tool: &str,
-    args: &[&str],
-    path: &Path,
-    (kind, via): (&'static str, &'static str),
-    rewrite: impl FnMut(&str, &mut dyn Write) -> std::io::Result<()>,
-) -> Result<Converted, ReportError> {
-    convert_with(shown, tool, args, path, (kind, via), rewrite, STALL_LIMIT)
-}
-
-/// [`run_converter`] with the stall limit given.
-fn convert_with(
     shown: &str,
     tool: &str,
     args: &[&str],
@@ -218,7 +219,7 @@ fn convert_with(
         let _ = BufReader::new(stderr).take(1 << 20).read_to_string(&mut s);
         s
     });
-    let text = tempfile::Builder::new().prefix("schedlab-converted-").suffix(".txt").tempfile().map_err(io)?;
+    let text = converted_file().map_err(io)?;
     let mut out = BufWriter::new(text.as_file());
     let mut lines = BufReader::new(child.stdout.take().expect("piped"));
     // A watchdog: a tool that prints nothing for STALL_LIMIT (a damaged file
@@ -421,7 +422,7 @@ mod tests {
         let start = std::time::Instant::now();
         let args = ["-c", "echo one; sleep 30", "sh"];
         let limit = std::time::Duration::from_secs(1);
-        let e = convert_with("x.dat", "sh", &args, Path::new("x"), ("trace.dat", "test"), |_, _| Ok(()), limit)
+        let e = run_converter("x.dat", "sh", &args, Path::new("x"), ("trace.dat", "test"), |_, _| Ok(()), limit)
             .err()
             .unwrap()
             .to_string();
@@ -430,7 +431,7 @@ mod tests {
         // A tool that finishes is not.
         let args = ["-c", "echo one; echo two", "sh"];
         let mut n = 0;
-        let ok = convert_with(
+        let ok = run_converter(
             "x.dat",
             "sh",
             &args,

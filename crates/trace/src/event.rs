@@ -384,6 +384,11 @@ impl TaskTable {
     pub fn comm(&self, pid: Pid) -> &str {
         self.tasks.get(&pid).map(|t| t.comm.as_str()).unwrap_or("<...>")
     }
+
+    /// The process `pid` belongs to (itself when the trace did not say).
+    pub fn tgid(&self, pid: Pid) -> Pid {
+        self.tasks.get(&pid).map_or(pid, |t| t.tgid)
+    }
 }
 
 /// Where events go. The kernel model and the simulator write through this.
