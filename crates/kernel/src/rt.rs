@@ -356,6 +356,20 @@ impl Kernel {
         }
     }
 
+    /// A task still switching out of its CPU (the previous task of a switch
+    /// whose cost the simulator is still charging) is off that CPU by the
+    /// time a balance callback or a remote puller can move it: in 6.12's
+    /// `finish_task_switch()`, `finish_task()` clears `prev->on_cpu` before
+    /// `finish_lock_switch()` runs the callbacks and drops the runqueue lock
+    /// the puller needs. Without this a push moved a preempted task that
+    /// the model still had on its old CPU (found by `schedlab hunt`).
+    fn finish_switch_of(&mut self, t: TaskId) {
+        let cpu = self.tasks[t as usize].cpu;
+        if self.rqs[cpu].switching_out == Some(t) {
+            self.finish_task_switch(cpu);
+        }
+    }
+
     // ---- push ----
 
     /// `pick_next_pushable_task()`.
@@ -405,6 +419,7 @@ impl Kernel {
             match self.find_lock_lowest_rq(next, cpu) {
                 Some(lowest) => {
                     self.emit_rt_push(cpu, next, Some(lowest), RtBalanceResult::Moved);
+                    self.finish_switch_of(next);
                     self.update_rq_clock(cpu);
                     self.deactivate_task(cpu, next, 0);
                     self.set_task_cpu(next, lowest);
@@ -486,6 +501,7 @@ impl Kernel {
                 let result = if pulled { RtBalanceResult::Moved } else { NotHigher };
                 self.emit(this_cpu, EventKind::RtPull { src_cpu: src as u32, pid, result });
                 if pulled {
+                    self.finish_switch_of(p);
                     self.update_rq_clock(src);
                     self.deactivate_task(src, p, 0);
                     self.set_task_cpu(p, this_cpu);

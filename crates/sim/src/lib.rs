@@ -98,6 +98,11 @@ pub enum SimError {
     Options(String),
     #[error("simulation stopped: {0}")]
     Model(String),
+    /// The workload cannot go on as written (a loop that takes no time, a
+    /// `{*}` operand before any poll matched): the scenario's fault, not
+    /// the model's.
+    #[error("simulation stopped: {0}")]
+    Workload(String),
     /// The kernel model's consistency check failed (debug builds, tests).
     #[error("simulation stopped: invariant violated at {at_ns} ns: {source}")]
     Invariant { at_ns: u64, source: schedlab_kernel::InvariantError },

@@ -37,3 +37,51 @@ no_lock = true
 "#;
     check("schbench-7950x.toml", toml, 3_500_000);
 }
+
+/// `schedlab hunt`'s first find (hunt seed 1, case 27 on qemu-4 with
+/// NO_RT_PUSH_IPI, shrunk): t5 wakes on CPU 0 and preempts t0 (FIFO 4),
+/// and the push callback queued by that switch moved t0 to CPU 1 while the
+/// model still had t0 switching out of CPU 0, so t0 ran on CPU 1 with its
+/// old switch open. The kernel clears `prev->on_cpu` in
+/// `finish_task_switch()` before it runs the balance callbacks, and a
+/// remote puller cannot take the runqueue lock before then: a push or pull
+/// now completes the switch of the task it moves first.
+#[test]
+fn an_rt_push_of_the_task_switching_out_completes_its_switch() {
+    let toml = r#"
+name = "hunt-invariant-27"
+topology = "qemu-4"
+kernel = "6.12"
+features = ["NO_RT_PUSH_IPI"]
+duration = "18000us"
+seed = 7921712820547201877
+
+[mutex.m0]
+pi = true
+
+[[thread]]  # locker
+name = "t0"
+policy = "SCHED_FIFO"
+priority = 4
+affinity = "0-1"
+loop = false
+program = [{ lock = "m0" }, { unlock = "m0" }]
+
+[[thread]]  # waker
+name = "t3"
+policy = "SCHED_OTHER"
+nice = 0
+affinity = "1"
+loop = true
+program = [{ signal = "wake_t4" }, { run = "10us" }]  # the run: the found loop took no time
+
+[[thread]]  # locker
+name = "t5"
+policy = "SCHED_FIFO"
+priority = 17
+affinity = "0"
+loop = true
+program = [{ sleep = "1us" }]
+"#;
+    check("hunt-invariant-27.toml", toml, 18_000_000);
+}

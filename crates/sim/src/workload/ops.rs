@@ -39,7 +39,7 @@ impl<'a> Engine<'a> {
             budget -= 1;
             if budget == 0 {
                 let name = &self.scenario.threads[self.threads[self.task_thread[task as usize]].spec].name;
-                self.error = Some(SimError::Model(format!(
+                self.error = Some(SimError::Workload(format!(
                     "thread {name} executes ops forever without time passing (livelock at {} ns)",
                     self.now
                 )));
@@ -465,7 +465,7 @@ impl<'a> Engine<'a> {
             None => {
                 let name = &self.scenario.threads[self.threads[th].spec].name;
                 self.error =
-                    Some(SimError::Model(format!("thread {name} used a {{*}} operand before any poll matched")));
+                    Some(SimError::Workload(format!("thread {name} used a {{*}} operand before any poll matched")));
                 ControlFlow::Break(())
             }
         }
