@@ -9,6 +9,7 @@ mod compare;
 mod diff;
 mod error;
 mod fidelity;
+mod hunt;
 mod output;
 mod real;
 mod run;
@@ -70,6 +71,10 @@ enum Cmd {
     /// like `schedlab real`. In the guest the scenario's sched_rt_runtime_us and
     /// fair_server_runtime are always applied (the guest is thrown away after).
     Vm(vm::VmArgs),
+    /// Search random scenarios for stalls the kernel should not have (an idle CPU beside a
+    /// waiting task, a stranded RT task, starvation) and model invariant failures, optionally
+    /// differentially under two feature sets; shrink each find to a minimal scenario file.
+    Hunt(hunt::HuntArgs),
     /// Measure the simulator on asym_min, rt-pi-push, schbench-spr and the seed-000 sweep:
     /// wall and CPU time, simulated time and trace events and engine steps per CPU second,
     /// peak RSS (median of --reps).
@@ -138,6 +143,7 @@ fn main() -> ExitCode {
         Cmd::Compare(args) => compare::compare(args),
         Cmd::Fidelity(args) => fidelity::fidelity(args),
         Cmd::Vm(args) => vm::vm(args),
+        Cmd::Hunt(args) => hunt::hunt(args),
         Cmd::Bench(args) => bench::bench(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies(args) => topologies::topologies(args),

@@ -1,0 +1,150 @@
+//! `schedlab hunt`: random scenarios searched for stalls the kernel should
+//! not have, shrunk to scenario files (the search is `schedlab_hunt`'s).
+
+use clap::Args;
+use schedlab_hunt::{hunt as run_hunt, render, Class, Family, HuntOptions, ShardSpec, Thresholds};
+use schedlab_kernel::Profile;
+use schedlab_topology::{parse_duration, Topology};
+use std::path::{Path, PathBuf};
+
+use crate::args::JsonArg;
+use crate::error::{CliError, Result};
+
+#[derive(Args)]
+#[command(after_help = "Classes (--find picks families): invariant (the model's invariant check, after every \
+    step, and model errors); idle (a task waits on a busy CPU while another CPU it may use idles: \
+    delayed-in-place is seed 000's class, runnable-in-place, placed-on-busy-cpu, preempted-idle); rt (an RT \
+    task waits while a lower-priority task runs on a CPU it may use: rt-boosted-stranded is seed 003's class, \
+    rt-stranded); starvation (a runnable task does not run for --starvation).\n\n\
+    Examples:\n  schedlab hunt --topology ryzen-7950x --kernel mainline --against NO_DELAY_DEQUEUE\n  \
+    schedlab hunt --topology qemu-4 --features NO_RT_PUSH_IPI --find rt\n  \
+    schedlab hunt --topology qemu-4,smt-2x2,ryzen-7950x --cases 10000 --find invariant --stop-after 0")]
+pub struct HuntArgs {
+    /// Machines to generate for (comma-separated presets or topology files); case i runs on the
+    /// (i mod N)-th.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "ryzen-7950x")]
+    pub topology: Vec<String>,
+    /// Kernel profile of every case.
+    #[arg(long, default_value = "mainline")]
+    pub kernel: String,
+    /// sched_features settings of every case (debugfs syntax, comma-separated).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub features: Vec<String>,
+    /// Differential hunt: run every case under these features too (empty: the profile's
+    /// defaults) and report only classes one set shows and the other does not.
+    #[arg(long, value_name = "LIST", num_args = 0..=1, default_missing_value = "")]
+    pub against: Option<String>,
+    /// What to look for (comma-separated): families (invariant, idle, rt, starvation) or
+    /// single classes (e.g. delayed-in-place, rt-boosted-stranded). Invariant failures are
+    /// reported whatever this says.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "invariant,idle,rt")]
+    pub find: Vec<String>,
+    /// The hunt's seed: the same seed draws the same cases and finds the same things.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Cases to draw at most.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub cases: u64,
+    /// Simulated length of each case.
+    #[arg(long, value_parser = parse_duration, default_value = "300ms")]
+    pub duration: u64,
+    /// Stop once this many classes are found (0: run every case).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub stop_after: usize,
+    /// Idle class: how long a task must wait beside an idle allowed CPU.
+    #[arg(long, value_parser = parse_duration, default_value = "500us")]
+    pub idle: u64,
+    /// RT class: how long an RT task must wait while a lower-priority task runs.
+    #[arg(long, value_parser = parse_duration, default_value = "1ms")]
+    pub rt: u64,
+    /// Starvation class: how long a runnable task must go without running.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub starvation: u64,
+    /// Most simulations spent shrinking each finding.
+    #[arg(long, value_name = "N", default_value_t = 400)]
+    pub shrink_budget: usize,
+    /// Run only the cases i with i % N == I (shards of one hunt find the same things as the
+    /// whole, case by case).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Simulations to run at once (default: one per CPU).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+    /// Write each finding's shrunk scenario as DIR/<class>-case<N>.toml.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+fn feature_list(items: &[String]) -> Vec<String> {
+    items.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+pub fn hunt(args: HuntArgs) -> Result {
+    if Profile::by_name(&args.kernel).is_none() {
+        return Err(CliError::UnknownProfile { name: args.kernel }.into());
+    }
+    let mut topologies = Vec::new();
+    for t in &args.topology {
+        let topo = Topology::resolve(t, Path::new(".")).map_err(|e| CliError::Topology(e.to_string()))?;
+        topologies.push((t.clone(), topo));
+    }
+    let mut classes = std::collections::BTreeSet::new();
+    for f in &args.find {
+        classes.extend(Class::parse_target(f.trim()).ok_or_else(|| {
+            let mut names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+            names.extend(Class::ALL.iter().map(|c| c.name()));
+            CliError::Usage(format!("--find {f}: unknown family or class (expected some of: {})", names.join(", ")))
+        })?);
+    }
+    if args.duration == 0 {
+        return Err(CliError::ZeroDuration.into());
+    }
+    let shard = match &args.shard {
+        Some(s) => Some(s.parse::<ShardSpec>().map_err(|e| CliError::Usage(format!("--shard {e}")))?),
+        None => None,
+    };
+    let opts = HuntOptions {
+        topologies,
+        base_dir: PathBuf::from("."),
+        kernel: args.kernel.clone(),
+        features: feature_list(&args.features),
+        against: args.against.as_deref().map(|a| feature_list(&a.split(',').map(String::from).collect::<Vec<_>>())),
+        seed: args.seed,
+        cases: args.cases,
+        duration_ns: args.duration,
+        classes,
+        thresholds: Thresholds { idle_ns: args.idle, rt_ns: args.rt, starvation_ns: args.starvation },
+        stop_after: args.stop_after,
+        shard,
+        shrink_budget: args.shrink_budget,
+    };
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(j) = args.jobs {
+        pool = pool.num_threads(j as usize);
+    }
+    let pool = pool.build().map_err(CliError::Pool)?;
+    let bar = schedlab_sweep::Bar::new(opts.cases as usize, "hunt");
+    let progress = |done: u64, _total: u64, found: usize| bar.set(done as usize, &format!("{found} classes found"));
+    let report = pool.install(|| run_hunt(&opts, &progress)).map_err(|e| CliError::Usage(e.to_string()))?;
+    bar.finish();
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::Write {
+            flag: "--out",
+            path: dir.display().to_string(),
+            why: e.to_string(),
+        })?;
+        for r in &report.reports {
+            let path = dir.join(format!("{}-case{}.toml", r.class.name(), r.case_index));
+            std::fs::write(&path, &r.scenario).map_err(|e| CliError::Write {
+                flag: "--out",
+                path: path.display().to_string(),
+                why: e.to_string(),
+            })?;
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    let text = if args.json.json { render::render_json(&report) } else { render::render_text(&opts, &report) };
+    crate::output::emit(&text)
+}
