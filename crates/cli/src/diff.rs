@@ -91,6 +91,7 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
             // Both sides are kept for the comparison.
             memory_budget: Some(args.memory.budget(2)),
             max_steps_per_us: None,
+            max_cpu_seconds: None,
         },
         scenario,
     })

@@ -69,6 +69,10 @@ pub struct RunArgs {
     /// the busiest bundled scenario, schbench-spr, peaks at 27).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_steps_per_us: Option<u64>,
+    /// The bound on simulated CPU time: refuse a run of more than N CPUs x simulated seconds
+    /// (default 16384: seed 004's 60 s on 224 CPUs fits, about an hour here).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_cpu_seconds: Option<u64>,
     #[command(flatten)]
     pub memory: MemoryArg,
 }
@@ -116,6 +120,7 @@ pub fn run(args: RunArgs) -> Result {
         traced: args.traced,
         memory_budget: Some(args.memory.budget(1)),
         max_steps_per_us: args.max_steps_per_us,
+        max_cpu_seconds: args.max_cpu_seconds,
     };
     // The trace has no affinities: each scenario thread's comes from the
     // scenario (pids are handed out in thread order).

@@ -48,3 +48,50 @@ fn a_raised_limit_lets_it_run() {
     let r = simulate(&nanosecond_loop(), &opts).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(r.end_ns, 200_000);
 }
+
+/// CPUs x simulated time: a duration past the bound is refused before any
+/// work, saying which limit and how to raise it.
+#[test]
+fn a_run_past_the_cpu_seconds_bound_is_refused_before_it_starts() {
+    let opts = SimOptions { duration_ns: Some(1_000_000 * 1_000_000_000), ..Default::default() };
+    let t = std::time::Instant::now();
+    match simulate(&nanosecond_loop(), &opts) {
+        Err(e @ SimError::TooLong { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("4 CPUs x 1000000.000 s") && text.contains("4000000 CPU-seconds"), "{text}");
+            assert!(text.contains(&format!("limit of {}", schedlab_sim::DEFAULT_MAX_CPU_SECONDS)), "{text}");
+            assert!(text.contains("--max-cpu-seconds"), "{text}");
+        }
+        other => panic!("expected TooLong, got {:?}", other.map(|r| r.end_ns)),
+    }
+    // Refused, not run: well under the time the first simulated second takes.
+    assert!(t.elapsed().as_secs() < 5);
+}
+
+/// A run with no duration (until the programs end) stops where the bound
+/// is reached: a program of a billion 1 ms bursts would take 11 days of
+/// simulated time.
+#[test]
+fn a_run_without_duration_stops_at_the_bound() {
+    let toml = r#"
+name = "long-program"
+topology = "smt-2x2"
+seed = 1
+[[thread]]
+name = "hog"
+affinity = "0"
+loop = 1000000000
+program = [{ run = "1ms" }]
+"#;
+    let s = Scenario::from_toml_str("long.toml", toml, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let opts = SimOptions { max_cpu_seconds: Some(2), check_invariants: Some(false), ..Default::default() };
+    match simulate(&s, &opts) {
+        Err(SimError::TooLong { cpus, duration_ns, limit, why }) => {
+            assert_eq!((cpus, limit), (4, 2));
+            // 2 CPU-seconds on 4 CPUs: half a second of simulated time.
+            assert!((500_000_000..501_000_000).contains(&duration_ns), "{duration_ns}");
+            assert!(why.contains("no duration"), "{why}");
+        }
+        other => panic!("expected TooLong, got {:?}", other.map(|r| r.end_ns)),
+    }
+}

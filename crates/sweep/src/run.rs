@@ -217,6 +217,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         no_noise: false,
         memory_budget: sweep.memory_budget.clone(),
         max_steps_per_us: None,
+        max_cpu_seconds: None,
         traced: false,
     };
     let threshold = sweep.stall_threshold_ns;
@@ -352,6 +353,7 @@ fn run_schbench_job(
         traced: false,
         memory_budget: None,
         max_steps_per_us: None,
+        max_cpu_seconds: None,
     };
     let scenario = &setting.scenario;
     let table = schedlab_trace::TaskTable {
