@@ -374,7 +374,7 @@ pub fn generate(rng: &mut Rng, ctx: &GenContext) -> Case {
 /// A duration as the scenario file writes it: whole microseconds where it
 /// is one, else nanoseconds.
 pub fn duration_text(ns: u64) -> String {
-    if ns % US == 0 {
+    if ns.is_multiple_of(US) {
         format!("{}us", ns / US)
     } else {
         format!("{ns}ns")

@@ -248,6 +248,10 @@ fn sides(opts: &HuntOptions, main: &BTreeSet<Class>, other: &BTreeSet<Class>) ->
     v
 }
 
+/// A case's index, the classes it showed (or why it did not run) and, in
+/// a differential hunt, those under the second feature set.
+type CaseClasses = (u64, Result<BTreeSet<Class>, String>, BTreeSet<Class>);
+
 /// Cases per parallel batch: the hunt checks whether to stop between batches.
 const BATCH: usize = 32;
 
@@ -280,7 +284,7 @@ pub fn hunt(opts: &HuntOptions, progress: &(dyn Fn(u64, u64, usize) + Sync)) -> 
     };
     let mut first: BTreeMap<(Class, Side), u64> = BTreeMap::new();
     for batch in indices.chunks(BATCH) {
-        let results: Vec<(u64, Result<BTreeSet<Class>, String>, BTreeSet<Class>)> = batch
+        let results: Vec<CaseClasses> = batch
             .par_iter()
             .map(|&i| {
                 let (c, topo) = case(opts, i);
