@@ -126,7 +126,16 @@ pub fn hunt(args: HuntArgs) -> Result {
     }
     let pool = pool.build().map_err(CliError::Pool)?;
     let bar = schedlab_sweep::Bar::new(opts.cases as usize, "hunt");
-    let progress = |done: u64, _total: u64, found: usize| bar.set(done as usize, &format!("{found} classes found"));
+    // In a log (stderr not a terminal, no bar): a line per tenth of the cases.
+    let log = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let next_line = std::sync::atomic::AtomicU64::new(0);
+    let progress = |done: u64, total: u64, found: usize| {
+        bar.set(done as usize, &format!("{found} classes found"));
+        if log && done >= next_line.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("hunt: {done} of {total} cases, {found} classes found");
+            next_line.store(done + total.div_ceil(10), std::sync::atomic::Ordering::Relaxed);
+        }
+    };
     let report = pool.install(|| run_hunt(&opts, &progress)).map_err(|e| CliError::Usage(e.to_string()))?;
     bar.finish();
     if let Some(dir) = &args.out {

@@ -1,0 +1,87 @@
+//! The fuzzing harness: one function per input kind, each taking any bytes.
+//! An input the tool refuses is fine (that is what a located error is
+//! for); a panic, an abort, a hang or a model invariant failure is a bug,
+//! and the fuzzer keeps the input that caused it.
+//!
+//! AFL++ drives these through `fuzz/` (its own workspace, built with
+//! `cargo afl`: `scripts/fuzz.sh`); `tests/corpus.rs` replays every kept
+//! input (`fuzz/corpus/<target>/`, `fuzz/crashes/<target>/`) in the normal
+//! test suite, so a fixed crash stays fixed.
+
+use std::path::{Path, PathBuf};
+
+use schedlab_scenario::Scenario;
+use schedlab_sim::{simulate, SimError, SimOptions};
+use schedlab_topology::Topology;
+
+/// The harnesses, by the name of their corpus directory.
+pub const TARGETS: &[(&str, fn(&[u8]))] =
+    &[("scenario", scenario), ("topology", topology), ("sweep", sweep), ("ftrace", ftrace), ("perfetto", perfetto)];
+
+/// The harness called `name`.
+pub fn target(name: &str) -> Option<fn(&[u8])> {
+    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// Where a scenario's relative paths (a topology file, a sweep's
+/// scenario) resolve: the repository's `scenarios/`, as for the bundled
+/// files the corpus starts from.
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+}
+
+/// Simulated time of a fuzzed scenario's run: enough for every thread to
+/// start and the first wakeups, balancing and ticks, short enough that an
+/// execution stays in the milliseconds.
+const SIM_NS: u64 = 2_000_000;
+
+/// A scenario file; when it parses, 2 ms of it run with the invariants
+/// checked after every step.
+pub fn scenario(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let dir = scenarios_dir();
+    let Ok(s) = Scenario::from_toml_str("fuzz.toml", text, &dir) else { return };
+    let opts = SimOptions {
+        duration_ns: Some(s.duration_ns.map_or(SIM_NS, |d| d.min(SIM_NS))),
+        check_invariants: Some(true),
+        ..Default::default()
+    };
+    if let Err(e @ (SimError::Invariant { .. } | SimError::Model(_))) = simulate(&s, &opts) {
+        panic!("the model failed: {e}\n{text}");
+    }
+}
+
+/// A topology file.
+pub fn topology(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(t) = Topology::from_toml_str("fuzz.toml", text) {
+        // What every consumer asks of a topology.
+        for cpu in 0..t.nr_cpus() {
+            let _ = (t.llc_mask(cpu), t.smt_mask(cpu), t.node_mask(cpu), t.distance(0, cpu));
+        }
+    }
+}
+
+/// A sweep file (its scenario resolved in the repository's `scenarios/sweeps`).
+pub fn sweep(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(s) = schedlab_sweep::Sweep::from_toml_str("fuzz.toml", text, &scenarios_dir().join("sweeps")) {
+        let _ = (s.jobs(), s.rounds(), s.seeds().len());
+    }
+}
+
+/// tracefs text (`trace`, `trace-cmd report`), then the switch repair and
+/// the time-ordering every analysis starts with.
+pub fn ftrace(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(mut t) = schedlab_trace::parse_ftrace("fuzz.trace", &text) {
+        let _ = t.in_time_order().len();
+        let _ = schedlab_trace::repair::repair_trace(&mut t);
+    }
+}
+
+/// A Perfetto protobuf trace, converted to ftrace text as `analyze` does.
+pub fn perfetto(data: &[u8]) {
+    let mut out = Vec::new();
+    let _ = schedlab_trace::perfetto::perfetto_to_text(data, &mut out);
+}
