@@ -22,7 +22,9 @@ root="${SCHEDLAB_FUZZ_ROOT:-$HOME/.cache/schedlab-fuzz}"
 out="${SCHEDLAB_FUZZ_OUT:-/tmp/schedlab-fuzz}"
 "$repo/scripts/install-fuzz-deps.sh"
 export PATH="$root/bin:$PATH"
-export CARGO_TARGET_DIR="${SCHEDLAB_FUZZ_TARGET:-$repo/target/afl}"
+# Outside target/: the instrumented build is kept between clean clones (CI
+# rebuilds only what changed).
+export CARGO_TARGET_DIR="${SCHEDLAB_FUZZ_TARGET:-$root/target}"
 (cd "$repo/fuzz" && cargo afl build --release --locked 2>&1 | tail -n 2)
 
 # No UI in logs; this host's CPU frequency and core_pattern are not ours to change.
