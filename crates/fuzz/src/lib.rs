@@ -14,12 +14,15 @@ use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimError, SimOptions};
 use schedlab_topology::Topology;
 
+/// A harness: any bytes in, a panic only on a bug.
+pub type Harness = fn(&[u8]);
+
 /// The harnesses, by the name of their corpus directory.
-pub const TARGETS: &[(&str, fn(&[u8]))] =
+pub const TARGETS: &[(&str, Harness)] =
     &[("scenario", scenario), ("topology", topology), ("sweep", sweep), ("ftrace", ftrace), ("perfetto", perfetto)];
 
 /// The harness called `name`.
-pub fn target(name: &str) -> Option<fn(&[u8])> {
+pub fn target(name: &str) -> Option<Harness> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
