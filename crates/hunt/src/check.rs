@@ -20,7 +20,7 @@
 //!
 //! Each class keeps its longest instance per run.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, PrevState, WakePath};
 use serde::Serialize;
@@ -226,7 +226,8 @@ pub fn check_trace(
 ) -> Vec<Finding> {
     let mut curr: Vec<Pid> = vec![0; nr_cpus];
     let mut curr_prio: Vec<i32> = vec![i32::MAX; nr_cpus];
-    let mut tasks: HashMap<Pid, Task> = HashMap::new();
+    // Ordered by pid: ties between equally long findings go the same way every run.
+    let mut tasks: BTreeMap<Pid, Task> = BTreeMap::new();
     let mut best: BTreeMap<Class, Finding> = BTreeMap::new();
     let mut keep = |f: Finding| {
         let e = best.entry(f.class).or_insert_with(|| f.clone());
