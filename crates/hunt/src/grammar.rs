@@ -25,9 +25,10 @@
 //! (critical sections up to 20 ms) and hogs, the cast of seed 003's
 //! priority-inheritance stranding. Affinities are
 //! drawn around one small "hot" range of CPUs so that threads share CPUs
-//! often, while some may use every CPU. Lengths are log-uniform between
-//! 10 us and 5 ms (bursts) or 20 ms (hogs' starting delays), in whole
-//! microseconds. Everything comes from the case's own [`Rng`] stream, so a
+//! often, while some may use every CPU. Lengths are log-uniform in whole
+//! microseconds: bursts and sleeps 10 us-5 ms, hogs' runs 1-20 ms, RT
+//! cases' critical sections 10 us-20 ms, start delays 10 us-20 ms.
+//! Everything comes from the case's own [`Rng`] stream, so a
 //! hunt seed and a case index give the same case on every machine.
 
 use std::fmt::Write as _;

@@ -260,15 +260,15 @@ pub fn hunt(opts: &HuntOptions, progress: &(dyn Fn(u64, u64, usize) + Sync)) -> 
     if opts.topologies.is_empty() {
         return Err(HuntError::Setup("no topology to hunt on".into()));
     }
-    // A feature the profile does not know fails every case: say so once.
-    for (i, f) in std::iter::once(&opts.features).chain(opts.against.iter()).enumerate() {
-        let (c, topo) = case(opts, 0);
-        if let RunOutcome::Refused(e) = run_case(&c, topo, Some(f), opts) {
-            if e.contains("feature") || e.contains("kernel profile") {
-                let what = if i == 0 { "--features" } else { "--against" };
-                return Err(HuntError::Setup(format!("{what}: {e}")));
-            }
-        }
+    // A feature the profile does not know would fail every case: say so once.
+    for (flag, set) in
+        std::iter::once(("--features", &opts.features)).chain(opts.against.iter().map(|a| ("--against", a)))
+    {
+        let (mut c, topo) = case(opts, 0);
+        c.features = set.clone();
+        let s = Scenario::from_toml_str_on("hunt.toml", &c.to_toml("hunt", &[]), &opts.base_dir, topo.clone())
+            .map_err(|e| HuntError::Setup(format!("{flag}: {e}")))?;
+        schedlab_sim::kernel_settings(&s, &[]).map_err(|e| HuntError::Setup(format!("{flag}: {e}")))?;
     }
     let indices: Vec<u64> =
         (0..opts.cases).filter(|i| opts.shard.is_none_or(|s| i % s.count as u64 == s.index as u64)).collect();
