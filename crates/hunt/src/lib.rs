@@ -260,15 +260,23 @@ pub fn hunt(opts: &HuntOptions, progress: &(dyn Fn(u64, u64, usize) + Sync)) -> 
     if opts.topologies.is_empty() {
         return Err(HuntError::Setup("no topology to hunt on".into()));
     }
-    // A feature the profile does not know would fail every case: say so once.
+    // A profile or feature the model does not know would fail every case:
+    // say so once, as the kernel layer checks a scenario's.
+    let profile = schedlab_kernel::Profile::by_name(&opts.kernel).ok_or_else(|| {
+        HuntError::Setup(format!(
+            "--kernel {}: unknown kernel profile (expected one of: {})",
+            opts.kernel,
+            schedlab_kernel::Profile::NAMES.join(", ")
+        ))
+    })?;
     for (flag, set) in
         std::iter::once(("--features", &opts.features)).chain(opts.against.iter().map(|a| ("--against", a)))
     {
-        let (mut c, topo) = case(opts, 0);
-        c.features = set.clone();
-        let s = Scenario::from_toml_str_on("hunt.toml", &c.to_toml("hunt", &[]), &opts.base_dir, topo.clone())
-            .map_err(|e| HuntError::Setup(format!("{flag}: {e}")))?;
-        schedlab_sim::kernel_settings(&s, &[]).map_err(|e| HuntError::Setup(format!("{flag}: {e}")))?;
+        let mut features = profile.defaults;
+        for item in set {
+            profile.check_setting(item).map_err(|e| HuntError::Setup(format!("{flag} {item}: {e}")))?;
+            features.apply(item).map_err(|e| HuntError::Setup(format!("{flag} {item}: {e}")))?;
+        }
     }
     let indices: Vec<u64> =
         (0..opts.cases).filter(|i| opts.shard.is_none_or(|s| i % s.count as u64 == s.index as u64)).collect();
