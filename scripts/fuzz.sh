@@ -5,19 +5,19 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
 # Runs each target (default: all of crates/fuzz: scenario, topology, sweep,
-# ftrace, perfetto) for SECONDS (default 60) from fuzz/corpus/<target>, one
+# ftrace, perfetto, perf-script) for SECONDS (default 60) from fuzz/corpus/<target>, one
 # after the other. Findings go to $SCHEDLAB_FUZZ_OUT (default
 # /tmp/schedlab-fuzz/<target>); each crash or hang is copied to
 # fuzz/crashes/<target>/ for triage (once fixed, keep it there: the corpus
 # test replays it). Exit status 1 when any target saved a crash or a hang.
-# A long campaign: scripts/fuzz.sh 720 (12 minutes per target, 1 hour).
+# A long campaign: scripts/fuzz.sh 600 (10 minutes per target, 1 hour).
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario topology sweep ftrace perfetto)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario topology sweep ftrace perfetto perf-script)
 root="${SCHEDLAB_FUZZ_ROOT:-$HOME/.cache/schedlab-fuzz}"
 out="${SCHEDLAB_FUZZ_OUT:-/tmp/schedlab-fuzz}"
 "$repo/scripts/install-fuzz-deps.sh"

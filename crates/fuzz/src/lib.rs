@@ -18,8 +18,14 @@ use schedlab_topology::Topology;
 pub type Harness = fn(&[u8]);
 
 /// The harnesses, by the name of their corpus directory.
-pub const TARGETS: &[(&str, Harness)] =
-    &[("scenario", scenario), ("topology", topology), ("sweep", sweep), ("ftrace", ftrace), ("perfetto", perfetto)];
+pub const TARGETS: &[(&str, Harness)] = &[
+    ("scenario", scenario),
+    ("topology", topology),
+    ("sweep", sweep),
+    ("ftrace", ftrace),
+    ("perfetto", perfetto),
+    ("perf-script", perf_script),
+];
 
 /// The harness called `name`.
 pub fn target(name: &str) -> Option<Harness> {
@@ -87,4 +93,19 @@ pub fn ftrace(data: &[u8]) {
 pub fn perfetto(data: &[u8]) {
     let mut out = Vec::new();
     let _ = schedlab_trace::perfetto::perfetto_to_text(data, &mut out);
+}
+
+/// What `analyze` does natively with a file before and after an outside
+/// converter: the magic-number sniff of its first bytes, and `perf script`
+/// output rewritten line by line into trace-cmd's layout and parsed.
+/// (trace.dat is decoded by `trace-cmd report`, whose text is the `ftrace`
+/// target's; perf.data by `perf script`, whose text is this one's.)
+pub fn perf_script(data: &[u8]) {
+    let _ = schedlab_report::input::sniff(&data[..data.len().min(16)]);
+    let text = String::from_utf8_lossy(data);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        out.push_str(&schedlab_report::input::perf_line(line).unwrap_or_else(|| line.to_string()));
+    }
+    let _ = schedlab_trace::parse_ftrace("fuzz.perf.txt", &out);
 }
