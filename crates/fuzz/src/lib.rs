@@ -27,11 +27,6 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("perf-script", perf_script),
 ];
 
-/// The harness called `name`.
-pub fn target(name: &str) -> Option<Harness> {
-    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
-}
-
 /// Where a scenario's relative paths (a topology file, a sweep's
 /// scenario) resolve: the repository's `scenarios/`, as for the bundled
 /// files the corpus starts from.

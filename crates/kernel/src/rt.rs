@@ -356,20 +356,6 @@ impl Kernel {
         }
     }
 
-    /// A task still switching out of its CPU (the previous task of a switch
-    /// whose cost the simulator is still charging) is off that CPU by the
-    /// time a balance callback or a remote puller can move it: in 6.12's
-    /// `finish_task_switch()`, `finish_task()` clears `prev->on_cpu` before
-    /// `finish_lock_switch()` runs the callbacks and drops the runqueue lock
-    /// the puller needs. Without this a push moved a preempted task that
-    /// the model still had on its old CPU (found by `schedlab hunt`).
-    fn finish_switch_of(&mut self, t: TaskId) {
-        let cpu = self.tasks[t as usize].cpu;
-        if self.rqs[cpu].switching_out == Some(t) {
-            self.finish_task_switch(cpu);
-        }
-    }
-
     // ---- push ----
 
     /// `pick_next_pushable_task()`.

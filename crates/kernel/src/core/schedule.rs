@@ -194,6 +194,20 @@ impl Kernel {
         }
     }
 
+    /// A task still switching out of its CPU (the previous task of a switch
+    /// whose cost the simulator is still charging) is off that CPU by the
+    /// time a balance callback or a remote puller can move it: in 6.12's
+    /// `finish_task_switch()`, `finish_task()` clears `prev->on_cpu` before
+    /// `finish_lock_switch()` runs the callbacks and drops the runqueue lock
+    /// the puller needs. Without this a push moved a preempted task that
+    /// the model still had on its old CPU (found by `schedlab hunt`).
+    pub(crate) fn finish_switch_of(&mut self, t: TaskId) {
+        let cpu = self.tasks[t as usize].cpu;
+        if self.rqs[cpu].switching_out == Some(t) {
+            self.finish_task_switch(cpu);
+        }
+    }
+
     /// `sched_tick()` on `cpu`: promote a lazy reschedule, the class tick,
     /// then `sched_balance_trigger()`; the SCHED_SOFTIRQ it raises runs at
     /// the end of the tick interrupt.
