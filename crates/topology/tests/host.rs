@@ -235,7 +235,7 @@ fn the_haltpoll_driver_carries_its_parameters() {
     t.file("sys/devices/system/cpu/cpuidle/current_governor_ro", "haltpoll");
     for cpu in 0..8 {
         t.state(cpu, 0, ("POLL", "CPUIDLE CORE POLL IDLE"), (0, 0), false);
-        t.state(cpu, 1, ("haltpoll", "haltpoll idle"), (1, 1), false);
+        t.state(cpu, 1, ("haltpoll idle", "default architecture idle"), (1, 1), false);
     }
     for (k, v) in [("ns", "150000"), ("grow", "2"), ("grow_start", "50000"), ("shrink", "2"), ("allow_shrink", "Y")] {
         t.file(&format!("sys/module/haltpoll/parameters/guest_halt_poll_{k}"), v);
@@ -246,6 +246,24 @@ fn the_haltpoll_driver_carries_its_parameters() {
     assert_eq!(topo.idle.governor, Governor::Haltpoll);
     assert_eq!(topo.idle.haltpoll.guest_halt_poll_ns, 150_000);
     assert_eq!(topo.idle.states.iter().map(|s| s.polling).collect::<Vec<_>>(), vec![true, false]);
+    assert!(topo.idle.states[1].exit_by_idle.is_empty(), "no probes, no curve");
+
+    // With probe figures, the halt state (sysfs names it `haltpoll idle`,
+    // a HLT underneath) carries the measured curves instead of the
+    // driver's declared 1 us; the polling state carries none.
+    let m = measured();
+    let text = host_toml(&host, Some(&m), &RenderOptions::default()).unwrap();
+    let topo = load(&text);
+    let (poll, halt) = (&topo.idle.states[0], &topo.idle.states[1]);
+    assert!(poll.exit_by_idle.is_empty() && poll.timer_exit_by_idle.is_empty());
+    let want = exit_curve(&m.wake[0]).unwrap();
+    assert_eq!(
+        halt.exit_by_idle.iter().map(|p| p.p50_ns).collect::<Vec<_>>(),
+        want.iter().map(|p| p.p50_ns).collect::<Vec<_>>()
+    );
+    assert_eq!(halt.exit_after(20_000_000).0, 54_000, "the curve, not the declared 1 us");
+    assert_eq!(halt.timer_exit_by_idle.len(), 2);
+    assert!(text.contains("the measured curve below replaces it"), "{text}");
 }
 
 #[test]

@@ -274,12 +274,22 @@ fn curve(measured: Option<&Measured>) -> Option<(&WakeProbe, Vec<CurvePoint>)> {
 
 /// The state a vCPU's HLT lands in: the driver-less halt, or a sysfs state
 /// that halts (haltpoll's, acpi_idle's "ACPI HLT") when there is one.
-fn halt_state(states: &[HostIdleState]) -> Option<usize> {
+/// The state that halts the CPU, which the measured exit curves describe.
+/// Besides states named for HLT, the haltpoll driver's one non-polling
+/// state (`haltpoll idle`, "default architecture idle") is a HLT too: its
+/// `enter` is `default_enter_idle()`, which calls `default_idle()`
+/// (drivers/cpuidle/cpuidle-haltpoll.c, 6.12). Its sysfs latency of 1 us
+/// is the driver's declaration, not the cost of a vCPU's halt.
+fn halt_state(driver: &str, states: &[HostIdleState]) -> Option<usize> {
     let halts: Vec<usize> = states
         .iter()
         .enumerate()
         .filter(|(_, s)| {
-            !s.polling && (s.name == "HLT" || s.name == "haltpoll" || s.desc.to_ascii_uppercase().contains("HLT"))
+            !s.polling
+                && (driver == "haltpoll"
+                    || s.name == "HLT"
+                    || s.name == "haltpoll"
+                    || s.desc.to_ascii_uppercase().contains("HLT"))
         })
         .map(|(i, _)| i)
         .collect();
@@ -297,15 +307,22 @@ fn idle_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>)
         let _ =
             writeln!(o, "# No cpuidle driver: no per-CPU states in sysfs; the idle loop halts in the one state below.");
     }
-    let halt = halt_state(&idle.states);
+    let halt = halt_state(&idle.driver.value, &idle.states);
     let curve = curve(measured);
     let timer = measured.and_then(|m| m.timer.as_ref()).and_then(|t| timer_exit_curve(t).map(|c| (t, c)));
     for (i, s) in idle.states.iter().enumerate() {
         let _ = writeln!(o, "\n[[idle.states]]\n# {}\nname = {}", s.source, quote(&s.name));
         let measured_here = (Some(i) == halt).then_some(curve.as_ref()).flatten();
         match (s.exit_latency_ns, measured_here) {
-            (Some(l), _) => {
+            (Some(l), None) => {
                 let _ = writeln!(o, "# stateK/latency\nexit_latency = {}", dur(l));
+            }
+            (Some(l), Some(_)) => {
+                let _ = writeln!(
+                    o,
+                    "# stateK/latency: the driver's declared figure; the measured curve below replaces it\nexit_latency = {}",
+                    dur(l)
+                );
             }
             (None, Some((w, c))) => {
                 let _ = writeln!(
