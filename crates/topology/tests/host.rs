@@ -359,6 +359,7 @@ fn measured() -> Measured {
             preempted: 3,
             steal_ns: 2_000_000,
             steal_raw_ns: 12_000_000,
+            interrupts: None,
         }),
         syscall: Some(pct(300, 400, 21)),
         marker: Some(pct(500, 700, 21)),
@@ -414,6 +415,42 @@ fn probe_figures_land_in_the_file_and_load_back() {
     assert!((irq.rate_hz - 62.5).abs() < 0.05, "500 gaps over 8 CPU-seconds: {}", irq.rate_hz);
     assert_eq!(irq.p50_ns, 6_000);
     assert_eq!((topo.noise[1].p50_ns, topo.noise[1].max_ns), (3_000_000, 3_000_000));
+}
+
+/// Gaps the kernel's interrupt counters do not account for (a VM's host
+/// running something else) become a busy-only source that wakes no idle
+/// CPU; the counted interrupts beyond the tick stay an irq source.
+#[test]
+fn gaps_beyond_the_kernels_interrupt_count_are_outside_time_on_busy_cpus() {
+    let t = smt_two_llcs("outside");
+    let host = read_host(&t.root).unwrap();
+    let mut m = measured();
+    let noise = m.noise.as_mut().unwrap();
+    // 2000 gaps per CPU-second (8 CPUs, 1 s) against HZ = 1000 and 1200
+    // counted interrupts per CPU-second: 1000 tick, 200 irq, 800 outside.
+    noise.gaps = vec![6_000u64; 16_000];
+    noise.steal_ns = 0;
+    noise.interrupts = Some(9_600);
+    let text = host_toml(&host, Some(&m), &RenderOptions::default()).unwrap();
+    let topo = load(&text);
+    let got: Vec<(&str, NoiseKind, bool, i64)> =
+        topo.noise.iter().map(|n| (n.name.as_str(), n.kind, n.busy_only, n.rate_hz.round() as i64)).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("tick", NoiseKind::Irq, true, 1000),
+            ("irq", NoiseKind::Irq, false, 200),
+            ("outside", NoiseKind::Steal, true, 800)
+        ],
+        "{text}"
+    );
+    assert!(text.contains("/proc/interrupts counted 9600 on these CPUs"), "{text}");
+
+    // Every gap beyond the tick counted: no outside source, and the file says so.
+    m.noise.as_mut().unwrap().interrupts = Some(24_000);
+    let text = host_toml(&host, Some(&m), &RenderOptions::default()).unwrap();
+    assert_eq!(load(&text).noise.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), vec!["tick", "irq"]);
+    assert!(text.contains("# [[noise]] outside: none"), "{text}");
 }
 
 #[test]

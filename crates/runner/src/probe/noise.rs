@@ -67,6 +67,36 @@ fn steal_ticks(cpus: &[usize]) -> Option<Vec<u64>> {
     Some(out)
 }
 
+/// The interrupts counted on each of `cpus` in /proc/interrupts text,
+/// summed over its rows. The header names the CPU columns (`CPU0 CPU1`,
+/// only online CPUs); a row carries one count per column after its label,
+/// then the chip and name. Rows with fewer counts (`ERR:`, `MIS:` hold one
+/// machine-wide number) are skipped.
+pub fn interrupt_counts(text: &str, cpus: &[usize]) -> Option<Vec<u64>> {
+    let mut lines = text.lines();
+    let columns: Vec<usize> = lines
+        .next()?
+        .split_whitespace()
+        .map(|c| c.strip_prefix("CPU").and_then(|n| n.parse().ok()))
+        .collect::<Option<_>>()?;
+    let at: Vec<usize> = cpus.iter().map(|c| columns.iter().position(|k| k == c)).collect::<Option<_>>()?;
+    let mut out = vec![0u64; cpus.len()];
+    for line in lines {
+        let counts: Vec<u64> =
+            line.split_whitespace().skip(1).take(columns.len()).map_while(|v| v.parse().ok()).collect();
+        if counts.len() == columns.len() {
+            for (o, &i) in out.iter_mut().zip(&at) {
+                *o += counts[i];
+            }
+        }
+    }
+    Some(out)
+}
+
+fn read_interrupts(cpus: &[usize]) -> Option<Vec<u64>> {
+    interrupt_counts(&std::fs::read_to_string("/proc/interrupts").ok()?, cpus)
+}
+
 /// (steal beyond the counter's resolution, raw steal), ns, summed over CPUs.
 /// /proc/stat counts in USER_HZ ticks (10 ms): a CPU whose counter rose by
 /// one tick may have lost anything from a few microseconds to two ticks, so
@@ -84,11 +114,16 @@ pub fn steal_beyond_resolution(before: &[u64], after: &[u64], tick_ns: u64) -> (
 /// Run one spinner per CPU in `cpus` for `duration_ns`.
 pub fn noise_probe(cpus: &[usize], duration_ns: u64) -> Result<NoiseProbe, String> {
     let before = steal_ticks(cpus);
+    let irqs_before = read_interrupts(cpus);
     let results: Vec<Result<(Vec<u64>, usize), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus.iter().map(|&c| s.spawn(move || spin(c, duration_ns))).collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a spinner panicked".into()))).collect()
     });
     let after = steal_ticks(cpus);
+    let interrupts = match (irqs_before, read_interrupts(cpus)) {
+        (Some(b), Some(a)) => Some(b.iter().zip(&a).map(|(b, a)| a.saturating_sub(*b)).sum()),
+        _ => None,
+    };
     // SAFETY: sysconf has no preconditions.
     let user_hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let (steal_ns, steal_raw_ns) = match (before, after) {
@@ -111,12 +146,26 @@ pub fn noise_probe(cpus: &[usize], duration_ns: u64) -> Result<NoiseProbe, Strin
         preempted,
         steal_ns,
         steal_raw_ns,
+        interrupts,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::steal_beyond_resolution;
+    use super::{interrupt_counts, steal_beyond_resolution};
+
+    #[test]
+    fn interrupt_rows_are_summed_per_cpu_column() {
+        let text = "           CPU0       CPU1       CPU3\n\
+          0:         37          0          2   IO-APIC   2-edge      timer\n\
+         36:          0         15          1  PCI-MSIX-0000:00:02.0 1-edge virtio1-req\n\
+        LOC:       1000       2000       3000   Local timer interrupts\n\
+        ERR:          5\n";
+        assert_eq!(interrupt_counts(text, &[0, 1]), Some(vec![1037, 2015]));
+        assert_eq!(interrupt_counts(text, &[3]), Some(vec![3003]), "columns are CPU numbers, not positions");
+        assert_eq!(interrupt_counts(text, &[2]), None, "an offline CPU has no column");
+        assert_eq!(interrupt_counts("garbage\n", &[0]), None);
+    }
 
     #[test]
     fn one_tick_per_cpu_is_rounding_not_steal() {

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 
 use super::measured::{
-    exit_curve, idle_exit_tail_from_probes, ipi_from_probes, split_noise, switch_from_probes, timer_exit_curve,
-    timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint, Measured, NoiseFigures, TimerProbe, WakeProbe,
+    exit_curve, idle_exit_tail_from_probes, ipi_from_probes, irq_shares, split_noise, switch_from_probes,
+    timer_exit_curve, timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint, Measured, NoiseFigures,
+    TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};
@@ -665,23 +666,52 @@ fn noise_section(o: &mut String, measured: Option<&Measured>, hz: u32) {
             // The spinners keep their CPUs busy, so their gaps include the
             // tick's interrupt (HZ per second), which NOHZ stops on an idle
             // CPU: that share becomes a busy-only source. A gap cannot be
-            // told apart as tick or not, so both share one distribution.
-            let tick_hz = (hz as f64).min(f.rate_hz);
-            let tick = NoiseFigures { rate_hz: tick_hz, dist: f.dist };
-            let rest = NoiseFigures { rate_hz: f.rate_hz - tick_hz, dist: f.dist };
+            // told apart as tick or not, so all shares use one distribution.
+            let shares = irq_shares(f, n, hz);
+            let share = |rate_hz| NoiseFigures { rate_hz, dist: f.dist };
             entry(
                 o,
                 "tick",
                 "irq",
-                &tick,
+                &share(shares.tick_hz),
                 &format!(
                     "{} gaps not counted as steal; HZ = {hz} of their rate are the tick, busy CPUs only",
                     f.dist.n
                 ),
                 true,
             );
-            if rest.rate_hz >= 1.0 {
-                entry(o, "irq", "irq", &rest, "the rest of the rate, on busy and idle CPUs", false);
+            let counted = n.interrupts.map_or(String::new(), |c| {
+                format!(
+                    "\n# /proc/interrupts counted {c} on these CPUs over the probe ({:.1}/s per CPU, the tick included)",
+                    c as f64 / (n.duration_ns as f64 * n.cpus.max(1) as f64 / 1e9)
+                )
+            });
+            if shares.other_hz >= 1.0 {
+                let what = match shares.outside_hz {
+                    Some(_) => "the kernel's own interrupts beyond the tick, on busy and idle CPUs",
+                    None => {
+                        "the rest of the rate, on busy and idle CPUs (/proc/interrupts unread: all taken as interrupts)"
+                    }
+                };
+                entry(o, "irq", "irq", &share(shares.other_hz), &format!("{what}{counted}"), false);
+            }
+            match shares.outside_hz {
+                Some(h) if h >= 1.0 => entry(
+                    o,
+                    "outside",
+                    "steal",
+                    &share(h),
+                    &format!(
+                        "gaps beyond every interrupt the kernel counted: the CPU was outside this kernel (in a VM the\n\
+                         # host ran something else; too short for /proc/stat's steal). It wakes no halted vCPU, and\n\
+                         # an idle vCPU's share of it is already inside the measured exit curves: busy CPUs only{counted}"
+                    ),
+                    true,
+                ),
+                Some(_) => {
+                    let _ = writeln!(o, "\n# [[noise]] outside: none (every gap beyond the tick is a counted interrupt){counted}");
+                }
+                None => {}
             }
         }
         None => {

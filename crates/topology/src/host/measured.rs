@@ -76,6 +76,12 @@ pub struct NoiseProbe {
     pub steal_ns: u64,
     /// The same without the rounding taken off.
     pub steal_raw_ns: u64,
+    /// Interrupts the kernel counted on the spinners' CPUs over the probe
+    /// (every row of /proc/interrupts, the local timer included), or `None`
+    /// when the file could not be read. Gaps beyond this count are not the
+    /// kernel's own interrupts: in a VM, the host running something else
+    /// on the vCPU's physical CPU.
+    pub interrupts: Option<u64>,
 }
 
 /// Everything the probes measured; any part may be missing (skipped or failed).
@@ -220,6 +226,38 @@ pub fn split_noise(probe: &NoiseProbe) -> (Option<NoiseFigures>, Option<NoiseFig
     (figures(&gaps[cut..]), steal)
 }
 
+/// The rates (per CPU-second) the short gaps split into, all sharing one
+/// duration distribution: no single gap can be told apart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IrqShares {
+    /// The tick: HZ per second on a busy CPU, stopped by NOHZ on an idle one.
+    pub tick_hz: f64,
+    /// The kernel's own other interrupts (its /proc/interrupts counts beyond
+    /// the tick); they reach idle CPUs too.
+    pub other_hz: f64,
+    /// Gaps beyond every interrupt the kernel counted: time the CPU spent
+    /// outside this kernel (in a VM, the host running something else on the
+    /// vCPU's physical CPU, too short for /proc/stat's steal). A halted vCPU
+    /// is not woken by it; `None` when the interrupt counts were not read.
+    pub outside_hz: Option<f64>,
+}
+
+/// Split `irq` (the gaps not taken as steal, at `irq.rate_hz`) by the
+/// kernel's own interrupt count over the probe.
+pub fn irq_shares(irq: &NoiseFigures, probe: &NoiseProbe, hz: u32) -> IrqShares {
+    let tick_hz = (hz as f64).min(irq.rate_hz);
+    let rest = irq.rate_hz - tick_hz;
+    let cpu_secs = probe.duration_ns as f64 * probe.cpus.max(1) as f64 / 1e9;
+    match probe.interrupts {
+        Some(n) if cpu_secs > 0.0 => {
+            let counted_beyond_tick = (n as f64 / cpu_secs - hz as f64).max(0.0);
+            let other_hz = counted_beyond_tick.min(rest);
+            IrqShares { tick_hz, other_hz, outside_hz: Some(rest - other_hz) }
+        }
+        _ => IrqShares { tick_hz, other_hz: rest, outside_hz: None },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +333,7 @@ mod tests {
             preempted: 0,
             steal_ns: 6_000_000,
             steal_raw_ns: 16_000_000,
+            interrupts: None,
         };
         let (irq, steal) = split_noise(&probe);
         let (irq, steal) = (irq.unwrap(), steal.unwrap());
@@ -305,6 +344,20 @@ mod tests {
         assert_eq!(irq.dist.n, 401);
         assert_eq!((irq.dist.p50, irq.dist.max), (3_000, 1_000_000));
         assert!((irq.rate_hz - 200.5).abs() < 1e-9);
+        // 250 ticks and 50 other interrupts per CPU-second counted by the
+        // kernel: of the 200.5 gaps/s, 200.5 are the tick's share, none left.
+        let counted = NoiseProbe { interrupts: Some(600), ..probe.clone() };
+        let shares = irq_shares(&irq, &counted, 250);
+        assert_eq!((shares.tick_hz, shares.other_hz, shares.outside_hz), (200.5, 0.0, Some(0.0)));
+        // HZ 100: 100.5/s beyond the tick, 200/s counted beyond it: all the kernel's.
+        let shares = irq_shares(&irq, &counted, 100);
+        assert_eq!((shares.tick_hz, shares.other_hz, shares.outside_hz), (100.0, 100.5, Some(0.0)));
+        // Only the tick counted: the rest was spent outside the kernel.
+        let tick_only = NoiseProbe { interrupts: Some(200), ..probe.clone() };
+        let shares = irq_shares(&irq, &tick_only, 100);
+        assert_eq!((shares.tick_hz, shares.other_hz, shares.outside_hz), (100.0, 0.0, Some(100.5)));
+        let unknown = irq_shares(&irq, &probe, 100);
+        assert_eq!((unknown.other_hz, unknown.outside_hz), (100.5, None));
         let no_steal = NoiseProbe { steal_ns: 0, ..probe };
         let (irq, steal) = split_noise(&no_steal);
         assert!(steal.is_none());
