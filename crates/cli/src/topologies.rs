@@ -21,6 +21,12 @@ pub struct TopologiesArgs {
     /// With --host: read sysfs only, run no probe (every cost is then marked assumed).
     #[arg(long, requires = "host")]
     pub no_probe: bool,
+    /// With --host: run the probes N times and write each figure as the median of the rounds
+    /// (noise pooled). A VM's costs move between phases of a few seconds; one round describes
+    /// one phase. 1-20.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "host",
+          value_parser = clap::value_parser!(u16).range(1..=20), conflicts_with = "no_probe")]
+    pub rounds: u16,
     /// With --host: write the TOML to FILE instead of stdout.
     #[arg(long, value_name = "FILE", requires = "host")]
     pub out: Option<PathBuf>,
@@ -41,13 +47,14 @@ const HOST_HELP: &str = "\
     shared LLC, other LLC, other package): -> the halt state's exit_latency_by_idle;
   the same wakeup onto a CPU busy with a nice-19 spinner -> [costs.<level>] ipi;
   same-CPU futex ping-pong (round trip / 2) -> context_switch_ns;
-  a clock-reading spinner per CPU for 1 s (gaps >= 2us) and /proc/stat steal -> [[noise]].
+  a clock-reading spinner per CPU for 1 s (gaps >= 2us), /proc/stat steal and /proc/interrupts -> [[noise]]
+    (the tick; the kernel's other interrupts; gaps beyond what it counted: time outside the kernel).
 Every value in the output says where it came from: [path], [measured: probe ...] or [assumed: why].
 Progress goes to stderr.";
 
 pub fn topologies(args: TopologiesArgs) -> Result {
     if args.host {
-        return host(args.no_probe, args.out.as_deref());
+        return host(args.no_probe, args.rounds as usize, args.out.as_deref());
     }
     match args.name.as_deref() {
         Some(n) => {
@@ -58,7 +65,7 @@ pub fn topologies(args: TopologiesArgs) -> Result {
     }
 }
 
-fn host(no_probe: bool, out: Option<&Path>) -> Result {
+fn host(no_probe: bool, rounds: usize, out: Option<&Path>) -> Result {
     let machine = read_host(Path::new("/"))?;
     eprintln!(
         "schedlab: read {} CPUs, cpuidle driver {}, HZ={}, preempt={}",
@@ -70,10 +77,17 @@ fn host(no_probe: bool, out: Option<&Path>) -> Result {
     let measured = if no_probe {
         None
     } else {
-        let m =
-            schedlab_runner::probe::run_probes(&machine, &schedlab_runner::probe::ProbeBudget::full(), &mut |line| {
-                eprintln!("schedlab: probe: {line}")
-            });
+        let runs: Vec<_> = (1..=rounds)
+            .map(|k| {
+                let round = if rounds > 1 { format!("round {k}/{rounds}: ") } else { String::new() };
+                schedlab_runner::probe::run_probes(
+                    &machine,
+                    &schedlab_runner::probe::ProbeBudget::full(),
+                    &mut |line| eprintln!("schedlab: probe: {round}{line}"),
+                )
+            })
+            .collect();
+        let m = schedlab_topology::host::merge_rounds(&runs);
         for note in &m.notes {
             eprintln!("schedlab: probe: skipped/failed: {note}");
         }

@@ -369,6 +369,7 @@ fn measured() -> Measured {
         timer_idle_wake_to_switch: Some((0, pct(2_000, 5_000, 200))),
         notes: vec![],
         elapsed_ns: 9_000_000_000,
+        rounds: 1,
     }
 }
 

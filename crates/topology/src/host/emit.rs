@@ -34,7 +34,20 @@ pub fn render(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOpti
     line(&mut o, "# (a short real measurement by `schedlab topologies --host`) or [assumed: why].");
     match measured {
         Some(m) => {
-            line(&mut o, &format!("# The probes ran {:.1} s.", m.elapsed_ns as f64 / 1e9));
+            if m.rounds > 1 {
+                line(
+                    &mut o,
+                    &format!(
+                        "# The probes ran {} rounds, {:.1} s in all. Each measured figure below is the median of the rounds'\n\
+                         # (per percentile and idle length; a \"median of K batches\" is one round's); the noise rounds' gaps\n\
+                         # are pooled over their summed time.",
+                        m.rounds,
+                        m.elapsed_ns as f64 / 1e9
+                    ),
+                );
+            } else {
+                line(&mut o, &format!("# The probes ran {:.1} s.", m.elapsed_ns as f64 / 1e9));
+            }
             for note in &m.notes {
                 line(&mut o, &format!("# probe note: {note}"));
             }
@@ -741,7 +754,7 @@ fn noise_section(o: &mut String, measured: Option<&Measured>, hz: u32) {
             let _ = writeln!(
                 o,
                 "\n# [[noise]] steal: none [measured: /proc/stat's steal rose {} over the probe, within its\n\
-                 # resolution of one 10 ms tick per CPU; steal that small stays in the irq gaps above]",
+                 # resolution of one 10 ms tick per CPU; steal that small stays in the short gaps above]",
                 dur(n.steal_raw_ns).replace('"', "")
             );
         }

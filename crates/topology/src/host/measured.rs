@@ -112,6 +112,8 @@ pub struct Measured {
     pub notes: Vec<String>,
     /// Wall time of the whole probe run, ns.
     pub elapsed_ns: u64,
+    /// Probe rounds merged into this (`host::merge_rounds`); 0 or 1: one run.
+    pub rounds: usize,
 }
 
 /// One point of an `exit_latency_by_idle` curve.

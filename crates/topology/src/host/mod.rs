@@ -17,6 +17,7 @@ mod cpus;
 mod emit;
 mod kernel;
 mod measured;
+mod rounds;
 
 use std::fmt::Write as _;
 use std::io;
@@ -29,6 +30,7 @@ pub use measured::{
     exit_curve, ipi_from_probes, split_noise, timer_exit_curve, CurvePoint, Measured, NoiseFigures, NoiseProbe,
     Percentiles, TimerProbe, WakeProbe,
 };
+pub use rounds::{median_percentiles, merge_rounds};
 
 use crate::{Distance, PreemptModel, Topology};
 
