@@ -38,7 +38,7 @@ pub use schedlab_report::Verdict;
 /// `schedlab topologies --host` read and measured it (its idle states,
 /// distances, costs and noise). On another machine, generate yours with
 /// `--host --out FILE` and pass `--topology FILE`. Relative to the checkout.
-pub const DEFAULT_TOPOLOGY: &str = "scenarios/topologies/host-kvm-2.toml";
+pub const DEFAULT_TOPOLOGY: &str = "scenarios/topologies/host-pvm-2.toml";
 
 /// The analysis's grace window (the suite reads no figure it changes).
 const GRACE_NS: u64 = DEFAULT_GRACE_NS;

@@ -487,3 +487,22 @@ fn the_committed_kvm_example_loads() {
     assert_eq!(halt.timer_exit_by_idle.len(), 9, "the timer probe: one point per idle length");
     assert!(topo.noise.iter().any(|n| n.kind == NoiseKind::Irq));
 }
+
+/// The committed file of the later CI machine (a PVM guest with the
+/// haltpoll driver, polling off): the halt state carries the measured
+/// curves, and most short gaps are time outside the guest's kernel.
+#[test]
+fn the_committed_pvm_example_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/topologies/host-pvm-2.toml");
+    let topo = Topology::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(topo.name, "host-pvm-2");
+    assert_eq!((topo.idle.governor, topo.idle.driver.as_str()), (Governor::Haltpoll, "haltpoll"));
+    assert_eq!(topo.idle.haltpoll.guest_halt_poll_ns, 0);
+    let (poll, halt) = (&topo.idle.states[0], &topo.idle.states[1]);
+    assert!(poll.polling && poll.exit_by_idle.is_empty());
+    assert_eq!((halt.name.as_str(), halt.polling), ("haltpoll idle", false));
+    assert_eq!((halt.exit_by_idle.len(), halt.timer_exit_by_idle.len()), (9, 9));
+    assert!(halt.exit_after(1_000_000).0 > halt.exit_latency_ns, "the curve, not the driver's 1 us");
+    let outside = topo.noise.iter().find(|n| n.name == "outside").expect("an outside source");
+    assert!(outside.kind == NoiseKind::Steal && outside.busy_only);
+}
