@@ -49,7 +49,8 @@ fn row<'a>(doc: &'a serde_json::Value, case: &str, metric: &str) -> &'a serde_js
         .unwrap_or_else(|| panic!("no row {case} / {metric} in {doc:#}"))
 }
 
-const DEFAULT_CASES: [&str; 6] = ["schbench", "cyclictest", "asym_min", "pingpong-2cpu", "pingpong-1cpu", "nice"];
+const DEFAULT_CASES: [&str; 7] =
+    ["schbench", "cyclictest", "asym_min", "pingpong-2cpu", "pingpong-1cpu", "nice", "placement"];
 
 /// The default suite measures something on both sides of every case, and
 /// the real side shows what the kernel must: the nice-0 hog's share near
@@ -88,6 +89,12 @@ fn the_default_suite_measures_every_case_on_both_sides() {
     assert!(two > 0.0 && one > 0.0, "ping-pong rates {two} and {one}");
     // Apart by more than the rate band: the suite can tell a local handoff from a cross-CPU one.
     assert!((one / two - 1.0).abs() > 0.05, "one CPU {one:.0}/s and two CPUs {two:.0}/s ping-pong alike");
+
+    // The model has mainline's select_idle_sibling(): the sleeper goes to
+    // its idle previous CPU, never behind the waker.
+    let placement = row(&doc, "placement", "sleeper on waker's CPU (%)");
+    assert_eq!(placement["model"].as_f64(), Some(0.0), "{placement}");
+    assert!(placement["real"].as_f64().is_some_and(|r| (0.0..=100.0).contains(&r)), "{placement}");
 
     for r in rows(&doc) {
         let verdict = r["verdict"].as_str().unwrap();

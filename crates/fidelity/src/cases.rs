@@ -82,6 +82,14 @@ pub const CASES: &[Case] = &[
         metrics: &[Metric::Share("nice0")],
         trace_kb_per_s: 2048,
     },
+    Case {
+        name: "placement",
+        group: "placement",
+        path: "scenarios/fidelity/placement.toml",
+        text: include_str!("../../../scenarios/fidelity/placement.toml"),
+        metrics: &[Metric::WakerCpu("sleeper")],
+        trace_kb_per_s: 2048,
+    },
 ];
 
 /// The cases `names` select (each a case or a group name), in suite order;
@@ -120,7 +128,7 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&path).unwrap(), c.text);
             assert!(c.text.starts_with("# fidelity/"), "{}: needs its header comment", c.path);
             for m in c.metrics {
-                if let Metric::LoopRate(t) | Metric::Share(t) | Metric::TimerToRun(_, t) = m {
+                if let Metric::LoopRate(t) | Metric::Share(t) | Metric::WakerCpu(t) | Metric::TimerToRun(_, t) = m {
                     assert!(s.thread(t).is_some(), "{}: no thread {t}", c.path);
                 }
             }

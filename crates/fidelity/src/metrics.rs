@@ -88,6 +88,11 @@ pub enum Metric {
     LoopRate(&'static str),
     /// This thread's share of the workload threads' CPU time, in %.
     Share(&'static str),
+    /// Of this thread's wakeups, the percentage placed on the CPU its waker
+    /// ran on: each `sched_wakeup`'s `target_cpu` against the CPU of the
+    /// `sched_waking` before it (traced in the waker's context). A rule of
+    /// the wakeup path, read from the two events alone.
+    WakerCpu(&'static str),
 }
 
 /// One side of a comparison as the metrics read it.
@@ -120,6 +125,7 @@ impl Metric {
             Metric::StallFraction => "stall fraction (%)".into(),
             Metric::LoopRate(t) => format!("{t} loops/s"),
             Metric::Share(t) => format!("{t} share (%)"),
+            Metric::WakerCpu(t) => format!("{t} on waker's CPU (%)"),
         }
     }
 
@@ -128,7 +134,7 @@ impl Metric {
         match self {
             Metric::SchbenchWakeup(_) | Metric::Wakeup(_) | Metric::Handoff(_) | Metric::TimerToRun(..) => "us",
             Metric::SchbenchRps | Metric::LoopRate(_) => "/s",
-            Metric::StallFraction | Metric::Share(_) => "%",
+            Metric::StallFraction | Metric::Share(_) | Metric::WakerCpu(_) => "%",
         }
     }
 
@@ -138,6 +144,7 @@ impl Metric {
             Metric::SchbenchRps | Metric::LoopRate(_) => Band::Rate,
             Metric::StallFraction => Band::StallFraction,
             Metric::Share(_) => Band::Share,
+            Metric::WakerCpu(_) => Band::Placement,
         }
     }
 
@@ -238,6 +245,28 @@ impl Metric {
                 }
                 let mine = side.report.metrics.task(pid).map_or(0, |t| t.runtime_ns);
                 Ok(100.0 * mine as f64 / total as f64)
+            }
+            Metric::WakerCpu(thread) => {
+                let pid = pid_of(side, thread)?;
+                let (mut waking_cpu, mut placed, mut on_waker) = (None, 0u64, 0u64);
+                for e in side.trace.in_time_order().iter().filter(|e| e.ts >= side.start_ns && e.ts <= side.end_ns) {
+                    match e.kind {
+                        EventKind::SchedWaking { pid: p, .. } if p == pid => waking_cpu = Some(e.cpu),
+                        EventKind::SchedWakeup { pid: p, target_cpu, .. } if p == pid => {
+                            if let Some(cpu) = waking_cpu.take() {
+                                placed += 1;
+                                on_waker += u64::from(cpu == target_cpu);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if placed < MIN_EVENTS_RATE {
+                    return Err(format!(
+                        "{placed} wakeups of {thread} with their sched_waking (a placement needs {MIN_EVENTS_RATE})"
+                    ));
+                }
+                Ok(100.0 * on_waker as f64 / placed as f64)
             }
         }
     }

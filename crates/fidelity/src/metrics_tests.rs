@@ -176,3 +176,31 @@ fn a_capture_with_problems_gives_no_figure_at_all() {
         assert_eq!(m.figure(&r.side(1000, &problems)), Err("the ring buffer lost 12 events".into()), "{m:?}");
     }
 }
+
+#[test]
+fn placement_pairs_each_wakeup_with_the_waking_before_it() {
+    let on = |ts, cpu, kind| Event { ts, cpu, ctx_pid: 0, flags: *b"d..2.", kind };
+    let waking = |ts, cpu, pid, target_cpu| on(ts, cpu, EventKind::SchedWaking { pid, prio: 120, target_cpu });
+    let wakeup = |ts, cpu, pid, target_cpu| on(ts, cpu, EventKind::SchedWakeup { pid, prio: 120, target_cpu });
+    // The placement case: A is the waker (CPU 0), B the sleeper. 30
+    // wakeups, every third placed on the waker's CPU 0, the rest on CPU 1.
+    let mut events = Vec::new();
+    for i in 0..30u64 {
+        let t = 1_000 + i * 220_000;
+        events.push(waking(t, 0, B, 1));
+        let target = if i % 3 == 0 { 0 } else { 1 };
+        events.push(wakeup(t + 500, target, B, target));
+    }
+    // A wakeup without its waking (before the capture began) is not paired.
+    events.insert(0, wakeup(10, 1, B, 1));
+    let r = run("placement", events, 10_000_000);
+    let on_waker = Metric::WakerCpu("sleeper").figure(&r.side(1000, &[])).unwrap();
+    assert!((on_waker - 100.0 / 3.0).abs() < 1e-9, "{on_waker}");
+    assert_eq!(Band::Placement.judge(&Ok(on_waker), &Ok(0.0)).1, schedlab_report::Verdict::Fail);
+    assert_eq!(Band::Placement.judge(&Ok(8.0), &Ok(0.0)).1, schedlab_report::Verdict::Pass);
+
+    // Fewer than 20 pairs: no figure.
+    let r = run("placement", r.trace.events[..20].to_vec(), 10_000_000);
+    let err = Metric::WakerCpu("sleeper").figure(&r.side(1000, &[])).unwrap_err();
+    assert!(err.starts_with("9 wakeups of sleeper with their sched_waking"), "{err}");
+}
