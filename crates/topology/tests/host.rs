@@ -335,6 +335,8 @@ fn measured() -> Measured {
             (20_000_000, pct(57_000, 90_000, 20)),
         ],
         busy: Some(pct(busy, busy * 3, 300)),
+        send_idle: Some(pct(busy / 2, busy, 300)),
+        send_busy: Some(pct(busy / 2, busy, 300)),
     };
     let mut gaps = vec![6_000u64; 500];
     gaps.push(3_000_000);
@@ -410,6 +412,10 @@ fn probe_figures_land_in_the_file_and_load_back() {
     assert_eq!(topo.level_costs(Distance::Llc).ipi_ns, 2_500);
     assert_eq!(topo.level_costs(Distance::Package).ipi_ns, 4_500);
     assert_eq!(topo.costs.ipi_ns, 1_500, "the flat ipi is the nearest level's");
+    // The sender's IPI: the nearest level's wake call (1.5 us) minus the plain syscall (300 ns).
+    assert_eq!(topo.costs.kernel.ipi_send_ns, 1_200);
+    assert_eq!((topo.costs.kernel.enqueue_ns, topo.costs.kernel.wakelist_ns), (0, 0));
+    assert!(text.contains("how long the waker's FUTEX_WAKE took"), "{text}");
     let kinds: Vec<NoiseKind> = topo.noise.iter().map(|n| n.kind).collect();
     assert_eq!(kinds, vec![NoiseKind::Irq, NoiseKind::Steal]);
     let irq = &topo.noise[0];

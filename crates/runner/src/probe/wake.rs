@@ -24,6 +24,9 @@ pub const IDLE_LENGTHS_NS: [u64; 9] =
 
 /// The spin before a busy-CPU wakeup: the length does not matter, the CPU is busy.
 const BUSY_GAP_NS: u64 = 50_000;
+/// Idle lengths from which the waker's wake call is counted as a wakeup
+/// of a halted CPU.
+const SEND_MIN_IDLE_NS: u64 = 100_000;
 /// Unrecorded rounds before each idle length's samples.
 pub(super) const WARMUP: usize = 5;
 /// Longest a futex sleep lasts before the sleeper rechecks its deadline.
@@ -82,8 +85,9 @@ pub(super) fn spinner(stop: &AtomicBool, cpu: usize, deadline: u64) -> Result<()
     Ok(())
 }
 
-/// One wakeup after `idle_ns` of spinning; `None` if the wakee never slept.
-fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<u64>, String> {
+/// One wakeup after `idle_ns` of spinning: (latency, how long the waker's
+/// FUTEX_WAKE took); `None` if the wakee never slept.
+fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<(u64, u64)>, String> {
     let t = now_ns();
     while !slot.armed.load(SeqCst) {
         if now_ns() > t + HANDSHAKE_NS || now_ns() > deadline {
@@ -99,13 +103,14 @@ fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<u64>, String> 
     let t0 = now_ns();
     slot.word.store(1, SeqCst);
     futex::wake(&slot.word, 1);
+    let sent = now_ns() - t0;
     while slot.seq.load(SeqCst) == seq {
         if now_ns() > t0 + HANDSHAKE_NS {
             return Err("the wakee did not run within 500 ms of its wakeup".into());
         }
         std::hint::spin_loop();
     }
-    Ok(slot.slept.load(SeqCst).then(|| slot.woke_at.load(SeqCst).saturating_sub(t0)))
+    Ok(slot.slept.load(SeqCst).then(|| (slot.woke_at.load(SeqCst).saturating_sub(t0), sent)))
 }
 
 /// Wakeups from `waker` to `wakee` (kernel CPU numbers) after each idle
@@ -145,10 +150,15 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                     set_affinity(&[waker]).map_err(|e| format!("pinning the waker to CPU {waker}: {e}"))?;
                     set_comm("schedlab-waker");
                     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); lengths.len()];
+                    let mut sends = Vec::new();
                     for &(i, keep) in &order {
-                        if let Some(v) = one(&slot, lengths[i], deadline)? {
+                        if let Some((v, sent)) = one(&slot, lengths[i], deadline)? {
                             if keep {
                                 samples[i].push(v);
+                                // By 100 us the wakee's CPU has surely halted.
+                                if lengths[i] >= SEND_MIN_IDLE_NS {
+                                    sends.push(sent);
+                                }
                             }
                         }
                     }
@@ -161,10 +171,14 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                             std::hint::spin_loop();
                         }
                         let mut v = Vec::new();
+                        let mut busy_sends = Vec::new();
                         let mut err = None;
                         for _ in 0..budget.busy_samples {
                             match one(&slot, BUSY_GAP_NS, deadline) {
-                                Ok(Some(x)) => v.push(x),
+                                Ok(Some((x, sent))) => {
+                                    v.push(x);
+                                    busy_sends.push(sent);
+                                }
                                 Ok(None) => {}
                                 Err(e) => {
                                     err = Some(e);
@@ -176,12 +190,21 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                         let spun = spin.join().map_err(|_| "the spinner panicked".to_string()).and_then(|r| r);
                         match (err, spun) {
                             (Some(e), _) | (None, Err(e)) => Err(e),
-                            (None, Ok(())) => Ok(Percentiles::of(&v)),
+                            (None, Ok(())) => Ok((Percentiles::of(&v), Percentiles::of(&busy_sends))),
                         }
                     });
                     let by_idle =
                         lengths.iter().zip(&samples).filter_map(|(&l, v)| Percentiles::of(v).map(|p| (l, p))).collect();
-                    Ok(WakeProbe { level, waker, wakee: wakee_cpu, by_idle, busy: busy? })
+                    let (busy, send_busy) = busy?;
+                    Ok(WakeProbe {
+                        level,
+                        waker,
+                        wakee: wakee_cpu,
+                        by_idle,
+                        busy,
+                        send_idle: Percentiles::of(&sends),
+                        send_busy,
+                    })
                 })
                 .join()
                 .map_err(|_| "the waker panicked".to_string())

@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use super::measured::{
-    exit_curve, idle_exit_tail_from_probes, ipi_from_probes, irq_shares, split_noise, switch_from_probes,
-    timer_exit_curve, timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint, Measured, NoiseFigures,
-    TimerProbe, WakeProbe,
+    exit_curve, idle_exit_tail_from_probes, ipi_from_probes, ipi_send_from_probes, irq_shares, split_noise,
+    switch_from_probes, timer_exit_curve, timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint, Measured,
+    NoiseFigures, Percentiles, TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};
@@ -626,6 +626,7 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
     }
     let _ = writeln!(o, "# newidle_balance_ns_per_cpu: the model's default (not measured)");
     if let Some(m) = measured {
+        kernel_costs(o, m);
         for w in &m.wake {
             if let Some(v) = ipi_from_probes(w, switch.as_ref()) {
                 let _ = writeln!(
@@ -645,6 +646,43 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
         // p99 on a shared machine is a tick, not IPI spread).
         let _ = writeln!(o, "\n# [jitter]: none; the measured [[noise]] and exit_latency_by_idle tails stand for it");
     }
+}
+
+/// `[costs.kernel]`: what the probes measure of the kernel's own CPU time.
+/// Only the IPI's sending is: the rest of the paths stay inside the probed
+/// switch and syscall costs, and 0 here.
+fn kernel_costs(o: &mut String, m: &Measured) {
+    let _ = writeln!(o, "\n[costs.kernel]");
+    let nearest = m.wake.iter().find(|w| w.send_idle.is_some());
+    match nearest.and_then(|w| ipi_send_from_probes(w, m.syscall.as_ref()).map(|v| (w, v))) {
+        Some((w, v)) => {
+            let q = |p: Option<Percentiles>| {
+                p.map_or("-".to_string(), |p| {
+                    format!("p50 {} p99 {}", dur(p.p50).trim_matches('"'), dur(p.p99).trim_matches('"'))
+                })
+            };
+            let _ = writeln!(
+                o,
+                "# [measured: probe wake {}->{}: how long the waker's FUTEX_WAKE took while the wakee slept on its\n\
+                 # halted CPU ({}, idles of 100us and more) minus syscall_ns: a wakelist add and the IPI, all\n\
+                 # taken as the IPI's sending, charged to the sender's CPU. Onto the busy CPU (a resched IPI): {}]\n\
+                 ipi_send = {}",
+                w.waker,
+                w.wakee,
+                q(w.send_idle),
+                q(w.send_busy),
+                dur(v)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "# ipi_send: not measured (no cross-CPU wakeup probe ran): 0");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "# enqueue, dequeue, select, select_per_cpu, wakelist, remote_rq: 0 [assumed: inside the probed\n\
+         # context_switch_ns and syscall_ns, or not measured]"
+    );
 }
 
 fn noise_section(o: &mut String, measured: Option<&Measured>, hz: u32) {

@@ -39,6 +39,12 @@ pub struct WakeProbe {
     /// Wakeup latency while the wakee's CPU runs a nice-19 spinner: the
     /// wakeup preempts (IPI + switch), no idle exit. `None` if it failed.
     pub busy: Option<Percentiles>,
+    /// How long the waker's FUTEX_WAKE call took while the wakee slept on
+    /// its halted CPU (idle lengths of 100 us and more pooled): the
+    /// wakeup's work on the waker, the IPI's sending included.
+    pub send_idle: Option<Percentiles>,
+    /// The same onto the busy CPU (a direct activation and a resched IPI).
+    pub send_busy: Option<Percentiles>,
 }
 
 /// Oversleeps of an absolute CLOCK_MONOTONIC sleep on one CPU: the CPU's
@@ -157,6 +163,16 @@ fn minus_busy(by_idle: &[(u64, Percentiles)], busy: u64) -> Option<Vec<CurvePoin
 pub fn ipi_from_probes(wake: &WakeProbe, switch: Option<&Percentiles>) -> Option<u64> {
     let busy = wake.busy?;
     Some(busy.p50.saturating_sub(switch.map_or(0, |s| s.p50)))
+}
+
+/// `[costs.kernel] ipi_send`: the waker's FUTEX_WAKE of a wakee on a
+/// halted CPU (a wakelist add and its IPI, the selection skipped: the
+/// wakee is pinned) minus the plain syscall it also is, floored at 0. The
+/// whole rest is taken as the IPI's sending: on bare metal the wakelist
+/// add is a few cache lines, in a VM the IPI is an exit to the host.
+pub fn ipi_send_from_probes(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option<u64> {
+    let send = wake.send_idle?;
+    Some(send.p50.saturating_sub(syscall.map_or(0, |s| s.p50)))
 }
 
 /// The model's own context switch: the probe's same-CPU futex handoff
@@ -286,6 +302,8 @@ mod tests {
             wakee: 1,
             by_idle: vec![(200_000, p(12_000, 30_000)), (5_000, p(3_000, 9_000)), (20_000_000, p(57_000, 90_000))],
             busy: Some(p(4_000, 8_000)),
+            send_idle: None,
+            send_busy: None,
         };
         let c = exit_curve(&w).unwrap();
         assert_eq!(c.iter().map(|p| p.idle_ns).collect::<Vec<_>>(), vec![5_000, 200_000, 20_000_000]);
@@ -317,10 +335,22 @@ mod tests {
 
     #[test]
     fn ipi_is_busy_wakeup_minus_switch() {
-        let w = WakeProbe { level: Distance::Smt, waker: 0, wakee: 1, by_idle: vec![], busy: Some(p(6_000, 9_000)) };
+        let w = WakeProbe {
+            level: Distance::Smt,
+            waker: 0,
+            wakee: 1,
+            by_idle: vec![],
+            busy: Some(p(6_000, 9_000)),
+            send_idle: Some(p(17_000, 30_000)),
+            send_busy: None,
+        };
         assert_eq!(ipi_from_probes(&w, Some(&p(2_500, 3_000))), Some(3_500));
         assert_eq!(ipi_from_probes(&w, Some(&p(7_000, 8_000))), Some(0));
         assert_eq!(ipi_from_probes(&w, None), Some(6_000));
+        // The waker's wake call minus the plain syscall; no figure without the call's.
+        assert_eq!(ipi_send_from_probes(&w, Some(&p(400, 500))), Some(16_600));
+        assert_eq!(ipi_send_from_probes(&w, Some(&p(20_000, 30_000))), Some(0));
+        assert_eq!(ipi_send_from_probes(&WakeProbe { send_idle: None, ..w }, None), None);
     }
 
     #[test]
