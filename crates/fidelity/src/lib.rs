@@ -110,6 +110,33 @@ fn capture_problems(run: &schedlab_runner::RealRun) -> Vec<String> {
     p
 }
 
+/// One line for a case's real runs whose captures missed switches: in how
+/// many runs, how many per run, and per CPU the total and how many were
+/// out of the idle task. `None` when every capture was whole.
+fn repair_summary(case: &str, runs: &[schedlab_trace::RepairStats]) -> Option<String> {
+    let counts: Vec<u64> = runs.iter().map(|r| r.inserted()).filter(|&n| n > 0).collect();
+    let (min, max) = (counts.iter().min()?, counts.iter().max()?);
+    let mut per_cpu: std::collections::BTreeMap<u32, (u64, u64)> = std::collections::BTreeMap::new();
+    for (cpu, c) in runs.iter().flat_map(|r| r.cpus.iter()) {
+        let e = per_cpu.entry(*cpu).or_default();
+        e.0 += c.inserted;
+        e.1 += c.out_of_idle;
+    }
+    let cpus: Vec<String> = per_cpu
+        .iter()
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(cpu, (n, idle))| format!("CPU {cpu} {n} ({idle} out of idle)"))
+        .collect();
+    let per_run = if min == max { format!("{min}") } else { format!("{min}-{max}") };
+    Some(format!(
+        "{case}: the capture missed sched_switch events in {} of {} real runs, {per_run} per run, put back where \
+         the event headers prove who ran (docs/real-traces.md); in all: {}",
+        counts.len(),
+        runs.len(),
+        cpus.join(", ")
+    ))
+}
+
 /// A case's scenario on the suite's topology.
 pub fn load_case(case: &Case, topology: &Topology) -> Result<Scenario, InputError> {
     Scenario::from_toml_str_on(case.path, case.text, Path::new("scenarios/fidelity"), topology.clone())
@@ -137,6 +164,7 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
         let mut model: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
         let mut loads: Vec<load::Load> = Vec::new();
         let mut speeds: Vec<f64> = Vec::new();
+        let mut repairs: Vec<schedlab_trace::RepairStats> = Vec::new();
         for round in 0..opts.rounds {
             let of = if opts.rounds > 1 { format!(" round {}/{}", round + 1, opts.rounds) } else { String::new() };
             progress(&format!("fidelity: {}{of}: real, {} ms", case.name, duration / 1_000_000));
@@ -160,11 +188,13 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
                 loops_per_us = Some(run.calibration.loops_per_us);
             }
             suite.kernel.clone_from(&run.kernel);
-            for note in &run.notes {
+            // The repair's note differs in every run; the case gets one summary below.
+            for note in run.notes.iter().filter(|n| !n.starts_with(schedlab_runner::MISSING_SWITCHES_NOTE)) {
                 if !suite.notes.contains(note) {
                     suite.notes.push(note.clone());
                 }
             }
+            repairs.push(run.repairs.clone());
             let report = sides::analyze_real(&scenario, &run, GRACE_NS);
             let problems = capture_problems(&run);
             let tids = run.tids();
@@ -213,6 +243,9 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
                 model[i].push(m.figure(&side));
             }
         }
+        if let Some(note) = repair_summary(case.name, &repairs) {
+            suite.notes.push(note);
+        }
         if !loads.is_empty() {
             let mean = |f: fn(&load::Load) -> f64| loads.iter().map(f).sum::<f64>() / loads.len() as f64;
             suite.loads.push(FidelityLoad {
@@ -260,6 +293,27 @@ pub fn row(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn missing_switches_are_summarised_per_case() {
+        use schedlab_trace::repair::CpuRepairs;
+        use schedlab_trace::RepairStats;
+        let run = |n1: u64, idle1: u64, n0: u64| {
+            let mut r = RepairStats::default();
+            r.cpus.insert(1, CpuRepairs { inserted: n1, out_of_idle: idle1, ..Default::default() });
+            r.cpus.insert(0, CpuRepairs { inserted: n0, ..Default::default() });
+            r
+        };
+        let note = repair_summary("schbench", &[run(11_000, 10_990, 3), run(0, 0, 0), run(12_000, 12_000, 0)]).unwrap();
+        assert!(
+            note.starts_with(
+                "schbench: the capture missed sched_switch events in 2 of 3 real runs, 11003-12000 per run"
+            ),
+            "{note}"
+        );
+        assert!(note.ends_with("in all: CPU 0 3 (0 out of idle), CPU 1 23000 (22990 out of idle)"), "{note}");
+        assert_eq!(repair_summary("nice", &[run(0, 0, 0), run(0, 0, 0)]), None, "whole captures: no note");
+    }
+
     use super::*;
     use metrics::Pct;
 

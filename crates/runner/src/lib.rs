@@ -63,6 +63,10 @@ pub use error::RunnerError;
 pub use plan::{Plan, RealOptions, ThreadPlan};
 pub use worker::{ThreadReport, WorkerReport};
 
+/// How the note on a capture's missing switches begins (a report that
+/// summarises several runs replaces it).
+pub const MISSING_SWITCHES_NOTE: &str = "the capture is missing";
+
 /// A finished real run.
 #[derive(Clone, Debug)]
 pub struct RealRun {
@@ -178,7 +182,7 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
     if repairs.inserted() > 0 {
         let per_cpu = repairs.per_cpu();
         notes.push(format!(
-            "the capture is missing {} sched_switch events (a header named a task no switch put there; put back, \
+            "{MISSING_SWITCHES_NOTE} {} sched_switch events (a header named a task no switch put there; put back, \
              see docs/real-traces.md): {}",
             repairs.inserted(),
             per_cpu.join("; ")
