@@ -15,7 +15,10 @@ use crate::error::{CliError, Result};
     step, and model errors); idle (a task waits on a busy CPU while another CPU it may use idles: \
     delayed-in-place is seed 000's class, runnable-in-place, placed-on-busy-cpu, preempted-idle); rt (an RT \
     task waits while a lower-priority task runs on a CPU it may use: rt-boosted-stranded is seed 003's class, \
-    rt-stranded); starvation (a runnable task does not run for --starvation).\n\n\
+    rt-stranded); starvation (a runnable task does not run for --starvation); fairness (fairness-spread: \
+    identical SCHED_OTHER hogs, N on M CPUs with N <= M or a multiple of M and nothing else on them, whose CPU \
+    time spreads beyond --fairness percent of their fair share; a hunt for it draws one case in eight as such a \
+    group).\n\n\
     Examples:\n  schedlab hunt --topology ryzen-7950x --kernel mainline --against NO_DELAY_DEQUEUE\n  \
     schedlab hunt --topology qemu-4 --features NO_RT_PUSH_IPI --find rt\n  \
     schedlab hunt --topology qemu-4,smt-2x2,ryzen-7950x --cases 10000 --find invariant --stop-after 0")]
@@ -34,7 +37,7 @@ pub struct HuntArgs {
     /// defaults) and report only classes one set shows and the other does not.
     #[arg(long, value_name = "LIST", num_args = 0..=1, default_missing_value = "")]
     pub against: Option<String>,
-    /// What to look for (comma-separated): families (invariant, idle, rt, starvation) or
+    /// What to look for (comma-separated): families (invariant, idle, rt, starvation, fairness) or
     /// single classes (e.g. delayed-in-place, rt-boosted-stranded). Invariant failures are
     /// reported whatever this says.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "invariant,idle,rt")]
@@ -60,6 +63,10 @@ pub struct HuntArgs {
     /// Starvation class: how long a runnable task must go without running.
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
     pub starvation: u64,
+    /// Fairness class: the widest spread of identical hogs' CPU time, in percent of their fair
+    /// share (over the run after its first quarter).
+    #[arg(long, value_name = "PCT", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub fairness: u64,
     /// Most simulations spent shrinking each finding.
     #[arg(long, value_name = "N", default_value_t = 400)]
     pub shrink_budget: usize,
@@ -115,7 +122,12 @@ pub fn hunt(args: HuntArgs) -> Result {
         cases: args.cases,
         duration_ns: args.duration,
         classes,
-        thresholds: Thresholds { idle_ns: args.idle, rt_ns: args.rt, starvation_ns: args.starvation },
+        thresholds: Thresholds {
+            idle_ns: args.idle,
+            rt_ns: args.rt,
+            starvation_ns: args.starvation,
+            fairness_pct: args.fairness,
+        },
         stop_after: args.stop_after,
         shard,
         shrink_budget: args.shrink_budget,

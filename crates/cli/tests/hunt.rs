@@ -66,4 +66,6 @@ fn bad_hunt_options_are_refused_with_what_was_expected() {
     assert!(e.contains("no-such-machine") && e.contains("qemu-4"), "{e}");
     let e = err(&["hunt", "--kernel", "5.4"]);
     assert!(e.contains("--kernel 5.4: unknown kernel profile"), "{e}");
+    let e = err(&["hunt", "--find", "fairness", "--fairness", "0"]);
+    assert!(e.contains("--fairness") && e.contains("0"), "{e}");
 }

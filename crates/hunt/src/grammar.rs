@@ -372,6 +372,66 @@ pub fn generate(rng: &mut Rng, ctx: &GenContext) -> Case {
     case
 }
 
+/// Draw a peer-group case, the fairness property's (`crate::fairness`):
+/// 2-6 identical SCHED_OTHER hogs on a range of 1-4 CPUs, so that some
+/// share a runqueue, and on the other CPUs, if any, up to two sleepers
+/// that may not use the hogs' (they give the balancer other work without
+/// sharing a runqueue with a peer).
+pub fn generate_fair(rng: &mut Rng, ctx: &GenContext) -> Case {
+    let m = 1 + pick(rng, ctx.nr_cpus.min(4));
+    let n = 2 + pick(rng, 5);
+    let lo = pick(rng, ctx.nr_cpus - m + 1);
+    let mut affinity = CpuSet::default();
+    for c in lo..lo + m {
+        affinity.insert(c);
+    }
+    let nice = if chance(rng, 0.8) { 0 } else { rng.below_incl(25) as i32 - 10 };
+    let mut ops = vec![GenOp::Run(log_us(rng, 1_000, 20_000))];
+    if chance(rng, 0.3) {
+        ops.push(GenOp::Yield);
+    }
+    let delay_ns = if chance(rng, 0.3) { log_us(rng, 10, 20_000) } else { 0 };
+    let mut threads: Vec<GenThread> = (0..n)
+        .map(|i| GenThread {
+            name: format!("t{i}"),
+            shape: "peer",
+            policy: GenPolicy::Other { nice },
+            affinity: affinity.clone(),
+            delay_ns,
+            looped: true,
+            ops: ops.clone(),
+        })
+        .collect();
+    let rest: Vec<usize> = (0..ctx.nr_cpus).filter(|c| !(lo..lo + m).contains(c)).collect();
+    if !rest.is_empty() {
+        // A case stays within 6 threads.
+        for k in 0..pick(rng, 3).min(6 - n) {
+            let mut set = CpuSet::default();
+            for &c in rest.iter().skip(pick(rng, rest.len())).take(1 + pick(rng, 2)) {
+                set.insert(c);
+            }
+            threads.push(GenThread {
+                name: format!("t{}", n + k),
+                shape: "sleeper",
+                policy: GenPolicy::Other { nice: 0 },
+                affinity: set,
+                delay_ns: 0,
+                looped: true,
+                ops: vec![GenOp::Run(log_us(rng, 10, 5_000)), GenOp::Sleep(log_us(rng, 10, 5_000))],
+            });
+        }
+    }
+    Case {
+        topology: ctx.topology.clone(),
+        kernel: ctx.kernel.clone(),
+        features: ctx.features.clone(),
+        duration_ns: ctx.duration_ns,
+        seed: rng.next_u64() >> 1,
+        mutexes: Vec::new(),
+        threads,
+    }
+}
+
 /// A duration as the scenario file writes it: whole microseconds where it
 /// is one, else nanoseconds.
 pub fn duration_text(ns: u64) -> String {

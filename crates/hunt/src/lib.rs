@@ -14,6 +14,7 @@
 //! "NO_DELAY_DEQUEUE removes it".
 
 pub mod check;
+pub mod fairness;
 pub mod grammar;
 pub mod render;
 pub mod shrink;
@@ -117,10 +118,12 @@ pub enum HuntError {
 }
 
 /// The case `index` of hunt `seed`.
+/// Salt of the fair-case stream (any constant apart from the main one's).
+const FAIR_STREAM: u64 = 0x5F3C_9A1E_D2B4_7086;
+
 pub fn case(opts: &HuntOptions, index: u64) -> (Case, &Topology) {
     let (name, topo) = &opts.topologies[(index % opts.topologies.len() as u64) as usize];
     let mut state = opts.seed ^ index.wrapping_mul(0xA076_1D64_78BD_642F);
-    let mut rng = Rng::new(splitmix64(&mut state));
     let ctx = GenContext {
         topology: name.clone(),
         nr_cpus: topo.nr_cpus(),
@@ -128,6 +131,17 @@ pub fn case(opts: &HuntOptions, index: u64) -> (Case, &Topology) {
         features: opts.features.clone(),
         duration_ns: opts.duration_ns,
     };
+    // A hunt for fairness draws one case in eight as a peer group, from a
+    // stream of its own: a hunt for the other classes sees the very cases
+    // it saw before fairness existed.
+    if opts.classes.contains(&Class::FairnessSpread) {
+        let mut fair_state = state ^ FAIR_STREAM;
+        let mut fair_rng = Rng::new(splitmix64(&mut fair_state));
+        if fair_rng.unit_f64() < 1.0 / 8.0 {
+            return (grammar::generate_fair(&mut fair_rng, &ctx), topo);
+        }
+    }
+    let mut rng = Rng::new(splitmix64(&mut state));
     (grammar::generate(&mut rng, &ctx), topo)
 }
 
@@ -204,7 +218,18 @@ fn run_scenario(text: &str, topo: &Topology, extra: &[String], opts: &HuntOption
                 names.insert(t.pid, t.name.clone());
             }
             let events = res.trace.in_time_order();
-            let findings = check::check_trace(&events, topo.nr_cpus(), &allowed, res.end_ns, &opts.thresholds);
+            let mut findings = check::check_trace(&events, topo.nr_cpus(), &allowed, res.end_ns, &opts.thresholds);
+            if opts.classes.contains(&Class::FairnessSpread) {
+                let pid_of = names.iter().map(|(p, n)| (n.clone(), *p)).collect();
+                let groups = fairness::peer_groups(&scenario, &pid_of);
+                findings.extend(fairness::check_fairness(
+                    &events,
+                    &groups,
+                    res.end_ns,
+                    opts.thresholds.fairness_pct,
+                    &names,
+                ));
+            }
             drop(events);
             let findings = findings.into_iter().filter(|f| opts.classes.contains(&f.class)).collect();
             RunOutcome::Ran { findings, trace: Box::new(res.trace), names }

@@ -78,7 +78,9 @@ pub fn render_text(opts: &HuntOptions, r: &HuntReport) -> String {
             "shrunk from {} threads / {} operations to {} / {} ({} simulations)",
             rep.original_size.0, rep.original_size.1, rep.shrunk_size.0, rep.shrunk_size.1, rep.shrink_runs
         );
-        if f.pid != 0 {
+        if f.class == crate::check::Class::FairnessSpread {
+            let _ = writeln!(s, "{}, from {:.6} s", f.message, f.start_ns as f64 / 1e9);
+        } else if f.pid != 0 {
             let behind = rep.behind.as_ref().map_or(String::new(), |b| format!(" behind {b}"));
             let other = match (f.other_cpu, &rep.other) {
                 (Some(c), Some(o)) => format!(" while CPU {c} ran {o}"),
