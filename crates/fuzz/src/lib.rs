@@ -91,13 +91,18 @@ pub fn perfetto(data: &[u8]) {
 }
 
 /// What `analyze` does natively with a file before and after an outside
-/// converter: the magic-number sniff of its first bytes, and `perf script`
-/// output rewritten line by line into trace-cmd's layout and parsed.
-/// (trace.dat is decoded by `trace-cmd report`, whose text is the `ftrace`
-/// target's; perf.data by `perf script`, whose text is this one's.)
+/// converter: the magic-number sniff of its first bytes, the same bytes
+/// read as a perf.data header (its data section against the length) and
+/// as `trace-cmd dump --flyrecord` text (a trace.dat's per-CPU extents),
+/// and `perf script` output rewritten line by line into trace-cmd's layout
+/// and parsed. (trace.dat is decoded by `trace-cmd report`, whose text is
+/// the `ftrace` target's; perf.data by `perf script`, whose text is this
+/// one's.)
 pub fn perf_script(data: &[u8]) {
     let _ = schedlab_report::input::sniff(&data[..data.len().min(16)]);
+    let _ = schedlab_report::input::perf_data_section(data, data.len() as u64);
     let text = String::from_utf8_lossy(data);
+    let _ = schedlab_report::input::flyrecord_cpus(&text);
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         out.push_str(&schedlab_report::input::perf_line(line).unwrap_or_else(|| line.to_string()));

@@ -339,7 +339,7 @@ fn check_trace_dat(path: &Path, shown: &str) -> Result<(), ReportError> {
 
 /// `   <cpu> <offset>\t<size>\t[id, data offset and size]` lines of
 /// `trace-cmd dump --flyrecord`.
-fn flyrecord_cpus(text: &str) -> Vec<(u32, u64, u64)> {
+pub fn flyrecord_cpus(text: &str) -> Vec<(u32, u64, u64)> {
     text.lines()
         .filter(|l| l.contains("[id, data offset and size]"))
         .filter_map(|l| {
@@ -358,18 +358,24 @@ fn check_perf_data(path: &Path, shown: &str) -> Result<(), ReportError> {
     let len = f.metadata().map_err(|e| err(e.to_string()))?.len();
     let mut h = [0u8; 56];
     f.read_exact(&mut h).map_err(|_| err(format!("a truncated perf.data: {len} bytes, shorter than its header")))?;
-    let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes"));
-    let (offset, size) = (u64_at(40), u64_at(48));
+    perf_data_section(&h, len).map_err(err)
+}
+
+/// [`check_perf_data`]'s test of a header's first bytes against the file's
+/// length `len`, without the file.
+pub fn perf_data_section(header: &[u8], len: u64) -> Result<(), String> {
+    let u64_at = |i: usize| header.get(i..i + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+    let (Some(offset), Some(size)) = (u64_at(40), u64_at(48)) else {
+        return Err(format!("a truncated perf.data: {len} bytes, shorter than its header"));
+    };
     if size == 0 {
-        return Err(err(
-            "a perf.data with an empty data section (`perf record` did not finish writing it?)".to_string()
-        ));
+        return Err("a perf.data with an empty data section (`perf record` did not finish writing it?)".to_string());
     }
     if offset.saturating_add(size) > len {
-        return Err(err(format!(
+        return Err(format!(
             "a truncated perf.data: its data section is bytes {offset}..{} but the file has {len} bytes",
             offset.saturating_add(size)
-        )));
+        ));
     }
     Ok(())
 }
@@ -377,6 +383,23 @@ fn check_perf_data(path: &Path, shown: &str) -> Result<(), ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_data_section_test_takes_any_bytes() {
+        let mut h = b"PERFILE2".to_vec();
+        h.resize(56, 0);
+        h[40..48].copy_from_slice(&1000u64.to_le_bytes());
+        h[48..56].copy_from_slice(&500u64.to_le_bytes());
+        assert_eq!(perf_data_section(&h, 1500), Ok(()));
+        let e = perf_data_section(&h, 1499).unwrap_err();
+        assert!(e.contains("bytes 1000..1500 but the file has 1499 bytes"), "{e}");
+        // A fuzzer's slice may be shorter than the 56 bytes a file read guarantees.
+        assert!(perf_data_section(&h[..50], 50).unwrap_err().contains("shorter than its header"));
+        // Offsets near u64::MAX do not wrap around into the file.
+        h[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+        h[48..56].copy_from_slice(&2u64.to_le_bytes());
+        assert!(perf_data_section(&h, 1500).is_err());
+    }
 
     #[test]
     fn magic_numbers_name_the_format() {

@@ -109,6 +109,36 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
         let short = SimOptions { duration_ns: Some(100_000_000), ..opts.clone() };
         line(row("schbench-spr 0.1s run+report", &repeat(args.reps, || run_and_report(&s, &short))?));
     }
+    if wanted("post-after-wait") {
+        // Issue 21's quadratic analysis: a wait -> post / signal -> poll
+        // loop's report took ~4x per doubling of the duration. Linear is a
+        // CPU-time ratio of 4 between the 4 s and the 1 s run.
+        let s = Scenario::from_toml_str_on(
+            "post-after-wait.toml",
+            POST_AFTER_WAIT,
+            &args.root,
+            schedlab_topology::Topology::preset("qemu-4").ok_or_else(|| BenchError("no qemu-4 preset".into()))?,
+        )
+        .map_err(failed)?;
+        let mut cpu = Vec::new();
+        for secs in [1u64, 4] {
+            let opts = SimOptions {
+                duration_ns: Some(secs * 1_000_000_000),
+                check_invariants: Some(false),
+                ..Default::default()
+            };
+            let samples = repeat(args.reps, || run_and_report(&s, &opts))?;
+            line(row(&format!("post-after-wait {secs}s run+report"), &samples));
+            let mut c: Vec<f64> = samples.iter().map(|x| x.cpu_s).collect();
+            c.sort_by(f64::total_cmp);
+            cpu.push(c[c.len() / 2]);
+        }
+        line(format!(
+            "{:<26} 4 s / 1 s CPU time {:.2} (linear: 4; the quadratic report of issue 21 gave ~16)",
+            "",
+            cpu[1] / cpu[0].max(1e-9)
+        ));
+    }
     if wanted("sweep") {
         let path = args.root.join("scenarios/sweeps/itmt-delay-dequeue.toml");
         let samples = repeat(args.reps, || sweep(&path, args.jobs))?;
@@ -122,6 +152,12 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
     );
     Ok(())
 }
+
+/// Issue 21's post-after-wait loop: the waiter posts right after each
+/// wakeup, the waker polls for it and signals again.
+const POST_AFTER_WAIT: &str = "name = \"post-after-wait\"\ntopology = \"qemu-4\"\nduration = \"1s\"\n\
+    [[thread]]\nname = \"waiter\"\nprogram = [{ wait = \"go\" }, { post = \"done\" }]\n\
+    [[thread]]\nname = \"waker\"\nprogram = [{ run = \"20us\" }, { signal = \"go\" }, { poll = \"done\" }]\n";
 
 /// `schedlab run`'s path: the simulation keeping its trace, then the
 /// report (metrics, work conservation, stall attribution, measures) on it.
