@@ -396,7 +396,7 @@ pub fn generate_fair(rng: &mut Rng, ctx: &GenContext) -> Case {
             name: format!("t{i}"),
             shape: "peer",
             policy: GenPolicy::Other { nice },
-            affinity: affinity.clone(),
+            affinity,
             delay_ns,
             looped: true,
             ops: ops.clone(),
