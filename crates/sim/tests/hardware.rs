@@ -433,3 +433,39 @@ fn the_kernels_own_paths_take_cpu_time_from_the_threads() {
     let costly = check("[costs.kernel]\nenqueue = \"1us\"\ndequeue = \"1us\"\n", 1_000);
     assert!(costly < free, "the paths' time leaves fewer switches in the window: {costly} vs {free}");
 }
+
+#[test]
+fn a_wakers_ipi_send_delays_its_own_next_op() {
+    // The kicker on CPU 0 signals the sleeper, halted on CPU 1 (an IPI),
+    // then waits. The kernel returns from the signal only after sending
+    // the IPI, so the kicker blocks that much later: the gap from each
+    // sched_waking of the sleeper to the kicker's next switch out of CPU 0
+    // grows by ipi_send.
+    let halt = "[idle]\ngovernor = \"none\"\n[[idle.states]]\nname = \"HLT\"\nexit_latency = \"1us\"\n";
+    let gaps = |kernel: &str| -> Vec<u64> {
+        let r = sim(&with_topology(&format!("{MACHINE}{halt}{kernel}"), &kick_after("50us")), 1);
+        let sleeper = r.threads.iter().find(|t| t.name == "sleeper").unwrap().pid;
+        let mut out = Vec::new();
+        let mut waking = None;
+        for e in r.trace.in_time_order().iter() {
+            match e.kind {
+                EventKind::SchedWaking { pid, .. } if pid == sleeper && e.cpu == 0 => waking = Some(e.ts),
+                EventKind::SchedSwitch { prev_state: schedlab_trace::PrevState::Sleeping, .. } if e.cpu == 0 => {
+                    if let Some(w) = waking.take() {
+                        out.push(e.ts - w);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    };
+    let (free, costly) = (gaps(""), gaps("[costs.kernel]\nipi_send = \"10us\"\n"));
+    assert!(free.len() > 50 && costly.len() > 50, "{} and {} handoffs", free.len(), costly.len());
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let (f, c) = (median(free), median(costly));
+    assert_eq!(c - f, 10_000, "the block comes 10 us later: {f} ns without the cost, {c} ns with it");
+}

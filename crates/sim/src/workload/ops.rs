@@ -33,7 +33,11 @@ impl<'a> Engine<'a> {
         let mut budget = MAX_OPS_PER_INSTANT;
         loop {
             let Some(task) = self.kernel.curr(cpu) else { return };
-            if self.hw.exec_from(cpu) > self.now {
+            // Kernel time the last op spent on this CPU (a wakeup's IPI,
+            // the tracepoints it wrote) ends before the next op begins: a
+            // syscall returns only after its kernel work, so a waker that
+            // signals and then waits blocks that much later.
+            if self.hw.exec_from(cpu) > self.now || self.pending_ns[cpu] > 0 {
                 return self.replan(cpu);
             }
             budget -= 1;
