@@ -38,9 +38,6 @@ use crate::check::{Class, Finding};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerGroup {
     pub pids: Vec<Pid>,
-    pub cpus: Vec<u32>,
-    /// When the members start (their common delay).
-    pub start_ns: Nanos,
 }
 
 fn is_hog(t: &ThreadSpec) -> bool {
@@ -92,11 +89,7 @@ pub fn peer_groups(scenario: &Scenario, pid_of: &BTreeMap<String, Pid>) -> Vec<P
         else {
             continue;
         };
-        out.push(PeerGroup {
-            pids,
-            cpus: threads[i].affinity.iter().map(|c| c as u32).collect(),
-            start_ns: threads[i].start_delay_ns,
-        });
+        out.push(PeerGroup { pids });
     }
     out
 }
@@ -141,13 +134,14 @@ pub struct Segment {
 impl Segment {
     /// Each peer's fair share of the segment.
     pub fn share_ns(&self) -> u64 {
-        (self.end_ns - self.start_ns) / self.served.len() as u64
+        self.end_ns.saturating_sub(self.start_ns) / self.served.len().max(1) as u64
     }
 
-    /// (least served, most served).
+    /// (least served, most served); ties go to the lower pid, so the
+    /// same trace names the same peers. (0, 0) twice for no peers.
     pub fn extremes(&self) -> ((Pid, u64), (Pid, u64)) {
-        let least = *self.served.iter().min_by_key(|(p, t)| (*t, *p)).expect("a segment has peers");
-        let most = *self.served.iter().max_by_key(|(p, t)| (*t, std::cmp::Reverse(*p))).expect("a segment has peers");
+        let least = self.served.iter().min_by_key(|(p, t)| (*t, *p)).copied().unwrap_or_default();
+        let most = self.served.iter().max_by_key(|(p, t)| (*t, std::cmp::Reverse(*p))).copied().unwrap_or_default();
         (least, most)
     }
 
@@ -306,7 +300,7 @@ mod tests {
     }
 
     fn group() -> Vec<PeerGroup> {
-        vec![PeerGroup { pids: vec![1, 2], cpus: vec![0, 1], start_ns: 0 }]
+        vec![PeerGroup { pids: vec![1, 2] }]
     }
 
     fn names() -> BTreeMap<Pid, String> {
