@@ -16,9 +16,9 @@ use crate::error::{CliError, Result};
     delayed-in-place is seed 000's class, runnable-in-place, placed-on-busy-cpu, preempted-idle); rt (an RT \
     task waits while a lower-priority task runs on a CPU it may use: rt-boosted-stranded is seed 003's class, \
     rt-stranded); starvation (a runnable task does not run for --starvation); fairness (fairness-spread: \
-    identical SCHED_OTHER hogs, N on M CPUs with N <= M or a multiple of M and nothing else on them, whose CPU \
-    time spreads beyond --fairness percent of their fair share; a hunt for it draws one case in eight as such a \
-    group).\n\n\
+    identical SCHED_OTHER hogs with their CPUs to themselves that share one CPU's runqueue for 100 ms or more and \
+    whose CPU time spreads beyond --fairness percent of their share and 10 ms; a hunt for it draws one case in \
+    eight as such a group).\n\n\
     Examples:\n  schedlab hunt --topology ryzen-7950x --kernel mainline --against NO_DELAY_DEQUEUE\n  \
     schedlab hunt --topology qemu-4 --features NO_RT_PUSH_IPI --find rt\n  \
     schedlab hunt --topology qemu-4,smt-2x2,ryzen-7950x --cases 10000 --find invariant --stop-after 0")]
@@ -63,8 +63,8 @@ pub struct HuntArgs {
     /// Starvation class: how long a runnable task must go without running.
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
     pub starvation: u64,
-    /// Fairness class: the widest spread of identical hogs' CPU time, in percent of their fair
-    /// share (over the run after its first quarter).
+    /// Fairness class: the widest spread of identical hogs' CPU time while they share one CPU,
+    /// in percent of their share of it.
     #[arg(long, value_name = "PCT", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub fairness: u64,
     /// Most simulations spent shrinking each finding.

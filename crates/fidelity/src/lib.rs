@@ -293,6 +293,9 @@ pub fn row(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use metrics::Pct;
+
     #[test]
     fn missing_switches_are_summarised_per_case() {
         use schedlab_trace::repair::CpuRepairs;
@@ -313,9 +316,6 @@ mod tests {
         assert!(note.ends_with("in all: CPU 0 3 (0 out of idle), CPU 1 23000 (22990 out of idle)"), "{note}");
         assert_eq!(repair_summary("nice", &[run(0, 0, 0), run(0, 0, 0)]), None, "whole captures: no note");
     }
-
-    use super::*;
-    use metrics::Pct;
 
     #[test]
     fn a_row_takes_medians_judges_them_and_keeps_the_rounds() {

@@ -17,8 +17,8 @@
 //!   priority, for at least the threshold. Seed 003's class is the same
 //!   while the task is boosted.
 //! * **starvation**: a runnable task that does not run for the threshold.
-//! * **fairness spread**: identical hogs whose CPU time spreads beyond a
-//!   band where the kernel's rules make it even (`crate::fairness`).
+//! * **fairness spread**: identical hogs sharing one runqueue whose CPU
+//!   time spreads beyond a band (`crate::fairness`).
 //!
 //! Each class keeps its longest instance per run.
 
@@ -52,8 +52,8 @@ pub enum Class {
     RtBoostedStranded,
     /// A runnable task that did not run for the starvation threshold.
     Starvation,
-    /// Identical hogs whose CPU time spread beyond the band where the
-    /// kernel's rules make it even (`crate::fairness`).
+    /// Identical hogs sharing one runqueue whose CPU time spread beyond
+    /// the band (`crate::fairness`).
     FairnessSpread,
 }
 
@@ -153,8 +153,8 @@ impl Class {
             }
             Class::Starvation => "a runnable task did not run for the starvation threshold",
             Class::FairnessSpread => {
-                "identical hogs the kernel must share alike got CPU time spread beyond the band (N on M CPUs, N <= M \
-                 or a multiple of M, nothing else on them)"
+                "identical hogs sharing one CPU's runqueue for 100 ms or more got CPU time spread beyond the band \
+                 (EEVDF's equal service; cross-CPU balance is not judged)"
             }
         }
     }
@@ -176,8 +176,8 @@ impl Default for Thresholds {
         // Seed 000's stall threshold for the idle class; 1 ms for RT,
         // where push and pull act within microseconds; 1 s for starvation,
         // past the fair server's 50 ms per 1 s period.
-        // 20 % for fairness: noise takes a few percent unevenly, a 2 : 1
-        // split is 50 % (crate::fairness).
+        // 20 % for fairness: the model's worst spread on the grammar's
+        // peer groups is 10 %, a 2 : 1 split of one CPU 66 % (crate::fairness).
         Thresholds { idle_ns: 500_000, rt_ns: 1_000_000, starvation_ns: 1_000_000_000, fairness_pct: 20 }
     }
 }

@@ -28,6 +28,8 @@
 //! often, while some may use every CPU. Lengths are log-uniform in whole
 //! microseconds: bursts and sleeps 10 us-5 ms, hogs' runs 1-20 ms, RT
 //! cases' critical sections 10 us-20 ms, start delays 10 us-20 ms.
+//! A hunt for fairness also draws peer-group cases ([`generate_fair`]):
+//! identical hogs, and sleepers kept off their CPUs.
 //! Everything comes from the case's own [`Rng`] stream, so a
 //! hunt seed and a case index give the same case on every machine.
 

@@ -117,10 +117,10 @@ pub enum HuntError {
     Setup(String),
 }
 
-/// The case `index` of hunt `seed`.
 /// Salt of the fair-case stream (any constant apart from the main one's).
 const FAIR_STREAM: u64 = 0x5F3C_9A1E_D2B4_7086;
 
+/// The case `index` of hunt `seed`.
 pub fn case(opts: &HuntOptions, index: u64) -> (Case, &Topology) {
     let (name, topo) = &opts.topologies[(index % opts.topologies.len() as u64) as usize];
     let mut state = opts.seed ^ index.wrapping_mul(0xA076_1D64_78BD_642F);

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 
-use schedlab_topology::host::{Percentiles, WakeProbe};
+use schedlab_topology::host::{Percentiles, WakeProbe, SEND_MIN_IDLE_NS};
 use schedlab_topology::Distance;
 
 use super::futex::{self, Waited};
@@ -24,9 +24,6 @@ pub const IDLE_LENGTHS_NS: [u64; 9] =
 
 /// The spin before a busy-CPU wakeup: the length does not matter, the CPU is busy.
 const BUSY_GAP_NS: u64 = 50_000;
-/// Idle lengths from which the waker's wake call is counted as a wakeup
-/// of a halted CPU.
-const SEND_MIN_IDLE_NS: u64 = 100_000;
 /// Unrecorded rounds before each idle length's samples.
 pub(super) const WARMUP: usize = 5;
 /// Longest a futex sleep lasts before the sleeper rechecks its deadline.
@@ -155,7 +152,6 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                         if let Some((v, sent)) = one(&slot, lengths[i], deadline)? {
                             if keep {
                                 samples[i].push(v);
-                                // By 100 us the wakee's CPU has surely halted.
                                 if lengths[i] >= SEND_MIN_IDLE_NS {
                                     sends.push(sent);
                                 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::measured::{
     exit_curve, idle_exit_tail_from_probes, ipi_from_probes, ipi_send_from_probes, irq_shares, split_noise,
     switch_from_probes, timer_exit_curve, timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint, Measured,
-    NoiseFigures, Percentiles, TimerProbe, WakeProbe,
+    NoiseFigures, Percentiles, TimerProbe, WakeProbe, SEND_MIN_IDLE_NS,
 };
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};
@@ -286,24 +286,19 @@ fn curve(measured: Option<&Measured>) -> Option<(&WakeProbe, Vec<CurvePoint>)> {
     measured?.wake.iter().find_map(|w| exit_curve(w).map(|c| (w, c)))
 }
 
-/// The state a vCPU's HLT lands in: the driver-less halt, or a sysfs state
-/// that halts (haltpoll's, acpi_idle's "ACPI HLT") when there is one.
-/// The state that halts the CPU, which the measured exit curves describe.
-/// Besides states named for HLT, the haltpoll driver's one non-polling
-/// state (`haltpoll idle`, "default architecture idle") is a HLT too: its
-/// `enter` is `default_enter_idle()`, which calls `default_idle()`
-/// (drivers/cpuidle/cpuidle-haltpoll.c, 6.12). Its sysfs latency of 1 us
-/// is the driver's declaration, not the cost of a vCPU's halt.
+/// The state a vCPU's HLT lands in, which the measured exit curves
+/// describe: the driver-less halt, a sysfs state named or described as a
+/// HLT (acpi_idle's "ACPI HLT"), or the haltpoll driver's one non-polling
+/// state (`haltpoll idle`, "default architecture idle"), whose `enter` is
+/// `default_enter_idle()` → `default_idle()` (drivers/cpuidle/
+/// cpuidle-haltpoll.c, 6.12). That state's sysfs latency of 1 us is the
+/// driver's declaration, not the cost of a vCPU's halt.
 fn halt_state(driver: &str, states: &[HostIdleState]) -> Option<usize> {
     let halts: Vec<usize> = states
         .iter()
         .enumerate()
         .filter(|(_, s)| {
-            !s.polling
-                && (driver == "haltpoll"
-                    || s.name == "HLT"
-                    || s.name == "haltpoll"
-                    || s.desc.to_ascii_uppercase().contains("HLT"))
+            !s.polling && (driver == "haltpoll" || s.name == "HLT" || s.desc.to_ascii_uppercase().contains("HLT"))
         })
         .map(|(i, _)| i)
         .collect();
@@ -664,12 +659,13 @@ fn kernel_costs(o: &mut String, m: &Measured) {
             let _ = writeln!(
                 o,
                 "# [measured: probe wake {}->{}: how long the waker's FUTEX_WAKE took while the wakee slept on its\n\
-                 # halted CPU ({}, idles of 100us and more) minus syscall_ns: a wakelist add and the IPI, all\n\
+                 # halted CPU ({}, idles of {} and more) minus syscall_ns: a wakelist add and the IPI, all\n\
                  # taken as the IPI's sending, charged to the sender's CPU. Onto the busy CPU (a resched IPI): {}]\n\
                  ipi_send = {}",
                 w.waker,
                 w.wakee,
                 q(w.send_idle),
+                dur(SEND_MIN_IDLE_NS).trim_matches('"'),
                 q(w.send_busy),
                 dur(v)
             );
@@ -734,7 +730,7 @@ fn noise_section(o: &mut String, measured: Option<&Measured>, hz: u32) {
             let counted = n.interrupts.map_or(String::new(), |c| {
                 format!(
                     "\n# /proc/interrupts counted {c} on these CPUs over the probe ({:.1}/s per CPU, the tick included)",
-                    c as f64 / (n.duration_ns as f64 * n.cpus.max(1) as f64 / 1e9)
+                    c as f64 / n.cpu_secs()
                 )
             });
             if shares.other_hz >= 1.0 {

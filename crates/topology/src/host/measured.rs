@@ -40,8 +40,8 @@ pub struct WakeProbe {
     /// wakeup preempts (IPI + switch), no idle exit. `None` if it failed.
     pub busy: Option<Percentiles>,
     /// How long the waker's FUTEX_WAKE call took while the wakee slept on
-    /// its halted CPU (idle lengths of 100 us and more pooled): the
-    /// wakeup's work on the waker, the IPI's sending included.
+    /// its halted CPU (idle lengths of [`SEND_MIN_IDLE_NS`] and more
+    /// pooled): the wakeup's work on the waker, the IPI's sending included.
     pub send_idle: Option<Percentiles>,
     /// The same onto the busy CPU (a direct activation and a resched IPI).
     pub send_busy: Option<Percentiles>,
@@ -61,6 +61,12 @@ pub struct TimerProbe {
     /// interrupt preempts it, no idle exit. `None` if it failed.
     pub busy: Option<Percentiles>,
 }
+
+/// Idle lengths from which a wakeup's send counts as one to a halted CPU:
+/// past haltpoll's longest default poll window (`guest_halt_poll_ns`,
+/// 200 us) and the poll loop's limit (`cpuidle_poll_time()`, at most a
+/// tick / 16), a wakee's CPU polls no longer, so the wake needs an IPI.
+pub const SEND_MIN_IDLE_NS: u64 = 1_000_000;
 
 /// The per-CPU spinners' view of interference.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,6 +94,13 @@ pub struct NoiseProbe {
     /// kernel's own interrupts: in a VM, the host running something else
     /// on the vCPU's physical CPU.
     pub interrupts: Option<u64>,
+}
+
+impl NoiseProbe {
+    /// CPU-seconds the spinners ran: what every rate is per.
+    pub fn cpu_secs(&self) -> f64 {
+        self.duration_ns as f64 * self.cpus.max(1) as f64 / 1e9
+    }
 }
 
 /// Everything the probes measured; any part may be missing (skipped or failed).
@@ -235,7 +248,7 @@ pub fn split_noise(probe: &NoiseProbe) -> (Option<NoiseFigures>, Option<NoiseFig
             cut += 1;
         }
     }
-    let cpu_secs = probe.duration_ns as f64 * probe.cpus.max(1) as f64 / 1e9;
+    let cpu_secs = probe.cpu_secs();
     let figures = |g: &[u64]| {
         Percentiles::of(g)
             .map(|dist| NoiseFigures { rate_hz: if cpu_secs > 0.0 { g.len() as f64 / cpu_secs } else { 0.0 }, dist })
@@ -265,7 +278,7 @@ pub struct IrqShares {
 pub fn irq_shares(irq: &NoiseFigures, probe: &NoiseProbe, hz: u32) -> IrqShares {
     let tick_hz = (hz as f64).min(irq.rate_hz);
     let rest = irq.rate_hz - tick_hz;
-    let cpu_secs = probe.duration_ns as f64 * probe.cpus.max(1) as f64 / 1e9;
+    let cpu_secs = probe.cpu_secs();
     match probe.interrupts {
         Some(n) if cpu_secs > 0.0 => {
             let counted_beyond_tick = (n as f64 / cpu_secs - hz as f64).max(0.0);

@@ -92,13 +92,12 @@ pub fn merge_rounds(rounds: &[Measured]) -> Measured {
     }
     let mut out = Measured::default();
     // Wake probes: by (waker, wakee), in the first round's order.
-    let pairs: Vec<(usize, usize)> =
-        rounds.iter().flat_map(|m| m.wake.iter().map(|w| (w.waker, w.wakee))).fold(Vec::new(), |mut v, p| {
-            if !v.contains(&p) {
-                v.push(p);
-            }
-            v
-        });
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for p in rounds.iter().flat_map(|m| m.wake.iter().map(|w| (w.waker, w.wakee))) {
+        if !pairs.contains(&p) {
+            pairs.push(p);
+        }
+    }
     for (waker, wakee) in pairs {
         let of: Vec<&WakeProbe> =
             rounds.iter().filter_map(|m| m.wake.iter().find(|w| (w.waker, w.wakee) == (waker, wakee))).collect();
