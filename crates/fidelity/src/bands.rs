@@ -60,9 +60,9 @@ pub const STALL_RATIO: (f64, f64) = (1.0 / 3.0, 3.0);
 /// or it does not: mainline's `select_idle_sibling()` puts the placement
 /// case's wakee on its idle previous CPU every time, a kernel that packs
 /// wakees onto the waker's CPU nearly never (this project's 2-vCPU PVM
-/// guest: 97.7-99.8 % on the waker's CPU, 2026-12-02), a difference of ~100
-/// points. 10 leaves room for wakeups that found the idle CPU taken by a
-/// kernel thread.
+/// guest: 97.5-99.8 % on the waker's CPU in quiet runs, 77 % in one with
+/// 13 % steal, 2026-12-02), a difference of ~80-100 points. 10 leaves
+/// room for wakeups that found the idle CPU taken by a kernel thread.
 pub const PLACEMENT_POINTS: f64 = 10.0;
 
 /// Every band, in the order the table header lists them.
