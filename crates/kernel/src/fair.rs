@@ -446,11 +446,33 @@ impl Kernel {
         }
     }
 
-    /// `prio_changed_fair()` after a PI change within the fair class: a
-    /// queued task that is not running may now preempt. Simplified: the
-    /// running task is not rescheduled when its own priority drops.
-    pub(crate) fn prio_changed_fair(&mut self, cpu: usize, p: TaskId) {
-        if self.task_on_rq_queued(p) && self.rqs[cpu].curr.is_some_and(|c| c != p) {
+    /// `prio_changed_fair()`: a queued task that is not running may now
+    /// preempt; the running task whose priority dropped reschedules.
+    pub(crate) fn prio_changed_fair(&mut self, cpu: usize, p: TaskId, oldprio: i32) {
+        if !self.task_on_rq_queued(p) || self.rqs[cpu].cfs.nr_running == 1 {
+            return;
+        }
+        if self.rqs[cpu].curr == Some(p) {
+            if self.tasks[p as usize].prio > oldprio {
+                self.resched_curr(cpu);
+            }
+        } else {
+            self.wakeup_preempt(cpu, p, 0);
+        }
+    }
+
+    /// `switched_to_fair()`: a task that came from RT (a deboost, a
+    /// `sched_setscheduler()`) reschedules its CPU if it runs, or may
+    /// preempt the running task if it is queued. Simplified: the PELT
+    /// detach/attach around class changes is not modeled (the task's
+    /// averages stay on the cfs_rq).
+    pub(crate) fn switched_to_fair(&mut self, cpu: usize, p: TaskId) {
+        if !self.task_on_rq_queued(p) {
+            return;
+        }
+        if self.rqs[cpu].curr == Some(p) {
+            self.resched_curr(cpu);
+        } else {
             self.wakeup_preempt(cpu, p, 0);
         }
     }

@@ -47,6 +47,7 @@ pub mod rt;
 pub mod rtmutex;
 pub mod sched;
 pub mod stop_task;
+pub mod syscalls;
 pub mod topology;
 
 pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams};

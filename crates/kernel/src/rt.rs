@@ -32,7 +32,7 @@ impl Kernel {
     }
 
     /// `cpumask_any_and_distribute()`: spread choices round-robin.
-    fn any_distribute(&mut self, mask: &CpuSet) -> Option<usize> {
+    pub(crate) fn any_distribute(&mut self, mask: &CpuSet) -> Option<usize> {
         let n = self.nr_cpus();
         let start = self.distribute_cursor;
         for k in 1..=n {

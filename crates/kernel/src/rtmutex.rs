@@ -24,6 +24,11 @@ pub struct RtMutex {
 }
 
 impl Kernel {
+    /// Who holds rt_mutex `lock` (`rt_mutex_owner()`).
+    pub fn rt_mutex_owner(&self, lock: u32) -> Option<TaskId> {
+        self.rt_mutexes.get(lock as usize).and_then(|m| m.owner)
+    }
+
     /// The priority a waiter is ordered by (`rt_waiter_node_less()`): RT prio,
     /// or DEFAULT_PRIO for every fair task (nice does not inherit).
     fn waiter_prio(&self, t: TaskId) -> i32 {

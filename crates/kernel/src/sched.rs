@@ -367,6 +367,9 @@ pub struct Rq {
     pub push_cpu: usize,
     /// The stopper has work queued (`stop_one_cpu_nowait()`), run at the next `schedule()`.
     pub stop_work_pending: bool,
+    /// `migration_cpu_stop()` work queued by `affine_move_task()`: the task
+    /// whose affinity no longer allows this CPU, and where it goes.
+    pub migration_pending: Option<(TaskId, usize)>,
     /// The stopper's work is running now: `curr` is cleared for it, but the
     /// events it emits are in `migration/N`'s context, as the kernel's are.
     pub stopper_running: bool,
@@ -415,6 +418,7 @@ impl Rq {
             active_balance: false,
             push_cpu: 0,
             stop_work_pending: false,
+            migration_pending: None,
             stopper_running: false,
             stopper_ran: false,
             llc_nohz_idle: false,

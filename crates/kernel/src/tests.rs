@@ -7,4 +7,5 @@ mod common;
 mod costs;
 mod eevdf;
 mod rt;
+mod syscalls;
 mod wakeup;

@@ -79,11 +79,16 @@ impl Kernel {
         self.wakeup_preempt(new_cpu, t, 0);
     }
 
-    /// `sched_setaffinity()` → `__set_cpus_allowed_ptr()`: a queued task that
-    /// is not running and sits outside the new mask is moved at once
-    /// (`move_queued_task()`); a sleeping one simply wakes up inside it.
-    /// Simplified: the running case (a stopper migration) is not modeled;
-    /// a running task leaves at its next wakeup.
+    /// `sched_setaffinity()` → `__set_cpus_allowed_ptr()` →
+    /// `affine_move_task()` (core.c, 6.12): a task already on a CPU of the
+    /// new mask stays; otherwise the destination is
+    /// `cpumask_any_and_distribute()` of the mask. A queued task that is not
+    /// running moves at once (`move_queued_task()`); a running one is moved
+    /// by the stopper of its CPU (`stop_one_cpu_nowait(migration_cpu_stop)`),
+    /// which preempts it; a sleeping one wakes up inside the mask.
+    /// Simplified: the caller does not wait for the stopper's completion (the
+    /// task is preempted at once, so it resumes after it anyway); one
+    /// distribute cursor for the machine instead of one per CPU.
     pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize, out: &mut Outbox) {
         self.entry(now, exec_cpu, out, |k| {
             assert!(!mask.is_empty(), "empty affinity mask");
@@ -93,12 +98,36 @@ impl Kernel {
                 // The migration stopper runs after the switch away from it.
                 k.finish_task_switch(cpu);
             }
+            if mask.contains(cpu) {
+                return;
+            }
+            let Some(dest) = k.any_distribute(&mask) else { return };
             let task = &k.tasks[t as usize];
-            if task.on_rq == OnRq::Queued && !task.on_cpu && !mask.contains(task.cpu) {
-                let dest = mask.first().expect("non-empty mask");
+            if task.on_cpu || k.rqs[cpu].curr == Some(t) {
+                k.rqs[cpu].migration_pending = Some((t, dest));
+                k.stop_one_cpu_nowait(cpu);
+            } else if task.on_rq == OnRq::Queued {
                 k.move_queued_task(t, dest);
             }
         })
+    }
+
+    /// `migration_cpu_stop()` on `cpu`'s stopper: if the task of the queued
+    /// request is still on this runqueue and still outside its mask, move it
+    /// (`__migrate_task()` → `move_queued_task()`); a task that blocked
+    /// meanwhile gets the destination as its `wake_cpu`.
+    pub(crate) fn migration_cpu_stop(&mut self, cpu: usize) {
+        let Some((t, dest)) = self.rqs[cpu].migration_pending.take() else { return };
+        let task = &self.tasks[t as usize];
+        if task.cpu != cpu || task.cpus_mask.contains(cpu) {
+            return;
+        }
+        if task.on_rq == OnRq::Queued {
+            self.update_rq_clock(cpu);
+            self.move_queued_task(t, dest);
+        } else {
+            self.tasks[t as usize].wake_cpu = dest;
+        }
     }
 
     /// `rt_mutex_setprio()`: change `p`'s effective priority to the best of

@@ -109,6 +109,7 @@ impl Kernel {
                 let stopper = stopper_pid(cpu);
                 k.trace_switch(cpu, prev_pid_prio(k, prev), trace_state, (stopper, 0));
                 k.rqs[cpu].stopper_running = true;
+                k.migration_cpu_stop(cpu);
                 k.active_load_balance_cpu_stop(cpu);
                 k.rqs[cpu].stopper_running = false;
                 from = None;

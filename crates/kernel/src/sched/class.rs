@@ -231,8 +231,10 @@ impl SchedClass {
 
     /// `class->switched_to()`: `p` entered this class.
     pub(crate) fn switched_to(self, k: &mut Kernel, cpu: usize, p: TaskId) {
-        if self == SchedClass::Rt {
-            k.switched_to_rt(cpu, p);
+        match self {
+            SchedClass::Rt => k.switched_to_rt(cpu, p),
+            SchedClass::Fair => k.switched_to_fair(cpu, p),
+            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => {}
         }
     }
 
@@ -240,7 +242,7 @@ impl SchedClass {
     pub(crate) fn prio_changed(self, k: &mut Kernel, cpu: usize, p: TaskId, oldprio: i32) {
         match self {
             SchedClass::Rt => k.prio_changed_rt(cpu, p, oldprio),
-            SchedClass::Fair => k.prio_changed_fair(cpu, p),
+            SchedClass::Fair => k.prio_changed_fair(cpu, p, oldprio),
             SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => {}
         }
     }

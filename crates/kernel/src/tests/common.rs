@@ -81,6 +81,16 @@ impl TestKernel {
         self.call(|k, o| k.set_cpus_allowed_ptr(t, mask, now, exec_cpu, o))
     }
 
+    pub fn sched_setscheduler(
+        &mut self,
+        t: TaskId,
+        attr: crate::syscalls::SchedAttr,
+        now: u64,
+        exec_cpu: usize,
+    ) -> bool {
+        self.call(|k, o| k.sched_setscheduler(t, attr, now, exec_cpu, o))
+    }
+
     pub fn sched_yield(&mut self, cpu: usize, now: u64) {
         self.call(|k, o| k.sched_yield(cpu, now, o))
     }

@@ -1,0 +1,164 @@
+//! The model's `kernel/sched/syscalls.c`: `sched_setattr()` on a task, i.e.
+//! `__sched_setscheduler()` with its policy, nice and RT priority.
+//!
+//! Follows 6.12.x. Simplified: no deadline policy, no uclamp, no
+//! `SCHED_FLAG_KEEP_PARAMS` or `RESET_ON_FORK`; the permission and
+//! bandwidth checks are the caller's (the scenario parser refuses what the
+//! kernel would refuse); a fair task's custom slice is cleared, as a
+//! `sched_attr` without `sched_runtime` clears it.
+
+use crate::core::{Kernel, Outbox};
+use crate::pelt;
+use crate::sched::class::SchedClass;
+use crate::sched::*;
+
+/// A task's scheduling parameters as `sched_setattr()` takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedAttr {
+    pub policy: Policy,
+    /// Fair policies only (−20..19).
+    pub nice: i32,
+    /// FIFO/RR only (1..99).
+    pub rt_priority: u32,
+}
+
+impl SchedAttr {
+    /// `__normal_prio()`.
+    fn normal_prio(&self) -> i32 {
+        match self.policy {
+            Policy::Fifo | Policy::Rr => MAX_RT_PRIO - 1 - self.rt_priority as i32,
+            Policy::Normal | Policy::Batch | Policy::Idle => DEFAULT_PRIO + self.nice,
+        }
+    }
+
+    /// `set_load_weight()`'s weight for the new static priority.
+    fn weight(&self) -> u32 {
+        match self.policy {
+            Policy::Idle => WEIGHT_IDLEPRIO,
+            Policy::Fifo | Policy::Rr => SCHED_PRIO_TO_WEIGHT[20],
+            Policy::Normal | Policy::Batch => SCHED_PRIO_TO_WEIGHT[(self.nice + 20) as usize],
+        }
+    }
+}
+
+impl Kernel {
+    /// `__sched_setscheduler()` for task `t`, called from `exec_cpu` at
+    /// `now` (the task itself, in the workload). Returns false when nothing
+    /// changed (the kernel's early return for identical parameters).
+    ///
+    /// The order is the kernel's: a delayed task leaving the fair class
+    /// finishes its sleep; the task is dequeued with DEQUEUE_SAVE|MOVE and
+    /// put if running; the new parameters and weight are set (a fair task's
+    /// lag rescaled to the new weight, `reweight_entity()` off the queue);
+    /// it is enqueued again — at the head of its RT level when its priority
+    /// number grew — and the classes' switched/prio_changed hooks run. A task
+    /// boosted by PI keeps the boost (`rt_effective_prio()`).
+    pub fn sched_setscheduler(
+        &mut self,
+        t: TaskId,
+        attr: SchedAttr,
+        now: u64,
+        exec_cpu: usize,
+        out: &mut Outbox,
+    ) -> bool {
+        self.entry(now, exec_cpu, out, |k| k.__sched_setscheduler(t, attr))
+    }
+
+    fn __sched_setscheduler(&mut self, p: TaskId, attr: SchedAttr) -> bool {
+        let cpu = self.tasks[p as usize].cpu;
+        self.update_rq_clock(cpu);
+        let task = &self.tasks[p as usize];
+        if task.policy == attr.policy {
+            let same = if !attr.policy.is_fair() {
+                task.rt_priority == attr.rt_priority
+            } else {
+                task.static_prio == DEFAULT_PRIO + attr.nice && !task.se.custom_slice
+            };
+            if same {
+                return false;
+            }
+        }
+        let oldprio = task.prio;
+        let mut newprio = attr.normal_prio();
+        let mut queue_flags = qflags::DEQUEUE_SAVE | qflags::DEQUEUE_MOVE | qflags::DEQUEUE_NOCLOCK;
+        // rt_effective_prio(): a PI boost above the new priority stays.
+        if task.prio < task.normal_prio {
+            newprio = newprio.min(task.prio);
+            if newprio == oldprio {
+                queue_flags &= !qflags::DEQUEUE_MOVE;
+            }
+        }
+        let prev_class = self.class_of(p);
+        let next_class = SchedClass::of_prio(newprio);
+        if prev_class != next_class && self.tasks[p as usize].se.sched_delayed {
+            self.dequeue_task(cpu, p, qflags::DEQUEUE_SLEEP | qflags::DEQUEUE_DELAYED | qflags::DEQUEUE_NOCLOCK);
+        }
+        let queued = self.tasks[p as usize].on_rq == OnRq::Queued;
+        let running = self.rqs[cpu].curr == Some(p);
+        if queued {
+            self.dequeue_task(cpu, p, queue_flags);
+        }
+        if running {
+            self.put_prev_task(cpu, p);
+        }
+        self.__setscheduler_params(p, cpu, attr, prev_class);
+        self.tasks[p as usize].prio = newprio;
+        // check_class_changing()
+        if prev_class != next_class {
+            next_class.switching_to(self, p);
+        }
+        if queued {
+            let mut flags = qflags::ENQUEUE_RESTORE | qflags::ENQUEUE_NOCLOCK;
+            if oldprio < newprio {
+                flags |= qflags::ENQUEUE_HEAD;
+            }
+            self.tasks[p as usize].on_rq = OnRq::Queued;
+            self.enqueue_task(cpu, p, flags);
+        }
+        if running {
+            next_class.set_next_task_running(self, cpu, p);
+        }
+        // check_class_changed()
+        if prev_class != next_class {
+            prev_class.switched_from(self, cpu, p);
+            next_class.switched_to(self, cpu, p);
+        } else if oldprio != newprio {
+            next_class.prio_changed(self, cpu, p, oldprio);
+        }
+        self.balance_callbacks(cpu);
+        true
+    }
+
+    /// `__setscheduler_params()` → `set_load_weight(p, true)`: the policy,
+    /// static and normal priority, RT priority, slice and weight. While the
+    /// task is still in the fair class its class reweights it
+    /// (`reweight_task_fair()` → `reweight_entity()` with the entity off the
+    /// queue: the lag scales by old/new weight and the PELT load average is
+    /// recomputed); otherwise the weight is simply set.
+    fn __setscheduler_params(&mut self, p: TaskId, cpu: usize, attr: SchedAttr, class: SchedClass) {
+        let base_slice = self.base_slice;
+        let new_weight = attr.weight();
+        let task = &mut self.tasks[p as usize];
+        task.policy = attr.policy;
+        if attr.policy.is_fair() {
+            task.static_prio = DEFAULT_PRIO + attr.nice;
+            task.se.custom_slice = false;
+            task.se.slice = base_slice;
+        }
+        task.rt_priority = attr.rt_priority;
+        task.normal_prio = attr.normal_prio();
+        let old_weight = task.se.load.weight;
+        if class == SchedClass::Fair && !task.se.on_rq {
+            if new_weight != old_weight {
+                task.se.vlag = task.se.vlag * old_weight as i64 / new_weight as i64;
+            }
+            pelt::reweight_entity_load_avg(
+                &mut self.rqs[cpu].cfs.avg,
+                &mut self.tasks[p as usize].se.avg,
+                old_weight as u64,
+                new_weight as u64,
+            );
+        }
+        self.tasks[p as usize].se.load = LoadWeight::new(new_weight);
+    }
+}
