@@ -11,7 +11,9 @@ use crate::file::{RawOp, RawScenario, RawThread, OP_KEYS};
 use crate::validate::{self, OpSite, ThreadSites};
 use crate::values::{self, a_type, Ctx, Zero};
 use crate::Background;
-use crate::{ObjId, ObjKind, ObjRef, ObjectSpec, Op, Policy, Program, Repeat, Scenario, Spanned as Pos, ThreadSpec};
+use crate::{
+    ObjId, ObjKind, ObjRef, ObjectSpec, Op, Policy, Program, Repeat, Scenario, Spanned as Pos, ThreadSpec, TimerMode,
+};
 
 mod names;
 use names::{expand_i, flag_names, name, poll_names, star_matches, thread_names, Name};
@@ -57,6 +59,15 @@ enum OpT {
     Lock(Name),
     Unlock(Name),
     Yield,
+    RunWall(u64),
+    /// `None`: the thread's own grid (rt-app's `"ref": "unique"`).
+    GridTimer(u64, Option<Name>, TimerMode),
+    CondWait(Name, Name),
+    CondSignal(Name),
+    CondBroadcast(Name),
+    Barrier(Name),
+    SetAffinity(CpuSet),
+    SetScheduler(Policy, i32, u32),
 }
 
 struct Group {
@@ -302,25 +313,7 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         Some(p) => policy(ctx, p)?,
         None => Policy::Other,
     };
-    let (nice, rt_priority) = if policy.is_rt() {
-        if let Some(n) = &raw.nice {
-            return Err(ctx.err(n, format!("`nice` does not apply to {}: set `priority` (1..99)", policy.name())));
-        }
-        match &raw.priority {
-            Some(p) => (0, values::int_in(ctx, p, "priority", 1, 99, policy.name())? as u32),
-            None => (0, 10),
-        }
-    } else {
-        let (key, v) = match (&raw.nice, &raw.priority) {
-            (Some(_), Some(p)) => {
-                return Err(ctx.err(p, "give `nice` or `priority` (rt-app's name for nice on fair policies), not both"))
-            }
-            (Some(n), None) => ("nice", n),
-            (None, Some(p)) => ("priority", p),
-            (None, None) => ("nice", &Spanned::new(0..0, 0)),
-        };
-        (values::int_in(ctx, v, key, -20, 19, &format!("nice value for {}", policy.name()))? as i32, 0)
-    };
+    let (nice, rt_priority) = sched_params(ctx, policy, raw.nice.as_ref(), raw.priority.as_ref())?;
     let slice_ns = match &raw.slice {
         Some(s) if policy.is_rt() => {
             return Err(ctx.err(s, format!("`slice` applies only to fair policies, not {}", policy.name())))
@@ -391,7 +384,7 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
     }
     let mut ops = Vec::new();
     for op in raw.program.get_ref() {
-        ops.push(op_template(ctx, op)?);
+        ops.push(op_template(ctx, op, topo)?);
     }
     Ok(Group {
         name: name.clone(),
@@ -410,6 +403,35 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         ops,
         line: ctx.line_of(t.span().start),
     })
+}
+
+/// A policy's nice value and RT priority from `nice` and `priority` (for
+/// fair policies rt-app's name for nice; for FIFO/RR 1..99, default 10).
+fn sched_params(
+    ctx: Ctx,
+    policy: Policy,
+    nice: Option<&Spanned<i64>>,
+    priority: Option<&Spanned<i64>>,
+) -> Result<(i32, u32), InputError> {
+    if policy.is_rt() {
+        if let Some(n) = nice {
+            return Err(ctx.err(n, format!("`nice` does not apply to {}: set `priority` (1..99)", policy.name())));
+        }
+        return Ok(match priority {
+            Some(p) => (0, values::int_in(ctx, p, "priority", 1, 99, policy.name())? as u32),
+            None => (0, 10),
+        });
+    }
+    let zero = Spanned::new(0..0, 0);
+    let (key, v) = match (nice, priority) {
+        (Some(_), Some(p)) => {
+            return Err(ctx.err(p, "give `nice` or `priority` (rt-app's name for nice on fair policies), not both"))
+        }
+        (Some(n), None) => ("nice", n),
+        (None, Some(p)) => ("priority", p),
+        (None, None) => ("nice", &zero),
+    };
+    Ok((values::int_in(ctx, v, key, -20, 19, &format!("nice value for {}", policy.name()))? as i32, 0))
 }
 
 fn policy(ctx: Ctx, p: &Spanned<String>) -> Result<Policy, InputError> {
@@ -439,7 +461,7 @@ fn policy(ctx: Ctx, p: &Spanned<String>) -> Result<Policy, InputError> {
 }
 
 /// Parse one `{ op = ..., modifier = ... }` table.
-fn op_template(ctx: Ctx, op: &Spanned<RawOp>) -> Result<(OpT, usize), InputError> {
+fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Result<(OpT, usize), InputError> {
     let r = op.get_ref();
     let present: Vec<(&str, usize)> = [
         r.run.as_ref().map(|v| v.span().start),
@@ -452,6 +474,13 @@ fn op_template(ctx: Ctx, op: &Spanned<RawOp>) -> Result<(OpT, usize), InputError
         r.unlock.as_ref().map(|v| v.span().start),
         r.yield_.as_ref().map(|v| v.span().start),
         r.timer.as_ref().map(|v| v.span().start),
+        r.run_wall.as_ref().map(|v| v.span().start),
+        r.cond_wait.as_ref().map(|v| v.span().start),
+        r.cond_signal.as_ref().map(|v| v.span().start),
+        r.cond_broadcast.as_ref().map(|v| v.span().start),
+        r.barrier.as_ref().map(|v| v.span().start),
+        r.setaffinity.as_ref().map(|v| v.span().start),
+        r.setscheduler.as_ref().map(|v| v.span().start),
     ]
     .into_iter()
     .zip(OP_KEYS)
@@ -485,10 +514,72 @@ fn op_template(ctx: Ctx, op: &Spanned<RawOp>) -> Result<(OpT, usize), InputError
             return Err(ctx.err(a, format!("`after` applies only to `poll`, not `{key}`")));
         }
     }
+    let modifier_of = |at: usize, modifier: &str, owner: &str| -> Result<(), InputError> {
+        if key == owner {
+            Ok(())
+        } else {
+            Err(ctx.at(at, format!("`{modifier}` applies only to `{owner}`, not `{key}`")))
+        }
+    };
+    if let Some(m) = &r.mutex {
+        modifier_of(m.span().start, "mutex", "cond_wait")?;
+    }
+    if let Some(m) = &r.ref_ {
+        modifier_of(m.span().start, "ref", "timer")?;
+    }
+    if let Some(m) = &r.mode {
+        modifier_of(m.span().start, "mode", "timer")?;
+    }
+    if let Some(m) = &r.nice {
+        modifier_of(m.span().start, "nice", "setscheduler")?;
+    }
+    if let Some(m) = &r.priority {
+        modifier_of(m.span().start, "priority", "setscheduler")?;
+    }
     let t = match key {
         "run" => OpT::Run(values::duration(ctx, r.run.as_ref().unwrap(), "run", Zero::Refused)?),
         "sleep" => OpT::Sleep(values::duration(ctx, r.sleep.as_ref().unwrap(), "sleep", Zero::Allowed)?),
-        "timer" => OpT::Timer(values::duration(ctx, r.timer.as_ref().unwrap(), "timer", Zero::Refused)?),
+        "timer" => {
+            let period = values::duration(ctx, r.timer.as_ref().unwrap(), "timer", Zero::Refused)?;
+            let mode = match &r.mode {
+                None => TimerMode::Relative,
+                Some(m) => match m.get_ref().as_str() {
+                    "relative" => TimerMode::Relative,
+                    "absolute" => TimerMode::Absolute,
+                    other => {
+                        return Err(
+                            ctx.err(m, format!("timer `mode` = \"{other}\": expected \"relative\" or \"absolute\""))
+                        )
+                    }
+                },
+            };
+            match (&r.ref_, &r.mode) {
+                (None, None) => OpT::Timer(period),
+                (None, Some(_)) => OpT::GridTimer(period, None, mode),
+                (Some(n), _) => OpT::GridTimer(period, Some(name(ctx, n)?), mode),
+            }
+        }
+        "run_wall" => OpT::RunWall(values::duration(ctx, r.run_wall.as_ref().unwrap(), "run_wall", Zero::Refused)?),
+        "cond_wait" => {
+            let cond = r.cond_wait.as_ref().unwrap();
+            let Some(mutex) = &r.mutex else {
+                return Err(ctx.err(
+                    cond,
+                    "`cond_wait` needs the mutex it holds: { cond_wait = \"c\", mutex = \"m\" } (pthread_cond_wait)",
+                ));
+            };
+            OpT::CondWait(name(ctx, cond)?, name(ctx, mutex)?)
+        }
+        "cond_signal" => OpT::CondSignal(name(ctx, r.cond_signal.as_ref().unwrap())?),
+        "cond_broadcast" => OpT::CondBroadcast(name(ctx, r.cond_broadcast.as_ref().unwrap())?),
+        "barrier" => OpT::Barrier(name(ctx, r.barrier.as_ref().unwrap())?),
+        "setaffinity" => OpT::SetAffinity(values::affinity(ctx, r.setaffinity.as_ref().unwrap(), topo)?),
+        "setscheduler" => {
+            let p = r.setscheduler.as_ref().unwrap();
+            let policy = policy(ctx, p)?;
+            let (nice, prio) = sched_params(ctx, policy, r.nice.as_ref(), r.priority.as_ref())?;
+            OpT::SetScheduler(policy, nice, prio)
+        }
         "wait" => OpT::Wait(name(ctx, r.wait.as_ref().unwrap())?),
         "signal" => {
             let count = match &r.count {
@@ -532,6 +623,9 @@ fn kind_name(k: &ObjKind) -> &'static str {
         ObjKind::Mutex { .. } => "a mutex",
         ObjKind::WakeList => "a wake list",
         ObjKind::CpuLocks => "a per-CPU lock array",
+        ObjKind::Cond => "a condition variable",
+        ObjKind::Barrier { .. } => "a barrier",
+        ObjKind::Timer => "a timer",
     }
 }
 
@@ -628,6 +722,39 @@ fn program(
             OpT::Lock(n) => Op::Lock { mutex: resolve(n, ObjKind::Mutex { pi: false }, "lock", &mut site)? },
             OpT::Unlock(n) => Op::Unlock { mutex: resolve(n, ObjKind::Mutex { pi: false }, "unlock", &mut site)? },
             OpT::Yield => Op::Yield,
+            OpT::RunWall(ns) => Op::RunWall { ns: *ns },
+            OpT::GridTimer(period_ns, n, mode) => {
+                let timer = match n {
+                    Some(n) => fixed(resolve(n, ObjKind::Timer, "timer", &mut site)?, ctx, n, "timer")?,
+                    // rt-app's "unique": a grid of this thread's own.
+                    None => {
+                        objects.intern(ctx, &format!("{}-{instance}/timer", g.name), ObjKind::Timer, "timer", *at)?
+                    }
+                };
+                Op::GridTimer { timer, period_ns: *period_ns, mode: *mode }
+            }
+            OpT::CondWait(c, m) => {
+                let cond = resolve(c, ObjKind::Cond, "cond_wait", &mut site)?;
+                let mutex = resolve(m, ObjKind::Mutex { pi: false }, "cond_wait", &mut site)?;
+                site.name = Some(expand_i(&m.text, instance));
+                Op::CondWait { cond, mutex }
+            }
+            OpT::CondSignal(c) => Op::CondSignal { cond: resolve(c, ObjKind::Cond, "cond_signal", &mut site)? },
+            OpT::CondBroadcast(c) => {
+                Op::CondBroadcast { cond: resolve(c, ObjKind::Cond, "cond_broadcast", &mut site)? }
+            }
+            OpT::Barrier(n) => {
+                let r = resolve(n, ObjKind::Barrier { users: 0 }, "barrier", &mut site)?;
+                let barrier = fixed(r, ctx, n, "barrier")?;
+                if let ObjKind::Barrier { users } = &mut objects.specs[barrier as usize].kind {
+                    *users = users.saturating_add(1);
+                }
+                Op::Barrier { barrier }
+            }
+            OpT::SetAffinity(cpus) => Op::SetAffinity { cpus: *cpus },
+            OpT::SetScheduler(policy, nice, rt_priority) => {
+                Op::SetScheduler { policy: *policy, nice: *nice, rt_priority: *rt_priority }
+            }
             OpT::Poll(names, after_ns) => {
                 let first = expand_i(&names[0].text, instance);
                 site.name = Some(first.clone());
@@ -660,6 +787,14 @@ fn program(
         sites.push(site);
     }
     Ok((ops, sites))
+}
+
+/// An operand that must name one object: `{*}` is refused.
+fn fixed(r: ObjRef, ctx: Ctx, n: &Name, op: &str) -> Result<ObjId, InputError> {
+    match r {
+        ObjRef::Fixed(id) => Ok(id),
+        ObjRef::ByPolled(_) => Err(ctx.at(n.at, format!("`{op}` takes one object: `{}` cannot use `{{*}}`", n.text))),
+    }
 }
 
 /// `1500000` → `1.5ms`, for messages.

@@ -81,8 +81,42 @@ pub(crate) struct RawOp {
     pub count: Option<Spanned<i64>>,
     /// `poll` modifier: minimum time after the post before the poll succeeds.
     pub after: Option<Spanned<Value>>,
+    pub run_wall: Option<Spanned<Value>>,
+    pub cond_wait: Option<Spanned<String>>,
+    pub cond_signal: Option<Spanned<String>>,
+    pub cond_broadcast: Option<Spanned<String>>,
+    pub barrier: Option<Spanned<String>>,
+    pub setaffinity: Option<Spanned<Value>>,
+    pub setscheduler: Option<Spanned<String>>,
+    /// `cond_wait` modifier: the mutex the waiter holds.
+    pub mutex: Option<Spanned<String>>,
+    /// `timer` modifier: the named grid (rt-app's timer `ref`).
+    #[serde(rename = "ref")]
+    pub ref_: Option<Spanned<String>>,
+    /// `timer` modifier: `relative` or `absolute` (rt-app's timer `mode`).
+    pub mode: Option<Spanned<String>>,
+    /// `setscheduler` modifiers.
+    pub nice: Option<Spanned<i64>>,
+    pub priority: Option<Spanned<i64>>,
 }
 
 /// The operation keys, in the order they are reported.
-pub(crate) const OP_KEYS: &[&str] =
-    &["run", "sleep", "wait", "signal", "post", "poll", "lock", "unlock", "yield", "timer"];
+pub(crate) const OP_KEYS: &[&str] = &[
+    "run",
+    "sleep",
+    "wait",
+    "signal",
+    "post",
+    "poll",
+    "lock",
+    "unlock",
+    "yield",
+    "timer",
+    "run_wall",
+    "cond_wait",
+    "cond_signal",
+    "cond_broadcast",
+    "barrier",
+    "setaffinity",
+    "setscheduler",
+];

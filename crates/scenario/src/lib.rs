@@ -169,6 +169,17 @@ pub enum ObjKind {
     /// `-L` around a request's work). Only the `[schbench]` generator
     /// creates these.
     CpuLocks,
+    /// A pthread condition variable (`cond_wait`, `cond_signal`,
+    /// `cond_broadcast`; rt-app's `wait`, `signal`, `broad`, `sync`,
+    /// `suspend`, `resume`). A signal with no waiter is lost.
+    Cond,
+    /// rt-app's barrier: `users` arrivals release everyone (the count of
+    /// `barrier` ops naming it over all threads, as rt-app counts them).
+    Barrier { users: u32 },
+    /// A named timer grid (rt-app's timer resource): its first boundary is
+    /// one period after the start of the first thread that uses it, then one
+    /// period after the previous boundary.
+    Timer,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,6 +208,44 @@ pub fn next_timer_boundary(prev: Option<u64>, now: u64, period_ns: u64) -> u64 {
         next
     } else {
         next.saturating_add((now - next) / period * period + period)
+    }
+}
+
+/// What a [`Op::GridTimer`] does when its next boundary has already
+/// passed (rt-app's timer `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimerMode {
+    /// rt-app's default: no sleep, and the grid restarts from now.
+    Relative,
+    /// No sleep, the grid stays: the missed boundaries are caught up by the
+    /// next timers back to back.
+    Absolute,
+}
+
+impl TimerMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimerMode::Relative => "relative",
+            TimerMode::Absolute => "absolute",
+        }
+    }
+}
+
+/// When a [`Op::GridTimer`] executed at `now` wakes, and where its grid goes
+/// next: the boundary is one period after `prev` (`start` for the first
+/// timer, the thread's start). Returns (the time to sleep until, or `None`
+/// when the boundary has already passed; the grid's new previous boundary).
+/// rt-app's `rtapp_timer` event, the one rule for the simulator and the
+/// real runner.
+pub fn grid_timer_step(prev: u64, now: u64, period_ns: u64, mode: TimerMode) -> (Option<u64>, u64) {
+    let next = prev.saturating_add(period_ns);
+    if now < next {
+        (Some(next), next)
+    } else {
+        match mode {
+            TimerMode::Relative => (None, now),
+            TimerMode::Absolute => (None, next),
+        }
     }
 }
 
@@ -272,6 +321,49 @@ pub enum Op {
     /// Release the per-CPU lock this thread holds in `locks`.
     UnlockCpu {
         locks: ObjId,
+    },
+    /// Busy-loop until `ns` of wall-clock time have passed since the op
+    /// began, whether the thread ran all of it or not (rt-app `runtime`).
+    RunWall {
+        ns: u64,
+    },
+    /// rt-app's timer: sleep until the next boundary of the named grid
+    /// `timer` (see [`grid_timer_step`]); a passed boundary does not sleep.
+    GridTimer {
+        timer: ObjId,
+        period_ns: u64,
+        mode: TimerMode,
+    },
+    /// `pthread_cond_wait(cond, mutex)`: with `mutex` held, release it and
+    /// block until a signal or broadcast, then take `mutex` again.
+    CondWait {
+        cond: ObjRef,
+        mutex: ObjRef,
+    },
+    /// `pthread_cond_signal()`: wake the longest waiter, if any.
+    CondSignal {
+        cond: ObjRef,
+    },
+    /// `pthread_cond_broadcast()`: wake every waiter.
+    CondBroadcast {
+        cond: ObjRef,
+    },
+    /// rt-app's barrier: the last of its users to arrive wakes the others,
+    /// who wait for it.
+    Barrier {
+        barrier: ObjId,
+    },
+    /// `sched_setaffinity(0, cpus)` on itself: a thread now running outside
+    /// `cpus` is moved by the migration stopper.
+    SetAffinity {
+        cpus: CpuSet,
+    },
+    /// `sched_setscheduler(0, policy, ...)` on itself (for fair policies the
+    /// nice value as `setpriority()` sets it).
+    SetScheduler {
+        policy: Policy,
+        nice: i32,
+        rt_priority: u32,
     },
 }
 

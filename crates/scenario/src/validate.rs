@@ -153,6 +153,20 @@ fn mutex_discipline(ctx: Ctx, s: &Scenario, sites: &[ThreadSites]) -> Result<Edg
                         }
                     }
                 }
+                Op::CondWait { mutex, .. } => {
+                    let want = ids(mutex);
+                    if !held.iter().any(|h| h.binding == site.binding && h.ids == want) {
+                        return Err(ctx.at(
+                            site.at,
+                            format!(
+                                "thread `{}` waits on a condition with mutex `{name}`, which it does not hold at \
+                                 this point of its program: put a `lock` of it before the `cond_wait` \
+                                 (pthread_cond_wait needs it held)",
+                                th.name
+                            ),
+                        ));
+                    }
+                }
                 _ => {}
             }
         }
@@ -285,6 +299,7 @@ fn can_finish(ctx: Ctx, s: &Scenario, sites: &[ThreadSites]) -> Result<(), Input
             match op {
                 Op::Signal { efd, .. } => signalled.extend(ids(efd)),
                 Op::Post { flag } => posted.extend(ids(flag)),
+                Op::CondSignal { cond } | Op::CondBroadcast { cond } => signalled.extend(ids(cond)),
                 _ => {}
             }
         }
@@ -298,6 +313,18 @@ fn can_finish(ctx: Ctx, s: &Scenario, sites: &[ThreadSites]) -> Result<(), Input
                             site.at,
                             format!(
                                 "thread `{}` waits on eventfd `{}`, which no thread signals; \
+                                 with no `duration` the scenario could never finish",
+                                th.name, s.objects[id as usize].name
+                            ),
+                        ));
+                    }
+                }
+                Op::CondWait { cond, .. } => {
+                    if let Some(id) = ids(cond).into_iter().find(|id| !signalled.contains(id)) {
+                        return Err(ctx.at(
+                            site.at,
+                            format!(
+                                "thread `{}` waits on condition `{}`, which no thread signals; \
                                  with no `duration` the scenario could never finish",
                                 th.name, s.objects[id as usize].name
                             ),

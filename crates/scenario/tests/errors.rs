@@ -571,3 +571,70 @@ fn timer_slack_defaults_by_policy_and_is_refused_for_rt() {
     );
     expect_err(&one("timer_slack = \"2s\"\nprogram = [{ sleep = \"1ms\" }]"), 5, "\"2s\"", "expected at most 1s");
 }
+
+// ---- rt-app's operations ----
+
+#[test]
+fn new_ops_parse_to_their_ops() {
+    let s = parse(&one("program = [{ lock = \"m\" }, { cond_wait = \"c\", mutex = \"m\" }, { unlock = \"m\" }, \
+         { cond_signal = \"c\" }, { cond_broadcast = \"c\" }, { barrier = \"b\" }, { run_wall = \"2ms\" }, \
+         { timer = \"1ms\", ref = \"t\", mode = \"absolute\" }, { timer = \"1ms\", mode = \"relative\" }, \
+         { setaffinity = \"1-2\" }, { setscheduler = \"SCHED_FIFO\", priority = 7 }, \
+         { setscheduler = \"other\", nice = -3 }]"))
+    .unwrap();
+    let id = |n: &str| s.object_id(n).unwrap();
+    let ops = &s.threads[0].program.ops;
+    assert_eq!(ops[1], Op::CondWait { cond: ObjRef::Fixed(id("c")), mutex: ObjRef::Fixed(id("m")) });
+    assert_eq!(ops[5], Op::Barrier { barrier: id("b") });
+    assert_eq!(s.objects[id("b") as usize].kind, ObjKind::Barrier { users: 1 });
+    assert_eq!(ops[6], Op::RunWall { ns: 2_000_000 });
+    assert_eq!(
+        ops[7],
+        Op::GridTimer { timer: id("t"), period_ns: 1_000_000, mode: schedlab_scenario::TimerMode::Absolute }
+    );
+    // A mode without a ref: a grid of the thread's own.
+    assert!(matches!(ops[8], Op::GridTimer { timer, .. } if s.objects[timer as usize].name == "a-0/timer"));
+    assert_eq!(ops[10], Op::SetScheduler { policy: Policy::Fifo, nice: 0, rt_priority: 7 });
+    assert_eq!(ops[11], Op::SetScheduler { policy: Policy::Other, nice: -3, rt_priority: 0 });
+}
+
+#[test]
+fn new_op_errors_are_located() {
+    expect_err(
+        &one("program = [{ lock = \"m\" }, { cond_wait = \"c\" }, { unlock = \"m\" }]"),
+        5,
+        "\"c\"",
+        "needs the mutex it holds",
+    );
+    expect_err(
+        &one("program = [{ cond_wait = \"c\", mutex = \"m\" }, { cond_signal = \"c\" }]"),
+        5,
+        "\"c\", mutex",
+        "which it does not hold",
+    );
+    expect_err(&one("program = [{ run = \"1ms\", ref = \"t\" }]"), 5, "\"t\"", "`ref` applies only to `timer`");
+    expect_err(
+        &one("program = [{ timer = \"1ms\", mode = \"sometimes\" }]"),
+        5,
+        "\"sometimes\"",
+        "expected \"relative\" or \"absolute\"",
+    );
+    expect_err(
+        &one("program = [{ setscheduler = \"fifo\", nice = 3 }]"),
+        5,
+        "3",
+        "`nice` does not apply to SCHED_FIFO",
+    );
+    expect_err(&one("program = [{ setscheduler = \"fifo\", priority = 100 }]"), 5, "100", "priority");
+    expect_err(&one("program = [{ setscheduler = \"deadline\" }]"), 5, "\"deadline\"", "");
+    expect_err(&one("program = [{ setaffinity = \"9\" }]"), 5, "\"9\"", "");
+    expect_err(&one("program = [{ run_wall = \"0s\" }]"), 5, "\"0s\"", "");
+    expect_err(&one("program = [{ wait = \"x\" }, { barrier = \"x\" }]"), 5, "\"x\" }]", "");
+}
+
+#[test]
+fn a_cond_wait_nobody_signals_cannot_finish_without_a_duration() {
+    let text = "topology = \"smt-2x2\"\n[[thread]]\nname = \"a\"\nloop = 1\n\
+                program = [{ lock = \"m\" }, { cond_wait = \"c\", mutex = \"m\" }, { unlock = \"m\" }]\n";
+    expect_err(text, 5, "\"c\", mutex", "which no thread signals");
+}
