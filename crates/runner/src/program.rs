@@ -4,18 +4,23 @@
 //! eventfd `write()`, `wait_done` just after `read()` returns, `post` just
 //! before the flag is set, `poll_done` once the flag is consumed, `lock`
 //! once the mutex is held, `unlock` just before it is released, `loop_end`
-//! after each iteration.
+//! after each iteration. A `cond_wait` writes `unlock` before the wait and
+//! `lock`, `wait_done` after it; a cond signal and a barrier's releasing
+//! arrival write `signal` before the call, a released arrival `wait_done`.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use schedlab_scenario::{ObjId, ObjKind, ObjRef, Op, Repeat, Scenario, ThreadSpec};
+use schedlab_scenario::{grid_timer_step, ObjId, ObjKind, ObjRef, Op, Repeat, Scenario, ThreadSpec};
 use schedlab_trace::{ftrace::user_marker_text, TaskTable, UserOp};
 use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{spin, Calibration};
-use crate::sys::{now_ns, realtime_ns, sleep_until, EventFd, LockOutcome, PthreadMutex};
+use crate::sys::{
+    now_ns, realtime_ns, sched_setattr, set_affinity, sleep_until, EventFd, LockOutcome, PthreadCond, PthreadMutex,
+    SchedAttr, WaitOutcome,
+};
 
 /// A workload object, shared by the threads.
 pub enum Obj {
@@ -27,6 +32,16 @@ pub enum Obj {
     WakeList(SpinList),
     /// schbench's `per_cpu_locks`: one spin-trylock per possible CPU (1 = held).
     CpuLocks(Vec<AtomicBool>),
+    Cond(PthreadCond),
+    /// rt-app's barrier: a mutex, a condition and the count of arrivals
+    /// still awaited before the next one releases everyone (held under the mutex).
+    Barrier {
+        mutex: PthreadMutex,
+        cond: PthreadCond,
+        waiting: AtomicU64,
+    },
+    /// A timer grid's previous boundary (`None` before its first use).
+    Timer(std::sync::Mutex<Option<u64>>),
 }
 
 /// A vector behind a spinlock: held for a push or a swap, so contention
@@ -131,6 +146,13 @@ impl Shared {
                     ObjKind::Mutex { pi } => Obj::Mutex(PthreadMutex::new(pi)?),
                     ObjKind::WakeList => Obj::WakeList(SpinList::default()),
                     ObjKind::CpuLocks => Obj::CpuLocks((0..possible_cpus()).map(|_| AtomicBool::new(false)).collect()),
+                    ObjKind::Cond => Obj::Cond(PthreadCond::new()?),
+                    ObjKind::Barrier { users } => Obj::Barrier {
+                        mutex: PthreadMutex::new(false)?,
+                        cond: PthreadCond::new()?,
+                        waiting: AtomicU64::new(u64::from(users.saturating_sub(1))),
+                    },
+                    ObjKind::Timer => Obj::Timer(std::sync::Mutex::new(None)),
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
@@ -142,13 +164,31 @@ impl Shared {
         self.stop.load(Ordering::Relaxed) || now_ns() >= self.stop_at.load(Ordering::Relaxed)
     }
 
-    /// Wake every thread blocked on an eventfd so it sees `stop`.
-    pub fn kick_eventfds(&self) {
+    /// Wake every thread blocked on an eventfd, a condition or a barrier so
+    /// it sees `stop` (a wait also gives up at its deadline on its own).
+    pub fn kick_waiters(&self) {
         for o in &self.objs {
-            if let Obj::Eventfd(e) = o {
-                let _ = e.signal(1);
+            match o {
+                Obj::Eventfd(e) => {
+                    let _ = e.signal(1);
+                }
+                Obj::Cond(c) | Obj::Barrier { cond: c, .. } => {
+                    let _ = c.broadcast();
+                }
+                _ => {}
             }
         }
+    }
+
+    /// CLOCK_REALTIME deadline for a lock: the stop time plus a grace.
+    fn lock_deadline(&self) -> u64 {
+        let left = self.stop_at.load(Ordering::Relaxed).saturating_sub(now_ns());
+        realtime_ns().saturating_add(left).saturating_add(WAIT_GRACE_NS)
+    }
+
+    /// CLOCK_MONOTONIC deadline for a condition wait.
+    fn wait_deadline(&self) -> u64 {
+        self.stop_at.load(Ordering::Relaxed).saturating_add(WAIT_GRACE_NS)
     }
 }
 
@@ -184,20 +224,30 @@ pub struct Outcome {
 
 /// Run-length of one busy-loop chunk between deadline checks.
 const CHUNK_NS: u64 = 20_000;
+/// How long past the stop time a blocked lock or wait gives up on its own.
+const WAIT_GRACE_NS: u64 = 100_000_000;
+
+/// A thread's own state while its program runs.
+struct Local {
+    /// Mutexes held, in locking order (released if the run stops midway).
+    held: Vec<ObjId>,
+    polled: Option<usize>,
+    timer_next: Option<u64>,
+    cpu_lock: Option<(ObjId, usize)>,
+    /// When the program began (a timer grid's origin).
+    started_at: u64,
+}
 
 /// Execute `spec`'s program until it ends or the run stops.
 pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
-    let mut held: Vec<ObjId> = Vec::new();
-    let mut polled: Option<usize> = None;
-    let mut timer_next: Option<u64> = None;
-    let mut cpu_lock: Option<(ObjId, usize)> = None;
+    let mut local = Local { held: Vec::new(), polled: None, timer_next: None, cpu_lock: None, started_at: now_ns() };
     let mut iterations = 0u64;
     let end = 'run: loop {
         for op in &spec.program.ops {
             if sh.should_stop() {
                 break 'run End::Stopped;
             }
-            let bound = polled;
+            let bound = local.polled;
             let resolve = |r: &ObjRef| -> Result<ObjId, End> {
                 match r {
                     ObjRef::Fixed(id) => Ok(*id),
@@ -206,7 +256,7 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
                     }),
                 }
             };
-            match exec(sh, op, &resolve, &mut held, &mut polled, &mut timer_next, &mut cpu_lock) {
+            match exec(sh, op, &resolve, &mut local) {
                 Ok(()) => {}
                 Err(e) => break 'run e,
             }
@@ -220,12 +270,12 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
         }
     };
     // A thread stopped mid-iteration must not leave others blocked on its mutexes.
-    for id in held.into_iter().rev() {
+    for id in local.held.into_iter().rev() {
         if let Obj::Mutex(m) = &sh.objs[id as usize] {
             let _ = m.unlock();
         }
     }
-    if let Some((id, cpu)) = cpu_lock {
+    if let Some((id, cpu)) = local.cpu_lock {
         if let Obj::CpuLocks(l) = &sh.objs[id as usize] {
             l[cpu].store(false, Ordering::Release);
         }
@@ -233,15 +283,8 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
     Outcome { iterations, end }
 }
 
-fn exec(
-    sh: &Shared,
-    op: &Op,
-    resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>,
-    held: &mut Vec<ObjId>,
-    polled: &mut Option<usize>,
-    timer_next: &mut Option<u64>,
-    cpu_lock: &mut Option<(ObjId, usize)>,
-) -> Result<(), End> {
+fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, local: &mut Local) -> Result<(), End> {
+    let Local { held, polled, timer_next, cpu_lock, started_at } = local;
     let failed = |what: &str, e: std::io::Error| End::Failed(format!("{what}: {e}"));
     match op {
         &Op::Run { ns } => {
@@ -312,8 +355,7 @@ fn exec(
             let id = resolve(mutex)?;
             let Obj::Mutex(m) = &sh.objs[id as usize] else { unreachable!("validated kind") };
             // pthread_mutex_timedlock only knows CLOCK_REALTIME: convert the stop time.
-            let left = sh.stop_at.load(Ordering::Relaxed).saturating_sub(now_ns());
-            match m.lock_until(realtime_ns().saturating_add(left).saturating_add(100_000_000)) {
+            match m.lock_until(sh.lock_deadline()) {
                 Ok(LockOutcome::Locked) => {
                     held.push(id);
                     sh.markers.op(id, LOCK);
@@ -377,6 +419,98 @@ fn exec(
                 debug_assert_eq!(id, locks);
                 l[cpu].store(false, Ordering::Release);
             }
+        }
+        &Op::RunWall { ns } => {
+            let end = now_ns().saturating_add(ns);
+            let chunk = sh.calibration.loops_for(CHUNK_NS.min(ns)).max(1);
+            while now_ns() < end {
+                spin(chunk);
+                if sh.should_stop() {
+                    return Err(End::Stopped);
+                }
+            }
+        }
+        &Op::GridTimer { timer, period_ns, mode } => {
+            let Obj::Timer(grid) = &sh.objs[timer as usize] else { unreachable!("validated kind") };
+            let sleep = {
+                let mut prev = grid.lock().unwrap_or_else(|p| p.into_inner());
+                let (sleep, next_prev) = grid_timer_step(prev.unwrap_or(*started_at), now_ns(), period_ns, mode);
+                *prev = Some(next_prev);
+                sleep
+            };
+            if let Some(at) = sleep {
+                sleep_until(at.min(sh.stop_at.load(Ordering::Relaxed)));
+            }
+        }
+        Op::CondWait { cond, mutex } => {
+            let (c, m) = (resolve(cond)?, resolve(mutex)?);
+            let (Obj::Cond(cv), Obj::Mutex(mx)) = (&sh.objs[c as usize], &sh.objs[m as usize]) else {
+                unreachable!("validated kind")
+            };
+            if !held.contains(&m) {
+                return Err(End::Failed(format!(
+                    "cond_wait without holding mutex {}",
+                    sh.markers.table.objects[m as usize]
+                )));
+            }
+            sh.markers.op(m, UNLOCK);
+            let r = cv.wait_until(mx, sh.wait_deadline()).map_err(|e| failed("pthread_cond_timedwait", e))?;
+            if r == WaitOutcome::TimedOut || sh.stop.load(Ordering::Relaxed) {
+                return Err(End::Stopped);
+            }
+            sh.markers.op(m, LOCK);
+            sh.markers.op(c, WAIT_DONE);
+        }
+        Op::CondSignal { cond } | Op::CondBroadcast { cond } => {
+            let c = resolve(cond)?;
+            let Obj::Cond(cv) = &sh.objs[c as usize] else { unreachable!("validated kind") };
+            sh.markers.op(c, SIGNAL);
+            if matches!(op, Op::CondBroadcast { .. }) {
+                cv.broadcast().map_err(|e| failed("pthread_cond_broadcast", e))?;
+            } else {
+                cv.signal().map_err(|e| failed("pthread_cond_signal", e))?;
+            }
+        }
+        &Op::Barrier { barrier } => {
+            let Obj::Barrier { mutex, cond, waiting } = &sh.objs[barrier as usize] else {
+                unreachable!("validated kind")
+            };
+            // rt-app's barrier event, under its mutex.
+            match mutex.lock_until(sh.lock_deadline()).map_err(|e| failed("pthread_mutex_timedlock", e))? {
+                LockOutcome::Locked => {}
+                LockOutcome::TimedOut => return Err(End::Stopped),
+            }
+            let result = if waiting.load(Ordering::Relaxed) == 0 {
+                sh.markers.op(barrier, SIGNAL);
+                cond.broadcast().map_err(|e| failed("pthread_cond_broadcast", e))
+            } else {
+                waiting.fetch_sub(1, Ordering::Relaxed);
+                let r = cond.wait_until(mutex, sh.wait_deadline());
+                waiting.fetch_add(1, Ordering::Relaxed);
+                match r {
+                    Ok(WaitOutcome::Woken) if !sh.stop.load(Ordering::Relaxed) => {
+                        sh.markers.op(barrier, WAIT_DONE);
+                        Ok(())
+                    }
+                    Ok(_) => Err(End::Stopped),
+                    Err(e) => Err(failed("pthread_cond_timedwait", e)),
+                }
+            };
+            let _ = mutex.unlock();
+            result?;
+        }
+        Op::SetAffinity { cpus } => {
+            let cpus: Vec<usize> = cpus.iter().collect();
+            set_affinity(&cpus).map_err(|e| failed(&format!("sched_setaffinity({cpus:?})"), e))?;
+        }
+        &Op::SetScheduler { policy, nice, rt_priority } => {
+            let attr = SchedAttr {
+                policy: crate::worker::policy_number(policy),
+                nice: if policy.is_rt() { 0 } else { nice },
+                priority: if policy.is_rt() { rt_priority } else { 0 },
+                ..Default::default()
+            };
+            sched_setattr(0, &attr).map_err(|e| failed(&format!("sched_setattr({})", policy.name()), e))?;
         }
     }
     Ok(())

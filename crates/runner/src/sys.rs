@@ -236,6 +236,10 @@ impl PthreadMutex {
         }
     }
 
+    fn raw(&self) -> *mut libc::pthread_mutex_t {
+        self.m.get()
+    }
+
     pub fn unlock(&self) -> io::Result<()> {
         // SAFETY: as in `lock_until`; callers unlock only what they hold.
         match unsafe { libc::pthread_mutex_unlock(self.m.get()) } {
@@ -249,6 +253,80 @@ impl Drop for PthreadMutex {
     fn drop(&mut self) {
         // SAFETY: no thread uses the mutex any more (the worker joined them).
         unsafe { libc::pthread_mutex_destroy(self.m.get()) };
+    }
+}
+
+/// A pthread condition variable on CLOCK_MONOTONIC (so a wait's deadline
+/// is the run's own clock). Boxed so it never moves after `pthread_cond_init`.
+pub struct PthreadCond {
+    c: Box<UnsafeCell<libc::pthread_cond_t>>,
+}
+
+// SAFETY: a pthread condition variable is made to be shared between threads.
+unsafe impl Sync for PthreadCond {}
+// SAFETY: as above.
+unsafe impl Send for PthreadCond {}
+
+/// What a timed wait ended with.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// Signalled (or woken spuriously, which `pthread_cond_wait` allows and
+    /// rt-app does not guard against either).
+    Woken,
+    TimedOut,
+}
+
+impl PthreadCond {
+    pub fn new() -> io::Result<PthreadCond> {
+        let c = Box::new(UnsafeCell::new(libc::PTHREAD_COND_INITIALIZER));
+        // SAFETY: attr is initialised before use and destroyed after; the
+        // condition lives in a Box that is never moved out of.
+        unsafe {
+            let mut attr: libc::pthread_condattr_t = std::mem::zeroed();
+            let check = |r: libc::c_int| if r == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(r)) };
+            check(libc::pthread_condattr_init(&mut attr))?;
+            let r = check(libc::pthread_condattr_setclock(&mut attr, libc::CLOCK_MONOTONIC))
+                .and_then(|()| check(libc::pthread_cond_init(c.get(), &attr)));
+            libc::pthread_condattr_destroy(&mut attr);
+            r?;
+        }
+        Ok(PthreadCond { c })
+    }
+
+    /// `pthread_cond_timedwait(cond, mutex, deadline)`: `mutex` must be held
+    /// by the caller; it is held again when this returns, whatever the outcome.
+    pub fn wait_until(&self, mutex: &PthreadMutex, deadline_ns: u64) -> io::Result<WaitOutcome> {
+        let ts = timespec(deadline_ns);
+        // SAFETY: both objects were initialised in their `new` and are pinned
+        // in their Boxes; the caller holds `mutex`.
+        match unsafe { libc::pthread_cond_timedwait(self.c.get(), mutex.raw(), &ts) } {
+            0 => Ok(WaitOutcome::Woken),
+            libc::ETIMEDOUT => Ok(WaitOutcome::TimedOut),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+
+    pub fn signal(&self) -> io::Result<()> {
+        // SAFETY: initialised in `new`, pinned in its Box.
+        match unsafe { libc::pthread_cond_signal(self.c.get()) } {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+
+    pub fn broadcast(&self) -> io::Result<()> {
+        // SAFETY: initialised in `new`, pinned in its Box.
+        match unsafe { libc::pthread_cond_broadcast(self.c.get()) } {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+impl Drop for PthreadCond {
+    fn drop(&mut self) {
+        // SAFETY: no thread waits on it any more (the worker joined them).
+        unsafe { libc::pthread_cond_destroy(self.c.get()) };
     }
 }
 
@@ -278,6 +356,27 @@ mod tests {
         e.signal(2).unwrap();
         e.signal(3).unwrap();
         assert_eq!(e.wait().unwrap(), 5);
+    }
+
+    #[test]
+    fn cond_wait_is_woken_by_a_signal_and_times_out_without_one() {
+        let pair = std::sync::Arc::new((PthreadMutex::new(false).unwrap(), PthreadCond::new().unwrap()));
+        let (m, c) = &*pair;
+        assert_eq!(m.lock_until(realtime_ns() + 1_000_000_000).unwrap(), LockOutcome::Locked);
+        assert_eq!(c.wait_until(m, now_ns() + 20_000_000).unwrap(), WaitOutcome::TimedOut);
+        let p2 = pair.clone();
+        let signaller = std::thread::spawn(move || {
+            let (m, c) = &*p2;
+            // Taking the mutex means the waiter is inside the wait.
+            assert_eq!(m.lock_until(realtime_ns() + 5_000_000_000).unwrap(), LockOutcome::Locked);
+            c.signal().unwrap();
+            m.unlock().unwrap();
+        });
+        let t0 = now_ns();
+        assert_eq!(c.wait_until(m, now_ns() + 5_000_000_000).unwrap(), WaitOutcome::Woken);
+        assert!(now_ns() - t0 < 4_000_000_000, "woken by the signal, not the deadline");
+        m.unlock().unwrap();
+        signaller.join().unwrap();
     }
 
     #[test]

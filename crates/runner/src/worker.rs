@@ -64,7 +64,7 @@ pub struct WorkerArgs<'a> {
     pub supervisor_pid: i32,
 }
 
-fn policy_number(p: Policy) -> u32 {
+pub(crate) fn policy_number(p: Policy) -> u32 {
     (match p {
         Policy::Other => libc::SCHED_OTHER,
         Policy::Batch => libc::SCHED_BATCH,
@@ -289,7 +289,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     shared.stop.store(true, Ordering::SeqCst);
     let give_up = stop_at.max(t_end).saturating_add(STOP_GRACE_NS / 2);
     while left > 0 && now_ns() < give_up {
-        shared.kick_eventfds();
+        shared.kick_waiters();
         match done_rx.recv_timeout(Duration::from_millis(1)) {
             Ok((i, o)) => {
                 outcomes[i] = Some(o);

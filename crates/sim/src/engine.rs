@@ -382,6 +382,7 @@ impl<'a> Engine<'a> {
             Ev::End => return false,
             Ev::Start(th) => {
                 self.threads[th].started = true;
+                self.threads[th].started_at = self.now;
                 let task = self.threads[th].task;
                 let cpu = self.kernel.task(task).cpu;
                 self.kernel.wake_up_new_task(task, self.now, cpu, &mut self.out);

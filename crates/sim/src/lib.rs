@@ -345,13 +345,7 @@ fn simulate_inner(
     let mut task_thread = Vec::new();
     let mut starts = Vec::new();
     for (i, spec) in scenario.threads.iter().enumerate() {
-        let policy = match spec.policy {
-            SPolicy::Other => Policy::Normal,
-            SPolicy::Batch => Policy::Batch,
-            SPolicy::Idle => Policy::Idle,
-            SPolicy::Fifo => Policy::Fifo,
-            SPolicy::Rr => Policy::Rr,
-        };
+        let policy = kernel_policy(spec.policy);
         if !spec.affinity.is_subset(&topo.all_cpus()) {
             return Err(InputError::new(
                 scenario.path.clone(),
@@ -381,7 +375,7 @@ fn simulate_inner(
         });
         table.tasks.insert(pid, TaskInfo { comm: spec.name.clone(), tgid: FIRST_PID - 1 });
         task_thread.push(i);
-        threads.push(Thread::new(task, i));
+        threads.push(Thread::new(task, i, spec.timer_slack_ns));
         starts.push(spec.start_delay_ns);
     }
 
@@ -522,6 +516,17 @@ fn simulate_inner(
 /// `kworker/N:1` (SCHED_OTHER, pinned) that runs briefly once a second, like
 /// vmstat's per-CPU update, each with its own seeded phase. The watchdog
 /// stopper is added by the engine.
+/// The kernel model's policy for a scenario's.
+pub(crate) fn kernel_policy(p: SPolicy) -> Policy {
+    match p {
+        SPolicy::Other => Policy::Normal,
+        SPolicy::Batch => Policy::Batch,
+        SPolicy::Idle => Policy::Idle,
+        SPolicy::Fifo => Policy::Fifo,
+        SPolicy::Rr => Policy::Rr,
+    }
+}
+
 fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Scenario {
     let mut s = scenario.clone();
     let mut rng = rng::Rng::new(seed ^ 0x6b77_6f72_6b65_7273);

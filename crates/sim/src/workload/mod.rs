@@ -2,6 +2,8 @@
 //! flags and mutexes, plus each thread's position in its program. The ops
 //! that act on them are interpreted in `ops`.
 
+mod attr;
+mod cond;
 mod ops;
 
 use schedlab_kernel::TaskId;
@@ -21,6 +23,13 @@ pub enum ObjState {
     WakeList { entries: Vec<ObjId> },
     /// One spin-trylock per CPU: the thread holding each (grown on use).
     CpuLocks { owner: Vec<Option<usize>> },
+    /// A condition variable's waiters, longest-waiting first.
+    Cond { waiters: Vec<usize> },
+    /// rt-app's barrier: how many more arrivals it waits for before the
+    /// next one releases everyone, and who waits.
+    Barrier { waiting: u32, waiters: Vec<usize> },
+    /// A timer grid: its previous boundary, once a thread has used it.
+    Timer { prev: Option<u64> },
 }
 
 impl ObjState {
@@ -31,6 +40,11 @@ impl ObjState {
             ObjKind::Mutex { pi } => ObjState::Mutex { owner: None, waiters: Vec::new(), pi },
             ObjKind::WakeList => ObjState::WakeList { entries: Vec::new() },
             ObjKind::CpuLocks => ObjState::CpuLocks { owner: Vec::new() },
+            ObjKind::Cond => ObjState::Cond { waiters: Vec::new() },
+            // rt-app starts `waiting` at its user count less one: the last
+            // arrival finds it at zero.
+            ObjKind::Barrier { users } => ObjState::Barrier { waiting: users.saturating_sub(1), waiters: Vec::new() },
+            ObjKind::Timer => ObjState::Timer { prev: None },
         }
     }
 }
@@ -42,6 +56,8 @@ pub enum Blocked {
     Sleep,
     Eventfd(ObjId),
     Mutex(ObjId),
+    Cond(ObjId),
+    Barrier(ObjId),
 }
 
 /// A workload thread and where it is in its program.
@@ -63,6 +79,17 @@ pub struct Thread {
     /// The last boundary of the thread's periodic `timer`, if it has one.
     pub timer_next: Option<u64>,
     pub started: bool,
+    /// When it was created (a timer grid's origin).
+    pub started_at: u64,
+    /// The end of the `run_wall` in progress.
+    pub wall_end: Option<u64>,
+    /// A grid `timer`'s wakeup time, chosen before its syscall is paid.
+    pub sleep_until: Option<u64>,
+    /// Woken by a cond signal or a barrier's release: the op in progress
+    /// goes on from its second half.
+    pub signalled: bool,
+    /// The task's `timer_slack_ns` now (`sched_setscheduler()` changes it).
+    pub timer_slack_ns: u64,
     pub finished: bool,
     /// CPU it last executed on (for the cache-cold penalty).
     pub last_cpu: Option<usize>,
@@ -80,7 +107,7 @@ pub struct Thread {
 }
 
 impl Thread {
-    pub fn new(task: TaskId, spec: usize) -> Self {
+    pub fn new(task: TaskId, spec: usize, timer_slack_ns: u64) -> Self {
         Thread {
             task,
             spec,
@@ -93,6 +120,11 @@ impl Thread {
             timer_gen: 0,
             timer_next: None,
             started: false,
+            started_at: 0,
+            wall_end: None,
+            sleep_until: None,
+            signalled: false,
+            timer_slack_ns,
             finished: false,
             last_cpu: None,
             wake_batch: Vec::new(),

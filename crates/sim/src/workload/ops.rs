@@ -12,7 +12,7 @@ use crate::engine::{Engine, Ev};
 use crate::hw::{Hardware, UNITS_PER_NS};
 use crate::SimError;
 use schedlab_kernel::TaskState;
-use schedlab_scenario::{ObjId, ObjRef, Op, Repeat, Scenario};
+use schedlab_scenario::{grid_timer_step, ObjId, ObjRef, Op, Repeat, Scenario, TimerMode};
 use schedlab_trace::UserOp;
 use std::ops::ControlFlow;
 
@@ -21,10 +21,10 @@ const MAX_OPS_PER_INSTANT: u32 = 100_000;
 
 /// Whether the thread goes on executing ops at this instant (`Continue`) or
 /// the CPU waits for an event (`Break`: time must pass, or the run failed).
-type Flow<T = ()> = ControlFlow<(), T>;
+pub(super) type Flow<T = ()> = ControlFlow<(), T>;
 
-const NEXT: Flow = ControlFlow::Continue(());
-const STOP: Flow = ControlFlow::Break(());
+pub(super) const NEXT: Flow = ControlFlow::Continue(());
+pub(super) const STOP: Flow = ControlFlow::Break(());
 
 impl<'a> Engine<'a> {
     /// The current thread of `cpu` executes ops until it must wait for time
@@ -82,18 +82,26 @@ impl<'a> Engine<'a> {
             Op::Yield => self.op_yield(cpu, th),
             Op::LockCpu { locks } => self.op_lock_cpu(cpu, th, locks),
             Op::UnlockCpu { locks } => self.op_unlock_cpu(th, locks),
+            Op::RunWall { ns } => self.op_run_wall(cpu, th, ns),
+            Op::GridTimer { timer, period_ns, mode } => self.op_grid_timer(cpu, th, timer, period_ns, mode),
+            Op::CondWait { ref cond, ref mutex } => self.op_cond_wait(cpu, th, cond, mutex, polled),
+            Op::CondSignal { ref cond } => self.op_cond_signal(cpu, th, cond, polled, false),
+            Op::CondBroadcast { ref cond } => self.op_cond_signal(cpu, th, cond, polled, true),
+            Op::Barrier { barrier } => self.op_barrier(cpu, th, barrier),
+            Op::SetAffinity { cpus } => self.op_set_affinity(cpu, th, cpus),
+            Op::SetScheduler { policy, nice, rt_priority } => self.op_set_scheduler(cpu, th, policy, nice, rt_priority),
         }
     }
 
     /// CPU time the thread spends in syscalls and marker writes before an
     /// op takes effect, as `execute()` work (preemption can split it). True
     /// once paid.
-    fn pay(&mut self, cpu: usize, th: usize, ns: u64) -> bool {
+    pub(super) fn pay(&mut self, cpu: usize, th: usize, ns: u64) -> bool {
         self.execute(cpu, th, |_| (ns > 0).then(|| ns.saturating_mul(UNITS_PER_NS)))
     }
 
     /// A marker write's cost, in runs that model the real runner's capture.
-    fn marker_ns(&self) -> u64 {
+    pub(super) fn marker_ns(&self) -> u64 {
         if self.traced {
             self.hw.costs().trace_marker_ns
         } else {
@@ -101,7 +109,7 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn syscall_ns(&self) -> u64 {
+    pub(super) fn syscall_ns(&self) -> u64 {
         self.hw.costs().syscall_ns
     }
 
@@ -170,13 +178,60 @@ impl<'a> Engine<'a> {
         if !self.pay(cpu, th, self.syscall_ns()) {
             return STOP;
         }
-        let at = self.now + ns + self.scenario.threads[self.threads[th].spec].timer_slack_ns;
         self.threads[th].pc += 1;
+        self.sleep_until(cpu, th, self.now + ns);
+        NEXT
+    }
+
+    /// Arm the thread's hrtimer for `at` plus its timer slack and block.
+    fn sleep_until(&mut self, cpu: usize, th: usize, at: u64) {
+        let at = at.max(self.now) + self.threads[th].timer_slack_ns;
         self.threads[th].timer_gen += 1;
         let gen = self.threads[th].timer_gen;
         self.hw.arm_timer(cpu, at);
         self.queue.push(at, Ev::Timer { thread: th, gen, cpu, exited: false });
         self.block(cpu, th, Blocked::Sleep);
+    }
+
+    /// `run_wall`: spin until `ns` of wall-clock time have passed since the
+    /// op began, however much of it the thread was on a CPU.
+    fn op_run_wall(&mut self, cpu: usize, th: usize, ns: u64) -> Flow {
+        let end = *self.threads[th].wall_end.get_or_insert(self.now.saturating_add(ns));
+        if self.now < end {
+            self.replan(cpu);
+            return STOP;
+        }
+        self.threads[th].wall_end = None;
+        self.threads[th].pc += 1;
+        NEXT
+    }
+
+    /// A grid `timer` (rt-app's `timer` event): the next boundary of the
+    /// grid is chosen by [`schedlab_scenario::grid_timer_step`] from the
+    /// grid's previous one (the creating thread's start for its first use);
+    /// a boundary in the future is slept to with `clock_nanosleep(ABSTIME)`,
+    /// so the syscall's own time does not shift the grid; a passed one is
+    /// not slept at all (no syscall: rt-app reads the clock from the vDSO).
+    fn op_grid_timer(&mut self, cpu: usize, th: usize, timer: ObjId, period_ns: u64, mode: TimerMode) -> Flow {
+        if self.threads[th].sleep_until.is_none() {
+            let origin = self.threads[th].started_at;
+            let ObjState::Timer { prev } = &mut self.objects[timer as usize] else { unreachable!() };
+            let (sleep, next_prev) = grid_timer_step(prev.unwrap_or(origin), self.now, period_ns, mode);
+            *prev = Some(next_prev);
+            match sleep {
+                Some(at) => self.threads[th].sleep_until = Some(at),
+                None => {
+                    self.threads[th].pc += 1;
+                    return NEXT;
+                }
+            }
+        }
+        if !self.pay(cpu, th, self.syscall_ns()) {
+            return STOP;
+        }
+        let at = self.threads[th].sleep_until.take().unwrap_or(self.now);
+        self.threads[th].pc += 1;
+        self.sleep_until(cpu, th, at);
         NEXT
     }
 
@@ -313,50 +368,66 @@ impl<'a> Engine<'a> {
     /// modeled here, handed to the first waiter on unlock.
     fn op_lock(&mut self, cpu: usize, th: usize, mutex: &ObjRef, polled: Option<usize>) -> Flow {
         let id = self.operand(th, mutex, polled)?;
+        if self.acquire_mutex(cpu, th, id) {
+            self.threads[th].pc += 1;
+            self.user_event(cpu, th, UserOp::Lock { obj: id });
+        }
+        NEXT
+    }
+
+    /// Take mutex `id` for thread `th`, or block it until the owner hands
+    /// it over (true once it holds the lock). A PTHREAD_PRIO_INHERIT mutex
+    /// is the kernel model's `rt_mutex_lock()`.
+    pub(super) fn acquire_mutex(&mut self, cpu: usize, th: usize, id: ObjId) -> bool {
         if self.is_pi(id) {
-            return self.op_lock_pi(cpu, th, id);
+            let task = self.threads[th].task;
+            if self.kernel.rt_mutex_lock(task, id, self.now, cpu, &mut self.out) {
+                return true;
+            }
+            self.drain();
+            self.block(cpu, th, Blocked::Mutex(id));
+            return false;
         }
         let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };
         match owner {
             None => {
                 *owner = Some(th);
-                self.threads[th].pc += 1;
-                self.user_event(cpu, th, UserOp::Lock { obj: id });
+                true
             }
-            Some(o) if *o == th => {
-                // Handed over by the previous owner while we slept.
-                self.threads[th].pc += 1;
-                self.user_event(cpu, th, UserOp::Lock { obj: id });
-            }
+            // Handed over by the previous owner while we slept.
+            Some(o) if *o == th => true,
             Some(_) => {
                 waiters.push(th);
                 self.block(cpu, th, Blocked::Mutex(id));
+                false
             }
         }
-        NEXT
-    }
-
-    /// `lock` of a PTHREAD_PRIO_INHERIT mutex: `rt_mutex_lock()`.
-    fn op_lock_pi(&mut self, cpu: usize, th: usize, id: ObjId) -> Flow {
-        let task = self.threads[th].task;
-        if self.kernel.rt_mutex_lock(task, id, self.now, cpu, &mut self.out) {
-            self.threads[th].pc += 1;
-            self.user_event(cpu, th, UserOp::Lock { obj: id });
-        } else {
-            self.drain();
-            self.block(cpu, th, Blocked::Mutex(id));
-        }
-        NEXT
     }
 
     /// `unlock`: the marker, the hand-over to the first waiter, a preemption point.
     fn op_unlock(&mut self, cpu: usize, th: usize, mutex: &ObjRef, polled: Option<usize>) -> Flow {
         let id = self.operand(th, mutex, polled)?;
-        if self.is_pi(id) {
-            return self.op_unlock_pi(cpu, th, id);
-        }
         self.threads[th].pc += 1;
+        self.release_mutex(cpu, th, id);
+        self.preempt_point(cpu);
+        NEXT
+    }
+
+    /// Thread `th` releases mutex `id`: the `unlock` marker, then the lock
+    /// goes to the first waiter, who is woken (a PI mutex:
+    /// `rt_mutex_unlock()`, which also ends the owner's boost).
+    pub(super) fn release_mutex(&mut self, cpu: usize, th: usize, id: ObjId) {
         self.user_event(cpu, th, UserOp::Unlock { obj: id });
+        if self.is_pi(id) {
+            let task = self.threads[th].task;
+            let next = self.kernel.rt_mutex_unlock(task, id, self.now, cpu, &mut self.out);
+            self.drain();
+            if let Some(n) = next {
+                let nth = self.task_thread[n as usize];
+                self.wake(nth, cpu);
+            }
+            return;
+        }
         let ObjState::Mutex { owner, waiters, .. } = &mut self.objects[id as usize] else { unreachable!() };
         *owner = None;
         if !waiters.is_empty() {
@@ -364,23 +435,6 @@ impl<'a> Engine<'a> {
             *owner = Some(next);
             self.wake(next, cpu);
         }
-        self.preempt_point(cpu);
-        NEXT
-    }
-
-    /// `unlock` of a PTHREAD_PRIO_INHERIT mutex: `rt_mutex_unlock()`.
-    fn op_unlock_pi(&mut self, cpu: usize, th: usize, id: ObjId) -> Flow {
-        self.threads[th].pc += 1;
-        self.user_event(cpu, th, UserOp::Unlock { obj: id });
-        let task = self.threads[th].task;
-        let next = self.kernel.rt_mutex_unlock(task, id, self.now, cpu, &mut self.out);
-        self.drain();
-        if let Some(n) = next {
-            let nth = self.task_thread[n as usize];
-            self.wake(nth, cpu);
-        }
-        self.preempt_point(cpu);
-        NEXT
     }
 
     /// `yield`: `sched_yield()`, then `schedule()`.
@@ -405,6 +459,7 @@ impl<'a> Engine<'a> {
                 Some(self.now + thread.remaining.div_ceil(rate))
             }
             Some(Op::Poll { flags, after_ns }) => self.earliest_post(flags).map(|at| (at + after_ns).max(self.now)),
+            Some(Op::RunWall { .. }) => Some(thread.wall_end.unwrap_or(self.now).max(self.now)),
             // Spinning on a held per-CPU lock: nothing to do until it is released.
             Some(&Op::LockCpu { locks }) => match (&self.objects[locks as usize], thread.spin_cpu) {
                 (ObjState::CpuLocks { owner }, Some(c)) if owner.get(c).copied().flatten().is_some() => None,
@@ -425,7 +480,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Block the current thread of `cpu` and schedule.
-    fn block(&mut self, cpu: usize, th: usize, why: Blocked) {
+    pub(super) fn block(&mut self, cpu: usize, th: usize, why: Blocked) {
         self.threads[th].blocked = why;
         self.kernel.set_current_state(cpu, TaskState::Interruptible);
         self.do_schedule(cpu, false);
@@ -463,7 +518,7 @@ impl<'a> Engine<'a> {
 
     /// The object an operand names; a `{*}` operand before any poll matched
     /// stops the run.
-    fn operand(&mut self, th: usize, r: &ObjRef, polled: Option<usize>) -> Flow<ObjId> {
+    pub(super) fn operand(&mut self, th: usize, r: &ObjRef, polled: Option<usize>) -> Flow<ObjId> {
         match resolve(r, polled) {
             Some(id) => ControlFlow::Continue(id),
             None => {
