@@ -31,6 +31,9 @@ cargo --version
 # trace-cmd and perf: trace.dat and perf.data input, and the recording tests.
 "$(dirname "$0")/install-trace-deps.sh"
 
+# Debian's rt-app: its examples (target/rt-app) and, as root, its binary.
+"$(dirname "$0")/install-rtapp-deps.sh"
+
 # Slurm and munge for the `sweep --slurm` end-to-end test.
 "$(dirname "$0")/install-slurm-deps.sh"
 

@@ -111,11 +111,19 @@ impl Plan {
                 used.extend(t.affinity.iter());
             }
             used.extend(t.start_cpu);
+            // A `setaffinity` mid-run pins it too (to all CPUs: nothing to map).
+            for op in &t.program.ops {
+                if let schedlab_scenario::Op::SetAffinity { cpus } = op {
+                    if *cpus != topo_all {
+                        used.extend(cpus.iter());
+                    }
+                }
+            }
         }
         used.sort_unstable();
         used.dedup();
         let missing: Vec<usize> = used.iter().copied().filter(|c| !host_cpus.contains(c)).collect();
-        let mut notes = Vec::new();
+        let mut notes = scenario.notes.clone();
         let cpu_map: BTreeMap<usize, usize> = if missing.is_empty() {
             used.iter().map(|&c| (c, c)).collect()
         } else if opts.remap {

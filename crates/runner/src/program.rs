@@ -132,10 +132,20 @@ pub struct Shared {
     pub stop: AtomicBool,
     /// CLOCK_MONOTONIC ns at which every thread stops (u64::MAX until the start).
     pub stop_at: AtomicU64,
+    /// Where a `setaffinity` goes: the plan's scenario → host CPU map, and
+    /// the host CPUs for a mask of every scenario CPU.
+    cpu_map: std::collections::BTreeMap<usize, usize>,
+    host_cpus: Vec<usize>,
+    topology_cpus: schedlab_scenario::CpuSet,
 }
 
 impl Shared {
-    pub fn new(scenario: &Scenario, markers: Markers, calibration: Calibration) -> std::io::Result<Shared> {
+    pub fn new(
+        scenario: &Scenario,
+        plan: &crate::plan::Plan,
+        markers: Markers,
+        calibration: Calibration,
+    ) -> std::io::Result<Shared> {
         let objs = scenario
             .objects
             .iter()
@@ -156,7 +166,16 @@ impl Shared {
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(Shared { objs, markers, calibration, stop: AtomicBool::new(false), stop_at: AtomicU64::new(u64::MAX) })
+        Ok(Shared {
+            objs,
+            markers,
+            calibration,
+            stop: AtomicBool::new(false),
+            stop_at: AtomicU64::new(u64::MAX),
+            cpu_map: plan.cpu_map.clone(),
+            host_cpus: plan.host_cpus.clone(),
+            topology_cpus: scenario.topology.all_cpus(),
+        })
     }
 
     /// Whether the run is over for the threads (their deadline).
@@ -178,6 +197,17 @@ impl Shared {
                 _ => {}
             }
         }
+    }
+
+    /// The host CPUs of a scenario mask, as the plan maps them.
+    fn host_mask(&self, cpus: &schedlab_scenario::CpuSet) -> Vec<usize> {
+        if *cpus == self.topology_cpus {
+            return self.host_cpus.clone();
+        }
+        let mut out: Vec<usize> = cpus.iter().map(|c| self.cpu_map.get(&c).copied().unwrap_or(c)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// CLOCK_REALTIME deadline for a lock: the stop time plus a grace.
@@ -500,7 +530,7 @@ fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, l
             result?;
         }
         Op::SetAffinity { cpus } => {
-            let cpus: Vec<usize> = cpus.iter().collect();
+            let cpus = sh.host_mask(cpus);
             set_affinity(&cpus).map_err(|e| failed(&format!("sched_setaffinity({cpus:?})"), e))?;
         }
         &Op::SetScheduler { policy, nice, rt_priority } => {

@@ -217,7 +217,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
             c
         }
     };
-    let shared = match Shared::new(scenario, Markers::new(marker, scenario), calibration.clone()) {
+    let shared = match Shared::new(scenario, plan, Markers::new(marker, scenario), calibration.clone()) {
         Ok(s) => Arc::new(s),
         Err(e) => return failed_report(format!("cannot create the scenario's objects: {e}")),
     };

@@ -239,9 +239,11 @@ pub(crate) fn build(
         // Its kworkers and the watchdog never finish, so the run would not end.
         return Err(ctx.err(
             b,
-            "background = \"kernel\" runs per-CPU kworkers and the watchdog forever, but the scenario has no \
-             `duration`, so it could never finish: add e.g. `duration = \"10s\"`"
-                .to_string(),
+            format!(
+                "background = \"kernel\" runs per-CPU kworkers and the watchdog forever, but the scenario has \
+                 no `duration`, so it could never finish: add e.g. {}",
+                ctx.duration_hint()
+            ),
         ));
     }
 
@@ -288,6 +290,7 @@ pub(crate) fn build(
         threads,
         measures,
         schbench,
+        notes: Vec::new(),
     };
     validate::check(ctx, &scenario, &sites)?;
     Ok(scenario)

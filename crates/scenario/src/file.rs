@@ -63,7 +63,7 @@ pub(crate) struct RawThread {
 
 /// One operation table in a program: exactly one of the operation keys,
 /// plus the modifiers that operation takes.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawOp {
     pub run: Option<Spanned<Value>>,

@@ -93,6 +93,7 @@ pub use schedlab_topology::{CpuSet, InputError, Topology};
 mod build;
 mod file;
 mod measure;
+mod rtapp;
 pub mod schbench;
 mod validate;
 mod values;
@@ -447,6 +448,10 @@ pub struct Scenario {
     /// The `[schbench]` generator's parameters, when the file has one (its
     /// threads are in `threads`).
     pub schbench: Option<Schbench>,
+    /// What the file said that the model or the real runner reads
+    /// differently (an rt-app `calibration`, its log settings): reports
+    /// print these.
+    pub notes: Vec<String>,
 }
 
 impl Scenario {
@@ -478,12 +483,15 @@ impl Scenario {
     }
 
     fn parse(path: &str, text: &str, base_dir: &Path, topology: Option<Topology>) -> Result<Scenario, InputError> {
+        if rtapp::looks_like_json(text) {
+            return rtapp::parse(path, text, base_dir, topology);
+        }
         let raw: file::RawScenario = toml::from_str(text).map_err(|e| match e.span() {
             Some(span) => InputError::at_offset(path, text, span.start, e.message().trim()),
             None => InputError::whole_file(path, e.message().trim()),
         })?;
         let lines = schedlab_topology::diag::LineIndex::new(text);
-        build::build(values::Ctx { path, text, lines: &lines }, raw, base_dir, topology)
+        build::build(values::Ctx { path, text, lines: &lines, rtapp: false }, raw, base_dir, topology)
     }
 
     /// The thread with this comm.

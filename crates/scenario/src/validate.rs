@@ -286,8 +286,9 @@ fn can_finish(ctx: Ctx, s: &Scenario, sites: &[ThreadSites]) -> Result<(), Input
                 at,
                 format!(
                     "thread `{}` loops forever{how} but the scenario has no `duration`, so it could never finish: \
-                     add e.g. `duration = \"10s\"` or give `loop` a count",
-                    th.name
+                     add e.g. {} or give `loop` a count",
+                    th.name,
+                    ctx.duration_hint()
                 ),
             ));
         }

@@ -12,9 +12,20 @@ pub(crate) struct Ctx<'a> {
     pub path: &'a str,
     pub text: &'a str,
     pub lines: &'a schedlab_topology::diag::LineIndex,
+    /// The text is an rt-app JSON file (messages show its syntax).
+    pub rtapp: bool,
 }
 
 impl<'a> Ctx<'a> {
+    /// How a duration is set in this file's syntax, for messages.
+    pub fn duration_hint(&self) -> &'static str {
+        if self.rtapp {
+            "\"global\": { \"duration\": 10 } (seconds)"
+        } else {
+            "`duration = \"10s\"`"
+        }
+    }
+
     /// An error at a byte offset of the file.
     pub fn at(&self, offset: usize, message: impl Into<String>) -> InputError {
         let (line, col) = self.lines.line_col(self.text, offset);
@@ -95,6 +106,7 @@ pub(crate) fn int_in(ctx: Ctx, v: &Spanned<i64>, key: &str, lo: i64, hi: i64, wh
 /// array of CPU numbers (rt-app's `cpus`), all of which must exist on `topo`.
 pub(crate) fn affinity(ctx: Ctx, v: &Spanned<Value>, topo: &Topology) -> Result<CpuSet, InputError> {
     let set = match v.get_ref() {
+        Value::String(s) if s.trim() == "all" => topo.all_cpus(),
         Value::String(s) => parse_cpulist(s).map_err(|m| ctx.err(v, format!("`affinity`: {m}")))?,
         Value::Integer(n) => CpuSet::single(cpu_number(ctx, v, *n)?),
         Value::Array(items) => {

@@ -304,7 +304,7 @@ fn simulate_inner(
     if let Some(d) = duration.filter(|&d| d > cpu_limit_ns) {
         return Err(SimError::TooLong { cpus: topo.nr_cpus(), duration_ns: d, limit: cpu_limit, why: cpu_why });
     }
-    let mut notes = Vec::new();
+    let mut notes = scenario.notes.clone();
 
     let mut preempt = topo.preempt;
     if preempt == PreemptModel::Lazy && !profile.has_lazy_preempt {

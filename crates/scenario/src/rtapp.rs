@@ -1,0 +1,368 @@
+//! rt-app's JSON workload files as scenarios.
+//!
+//! The file is read as rt-app reads it (json-c through its own grammar,
+//! `src/rt-app_parse_config.c`): comments are allowed, keys keep their order,
+//! and a key written twice in one object stays twice, in place (rt-app's
+//! `workgen` preprocessor numbers duplicates so json-c keeps them; the
+//! examples Debian ships rely on it). An event is recognised by the prefix
+//! of its key, tested in rt-app's order (`runtime1` is a `runtime`, `run2`
+//! a `run`). Where rt-app 1.0 (Debian's binary) and master differ, master's
+//! grammar wins for what 1.0 lacks (per-phase `policy`/`priority`, a
+//! task-level `loop` that ends the task) and 1.0's for what master dropped
+//! (`suspend` names the condition it waits on); docs/rtapp.md lists them.
+//!
+//! The result is the same raw scenario a TOML file gives, with spans that are
+//! byte offsets in the JSON text, so every error the builder finds is located
+//! in the JSON file. What the model cannot do (`mem`, `iorun`, `fork`,
+//! semaphores, SCHED_DEADLINE, uclamp, task groups, NUMA binding) is refused
+//! at the key that asks for it; keys rt-app would silently ignore are refused
+//! too, as they are usually typos or the pre-1.0 grammar.
+
+mod events;
+mod json;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use schedlab_topology::{InputError, Topology};
+use toml::{Spanned, Value};
+
+use crate::file::{RawMutex, RawOp, RawScenario, RawThread};
+use crate::values::Ctx;
+use crate::{build, Scenario};
+use events::Phase;
+use json::{Obj, Prop};
+
+/// The topology a file without a `schedlab.topology` is modeled on.
+pub(crate) const DEFAULT_TOPOLOGY: &str = "qemu-4";
+
+/// How long a file runs whose tasks loop forever and whose `global` sets
+/// no `duration` (rt-app runs it until interrupted).
+pub(crate) const DEFAULT_DURATION_S: u64 = 10;
+
+/// Operations one thread's program may hold once its phases and their
+/// loops are written out (the scenario format has one loop per thread).
+pub(crate) const MAX_FLAT_OPS: usize = 100_000;
+
+/// Keys of `global` that configure rt-app itself (its logs, memory locking,
+/// its own tracing and plots): accepted, and meaningless to the model.
+const RTAPP_ONLY_GLOBALS: &[&str] =
+    &["logdir", "log_basename", "log_size", "lock_pages", "ftrace", "gnuplot", "cumulative_slack", "frag"];
+
+/// Whether `text` is JSON rather than TOML: its first character that is
+/// not white space or inside a comment opens an object.
+pub(crate) fn looks_like_json(text: &str) -> bool {
+    let mut rest = text.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix("//") {
+            rest = after.split_once('\n').map_or("", |(_, r)| r).trim_start();
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, r)| r).trim_start();
+        } else {
+            return rest.starts_with('{');
+        }
+    }
+}
+
+/// Parse an rt-app JSON file into a scenario (see the module comment).
+pub(crate) fn parse(
+    path: &str,
+    text: &str,
+    base_dir: &Path,
+    topology: Option<Topology>,
+) -> Result<Scenario, InputError> {
+    let lines = schedlab_topology::diag::LineIndex::new(text);
+    let ctx = Ctx { path, text, lines: &lines, rtapp: true };
+    let root = json::parse(ctx)?;
+    let (raw, notes) = translate(ctx, &root)?;
+    let mut scenario = build::build(ctx, raw, base_dir, topology)?;
+    scenario.notes = notes;
+    Ok(scenario)
+}
+
+/// rt-app's document → the raw scenario, plus the notes on what was read
+/// differently.
+fn translate(ctx: Ctx, root: &Obj) -> Result<(RawScenario, Vec<String>), InputError> {
+    for p in &root.props {
+        if !matches!(p.key.as_str(), "global" | "tasks" | "resources" | "schedlab") {
+            return Err(ctx.at(
+                p.key_at,
+                format!(
+                    "`{}` is not an rt-app section: expected `tasks`, `global`, `resources`, or `schedlab` \
+                     (schedlab's own settings)",
+                    p.key
+                ),
+            ));
+        }
+    }
+    let mut notes = Vec::new();
+    let global = Global::read(ctx, root.get_object(ctx, "global")?, &mut notes)?;
+    if let Some(res) = root.get("resources") {
+        // Resources are created on first use: the section only names them.
+        res.value.as_object(ctx, "resources")?;
+    }
+    let mut raw = RawScenario {
+        name: None,
+        description: None,
+        duration: global.duration.clone(),
+        seed: None,
+        topology: Spanned::new(0..0, DEFAULT_TOPOLOGY.to_string()),
+        kernel: None,
+        features: None,
+        stall_threshold: None,
+        background: None,
+        fair_server_runtime: None,
+        sched_rt_runtime_us: None,
+        mutex: None,
+        thread: None,
+        measure: None,
+        schbench: None,
+    };
+    if let Some(own) = root.get_object(ctx, "schedlab")? {
+        schedlab_section(ctx, own, &mut raw)?;
+    }
+    let Some(tasks_prop) = root.get("tasks") else {
+        return Err(ctx.at(root.at, "no `tasks` section: rt-app needs at least one task"));
+    };
+    let tasks = tasks_prop.value.as_object(ctx, "tasks")?;
+    if tasks.props.is_empty() {
+        return Err(ctx.at(tasks_prop.key_at, "`tasks` is empty: rt-app needs at least one task"));
+    }
+    let mut threads = Vec::new();
+    let mut all_ops: Vec<Vec<events::Op>> = Vec::new();
+    for task in &tasks.props {
+        let (thread, ops) = read_task(ctx, task, &global)?;
+        threads.push(thread);
+        all_ops.push(ops);
+    }
+    if raw.duration.is_none() {
+        let endless: Vec<&str> = threads
+            .iter()
+            .filter(|t| matches!(t.repeat.as_ref().map(|r| r.get_ref()), Some(Value::Integer(-1))))
+            .map(|t| t.name.get_ref().as_str())
+            .collect();
+        if !endless.is_empty() {
+            notes.push(format!(
+                "no global.duration, and {} loop forever: rt-app would run until interrupted; this run stops \
+                 after {DEFAULT_DURATION_S} s (set global.duration, or --duration)",
+                endless.join(", ")
+            ));
+            raw.duration = Some(Spanned::new(0..0, Value::String(format!("{DEFAULT_DURATION_S}s"))));
+        }
+    }
+    let names = events::Names::resolve(&all_ops);
+    let mut mutexes = BTreeMap::new();
+    for ((thread, ops), task) in threads.iter_mut().zip(&all_ops).zip(&tasks.props) {
+        let program: Vec<Spanned<RawOp>> = ops.iter().map(|op| names.raw_op(op)).collect();
+        thread.program = Spanned::new(task.key_at..task.key_at, program);
+    }
+    if global.pi_enabled {
+        for name in names.mutexes() {
+            mutexes
+                .insert(Spanned::new(0..0, name), Spanned::new(0..0, RawMutex { pi: Some(Spanned::new(0..0, true)) }));
+        }
+        raw.mutex = Some(mutexes);
+    }
+    let span = tasks_prop.key_at..tasks_prop.key_at;
+    raw.thread = Some(Spanned::new(span, threads.into_iter().map(|t| Spanned::new(0..0, t)).collect()));
+    Ok((raw, notes))
+}
+
+/// What `global` holds that matters here.
+struct Global {
+    duration: Option<Spanned<Value>>,
+    default_policy: Option<Spanned<String>>,
+    pi_enabled: bool,
+}
+
+impl Global {
+    fn read(ctx: Ctx, g: Option<&Obj>, notes: &mut Vec<String>) -> Result<Global, InputError> {
+        let mut out = Global { duration: None, default_policy: None, pi_enabled: false };
+        let Some(g) = g else { return Ok(out) };
+        for p in &g.props {
+            match p.key.as_str() {
+                // rt-app: seconds; -1 (or 0) runs until the tasks end.
+                "duration" => {
+                    let secs = p.value.as_int(ctx, "duration")?;
+                    if secs > 0 {
+                        out.duration = Some(Spanned::new(p.value.span(), Value::String(format!("{secs}s"))));
+                    }
+                }
+                "default_policy" => out.default_policy = Some(p.value.as_spanned_string(ctx, "default_policy")?),
+                "pi_enabled" => out.pi_enabled = p.value.as_bool(ctx, "pi_enabled")?,
+                "calibration" => notes.push(format!(
+                    "global.calibration ({}) is rt-app's own busy-loop calibration: the model runs each `run` as \
+                     that much CPU time at full capacity, and `schedlab real` calibrates its own loop",
+                    p.value.source(ctx)
+                )),
+                "io_device" | "mem_buffer_size" => {
+                    // Only `mem`/`iorun` use them, and those are refused where they appear.
+                }
+                k if RTAPP_ONLY_GLOBALS.contains(&k) => {}
+                other => {
+                    return Err(ctx.at(
+                        p.key_at,
+                        format!(
+                            "`global.{other}` is not a key rt-app reads: expected duration, default_policy, \
+                             pi_enabled, calibration, or one of rt-app's own settings ({}, io_device, \
+                             mem_buffer_size)",
+                            RTAPP_ONLY_GLOBALS.join(", ")
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The `schedlab` section: the settings a scenario file has that rt-app
+/// files lack (rt-app ignores the section).
+fn schedlab_section(ctx: Ctx, own: &Obj, raw: &mut RawScenario) -> Result<(), InputError> {
+    for p in &own.props {
+        match p.key.as_str() {
+            "topology" => raw.topology = p.value.as_spanned_string(ctx, "topology")?,
+            "kernel" => raw.kernel = Some(p.value.as_spanned_string(ctx, "kernel")?),
+            "name" => raw.name = Some(p.value.as_spanned_string(ctx, "name")?),
+            "description" => raw.description = Some(p.value.as_spanned_string(ctx, "description")?),
+            "seed" => raw.seed = Some(Spanned::new(p.value.span(), p.value.as_int(ctx, "seed")?)),
+            "stall_threshold" => raw.stall_threshold = Some(p.value.as_duration_string(ctx, "stall_threshold")?),
+            "features" => {
+                let items = p.value.as_array(ctx, "features")?;
+                let mut out = Vec::new();
+                for item in items {
+                    out.push(item.as_spanned_string(ctx, "features")?);
+                }
+                raw.features = Some(out);
+            }
+            other => {
+                return Err(ctx.at(
+                    p.key_at,
+                    format!(
+                        "`schedlab.{other}` is not a schedlab setting: expected topology, kernel, features, seed, \
+                         stall_threshold, name or description"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Task keys rt-app reads that the model does not: refused where written.
+const UNMODELED_TASK_KEYS: &[(&str, &str)] = &[
+    ("taskgroup", "task groups (cgroups) are not modeled for rt-app files"),
+    ("nodes_membind", "NUMA memory binding is not modeled"),
+    ("dl-runtime", "SCHED_DEADLINE is not modeled"),
+    ("dl-period", "SCHED_DEADLINE is not modeled"),
+    ("dl-deadline", "SCHED_DEADLINE is not modeled"),
+    ("util_min", "uclamp is not modeled"),
+    ("util_max", "uclamp is not modeled"),
+];
+
+/// One task: its thread settings and its program (phases written out).
+fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<events::Op>), InputError> {
+    let body = task.value.as_object(ctx, &format!("task `{}`", task.key))?;
+    let mut thread = RawThread {
+        name: Spanned::new(task.key_at + 1..task.key_at + 1 + task.key.len(), task.key.clone()),
+        instances: None,
+        policy: global.default_policy.clone(),
+        nice: None,
+        priority: None,
+        slice: None,
+        timer_slack: None,
+        affinity: None,
+        start_cpu: None,
+        delay: None,
+        repeat: None,
+        program: Spanned::new(0..0, Vec::new()),
+    };
+    let mut task_loop: Option<&Prop> = None;
+    let mut phases: Option<&Prop> = None;
+    for p in &body.props {
+        if events::is_event(&p.key) {
+            continue;
+        }
+        match p.key.as_str() {
+            "instance" => thread.instances = Some(Spanned::new(p.value.span(), p.value.as_int(ctx, "instance")?)),
+            "policy" => thread.policy = Some(p.value.as_spanned_string(ctx, "policy")?),
+            // For fair policies rt-app's priority is the nice value, as in scenarios.
+            "priority" => thread.priority = Some(Spanned::new(p.value.span(), p.value.as_int(ctx, "priority")?)),
+            "cpus" => thread.affinity = Some(p.value.as_cpus(ctx)?),
+            "delay" => {
+                let us = p.value.as_int(ctx, "delay")?.max(0);
+                thread.delay = Some(Spanned::new(p.value.span(), Value::String(format!("{us}us"))));
+            }
+            "loop" => task_loop = Some(p),
+            "phases" => phases = Some(p),
+            key => return Err(unknown_key(ctx, p, key, "task")),
+        }
+    }
+    let phase_list: Vec<Phase> = match phases {
+        Some(ph) => {
+            let obj = ph.value.as_object(ctx, "phases")?;
+            if obj.props.is_empty() {
+                return Err(ctx.at(ph.key_at, "`phases` is empty: rt-app needs at least one phase"));
+            }
+            obj.props.iter().map(|p| Phase::read(ctx, &task.key, p, true)).collect::<Result<_, _>>()?
+        }
+        None => vec![Phase::read(ctx, &task.key, task, false)?],
+    };
+    // rt-app master: with phases the task loops `loop` times (default
+    // forever); without, the one phase loops `loop` times and the task
+    // runs once (forever when `loop` is absent).
+    let repeat = match (phases.is_some(), task_loop) {
+        (true, Some(l)) => l.value.as_int(ctx, "loop")?,
+        (true, None) => -1,
+        (false, Some(_)) => 1,
+        (false, None) => -1,
+    };
+    let loop_at = task_loop.map_or(task.key_at, |l| l.value.span().start);
+    let (ops, forever) =
+        events::flatten(ctx, &task.key, &phase_list, repeat != 1, thread.affinity.as_ref(), thread.policy.as_ref())?;
+    let repeat = if forever { -1 } else { repeat };
+    if repeat == 0 || repeat < -1 {
+        return Err(ctx.at(loop_at, format!("`loop` = {repeat}: expected a positive count or -1 (forever)")));
+    }
+    thread.repeat = Some(Spanned::new(loop_at..loop_at, Value::Integer(repeat)));
+    if let Some(first) = phase_list.first().and_then(|p| p.cpus.clone()) {
+        thread.affinity = Some(first);
+    }
+    Ok((thread, ops))
+}
+
+/// A key rt-app does not read where it is (it would ignore it), or one it
+/// reads and the model does not.
+pub(crate) fn unknown_key(ctx: Ctx, p: &Prop, key: &str, place: &str) -> InputError {
+    if let Some((_, why)) = UNMODELED_TASK_KEYS.iter().find(|(k, _)| *k == key) {
+        return ctx.at(p.key_at, format!("`{key}`: {why}"));
+    }
+    let legacy = ["exec", "lock_order", "resources", "deadline", "period"];
+    let hint = if legacy.contains(&key) {
+        " (it is rt-app's pre-1.0 grammar, which rt-app 1.0 no longer reads: describe the task with events)"
+    } else {
+        " (rt-app would ignore it silently; schedlab refuses it in case it is a typo)"
+    };
+    ctx.at(
+        p.key_at,
+        format!(
+            "`{key}` is not a {place} key or an event rt-app knows{hint}: expected instance, loop, policy, \
+             priority, cpus, delay, phases, or events (run, runtime, sleep, timer, lock, unlock, wait, signal, \
+             broad, sync, barrier, suspend, resume, yield)"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_json;
+
+    #[test]
+    fn json_is_told_from_toml_past_comments() {
+        assert!(looks_like_json("  /* a\n comment */\n // line\n {\"tasks\": {}}"));
+        assert!(looks_like_json("{}"));
+        assert!(!looks_like_json("# toml\nname = \"x\""));
+        assert!(!looks_like_json("[[thread]]"));
+        assert!(!looks_like_json("/* unterminated"));
+    }
+}

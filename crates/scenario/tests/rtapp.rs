@@ -1,0 +1,225 @@
+//! rt-app JSON files read as rt-app reads them: event prefixes in rt-app's
+//! order, duplicate keys kept in place, phases and their loops written out,
+//! per-phase changes, its resource namespaces; and refused, located, where
+//! the model cannot follow.
+
+use schedlab_scenario::{ObjKind, ObjRef, Op, Policy, Repeat, TimerMode};
+
+mod common;
+use common::{expect_err, parse};
+
+const US: u64 = 1_000;
+
+fn ops_of<'a>(s: &'a schedlab_scenario::Scenario, thread: &str) -> &'a [Op] {
+    &s.thread(thread).unwrap_or_else(|| panic!("no thread {thread}")).program.ops
+}
+
+#[test]
+fn event_keys_match_by_prefix_in_rt_apps_order_and_duplicates_stay_in_place() {
+    let s = parse(
+        r#"{
+        // a comment, as rt-app files have
+        "tasks": { "t": { "loop": 2,
+            "run": 100, "runtime1": 200, "sleep": 300, "run": 400, "sleep0": 0, "run": 0 } },
+        "global": { "duration": 1 }
+    }"#,
+    )
+    .unwrap();
+    let once = [
+        Op::Run { ns: 100 * US },
+        Op::RunWall { ns: 200 * US },
+        Op::Sleep { ns: 300 * US },
+        Op::Run { ns: 400 * US },
+        Op::Sleep { ns: 0 },
+    ];
+    // A run of 0 does nothing in rt-app and is left out. Without phases a
+    // task's `loop` is its one phase's count (written out), and it then ends.
+    assert_eq!(ops_of(&s, "t"), [once.clone(), once].concat());
+    assert_eq!(s.thread("t").unwrap().program.repeat, Repeat::Times(1));
+    assert_eq!(s.duration_ns, Some(1_000_000_000));
+}
+
+#[test]
+fn phases_are_written_out_with_their_loops_and_per_phase_cpus_and_priority() {
+    let s = parse(
+        r#"{ "tasks": { "t": { "loop": 3, "cpus": [0, 1], "policy": "SCHED_FIFO", "priority": 20,
+              "phases": {
+                "a": { "loop": 2, "run": 10, "sleep": 20 },
+                "b": { "cpus": [2], "priority": 30, "run": 30 } } } },
+           "schedlab": { "topology": "qemu-4" } }"#,
+    )
+    .unwrap();
+    let t = s.thread("t").unwrap();
+    assert_eq!(t.program.repeat, Repeat::Times(3));
+    assert_eq!(t.policy, Policy::Fifo);
+    assert_eq!(t.rt_priority, 20);
+    assert_eq!(t.affinity.iter().collect::<Vec<_>>(), [0, 1]);
+    let cpus = |list: &[usize]| schedlab_scenario::CpuSet::from_iter(list.iter().copied());
+    assert_eq!(
+        t.program.ops,
+        [
+            // Phase a follows b when the task loops: b's CPUs are undone.
+            Op::SetAffinity { cpus: cpus(&[0, 1]) },
+            Op::Run { ns: 10 * US },
+            Op::Sleep { ns: 20 * US },
+            Op::Run { ns: 10 * US },
+            Op::Sleep { ns: 20 * US },
+            Op::SetAffinity { cpus: cpus(&[2]) },
+            // A phase's priority alone keeps the policy in force.
+            Op::SetScheduler { policy: Policy::Fifo, nice: 0, rt_priority: 30 },
+            Op::Run { ns: 30 * US },
+        ]
+    );
+}
+
+#[test]
+fn suspend_and_resume_share_a_condition_and_mutex_named_apart_from_a_lock_of_the_same_name() {
+    let s = parse(
+        r#"{ "tasks": {
+            "a": { "loop": -1, "run": 100, "resume": "b", "suspend": "a", "lock": "b", "unlock": "b" },
+            "b": { "loop": -1, "run": 100, "resume": "a", "suspend": "b" } },
+           "global": { "duration": 1, "pi_enabled": true } }"#,
+    )
+    .unwrap();
+    let id = |n: &str| s.object_id(n).unwrap_or_else(|| panic!("no object {n}: {:?}", s.objects));
+    // "a" is only a condition+mutex pair of suspend/resume: both kinds, so suffixed.
+    let (ca, ma, cb, mb) = (id("a:cond"), id("a:mutex"), id("b:cond"), id("b:mutex"));
+    let f = ObjRef::Fixed;
+    assert_eq!(
+        ops_of(&s, "a"),
+        [
+            Op::Run { ns: 100 * US },
+            Op::Lock { mutex: f(mb) },
+            Op::CondBroadcast { cond: f(cb) },
+            Op::Unlock { mutex: f(mb) },
+            Op::Lock { mutex: f(ma) },
+            Op::CondWait { cond: f(ca), mutex: f(ma) },
+            Op::Unlock { mutex: f(ma) },
+            // rt-app's `lock` "b" is the same (name, mutex) resource resume "b" locks.
+            Op::Lock { mutex: f(mb) },
+            Op::Unlock { mutex: f(mb) },
+        ]
+    );
+    assert_eq!(s.objects[ma as usize].kind, ObjKind::Mutex { pi: true }, "pi_enabled makes every mutex PI");
+    assert_eq!(s.objects[ca as usize].kind, ObjKind::Cond);
+}
+
+#[test]
+fn timers_are_shared_by_name_per_thread_when_unique_and_absolute_if_any_use_says_so() {
+    let s = parse(
+        r#"{ "tasks": {
+            "p": { "instance": 2, "loop": -1, "run": 100, "timer": { "ref": "unique", "period": 1000 } },
+            "q": { "loop": -1, "run": 100, "timer": { "ref": "tick", "period": 2000 } },
+            "r": { "loop": -1, "run": 100, "timer": { "ref": "tick", "period": 2000, "mode": "absolute" } } },
+           "global": { "duration": 1 } }"#,
+    )
+    .unwrap();
+    let grid = |thread: &str| match ops_of(&s, thread)[1] {
+        Op::GridTimer { timer, period_ns, mode } => (s.objects[timer as usize].name.clone(), period_ns, mode),
+        ref other => panic!("{other:?}"),
+    };
+    assert_eq!(grid("p-0"), ("p/unique/0".to_string(), 1_000 * US, TimerMode::Relative));
+    assert_eq!(grid("p-1").0, "p/unique/1", "each instance has its own unique timer");
+    assert_eq!(
+        grid("q"),
+        ("tick".to_string(), 2_000 * US, TimerMode::Absolute),
+        "one absolute use makes the timer absolute"
+    );
+    assert_eq!(grid("r").0, "tick");
+}
+
+#[test]
+fn wait_sync_and_barrier_become_cond_waits_and_a_counted_barrier() {
+    let s = parse(
+        r#"{ "tasks": {
+            "w": { "loop": -1, "lock": "m", "wait": { "ref": "c", "mutex": "m" }, "unlock": "m", "barrier": "b" },
+            "s": { "instance": 2, "loop": -1, "lock": "m", "sync": { "ref": "c", "mutex": "m" }, "unlock": "m",
+                   "barrier": "b" } },
+           "global": { "duration": 1 } }"#,
+    )
+    .unwrap();
+    let (c, m, b) = (s.object_id("c").unwrap(), s.object_id("m").unwrap(), s.object_id("b").unwrap());
+    let f = ObjRef::Fixed;
+    assert_eq!(ops_of(&s, "s-1")[1..3], [Op::CondSignal { cond: f(c) }, Op::CondWait { cond: f(c), mutex: f(m) }]);
+    assert_eq!(s.objects[b as usize].kind, ObjKind::Barrier { users: 3 }, "one user per thread that arrives");
+}
+
+#[test]
+fn global_settings_and_the_schedlab_section() {
+    let s = parse(
+        r#"{ "tasks": { "t": { "loop": 5, "run": 100, "policy": "SCHED_OTHER", "priority": -5, "delay": 1000 } },
+           "global": { "duration": 3, "calibration": "CPU0", "logdir": "./", "lock_pages": false, "ftrace": true },
+           "schedlab": { "topology": "smt-2x2", "kernel": "6.12", "features": ["NO_DELAY_DEQUEUE"], "seed": 7 } }"#,
+    )
+    .unwrap();
+    assert_eq!(s.topology_ref, "smt-2x2");
+    assert_eq!(s.seed, 7);
+    assert_eq!(s.features.len(), 1);
+    let t = s.thread("t").unwrap();
+    assert_eq!((t.nice, t.start_delay_ns), (-5, 1_000 * US), "priority is nice for fair policies; delay in us");
+    assert!(s.notes.iter().any(|n| n.contains("calibration")), "{:?}", s.notes);
+}
+
+#[test]
+fn a_file_without_duration_whose_tasks_loop_forever_runs_ten_seconds_and_says_so() {
+    let s = parse(r#"{ "tasks": { "t": { "loop": -1, "run": 100, "sleep": 100 } } }"#).unwrap();
+    assert_eq!(s.duration_ns, Some(10_000_000_000));
+    assert!(s.notes.iter().any(|n| n.contains("stops after 10 s")), "{:?}", s.notes);
+    let s = parse(r#"{ "tasks": { "t": { "loop": 3, "run": 100 } } }"#).unwrap();
+    assert_eq!(s.duration_ns, None, "a task that ends needs no duration");
+}
+
+#[test]
+fn what_the_model_cannot_follow_is_refused_where_it_is_written() {
+    let one = |body: &str| format!("{{ \"tasks\": {{ \"t\": {{ {body} }} }},\n \"global\": {{ \"duration\": 1 }} }}");
+    expect_err(&one("\"run\": 100,\n \"mem\": 1000"), 2, "\"mem\"", "memory and I/O load is not modeled");
+    expect_err(&one("\"run\": 100,\n \"iorun\": 1000"), 2, "\"iorun\"", "not modeled");
+    expect_err(&one("\"run\": 100,\n \"fork\": \"x\""), 2, "\"fork\"", "creating a thread mid-run");
+    expect_err(&one("\"run\": 100,\n \"sem_wait\": \"x\""), 2, "\"sem_wait\"", "semaphores");
+    expect_err(&one("\"run\": 100,\n \"dl-runtime\": 1000"), 2, "\"dl-runtime\"", "SCHED_DEADLINE");
+    expect_err(&one("\"run\": 100,\n \"taskgroup\": \"/a\""), 2, "\"taskgroup\"", "task groups");
+    expect_err(&one("\"run\": 100,\n \"util_min\": 100"), 2, "\"util_min\"", "uclamp");
+    expect_err(&one("\"run\": 100,\n \"policy\": \"SCHED_DEADLINE\""), 2, "SCHED_DEADLINE", "");
+    expect_err(&one("\"run\": 100,\n \"exec\": 5000"), 2, "\"exec\"", "pre-1.0 grammar");
+    expect_err(&one("\"run\": 100,\n \"prority\": 5"), 2, "\"prority\"", "in case it is a typo");
+    expect_err(&one("\"run\": \n \"100\""), 2, "\"100\"", "integer number of microseconds");
+    expect_err(&one("\"sleep\": \n false"), 2, "false", "integer number of microseconds");
+    expect_err(&one("\"run\": 100,\n \"lock_order\": [\"a\"]"), 2, "[", "expected a string");
+    expect_err(
+        &one("\"run\": 100, \"timer\": {\n \"ref\": \"t\", \"peroid\": 5 }"),
+        2,
+        "\"peroid\"",
+        "not a timer key",
+    );
+    expect_err(&one("\"loop\": 1"), 1, "\"t\"", "has no events");
+    expect_err("{ \"tasks\": { \"t\": { \"run\": 100 } },\n \"globl\": {} }", 2, "\"globl\"", "not an rt-app section");
+    expect_err(
+        "{ \"tasks\": { \"t\": { \"run\": 100 } },\n \"global\": { \"durtion\": 1 } }",
+        2,
+        "\"durtion\"",
+        "not a key rt-app reads",
+    );
+    expect_err(
+        "{ \"tasks\": { \"t\": { \"run\": 100 } },\n \"schedlab\": { \"topo\": 1 } }",
+        2,
+        "\"topo\"",
+        "not a schedlab setting",
+    );
+    // An object left open is reported where it opens.
+    expect_err("{ \"tasks\": { \"t\": {\n \"run\": 100, } ", 1, "{ \"t\"", "invalid JSON: Unterminated object");
+    expect_err("{ \"tasks\": { \"t\": {\n \"run\" 100 } } }", 2, "100", "invalid JSON: Expected colon");
+    expect_err("{ \"global\": {\n} }", 1, "{", "no `tasks` section");
+    // The builder's own checks are located in the JSON text too.
+    expect_err(&one("\"run\": 100,\n \"cpus\": [9]"), 2, "[9]", "");
+}
+
+#[test]
+fn phase_loops_that_a_single_program_loop_cannot_hold_are_refused() {
+    let text = "{ \"tasks\": { \"t\": { \"phases\": {\n \"a\": { \"run\": 10 },\n \"b\": { \"loop\": -1, \"run\": 10 } } } } }";
+    expect_err(text, 3, "-1", "not the task's only phase");
+    let text = "{ \"tasks\": { \"t\": { \"phases\": {\n \"a\": { \"loop\": 60000, \"run\": 10, \"sleep\": 10 } } } },\n \"global\": { \"duration\": 1 } }";
+    expect_err(text, 2, "60000", "more than the 100000");
+    // The only phase looping forever: the program loops forever.
+    let s = parse("{ \"tasks\": { \"t\": { \"loop\": 2, \"phases\": { \"a\": { \"loop\": -1, \"run\": 10 } } } }, \"global\": { \"duration\": 1 } }").unwrap();
+    assert_eq!(s.thread("t").unwrap().program.repeat, Repeat::Forever);
+}
