@@ -92,6 +92,7 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
             memory_budget: Some(args.memory.budget(2)),
             max_steps_per_us: None,
             max_cpu_seconds: None,
+            rtapp_log: false,
         },
         scenario,
     })

@@ -20,7 +20,8 @@ use schedlab_analysis::perf_sched::{render_sched_latency, Timehist};
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Scenario file (TOML), e.g. scenarios/asym_min.toml.
+    /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml; `-` reads
+    /// standard input.
     pub scenario: PathBuf,
     #[command(flatten)]
     pub seed: SeedArg,
@@ -75,6 +76,13 @@ pub struct RunArgs {
     pub max_cpu_seconds: Option<u64>,
     #[command(flatten)]
     pub memory: MemoryArg,
+    /// For an rt-app JSON file: write rt-app's per-thread log files to DIR, named and laid
+    /// out as rt-app 1.0 writes them (<log_basename>-<task>-<index>.log; its columns idx,
+    /// perf, run, period, start, end, rel_st, slack, c_duration, c_period, wu_lat in us,
+    /// one row per pass over a phase), so rt-app's and LISA's parsers read them. `perf`
+    /// (rt-app's calibrated loop count) is 0: the model has no loops.
+    #[arg(long, value_name = "DIR")]
+    pub rtapp_log: Option<PathBuf>,
 }
 
 fn load_scenario(args: &RunArgs) -> Result<Scenario> {
@@ -121,7 +129,15 @@ pub fn run(args: RunArgs) -> Result {
         memory_budget: Some(args.memory.budget(1)),
         max_steps_per_us: args.max_steps_per_us,
         max_cpu_seconds: args.max_cpu_seconds,
+        rtapp_log: args.rtapp_log.is_some(),
     };
+    if let (Some(_), None) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
+        return Err(CliError::Usage(format!(
+            "--rtapp-log writes rt-app's log files, but {} is a scenario file, not an rt-app JSON file",
+            scenario.path
+        ))
+        .into());
+    }
     // The trace has no affinities: each scenario thread's comes from the
     // scenario (pids are handed out in thread order).
     let allowed: BTreeMap<i32, Vec<u32>> = scenario
@@ -203,6 +219,9 @@ pub fn run(args: RunArgs) -> Result {
         (result, report, schbench, obs.events)
     };
     let wall = wall.elapsed();
+    if let (Some(dir), Some(basename)) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
+        write_rtapp_logs(dir, basename, &scenario, &result.rtapp_log)?;
+    }
     debug_assert_eq!(
         report.attribution.stalls.len() as u64 + report.attribution.unexplained,
         report.metrics.stalls.len() as u64
@@ -363,4 +382,21 @@ impl TraceObserver for Streamed<'_> {
             }
         }
     }
+}
+
+/// `--rtapp-log`: one file per thread, as rt-app names them.
+fn write_rtapp_logs(dir: &Path, basename: &str, scenario: &Scenario, rows: &[Vec<schedlab_sim::RtAppRow>]) -> Result {
+    let failed = |path: &Path, e: std::io::Error| CliError::Write {
+        flag: "--rtapp-log",
+        path: path.display().to_string(),
+        why: e.to_string(),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
+    for (i, t) in scenario.threads.iter().enumerate() {
+        let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
+        let text = schedlab_sim::render_rtapp_log(i, t.policy.name(), priority, rows.get(i).map_or(&[][..], |r| r));
+        let path = dir.join(format!("{basename}-{}-{i}.log", t.group));
+        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
+    }
+    Ok(())
 }

@@ -71,6 +71,8 @@ enum OpT {
 }
 
 struct Group {
+    /// rt-app log rows (see [`Program::rows`]).
+    rows: Vec<usize>,
     name: String,
     name_at: usize,
     instances: u32,
@@ -207,7 +209,7 @@ pub(crate) fn build(
             affinity: g.affinity,
             start_cpu: g.start_cpu,
             start_delay_ns: g.delay_ns,
-            program: Program { ops, repeat: g.repeat },
+            program: Program { ops, repeat: g.repeat, rows: g.rows.clone() },
             line: g.line,
         });
     }
@@ -291,6 +293,7 @@ pub(crate) fn build(
         measures,
         schbench,
         notes: Vec::new(),
+        rtapp_log_basename: None,
     };
     validate::check(ctx, &scenario, &sites)?;
     Ok(scenario)
@@ -390,6 +393,7 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         ops.push(op_template(ctx, op, topo)?);
     }
     Ok(Group {
+        rows: raw.rows.clone(),
         name: name.clone(),
         name_at: raw.name.span().start,
         instances,

@@ -59,6 +59,9 @@ pub(crate) struct RawThread {
     #[serde(rename = "loop")]
     pub repeat: Option<Spanned<Value>>,
     pub program: Spanned<Vec<Spanned<RawOp>>>,
+    /// Where rt-app log rows begin (rt-app files only; see `Program::rows`).
+    #[serde(skip)]
+    pub rows: Vec<usize>,
 }
 
 /// One operation table in a program: exactly one of the operation keys,

@@ -378,6 +378,9 @@ pub enum Repeat {
 pub struct Program {
     pub ops: Vec<Op>,
     pub repeat: Repeat,
+    /// The op indices where an rt-app log row begins (one pass over a
+    /// phase's events), in order; empty for scenario files.
+    pub rows: Vec<usize>,
 }
 
 /// One thread (an expanded instance of a `[[thread]]` table).
@@ -452,6 +455,9 @@ pub struct Scenario {
     /// differently (an rt-app `calibration`, its log settings): reports
     /// print these.
     pub notes: Vec<String>,
+    /// An rt-app file's `global.log_basename` (rt-app's default "rt-app"):
+    /// the prefix of its per-thread log files. `None` for scenario files.
+    pub rtapp_log_basename: Option<String>,
 }
 
 impl Scenario {

@@ -74,15 +74,16 @@ pub(crate) fn parse(
     let lines = schedlab_topology::diag::LineIndex::new(text);
     let ctx = Ctx { path, text, lines: &lines, rtapp: true };
     let root = json::parse(ctx)?;
-    let (raw, notes) = translate(ctx, &root)?;
+    let (raw, notes, basename) = translate(ctx, &root)?;
     let mut scenario = build::build(ctx, raw, base_dir, topology)?;
     scenario.notes = notes;
+    scenario.rtapp_log_basename = Some(basename);
     Ok(scenario)
 }
 
 /// rt-app's document → the raw scenario, plus the notes on what was read
-/// differently.
-fn translate(ctx: Ctx, root: &Obj) -> Result<(RawScenario, Vec<String>), InputError> {
+/// differently and the log files' basename.
+fn translate(ctx: Ctx, root: &Obj) -> Result<(RawScenario, Vec<String>, String), InputError> {
     for p in &root.props {
         if !matches!(p.key.as_str(), "global" | "tasks" | "resources" | "schedlab") {
             return Err(ctx.at(
@@ -165,11 +166,12 @@ fn translate(ctx: Ctx, root: &Obj) -> Result<(RawScenario, Vec<String>), InputEr
     }
     let span = tasks_prop.key_at..tasks_prop.key_at;
     raw.thread = Some(Spanned::new(span, threads.into_iter().map(|t| Spanned::new(0..0, t)).collect()));
-    Ok((raw, notes))
+    Ok((raw, notes, global.log_basename))
 }
 
 /// What `global` holds that matters here.
 struct Global {
+    log_basename: String,
     duration: Option<Spanned<Value>>,
     default_policy: Option<Spanned<String>>,
     pi_enabled: bool,
@@ -177,7 +179,7 @@ struct Global {
 
 impl Global {
     fn read(ctx: Ctx, g: Option<&Obj>, notes: &mut Vec<String>) -> Result<Global, InputError> {
-        let mut out = Global { duration: None, default_policy: None, pi_enabled: false };
+        let mut out = Global { log_basename: "rt-app".into(), duration: None, default_policy: None, pi_enabled: false };
         let Some(g) = g else { return Ok(out) };
         for p in &g.props {
             match p.key.as_str() {
@@ -190,6 +192,7 @@ impl Global {
                 }
                 "default_policy" => out.default_policy = Some(p.value.as_spanned_string(ctx, "default_policy")?),
                 "pi_enabled" => out.pi_enabled = p.value.as_bool(ctx, "pi_enabled")?,
+                "log_basename" => out.log_basename = p.value.as_str(ctx, "log_basename")?.to_string(),
                 "calibration" => notes.push(format!(
                     "global.calibration ({}) is rt-app's own busy-loop calibration: the model runs each `run` as \
                      that much CPU time at full capacity, and `schedlab real` calibrates its own loop",
@@ -276,6 +279,7 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
         delay: None,
         repeat: None,
         program: Spanned::new(0..0, Vec::new()),
+        rows: Vec::new(),
     };
     let mut task_loop: Option<&Prop> = None;
     let mut phases: Option<&Prop> = None;
@@ -318,13 +322,14 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
         (false, None) => -1,
     };
     let loop_at = task_loop.map_or(task.key_at, |l| l.value.span().start);
-    let (ops, forever) =
+    let (ops, rows, forever) =
         events::flatten(ctx, &task.key, &phase_list, repeat != 1, thread.affinity.as_ref(), thread.policy.as_ref())?;
     let repeat = if forever { -1 } else { repeat };
     if repeat == 0 || repeat < -1 {
         return Err(ctx.at(loop_at, format!("`loop` = {repeat}: expected a positive count or -1 (forever)")));
     }
     thread.repeat = Some(Spanned::new(loop_at..loop_at, Value::Integer(repeat)));
+    thread.rows = rows;
     if let Some(first) = phase_list.first().and_then(|p| p.cpus.clone()) {
         thread.affinity = Some(first);
     }

@@ -381,7 +381,7 @@ fn thread(
         affinity,
         start_cpu: None,
         start_delay_ns: 0,
-        program: Program { ops, repeat: Repeat::Forever },
+        program: Program { ops, repeat: Repeat::Forever, rows: Vec::new() },
         line,
     }
 }

@@ -12,6 +12,7 @@ pub mod engine;
 mod hw;
 pub mod pipeline;
 pub use pipeline::simulate_pipelined;
+pub use workload::rtapp_log::{render_log as render_rtapp_log, RtAppRow};
 pub mod queue;
 pub mod rng;
 pub mod workload;
@@ -51,6 +52,9 @@ pub struct SimOptions {
     /// The most simulated CPU time a run may cover (CPUs × simulated
     /// seconds); `None`: [`DEFAULT_MAX_CPU_SECONDS`].
     pub max_cpu_seconds: Option<u64>,
+    /// Keep rt-app's per-thread log rows ([`SimResult::rtapp_log`]) for the
+    /// threads of an rt-app file (64 bytes a row, one row per phase pass).
+    pub rtapp_log: bool,
 }
 
 /// The default bound on CPUs × simulated seconds of one run: the seed 004
@@ -189,6 +193,9 @@ pub struct SimResult {
     pub notes: Vec<String>,
     /// Number of events processed by the engine.
     pub steps: u64,
+    /// Per thread, rt-app's log rows (empty unless [`SimOptions::rtapp_log`]
+    /// and the thread came from an rt-app file).
+    pub rtapp_log: Vec<Vec<RtAppRow>>,
 }
 
 /// First pid handed to workload threads (the process itself is `FIRST_PID - 1`).
@@ -375,7 +382,11 @@ fn simulate_inner(
         });
         table.tasks.insert(pid, TaskInfo { comm: spec.name.clone(), tgid: FIRST_PID - 1 });
         task_thread.push(i);
-        threads.push(Thread::new(task, i, spec.timer_slack_ns));
+        let mut thread = Thread::new(task, i, spec.timer_slack_ns);
+        if opts.rtapp_log && !spec.program.rows.is_empty() {
+            thread.rtapp_log = Some(Box::default());
+        }
+        threads.push(thread);
         starts.push(spec.start_delay_ns);
     }
 
@@ -486,6 +497,7 @@ fn simulate_inner(
             notes.push(format!("run ended with threads that never finished: {}", stuck.join(", ")));
         }
     }
+    let rtapp_log = engine.threads.iter_mut().map(|t| t.rtapp_log.take().map(|l| l.rows).unwrap_or_default()).collect();
     let outcomes = engine
         .threads
         .iter()
@@ -509,6 +521,7 @@ fn simulate_inner(
         threads: outcomes,
         notes,
         steps,
+        rtapp_log,
     })
 }
 
@@ -547,6 +560,7 @@ fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Sce
             program: Program {
                 ops: vec![Op::Run { ns: 20_000 }, Op::Sleep { ns: 1_000_000_000 }],
                 repeat: Repeat::Forever,
+                rows: Vec::new(),
             },
             line: 0,
         });

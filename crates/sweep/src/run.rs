@@ -218,6 +218,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         memory_budget: sweep.memory_budget.clone(),
         max_steps_per_us: None,
         max_cpu_seconds: None,
+        rtapp_log: false,
         traced: false,
     };
     let threshold = sweep.stall_threshold_ns;
@@ -354,6 +355,7 @@ fn run_schbench_job(
         memory_budget: None,
         max_steps_per_us: None,
         max_cpu_seconds: None,
+        rtapp_log: false,
     };
     let scenario = &setting.scenario;
     let table = schedlab_trace::TaskTable {

@@ -291,8 +291,10 @@ fn event_ops(ctx: Ctx, task: &str, event: &str, p: &Prop) -> Result<Vec<Op>, Inp
 /// its `loop` times, preceded by the affinity and policy changes rt-app
 /// makes at the phase's start. `repeats`: the task runs its phases more
 /// than once, so the first phase also restores what the last one changed.
-/// Returns the operations and whether the program itself never ends (its
-/// only phase loops forever).
+/// Returns the operations, where each pass over a phase's events begins
+/// (rt-app's log rows; the phase's own changes come before it, as rt-app
+/// makes them before it reads the clock), and whether the program itself
+/// never ends (its only phase loops forever).
 pub(crate) fn flatten(
     ctx: Ctx,
     task: &str,
@@ -300,9 +302,10 @@ pub(crate) fn flatten(
     repeats: bool,
     task_cpus: Option<&Spanned<Value>>,
     task_policy: Option<&Spanned<String>>,
-) -> Result<(Vec<Op>, bool), InputError> {
+) -> Result<(Vec<Op>, Vec<usize>, bool), InputError> {
     let cpus_of = |p: &Phase| p.cpus.as_ref().or(task_cpus).map(|v| v.get_ref().clone());
     let mut ops = Vec::new();
+    let mut rows = Vec::new();
     let mut forever = false;
     let mut policy = task_policy.map_or_else(|| Spanned::new(0..0, "SCHED_OTHER".to_string()), Clone::clone);
     for (i, phase) in phases.iter().enumerate() {
@@ -357,10 +360,11 @@ pub(crate) fn flatten(
             ));
         }
         for _ in 0..times {
+            rows.push(ops.len());
             ops.extend(phase.events.iter().map(|(_, op)| op.clone()));
         }
     }
-    Ok((ops, forever))
+    Ok((ops, rows, forever))
 }
 
 /// The final object names: a name rt-app uses for two kinds of resource

@@ -5,6 +5,7 @@
 mod attr;
 mod cond;
 mod ops;
+pub mod rtapp_log;
 
 use schedlab_kernel::TaskId;
 use schedlab_scenario::{ObjId, ObjKind, ObjRef, Scenario};
@@ -90,6 +91,8 @@ pub struct Thread {
     pub signalled: bool,
     /// The task's `timer_slack_ns` now (`sched_setscheduler()` changes it).
     pub timer_slack_ns: u64,
+    /// rt-app log rows, when asked for and the program has them.
+    pub rtapp_log: Option<Box<rtapp_log::RowLog>>,
     pub finished: bool,
     /// CPU it last executed on (for the cache-cold penalty).
     pub last_cpu: Option<usize>,
@@ -125,6 +128,7 @@ impl Thread {
             sleep_until: None,
             signalled: false,
             timer_slack_ns,
+            rtapp_log: None,
             finished: false,
             last_cpu: None,
             wake_batch: Vec::new(),

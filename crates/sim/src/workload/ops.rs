@@ -60,8 +60,23 @@ impl<'a> Engine<'a> {
     fn exec_op(&mut self, cpu: usize, th: usize) -> Flow {
         // The scenario outlives the engine, so ops are borrowed, never cloned.
         let scenario: &'a Scenario = self.scenario;
-        let ops = &scenario.threads[self.threads[th].spec].program.ops;
-        let Some(op) = ops.get(self.threads[th].pc) else { return self.end_of_iteration(cpu, th) };
+        let program = &scenario.threads[self.threads[th].spec].program;
+        let ops = &program.ops;
+        let pc = self.threads[th].pc;
+        let Some(op) = ops.get(pc) else { return self.end_of_iteration(cpu, th) };
+        if let Some(log) = &mut self.threads[th].rtapp_log {
+            log.before_op(pc, self.now, &program.rows);
+        }
+        let flow = self.exec_one(cpu, th, op);
+        if self.threads[th].pc != pc {
+            if let Some(log) = &mut self.threads[th].rtapp_log {
+                log.op_done(op, self.now);
+            }
+        }
+        flow
+    }
+
+    fn exec_one(&mut self, cpu: usize, th: usize, op: &'a Op) -> Flow {
         let polled = self.threads[th].polled;
         match *op {
             Op::Run { ns } => self.op_run(cpu, th, ns),
@@ -115,6 +130,9 @@ impl<'a> Engine<'a> {
 
     /// Past the last op: the `loop_end` marker, then the next iteration or exit.
     fn end_of_iteration(&mut self, cpu: usize, th: usize) -> Flow {
+        if let Some(log) = &mut self.threads[th].rtapp_log {
+            log.close(self.now);
+        }
         if !self.pay(cpu, th, self.marker_ns()) {
             return STOP;
         }
@@ -214,10 +232,15 @@ impl<'a> Engine<'a> {
     /// not slept at all (no syscall: rt-app reads the clock from the vDSO).
     fn op_grid_timer(&mut self, cpu: usize, th: usize, timer: ObjId, period_ns: u64, mode: TimerMode) -> Flow {
         if self.threads[th].sleep_until.is_none() {
+            let pc = self.threads[th].pc;
             let origin = self.threads[th].started_at;
             let ObjState::Timer { prev } = &mut self.objects[timer as usize] else { unreachable!() };
-            let (sleep, next_prev) = grid_timer_step(prev.unwrap_or(origin), self.now, period_ns, mode);
+            let base = prev.unwrap_or(origin);
+            let (sleep, next_prev) = grid_timer_step(base, self.now, period_ns, mode);
             *prev = Some(next_prev);
+            if let Some(log) = &mut self.threads[th].rtapp_log {
+                log.timer(pc, base.saturating_add(period_ns), self.now, period_ns, sleep.is_some());
+            }
             match sleep {
                 Some(at) => self.threads[th].sleep_until = Some(at),
                 None => {
