@@ -147,6 +147,14 @@ impl Kernel {
         }
         task.rt_priority = attr.rt_priority;
         task.normal_prio = attr.normal_prio();
+        self.set_load_weight(p, cpu, new_weight, class);
+    }
+
+    /// `set_load_weight(p, true)`: a task of the fair class, off the queue,
+    /// is reweighted by its class (its lag scaled by old/new weight, its
+    /// PELT load recomputed); any other just gets the weight.
+    fn set_load_weight(&mut self, p: TaskId, cpu: usize, new_weight: u32, class: SchedClass) {
+        let task = &mut self.tasks[p as usize];
         let old_weight = task.se.load.weight;
         if class == SchedClass::Fair && !task.se.on_rq {
             if new_weight != old_weight {
@@ -160,5 +168,56 @@ impl Kernel {
             );
         }
         self.tasks[p as usize].se.load = LoadWeight::new(new_weight);
+    }
+
+    /// `set_user_nice()` (core.c, 6.12), what `setpriority()` calls: an RT
+    /// task only records the nice value (it matters once it is fair again);
+    /// a fair one is dequeued with DEQUEUE_SAVE, reweighted, enqueued again
+    /// and its class told (`prio_changed_fair()`: the running task whose
+    /// priority dropped reschedules). Unlike `sched_setscheduler()` a custom
+    /// slice stays. Returns false when the nice value is already that.
+    pub fn set_user_nice(&mut self, t: TaskId, nice: i32, now: u64, exec_cpu: usize, out: &mut Outbox) -> bool {
+        self.entry(now, exec_cpu, out, |k| k.__set_user_nice(t, nice))
+    }
+
+    fn __set_user_nice(&mut self, p: TaskId, nice: i32) -> bool {
+        let cpu = self.tasks[p as usize].cpu;
+        self.update_rq_clock(cpu);
+        let task = &self.tasks[p as usize];
+        if task.static_prio == DEFAULT_PRIO + nice {
+            return false;
+        }
+        if !task.policy.is_fair() {
+            self.tasks[p as usize].static_prio = DEFAULT_PRIO + nice;
+            return true;
+        }
+        let class = self.class_of(p);
+        let queued = task.on_rq == OnRq::Queued;
+        let running = self.rqs[cpu].curr == Some(p);
+        if queued {
+            self.dequeue_task(cpu, p, qflags::DEQUEUE_SAVE | qflags::DEQUEUE_NOCLOCK);
+        }
+        if running {
+            self.put_prev_task(cpu, p);
+        }
+        let attr = SchedAttr { policy: self.tasks[p as usize].policy, nice, rt_priority: 0 };
+        self.tasks[p as usize].static_prio = DEFAULT_PRIO + nice;
+        self.tasks[p as usize].normal_prio = attr.normal_prio();
+        self.set_load_weight(p, cpu, attr.weight(), class);
+        let task = &mut self.tasks[p as usize];
+        let oldprio = task.prio;
+        // effective_prio(): a PI boost into RT stays.
+        if task.prio >= MAX_RT_PRIO {
+            task.prio = task.normal_prio;
+        }
+        if queued {
+            self.tasks[p as usize].on_rq = OnRq::Queued;
+            self.enqueue_task(cpu, p, qflags::ENQUEUE_RESTORE | qflags::ENQUEUE_NOCLOCK);
+        }
+        if running {
+            class.set_next_task_running(self, cpu, p);
+        }
+        class.prio_changed(self, cpu, p, oldprio);
+        true
     }
 }

@@ -542,6 +542,14 @@ fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, l
             };
             sched_setattr(0, &attr).map_err(|e| failed(&format!("sched_setattr({})", policy.name()), e))?;
         }
+        &Op::SetPriority { nice } => {
+            // PRIO_PROCESS with a thread id: Linux applies it to that thread.
+            // SAFETY: plain syscalls on the calling thread.
+            let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, crate::sys::gettid() as libc::id_t, nice) };
+            if r != 0 {
+                return Err(failed(&format!("setpriority({nice})"), std::io::Error::last_os_error()));
+            }
+        }
     }
     Ok(())
 }

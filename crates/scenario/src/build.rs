@@ -68,6 +68,7 @@ enum OpT {
     Barrier(Name),
     SetAffinity(CpuSet),
     SetScheduler(Policy, i32, u32),
+    SetPriority(i32),
 }
 
 struct Group {
@@ -488,6 +489,7 @@ fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Result<(OpT, u
         r.barrier.as_ref().map(|v| v.span().start),
         r.setaffinity.as_ref().map(|v| v.span().start),
         r.setscheduler.as_ref().map(|v| v.span().start),
+        r.setpriority.as_ref().map(|v| v.span().start),
     ]
     .into_iter()
     .zip(OP_KEYS)
@@ -586,6 +588,10 @@ fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Result<(OpT, u
             let policy = policy(ctx, p)?;
             let (nice, prio) = sched_params(ctx, policy, r.nice.as_ref(), r.priority.as_ref())?;
             OpT::SetScheduler(policy, nice, prio)
+        }
+        "setpriority" => {
+            let v = r.setpriority.as_ref().unwrap();
+            OpT::SetPriority(values::int_in(ctx, v, "setpriority", -20, 19, "nice value")? as i32)
         }
         "wait" => OpT::Wait(name(ctx, r.wait.as_ref().unwrap())?),
         "signal" => {
@@ -762,6 +768,7 @@ fn program(
             OpT::SetScheduler(policy, nice, rt_priority) => {
                 Op::SetScheduler { policy: *policy, nice: *nice, rt_priority: *rt_priority }
             }
+            OpT::SetPriority(nice) => Op::SetPriority { nice: *nice },
             OpT::Poll(names, after_ns) => {
                 let first = expand_i(&names[0].text, instance);
                 site.name = Some(first.clone());

@@ -91,6 +91,7 @@ pub(crate) struct RawOp {
     pub barrier: Option<Spanned<String>>,
     pub setaffinity: Option<Spanned<Value>>,
     pub setscheduler: Option<Spanned<String>>,
+    pub setpriority: Option<Spanned<i64>>,
     /// `cond_wait` modifier: the mutex the waiter holds.
     pub mutex: Option<Spanned<String>>,
     /// `timer` modifier: the named grid (rt-app's timer `ref`).
@@ -122,4 +123,5 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "barrier",
     "setaffinity",
     "setscheduler",
+    "setpriority",
 ];

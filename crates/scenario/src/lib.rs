@@ -366,6 +366,12 @@ pub enum Op {
         nice: i32,
         rt_priority: u32,
     },
+    /// `setpriority(PRIO_PROCESS, 0, nice)` on itself (`set_user_nice()`):
+    /// a fair thread is reweighted; an RT one keeps the value for when it
+    /// is fair again.
+    SetPriority {
+        nice: i32,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

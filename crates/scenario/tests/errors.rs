@@ -580,7 +580,7 @@ fn new_ops_parse_to_their_ops() {
          { cond_signal = \"c\" }, { cond_broadcast = \"c\" }, { barrier = \"b\" }, { run_wall = \"2ms\" }, \
          { timer = \"1ms\", ref = \"t\", mode = \"absolute\" }, { timer = \"1ms\", mode = \"relative\" }, \
          { setaffinity = \"1-2\" }, { setscheduler = \"SCHED_FIFO\", priority = 7 }, \
-         { setscheduler = \"other\", nice = -3 }]"))
+         { setscheduler = \"other\", nice = -3 }, { setpriority = 4 }]"))
     .unwrap();
     let id = |n: &str| s.object_id(n).unwrap();
     let ops = &s.threads[0].program.ops;
@@ -596,6 +596,7 @@ fn new_ops_parse_to_their_ops() {
     assert!(matches!(ops[8], Op::GridTimer { timer, .. } if s.objects[timer as usize].name == "a-0/timer"));
     assert_eq!(ops[10], Op::SetScheduler { policy: Policy::Fifo, nice: 0, rt_priority: 7 });
     assert_eq!(ops[11], Op::SetScheduler { policy: Policy::Other, nice: -3, rt_priority: 0 });
+    assert_eq!(ops[12], Op::SetPriority { nice: 4 });
 }
 
 #[test]
@@ -628,6 +629,7 @@ fn new_op_errors_are_located() {
     expect_err(&one("program = [{ setscheduler = \"fifo\", priority = 100 }]"), 5, "100", "priority");
     expect_err(&one("program = [{ setscheduler = \"deadline\" }]"), 5, "\"deadline\"", "");
     expect_err(&one("program = [{ setaffinity = \"9\" }]"), 5, "\"9\"", "");
+    expect_err(&one("program = [{ setpriority = 20 }]"), 5, "20", "nice value");
     expect_err(&one("program = [{ run_wall = \"0s\" }]"), 5, "\"0s\"", "");
     expect_err(&one("program = [{ wait = \"x\" }, { barrier = \"x\" }]"), 5, "\"x\" }]", "");
 }

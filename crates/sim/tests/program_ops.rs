@@ -283,3 +283,22 @@ fn setscheduler_to_fifo_keeps_the_cpu_from_a_fair_hog_until_it_goes_back() {
     assert!(hog_runs.iter().any(|&t| t > rt_on + 10 * MS && t < done), "{hog_runs:?}, done at {done}");
     assert!(done > rt_on + 20 * MS, "done at {done}, rt started at {rt_on}");
 }
+
+#[test]
+fn setpriority_mid_run_changes_a_fair_threads_share_from_then_on() {
+    let r = sim(r#"
+        topology = "qemu-4"
+        duration = "2s"
+        [[thread]]
+        name = "plain"
+        affinity = "0"
+        program = [ { run = "10ms" } ]
+        [[thread]]
+        name = "niced"
+        affinity = "0"
+        program = [ { setpriority = 5 }, { run = "10ms" } ]
+    "#);
+    let rt = |n: &str| r.threads.iter().find(|t| t.name == n).unwrap().runtime_ns as f64;
+    let ratio = rt("plain") / rt("niced");
+    assert!((ratio / (1024.0 / 335.0) - 1.0).abs() < 0.03, "share ratio {ratio:.3}, nice 0 : nice 5 is 3.06");
+}

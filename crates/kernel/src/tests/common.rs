@@ -91,6 +91,10 @@ impl TestKernel {
         self.call(|k, o| k.sched_setscheduler(t, attr, now, exec_cpu, o))
     }
 
+    pub fn set_user_nice(&mut self, t: TaskId, nice: i32, now: u64, exec_cpu: usize) -> bool {
+        self.call(|k, o| k.set_user_nice(t, nice, now, exec_cpu, o))
+    }
+
     pub fn sched_yield(&mut self, cpu: usize, now: u64) {
         self.call(|k, o| k.sched_yield(cpu, now, o))
     }

@@ -135,3 +135,29 @@ fn setscheduler_keeps_a_pi_boost_above_the_new_priority() {
     assert_eq!(k.tasks[owner as usize].prio, 89);
     k.check_invariants().unwrap();
 }
+
+#[test]
+fn set_user_nice_reweights_a_fair_task_keeps_its_slice_and_only_records_it_for_rt() {
+    let mut k = kernel();
+    let a = fair_task(&mut k, 1, "0", 0);
+    let b = fair_task(&mut k, 2, "0", 0);
+    k.tasks[a as usize].se.custom_slice = true;
+    start_fair(&mut k, a, 0);
+    start_fair(&mut k, b, 0);
+    let running = k.curr(0).unwrap();
+    assert!(k.set_user_nice(running, 5, 10 * US, 0));
+    assert_eq!(k.tasks[running as usize].se.load.weight, 335, "sched_prio_to_weight[25]");
+    assert_eq!(k.tasks[running as usize].prio, 125);
+    assert!(k.need_resched(0, true), "its priority dropped while it ran");
+    assert!(!k.set_user_nice(running, 5, 11 * US, 0), "the same value: nothing to do");
+    assert!(k.tasks[a as usize].se.custom_slice, "setpriority() leaves a custom slice alone");
+    k.check_invariants().unwrap();
+    // An RT task records the nice value; its priority and weight stay.
+    let r = task_with(&mut k, 3, Policy::Fifo, 10, "1", 1);
+    start_fair(&mut k, r, 20 * US);
+    let weight = k.tasks[r as usize].se.load.weight;
+    assert!(k.set_user_nice(r, -5, 30 * US, 1));
+    assert_eq!((k.tasks[r as usize].prio, k.tasks[r as usize].static_prio), (89, 115));
+    assert_eq!(k.tasks[r as usize].se.load.weight, weight);
+    k.check_invariants().unwrap();
+}

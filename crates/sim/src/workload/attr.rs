@@ -22,6 +22,19 @@ impl<'a> Engine<'a> {
         NEXT
     }
 
+    /// `setpriority`: `setpriority()` on itself → `set_user_nice()`.
+    pub(super) fn op_set_priority(&mut self, cpu: usize, th: usize, nice: i32) -> Flow {
+        if !self.pay(cpu, th, self.syscall_ns()) {
+            return STOP;
+        }
+        self.threads[th].pc += 1;
+        let task = self.threads[th].task;
+        self.kernel.set_user_nice(task, nice, self.now, cpu, &mut self.out);
+        self.drain();
+        self.preempt_point(cpu);
+        NEXT
+    }
+
     /// `setscheduler`: `sched_setscheduler()` on itself. The timer slack
     /// follows the policy as `__setscheduler_params()` sets it (6.12): RT
     /// gets none; a fair task whose slack is 0 gets the default back.

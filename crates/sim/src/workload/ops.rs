@@ -105,6 +105,7 @@ impl<'a> Engine<'a> {
             Op::Barrier { barrier } => self.op_barrier(cpu, th, barrier),
             Op::SetAffinity { cpus } => self.op_set_affinity(cpu, th, cpus),
             Op::SetScheduler { policy, nice, rt_priority } => self.op_set_scheduler(cpu, th, policy, nice, rt_priority),
+            Op::SetPriority { nice } => self.op_set_priority(cpu, th, nice),
         }
     }
 
