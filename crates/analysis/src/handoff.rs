@@ -104,7 +104,9 @@ impl HandoffTracker {
             | UserOp::PollDone { .. }
             | UserOp::Lock { .. }
             | UserOp::Unlock { .. }
-            | UserOp::LoopEnd { .. } => None,
+            | UserOp::LoopEnd { .. }
+            | UserOp::RtAppLoop { .. }
+            | UserOp::RtAppStats { .. } => None,
         }
     }
 

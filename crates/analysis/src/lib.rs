@@ -27,6 +27,7 @@ mod handoff;
 mod measure;
 mod narrative;
 pub mod perf_sched;
+mod rtapp;
 pub mod schbench;
 mod sketch;
 mod stall_window;
@@ -53,6 +54,7 @@ pub use diff::{
 pub use handoff::Stall;
 pub use measure::{measure, render_measures, MarkerSpec, MeasureCollector, MeasureResult, MeasureSpec};
 pub use narrative::{render_cause_table, render_stall_narratives, render_work_conservation, Step};
+pub use rtapp::{render_rtapp_phases, rtapp_phases, RtAppCollector, RtAppPhase, RtAppReport};
 pub use schbench::{schbench_report, PlatHistogram, SchbenchCollector, SchbenchReport};
 pub use sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN, RELATIVE_ERROR};
 pub use stall_window::{AttributionCollector, LOOKBACK_NS, MAX_WINDOW_EVENTS};

@@ -84,7 +84,7 @@ impl Matcher {
             | UserOp::PollDone { obj }
             | UserOp::Lock { obj }
             | UserOp::Unlock { obj } => Some(obj),
-            UserOp::LoopEnd { .. } => None,
+            UserOp::LoopEnd { .. } | UserOp::RtAppLoop { .. } | UserOp::RtAppStats { .. } => None,
         };
         self.object.is_none() || self.object == obj
     }

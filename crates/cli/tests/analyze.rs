@@ -380,3 +380,30 @@ fn a_perfetto_trace_gives_the_ftrace_texts_figures() {
     let e = common::err(&["analyze", cut.to_str().unwrap()]);
     assert!(e.contains("a Perfetto trace, malformed at byte") && e.contains("run past the end"), "{e}");
 }
+
+/// A real rt-app 1.0 run with `"ftrace": true` (Debian's binary, 2026-12-02,
+/// this 2-vCPU guest): `periodic` runs 2 ms every 10 ms, `phased` loops
+/// over a `light` phase (3 passes of 1 ms every 8 ms) and a `heavy` one (2
+/// passes of 5 ms every 8 ms); sched events and rt-app's markers captured
+/// through tracefs, cut to rt-app's first 300 ms.
+#[test]
+fn an_rt_app_capture_gives_its_per_phase_pass_times() {
+    let out = ok(&["analyze", &format!("{DATA}/rtapp-1.0.trace")]);
+    let section: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("rt-app    per phase")).take(7).collect();
+    let row = |comm: &str, phase: &str| -> Vec<String> {
+        section
+            .iter()
+            .map(|l| l.split_whitespace().map(String::from).collect::<Vec<_>>())
+            .find(|f| f.first().map(String::as_str) == Some(comm) && f.get(2).map(String::as_str) == Some(phase))
+            .unwrap_or_else(|| panic!("no {comm} phase {phase} row:\n{out}"))
+    };
+    let p50 = |r: &[String]| r[4].parse::<f64>().unwrap();
+    let passes = |r: &[String]| r[3].parse::<u64>().unwrap();
+    let periodic = row("periodic", "0");
+    assert!((p50(&periodic) - 10_000.0).abs() < 100.0, "a pass is the timer's 10 ms period: {periodic:?}");
+    let (light, heavy) = (row("phased", "0"), row("phased", "1"));
+    assert!((p50(&light) - 8_000.0).abs() < 100.0 && (p50(&heavy) - 8_000.0).abs() < 100.0, "{light:?} {heavy:?}");
+    // 3 light passes for every 2 heavy ones, give or take the loop the cut splits.
+    assert!((passes(&light) as i64 * 2 - passes(&heavy) as i64 * 3).abs() <= 6, "{light:?} {heavy:?}");
+    assert!(out.contains("no rtapp_stats markers"), "1.0 writes no stats, so no latency or slack:\n{out}");
+}

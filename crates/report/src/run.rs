@@ -28,6 +28,7 @@ pub struct ReportCollector {
     attribution: AttributionCollector,
     measures: Vec<MeasureCollector>,
     schbench: Option<SchbenchCollector>,
+    rtapp: schedlab_analysis::RtAppCollector,
     table: TaskTable,
     workcons_opts: WorkConsOptions,
     /// Each CPU's task when the stream begins (0: idle).
@@ -82,6 +83,7 @@ impl ReportCollector {
             ),
             measures: specs.iter().map(|m| MeasureCollector::new(table, m)).collect(),
             schbench: None,
+            rtapp: Default::default(),
             table: table.clone(),
             workcons_opts: WorkConsOptions { allowed, grace_ns, end_ts: end_ns },
             initial,
@@ -99,6 +101,7 @@ impl ReportCollector {
         if let Some(s) = self.schbench.as_mut() {
             s.observe(ev);
         }
+        self.rtapp.observe(ev);
     }
 
     /// The report of the run that ended at `end_ns`, and schbench's figures.
@@ -111,7 +114,8 @@ impl ReportCollector {
         let attribution = self.attribution.finish();
         let measures = self.measures.into_iter().map(|m| m.finish(end_ns)).collect();
         let schbench = self.schbench.map(|s| s.finish(end_ns));
-        (Report { metrics, workcons, attribution, measures }, schbench)
+        let rtapp = self.rtapp.finish(&self.table);
+        (Report { metrics, workcons, attribution, measures, rtapp }, schbench)
     }
 }
 
@@ -121,6 +125,9 @@ pub struct Report {
     pub workcons: WorkConservation,
     pub attribution: Attribution,
     pub measures: Vec<MeasureResult>,
+    /// Per-phase figures from rt-app's own trace markers (empty unless the
+    /// trace is of an rt-app run with `ftrace` on).
+    pub rtapp: schedlab_analysis::RtAppReport,
 }
 
 impl Report {
@@ -152,7 +159,8 @@ impl Report {
         let end = end_ns.unwrap_or(metrics.end_ts);
         let specs = scenario.map(measure_specs).unwrap_or_default();
         let measures = specs.iter().map(|m| measure(trace, m, end)).collect();
-        Report { metrics, workcons, attribution, measures }
+        let rtapp = schedlab_analysis::rtapp_phases(trace);
+        Report { metrics, workcons, attribution, measures, rtapp }
     }
 
     /// [`Report::of`] a run of `scenario` up to `end_ns` at the scenario's
@@ -191,6 +199,11 @@ pub fn render_table_and_measures(r: &Report) -> String {
         out.push('\n');
         out.push_str("measures  (from the scenario's [[measure]] tables)\n");
         out.push_str(&render_measures(&r.measures));
+    }
+    if !r.rtapp.is_empty() {
+        out.push('\n');
+        out.push_str("rt-app    per phase, from rt-app's own trace markers (rtapp_loop / rtapp_stats)\n");
+        out.push_str(&schedlab_analysis::render_rtapp_phases(&r.rtapp));
     }
     out
 }

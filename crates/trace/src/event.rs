@@ -89,6 +89,26 @@ pub enum UserOp {
     LoopEnd {
         n: u32,
     },
+    /// rt-app's pass marker: a pass over phase `phase` of the task's
+    /// `thread_loop`-th loop (its `phase_loop`-th repetition) begins
+    /// (`start`) or ends. Master writes `rtapp_loop: event=start|end
+    /// thread_loop=L phase=P phase_loop=S`, 1.0 `[N] begins|end loop L
+    /// phase P step S`.
+    RtAppLoop {
+        start: bool,
+        thread_loop: u32,
+        phase: u32,
+        phase_loop: u32,
+    },
+    /// rt-app master's `rtapp_stats` after a pass (its log row), in us.
+    RtAppStats {
+        period: i64,
+        run: i64,
+        wu_lat: i64,
+        slack: i64,
+        c_period: i64,
+        c_run: i64,
+    },
 }
 
 /// Which balancing path moved a task (decision event).

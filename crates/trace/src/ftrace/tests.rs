@@ -668,3 +668,41 @@ fn raw_prev_state_numbers_decode_as_the_kernel_encodes_them() {
     assert_eq!(state("32"), Ok(PrevState::Dead), "Z");
     assert!(state("512").unwrap_err().contains("prev_state 512"));
 }
+
+#[test]
+fn rt_app_markers_of_master_and_1_0_are_read_and_written_in_masters_format() {
+    let master_start = "      periodic-3001    [001] ...1.     1.000100: tracing_mark_write: rtapp_loop: event=start thread_loop=2 phase=1 phase_loop=3";
+    let master_stats = "      periodic-3001    [001] ...1.     1.000200: tracing_mark_write: rtapp_stats: period=10012 run=2010 wu_lat=146 slack=-7 c_period=10000 c_run=2000";
+    let v1_end = "      periodic-3001    [001] ...1.     1.000300: tracing_mark_write: [0] end loop 2 phase 1 step 3";
+    let text = [master_start, master_stats, v1_end].join("\n");
+    let p = parse_ftrace_with("rt.trace", &text, &ParseOptions::default()).unwrap();
+    let ops: Vec<UserOp> = p
+        .trace
+        .events
+        .iter()
+        .map(|e| match e.kind {
+            EventKind::User { pid: 3001, op } => op,
+            ref k => panic!("{k:?}"),
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            UserOp::RtAppLoop { start: true, thread_loop: 2, phase: 1, phase_loop: 3 },
+            UserOp::RtAppStats { period: 10012, run: 2010, wu_lat: 146, slack: -7, c_period: 10000, c_run: 2000 },
+            UserOp::RtAppLoop { start: false, thread_loop: 2, phase: 1, phase_loop: 3 },
+        ]
+    );
+    let t = TaskTable::default();
+    assert_eq!(user_marker_text(&t, &ops[0]), "rtapp_loop: event=start thread_loop=2 phase=1 phase_loop=3");
+    assert_eq!(user_marker_text(&t, &ops[2]), "rtapp_loop: event=end thread_loop=2 phase=1 phase_loop=3");
+    // rt-app's other markers, and text that only resembles 1.0's, are not events.
+    let other = "      periodic-3001    [001] ...1.     1.000400: tracing_mark_write: rtapp_main: event=start\n\
+                 \x20     periodic-3001    [001] ...1.     1.000500: tracing_mark_write: [0] starts\n\
+                 \x20     periodic-3001    [001] ...1.     1.000600: tracing_mark_write: [x] begins loop 1 phase 2 step 3";
+    assert!(parse_ftrace_with("rt.trace", other, &ParseOptions::default()).unwrap().trace.events.is_empty());
+    // A master marker that lacks a field is an error at its line.
+    let bad = "      periodic-3001    [001] ...1.     1.000700: tracing_mark_write: rtapp_loop: event=start phase=1";
+    let e = parse_ftrace_with("rt.trace", bad, &ParseOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("expected `thread_loop=`"), "{e}");
+}
