@@ -5,18 +5,18 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use schedlab_topology::{CpuSet, InputError, Topology};
-use toml::{Spanned, Value};
+use toml::Spanned;
 
-use crate::file::{RawOp, RawScenario, RawThread, OP_KEYS};
+use crate::file::{RawScenario, RawThread};
 use crate::validate::{self, OpSite, ThreadSites};
-use crate::values::{self, a_type, Ctx, Zero};
+use crate::values::{self, Ctx, Zero};
 use crate::Background;
-use crate::{
-    ObjId, ObjKind, ObjRef, ObjectSpec, Op, Policy, Program, Repeat, Scenario, Spanned as Pos, ThreadSpec, TimerMode,
-};
+use crate::{ObjId, ObjKind, ObjRef, ObjectSpec, Op, Policy, Program, Repeat, Scenario, Spanned as Pos, ThreadSpec};
 
 mod names;
-use names::{expand_i, flag_names, name, poll_names, star_matches, thread_names, Name};
+mod op_table;
+use names::{expand_i, flag_names, star_matches, thread_names, Name};
+use op_table::{op_template, OpT};
 
 /// Kernel `TASK_COMM_LEN` minus the terminating NUL.
 pub const MAX_COMM: usize = 15;
@@ -46,30 +46,6 @@ pub const DEFAULT_SEED: u64 = 1;
 /// `init_task.timer_slack_ns`: 50 us, what every fair task inherits.
 pub const DEFAULT_TIMER_SLACK_NS: u64 = 50_000;
 const MAX_TIMER_SLACK_NS: u64 = 1_000_000_000;
-
-#[derive(Clone, Debug)]
-enum OpT {
-    Run(u64),
-    Sleep(u64),
-    Timer(u64),
-    Wait(Name),
-    Signal(Name, u64),
-    Post(Name),
-    Poll(Vec<Name>, u64),
-    Lock(Name),
-    Unlock(Name),
-    Yield,
-    RunWall(u64),
-    /// `None`: the thread's own grid (rt-app's `"ref": "unique"`).
-    GridTimer(u64, Option<Name>, TimerMode),
-    CondWait(Name, Name),
-    CondSignal(Name),
-    CondBroadcast(Name),
-    Barrier(Name),
-    SetAffinity(CpuSet),
-    SetScheduler(Policy, i32, u32),
-    SetPriority(i32),
-}
 
 struct Group {
     /// rt-app log rows (see [`Program::rows`]).
@@ -415,7 +391,7 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
 
 /// A policy's nice value and RT priority from `nice` and `priority` (for
 /// fair policies rt-app's name for nice; for FIFO/RR 1..99, default 10).
-fn sched_params(
+pub(super) fn sched_params(
     ctx: Ctx,
     policy: Policy,
     nice: Option<&Spanned<i64>>,
@@ -442,7 +418,7 @@ fn sched_params(
     Ok((values::int_in(ctx, v, key, -20, 19, &format!("nice value for {}", policy.name()))? as i32, 0))
 }
 
-fn policy(ctx: Ctx, p: &Spanned<String>) -> Result<Policy, InputError> {
+pub(super) fn policy(ctx: Ctx, p: &Spanned<String>) -> Result<Policy, InputError> {
     let s = p.get_ref().trim().to_ascii_uppercase();
     let s = s.strip_prefix("SCHED_").unwrap_or(&s);
     Ok(match s {
@@ -466,160 +442,6 @@ fn policy(ctx: Ctx, p: &Spanned<String>) -> Result<Policy, InputError> {
             ))
         }
     })
-}
-
-/// Parse one `{ op = ..., modifier = ... }` table.
-fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Result<(OpT, usize), InputError> {
-    let r = op.get_ref();
-    let present: Vec<(&str, usize)> = [
-        r.run.as_ref().map(|v| v.span().start),
-        r.sleep.as_ref().map(|v| v.span().start),
-        r.wait.as_ref().map(|v| v.span().start),
-        r.signal.as_ref().map(|v| v.span().start),
-        r.post.as_ref().map(|v| v.span().start),
-        r.poll.as_ref().map(|v| v.span().start),
-        r.lock.as_ref().map(|v| v.span().start),
-        r.unlock.as_ref().map(|v| v.span().start),
-        r.yield_.as_ref().map(|v| v.span().start),
-        r.timer.as_ref().map(|v| v.span().start),
-        r.run_wall.as_ref().map(|v| v.span().start),
-        r.cond_wait.as_ref().map(|v| v.span().start),
-        r.cond_signal.as_ref().map(|v| v.span().start),
-        r.cond_broadcast.as_ref().map(|v| v.span().start),
-        r.barrier.as_ref().map(|v| v.span().start),
-        r.setaffinity.as_ref().map(|v| v.span().start),
-        r.setscheduler.as_ref().map(|v| v.span().start),
-        r.setpriority.as_ref().map(|v| v.span().start),
-    ]
-    .into_iter()
-    .zip(OP_KEYS)
-    .filter_map(|(at, key)| at.map(|a| (*key, a)))
-    .collect();
-    let (key, at) = match present.as_slice() {
-        [] => {
-            return Err(
-                ctx.err(op, format!("operation without an operation key: expected one of {}", OP_KEYS.join(", ")))
-            )
-        }
-        [one] => *one,
-        [first, second, ..] => {
-            let (first, second) = if first.1 <= second.1 { (first, second) } else { (second, first) };
-            return Err(ctx.at(
-                second.1,
-                format!(
-                    "one operation per table: found `{}` and `{}`; write them as two entries of `program`",
-                    first.0, second.0
-                ),
-            ));
-        }
-    };
-    if let Some(c) = &r.count {
-        if key != "signal" {
-            return Err(ctx.err(c, format!("`count` applies only to `signal`, not `{key}`")));
-        }
-    }
-    if let Some(a) = &r.after {
-        if key != "poll" {
-            return Err(ctx.err(a, format!("`after` applies only to `poll`, not `{key}`")));
-        }
-    }
-    let modifier_of = |at: usize, modifier: &str, owner: &str| -> Result<(), InputError> {
-        if key == owner {
-            Ok(())
-        } else {
-            Err(ctx.at(at, format!("`{modifier}` applies only to `{owner}`, not `{key}`")))
-        }
-    };
-    if let Some(m) = &r.mutex {
-        modifier_of(m.span().start, "mutex", "cond_wait")?;
-    }
-    if let Some(m) = &r.ref_ {
-        modifier_of(m.span().start, "ref", "timer")?;
-    }
-    if let Some(m) = &r.mode {
-        modifier_of(m.span().start, "mode", "timer")?;
-    }
-    if let Some(m) = &r.nice {
-        modifier_of(m.span().start, "nice", "setscheduler")?;
-    }
-    if let Some(m) = &r.priority {
-        modifier_of(m.span().start, "priority", "setscheduler")?;
-    }
-    let t = match key {
-        "run" => OpT::Run(values::duration(ctx, r.run.as_ref().unwrap(), "run", Zero::Refused)?),
-        "sleep" => OpT::Sleep(values::duration(ctx, r.sleep.as_ref().unwrap(), "sleep", Zero::Allowed)?),
-        "timer" => {
-            let period = values::duration(ctx, r.timer.as_ref().unwrap(), "timer", Zero::Refused)?;
-            let mode = match &r.mode {
-                None => TimerMode::Relative,
-                Some(m) => match m.get_ref().as_str() {
-                    "relative" => TimerMode::Relative,
-                    "absolute" => TimerMode::Absolute,
-                    other => {
-                        return Err(
-                            ctx.err(m, format!("timer `mode` = \"{other}\": expected \"relative\" or \"absolute\""))
-                        )
-                    }
-                },
-            };
-            match (&r.ref_, &r.mode) {
-                (None, None) => OpT::Timer(period),
-                (None, Some(_)) => OpT::GridTimer(period, None, mode),
-                (Some(n), _) => OpT::GridTimer(period, Some(name(ctx, n)?), mode),
-            }
-        }
-        "run_wall" => OpT::RunWall(values::duration(ctx, r.run_wall.as_ref().unwrap(), "run_wall", Zero::Refused)?),
-        "cond_wait" => {
-            let cond = r.cond_wait.as_ref().unwrap();
-            let Some(mutex) = &r.mutex else {
-                return Err(ctx.err(
-                    cond,
-                    "`cond_wait` needs the mutex it holds: { cond_wait = \"c\", mutex = \"m\" } (pthread_cond_wait)",
-                ));
-            };
-            OpT::CondWait(name(ctx, cond)?, name(ctx, mutex)?)
-        }
-        "cond_signal" => OpT::CondSignal(name(ctx, r.cond_signal.as_ref().unwrap())?),
-        "cond_broadcast" => OpT::CondBroadcast(name(ctx, r.cond_broadcast.as_ref().unwrap())?),
-        "barrier" => OpT::Barrier(name(ctx, r.barrier.as_ref().unwrap())?),
-        "setaffinity" => OpT::SetAffinity(values::affinity(ctx, r.setaffinity.as_ref().unwrap(), topo)?),
-        "setscheduler" => {
-            let p = r.setscheduler.as_ref().unwrap();
-            let policy = policy(ctx, p)?;
-            let (nice, prio) = sched_params(ctx, policy, r.nice.as_ref(), r.priority.as_ref())?;
-            OpT::SetScheduler(policy, nice, prio)
-        }
-        "setpriority" => {
-            let v = r.setpriority.as_ref().unwrap();
-            OpT::SetPriority(values::int_in(ctx, v, "setpriority", -20, 19, "nice value")? as i32)
-        }
-        "wait" => OpT::Wait(name(ctx, r.wait.as_ref().unwrap())?),
-        "signal" => {
-            let count = match &r.count {
-                Some(c) => values::int_in(ctx, c, "count", 1, u32::MAX as i64, "")? as u64,
-                None => 1,
-            };
-            OpT::Signal(name(ctx, r.signal.as_ref().unwrap())?, count)
-        }
-        "post" => OpT::Post(name(ctx, r.post.as_ref().unwrap())?),
-        "poll" => {
-            let after = match &r.after {
-                Some(a) => values::duration(ctx, a, "after", Zero::Allowed)?,
-                None => 0,
-            };
-            OpT::Poll(poll_names(ctx, r.poll.as_ref().unwrap())?, after)
-        }
-        "lock" => OpT::Lock(name(ctx, r.lock.as_ref().unwrap())?),
-        "unlock" => OpT::Unlock(name(ctx, r.unlock.as_ref().unwrap())?),
-        _ => {
-            let y = r.yield_.as_ref().unwrap();
-            match y.get_ref() {
-                Value::Boolean(true) | Value::String(_) => OpT::Yield,
-                other => return Err(ctx.err(y, format!("`yield`: expected `yield = true`, found {}", a_type(other)))),
-            }
-        }
-    };
-    Ok((t, at))
 }
 
 #[derive(Default)]

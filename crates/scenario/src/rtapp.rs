@@ -44,6 +44,11 @@ pub(crate) const DEFAULT_DURATION_S: u64 = 10;
 /// loops are written out (the scenario format has one loop per thread).
 pub(crate) const MAX_FLAT_OPS: usize = 100_000;
 
+/// Operations all threads' programs may hold together (each instance has
+/// its own copy): about 32 MB, whatever a small file's loops and instances
+/// multiply to.
+pub(crate) const MAX_TOTAL_OPS: usize = 1_000_000;
+
 /// Keys of `global` that configure rt-app itself (its logs, memory locking,
 /// its own tracing and plots): accepted, and meaningless to the model.
 const RTAPP_ONLY_GLOBALS: &[&str] =
@@ -131,8 +136,23 @@ fn translate(ctx: Ctx, root: &Obj) -> Result<(RawScenario, Vec<String>, String),
     }
     let mut threads = Vec::new();
     let mut all_ops: Vec<Vec<events::Op>> = Vec::new();
+    let mut total = 0usize;
     for task in &tasks.props {
         let (thread, ops) = read_task(ctx, task, &global)?;
+        let instances = thread.instances.as_ref().map_or(1, |i| (*i.get_ref()).clamp(1, crate::MAX_INSTANCES)) as usize;
+        total = total.saturating_add(ops.len().saturating_mul(instances));
+        if total > MAX_TOTAL_OPS {
+            return Err(ctx.at(
+                task.key_at,
+                format!(
+                    "task `{}`: {} operations x {instances} instances brings the threads' programs to {total} \
+                     operations once phases and loops are written out, more than the {MAX_TOTAL_OPS} a scenario may \
+                     hold",
+                    task.key,
+                    ops.len()
+                ),
+            ));
+        }
         threads.push(thread);
         all_ops.push(ops);
     }

@@ -219,6 +219,9 @@ fn phase_loops_that_a_single_program_loop_cannot_hold_are_refused() {
     expect_err(text, 3, "-1", "not the task's only phase");
     let text = "{ \"tasks\": { \"t\": { \"phases\": {\n \"a\": { \"loop\": 60000, \"run\": 10, \"sleep\": 10 } } } },\n \"global\": { \"duration\": 1 } }";
     expect_err(text, 2, "60000", "more than the 100000");
+    // Loops times instances are bounded over the whole file.
+    let text = "{ \"tasks\": {\n \"t\": { \"instance\": 100, \"phases\": { \"a\": { \"loop\": 10000, \"run\": 10, \"sleep\": 10 } } } },\n \"global\": { \"duration\": 1 } }";
+    expect_err(text, 2, "\"t\"", "more than the 1000000 a scenario may hold");
     // The only phase looping forever: the program loops forever.
     let s = parse("{ \"tasks\": { \"t\": { \"loop\": 2, \"phases\": { \"a\": { \"loop\": -1, \"run\": 10 } } } }, \"global\": { \"duration\": 1 } }").unwrap();
     assert_eq!(s.thread("t").unwrap().program.repeat, Repeat::Forever);

@@ -97,6 +97,7 @@
 mod gaps;
 mod parse;
 mod payload;
+mod rtapp_marker;
 mod write;
 
 #[cfg(test)]
