@@ -118,13 +118,7 @@ impl Kernel {
         if running {
             next_class.set_next_task_running(self, cpu, p);
         }
-        // check_class_changed()
-        if prev_class != next_class {
-            prev_class.switched_from(self, cpu, p);
-            next_class.switched_to(self, cpu, p);
-        } else if oldprio != newprio {
-            next_class.prio_changed(self, cpu, p, oldprio);
-        }
+        self.check_class_changed(cpu, p, prev_class, oldprio);
         self.balance_callbacks(cpu);
         true
     }
@@ -217,7 +211,7 @@ impl Kernel {
         if running {
             class.set_next_task_running(self, cpu, p);
         }
-        class.prio_changed(self, cpu, p, oldprio);
+        self.check_class_changed(cpu, p, class, oldprio);
         true
     }
 }

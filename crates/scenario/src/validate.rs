@@ -308,24 +308,13 @@ fn can_finish(ctx: Ctx, s: &Scenario, sites: &[ThreadSites]) -> Result<(), Input
     for (th, ts) in s.threads.iter().zip(sites) {
         for (op, site) in th.program.ops.iter().zip(&ts.ops) {
             match op {
-                Op::Wait { efd } => {
-                    if let Some(id) = ids(efd).into_iter().find(|id| !signalled.contains(id)) {
+                Op::Wait { efd: waited } | Op::CondWait { cond: waited, .. } => {
+                    let what = if matches!(op, Op::Wait { .. }) { "eventfd" } else { "condition" };
+                    if let Some(id) = ids(waited).into_iter().find(|id| !signalled.contains(id)) {
                         return Err(ctx.at(
                             site.at,
                             format!(
-                                "thread `{}` waits on eventfd `{}`, which no thread signals; \
-                                 with no `duration` the scenario could never finish",
-                                th.name, s.objects[id as usize].name
-                            ),
-                        ));
-                    }
-                }
-                Op::CondWait { cond, .. } => {
-                    if let Some(id) = ids(cond).into_iter().find(|id| !signalled.contains(id)) {
-                        return Err(ctx.at(
-                            site.at,
-                            format!(
-                                "thread `{}` waits on condition `{}`, which no thread signals; \
+                                "thread `{}` waits on {what} `{}`, which no thread signals; \
                                  with no `duration` the scenario could never finish",
                                 th.name, s.objects[id as usize].name
                             ),

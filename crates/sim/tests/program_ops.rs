@@ -41,6 +41,17 @@ fn markers(r: &SimResult, name: &str, want: impl Fn(&UserOp) -> bool) -> Vec<u64
         .collect()
 }
 
+/// When and on which CPU `name` was switched in.
+fn switch_ins(r: &SimResult, name: &str) -> Vec<(u64, u32)> {
+    let p = pid(r, name);
+    r.trace
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == p))
+        .map(|e| (e.ts, e.cpu))
+        .collect()
+}
+
 fn obj(r: &SimResult, name: &str) -> u32 {
     r.trace.table.objects.iter().position(|o| o == name).unwrap() as u32
 }
@@ -133,14 +144,7 @@ fn run_wall_ends_on_the_clock_however_little_cpu_it_got() {
         loop = 1
         program = [ { run = "20ms" }, { post = "cpu_done" } ]
     "#);
-    let p = pid(&r, "wall");
-    let began = r
-        .trace
-        .events
-        .iter()
-        .find(|e| matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == p))
-        .map(|e| e.ts)
-        .unwrap();
+    let began = switch_ins(&r, "wall")[0].0;
     let wall = markers(&r, "wall", |_| true)[0];
     // It ends the first time it runs 20 ms or more after it began: at most
     // the two others' slices (3 ms each on 4 CPUs, ticks at 4 ms) later.
@@ -232,13 +236,8 @@ fn setaffinity_moves_the_running_thread_through_the_stopper_and_it_stays_inside_
     let (ctx, from, to) = moves[0];
     assert_eq!((from, to), (0, 3));
     assert_eq!(r.trace.table.tasks[&ctx].comm, "migration/0");
-    let after: Vec<u32> = r
-        .trace
-        .events
-        .iter()
-        .filter(|e| e.ts > MS + 10 * US && matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == p))
-        .map(|e| e.cpu)
-        .collect();
+    let after: Vec<u32> =
+        switch_ins(&r, "mover").into_iter().filter(|&(ts, _)| ts > MS + 10 * US).map(|(_, cpu)| cpu).collect();
     assert!(!after.is_empty() && after.iter().all(|&c| c == 3), "{after:?}");
 }
 
@@ -259,23 +258,9 @@ fn setscheduler_to_fifo_keeps_the_cpu_from_a_fair_hog_until_it_goes_back() {
         program = [ { setscheduler = "fifo", priority = 10 }, { run = "10ms" },
                     { setscheduler = "other" }, { run = "10ms" }, { post = "done" } ]
     "#);
-    let p = pid(&r, "rt");
-    let hog = pid(&r, "hog");
     // From the switch to FIFO until 10 ms later the hog never runs.
-    let rt_on = r
-        .trace
-        .events
-        .iter()
-        .find(|e| matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == p))
-        .map(|e| e.ts)
-        .unwrap();
-    let hog_runs: Vec<u64> = r
-        .trace
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == hog))
-        .map(|e| e.ts)
-        .collect();
+    let rt_on = switch_ins(&r, "rt")[0].0;
+    let hog_runs: Vec<u64> = switch_ins(&r, "hog").into_iter().map(|(ts, _)| ts).collect();
     assert!(hog_runs.iter().all(|&t| t < rt_on || t >= rt_on + 10 * MS), "the hog ran while rt was FIFO: {hog_runs:?}");
     // Back in the fair class it shares: the hog runs before its second
     // 10 ms is done, which takes it past 20 ms of wall time.

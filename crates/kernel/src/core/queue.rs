@@ -177,13 +177,21 @@ impl Kernel {
         if running {
             next_class.set_next_task_running(self, cpu, p);
         }
-        // check_class_changed()
-        if prev_class != next_class {
-            prev_class.switched_from(self, cpu, p);
-            next_class.switched_to(self, cpu, p);
-        } else {
-            next_class.prio_changed(self, cpu, p, oldprio);
-        }
+        self.check_class_changed(cpu, p, prev_class, oldprio);
         self.balance_callbacks(cpu);
+    }
+
+    /// `check_class_changed()`: after a priority or policy change, the old
+    /// class lets go and the new one takes the task (`switched_from()`,
+    /// `switched_to()`), or, within one class, it hears of the new
+    /// priority (`prio_changed()`).
+    pub(crate) fn check_class_changed(&mut self, cpu: usize, p: TaskId, prev_class: SchedClass, oldprio: i32) {
+        let class = self.class_of(p);
+        if prev_class != class {
+            prev_class.switched_from(self, cpu, p);
+            class.switched_to(self, cpu, p);
+        } else if oldprio != self.tasks[p as usize].prio {
+            class.prio_changed(self, cpu, p, oldprio);
+        }
     }
 }
