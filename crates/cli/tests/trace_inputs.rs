@@ -119,12 +119,16 @@ fn text_trace_dat_and_perf_data_give_the_same_figures() {
     let whole = analyze_json(&["analyze", perf_data, "--json"]);
     assert_eq!(whole["trace_format"], "perf.data");
     let m = &whole["metrics"];
-    // The text prints microseconds, trace.dat nanoseconds: the window's
-    // ends sit on microsecond edges (start at one, end 1 ns before one) so
-    // an event falls inside in both or in neither. An end exactly on an
-    // edge let a migration just past it into trace.dat's window only (CI).
+    // The text prints microseconds, trace.dat and perf.data nanoseconds,
+    // and the kernel rounds to the nearest microsecond when it prints
+    // (`ns2usecs()` adds 500 ns before dividing): an event at k us - 400 ns
+    // prints as k us. So the window's ends sit half a microsecond before an
+    // edge (start at k us - 500 ns, end at m us - 501 ns), where an event
+    // falls inside in every format or in none. Ends on the edges themselves
+    // let an event within 500 ns of one into the binary formats' window
+    // only (CI, twice: a wakeup, a switch).
     let (start, end) = (m["start_ts"].as_u64().unwrap() + 50_000_000, m["end_ts"].as_u64().unwrap() - 50_000_000);
-    let (start, end) = (start.div_ceil(1000) * 1000, end / 1000 * 1000 - 1);
+    let (start, end) = (start.div_ceil(1000) * 1000 - 500, end / 1000 * 1000 - 501);
     assert!(start + 100_000_000 < end, "the workload runs 0.3 s: {m}");
     let window = format!("{},{}", secs(start), secs(end));
     let perf_doc = analyze_json(&["analyze", perf_data, "--time", &window, "--json"]);
