@@ -15,7 +15,7 @@ use crate::error::{CliError, Result};
 /// The settings of a real run (shared with `schedlab compare`).
 #[derive(Args, Clone)]
 pub struct RealSettings {
-    /// Scenario file (TOML), e.g. scenarios/asym_min-2cpu.toml.
+    /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min-2cpu.toml; `-` reads standard input.
     pub scenario: PathBuf,
     #[command(flatten)]
     pub duration: DurationArg,
