@@ -31,11 +31,12 @@ impl SchedAttr {
         }
     }
 
-    /// `set_load_weight()`'s weight for the new static priority.
-    fn weight(&self) -> u32 {
+    /// `set_load_weight()`'s weight: SCHED_IDLE's own, else the one of the
+    /// static priority, which an RT policy leaves as it was (`static_prio`).
+    fn weight(&self, static_prio: i32) -> u32 {
         match self.policy {
             Policy::Idle => WEIGHT_IDLEPRIO,
-            Policy::Fifo | Policy::Rr => SCHED_PRIO_TO_WEIGHT[20],
+            Policy::Fifo | Policy::Rr => SCHED_PRIO_TO_WEIGHT[(static_prio - DEFAULT_PRIO + 20) as usize],
             Policy::Normal | Policy::Batch => SCHED_PRIO_TO_WEIGHT[(self.nice + 20) as usize],
         }
     }
@@ -131,8 +132,8 @@ impl Kernel {
     /// recomputed); otherwise the weight is simply set.
     fn __setscheduler_params(&mut self, p: TaskId, cpu: usize, attr: SchedAttr, class: SchedClass) {
         let base_slice = self.base_slice;
-        let new_weight = attr.weight();
         let task = &mut self.tasks[p as usize];
+        let new_weight = attr.weight(task.static_prio);
         task.policy = attr.policy;
         if attr.policy.is_fair() {
             task.static_prio = DEFAULT_PRIO + attr.nice;
@@ -164,7 +165,7 @@ impl Kernel {
         self.tasks[p as usize].se.load = LoadWeight::new(new_weight);
     }
 
-    /// `set_user_nice()` (core.c, 6.12), what `setpriority()` calls: an RT
+    /// `set_user_nice()` (syscalls.c, 6.12), what `setpriority()` calls: an RT
     /// task only records the nice value (it matters once it is fair again);
     /// a fair one is dequeued with DEQUEUE_SAVE, reweighted, enqueued again
     /// and its class told (`prio_changed_fair()`: the running task whose
@@ -197,7 +198,7 @@ impl Kernel {
         let attr = SchedAttr { policy: self.tasks[p as usize].policy, nice, rt_priority: 0 };
         self.tasks[p as usize].static_prio = DEFAULT_PRIO + nice;
         self.tasks[p as usize].normal_prio = attr.normal_prio();
-        self.set_load_weight(p, cpu, attr.weight(), class);
+        self.set_load_weight(p, cpu, attr.weight(DEFAULT_PRIO + nice), class);
         let task = &mut self.tasks[p as usize];
         let oldprio = task.prio;
         // effective_prio(): a PI boost into RT stays.

@@ -223,15 +223,6 @@ pub enum TimerMode {
     Absolute,
 }
 
-impl TimerMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            TimerMode::Relative => "relative",
-            TimerMode::Absolute => "absolute",
-        }
-    }
-}
-
 /// When a [`Op::GridTimer`] executed at `now` wakes, and where its grid goes
 /// next: the boundary is one period after `prev` (`start` for the first
 /// timer, the thread's start). Returns (the time to sleep until, or `None`

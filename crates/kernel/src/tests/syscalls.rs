@@ -113,6 +113,10 @@ fn setscheduler_nice_rise_of_the_running_task_reschedules_and_reweights() {
     assert_eq!(k.tasks[running as usize].se.load.weight, 110, "sched_prio_to_weight[30]");
     assert!(k.need_resched(0, true), "prio_changed_fair(): the running task's priority dropped");
     k.check_invariants().unwrap();
+    // An RT policy keeps the static priority, and set_load_weight() its weight.
+    assert!(k.sched_setscheduler(running, FIFO_10, 20 * US, 0));
+    assert_eq!((k.tasks[running as usize].static_prio, k.tasks[running as usize].se.load.weight), (130, 110));
+    k.check_invariants().unwrap();
 }
 
 #[test]

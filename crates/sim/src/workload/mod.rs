@@ -85,7 +85,7 @@ pub struct Thread {
     /// The end of the `run_wall` in progress.
     pub wall_end: Option<u64>,
     /// A grid `timer`'s wakeup time, chosen before its syscall is paid.
-    pub sleep_until: Option<u64>,
+    pub grid_wake_at: Option<u64>,
     /// Woken by a cond signal or a barrier's release: the op in progress
     /// goes on from its second half.
     pub signalled: bool,
@@ -125,7 +125,7 @@ impl Thread {
             started: false,
             started_at: 0,
             wall_end: None,
-            sleep_until: None,
+            grid_wake_at: None,
             signalled: false,
             timer_slack_ns,
             rtapp_log: None,

@@ -232,7 +232,7 @@ impl<'a> Engine<'a> {
     /// so the syscall's own time does not shift the grid; a passed one is
     /// not slept at all (no syscall: rt-app reads the clock from the vDSO).
     fn op_grid_timer(&mut self, cpu: usize, th: usize, timer: ObjId, period_ns: u64, mode: TimerMode) -> Flow {
-        if self.threads[th].sleep_until.is_none() {
+        if self.threads[th].grid_wake_at.is_none() {
             let pc = self.threads[th].pc;
             let origin = self.threads[th].started_at;
             let ObjState::Timer { prev } = &mut self.objects[timer as usize] else { unreachable!() };
@@ -243,7 +243,7 @@ impl<'a> Engine<'a> {
                 log.timer(pc, base.saturating_add(period_ns), self.now, period_ns, sleep.is_some());
             }
             match sleep {
-                Some(at) => self.threads[th].sleep_until = Some(at),
+                Some(at) => self.threads[th].grid_wake_at = Some(at),
                 None => {
                     self.threads[th].pc += 1;
                     return NEXT;
@@ -253,7 +253,7 @@ impl<'a> Engine<'a> {
         if !self.pay(cpu, th, self.syscall_ns()) {
             return STOP;
         }
-        let at = self.threads[th].sleep_until.take().unwrap_or(self.now);
+        let at = self.threads[th].grid_wake_at.take().unwrap_or(self.now);
         self.threads[th].pc += 1;
         self.sleep_until(cpu, th, at);
         NEXT
