@@ -168,6 +168,15 @@ impl AttributionCollector {
         }
     }
 
+    /// A task created mid-run, before its first event (see
+    /// [`crate::WorkConsCollector::task_new`]).
+    pub fn task_new(&mut self, pid: Pid, info: &schedlab_trace::TaskInfo, allowed: Option<Vec<u32>>) {
+        self.table.tasks.insert(pid, info.clone());
+        if let Some(a) = allowed {
+            self.opts.allowed.insert(pid, a);
+        }
+    }
+
     /// Keep `ns` before each signal instead of [`LOOKBACK_NS`] (the records
     /// carry the rest: tests run it with none).
     pub fn with_lookback(mut self, ns: Nanos) -> Self {

@@ -287,6 +287,15 @@ impl WorkConsCollector {
         }
     }
 
+    /// A task created mid-run, before its first event: its comm and the
+    /// CPUs it may use (`None`: as an unlisted task's).
+    pub fn task_new(&mut self, pid: Pid, info: &schedlab_trace::TaskInfo, allowed: Option<Vec<u32>>) {
+        self.table.tasks.insert(pid, info.clone());
+        if let Some(a) = allowed {
+            self.allowed.insert(pid, a);
+        }
+    }
+
     fn mark(logged: &mut Vec<u32>, is_logged: &mut [bool], c: u32) {
         if !is_logged[c as usize] {
             is_logged[c as usize] = true;

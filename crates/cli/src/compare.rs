@@ -99,11 +99,14 @@ pub fn compare(args: CompareArgs) -> Result {
     if let Some(path) = &args.sim_trace {
         write_ftrace(&sims[0].trace, path, "--sim-trace")?;
     }
-    let (sim_pids, sim_allowed) = sim_workload(&scenario);
     let sim_reports: Vec<Report> = sims
         .iter()
-        .map(|r| Report::of_workload(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, GRACE_NS))
+        .map(|r| {
+            let (pids, allowed) = sim_workload(&scenario, r);
+            Report::of_workload(&scenario, &r.trace, r.end_ns, allowed, &pids, GRACE_NS)
+        })
         .collect();
+    let (sim_pids, sim_allowed) = sim_workload(&scenario, &sims[0]);
     // Like with like: the real kernel's trace has only tracepoints and
     // markers, so attribute the simulated run from those alone too (the
     // first run's full trace is not needed after this).
@@ -147,7 +150,6 @@ fn compare_settings(args: &CompareArgs) -> Result {
     )?;
     let first_seed = args.seed.seed.unwrap_or(scenario.seed);
     let rounds = u64::from(args.guest.runs);
-    let (sim_pids, sim_allowed) = sim_workload(&scenario);
     let mut per_set: Vec<Vec<Report>> = Vec::new();
     let mut profile = String::new();
     for set in &alternate {
@@ -155,7 +157,8 @@ fn compare_settings(args: &CompareArgs) -> Result {
         let sims = simulate_seeds(&scenario, args, &features, rounds)?;
         profile = sims[0].profile.name.to_string();
         let analyse = |r: &SimResult| {
-            Report::of_workload(&scenario, &r.trace, r.end_ns, sim_allowed.clone(), &sim_pids, GRACE_NS)
+            let (pids, allowed) = sim_workload(&scenario, r);
+            Report::of_workload(&scenario, &r.trace, r.end_ns, allowed, &pids, GRACE_NS)
         };
         per_set.push(sims.iter().map(analyse).collect());
     }

@@ -115,6 +115,13 @@ impl FtraceStream {
         self.state.write(|w| w.event(ev));
     }
 
+    pub fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
+        self.state.write(|w| {
+            w.task_new(pid, info);
+            Ok(())
+        });
+    }
+
     /// Write FILE: the header, then the lines.
     pub fn finish(self) -> Result {
         let path = &self.path;
@@ -154,6 +161,10 @@ impl PerfettoStream {
 
     pub fn event(&mut self, ev: &Event) {
         self.state.write(|w| w.event(ev));
+    }
+
+    pub fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
+        self.state.write(|w| w.task_new(pid, info));
     }
 
     pub fn finish(self) -> Result {

@@ -152,12 +152,16 @@ pub fn run(args: RunArgs) -> Result {
     let wall = Instant::now();
     let (result, report, schbench, events) = if keep_trace {
         let result = simulate(&scenario, &opts)?;
+        // Forked threads' pids are known once the run is over.
+        let (_, with_forked) = schedlab_fidelity::sides::sim_workload(&scenario, &result);
+        let mut allowed = allowed.clone();
+        allowed.extend(with_forked);
         let report = Report::of(
             &result.trace,
             Some(&scenario),
             scenario.stall_threshold_ns,
             Some(result.end_ns),
-            allowed.clone(),
+            allowed,
             args.report.grace,
         );
         let schbench = schedlab_analysis::schbench_report(&result.trace, result.end_ns);
@@ -360,6 +364,27 @@ impl TraceObserver for Streamed<'_> {
         }
         if let Some((_, t, _)) = self.timehist.as_mut() {
             *t = table.clone();
+        }
+    }
+
+    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
+        // A forked thread may use its table's CPUs (it starts on its
+        // parent's mask for the few instructions before it sets them).
+        let allowed = self
+            .scenario
+            .template_of_comm(&info.comm)
+            .map(|t| self.scenario.templates[t].affinity.iter().map(|c| c as u32).collect());
+        if let Some(c) = self.collector.as_mut() {
+            c.task_new(pid, info, allowed);
+        }
+        if let Some(f) = self.ftrace.as_mut() {
+            f.task_new(pid, info);
+        }
+        if let Some(f) = self.perfetto.as_mut() {
+            f.task_new(pid, info);
+        }
+        if let Some((_, t, _)) = self.timehist.as_mut() {
+            t.tasks.insert(pid, info.clone());
         }
     }
 

@@ -173,6 +173,7 @@ fn real_runs_on_the_host_kernel_and_always_restore_tracefs() {
     sigkill_of_the_supervisor_is_restored_by_the_next_run(&state, sc, &before);
     compare_attributes_both_runs_from_tracepoints_alike(&state, &before);
     schbench_per_cpu_lock_makes_a_preempting_worker_spin(&dir, &state, &before);
+    fork_creates_threads_that_start_on_the_parent_s_mask_then_take_their_own(&dir, &state, &before);
 
     drop(machine);
     if !had_tracefs {
@@ -387,4 +388,72 @@ fn schbench_per_cpu_lock_makes_a_preempting_worker_spin(dir: &Path, state: &Path
     assert!(locked * 100 < free * 92, "the lock's spinning costs requests: locked {locked}, free {free}");
     assert_eq!(snapshot(), *before, "tracefs settings changed by a schbench run");
     assert!(workload_threads().is_empty(), "threads left behind: {:?}", workload_threads());
+}
+
+/// `fork` on the host: each child is a new thread the kernel places by the
+/// mask it inherited (the parent's CPU), that then moves to its own table's
+/// CPU, runs its program and is counted as part of the workload.
+fn fork_creates_threads_that_start_on_the_parent_s_mask_then_take_their_own(
+    dir: &Path,
+    state: &Path,
+    before: &BTreeMap<String, String>,
+) {
+    let sc = dir.join("fork.toml");
+    std::fs::write(
+        &sc,
+        r#"topology = "smt-2x2"
+duration = "400ms"
+[[thread]]
+name = "parent"
+affinity = "0"
+loop = 3
+program = [{ run = "1ms" }, { fork = "child" }, { sleep = "20ms" }]
+[[thread]]
+name = "child"
+instances = 0
+affinity = "1"
+loop = 2
+program = [{ run = "1ms" }, { sleep = "1ms" }]
+"#,
+    )
+    .unwrap();
+    let trace_path = dir.join("fork.trace");
+    let out = run(state, &["real", sc.to_str().unwrap(), "--remap", "--json", "--trace", trace_path.to_str().unwrap()]);
+    assert!(out.status.success(), "schedlab real failed: {}", text(&out.stderr));
+    assert_eq!(snapshot(), *before, "tracefs settings changed by a run with forks");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let threads = doc["threads"].as_array().unwrap();
+    let names: Vec<&str> = threads.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["parent", "child-0", "child-1", "child-2"]);
+    let mut tids: Vec<i64> = threads.iter().map(|t| t["tid"].as_i64().unwrap()).collect();
+    for t in &threads[1..] {
+        assert_eq!(t["forked_from"], 0, "{t}");
+        assert_eq!(t["outcome"]["iterations"], 2, "{t}");
+        assert_eq!(t["outcome"]["end"], "Finished", "{t}");
+    }
+    let map: BTreeMap<String, u64> =
+        doc["cpu_map"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect();
+    let (parent_cpu, child_cpu) = (map["0"] as u32, map["1"] as u32);
+    let raw = std::fs::read_to_string(&trace_path).unwrap();
+    let trace = schedlab_trace::parse_ftrace("fork.trace", &raw).unwrap();
+    for &tid in &tids[1..] {
+        let born = trace.events.iter().find_map(|e| match e.kind {
+            schedlab_trace::EventKind::SchedWakeupNew { pid, target_cpu, .. } if i64::from(pid) == tid => {
+                Some(target_cpu)
+            }
+            _ => None,
+        });
+        assert_eq!(born, Some(parent_cpu), "child {tid} was not placed by its parent's mask");
+        let last_in = trace.events.iter().rev().find_map(|e| match e.kind {
+            schedlab_trace::EventKind::SchedSwitch { next_pid, .. } if i64::from(next_pid) == tid => Some(e.cpu),
+            _ => None,
+        });
+        assert_eq!(last_in, Some(child_cpu), "child {tid} did not end on its own CPU");
+    }
+    let rows: Vec<&str> =
+        doc["metrics"]["tasks"].as_array().unwrap().iter().map(|r| r["comm"].as_str().unwrap()).collect();
+    assert_eq!(rows, names, "the forked threads are rows of the workload");
+    tids.sort_unstable();
+    tids.dedup();
+    assert_eq!(tids.len(), 4, "four distinct threads");
 }

@@ -228,7 +228,7 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
                 suite.profiles.push(sim.profile.name.to_string());
             }
             let report = sides::analyze_sim(&scenario, &sim, GRACE_NS);
-            let (pids, _) = sides::sim_workload(&scenario);
+            let (pids, _) = sides::sim_workload(&scenario, &sim);
             let side = Side {
                 scenario: &scenario,
                 trace: &sim.trace,

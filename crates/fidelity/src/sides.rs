@@ -19,19 +19,26 @@ pub fn analyze_real(scenario: &Scenario, run: &RealRun, grace_ns: u64) -> Report
     report
 }
 
-/// The simulated workload's pids (handed out in thread order from
-/// [`schedlab_sim::FIRST_PID`]) and the CPUs each may use. The simulation
-/// runs on the scenario's CPUs; with `--remap` a real run's are the host's,
-/// so each run has its own affinities.
-pub fn sim_workload(scenario: &Scenario) -> (Vec<Pid>, BTreeMap<Pid, Vec<u32>>) {
-    let pids: Vec<Pid> = (0..scenario.threads.len()).map(|i| schedlab_sim::FIRST_PID + i as Pid).collect();
-    let allowed =
-        scenario.threads.iter().zip(&pids).map(|(t, &p)| (p, t.affinity.iter().map(|c| c as u32).collect())).collect();
+/// A simulated run's workload: the scenario's threads and those its
+/// `fork`s created (not the model's own kworkers), with the CPUs each may
+/// use. The simulation runs on the scenario's CPUs; with `--remap` a real
+/// run's are the host's, so each run has its own affinities.
+pub fn sim_workload(scenario: &Scenario, result: &SimResult) -> (Vec<Pid>, BTreeMap<Pid, Vec<u32>>) {
+    let mut pids = Vec::new();
+    let mut allowed = BTreeMap::new();
+    for t in &result.threads {
+        let spec =
+            scenario.thread(&t.name).or_else(|| scenario.template_of_comm(&t.name).map(|k| &scenario.templates[k]));
+        if let Some(spec) = spec {
+            pids.push(t.pid);
+            allowed.insert(t.pid, spec.affinity.iter().map(|c| c as u32).collect());
+        }
+    }
     (pids, allowed)
 }
 
 /// The analysis of a simulated run: its workload threads' rows only.
 pub fn analyze_sim(scenario: &Scenario, result: &SimResult, grace_ns: u64) -> Report {
-    let (pids, allowed) = sim_workload(scenario);
+    let (pids, allowed) = sim_workload(scenario, result);
     Report::of_workload(scenario, &result.trace, result.end_ns, allowed, &pids, grace_ns)
 }

@@ -90,6 +90,19 @@ impl ReportCollector {
         }
     }
 
+    /// A task created mid-run (a `fork`), before its first event: its
+    /// comm, and the CPUs it may use (`None`: every CPU).
+    pub fn task_new(&mut self, pid: Pid, info: &schedlab_trace::TaskInfo, allowed: Option<Vec<u32>>) {
+        self.table.tasks.insert(pid, info.clone());
+        if let Some(a) = &allowed {
+            self.workcons_opts.allowed.insert(pid, a.clone());
+        }
+        if let Some(w) = self.workcons.as_mut() {
+            w.task_new(pid, info, allowed.clone());
+        }
+        self.attribution.task_new(pid, info, allowed);
+    }
+
     pub fn observe(&mut self, ev: &schedlab_trace::Event) {
         self.metrics.observe(ev, &self.table);
         let (opts, table, initial) = (&self.workcons_opts, &self.table, &self.initial);

@@ -128,6 +128,17 @@ impl Workload {
                     w.allowed.insert(p, t.affinity.iter().map(|c| c as u32).collect());
                 }
             }
+            // Threads a `fork` created: named after their table.
+            for &p in &in_events {
+                if w.roles.contains_key(&p) {
+                    continue;
+                }
+                if let Some(k) = s.template_of_comm(&comm(p)) {
+                    let t = &s.templates[k];
+                    w.roles.insert(p, (wakers.matches(&t.name), wakees.matches(&t.name)));
+                    w.allowed.insert(p, t.affinity.iter().map(|c| c as u32).collect());
+                }
+            }
         } else if wakers_arg.is_some() || wakees_arg.is_some() {
             for &p in &in_events {
                 let c = comm(p);

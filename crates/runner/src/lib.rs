@@ -42,6 +42,7 @@
 
 pub mod calibrate;
 mod error;
+mod fork;
 pub mod plan;
 pub mod probe;
 pub mod program;
@@ -165,7 +166,19 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
     for t in &report.threads {
         trace.table.tasks.insert(t.tid, TaskInfo { comm: t.name.clone(), tgid: cap.worker_pid });
     }
-    let allowed = report.threads.iter().zip(plan.allowed()).map(|(t, cpus)| (t.tid, cpus)).collect();
+    let allowed = report
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let tp = match t.forked_from {
+                Some(k) => plan.templates.get(k),
+                None => plan.threads.get(i),
+            };
+            (t.tid, tp.map(|p| p.cpus.iter().map(|&c| c as u32).collect()).unwrap_or_default())
+        })
+        .filter(|(_, cpus): &(Pid, Vec<u32>)| !cpus.is_empty())
+        .collect();
 
     let mut notes = plan.notes.clone();
     notes.extend(cap.notes);

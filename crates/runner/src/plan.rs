@@ -74,6 +74,9 @@ pub struct Plan {
     /// identity unless `--remap` moved them).
     pub cpu_map: BTreeMap<usize, usize>,
     pub threads: Vec<ThreadPlan>,
+    /// One per [`Scenario::templates`]: the CPUs a forked thread sets.
+    #[serde(default)]
+    pub templates: Vec<ThreadPlan>,
     /// How long the workload runs (at most [`MAX_DURATION_NS`]). Without a
     /// duration in the scenario the run ends when every program has, or at
     /// this limit at the latest.
@@ -104,9 +107,10 @@ impl Plan {
             return Err(RunnerError::NoCpus);
         }
         let topo_all = scenario.topology.all_cpus();
-        let pinned: Vec<bool> = scenario.threads.iter().map(|t| t.affinity != topo_all).collect();
+        let specs = || scenario.threads.iter().chain(&scenario.templates);
+        let pinned: Vec<bool> = specs().map(|t| t.affinity != topo_all).collect();
         let mut used: Vec<usize> = Vec::new();
-        for (t, &p) in scenario.threads.iter().zip(&pinned) {
+        for (t, &p) in specs().zip(&pinned) {
             if p {
                 used.extend(t.affinity.iter());
             }
@@ -146,9 +150,7 @@ impl Plan {
                 nr_allowed: host_cpus.len(),
             });
         };
-        let threads = scenario
-            .threads
-            .iter()
+        let mut threads: Vec<ThreadPlan> = specs()
             .zip(&pinned)
             .map(|(t, &p)| {
                 let mut cpus: Vec<usize> =
@@ -158,6 +160,7 @@ impl Plan {
                 ThreadPlan { start_cpu: t.start_cpu.map(|c| cpu_map[&c]), cpus }
             })
             .collect();
+        let templates = threads.split_off(scenario.threads.len());
 
         let (duration_ns, source) = match (opts.duration_ns, scenario.duration_ns) {
             (Some(d), _) => (d, "--duration".to_string()),
@@ -221,7 +224,7 @@ impl Plan {
                 }
             }
         }
-        Ok(Plan { host_cpus: host_cpus.to_vec(), cpu_map, threads, duration_ns, notes })
+        Ok(Plan { host_cpus: host_cpus.to_vec(), cpu_map, threads, templates, duration_ns, notes })
     }
 
     /// The CPUs each scenario thread (by index) may use, for the analysis.

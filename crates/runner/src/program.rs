@@ -137,6 +137,8 @@ pub struct Shared {
     cpu_map: std::collections::BTreeMap<usize, usize>,
     host_cpus: Vec<usize>,
     topology_cpus: schedlab_scenario::CpuSet,
+    /// The templates `fork` creates threads of, and those threads.
+    pub forks: crate::fork::ForkHub,
 }
 
 impl Shared {
@@ -175,6 +177,7 @@ impl Shared {
             cpu_map: plan.cpu_map.clone(),
             host_cpus: plan.host_cpus.clone(),
             topology_cpus: scenario.topology.all_cpus(),
+            forks: crate::fork::ForkHub::new(scenario, plan),
         })
     }
 
@@ -266,11 +269,19 @@ struct Local {
     cpu_lock: Option<(ObjId, usize)>,
     /// When the program began (a timer grid's origin).
     started_at: u64,
+    forks: crate::fork::LocalForks,
 }
 
 /// Execute `spec`'s program until it ends or the run stops.
 pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
-    let mut local = Local { held: Vec::new(), polled: None, timer_next: None, cpu_lock: None, started_at: now_ns() };
+    let mut local = Local {
+        held: Vec::new(),
+        polled: None,
+        timer_next: None,
+        cpu_lock: None,
+        started_at: now_ns(),
+        forks: Default::default(),
+    };
     let mut iterations = 0u64;
     let end = 'run: loop {
         for op in &spec.program.ops {
@@ -314,7 +325,7 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
 }
 
 fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, local: &mut Local) -> Result<(), End> {
-    let Local { held, polled, timer_next, cpu_lock, started_at } = local;
+    let Local { held, polled, timer_next, cpu_lock, started_at, forks } = local;
     let failed = |what: &str, e: std::io::Error| End::Failed(format!("{what}: {e}"));
     match op {
         &Op::Run { ns } => {
@@ -550,6 +561,7 @@ fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, l
                 return Err(failed(&format!("setpriority({nice})"), std::io::Error::last_os_error()));
             }
         }
+        &Op::Fork { template } => crate::fork::fork(sh, template as usize, op as *const Op as usize, forks)?,
     }
     Ok(())
 }

@@ -36,6 +36,9 @@ pub struct ThreadReport {
     pub setup_notes: Vec<String>,
     /// `None` when the thread had not returned by the end of the grace time.
     pub outcome: Option<Outcome>,
+    /// For a thread a `fork` created: its template (`Scenario::templates`).
+    #[serde(default)]
+    pub forked_from: Option<usize>,
 }
 
 /// What the worker tells the supervisor.
@@ -76,7 +79,7 @@ pub(crate) fn policy_number(p: Policy) -> u32 {
 
 /// Apply the spec's policy, nice/priority and slice to the calling thread;
 /// what fails is returned as notes and the thread runs with what it got.
-fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
+pub(crate) fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
     let mut notes = Vec::new();
     if !spec.policy.is_rt() {
         // Set explicitly rather than inherited, so the model's slack is the
@@ -227,6 +230,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     let go = Arc::new(Barrier::new(n + 1));
     let setups: Arc<Mutex<Vec<Setup>>> = Arc::new(Mutex::new(vec![(0, Vec::new()); n]));
     let (done_tx, done_rx) = mpsc::channel::<(usize, Outcome)>();
+    shared.forks.link(&shared, done_tx.clone());
     for (i, (spec, tp)) in scenario.threads.iter().zip(&plan.threads).enumerate() {
         let (spec, tp): (ThreadSpec, ThreadPlan) = (spec.clone(), tp.clone());
         let (shared, ready, go, setups, done_tx) =
@@ -270,16 +274,19 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
 
     let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
     let mut left = n;
-    while left > 0 {
+    // Forked threads report with an index past the others' (their own
+    // outcome is in the fork table).
+    while left > 0 || shared.forks.live() > 0 {
         let now = now_ns();
         if now >= stop_at {
             break;
         }
         match done_rx.recv_timeout(Duration::from_nanos(stop_at - now)) {
-            Ok((i, o)) => {
+            Ok((i, o)) if i < n => {
                 outcomes[i] = Some(o);
                 left -= 1;
             }
+            Ok(_) => {}
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
@@ -288,13 +295,14 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     shared.markers.write(&format!("schedlab_real stop t_end={t_end}"));
     shared.stop.store(true, Ordering::SeqCst);
     let give_up = stop_at.max(t_end).saturating_add(STOP_GRACE_NS / 2);
-    while left > 0 && now_ns() < give_up {
+    while (left > 0 || shared.forks.live() > 0) && now_ns() < give_up {
         shared.kick_waiters();
         match done_rx.recv_timeout(Duration::from_millis(1)) {
-            Ok((i, o)) => {
+            Ok((i, o)) if i < n => {
                 outcomes[i] = Some(o);
                 left -= 1;
             }
+            Ok(_) => {}
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
@@ -311,7 +319,9 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
             tid,
             setup_notes,
             outcome,
+            forked_from: None,
         })
+        .chain(shared.forks.reports())
         .collect::<Vec<_>>();
     for t in &threads {
         match &t.outcome {

@@ -61,6 +61,9 @@ struct Group {
     affinity: CpuSet,
     start_cpu: Option<usize>,
     delay_ns: u64,
+    instances_at: Option<usize>,
+    start_cpu_at: Option<usize>,
+    delay_at: Option<usize>,
     repeat: Repeat,
     repeat_at: Option<usize>,
     ops: Vec<(OpT, usize)>,
@@ -166,13 +169,14 @@ pub(crate) fn build(
 
     let comms = thread_names(ctx, &groups)?;
     let flag_names = flag_names(&groups);
+    let forked = fork_targets(ctx, &groups)?;
 
     let mut objects = Objects::default();
     let mut threads = Vec::new();
     let mut sites = Vec::new();
     for (g, comm) in groups.iter().flat_map(|g| (0..g.instances).map(move |i| (g, i))).zip(comms) {
         let (g, i) = g;
-        let (ops, op_sites) = program(ctx, g, i, &flag_names, &mut objects)?;
+        let (ops, op_sites) = program(ctx, g, Some(i), &flag_names, &forked, &mut objects)?;
         sites.push(ThreadSites { ops: op_sites, repeat_at: g.repeat_at, name_at: g.name_at });
         threads.push(ThreadSpec {
             name: comm,
@@ -185,6 +189,30 @@ pub(crate) fn build(
             timer_slack_ns: g.timer_slack_ns,
             affinity: g.affinity,
             start_cpu: g.start_cpu,
+            start_delay_ns: g.delay_ns,
+            program: Program { ops, repeat: g.repeat, rows: g.rows.clone() },
+            line: g.line,
+        });
+    }
+
+    // One template per forked table, in the order fork_targets found them.
+    let mut templates = Vec::new();
+    let mut template_sites = Vec::new();
+    for name in forked.keys_in_order() {
+        let g = groups.iter().find(|g| &g.name == name).expect("fork_targets checked the name");
+        let (ops, op_sites) = program(ctx, g, None, &flag_names, &forked, &mut objects)?;
+        template_sites.push(ThreadSites { ops: op_sites, repeat_at: g.repeat_at, name_at: g.name_at });
+        templates.push(ThreadSpec {
+            name: g.name.clone(),
+            group: g.name.clone(),
+            instance: g.instances,
+            policy: g.policy,
+            nice: g.nice,
+            rt_priority: g.rt_priority,
+            slice_ns: g.slice_ns,
+            timer_slack_ns: g.timer_slack_ns,
+            affinity: g.affinity,
+            start_cpu: None,
             start_delay_ns: g.delay_ns,
             program: Program { ops, repeat: g.repeat, rows: g.rows.clone() },
             line: g.line,
@@ -267,13 +295,109 @@ pub(crate) fn build(
         sched_rt_runtime_us,
         objects: objects.specs,
         threads,
+        templates,
         measures,
         schbench,
         notes: Vec::new(),
         rtapp_log_basename: None,
     };
-    validate::check(ctx, &scenario, &sites)?;
+    if scenario.templates.is_empty() {
+        validate::check(ctx, &scenario, &sites)?;
+    } else {
+        // A forked thread's posts and signals feed the others' waits, and
+        // its locks join the lock order: check them as threads.
+        let mut all = scenario.clone();
+        all.threads.extend(all.templates.iter().cloned());
+        sites.extend(template_sites);
+        validate::check(ctx, &all, &sites)?;
+    }
     Ok(scenario)
+}
+
+/// The tables `fork` ops name, in the order first named, each with its
+/// index in [`Scenario::templates`].
+struct ForkTargets(Vec<String>);
+
+impl ForkTargets {
+    fn index(&self, name: &str) -> Option<u32> {
+        self.0.iter().position(|n| n == name).map(|i| i as u32)
+    }
+    fn keys_in_order(&self) -> impl Iterator<Item = &String> {
+        self.0.iter()
+    }
+}
+
+/// Check every `fork` names a table, and every `instances = 0` table is
+/// forked (else it would never run).
+fn fork_targets(ctx: Ctx, groups: &[Group]) -> Result<ForkTargets, InputError> {
+    let mut names: Vec<String> = Vec::new();
+    for g in groups {
+        for (op, _) in &g.ops {
+            if let OpT::Fork(name, at) = op {
+                if !groups.iter().any(|t| &t.name == name) {
+                    let known: Vec<&str> = groups.iter().map(|t| t.name.as_str()).collect();
+                    return Err(ctx.at(
+                        *at,
+                        format!(
+                            "`fork` = \"{name}\": no [[thread]] table has that name (tables: {})",
+                            known.join(", ")
+                        ),
+                    ));
+                }
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+        }
+    }
+    for g in groups {
+        let forked = names.contains(&g.name);
+        if g.instances == 0 && !forked {
+            return Err(ctx.at(
+                g.instances_at.unwrap_or(g.name_at),
+                format!(
+                    "thread `{}` has instances = 0, so only a `fork` could start it, and no `fork` names it",
+                    g.name
+                ),
+            ));
+        }
+        if !forked {
+            continue;
+        }
+        if let Some(at) = g.delay_at {
+            return Err(ctx.at(
+                at,
+                format!(
+                    "thread `{}` is forked, and a forked thread starts when its `fork` runs: `delay` applies \
+                     only to threads created at the start (put a `sleep` first in its program)",
+                    g.name
+                ),
+            ));
+        }
+        if let Some(at) = g.start_cpu_at {
+            return Err(ctx.at(
+                at,
+                format!(
+                    "thread `{}` is forked, and a forked thread starts where fork balancing puts it: \
+                     `start_cpu` applies only to threads created at the start",
+                    g.name
+                ),
+            ));
+        }
+        for (op, at) in &g.ops {
+            if matches!(op, OpT::Barrier(_)) {
+                return Err(ctx.at(
+                    *at,
+                    format!(
+                        "thread `{}` is forked, and a barrier counts its users when the file is read, \
+                         which forked threads are not (rt-app refuses `barrier` with `fork` too)",
+                        g.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(ForkTargets(names))
 }
 
 fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, InputError> {
@@ -289,7 +413,7 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         ));
     }
     let instances = match &raw.instances {
-        Some(n) => values::int_in(ctx, n, "instances", 1, MAX_INSTANCES, "")? as u32,
+        Some(n) => values::int_in(ctx, n, "instances", 0, MAX_INSTANCES, "(0: started only by `fork`)")? as u32,
         None => 1,
     };
     let policy = match &raw.policy {
@@ -382,6 +506,9 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         affinity,
         start_cpu,
         delay_ns,
+        instances_at: raw.instances.as_ref().map(|n| n.span().start),
+        start_cpu_at: raw.start_cpu.as_ref().map(|c| c.span().start),
+        delay_at: raw.delay.as_ref().map(|d| d.span().start).filter(|_| delay_ns > 0),
         repeat,
         repeat_at: raw.repeat.as_ref().map(|r| r.span().start),
         ops,
@@ -503,14 +630,44 @@ struct Binding {
     indices: Vec<String>,
 }
 
-/// Build one instance's ops, resolving names to objects.
+/// Build one instance's ops, resolving names to objects; `instance` is
+/// `None` for a fork template, whose copies share one program, so `{i}`
+/// is refused in it.
 fn program(
     ctx: Ctx,
     g: &Group,
-    instance: u32,
+    instance: Option<u32>,
     flags: &BTreeSet<String>,
+    forked: &ForkTargets,
     objects: &mut Objects,
 ) -> Result<(Vec<Op>, Vec<OpSite>), InputError> {
+    if instance.is_none() {
+        if let Some((at, text)) = template_instance_use(g) {
+            let why = if text.contains("/unique") {
+                // The rt-app front end names a task's `unique` timers per instance.
+                "a timer of each forked copy's own (rt-app's `unique`) is not modeled: give the timer a `ref` \
+                 the copies share"
+                    .to_string()
+            } else {
+                "its forked copies share one program, so `{i}` has no value there (name the objects without it)"
+                    .to_string()
+            };
+            return Err(ctx.at(at, format!("thread `{}` is forked, and {why}", g.name)));
+        }
+    }
+    if instance.is_none() {
+        if let Some((_, at)) = g.ops.iter().find(|(op, _)| matches!(op, OpT::GridTimer(_, None, _))) {
+            return Err(ctx.at(
+                *at,
+                format!(
+                    "thread `{}` is forked, and a timer grid of each forked copy's own (rt-app's `unique`) is not \
+                     modeled: give the timer a `ref` the copies share",
+                    g.name
+                ),
+            ));
+        }
+    }
+    let instance = instance.unwrap_or(g.instances);
     let mut ops = Vec::new();
     let mut sites = Vec::new();
     let mut binding: Option<Binding> = None;
@@ -591,6 +748,7 @@ fn program(
                 Op::SetScheduler { policy: *policy, nice: *nice, rt_priority: *rt_priority }
             }
             OpT::SetPriority(nice) => Op::SetPriority { nice: *nice },
+            OpT::Fork(name, _) => Op::Fork { template: forked.index(name).expect("fork_targets saw every fork") },
             OpT::Poll(names, after_ns) => {
                 let first = expand_i(&names[0].text, instance);
                 site.name = Some(first.clone());
@@ -623,6 +781,27 @@ fn program(
         sites.push(site);
     }
     Ok((ops, sites))
+}
+
+/// Where a table's program uses `{i}` in an object name, and the name.
+fn template_instance_use(g: &Group) -> Option<(usize, &str)> {
+    g.ops.iter().find_map(|(op, _)| {
+        let names: Vec<&Name> = match op {
+            OpT::Wait(n)
+            | OpT::Signal(n, _)
+            | OpT::Post(n)
+            | OpT::Lock(n)
+            | OpT::Unlock(n)
+            | OpT::CondSignal(n)
+            | OpT::CondBroadcast(n)
+            | OpT::Barrier(n) => vec![n],
+            OpT::CondWait(c, m) => vec![c, m],
+            OpT::GridTimer(_, n, _) => n.iter().collect(),
+            OpT::Poll(ns, _) => ns.iter().collect(),
+            _ => vec![],
+        };
+        names.into_iter().find(|n| n.text.contains("{i}")).map(|n| (n.at, n.text.as_str()))
+    })
 }
 
 /// An operand that must name one object: `{*}` is refused.

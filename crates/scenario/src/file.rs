@@ -92,6 +92,7 @@ pub(crate) struct RawOp {
     pub setaffinity: Option<Spanned<Value>>,
     pub setscheduler: Option<Spanned<String>>,
     pub setpriority: Option<Spanned<i64>>,
+    pub fork: Option<Spanned<String>>,
     /// `cond_wait` modifier: the mutex the waiter holds.
     pub mutex: Option<Spanned<String>>,
     /// `timer` modifier: the named grid (rt-app's timer `ref`).
@@ -124,4 +125,5 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "setaffinity",
     "setscheduler",
     "setpriority",
+    "fork",
 ];

@@ -52,7 +52,14 @@
 //!   { wait = "efd{i}" },        # blocking eventfd read
 //!   { signal = "kick", count = 1 },   # eventfd write (count default 1)
 //!   { yield = true },           # sched_yield()
+//!   { fork = "child" },         # pthread_create() a thread of table `child`
 //! ]
+//!
+//! [[thread]]
+//! name = "child"                # forked copies are child-0, child-1, ...
+//! instances = 0                 # only `fork` creates it (rt-app's instance 0)
+//! loop = 1
+//! program = [{ run = "1ms" }]
 //!
 //! [[thread]]
 //! name = "waker"
@@ -363,7 +370,35 @@ pub enum Op {
     SetPriority {
         nice: i32,
     },
+    /// Create a thread from [`Scenario::templates`]`[template]`
+    /// (`pthread_create()`, rt-app's `fork`): the child starts with the
+    /// forker's policy, priority, slice and affinity (`sched_fork()`), is
+    /// placed by fork balancing (`wake_up_new_task()`), then sets its own
+    /// table's affinity and policy as its first steps, as an rt-app thread
+    /// does. Named by [`Scenario::forked_comm`].
+    Fork {
+        template: u32,
+    },
 }
+
+/// [`Scenario::forked_comm`] of a template.
+pub fn forked_comm(template: &ThreadSpec, n: u64) -> String {
+    let mut comm = format!("{}-{}", template.group, u64::from(template.instance) + n);
+    let mut end = comm.len().min(MAX_COMM);
+    while !comm.is_char_boundary(end) {
+        end -= 1;
+    }
+    comm.truncate(end);
+    comm
+}
+
+/// Most threads one `fork` op of one thread may create in a run (rt-app's
+/// `FORKS_LIMIT`: it exits with an error at the next).
+pub const MAX_FORKS_PER_OP: u64 = 1024;
+/// Most threads all `fork` ops of a run may create together: a bound on
+/// the memory a fork chain can take (each forked thread's state is kept
+/// until the run ends). Neither limit can be raised.
+pub const MAX_FORKED_THREADS: u64 = 16_384;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Repeat {
@@ -443,6 +478,11 @@ pub struct Scenario {
     pub sched_rt_runtime_us: Option<i64>,
     pub objects: Vec<ObjectSpec>,
     pub threads: Vec<ThreadSpec>,
+    /// The tables a `fork` op names, one thread each as forked copies
+    /// start (`instance` is the table's instance count: the first forked
+    /// copy's number). Not started with the run; a table with
+    /// `instances = 0` is only here.
+    pub templates: Vec<ThreadSpec>,
     /// `[[measure]]` latencies between workload markers.
     pub measures: Vec<Measure>,
     /// The `[schbench]` generator's parameters, when the file has one (its
@@ -495,6 +535,29 @@ impl Scenario {
         })?;
         let lines = schedlab_topology::diag::LineIndex::new(text);
         build::build(values::Ctx { path, text, lines: &lines, rtapp: false }, raw, base_dir, topology)
+    }
+
+    /// The comm of the `n`th thread (0-based) forked from template
+    /// `template` in a run: `<table>-<k>`, numbered on from the table's
+    /// instances, cut to the kernel's 15 bytes as `prctl(PR_SET_NAME)`
+    /// cuts it. rt-app itself names forked threads `<task>-<index>-<nnnn>`.
+    pub fn forked_comm(&self, template: usize, n: u64) -> String {
+        forked_comm(&self.templates[template], n)
+    }
+
+    /// The template whose forked threads may carry `comm` (the table name,
+    /// `-`, a number; a cut comm matches on what is left), for telling a
+    /// real run's forked threads from the rest of the machine.
+    pub fn template_of_comm(&self, comm: &str) -> Option<usize> {
+        self.templates.iter().position(|t| {
+            let full = format!("{}-", t.group);
+            if comm.len() < MAX_COMM {
+                comm.strip_prefix(&full).is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+            } else {
+                let cut = &full.as_bytes()[..full.len().min(comm.len())];
+                comm.as_bytes().starts_with(cut) && comm.as_bytes()[cut.len()..].iter().all(|b| b.is_ascii_digit())
+            }
+        })
     }
 
     /// The thread with this comm.

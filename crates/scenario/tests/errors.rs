@@ -204,8 +204,9 @@ fn zero_instances() {
         &one("instances = 0\nprogram = [{ run = \"1ms\" }]"),
         5,
         "0",
-        "`instances` = 0 is out of range: expected 1..1024",
+        "instances = 0, so only a `fork` could start it, and no `fork` names it",
     );
+    expect_err(&one("instances = -1\nprogram = [{ run = \"1ms\" }]"), 5, "-1", "expected 0..1024");
 }
 
 #[test]
@@ -639,4 +640,65 @@ fn a_cond_wait_nobody_signals_cannot_finish_without_a_duration() {
     let text = "topology = \"smt-2x2\"\n[[thread]]\nname = \"a\"\nloop = 1\n\
                 program = [{ lock = \"m\" }, { cond_wait = \"c\", mutex = \"m\" }, { unlock = \"m\" }]\n";
     expect_err(text, 5, "\"c\", mutex", "which no thread signals");
+}
+
+/// `a` forks `b`, whose table body is `body`.
+fn forks(body: &str) -> String {
+    format!(
+        "topology = \"smt-2x2\"\nduration = \"1s\"\n[[thread]]\nname = \"a\"\nprogram = [{{ fork = \"b\" }}, {{ sleep = \"1ms\" }}]\n\
+         [[thread]]\nname = \"b\"\n{body}\n"
+    )
+}
+
+#[test]
+fn fork_parses_to_a_template_that_is_not_started() {
+    let s = parse(&forks("instances = 0\naffinity = \"2-3\"\nloop = 2\nprogram = [{ run = \"1ms\" }]")).unwrap();
+    assert_eq!(s.threads.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a"]);
+    assert_eq!(s.templates.len(), 1);
+    assert_eq!(s.threads[0].program.ops[0], Op::Fork { template: 0 });
+    let t = &s.templates[0];
+    assert_eq!((t.group.as_str(), t.instance, t.affinity.to_cpulist()), ("b", 0, "2-3".to_string()));
+    assert_eq!((s.forked_comm(0, 0), s.forked_comm(0, 11)), ("b-0".to_string(), "b-11".to_string()));
+    assert_eq!(s.template_of_comm("b-3"), Some(0));
+    assert_eq!(s.template_of_comm("b-x"), None);
+    assert_eq!(s.template_of_comm("a"), None);
+
+    // A table with instances of its own is started as usual, and its forked
+    // copies are numbered after them.
+    let s = parse(&forks("instances = 2\nprogram = [{ run = \"1ms\" }]")).unwrap();
+    assert_eq!(s.threads.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a", "b-0", "b-1"]);
+    assert_eq!(s.forked_comm(0, 0), "b-2");
+}
+
+#[test]
+fn a_forked_comm_is_cut_to_the_kernel_s_fifteen_bytes() {
+    let text = "topology = \"smt-2x2\"\nduration = \"1s\"\n[[thread]]\nname = \"a\"\n\
+                program = [{ fork = \"abcdefghijklmn\" }, { sleep = \"1ms\" }]\n\
+                [[thread]]\nname = \"abcdefghijklmn\"\ninstances = 0\nprogram = [{ run = \"1ms\" }]\n";
+    let s = parse(text).unwrap();
+    assert_eq!(s.forked_comm(0, 0), "abcdefghijklmn-");
+    assert_eq!(s.forked_comm(0, 7).len(), 15);
+    assert_eq!(s.template_of_comm("abcdefghijklmn-"), Some(0));
+}
+
+#[test]
+fn fork_errors_are_located() {
+    expect_err(&one("program = [{ fork = \"zz\" }]"), 5, "\"zz\"", "no [[thread]] table has that name");
+    expect_err(&one("program = [{ fork = \"\" }]"), 5, "\"\"", "expected the name of a [[thread]] table");
+    expect_err(&one("instances = 0\nprogram = [{ run = \"1ms\" }]"), 5, "0", "no `fork` names it");
+    expect_err(&forks("instances = 0\nprogram = [{ barrier = \"x\" }]"), 9, "\"x\"", "barrier counts its users");
+    expect_err(&forks("instances = 0\nprogram = [{ post = \"f{i}\" }]"), 9, "\"f{i}\"", "`{i}` has no value");
+    expect_err(
+        &forks("instances = 0\nstart_cpu = 1\nprogram = [{ run = \"1ms\" }]"),
+        9,
+        "1",
+        "`start_cpu` applies only",
+    );
+    expect_err(
+        &forks("instances = 0\ndelay = \"1ms\"\nprogram = [{ run = \"1ms\" }]"),
+        9,
+        "\"1ms\"",
+        "`delay` applies only",
+    );
+    expect_err(&one("program = [{ fork = \"a\", count = 2 }]"), 5, "2", "`count` applies only to `signal`");
 }

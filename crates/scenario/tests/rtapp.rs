@@ -174,7 +174,6 @@ fn what_the_model_cannot_follow_is_refused_where_it_is_written() {
     let one = |body: &str| format!("{{ \"tasks\": {{ \"t\": {{ {body} }} }},\n \"global\": {{ \"duration\": 1 }} }}");
     expect_err(&one("\"run\": 100,\n \"mem\": 1000"), 2, "\"mem\"", "memory and I/O load is not modeled");
     expect_err(&one("\"run\": 100,\n \"iorun\": 1000"), 2, "\"iorun\"", "not modeled");
-    expect_err(&one("\"run\": 100,\n \"fork\": \"x\""), 2, "\"fork\"", "creating a thread mid-run");
     expect_err(&one("\"run\": 100,\n \"sem_wait\": \"x\""), 2, "\"sem_wait\"", "semaphores");
     expect_err(&one("\"run\": 100,\n \"dl-runtime\": 1000"), 2, "\"dl-runtime\"", "SCHED_DEADLINE");
     expect_err(&one("\"run\": 100,\n \"taskgroup\": \"/a\""), 2, "\"taskgroup\"", "task groups");
@@ -225,4 +224,39 @@ fn phase_loops_that_a_single_program_loop_cannot_hold_are_refused() {
     // The only phase looping forever: the program loops forever.
     let s = parse("{ \"tasks\": { \"t\": { \"loop\": 2, \"phases\": { \"a\": { \"loop\": -1, \"run\": 10 } } } }, \"global\": { \"duration\": 1 } }").unwrap();
     assert_eq!(s.thread("t").unwrap().program.repeat, Repeat::Forever);
+}
+
+#[test]
+fn fork_creates_threads_of_a_task_that_instance_0_keeps_from_starting() {
+    let s = parse(
+        r#"{ "tasks": {
+            "parent": { "loop": 3, "run": 2000, "fork": "child", "sleep": 5000 },
+            "child": { "instance": 0, "loop": 2, "run": 1000, "sleep": 1000 } },
+           "global": { "duration": 1 } }"#,
+    )
+    .unwrap();
+    assert_eq!(s.threads.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["parent"]);
+    assert_eq!(ops_of(&s, "parent")[1], Op::Fork { template: 0 });
+    // Its loop of 2, written out as rt-app's tasks are.
+    let runs = s.templates[0].program.ops.iter().filter(|o| **o == Op::Run { ns: 1_000 * US }).count();
+    assert_eq!(runs, 2, "{:?}", s.templates[0].program);
+
+    let one = |child: &str| {
+        format!(
+            "{{ \"tasks\": {{ \"p\": {{ \"run\": 100, \"fork\": \"c\" }},\n \"c\": {{ {child} }} }}, \"global\": {{ \"duration\": 1 }} }}"
+        )
+    };
+    expect_err(
+        &one("\"instance\": 0, \"run\": 100, \"timer\": { \"ref\": \"unique\", \"period\": 1000 }"),
+        2,
+        "unique\"",
+        "rt-app's `unique`",
+    );
+    expect_err(&one("\"instance\": 0, \"barrier\": \"b\""), 2, "b\"", "rt-app refuses `barrier` with `fork`");
+    expect_err(
+        "{ \"tasks\": { \"p\": { \"run\": 100,\n \"fork\": \"nobody\" } }, \"global\": { \"duration\": 1 } }",
+        2,
+        "nobody\"",
+        "no [[thread]] table has that name",
+    );
 }

@@ -124,6 +124,7 @@ pub(crate) struct Engine<'a> {
     pub idle_exit_tail: Vec<u64>,
     pub end: Option<u64>,
     pub error: Option<SimError>,
+    pub forks: crate::workload::Forks,
 }
 
 impl<'a> Engine<'a> {

@@ -267,6 +267,8 @@ pub fn simulate_streaming(
 /// event in order.
 pub trait TraceObserver {
     fn start(&mut self, _table: &TaskTable) {}
+    /// A task created mid-run (`fork`), before the first event naming it.
+    fn task_new(&mut self, _pid: schedlab_trace::Pid, _info: &schedlab_trace::TaskInfo) {}
     fn event(&mut self, e: &schedlab_trace::Event);
 }
 
@@ -409,6 +411,7 @@ fn simulate_inner(
         idle_exit_tail: vec![0; topo.nr_cpus()],
         end: duration,
         error: None,
+        forks: workload::Forks::new(scenario.templates.len(), FIRST_PID + scenario.threads.len() as i32),
     };
     for (i, delay) in starts.iter().enumerate() {
         engine.queue.push(*delay, Ev::Start(i));
@@ -454,6 +457,13 @@ fn simulate_inner(
         }
         steps += 1;
         window_steps += 1;
+        // Forked tasks join the table before the first event naming them.
+        for (pid, info) in engine.forks.new_tasks.drain(..) {
+            if let Some(obs) = sink.as_mut() {
+                obs.task_new(pid, &info);
+            }
+            table.tasks.insert(pid, info);
+        }
         if engine.now >= window_start.saturating_add(1_000_000) {
             (window_start, window_steps) = (engine.now, 0);
         } else if window_steps > limit.saturating_mul(1000) {
@@ -487,22 +497,19 @@ fn simulate_inner(
         }
     }
     if duration.is_none() {
-        let stuck: Vec<String> = engine
-            .threads
-            .iter()
-            .filter(|t| !t.finished)
-            .map(|t| format!("{} ({:?})", scenario.threads[t.spec].name, t.blocked))
+        let stuck: Vec<String> = (0..engine.threads.len())
+            .filter(|&i| !engine.threads[i].finished)
+            .map(|i| format!("{} ({:?})", engine.comm_of(i), engine.threads[i].blocked))
             .collect();
         if !stuck.is_empty() {
             notes.push(format!("run ended with threads that never finished: {}", stuck.join(", ")));
         }
     }
     let rtapp_log = engine.threads.iter_mut().map(|t| t.rtapp_log.take().map(|l| l.rows).unwrap_or_default()).collect();
-    let outcomes = engine
-        .threads
-        .iter()
-        .map(|t| ThreadOutcome {
-            name: scenario.threads[t.spec].name.clone(),
+    let outcomes = (0..engine.threads.len())
+        .map(|i| (i, &engine.threads[i]))
+        .map(|(i, t)| ThreadOutcome {
+            name: engine.comm_of(i).to_string(),
             pid: engine.kernel.task(t.task).pid,
             iterations: t.iteration,
             finished: t.finished,

@@ -11,7 +11,7 @@
 use std::sync::mpsc;
 
 use schedlab_scenario::Scenario;
-use schedlab_trace::{Event, TaskTable};
+use schedlab_trace::{Event, Pid, TaskInfo, TaskTable};
 
 use crate::{simulate_observed, SimError, SimOptions, SimResult, TraceObserver};
 
@@ -25,6 +25,7 @@ pub const CHUNKS_IN_FLIGHT: usize = 8;
 enum Msg {
     Start(Box<TaskTable>),
     Events(Vec<Event>),
+    TaskNew(Pid, TaskInfo),
 }
 
 /// The simulation side: batches events and sends them.
@@ -59,6 +60,12 @@ impl TraceObserver for Sender {
         self.send(Msg::Start(Box::new(table.clone())));
     }
 
+    fn task_new(&mut self, pid: Pid, info: &TaskInfo) {
+        // The events before it go first, so the order stays the run's.
+        self.flush();
+        self.send(Msg::TaskNew(pid, info.clone()));
+    }
+
     fn event(&mut self, e: &Event) {
         self.chunk.push(*e);
         if self.chunk.len() == CHUNK_EVENTS {
@@ -82,6 +89,7 @@ pub fn simulate_pipelined(
             for msg in rx {
                 match msg {
                     Msg::Start(table) => observer.start(&table),
+                    Msg::TaskNew(pid, info) => observer.task_new(pid, &info),
                     Msg::Events(mut chunk) => {
                         chunk.iter().for_each(|e| observer.event(e));
                         chunk.clear();

@@ -322,6 +322,10 @@ impl TraceObserver for JobObserver<'_> {
         self.measures = self.specs.iter().map(|s| MeasureCollector::new(table, s)).collect();
     }
 
+    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
+        self.table.tasks.insert(pid, info.clone());
+    }
+
     fn event(&mut self, e: &Event) {
         if let Some(m) = self.metrics.as_mut() {
             m.observe(e, &self.table);

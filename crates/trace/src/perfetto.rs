@@ -277,6 +277,7 @@ pub struct PerfettoWriter<W: io::Write> {
     text: String,
     tree_written: bool,
     window: Vec<Event>,
+    last_ts: Nanos,
 }
 
 impl<W: io::Write> PerfettoWriter<W> {
@@ -296,7 +297,29 @@ impl<W: io::Write> PerfettoWriter<W> {
                 s.uint(f::system_info::NUM_CPUS, u64::from(nr_cpus));
             });
         })?;
-        Ok(PerfettoWriter { out, table, pb, text: String::new(), tree_written: false, window: Vec::new() })
+        Ok(PerfettoWriter { out, table, pb, text: String::new(), tree_written: false, window: Vec::new(), last_ts: 0 })
+    }
+
+    /// A task created mid-run, before its first event: once the process
+    /// tree is out, a packet of its own names the thread (at the last
+    /// event's time, so packets stay in order).
+    pub fn task_new(&mut self, pid: Pid, info: &crate::TaskInfo) -> io::Result<()> {
+        self.table.tasks.insert(pid, info.clone());
+        if !self.tree_written {
+            return Ok(());
+        }
+        self.flush_window()?;
+        let ts = self.last_ts;
+        write_packet(&mut self.out, &mut self.pb, |p| {
+            p.uint(f::packet::TIMESTAMP, ts);
+            p.msg(f::packet::PROCESS_TREE, |t| {
+                t.msg(f::process_tree::THREADS, |th| {
+                    th.int(f::process_tree::THREAD_TID, i64::from(pid));
+                    th.str(f::process_tree::THREAD_NAME, &info.comm);
+                    th.int(f::process_tree::THREAD_TGID, i64::from(if info.tgid > 0 { info.tgid } else { pid }));
+                });
+            });
+        })
     }
 
     /// The next event (not earlier than the last).
@@ -304,6 +327,7 @@ impl<W: io::Write> PerfettoWriter<W> {
         if !self.tree_written {
             self.process_tree(ev.ts)?;
         }
+        self.last_ts = ev.ts;
         self.window.push(*ev);
         if self.window.len() == WINDOW {
             self.flush_window()?;

@@ -466,6 +466,7 @@ mod tests {
                 host_cpus: vec![0],
                 cpu_map: Default::default(),
                 threads: Vec::new(),
+                templates: Vec::new(),
                 duration_ns: 1,
                 notes: Vec::new(),
             },

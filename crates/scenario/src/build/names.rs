@@ -109,8 +109,10 @@ pub(super) fn thread_names(ctx: Ctx, groups: &[Group]) -> Result<Vec<String>, In
             ));
         }
         let comm_of = |i: u32| if g.instances == 1 { g.name.clone() } else { format!("{}-{i}", g.name) };
-        let longest = comm_of(g.instances - 1);
-        if longest.len() > MAX_COMM {
+        // A fork-only table (instances = 0) has no comm of its own; its
+        // forked copies' are cut to fit, as the kernel cuts them.
+        let longest = comm_of(g.instances.saturating_sub(1));
+        if g.instances > 0 && longest.len() > MAX_COMM {
             let what = if g.instances == 1 {
                 format!("thread name `{longest}`")
             } else {

@@ -34,6 +34,8 @@ pub(super) enum OpT {
     SetAffinity(CpuSet),
     SetScheduler(Policy, i32, u32),
     SetPriority(i32),
+    /// The `[[thread]]` table's name, and where it is written.
+    Fork(String, usize),
 }
 
 /// Parse one `{ op = ..., modifier = ... }` table.
@@ -58,6 +60,7 @@ pub(super) fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Res
         r.setaffinity.as_ref().map(|v| v.span().start),
         r.setscheduler.as_ref().map(|v| v.span().start),
         r.setpriority.as_ref().map(|v| v.span().start),
+        r.fork.as_ref().map(|v| v.span().start),
     ]
     .into_iter()
     .zip(OP_KEYS)
@@ -156,6 +159,13 @@ pub(super) fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Res
             let policy = policy(ctx, p)?;
             let (nice, prio) = sched_params(ctx, policy, r.nice.as_ref(), r.priority.as_ref())?;
             OpT::SetScheduler(policy, nice, prio)
+        }
+        "fork" => {
+            let v = r.fork.as_ref().unwrap();
+            if v.get_ref().trim().is_empty() {
+                return Err(ctx.err(v, "`fork`: expected the name of a [[thread]] table"));
+            }
+            OpT::Fork(v.get_ref().clone(), v.span().start)
         }
         "setpriority" => {
             let v = r.setpriority.as_ref().unwrap();

@@ -83,16 +83,28 @@ pub(crate) enum Op {
     Run(Spanned<Value>),
     RunWall(Spanned<Value>),
     Sleep(Spanned<Value>),
-    Timer { timer: ObjName, period: Spanned<Value>, absolute: bool },
+    Timer {
+        timer: ObjName,
+        period: Spanned<Value>,
+        absolute: bool,
+    },
     Lock(ObjName),
     Unlock(ObjName),
-    CondWait { cond: ObjName, mutex: ObjName },
+    CondWait {
+        cond: ObjName,
+        mutex: ObjName,
+    },
     CondSignal(ObjName),
     CondBroadcast(ObjName),
     Barrier(ObjName),
     Yield(Range<usize>),
     SetAffinity(Spanned<Value>),
-    SetScheduler { policy: Spanned<String>, priority: Option<Spanned<i64>> },
+    SetScheduler {
+        policy: Spanned<String>,
+        priority: Option<Spanned<i64>>,
+    },
+    /// The task to create a thread of.
+    Fork(Spanned<String>),
 }
 
 /// One phase (or a task without phases): its events and what it changes.
@@ -281,7 +293,12 @@ fn event_ops(ctx: Ctx, task: &str, event: &str, p: &Prop) -> Result<Vec<Op>, Inp
             vec![Op::Lock(mutex.clone()), middle, Op::Unlock(mutex)]
         }
         "yield" => vec![Op::Yield(p.key_at..p.key_at + p.key.len() + 2)],
-        "fork" => return Err(refuse(ctx, p, "creating a thread mid-run is not modeled yet")),
+        "fork" => match &p.value.kind {
+            J::Str(s) => {
+                vec![Op::Fork(Spanned::new(p.value.range.start + 1..p.value.range.end.saturating_sub(1), s.clone()))]
+            }
+            _ => return Err(ctx.at(p.value.range.start, format!("`{}`: expected the name of a task", p.key))),
+        },
         "sem_post" | "sem_wait" => return Err(refuse(ctx, p, "semaphores are not modeled")),
         _ => unreachable!("every EVENTS entry has a branch"),
     })
@@ -477,6 +494,10 @@ impl Names {
                 r.priority = priority.clone();
                 policy.span()
             }
+            Op::Fork(task) => {
+                r.fork = Some(task.clone());
+                task.span()
+            }
         };
         Spanned::new(span, r)
     }
@@ -493,7 +514,8 @@ impl Op {
             | Op::Sleep(_)
             | Op::Yield(_)
             | Op::SetAffinity(_)
-            | Op::SetScheduler { .. } => {
+            | Op::SetScheduler { .. }
+            | Op::Fork(_) => {
                 vec![]
             }
         }

@@ -34,7 +34,7 @@ impl<'a> Engine<'a> {
                 return STOP;
             }
             if !self.holds_mutex(th, m) {
-                let name = &self.scenario.threads[self.threads[th].spec].name;
+                let name = self.comm_of(th);
                 self.error = Some(SimError::Workload(format!(
                     "thread {name} called cond_wait without holding its mutex (pthread_cond_wait's precondition)"
                 )));

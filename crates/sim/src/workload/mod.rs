@@ -4,8 +4,11 @@
 
 mod attr;
 mod cond;
+mod fork;
 mod ops;
 pub mod rtapp_log;
+
+pub(crate) use fork::Forks;
 
 use schedlab_kernel::TaskId;
 use schedlab_scenario::{ObjId, ObjKind, ObjRef, Scenario};
@@ -107,6 +110,9 @@ pub struct Thread {
     pub spin_cpu: Option<usize>,
     /// The per-CPU lock this thread holds.
     pub cpu_lock: Option<usize>,
+    /// Set for a thread a `fork` created: its comm, and how far it is in
+    /// setting its own table's attributes.
+    pub forked: Option<Box<fork::Forked>>,
 }
 
 impl Thread {
@@ -136,6 +142,7 @@ impl Thread {
             wait_consumed: false,
             spin_cpu: None,
             cpu_lock: None,
+            forked: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::engine::{Engine, Ev};
 use crate::hw::{Hardware, UNITS_PER_NS};
 use crate::SimError;
 use schedlab_kernel::TaskState;
-use schedlab_scenario::{grid_timer_step, ObjId, ObjRef, Op, Repeat, Scenario, TimerMode};
+use schedlab_scenario::{grid_timer_step, ObjId, ObjRef, Op, Repeat, TimerMode};
 use schedlab_trace::UserOp;
 use std::ops::ControlFlow;
 
@@ -42,7 +42,7 @@ impl<'a> Engine<'a> {
             }
             budget -= 1;
             if budget == 0 {
-                let name = &self.scenario.threads[self.threads[self.task_thread[task as usize]].spec].name;
+                let name = self.comm_of(self.task_thread[task as usize]);
                 self.error = Some(SimError::Workload(format!(
                     "thread {name} executes ops forever without time passing (livelock at {} ns)",
                     self.now
@@ -59,8 +59,10 @@ impl<'a> Engine<'a> {
     /// Execute the op at thread `th`'s program counter.
     fn exec_op(&mut self, cpu: usize, th: usize) -> Flow {
         // The scenario outlives the engine, so ops are borrowed, never cloned.
-        let scenario: &'a Scenario = self.scenario;
-        let program = &scenario.threads[self.threads[th].spec].program;
+        if let Some(flow) = self.fork_setup(cpu, th) {
+            return flow;
+        }
+        let program = &self.spec_of(th).program;
         let ops = &program.ops;
         let pc = self.threads[th].pc;
         let Some(op) = ops.get(pc) else { return self.end_of_iteration(cpu, th) };
@@ -106,6 +108,7 @@ impl<'a> Engine<'a> {
             Op::SetAffinity { cpus } => self.op_set_affinity(cpu, th, cpus),
             Op::SetScheduler { policy, nice, rt_priority } => self.op_set_scheduler(cpu, th, policy, nice, rt_priority),
             Op::SetPriority { nice } => self.op_set_priority(cpu, th, nice),
+            Op::Fork { template } => self.op_fork(cpu, th, template),
         }
     }
 
@@ -140,7 +143,7 @@ impl<'a> Engine<'a> {
         let n = self.threads[th].iteration;
         self.user_event(cpu, th, UserOp::LoopEnd { n: n as u32 });
         self.threads[th].iteration += 1;
-        let again = match self.scenario.threads[self.threads[th].spec].program.repeat {
+        let again = match self.spec_of(th).program.repeat {
             Repeat::Forever => true,
             Repeat::Times(k) => self.threads[th].iteration < k,
         };
@@ -475,13 +478,15 @@ impl<'a> Engine<'a> {
     /// `None` while it spins on flags nobody has posted.
     pub(crate) fn next_op_boundary(&self, th: usize, cpu: usize) -> Option<u64> {
         let thread = &self.threads[th];
-        let ops = &self.scenario.threads[thread.spec].program.ops;
+        let ops = &self.spec_of(th).program.ops;
         match ops.get(thread.pc) {
             // CPU work in progress: a burst, or an op's syscall and marker time.
             _ if thread.run_started => {
                 let rate = self.hw.rate(cpu).max(1);
                 Some(self.now + thread.remaining.div_ceil(rate))
             }
+            // A forked thread still setting its attributes goes on at once.
+            _ if thread.forked.as_ref().is_some_and(|f| f.in_setup()) => Some(self.now),
             Some(Op::Poll { flags, after_ns }) => self.earliest_post(flags).map(|at| (at + after_ns).max(self.now)),
             Some(Op::RunWall { .. }) => Some(thread.wall_end.unwrap_or(self.now).max(self.now)),
             // Spinning on a held per-CPU lock: nothing to do until it is released.
@@ -546,7 +551,7 @@ impl<'a> Engine<'a> {
         match resolve(r, polled) {
             Some(id) => ControlFlow::Continue(id),
             None => {
-                let name = &self.scenario.threads[self.threads[th].spec].name;
+                let name = self.comm_of(th);
                 self.error =
                     Some(SimError::Workload(format!("thread {name} used a {{*}} operand before any poll matched")));
                 ControlFlow::Break(())
@@ -611,8 +616,9 @@ impl<'a> Engine<'a> {
     fn replan_pollers(&mut self, flag: u32) {
         for cpu in 0..self.hw.nr_cpus() {
             let Some(t) = self.kernel.curr(cpu) else { continue };
-            let th = &self.threads[self.task_thread[t as usize]];
-            let ops = &self.scenario.threads[th.spec].program.ops;
+            let i = self.task_thread[t as usize];
+            let th = &self.threads[i];
+            let ops = &self.spec_of(i).program.ops;
             if let Some(Op::Poll { flags, .. }) = ops.get(th.pc) {
                 if flags.contains(&flag) {
                     self.replan(cpu);

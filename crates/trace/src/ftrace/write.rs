@@ -72,6 +72,11 @@ impl<B: io::Write> FtraceWriter<B> {
         FtraceWriter { body, table, nr_cpus, opts, events: 0, line: String::with_capacity(256) }
     }
 
+    /// A task created mid-run: its comm for the lines that follow.
+    pub fn task_new(&mut self, pid: crate::Pid, info: &crate::TaskInfo) {
+        self.table.tasks.insert(pid, info.clone());
+    }
+
     /// The next event's line.
     pub fn event(&mut self, ev: &Event) -> io::Result<()> {
         self.line.clear();
