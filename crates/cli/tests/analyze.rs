@@ -406,4 +406,60 @@ fn an_rt_app_capture_gives_its_per_phase_pass_times() {
     // 3 light passes for every 2 heavy ones, give or take the loop the cut splits.
     assert!((passes(&light) as i64 * 2 - passes(&heavy) as i64 * 3).abs() <= 6, "{light:?} {heavy:?}");
     assert!(out.contains("no rtapp_stats markers"), "1.0 writes no stats, so no latency or slack:\n{out}");
+
+    // The same figures in --json, and null where the markers have none.
+    let doc: serde_json::Value =
+        serde_json::from_str(&ok(&["analyze", &format!("{DATA}/rtapp-1.0.trace"), "--json"])).unwrap();
+    let phases = doc["rtapp"]["phases"].as_array().unwrap_or_else(|| panic!("no rtapp section: {doc}"));
+    let periodic = phases.iter().find(|p| p["comm"] == "periodic" && p["phase"] == 0).unwrap();
+    assert_eq!(periodic["passes"].as_u64().unwrap(), passes(&row("periodic", "0")));
+    let p50_ns = periodic["pass_ns"]["p50"].as_u64().unwrap() as f64;
+    assert!((p50_ns / 1000.0 - p50(&row("periodic", "0"))).abs() < 0.1, "{periodic}");
+    assert!(periodic["wu_lat_us"].is_null() && periodic["late"].is_null(), "{periodic}");
+    // A trace without rt-app's markers has no section.
+    let plain: serde_json::Value =
+        serde_json::from_str(&ok(&["analyze", &format!("{DATA}/pingpong.trace"), "--json"])).unwrap();
+    assert!(plain.get("rtapp").is_none());
+}
+
+/// Threads a `fork` created mid-run are named in the trace files a run
+/// writes as it goes (the ftrace text and the Perfetto trace learn of each
+/// before its first event), so `analyze` gives them the same rows.
+#[test]
+fn forked_threads_keep_their_names_in_the_streamed_trace_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("fork.toml");
+    std::fs::write(
+        &sc,
+        "topology = \"smt-2x2\"\n[[thread]]\nname = \"parent\"\nloop = 3\n\
+         program = [{ run = \"1ms\" }, { fork = \"kid\" }, { sleep = \"2ms\" }]\n\
+         [[thread]]\nname = \"kid\"\ninstances = 0\naffinity = \"2-3\"\nloop = 2\n\
+         program = [{ run = \"500us\" }, { sleep = \"300us\" }]\n",
+    )
+    .unwrap();
+    let (text, pb) = (dir.path().join("t.txt"), dir.path().join("t.pb"));
+    let (sc, text, pb) = (sc.to_str().unwrap(), text.to_str().unwrap(), pb.to_str().unwrap());
+    let run = json(&["run", sc, "--trace", text, "--perfetto", pb]);
+    let rows = |doc: &Value| -> Vec<(String, f64)> {
+        let mut v: Vec<(String, f64)> = doc["metrics"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["comm"].as_str().unwrap().starts_with("kid") || t["comm"] == "parent")
+            .map(|t| (t["comm"].as_str().unwrap().to_string(), t["runtime_ns"].as_f64().unwrap_or(0.0)))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let names = |r: &[(String, f64)]| r.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>();
+    let want = ["kid-0", "kid-1", "kid-2", "parent"];
+    assert_eq!(names(&rows(&run)), want, "{run}");
+    for file in [text, pb] {
+        let doc = json(&["analyze", file, "--scenario", sc]);
+        assert_eq!(names(&rows(&doc)), want, "{file}: {doc}");
+        // The text's timestamps are whole microseconds: runtimes agree to a few.
+        for ((c, a), (_, b)) in rows(&doc).iter().zip(rows(&run)) {
+            assert!((a - b).abs() < 5_000.0, "{file}: {c} ran {a} ns, {b} ns in the run's own report");
+        }
+    }
 }

@@ -381,6 +381,7 @@ impl TraceReport {
             work_conservation: &self.report.workcons,
             attribution: &self.report.attribution,
             measures: &self.report.measures,
+            rtapp: (!self.report.rtapp.is_empty()).then(|| crate::json::RtAppJson::from(&self.report.rtapp)),
         };
         crate::to_json(&doc)
     }
@@ -630,6 +631,8 @@ struct AnalyzeJson<'a> {
     work_conservation: &'a WorkConservation,
     attribution: &'a Attribution,
     measures: &'a [MeasureResult],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rtapp: Option<crate::json::RtAppJson>,
 }
 
 #[derive(Serialize)]

@@ -22,6 +22,9 @@ pub struct AnalysisJson<'a> {
     pub work_conservation: &'a WorkConservation,
     pub attribution: &'a Attribution,
     pub measures: &'a [MeasureResult],
+    /// Per-phase figures from rt-app's own markers; only when the trace has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtapp: Option<RtAppJson>,
 }
 
 impl<'a> From<&'a Report> for AnalysisJson<'a> {
@@ -31,7 +34,80 @@ impl<'a> From<&'a Report> for AnalysisJson<'a> {
             work_conservation: &r.workcons,
             attribution: &r.attribution,
             measures: &r.measures,
+            rtapp: (!r.rtapp.is_empty()).then(|| RtAppJson::from(&r.rtapp)),
         }
+    }
+}
+
+/// [`schedlab_analysis::RtAppReport`] as `--json` writes it: the printed
+/// table's figures, `null` where the markers cannot support one (rt-app
+/// 1.0 writes no `rtapp_stats`, so no wu_lat or slack).
+#[derive(Serialize)]
+pub struct RtAppJson {
+    pub phases: Vec<RtAppPhaseJson>,
+    /// End markers without their start, and stats without a pass.
+    pub unpaired: u64,
+}
+
+#[derive(Serialize)]
+pub struct RtAppPhaseJson {
+    pub pid: i32,
+    pub comm: String,
+    pub phase: u32,
+    pub passes: u64,
+    /// Pass wall time (start marker to end marker), ns.
+    pub pass_ns: Quantiles,
+    /// From `rtapp_stats`, us as rt-app logs them.
+    pub wu_lat_us: Option<Quantiles>,
+    /// Slack clamped at 0 for its quantiles, us; `slack_min_us` unclamped.
+    pub slack_us: Option<Quantiles>,
+    pub slack_min_us: Option<i64>,
+    /// Passes whose timer boundary had already passed (negative slack).
+    pub late: Option<u64>,
+}
+
+#[derive(Serialize)]
+pub struct Quantiles {
+    pub count: u64,
+    pub p50: Option<u64>,
+    pub p90: Option<u64>,
+    pub p99: Option<u64>,
+    pub max: Option<u64>,
+}
+
+impl Quantiles {
+    fn of(s: &schedlab_analysis::LatencySketch) -> Self {
+        Quantiles {
+            count: s.count(),
+            p50: s.percentile(500),
+            p90: s.percentile(900),
+            p99: s.percentile(990),
+            max: s.max(),
+        }
+    }
+}
+
+impl From<&schedlab_analysis::RtAppReport> for RtAppJson {
+    fn from(r: &schedlab_analysis::RtAppReport) -> Self {
+        let phases = r
+            .phases
+            .iter()
+            .map(|p| {
+                let stats = p.wu_lat_us.count() > 0;
+                RtAppPhaseJson {
+                    pid: p.pid,
+                    comm: p.comm.clone(),
+                    phase: p.phase,
+                    passes: p.passes,
+                    pass_ns: Quantiles::of(&p.period),
+                    wu_lat_us: stats.then(|| Quantiles::of(&p.wu_lat_us)),
+                    slack_us: stats.then(|| Quantiles::of(&p.slack_us)),
+                    slack_min_us: p.slack_min_us,
+                    late: stats.then_some(p.late),
+                }
+            })
+            .collect();
+        RtAppJson { phases, unpaired: r.unpaired }
     }
 }
 

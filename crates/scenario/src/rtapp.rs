@@ -13,7 +13,7 @@
 //!
 //! The result is the same raw scenario a TOML file gives, with spans that are
 //! byte offsets in the JSON text, so every error the builder finds is located
-//! in the JSON file. What the model cannot do (`mem`, `iorun`, `fork`,
+//! in the JSON file. What the model cannot do (`mem`, `iorun`,
 //! semaphores, SCHED_DEADLINE, uclamp, task groups, NUMA binding) is refused
 //! at the key that asks for it; keys rt-app would silently ignore are refused
 //! too, as they are usually typos or the pre-1.0 grammar.
