@@ -224,7 +224,7 @@ pub fn run(args: RunArgs) -> Result {
     };
     let wall = wall.elapsed();
     if let (Some(dir), Some(basename)) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
-        write_rtapp_logs(dir, basename, &scenario, &result.rtapp_log)?;
+        write_rtapp_logs(dir, basename, &scenario, &result)?;
     }
     debug_assert_eq!(
         report.attribution.stalls.len() as u64 + report.attribution.unexplained,
@@ -410,7 +410,10 @@ impl TraceObserver for Streamed<'_> {
 }
 
 /// `--rtapp-log`: one file per thread, as rt-app names them.
-fn write_rtapp_logs(dir: &Path, basename: &str, scenario: &Scenario, rows: &[Vec<schedlab_sim::RtAppRow>]) -> Result {
+/// A forked thread's log is named as rt-app names it, `<task>-<index>-<nnnn>`
+/// (its index among all threads, then the fork's number).
+fn write_rtapp_logs(dir: &Path, basename: &str, scenario: &Scenario, result: &schedlab_sim::SimResult) -> Result {
+    let rows = &result.rtapp_log;
     let failed = |path: &Path, e: std::io::Error| CliError::Write {
         flag: "--rtapp-log",
         path: path.display().to_string(),
@@ -421,6 +424,17 @@ fn write_rtapp_logs(dir: &Path, basename: &str, scenario: &Scenario, rows: &[Vec
         let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
         let text = schedlab_sim::render_rtapp_log(i, t.policy.name(), priority, rows.get(i).map_or(&[][..], |r| r));
         let path = dir.join(format!("{basename}-{}-{i}.log", t.group));
+        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
+    }
+    for (i, outcome) in result.threads.iter().enumerate().skip(scenario.threads.len()) {
+        let Some(k) = scenario.template_of_comm(&outcome.name) else { continue };
+        let Some(r) = rows.get(i).filter(|r| !r.is_empty()) else { continue };
+        let t = &scenario.templates[k];
+        let n = outcome.name.rsplit('-').next().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
+        let n = n.saturating_sub(u64::from(t.instance));
+        let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
+        let text = schedlab_sim::render_rtapp_log(i, t.policy.name(), priority, r);
+        let path = dir.join(format!("{basename}-{}-{i}-{n:04}.log", t.group));
         std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
     }
     Ok(())

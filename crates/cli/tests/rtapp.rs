@@ -195,3 +195,34 @@ fn a_periodic_rt_app_workload_matches_the_real_rt_app_in_slack_and_wakeup_latenc
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A forked thread gets its own log file, named as rt-app names a forked
+/// thread's (`<task>-<index>-<nnnn>`), with a row per pass of its phase.
+#[test]
+fn forked_threads_get_rt_app_log_files_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("fork.json");
+    std::fs::write(
+        &json,
+        r#"{ "tasks": {
+             "parent": { "loop": 3, "run": 2000, "fork": "child", "sleep": 5000 },
+             "child": { "instance": 0, "loop": 2, "run": 1000, "sleep": 1000 } },
+           "global": { "duration": 1, "log_basename": "fk" } }"#,
+    )
+    .unwrap();
+    let logs = dir.path().join("logs");
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", json.to_str().unwrap(), "--rtapp-log", logs.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut names: Vec<String> =
+        std::fs::read_dir(&logs).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["fk-child-1-0000.log", "fk-child-2-0001.log", "fk-child-3-0002.log", "fk-parent-0.log"]);
+    for n in &names[..3] {
+        let rows = read_log(&logs.join(n));
+        assert_eq!(rows.len(), 2, "{n}: one row per pass of its two loops");
+    }
+    assert_eq!(read_log(&logs.join("fk-parent-0.log")).len(), 3);
+}

@@ -411,7 +411,11 @@ fn simulate_inner(
         idle_exit_tail: vec![0; topo.nr_cpus()],
         end: duration,
         error: None,
-        forks: workload::Forks::new(scenario.templates.len(), FIRST_PID + scenario.threads.len() as i32),
+        forks: workload::Forks::new(
+            scenario.templates.len(),
+            FIRST_PID + scenario.threads.len() as i32,
+            opts.rtapp_log,
+        ),
     };
     for (i, delay) in starts.iter().enumerate() {
         engine.queue.push(*delay, Ev::Start(i));

@@ -46,8 +46,12 @@ impl<'a> Engine<'a> {
     /// The spec a thread runs: its `[[thread]]` instance, or for a forked
     /// thread its template.
     pub(crate) fn spec_of(&self, th: usize) -> &'a ThreadSpec {
+        self.spec_of_index(self.threads[th].spec)
+    }
+
+    /// Spec `i` of the scenario's threads followed by its templates.
+    fn spec_of_index(&self, i: usize) -> &'a ThreadSpec {
         let scenario: &'a schedlab_scenario::Scenario = self.scenario;
-        let i = self.threads[th].spec;
         scenario.threads.get(i).unwrap_or_else(|| &scenario.templates[i - scenario.threads.len()])
     }
 
@@ -108,6 +112,9 @@ impl<'a> Engine<'a> {
         child.started = true;
         child.started_at = self.now;
         child.forked = Some(Box::new(Forked { comm: comm.clone(), setup: Setup::Affinity }));
+        if self.forks.rtapp_log && !self.spec_of_index(spec).program.rows.is_empty() {
+            child.rtapp_log = Some(Box::default());
+        }
         let child_th = self.threads.len();
         self.threads.push(child);
         if self.task_thread.len() <= task as usize {
@@ -188,12 +195,14 @@ pub(crate) struct Forks {
     /// Threads forked of each template (their comms' numbers).
     pub per_template: Vec<u64>,
     pub next_pid: schedlab_trace::Pid,
+    /// Keep rt-app log rows for forked threads too ([`crate::SimOptions::rtapp_log`]).
+    pub rtapp_log: bool,
     /// Tasks created since the caller last took them, for the run's table.
     pub new_tasks: Vec<(schedlab_trace::Pid, TaskInfo)>,
 }
 
 impl Forks {
-    pub fn new(templates: usize, first_pid: schedlab_trace::Pid) -> Self {
-        Forks { per_template: vec![0; templates], next_pid: first_pid, ..Default::default() }
+    pub fn new(templates: usize, first_pid: schedlab_trace::Pid, rtapp_log: bool) -> Self {
+        Forks { per_template: vec![0; templates], next_pid: first_pid, rtapp_log, ..Default::default() }
     }
 }
