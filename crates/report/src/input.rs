@@ -269,6 +269,16 @@ fn run_converter(
         let tail = tail[tail.len().saturating_sub(3)..].join("; ");
         return Err(ReportError::Trace(format!("{shown}: `{via}` failed ({status}): {tail}")));
     }
+    if progress.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        // trace-cmd prints `cpus=N` first for any trace.dat it can read: a
+        // file whose header passed the checks but whose data gives not even
+        // that is damaged (seen with bytes overwritten mid-file).
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        return Err(ReportError::Trace(format!(
+            "{shown}: `{via}` printed nothing from this {size}-byte {kind} (exit 0): its data is damaged, \
+             or it holds no events"
+        )));
+    }
     Ok(Converted { text, kind, via, note: None })
 }
 
@@ -467,6 +477,14 @@ mod tests {
             limit,
         );
         assert!(ok.is_ok() && n == 2);
+        // One that succeeds without a line (trace-cmd on a trace.dat damaged
+        // mid-file) is a damaged file, not an empty trace.
+        let args = ["-c", "exit 0", "sh"];
+        let e = run_converter("x.dat", "sh", &args, Path::new("x"), ("trace.dat", "test"), |_, _| Ok(()), limit)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("x.dat: `test` printed nothing from this") && e.contains("damaged"), "{e}");
     }
 
     #[test]
