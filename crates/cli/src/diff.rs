@@ -11,7 +11,7 @@ use clap::Args;
 use schedlab_analysis::{DiffOptions, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT};
 use schedlab_report::{DiffReport, DiffRun};
 use schedlab_scenario::{Scenario, Spanned};
-use schedlab_sim::{kernel_settings, simulate, SimOptions, SimResult, FIRST_PID};
+use schedlab_sim::{kernel_settings, simulate, SimOptions, SimResult};
 use schedlab_sweep::SettingSpec;
 use std::path::PathBuf;
 
@@ -122,9 +122,10 @@ pub fn diff(args: DiffArgs) -> Result {
     let ra = resolve("--a", &base, &sa, &args)?;
     let rb = resolve("--b", &base, &sb, &args)?;
     let (res_a, res_b) = (simulate_side(&ra)?, simulate_side(&rb)?);
-    // The scenario's own threads (pids are handed out in thread order).
-    let nr_threads = base.threads.len() as i32;
-    let workload = move |pid: i32| (FIRST_PID..FIRST_PID + nr_threads).contains(&pid);
+    // The scenario's own threads and those their forks created, in either run.
+    let (pids_a, _) = schedlab_fidelity::sides::sim_workload(&base, &res_a);
+    let (pids_b, _) = schedlab_fidelity::sides::sim_workload(&base, &res_b);
+    let workload = move |pid: i32| pids_a.contains(&pid) || pids_b.contains(&pid);
     let opts = DiffOptions { context: args.context, after: args.after };
     let report = DiffReport::of(&base, res_a.seed, &workload, side(&ra, &res_a), side(&rb, &res_b), &opts);
     if args.json.json {

@@ -196,3 +196,21 @@ fn itmt_off_removes_the_asym_packing_pull_to_cpu_6() {
         "the stopper moves worker-0 to CPU 6: {out}"
     );
 }
+
+/// Threads a `fork` created are rows of the drift table like the rest.
+#[test]
+fn forked_threads_are_in_the_drift_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("fork.toml");
+    std::fs::write(
+        &sc,
+        "topology = \"smt-2x2\"\n[[thread]]\nname = \"parent\"\nloop = 2\n\
+         program = [{ run = \"1ms\" }, { fork = \"kid\" }, { sleep = \"2ms\" }]\n\
+         [[thread]]\nname = \"kid\"\ninstances = 0\nloop = 2\nprogram = [{ run = \"500us\" }, { sleep = \"300us\" }]\n",
+    )
+    .unwrap();
+    let out = ok(&["diff", sc.to_str().unwrap(), "--a", "", "--b", "NO_DELAY_DEQUEUE", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let comms: Vec<&str> = doc["drift"].as_array().unwrap().iter().map(|r| r["comm"].as_str().unwrap()).collect();
+    assert_eq!(comms, ["parent", "kid-0", "kid-1"], "{out}");
+}

@@ -78,7 +78,9 @@ pub fn fork(sh: &Shared, template: usize, key: usize, local: &mut LocalForks) ->
     };
     let Some(shared) = weak.upgrade() else { return Err(End::Stopped) };
     let done = done.lock().map_err(|_| End::Failed("the fork channel is poisoned".into()))?.clone();
-    let (spec, tplan) = hub.templates[template].clone();
+    let Some((spec, tplan)) = hub.templates.get(template).cloned() else {
+        return Err(End::Failed(format!("fork of template {template}, which the run's plan does not have")));
+    };
     let (index, comm) = {
         let mut st = hub.state.lock().map_err(|_| End::Failed("the fork table is poisoned".into()))?;
         if *mine >= MAX_FORKS_PER_OP {
