@@ -6,10 +6,10 @@
 //! model and the kernel (or the hardware), not between two measuring tools.
 
 use clap::Args;
-use schedlab_analysis::{is_decision, DEFAULT_GRACE_NS};
-use schedlab_fidelity::sides::sim_workload;
+use schedlab_analysis::DEFAULT_GRACE_NS;
+use schedlab_fidelity::sides::{analyze_kept, simulate_analyzed, SimSide};
 use schedlab_report::{CompareSettingsText, CompareText, RealSide, Report};
-use schedlab_sim::{simulate, SimOptions, SimResult};
+use schedlab_sim::{simulate, SimOptions};
 use std::path::PathBuf;
 
 use crate::args::{FeaturesArg, MemoryArg, SeedArg, TraceArg};
@@ -50,13 +50,18 @@ pub struct CompareArgs {
     pub memory: MemoryArg,
 }
 
-/// The scenario simulated over `n` consecutive seeds from --seed (or the file's).
+/// The scenario simulated over `n` consecutive seeds from --seed (or the
+/// file's), each analysed as it streams; the first also from its
+/// tracepoints alone when `tracepoints` asks, and kept whole (within
+/// --max-memory) only when `keep_first` (--sim-trace) needs its trace.
 fn simulate_seeds(
     scenario: &schedlab_scenario::Scenario,
     args: &CompareArgs,
     features: &[String],
     n: u64,
-) -> Result<Vec<SimResult>> {
+    tracepoints: bool,
+    keep_first: bool,
+) -> Result<Vec<SimSide>> {
     let first = args.seed.seed.unwrap_or(scenario.seed);
     (0..n)
         .map(|i| {
@@ -67,11 +72,15 @@ fn simulate_seeds(
                 seed: Some(first + i),
                 duration_ns: args.settings.duration.duration,
                 features: features.to_vec(),
-                // The model's runs are kept together for the table.
-                memory_budget: Some(args.memory.budget(n as usize)),
+                memory_budget: Some(args.memory.budget(1)),
                 ..Default::default()
             };
-            Ok(simulate(scenario, &opts)?)
+            let tp = tracepoints && i == 0;
+            Ok(if keep_first && i == 0 {
+                analyze_kept(scenario, simulate(scenario, &opts)?, GRACE_NS, tp)
+            } else {
+                simulate_analyzed(scenario, &opts, GRACE_NS, tp)?
+            })
         })
         .collect()
 }
@@ -95,25 +104,17 @@ pub fn compare(args: CompareArgs) -> Result {
     };
     let nruns = real_runs.len();
     let first_seed = args.seed.seed.unwrap_or(scenario.seed);
-    let mut sims = simulate_seeds(&scenario, &args, &args.features.features, nruns as u64)?;
-    if let Some(path) = &args.sim_trace {
-        write_ftrace(&sims[0].trace, path, "--sim-trace")?;
-    }
-    let sim_reports: Vec<Report> = sims
-        .iter()
-        .map(|r| {
-            let (pids, allowed) = sim_workload(&scenario, r);
-            Report::of_workload(&scenario, &r.trace, r.end_ns, allowed, &pids, GRACE_NS)
-        })
-        .collect();
-    let (sim_pids, sim_allowed) = sim_workload(&scenario, &sims[0]);
     // Like with like: the real kernel's trace has only tracepoints and
-    // markers, so attribute the simulated run from those alone too (the
-    // first run's full trace is not needed after this).
-    let mut tracepoints_only = std::mem::take(&mut sims[0].trace);
-    tracepoints_only.events.retain(|e| !is_decision(&e.kind));
-    let sim_result = &sims[0];
-    let sim_tp = Report::of_workload(&scenario, &tracepoints_only, sim_result.end_ns, sim_allowed, &sim_pids, GRACE_NS);
+    // markers, so the first simulated run is also attributed from those alone.
+    let mut sims =
+        simulate_seeds(&scenario, &args, &args.features.features, nruns as u64, true, args.sim_trace.is_some())?;
+    if let Some(path) = &args.sim_trace {
+        write_ftrace(&sims[0].result.trace, path, "--sim-trace")?;
+    }
+    let sim_tp = sims[0].tracepoints.take().expect("the first run was asked for its tracepoints' report");
+    let (results, sim_reports): (Vec<schedlab_sim::SimResult>, Vec<Report>) =
+        sims.into_iter().map(|s| (s.result, s.report)).unzip();
+    let sim_result = &results[0];
 
     let text = CompareText {
         scenario: &scenario,
@@ -154,13 +155,9 @@ fn compare_settings(args: &CompareArgs) -> Result {
     let mut profile = String::new();
     for set in &alternate {
         let features: Vec<String> = args.features.features.iter().chain(set).cloned().collect();
-        let sims = simulate_seeds(&scenario, args, &features, rounds)?;
-        profile = sims[0].profile.name.to_string();
-        let analyse = |r: &SimResult| {
-            let (pids, allowed) = sim_workload(&scenario, r);
-            Report::of_workload(&scenario, &r.trace, r.end_ns, allowed, &pids, GRACE_NS)
-        };
-        per_set.push(sims.iter().map(analyse).collect());
+        let sims = simulate_seeds(&scenario, args, &features, rounds, false, false)?;
+        profile = sims[0].result.profile.name.to_string();
+        per_set.push(sims.into_iter().map(|s| s.report).collect());
     }
 
     let text = CompareSettingsText {
