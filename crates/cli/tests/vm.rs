@@ -77,10 +77,19 @@ fn the_guest_applies_features_and_its_kernel_obeys_them() {
     // 2 of 3 full suite runs on 2026-12-02 the RT_PUSH_IPI run left L
     // waiting to the end, with no push at all; alone it passed each time):
     // one more boot then, and the second must pass.
+    // Once (2026-12-02, a full CI run) the guest kernel died at the switch
+    // between the two settings with its RIP inside a `call` instruction of
+    // ttwu_do_activate(): writing sched_features flips static keys, which
+    // patches kernel text live, and TCG ran a stale half of the patched
+    // instruction. That is the emulator's, not the scheduler's: boot once more.
     let compare = || {
-        let out =
-            run(&[&["compare", "--vm"], &common[..], &["--setting", "RT_PUSH_IPI", "--setting", "NO_RT_PUSH_IPI"]]
-                .concat());
+        let args =
+            [&["compare", "--vm"], &common[..], &["--setting", "RT_PUSH_IPI", "--setting", "NO_RT_PUSH_IPI"]].concat();
+        let mut out = run(&args);
+        if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("the guest kernel panicked") {
+            eprintln!("the guest kernel panicked (see above); booting once more");
+            out = run(&args);
+        }
         assert!(out.status.success());
         String::from_utf8_lossy(&out.stdout).into_owned()
     };

@@ -70,6 +70,27 @@ struct Group {
     line: usize,
 }
 
+impl Group {
+    /// The thread `name` (instance `instance`) of this table, running `ops`.
+    fn spec(&self, name: String, instance: u32, ops: Vec<Op>) -> ThreadSpec {
+        ThreadSpec {
+            name,
+            group: self.name.clone(),
+            instance,
+            policy: self.policy,
+            nice: self.nice,
+            rt_priority: self.rt_priority,
+            slice_ns: self.slice_ns,
+            timer_slack_ns: self.timer_slack_ns,
+            affinity: self.affinity,
+            start_cpu: self.start_cpu,
+            start_delay_ns: self.delay_ns,
+            program: Program { ops, repeat: self.repeat, rows: self.rows.clone() },
+            line: self.line,
+        }
+    }
+}
+
 pub(crate) fn build(
     ctx: Ctx,
     raw: RawScenario,
@@ -178,21 +199,7 @@ pub(crate) fn build(
         let (g, i) = g;
         let (ops, op_sites) = program(ctx, g, Some(i), &flag_names, &forked, &mut objects)?;
         sites.push(ThreadSites { ops: op_sites, repeat_at: g.repeat_at, name_at: g.name_at });
-        threads.push(ThreadSpec {
-            name: comm,
-            group: g.name.clone(),
-            instance: i,
-            policy: g.policy,
-            nice: g.nice,
-            rt_priority: g.rt_priority,
-            slice_ns: g.slice_ns,
-            timer_slack_ns: g.timer_slack_ns,
-            affinity: g.affinity,
-            start_cpu: g.start_cpu,
-            start_delay_ns: g.delay_ns,
-            program: Program { ops, repeat: g.repeat, rows: g.rows.clone() },
-            line: g.line,
-        });
+        threads.push(g.spec(comm, i, ops));
     }
 
     // One template per forked table, in the order fork_targets found them.
@@ -202,21 +209,9 @@ pub(crate) fn build(
         let g = groups.iter().find(|g| &g.name == name).expect("fork_targets checked the name");
         let (ops, op_sites) = program(ctx, g, None, &flag_names, &forked, &mut objects)?;
         template_sites.push(ThreadSites { ops: op_sites, repeat_at: g.repeat_at, name_at: g.name_at });
-        templates.push(ThreadSpec {
-            name: g.name.clone(),
-            group: g.name.clone(),
-            instance: g.instances,
-            policy: g.policy,
-            nice: g.nice,
-            rt_priority: g.rt_priority,
-            slice_ns: g.slice_ns,
-            timer_slack_ns: g.timer_slack_ns,
-            affinity: g.affinity,
-            start_cpu: None,
-            start_delay_ns: g.delay_ns,
-            program: Program { ops, repeat: g.repeat, rows: g.rows.clone() },
-            line: g.line,
-        });
+        // fork_targets refused a start_cpu on it; its copies are numbered on
+        // from the table's instances.
+        templates.push(g.spec(g.name.clone(), g.instances, ops));
     }
 
     // The [schbench] generator's threads follow the [[thread]] tables.
