@@ -444,11 +444,11 @@ program = [{ run = "1ms" }, { sleep = "1ms" }]
             _ => None,
         });
         assert_eq!(born, Some(parent_cpu), "child {tid} was not placed by its parent's mask");
-        let last_in = trace.events.iter().rev().find_map(|e| match e.kind {
-            schedlab_trace::EventKind::SchedSwitch { next_pid, .. } if i64::from(next_pid) == tid => Some(e.cpu),
-            _ => None,
-        });
-        assert_eq!(last_in, Some(child_cpu), "child {tid} did not end on its own CPU");
+        // Where its last event in its own context ran (the header says who
+        // ran: this host's kernel drops switches out of CPU 1's idle task,
+        // so the switch into it there may be missing, docs/real-traces.md).
+        let last_ran = trace.events.iter().rev().find(|e| i64::from(e.ctx_pid) == tid).map(|e| e.cpu);
+        assert_eq!(last_ran, Some(child_cpu), "child {tid} did not end on its own CPU");
     }
     let rows: Vec<&str> =
         doc["metrics"]["tasks"].as_array().unwrap().iter().map(|r| r["comm"].as_str().unwrap()).collect();
