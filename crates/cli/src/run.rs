@@ -144,7 +144,7 @@ pub fn run(args: RunArgs) -> Result {
         .threads
         .iter()
         .enumerate()
-        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.iter().map(|c| c as u32).collect()))
+        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.to_u32_vec()))
         .collect();
     // The plots need the whole trace; otherwise the run streams into the
     // report's collectors and the trace files, and its memory stays bounded.
@@ -370,10 +370,7 @@ impl TraceObserver for Streamed<'_> {
     fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
         // A forked thread may use its table's CPUs (it starts on its
         // parent's mask for the few instructions before it sets them).
-        let allowed = self
-            .scenario
-            .template_of_comm(&info.comm)
-            .map(|t| self.scenario.templates[t].affinity.iter().map(|c| c as u32).collect());
+        let allowed = self.scenario.forked_spec(&info.comm).map(|t| t.affinity.to_u32_vec());
         if let Some(c) = self.collector.as_mut() {
             c.task_new(pid, info, allowed);
         }
@@ -427,9 +424,8 @@ fn write_rtapp_logs(dir: &Path, basename: &str, scenario: &Scenario, result: &sc
         std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
     }
     for (i, outcome) in result.threads.iter().enumerate().skip(scenario.threads.len()) {
-        let Some(k) = scenario.template_of_comm(&outcome.name) else { continue };
+        let Some(t) = scenario.forked_spec(&outcome.name) else { continue };
         let Some(r) = rows.get(i).filter(|r| !r.is_empty()) else { continue };
-        let t = &scenario.templates[k];
         let n = outcome.name.rsplit('-').next().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
         let n = n.saturating_sub(u64::from(t.instance));
         let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };

@@ -168,12 +168,8 @@ fn simulated_run_round_trips_through_text() {
     std::fs::write(&file, text).unwrap();
 
     let threshold = scenario.stall_threshold_ns;
-    let allowed: std::collections::BTreeMap<i32, Vec<u32>> = scenario
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (FIRST_PID + i as i32, t.affinity.iter().map(|c| c as u32).collect()))
-        .collect();
+    let allowed: std::collections::BTreeMap<i32, Vec<u32>> =
+        scenario.threads.iter().enumerate().map(|(i, t)| (FIRST_PID + i as i32, t.affinity.to_u32_vec())).collect();
     let metrics = analyze(trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: None });
     let wc = work_conservation(trace, &WorkConsOptions { allowed: allowed.clone(), grace_ns: 100_000, end_ts: None });
     let attribution =

@@ -27,11 +27,9 @@ pub fn sim_workload(scenario: &Scenario, result: &SimResult) -> (Vec<Pid>, BTree
     let mut pids = Vec::new();
     let mut allowed = BTreeMap::new();
     for t in &result.threads {
-        let spec =
-            scenario.thread(&t.name).or_else(|| scenario.template_of_comm(&t.name).map(|k| &scenario.templates[k]));
-        if let Some(spec) = spec {
+        if let Some(spec) = scenario.workload_spec(&t.name) {
             pids.push(t.pid);
-            allowed.insert(t.pid, spec.affinity.iter().map(|c| c as u32).collect());
+            allowed.insert(t.pid, spec.affinity.to_u32_vec());
         }
     }
     (pids, allowed)
@@ -67,7 +65,7 @@ pub fn simulate_analyzed(
         .threads
         .iter()
         .enumerate()
-        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as Pid, t.affinity.iter().map(|c| c as u32).collect()))
+        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as Pid, t.affinity.to_u32_vec()))
         .collect();
     let mut obs = SideObserver { scenario, nr_cpus, allowed, grace_ns, tracepoints_too, full: None, tp: None };
     let result = schedlab_sim::simulate_pipelined(scenario, opts, &mut obs, true)?;
@@ -117,8 +115,7 @@ impl TraceObserver for SideObserver<'_> {
 
     fn task_new(&mut self, pid: Pid, info: &TaskInfo) {
         let s = self.scenario;
-        let allowed: Option<Vec<u32>> =
-            s.template_of_comm(&info.comm).map(|t| s.templates[t].affinity.iter().map(|c| c as u32).collect());
+        let allowed: Option<Vec<u32>> = s.forked_spec(&info.comm).map(|t| t.affinity.to_u32_vec());
         for c in self.full.iter_mut().chain(self.tp.iter_mut()) {
             c.task_new(pid, info, allowed.clone());
         }

@@ -213,7 +213,7 @@ fn run_scenario(text: &str, topo: &Topology, extra: &[String], opts: &HuntOption
             let mut names = BTreeMap::new();
             for t in &res.threads {
                 if let Some(spec) = scenario.thread(&t.name) {
-                    allowed.insert(t.pid, spec.affinity.iter().map(|c| c as u32).collect());
+                    allowed.insert(t.pid, spec.affinity.to_u32_vec());
                 }
                 names.insert(t.pid, t.name.clone());
             }

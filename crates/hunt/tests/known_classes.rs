@@ -18,11 +18,8 @@ fn findings(file: &str, duration_ns: u64, features: &[&str]) -> Vec<Finding> {
         ..Default::default()
     };
     let res = simulate(&s, &opts).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let allowed: BTreeMap<i32, Vec<u32>> = res
-        .threads
-        .iter()
-        .map(|t| (t.pid, s.thread(&t.name).unwrap().affinity.iter().map(|c| c as u32).collect()))
-        .collect();
+    let allowed: BTreeMap<i32, Vec<u32>> =
+        res.threads.iter().map(|t| (t.pid, s.thread(&t.name).unwrap().affinity.to_u32_vec())).collect();
     check_trace(&res.trace.in_time_order(), res.topology.nr_cpus(), &allowed, res.end_ns, &Thresholds::default())
 }
 

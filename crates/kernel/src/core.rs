@@ -435,6 +435,30 @@ impl Kernel {
         self.rqs[cpu].clock = self.now + RQ_CLOCK_BASE;
     }
 
+    /// `sched_fork()` (core.c, 6.12): create the child of `parent`, with
+    /// pid `pid`, on the CPU the parent runs on. The child inherits the
+    /// parent's policy, its *normal* priority (a PI boost is not inherited:
+    /// `p->prio = current->normal_prio`), its nice, its RT priority, a custom
+    /// slice and its CPU mask. Simplified: `sched_reset_on_fork` is not
+    /// modeled (no scenario sets it), and the copy of the task itself costs
+    /// nothing here; the caller charges the syscall. Placement is left to
+    /// [`Kernel::wake_up_new_task`].
+    pub fn sched_fork(&mut self, parent: TaskId, pid: Pid, cpu: usize) -> TaskId {
+        let parent = &self.tasks[parent as usize];
+        let nice = if parent.policy.is_fair() { parent.static_prio - DEFAULT_PRIO } else { 0 };
+        let params = TaskParams {
+            pid,
+            policy: parent.policy,
+            nice,
+            rt_priority: parent.rt_priority,
+            slice_ns: parent.se.custom_slice.then_some(parent.se.slice),
+            cpus_mask: parent.cpus_mask,
+            cpu,
+            fixed_start: false,
+        };
+        self.add_task(params)
+    }
+
     /// Create a task in TASK_NEW (`sched_fork()` + `__sched_setscheduler()`).
     pub fn add_task(&mut self, p: TaskParams) -> TaskId {
         let id = self.tasks.len() as TaskId;

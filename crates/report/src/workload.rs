@@ -125,7 +125,7 @@ impl Workload {
                 }
                 for p in pids {
                     w.roles.insert(p, (wakers.matches(&t.name), wakees.matches(&t.name)));
-                    w.allowed.insert(p, t.affinity.iter().map(|c| c as u32).collect());
+                    w.allowed.insert(p, t.affinity.to_u32_vec());
                 }
             }
             // Threads a `fork` created: named after their table.
@@ -133,10 +133,9 @@ impl Workload {
                 if w.roles.contains_key(&p) {
                     continue;
                 }
-                if let Some(k) = s.template_of_comm(&comm(p)) {
-                    let t = &s.templates[k];
+                if let Some(t) = s.forked_spec(&comm(p)) {
                     w.roles.insert(p, (wakers.matches(&t.name), wakees.matches(&t.name)));
-                    w.allowed.insert(p, t.affinity.iter().map(|c| c as u32).collect());
+                    w.allowed.insert(p, t.affinity.to_u32_vec());
                 }
             }
         } else if wakers_arg.is_some() || wakees_arg.is_some() {

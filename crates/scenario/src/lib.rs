@@ -560,6 +560,17 @@ impl Scenario {
         })
     }
 
+    /// The template a forked thread named `comm` was made from.
+    pub fn forked_spec(&self, comm: &str) -> Option<&ThreadSpec> {
+        self.template_of_comm(comm).map(|k| &self.templates[k])
+    }
+
+    /// The spec of a workload thread by its comm: a `[[thread]]` copy or a
+    /// forked one.
+    pub fn workload_spec(&self, comm: &str) -> Option<&ThreadSpec> {
+        self.thread(comm).or_else(|| self.forked_spec(comm))
+    }
+
     /// The thread with this comm.
     pub fn thread(&self, name: &str) -> Option<&ThreadSpec> {
         self.threads.iter().find(|t| t.name == name)

@@ -15,7 +15,7 @@ fn check(file: &str, duration_ns: u64, seed: u64, lookback_ns: u64) -> usize {
         .threads
         .iter()
         .enumerate()
-        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.iter().map(|c| c as u32).collect()))
+        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.to_u32_vec()))
         .collect();
     let opts = AttributionOptions { stall_threshold_ns: s.stall_threshold_ns, end_ts: Some(r.end_ns), allowed };
     let whole = attribute_stalls(&r.trace, &opts);

@@ -169,7 +169,7 @@ fn run_and_report(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
         .threads
         .iter()
         .enumerate()
-        .map(|(i, th)| (schedlab_sim::FIRST_PID + i as i32, th.affinity.iter().map(|c| c as u32).collect()))
+        .map(|(i, th)| (schedlab_sim::FIRST_PID + i as i32, th.affinity.to_u32_vec()))
         .collect();
     let report = schedlab_report::Report::of(
         &r.trace,

@@ -119,6 +119,11 @@ impl CpuSet {
         }
     }
 
+    /// The CPUs as the analysis keys them (`u32`, ascending).
+    pub fn to_u32_vec(&self) -> Vec<u32> {
+        self.iter().map(|c| c as u32).collect()
+    }
+
     /// The cpulist form the kernel prints (`0-3,8,10-11`).
     pub fn to_cpulist(&self) -> String {
         let mut out = String::new();

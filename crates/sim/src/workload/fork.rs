@@ -16,7 +16,6 @@ use super::Thread;
 use crate::engine::Engine;
 use crate::SimError;
 use schedlab_kernel::syscalls::SchedAttr;
-use schedlab_kernel::TaskParams;
 use schedlab_scenario::{ThreadSpec, MAX_FORKED_THREADS, MAX_FORKS_PER_OP};
 use schedlab_trace::TaskInfo;
 
@@ -93,19 +92,7 @@ impl<'a> Engine<'a> {
         let pid = self.forks.next_pid;
         self.forks.next_pid += 1;
 
-        // sched_fork(): the parent's attributes, on the parent's CPU.
-        let parent = self.kernel.task(self.threads[th].task);
-        let nice = parent.static_prio - schedlab_kernel::sched::DEFAULT_PRIO;
-        let task = self.kernel.add_task(TaskParams {
-            pid,
-            policy: parent.policy,
-            nice: if parent.policy.is_fair() { nice } else { 0 },
-            rt_priority: parent.rt_priority,
-            slice_ns: parent.se.custom_slice.then_some(parent.se.slice),
-            cpus_mask: parent.cpus_mask,
-            cpu,
-            fixed_start: false,
-        });
+        let task = self.kernel.sched_fork(self.threads[th].task, pid, cpu);
         let slack = self.threads[th].timer_slack_ns;
         let spec = self.scenario.threads.len() + t;
         let mut child = Thread::new(task, spec, slack);
