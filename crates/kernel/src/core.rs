@@ -607,6 +607,8 @@ impl Kernel {
 
     /// `smp_send_reschedule()` / `send_call_function_single_ipi()`: an idle
     /// target that polls is woken by the flag alone (`set_nr_if_polling()`).
+    /// The sender's cost depends on how long a halted target has idled
+    /// (`KernelCosts::ipi_send_after`).
     pub(crate) fn send_ipi(&mut self, cpu: usize, kind: IpiKind) {
         let idle = self.rqs[cpu].curr.is_none();
         let polled = idle && self.rqs[cpu].idle_polling;
@@ -616,7 +618,9 @@ impl Kernel {
             self.emit(cpu, EventKind::Resched { cpu: cpu as u32, ipi: true });
         }
         if !polled {
-            self.charge(self.topo.costs.kernel.ipi_send_ns);
+            let idle_for = self.rqs[cpu].idle_since.filter(|_| idle).map(|t| self.now.saturating_sub(t));
+            let cost = self.topo.costs.kernel.ipi_send_after(idle_for);
+            self.charge(cost);
         }
         self.out.ipis.push(IpiRequest { from: self.exec_cpu, cpu, kind, idle, polled });
     }

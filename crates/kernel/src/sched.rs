@@ -344,6 +344,11 @@ pub struct Rq {
     /// remote wakeup sets need_resched without an IPI. Set by the idle loop,
     /// i.e. the simulator's cpuidle model, through `Kernel::set_idle_polling`.
     pub idle_polling: bool,
+    /// When the idle task was switched in, while it runs (the model's own
+    /// record: `idle_stamp` is the kernel's, which a wakeup consumes and
+    /// newidle balancing moves). What an IPI to this CPU costs its sender
+    /// depends on it (`[costs.kernel] ipi_send_by_idle`).
+    pub idle_since: Option<u64>,
     // ---- load balancing (fair.c) ----
     /// `rq->next_balance`, in jiffies.
     pub next_balance: u64,
@@ -406,6 +411,7 @@ impl Rq {
             cpu_capacity: 1024,
             switching_out: None,
             idle_polling: false,
+            idle_since: None,
             next_balance: 0,
             idle_balance: false,
             nohz_tick_stopped: false,

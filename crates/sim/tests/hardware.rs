@@ -469,3 +469,53 @@ fn a_wakers_ipi_send_delays_its_own_next_op() {
     let (f, c) = (median(free), median(costly));
     assert_eq!(c - f, 10_000, "the block comes 10 us later: {f} ns without the cost, {c} ns with it");
 }
+
+#[test]
+fn an_ipi_to_a_halted_cpu_costs_its_sender_by_how_long_the_cpu_idled() {
+    // `ipi_send_by_idle`: 2 us onto a CPU that just went idle, 22 us after
+    // 1 ms, linear between; the flat 50 us is for busy targets only. Each
+    // gap from the sleeper's sched_waking to the kicker's switch out of
+    // CPU 0 is the signal's fixed path (what it is without any cost) plus
+    // the curve at how long CPU 1 had idled, read from the trace.
+    let halt = "[idle]\ngovernor = \"none\"\n[[idle.states]]\nname = \"HLT\"\nexit_latency = \"1us\"\n";
+    let curve = "[costs.kernel]\nipi_send = \"50us\"\nipi_send_by_idle = [ { idle = \"0us\", p50 = \"2us\", p99 = \"4us\" }, { idle = \"1ms\", p50 = \"22us\" } ]\n";
+    // (CPU 1's idle at the waking, waking to the kicker's block) per handoff.
+    let gaps = |kernel: &str, gap: &str| -> Vec<(u64, u64)> {
+        let r = sim(&with_topology(&format!("{MACHINE}{halt}{kernel}"), &kick_after(gap)), 1);
+        let sleeper = r.threads.iter().find(|t| t.name == "sleeper").unwrap().pid;
+        let (mut out, mut waking, mut idle_from) = (Vec::new(), None, None);
+        for e in r.trace.in_time_order().iter() {
+            match e.kind {
+                EventKind::SchedSwitch { next_pid: 0, .. } if e.cpu == 1 => idle_from = Some(e.ts),
+                EventKind::SchedWaking { pid, .. } if pid == sleeper && e.cpu == 0 => {
+                    waking = idle_from.map(|i| (e.ts, e.ts - i));
+                }
+                EventKind::SchedSwitch { prev_state: schedlab_trace::PrevState::Sleeping, .. } if e.cpu == 0 => {
+                    if let Some((w, idle)) = waking.take() {
+                        out.push((idle, e.ts - w));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    };
+    let base = gaps("", "50us");
+    assert!(base.len() > 50 && base.iter().all(|g| g.1 == base[0].1), "a fixed path without costs: {base:?}");
+    let fixed = base[0].1;
+    for gap in ["50us", "500us"] {
+        let h = gaps(curve, gap);
+        assert!(h.len() > 50, "{gap}: {} handoffs", h.len());
+        for &(idle, took) in &h {
+            let want = 2_000 + 20_000 * idle.min(1_000_000) / 1_000_000;
+            assert!(
+                (took - fixed).abs_diff(want) <= 10,
+                "{gap}: after {idle} ns idle the send took {} ns, the curve says {want}",
+                took - fixed
+            );
+        }
+    }
+    let extra = |gap| gaps(curve, gap)[10].1 - fixed;
+    let (short, long) = (extra("50us"), extra("500us"));
+    assert!(short < long && long < 50_000, "50 us idles {short} ns, 500 us idles {long} ns, both below the busy 50 us");
+}

@@ -103,6 +103,7 @@ pub(crate) struct KernelCostsFile {
     pub select_per_cpu: Option<Spanned<DurationNs>>,
     pub wakelist: Option<Spanned<DurationNs>>,
     pub ipi_send: Option<Spanned<DurationNs>>,
+    pub ipi_send_by_idle: Option<Vec<Spanned<ExitPointFile>>>,
     pub remote_rq: Option<Spanned<DurationNs>>,
 }
 

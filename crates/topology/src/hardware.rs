@@ -37,7 +37,7 @@ pub struct IdleState {
 }
 
 /// The exit cost after an idle of `idle_ns`: median and 99th percentile.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExitPoint {
     pub idle_ns: u64,
     pub p50_ns: u64,
@@ -192,7 +192,7 @@ pub struct LevelCosts {
 /// CPU time of the kernel's scheduling paths, charged on the CPU that runs
 /// them (`[costs.kernel]`). All 0 unless a topology gives them: a measured
 /// host folds them into its probed switch and IPI costs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelCosts {
     /// `enqueue_task()` of a task (the class's enqueue, its PELT update).
     pub enqueue_ns: u64,
@@ -206,8 +206,27 @@ pub struct KernelCosts {
     /// `__ttwu_queue_wakelist()` on the waker: the lock-free add to the
     /// target's list (the IPI it may raise costs `ipi_send_ns`).
     pub wakelist_ns: u64,
-    /// Sending one IPI, on the sender (the APIC write; in a VM an exit).
+    /// Sending one IPI, on the sender (the APIC write; in a VM an exit):
+    /// onto a busy CPU, and onto an idle one when `ipi_send_by_idle` is empty.
     pub ipi_send_ns: u64,
+    /// Sending an IPI to a CPU that has idled (not polling) for a given
+    /// time, sorted by `idle_ns` (p50 charged; p99 kept for the record).
+    /// In a guest the send is an exit in which the host wakes the target's
+    /// vCPU thread, and that costs more the longer the vCPU has halted (the
+    /// host stops polling for it, its own CPU goes deeper); on bare metal
+    /// the APIC write does not care and the curve is left out.
+    pub ipi_send_by_idle: Vec<ExitPoint>,
+}
+
+impl KernelCosts {
+    /// What sending an IPI costs the sender: onto a CPU idle for
+    /// `idle_ns` (the curve, linear between points), else onto a busy one.
+    pub fn ipi_send_after(&self, idle_ns: Option<u64>) -> u64 {
+        match idle_ns {
+            Some(idle) => curve_at(&self.ipi_send_by_idle, idle).map_or(self.ipi_send_ns, |(p50, _)| p50),
+            None => self.ipi_send_ns,
+        }
+    }
 }
 
 /// What kind of interference a noise source is.

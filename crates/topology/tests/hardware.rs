@@ -193,3 +193,25 @@ fn flat_idle_keys_and_idle_states_are_not_both_given() {
     let e = err("[costs]\nidle_polling = true\n[idle]\n[[idle.states]]\nexit_latency = \"1us\"\n");
     assert!(e.message.contains("idle_polling"), "{e}");
 }
+
+#[test]
+fn ipi_send_curve_serves_idle_targets_and_the_flat_figure_busy_ones() {
+    let t = load("[costs.kernel]\nipi_send = \"9us\"\nipi_send_by_idle = [ { idle = \"5us\", p50 = \"1us\", p99 = \"3us\" }, { idle = \"1ms\", p50 = \"11us\" } ]\n");
+    let k = &t.costs.kernel;
+    assert_eq!(k.ipi_send_by_idle.len(), 2);
+    assert_eq!(k.ipi_send_by_idle[1].p99_ns, 11_000, "p99 defaults to p50");
+    assert_eq!(k.ipi_send_after(None), 9_000, "a busy target: the flat figure");
+    assert_eq!(k.ipi_send_after(Some(0)), 1_000, "the first point holds before it");
+    assert_eq!(k.ipi_send_after(Some(502_500)), 6_000, "halfway between the points");
+    assert_eq!(k.ipi_send_after(Some(20_000_000)), 11_000, "the last point holds beyond");
+    let flat = load("[costs.kernel]\nipi_send = \"9us\"\n");
+    assert_eq!(flat.costs.kernel.ipi_send_after(Some(1_000)), 9_000, "no curve: the flat figure for idle targets too");
+    let e = err(
+        "[costs.kernel]\nipi_send_by_idle = [ { idle = \"1ms\", p50 = \"3us\" }, { idle = \"5us\", p50 = \"4us\" } ]\n",
+    );
+    assert_eq!((e.line, e.message.contains("ipi_send_by_idle points must be sorted by `idle`")), (9, true), "{e}");
+    let e = err("[costs.kernel]\nipi_send_by_idle = [ { idle = \"5us\", p50 = \"3us\", p99 = \"2us\" } ]\n");
+    assert!(e.message.contains("ipi_send_by_idle: p99 is below p50"), "{e}");
+    let e = err("[costs.kernel]\nipi_send_by_idle = [ { idle = \"5us\", p05 = \"3us\" } ]\n");
+    assert!(e.message.contains("p05"), "{e}");
+}

@@ -336,6 +336,7 @@ fn measured() -> Measured {
         ],
         busy: Some(pct(busy, busy * 3, 300)),
         send_idle: Some(pct(busy / 2, busy, 300)),
+        send_by_idle: vec![(5_000, pct(busy / 4, busy / 2, 300)), (20_000_000, pct(busy / 2, busy, 20))],
         send_busy: Some(pct(busy / 2, busy, 300)),
     };
     let mut gaps = vec![6_000u64; 500];
@@ -412,8 +413,13 @@ fn probe_figures_land_in_the_file_and_load_back() {
     assert_eq!(topo.level_costs(Distance::Llc).ipi_ns, 2_500);
     assert_eq!(topo.level_costs(Distance::Package).ipi_ns, 4_500);
     assert_eq!(topo.costs.ipi_ns, 1_500, "the flat ipi is the nearest level's");
-    // The sender's IPI: the nearest level's wake call (1.5 us) minus the plain syscall (300 ns).
+    // The sender's IPI onto the busy CPU: the nearest level's wake call (1.5 us) minus the plain
+    // syscall (300 ns); onto the idle one, per idle length, the same subtraction.
     assert_eq!(topo.costs.kernel.ipi_send_ns, 1_200);
+    let send: Vec<(u64, u64, u64)> =
+        topo.costs.kernel.ipi_send_by_idle.iter().map(|p| (p.idle_ns, p.p50_ns, p.p99_ns)).collect();
+    assert_eq!(send, vec![(5_000, 450, 1_200), (20_000_000, 1_200, 2_700)]);
+    assert!(text.contains("ipi_send_by_idle = ["), "{text}");
     assert_eq!((topo.costs.kernel.enqueue_ns, topo.costs.kernel.wakelist_ns), (0, 0));
     assert!(text.contains("how long the waker's FUTEX_WAKE took"), "{text}");
     let kinds: Vec<NoiseKind> = topo.noise.iter().map(|n| n.kind).collect();
@@ -509,6 +515,9 @@ fn the_committed_pvm_example_loads() {
     assert_eq!((halt.name.as_str(), halt.polling), ("haltpoll idle", false));
     assert_eq!((halt.exit_by_idle.len(), halt.timer_exit_by_idle.len()), (9, 9));
     assert!(halt.exit_after(1_000_000).0 > halt.exit_latency_ns, "the curve, not the driver's 1 us");
+    let send = &topo.costs.kernel;
+    assert_eq!(send.ipi_send_by_idle.len(), 9, "the sender's cost per idle length of the target");
+    assert!(send.ipi_send_after(Some(20_000_000)) > send.ipi_send_after(Some(20_000)), "dearer after a long halt");
     let outside = topo.noise.iter().find(|n| n.name == "outside").expect("an outside source");
     assert!(outside.kind == NoiseKind::Steal && outside.busy_only);
 }

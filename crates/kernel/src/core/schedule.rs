@@ -129,7 +129,9 @@ impl Kernel {
                 if from.is_none() && next.is_some() {
                     k.fair_server_idle_exit(cpu);
                 }
+                let now = k.now;
                 let rq = &mut k.rqs[cpu];
+                rq.idle_since = next.is_none().then_some(now);
                 if next.is_none() {
                     rq.idle_stamp = Some(rq.clock);
                     k.fair_server_idle_enter(cpu);

@@ -258,8 +258,9 @@ impl Kernel {
             self.idle_probes.set(0);
             let c = self.class_of(t).select_task_rq(self, t, cpu, *wake_flags);
             *wake_flags |= WF_RQ_SELECTED;
-            let k = self.topo.costs.kernel;
-            self.charge(k.select_ns + k.select_per_cpu_ns * u64::from(self.idle_probes.get()));
+            let k = &self.topo.costs.kernel;
+            let cost = k.select_ns + k.select_per_cpu_ns * u64::from(self.idle_probes.get());
+            self.charge(cost);
             c
         } else {
             task.cpus_mask.first().unwrap_or(cpu)

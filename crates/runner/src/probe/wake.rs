@@ -147,11 +147,13 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                     set_affinity(&[waker]).map_err(|e| format!("pinning the waker to CPU {waker}: {e}"))?;
                     set_comm("schedlab-waker");
                     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); lengths.len()];
+                    let mut sent_by_idle: Vec<Vec<u64>> = vec![Vec::new(); lengths.len()];
                     let mut sends = Vec::new();
                     for &(i, keep) in &order {
                         if let Some((v, sent)) = one(&slot, lengths[i], deadline)? {
                             if keep {
                                 samples[i].push(v);
+                                sent_by_idle[i].push(sent);
                                 if lengths[i] >= SEND_MIN_IDLE_NS {
                                     sends.push(sent);
                                 }
@@ -189,8 +191,11 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                             (None, Ok(())) => Ok((Percentiles::of(&v), Percentiles::of(&busy_sends))),
                         }
                     });
-                    let by_idle =
-                        lengths.iter().zip(&samples).filter_map(|(&l, v)| Percentiles::of(v).map(|p| (l, p))).collect();
+                    let per_idle = |samples: &[Vec<u64>]| -> Vec<(u64, Percentiles)> {
+                        lengths.iter().zip(samples).filter_map(|(&l, v)| Percentiles::of(v).map(|p| (l, p))).collect()
+                    };
+                    let by_idle = per_idle(&samples);
+                    let send_by_idle = per_idle(&sent_by_idle);
                     let (busy, send_busy) = busy?;
                     Ok(WakeProbe {
                         level,
@@ -199,6 +204,7 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                         by_idle,
                         busy,
                         send_idle: Percentiles::of(&sends),
+                        send_by_idle,
                         send_busy,
                     })
                 })

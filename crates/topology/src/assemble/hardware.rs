@@ -44,6 +44,7 @@ pub(super) fn kernel_costs(ctx: &Ctx, f: KernelCostsFile) -> Result<KernelCosts,
         select_per_cpu_ns: cost(ctx, f.select_per_cpu, "select_per_cpu", 0)?,
         wakelist_ns: cost(ctx, f.wakelist, "wakelist", 0)?,
         ipi_send_ns: cost(ctx, f.ipi_send, "ipi_send", 0)?,
+        ipi_send_by_idle: curve(ctx, f.ipi_send_by_idle, "ipi_send_by_idle")?,
     })
 }
 
@@ -186,7 +187,8 @@ fn state(ctx: &Ctx, k: usize, f: IdleStateFile, span: &std::ops::Range<usize>) -
     })
 }
 
-/// An exit-cost curve (`exit_latency_by_idle`, `timer_exit_latency_by_idle`):
+/// A cost curve over idle length (`exit_latency_by_idle`,
+/// `timer_exit_latency_by_idle`, `[costs.kernel] ipi_send_by_idle`):
 /// points in range, p99 >= p50, sorted by idle length.
 fn curve(ctx: &Ctx, points: Option<Vec<Spanned<ExitPointFile>>>, key: &str) -> Result<Vec<ExitPoint>, InputError> {
     let mut out: Vec<ExitPoint> = Vec::new();

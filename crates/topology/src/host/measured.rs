@@ -43,6 +43,10 @@ pub struct WakeProbe {
     /// its halted CPU (idle lengths of [`SEND_MIN_IDLE_NS`] and more
     /// pooled): the wakeup's work on the waker, the IPI's sending included.
     pub send_idle: Option<Percentiles>,
+    /// How long the FUTEX_WAKE took per idle length of the wakee's CPU
+    /// (the same idle lengths as `by_idle`): a guest's host keeps a vCPU
+    /// that halted briefly cheap to wake, so the sending depends on it.
+    pub send_by_idle: Vec<(u64, Percentiles)>,
     /// The same onto the busy CPU (a direct activation and a resched IPI).
     pub send_busy: Option<Percentiles>,
 }
@@ -188,6 +192,20 @@ pub fn ipi_send_from_probes(wake: &WakeProbe, syscall: Option<&Percentiles>) -> 
     Some(send.p50.saturating_sub(syscall.map_or(0, |s| s.p50)))
 }
 
+/// The IPI's sending onto a busy CPU (a resched IPI after a direct
+/// activation): the busy FUTEX_WAKE's median minus the syscall's.
+pub fn ipi_send_busy_from_probes(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option<u64> {
+    Some(wake.send_busy?.p50.saturating_sub(syscall.map_or(0, |s| s.p50)))
+}
+
+/// The IPI's sending per idle length of the target: each FUTEX_WAKE's
+/// median and p99 minus the syscall's median, floored at 0. The idle
+/// length is the probe's: from the wakee's last step in user space to
+/// the waker's call, the same clock `exit_curve`'s points use.
+pub fn ipi_send_curve(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option<Vec<CurvePoint>> {
+    minus_busy(&wake.send_by_idle, syscall.map_or(0, |s| s.p50))
+}
+
 /// The model's own context switch: the probe's same-CPU futex handoff
 /// (round trip / 2) holds two syscalls — the waker's FUTEX_WAKE and the
 /// wakee's return from FUTEX_WAIT — that the model charges as `syscall_ns`
@@ -316,6 +334,7 @@ mod tests {
             by_idle: vec![(200_000, p(12_000, 30_000)), (5_000, p(3_000, 9_000)), (20_000_000, p(57_000, 90_000))],
             busy: Some(p(4_000, 8_000)),
             send_idle: None,
+            send_by_idle: Vec::new(),
             send_busy: None,
         };
         let c = exit_curve(&w).unwrap();
@@ -355,6 +374,7 @@ mod tests {
             by_idle: vec![],
             busy: Some(p(6_000, 9_000)),
             send_idle: Some(p(17_000, 30_000)),
+            send_by_idle: Vec::new(),
             send_busy: None,
         };
         assert_eq!(ipi_from_probes(&w, Some(&p(2_500, 3_000))), Some(3_500));
