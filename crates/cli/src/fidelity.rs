@@ -10,6 +10,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::args::{JsonArg, SeedArg};
+
+/// The `name` of a topology `--probe` measured.
+const PROBED_NAME: &str = "this-host";
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
@@ -17,8 +20,17 @@ use crate::error::{CliError, Result};
 pub struct FidelityArgs {
     /// The machine the model uses: a preset name or a topology file (each
     /// case's own `topology` line is replaced).
-    #[arg(long, default_value = DEFAULT_TOPOLOGY)]
+    #[arg(long, default_value = DEFAULT_TOPOLOGY, conflicts_with = "probe")]
     pub topology: String,
+    /// Probe this machine first, as `schedlab topologies --host --rounds N`
+    /// does (about 8 s a round on 2 CPUs), and run the model on the fresh
+    /// file: a host's costs move between phases and a committed file may
+    /// describe another machine. 1-20.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub probe: Option<u32>,
+    /// With --probe: also write the probed topology to FILE (to rerun with --topology FILE).
+    #[arg(long, value_name = "FILE", requires = "probe")]
+    pub probe_out: Option<std::path::PathBuf>,
     /// Run only these cases (comma-separated): schbench, cyclictest, asym_min,
     /// pingpong (both variants) or pingpong-2cpu / pingpong-1cpu, nice.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -44,18 +56,41 @@ pub struct FidelityArgs {
 }
 
 pub fn fidelity(args: FidelityArgs) -> Result {
-    let topology = Topology::resolve(&args.topology, Path::new(".")).map_err(|e| {
-        // The default is a path in the schedlab checkout.
-        let hint =
-            if args.topology == DEFAULT_TOPOLOGY { " (run from the schedlab checkout or pass --topology)" } else { "" };
-        CliError::Topology(format!("{e}{hint}"))
-    })?;
     let selected = cases::select(&args.cases).map_err(CliError::Fidelity)?;
     if let Some(l) = args.loops_per_us {
         if !(l.is_finite() && l > 0.0) {
             return Err(CliError::LoopsPerUs(l).into());
         }
     }
+    let (topology, topology_source) = match args.probe {
+        Some(rounds) => {
+            let text = crate::topologies::host_text(false, rounds as usize, Some(PROBED_NAME))?;
+            if let Some(path) = &args.probe_out {
+                crate::output::write_file(path, &text, "--probe-out")?;
+                eprintln!("schedlab: wrote {}", path.display());
+            }
+            let source = args.probe_out.as_ref().map_or_else(
+                || format!("probed just now, {rounds} round(s)"),
+                |p| format!("probed just now, {rounds} round(s): {}", p.display()),
+            );
+            // The text is this build's own output: a failure to load it is a bug, said as such.
+            let topo = Topology::from_toml_str(PROBED_NAME, &text)
+                .map_err(|e| CliError::Topology(format!("the probed topology does not load (a schedlab bug): {e}")))?;
+            (topo, source)
+        }
+        None => {
+            let topo = Topology::resolve(&args.topology, Path::new(".")).map_err(|e| {
+                // The default is a path in the schedlab checkout.
+                let hint = if args.topology == DEFAULT_TOPOLOGY {
+                    " (run from the schedlab checkout, pass --topology, or --probe to measure this machine)"
+                } else {
+                    ""
+                };
+                CliError::Topology(format!("{e}{hint}"))
+            })?;
+            (topo, args.topology.clone())
+        }
+    };
     let opts = SuiteOptions {
         topology,
         cases: selected,
@@ -71,7 +106,7 @@ pub fn fidelity(args: FidelityArgs) -> Result {
     let text = FidelityText {
         kernel: &suite.kernel,
         topology: &opts.topology.name,
-        topology_source: &args.topology,
+        topology_source: &topology_source,
         profiles: &suite.profiles,
         rounds: args.rounds,
         seed: args.seed.seed,

@@ -192,4 +192,44 @@ fn bad_options_are_refused_before_any_run() {
     let out = run(&["fidelity", "--topology", "no-such-machine.toml"]);
     let err = text(&out.stderr);
     assert!(err.contains("--topology") && err.contains("no-such-machine.toml"), "{err}");
+
+    for (args, says) in [
+        (&["fidelity", "--probe", "0"][..], "0 is not in 1..=20"),
+        (&["fidelity", "--probe-out", "x.toml"][..], "--probe <N>"),
+        (&["fidelity", "--probe", "1", "--topology", "kvm-2"][..], "cannot be used with"),
+    ] {
+        let out = run(args);
+        let err = text(&out.stderr);
+        assert!(out.status.code() == Some(2) && err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("probe:"), "{args:?}: a probe ran before the options were refused: {err}");
+    }
+}
+
+/// `--probe`: the model runs on a topology measured a moment ago, and
+/// `--probe-out` keeps it, as a file `--topology` loads.
+#[test]
+fn probe_measures_this_host_and_the_model_runs_on_it() {
+    if let Some(why) = cannot_run() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("probed.toml");
+    let f = file.to_str().unwrap();
+    let out = run(&["fidelity", "--probe", "1", "--probe-out", f, "--cases", "nice", "--duration", "300ms", "--json"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("schedlab: probe: ") && err.contains("wrote"), "the probe's progress: {err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["topology"], "this-host");
+    assert_eq!(doc["topology_source"], format!("probed just now, 1 round(s): {f}"));
+    let share = row(&doc, "nice", "nice0 share (%)");
+    assert!(share["model"].as_f64().is_some(), "the model ran on the probed file: {share}");
+    let topo = schedlab_topology::Topology::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(topo.name, "this-host");
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let cpus = schedlab_topology::parse_cpulist(online.trim()).unwrap().len();
+    assert_eq!(topo.nr_cpus(), cpus, "this machine's CPUs");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("[measured: probe"), "a measured file");
 }
