@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// The two tests each run real workloads: one at a time.
 static REAL: Mutex<()> = Mutex::new(());
@@ -38,6 +38,16 @@ fn cannot_run() -> Option<&'static str> {
     None
 }
 
+/// This test's turn at the real kernel (one at a time), or `None` with a
+/// message when the host cannot run the suite.
+fn real_turn() -> Option<MutexGuard<'static, ()>> {
+    if let Some(why) = cannot_run() {
+        println!("skipped: {why}");
+        return None;
+    }
+    Some(REAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 fn rows(doc: &serde_json::Value) -> &Vec<serde_json::Value> {
     doc["rows"].as_array().expect("rows")
 }
@@ -57,11 +67,7 @@ const DEFAULT_CASES: [&str; 7] =
 /// its weight's, two different ping-pong rates on one and two CPUs.
 #[test]
 fn the_default_suite_measures_every_case_on_both_sides() {
-    if let Some(why) = cannot_run() {
-        println!("skipped: {why}");
-        return;
-    }
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_one) = real_turn() else { return };
     let out = run(&["fidelity", "--json"]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "schedlab fidelity failed: {stderr}");
@@ -111,11 +117,7 @@ fn the_default_suite_measures_every_case_on_both_sides() {
 /// exactly when a row does not pass, naming it.
 #[test]
 fn the_table_has_a_line_per_row_and_check_fails_exactly_on_rows_that_do_not_pass() {
-    if let Some(why) = cannot_run() {
-        println!("skipped: {why}");
-        return;
-    }
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_one) = real_turn() else { return };
     let args = ["fidelity", "--cases", "pingpong-1cpu,nice", "--duration", "500ms", "--check"];
     let out = run(&args);
     let stdout = text(&out.stdout);
@@ -159,11 +161,7 @@ fn the_table_has_a_line_per_row_and_check_fails_exactly_on_rows_that_do_not_pass
 #[test]
 #[ignore = "needs a quiet host whose CPU speed holds between rounds (docs/fidelity.md, UNSTEADY)"]
 fn every_row_of_the_default_suite_passes_its_band() {
-    if let Some(why) = cannot_run() {
-        println!("skipped: {why}");
-        return;
-    }
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_one) = real_turn() else { return };
     let out = run(&["fidelity", "--check"]);
     let stdout = text(&out.stdout);
     println!("{stdout}");
@@ -209,11 +207,7 @@ fn bad_options_are_refused_before_any_run() {
 /// `--probe-out` keeps it, as a file `--topology` loads.
 #[test]
 fn probe_measures_this_host_and_the_model_runs_on_it() {
-    if let Some(why) = cannot_run() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_one) = real_turn() else { return };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("probed.toml");
     let f = file.to_str().unwrap();
