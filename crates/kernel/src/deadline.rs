@@ -186,6 +186,12 @@ impl Kernel {
         if !was_empty || self.rqs[cpu].cfs.h_nr_queued == 0 {
             return;
         }
+        self.dl_server_activate(cpu, was_idle);
+    }
+
+    /// `dl_server_start()` past its test for a fair task: set the server up
+    /// on its first start, then queue it (deferred) unless it is active.
+    fn dl_server_activate(&mut self, cpu: usize, was_idle: bool) {
         if was_idle {
             self.dl_server_update_idle_time(cpu);
         }
@@ -204,6 +210,21 @@ impl Kernel {
         // dl_server_start() reschedules whether or not the server is queued
         // (no deadline task is ever curr here).
         self.resched_curr(cpu);
+    }
+
+    /// A fair task passed through `cpu` and left the fair class before
+    /// `now` without running there: its enqueue started the fair server
+    /// (`dl_server_start()` from `enqueue_task_fair()`), and leaving the
+    /// class does not stop it (6.12: only a pick with nothing to serve
+    /// does). This is what the real runner's setup leaves behind: each
+    /// thread starts as SCHED_OTHER, moves to its CPU and switches to its
+    /// policy before the run's t0 (`schedlab_runner::worker`). A profile
+    /// without a fair server has nothing to start.
+    pub fn fair_task_passed_through(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| {
+            let was_idle = k.rqs[cpu].nr_running == 0;
+            k.dl_server_activate(cpu, was_idle);
+        });
     }
 
     /// `dl_server_stop()`: picked with nothing to serve (state D → A).

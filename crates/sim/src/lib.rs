@@ -428,6 +428,18 @@ fn simulate_inner(
         engine.queue.push(at, Ev::Noise(i));
     }
     if scenario.background == Background::Kernel {
+        // The real runner starts each thread as SCHED_OTHER and switches it
+        // to its policy on its CPU before t0: there the fair server runs.
+        let mut visited = CpuSet::empty();
+        for (th, spec) in engine.threads.iter().zip(&scenario.threads) {
+            if spec.policy.is_rt() {
+                visited.insert(engine.kernel.task(th.task).cpu);
+            }
+        }
+        for cpu in visited.iter() {
+            engine.kernel.fair_task_passed_through(cpu, 0, &mut engine.out);
+            engine.drain();
+        }
         // Each CPU's watchdog hrtimer started at some point of boot.
         let mut phase_rng = rng::Rng::new(seed ^ 0x5741_5443_4844_4f47);
         for cpu in 0..topo.nr_cpus() {

@@ -81,44 +81,45 @@ fn seed_003_table() {
     }
 }
 
+/// With the kernel's background the runner's setup starts each RT
+/// thread's CPU's fair server at t = 0 (the thread was SCHED_OTHER there
+/// first), so CPU 1's server reaches zero laxity 950 ms later (1 s period,
+/// 50 ms runtime) and serves the kworker queued behind X; X coming back
+/// pushes L (the guest's runs cluster at 922-943 ms after W's post).
 #[test]
-fn with_kernel_background_no_rt_push_ipi_is_rescued_early_in_some_runs() {
+fn with_kernel_background_no_rt_push_ipi_is_rescued_at_the_servers_zero_laxity() {
     let s = probe(|t| t.replace("seed = 1", "seed = 1\nbackground = \"kernel\""));
-    let mut early = vec![];
-    let mut late = 0;
+    let mut at_zero_laxity = 0;
+    let mut waits = vec![];
     for seed in 1..=16 {
         let opts = SimOptions { seed: Some(seed), features: vec!["NO_RT_PUSH_IPI".into()], ..Default::default() };
         let r = simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"));
         let (w, migrated) = l_wait(&r);
-        if w < 1400 * MS {
-            assert!(migrated, "an early rescue is a push of L to CPU 3");
-            // The push ran on CPU 1 as X came back from a kworker or the
-            // watchdog's stopper: set_next_task_rt() queued it.
-            let l = *r.trace.table.tasks.iter().find(|(_, t)| t.comm == "L").unwrap().0;
-            let i = r
-                .trace
-                .events
-                .iter()
-                .position(|e| matches!(e.kind, EventKind::RtPush { pid, src_cpu: 1, dst_cpu: Some(3), .. } if pid == l))
-                .expect("the rescue is an RT push");
-            let last_switch = r.trace.events[..i]
-                .iter()
-                .rev()
-                .find(|e| e.cpu == 1 && matches!(e.kind, EventKind::SchedSwitch { .. }))
-                .unwrap();
-            let EventKind::SchedSwitch { prev_pid, next_pid, .. } = last_switch.kind else { unreachable!() };
-            let (prev, next) = (r.trace.table.comm(prev_pid), r.trace.table.comm(next_pid));
-            assert!(next == "X" && (prev == "kworker/1:1" || prev == "migration/1"), "{prev} -> {next}");
-            early.push(w / MS);
-        } else {
-            late += 1;
+        waits.push(w / MS);
+        assert!(w < 1400 * MS && migrated, "seed {seed}: L waited {} ms, the dwell: no rescue", w / MS);
+        // The push ran on CPU 1 as X came back from a kworker or the
+        // watchdog's stopper: set_next_task_rt() queued it.
+        let l = *r.trace.table.tasks.iter().find(|(_, t)| t.comm == "L").unwrap().0;
+        let i = r
+            .trace
+            .events
+            .iter()
+            .position(|e| matches!(e.kind, EventKind::RtPush { pid, src_cpu: 1, dst_cpu: Some(3), .. } if pid == l))
+            .expect("the rescue is an RT push");
+        let last_switch = r.trace.events[..i]
+            .iter()
+            .rev()
+            .find(|e| e.cpu == 1 && matches!(e.kind, EventKind::SchedSwitch { .. }))
+            .unwrap();
+        let EventKind::SchedSwitch { prev_pid, next_pid, .. } = last_switch.kind else { unreachable!() };
+        let (prev, next) = (r.trace.table.comm(prev_pid), r.trace.table.comm(next_pid));
+        assert!(next == "X" && (prev == "kworker/1:1" || prev == "migration/1"), "{prev} -> {next}");
+        if r.trace.events[i].ts.abs_diff(950 * MS) < MS {
+            at_zero_laxity += 1;
         }
     }
-    eprintln!(
-        "background=kernel, NO_RT_PUSH_IPI: {} of 16 rescued early (ms: {early:?}), {late} waited the dwell",
-        early.len()
-    );
-    assert!(!early.is_empty() && late > 0, "a fraction, not all or none");
+    eprintln!("background=kernel, NO_RT_PUSH_IPI: L waited (ms) {waits:?}");
+    assert!(at_zero_laxity >= 12, "{at_zero_laxity} of 16 pushes at 950 ms: {waits:?}");
 }
 
 /// The decision events around W blocking (t = 25 ms), in kernel terms.
