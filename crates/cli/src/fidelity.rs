@@ -55,6 +55,38 @@ pub struct FidelityArgs {
     pub json: JsonArg,
 }
 
+/// A note when the topology is another machine's `--host` reading: its
+/// description names the CPU model and kernel it was read on, and this
+/// host has another (`cpu_model`: /proc/cpuinfo's, when readable).
+fn other_machine(description: &str, kernel: &str, cpu_model: Option<&str>) -> Option<String> {
+    let read = description.strip_prefix("this host: ")?;
+    if !read.ends_with("read by schedlab topologies --host") {
+        return None;
+    }
+    let read_model = read.split(" (").next()?;
+    let read_kernel = read.split(", kernel ").nth(1)?.split(' ').next()?;
+    let mut differs = Vec::new();
+    if let Some(m) = cpu_model.filter(|m| *m != read_model) {
+        differs.push(format!("CPU {read_model}, this host's {m}"));
+    }
+    if read_kernel != kernel {
+        differs.push(format!("kernel {read_kernel}, this host runs {kernel}"));
+    }
+    (!differs.is_empty()).then(|| {
+        format!(
+            "the topology was read on {}: its costs may describe another machine (--probe measures this one)",
+            differs.join("; ")
+        )
+    })
+}
+
+/// `model name` of /proc/cpuinfo's first CPU.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}
+
 pub fn fidelity(args: FidelityArgs) -> Result {
     let selected = cases::select(&args.cases).map_err(CliError::Fidelity)?;
     if let Some(l) = args.loops_per_us {
@@ -102,6 +134,11 @@ pub fn fidelity(args: FidelityArgs) -> Result {
     };
     let wall = Instant::now();
     let suite = run_suite(&opts, &mut |line| eprintln!("{line}"))?;
+    let mut topology_source = topology_source;
+    if let Some(note) = other_machine(&opts.topology.description, &suite.kernel, cpu_model().as_deref()) {
+        eprintln!("schedlab: note: {note}");
+        topology_source = format!("{topology_source}; {note}");
+    }
     let bands = schedlab_fidelity::bands_help();
     let text = FidelityText {
         kernel: &suite.kernel,
@@ -126,4 +163,22 @@ pub fn fidelity(args: FidelityArgs) -> Result {
         return Err(CliError::FidelityCheck { n: failed.len(), of: suite.rows.len(), rows: failed.join("; ") }.into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::other_machine;
+
+    #[test]
+    fn a_host_file_read_on_another_kernel_gets_a_note() {
+        let d = "this host: AMD EPYC (2 CPUs, guest), kernel 6.18.44-fc-v1147 (HZ=250, preempt=none), read by schedlab topologies --host";
+        assert_eq!(other_machine(d, "6.18.44-fc-v1147", Some("AMD EPYC")), None, "the same machine");
+        assert_eq!(other_machine(d, "6.18.44-fc-v1147", None), None, "no cpuinfo: the kernel alone");
+        let note = other_machine(d, "6.12.118+deb12-amd64", Some("AMD EPYC")).expect("another kernel");
+        assert!(note.contains("read on kernel 6.18.44-fc-v1147, this host runs 6.12.118+deb12-amd64:"), "{note}");
+        let note = other_machine(d, "6.18.44-fc-v1147", Some("Intel(R) Xeon(R) Processor")).expect("another CPU");
+        assert!(note.contains("read on CPU AMD EPYC, this host's Intel(R) Xeon(R) Processor:"), "{note}");
+        let preset = "AMD Ryzen 9 7950X, kernel 6.12 (a preset)";
+        assert_eq!(other_machine(preset, "6.18", Some("AMD EPYC")), None, "not a --host file");
+    }
 }
