@@ -345,8 +345,8 @@ pub struct Rq {
     /// i.e. the simulator's cpuidle model, through `Kernel::set_idle_polling`.
     pub idle_polling: bool,
     /// When the idle task was switched in, while it runs (the model's own
-    /// record: `idle_stamp` is the kernel's, which a wakeup consumes and
-    /// newidle balancing moves). What an IPI to this CPU costs its sender
+    /// record: the kernel's `idle_stamp` is consumed by a wakeup and moved
+    /// by newidle balancing, the fair server's idle clock by its accounting). What an IPI to this CPU costs its sender
     /// depends on it (`[costs.kernel] ipi_send_by_idle`).
     pub idle_since: Option<u64>,
     // ---- load balancing (fair.c) ----

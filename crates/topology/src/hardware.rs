@@ -36,7 +36,8 @@ pub struct IdleState {
     pub timer_exit_by_idle: Vec<ExitPoint>,
 }
 
-/// The exit cost after an idle of `idle_ns`: median and 99th percentile.
+/// A cost after an idle of `idle_ns`, median and 99th percentile: the
+/// idle state's exit, or the sender's IPI (`KernelCosts::ipi_send_by_idle`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExitPoint {
     pub idle_ns: u64,

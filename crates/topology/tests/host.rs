@@ -335,7 +335,6 @@ fn measured() -> Measured {
             (20_000_000, pct(57_000, 90_000, 20)),
         ],
         busy: Some(pct(busy, busy * 3, 300)),
-        send_idle: Some(pct(busy / 2, busy, 300)),
         send_by_idle: vec![(5_000, pct(busy / 4, busy / 2, 300)), (20_000_000, pct(busy / 2, busy, 20))],
         send_busy: Some(pct(busy / 2, busy, 300)),
     };

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 
-use schedlab_topology::host::{Percentiles, WakeProbe, SEND_MIN_IDLE_NS};
+use schedlab_topology::host::{Percentiles, WakeProbe};
 use schedlab_topology::Distance;
 
 use super::futex::{self, Waited};
@@ -148,15 +148,11 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                     set_comm("schedlab-waker");
                     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); lengths.len()];
                     let mut sent_by_idle: Vec<Vec<u64>> = vec![Vec::new(); lengths.len()];
-                    let mut sends = Vec::new();
                     for &(i, keep) in &order {
                         if let Some((v, sent)) = one(&slot, lengths[i], deadline)? {
                             if keep {
                                 samples[i].push(v);
                                 sent_by_idle[i].push(sent);
-                                if lengths[i] >= SEND_MIN_IDLE_NS {
-                                    sends.push(sent);
-                                }
                             }
                         }
                     }
@@ -197,16 +193,7 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                     let by_idle = per_idle(&samples);
                     let send_by_idle = per_idle(&sent_by_idle);
                     let (busy, send_busy) = busy?;
-                    Ok(WakeProbe {
-                        level,
-                        waker,
-                        wakee: wakee_cpu,
-                        by_idle,
-                        busy,
-                        send_idle: Percentiles::of(&sends),
-                        send_by_idle,
-                        send_busy,
-                    })
+                    Ok(WakeProbe { level, waker, wakee: wakee_cpu, by_idle, busy, send_by_idle, send_busy })
                 })
                 .join()
                 .map_err(|_| "the waker panicked".to_string())

@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use super::measured::{
-    exit_curve, idle_exit_tail_from_probes, ipi_from_probes, ipi_send_busy_from_probes, ipi_send_curve,
-    ipi_send_from_probes, irq_shares, split_noise, switch_from_probes, timer_exit_curve, timer_irq_exit_from_probes,
-    timer_irq_from_probes, CurvePoint, Measured, NoiseFigures, Percentiles, TimerProbe, WakeProbe, SEND_MIN_IDLE_NS,
+    exit_curve, idle_exit_tail_from_probes, ipi_from_probes, ipi_send_busy_from_probes, ipi_send_curve, irq_shares,
+    split_noise, switch_from_probes, timer_exit_curve, timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint,
+    Measured, NoiseFigures, TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};
@@ -644,62 +644,41 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
 }
 
 /// `[costs.kernel]`: what the probes measure of the kernel's own CPU time.
-/// Only the IPI's sending is: the rest of the paths stay inside the probed
-/// switch and syscall costs, and 0 here. With a per-idle-length curve the
-/// flat `ipi_send` is the busy-target figure and the curve serves halted
-/// targets; without one the flat figure is the halted targets' pooled one.
+/// Only the IPI's sending is: onto a busy CPU (`ipi_send`) and per idle
+/// length of a halted one (`ipi_send_by_idle`). The rest of the paths stay
+/// inside the probed switch and syscall costs, and 0 here.
 fn kernel_costs(o: &mut String, m: &Measured) {
     let _ = writeln!(o, "\n[costs.kernel]");
-    let q = |p: Option<Percentiles>| {
-        p.map_or("-".to_string(), |p| {
-            format!("p50 {} p99 {}", dur(p.p50).trim_matches('"'), dur(p.p99).trim_matches('"'))
-        })
-    };
-    let nearest = m.wake.iter().find(|w| w.send_idle.is_some() || !w.send_by_idle.is_empty());
+    let nearest = m.wake.iter().find(|w| w.send_busy.is_some() || !w.send_by_idle.is_empty());
     let Some(w) = nearest else {
         let _ = writeln!(o, "# ipi_send: not measured (no cross-CPU wakeup probe ran): 0");
         return other_kernel_costs(o);
     };
-    let curve = ipi_send_curve(w, m.syscall.as_ref());
-    let busy = ipi_send_busy_from_probes(w, m.syscall.as_ref());
-    match (&curve, busy) {
-        (Some(c), Some(b)) => {
-            let _ = writeln!(
-                o,
-                "# [measured: probe wake {}->{}: how long the waker's FUTEX_WAKE took minus syscall_ns, floor 0: a\n\
-                 # wakelist add or a direct activation and the IPI, all taken as the IPI's sending, charged to the\n\
-                 # sender's CPU. Onto the busy CPU (a resched IPI; FUTEX_WAKE {}): ipi_send. Onto the CPU idle\n\
-                 # for each length (the wakee's last step in user space to the waker's call, as for\n\
-                 # exit_latency_by_idle): ipi_send_by_idle; in a guest the host wakes the halted vCPU inside the\n\
-                 # sender's exit, dearer the longer it halted. Samples per point: {}]\nipi_send = {}",
-                w.waker,
-                w.wakee,
-                q(w.send_busy),
-                w.send_by_idle.iter().map(|(_, p)| p.n.to_string()).collect::<Vec<_>>().join(", "),
-                dur(b)
-            );
-            points(o, "ipi_send_by_idle", c);
+    let busy = w.send_busy.map_or("-".to_string(), |p| {
+        format!("p50 {} p99 {}", dur(p.p50).trim_matches('"'), dur(p.p99).trim_matches('"'))
+    });
+    let _ = writeln!(
+        o,
+        "# [measured: probe wake {}->{}: how long the waker's FUTEX_WAKE took minus syscall_ns, floor 0: a\n\
+         # wakelist add or a direct activation and the IPI, all taken as the IPI's sending, charged to the\n\
+         # sender's CPU. Onto the busy CPU (a resched IPI; FUTEX_WAKE {busy}): ipi_send. Onto the CPU idle\n\
+         # for each length (the wakee's last step in user space to the waker's call, as for\n\
+         # exit_latency_by_idle): ipi_send_by_idle; in a guest the host wakes the halted vCPU inside the\n\
+         # sender's exit, dearer the longer it halted. Samples per point: {}]",
+        w.waker,
+        w.wakee,
+        w.send_by_idle.iter().map(|(_, p)| p.n.to_string()).collect::<Vec<_>>().join(", "),
+    );
+    match ipi_send_busy_from_probes(w, m.syscall.as_ref()) {
+        Some(b) => {
+            let _ = writeln!(o, "ipi_send = {}", dur(b));
         }
-        _ => match ipi_send_from_probes(w, m.syscall.as_ref()) {
-            Some(v) => {
-                let _ = writeln!(
-                    o,
-                    "# [measured: probe wake {}->{}: how long the waker's FUTEX_WAKE took while the wakee slept on its\n\
-                     # halted CPU ({}, idles of {} and more) minus syscall_ns: a wakelist add and the IPI, all\n\
-                     # taken as the IPI's sending, charged to the sender's CPU. Onto the busy CPU (a resched IPI): {}]\n\
-                     ipi_send = {}",
-                    w.waker,
-                    w.wakee,
-                    q(w.send_idle),
-                    dur(SEND_MIN_IDLE_NS).trim_matches('"'),
-                    q(w.send_busy),
-                    dur(v)
-                );
-            }
-            None => {
-                let _ = writeln!(o, "# ipi_send: not measured (the wakeup probe timed no FUTEX_WAKE): 0");
-            }
-        },
+        None => {
+            let _ = writeln!(o, "# ipi_send: not measured (the busy phase failed): 0 onto busy CPUs");
+        }
+    }
+    if let Some(c) = ipi_send_curve(w, m.syscall.as_ref()) {
+        points(o, "ipi_send_by_idle", &c);
     }
     other_kernel_costs(o);
 }

@@ -39,13 +39,10 @@ pub struct WakeProbe {
     /// Wakeup latency while the wakee's CPU runs a nice-19 spinner: the
     /// wakeup preempts (IPI + switch), no idle exit. `None` if it failed.
     pub busy: Option<Percentiles>,
-    /// How long the waker's FUTEX_WAKE call took while the wakee slept on
-    /// its halted CPU (idle lengths of [`SEND_MIN_IDLE_NS`] and more
-    /// pooled): the wakeup's work on the waker, the IPI's sending included.
-    pub send_idle: Option<Percentiles>,
-    /// How long the FUTEX_WAKE took per idle length of the wakee's CPU
-    /// (the same idle lengths as `by_idle`): a guest's host keeps a vCPU
-    /// that halted briefly cheap to wake, so the sending depends on it.
+    /// How long the waker's FUTEX_WAKE call took per idle length of the
+    /// wakee's CPU (the same idle lengths as `by_idle`): the wakeup's work
+    /// on the waker, the IPI's sending included. A guest's host keeps a
+    /// vCPU that halted briefly cheap to wake, so the sending depends on it.
     pub send_by_idle: Vec<(u64, Percentiles)>,
     /// The same onto the busy CPU (a direct activation and a resched IPI).
     pub send_busy: Option<Percentiles>,
@@ -65,12 +62,6 @@ pub struct TimerProbe {
     /// interrupt preempts it, no idle exit. `None` if it failed.
     pub busy: Option<Percentiles>,
 }
-
-/// Idle lengths from which a wakeup's send counts as one to a halted CPU:
-/// past haltpoll's longest default poll window (`guest_halt_poll_ns`,
-/// 200 us) and the poll loop's limit (`cpuidle_poll_time()`, at most a
-/// tick / 16), a wakee's CPU polls no longer, so the wake needs an IPI.
-pub const SEND_MIN_IDLE_NS: u64 = 1_000_000;
 
 /// The per-CPU spinners' view of interference.
 #[derive(Clone, Debug, PartialEq)]
@@ -152,23 +143,23 @@ pub struct CurvePoint {
 /// the wakeup costs without an idle exit), floored at 0. The p99 is the idle
 /// p99 minus the same busy median, so the tail stays in the exit cost.
 pub fn exit_curve(wake: &WakeProbe) -> Option<Vec<CurvePoint>> {
-    minus_busy(&wake.by_idle, wake.busy?.p50)
+    minus_baseline(&wake.by_idle, wake.busy?.p50)
 }
 
 /// The idle-exit part of a timer wakeup, the same way: the oversleep after
 /// each idle length minus the median oversleep on a busy CPU (timer
 /// interrupt, hrtimer expiry and a switch, but no idle exit), floored at 0.
 pub fn timer_exit_curve(timer: &TimerProbe) -> Option<Vec<CurvePoint>> {
-    minus_busy(&timer.by_idle, timer.busy?.p50)
+    minus_baseline(&timer.by_idle, timer.busy?.p50)
 }
 
-fn minus_busy(by_idle: &[(u64, Percentiles)], busy: u64) -> Option<Vec<CurvePoint>> {
+fn minus_baseline(by_idle: &[(u64, Percentiles)], baseline: u64) -> Option<Vec<CurvePoint>> {
     let mut pts: Vec<CurvePoint> = by_idle
         .iter()
         .map(|(idle, p)| CurvePoint {
             idle_ns: *idle,
-            p50_ns: p.p50.saturating_sub(busy),
-            p99_ns: p.p99.saturating_sub(busy).max(p.p50.saturating_sub(busy)),
+            p50_ns: p.p50.saturating_sub(baseline),
+            p99_ns: p.p99.saturating_sub(baseline).max(p.p50.saturating_sub(baseline)),
         })
         .collect();
     pts.sort_by_key(|p| p.idle_ns);
@@ -182,28 +173,22 @@ pub fn ipi_from_probes(wake: &WakeProbe, switch: Option<&Percentiles>) -> Option
     Some(busy.p50.saturating_sub(switch.map_or(0, |s| s.p50)))
 }
 
-/// `[costs.kernel] ipi_send`: the waker's FUTEX_WAKE of a wakee on a
-/// halted CPU (a wakelist add and its IPI, the selection skipped: the
-/// wakee is pinned) minus the plain syscall it also is, floored at 0. The
-/// whole rest is taken as the IPI's sending: on bare metal the wakelist
-/// add is a few cache lines, in a VM the IPI is an exit to the host.
-pub fn ipi_send_from_probes(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option<u64> {
-    let send = wake.send_idle?;
-    Some(send.p50.saturating_sub(syscall.map_or(0, |s| s.p50)))
-}
-
-/// The IPI's sending onto a busy CPU (a resched IPI after a direct
-/// activation): the busy FUTEX_WAKE's median minus the syscall's.
+/// `[costs.kernel] ipi_send`, the IPI's sending onto a busy CPU (a direct
+/// activation and a resched IPI; the selection is skipped, the wakee is
+/// pinned): the busy FUTEX_WAKE's median minus the plain syscall it also
+/// is, floored at 0. The whole rest is taken as the IPI's sending: on bare
+/// metal the activation is a few cache lines, in a VM the IPI is an exit.
 pub fn ipi_send_busy_from_probes(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option<u64> {
     Some(wake.send_busy?.p50.saturating_sub(syscall.map_or(0, |s| s.p50)))
 }
 
-/// The IPI's sending per idle length of the target: each FUTEX_WAKE's
-/// median and p99 minus the syscall's median, floored at 0. The idle
-/// length is the probe's: from the wakee's last step in user space to
-/// the waker's call, the same clock `exit_curve`'s points use.
+/// `[costs.kernel] ipi_send_by_idle`, the IPI's sending per idle length
+/// of the target (a wakelist add and its IPI): each FUTEX_WAKE's median
+/// and p99 minus the syscall's median, floored at 0. The idle length is
+/// the probe's: from the wakee's last step in user space to the waker's
+/// call, the same clock `exit_curve`'s points use.
 pub fn ipi_send_curve(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option<Vec<CurvePoint>> {
-    minus_busy(&wake.send_by_idle, syscall.map_or(0, |s| s.p50))
+    minus_baseline(&wake.send_by_idle, syscall.map_or(0, |s| s.p50))
 }
 
 /// The model's own context switch: the probe's same-CPU futex handoff
@@ -333,7 +318,6 @@ mod tests {
             wakee: 1,
             by_idle: vec![(200_000, p(12_000, 30_000)), (5_000, p(3_000, 9_000)), (20_000_000, p(57_000, 90_000))],
             busy: Some(p(4_000, 8_000)),
-            send_idle: None,
             send_by_idle: Vec::new(),
             send_busy: None,
         };
@@ -373,17 +357,20 @@ mod tests {
             wakee: 1,
             by_idle: vec![],
             busy: Some(p(6_000, 9_000)),
-            send_idle: Some(p(17_000, 30_000)),
-            send_by_idle: Vec::new(),
-            send_busy: None,
+            send_by_idle: vec![(5_000, p(1_000, 2_000)), (1_000_000, p(17_000, 30_000))],
+            send_busy: Some(p(9_000, 12_000)),
         };
         assert_eq!(ipi_from_probes(&w, Some(&p(2_500, 3_000))), Some(3_500));
         assert_eq!(ipi_from_probes(&w, Some(&p(7_000, 8_000))), Some(0));
         assert_eq!(ipi_from_probes(&w, None), Some(6_000));
-        // The waker's wake call minus the plain syscall; no figure without the call's.
-        assert_eq!(ipi_send_from_probes(&w, Some(&p(400, 500))), Some(16_600));
-        assert_eq!(ipi_send_from_probes(&w, Some(&p(20_000, 30_000))), Some(0));
-        assert_eq!(ipi_send_from_probes(&WakeProbe { send_idle: None, ..w }, None), None);
+        // The waker's wake call minus the plain syscall, floored at 0; no figure without the call's.
+        assert_eq!(ipi_send_busy_from_probes(&w, Some(&p(400, 500))), Some(8_600));
+        assert_eq!(ipi_send_busy_from_probes(&w, Some(&p(20_000, 30_000))), Some(0));
+        assert_eq!(ipi_send_busy_from_probes(&WakeProbe { send_busy: None, ..w.clone() }, None), None);
+        let c = ipi_send_curve(&w, Some(&p(400, 500))).unwrap();
+        let pts: Vec<(u64, u64, u64)> = c.iter().map(|q| (q.idle_ns, q.p50_ns, q.p99_ns)).collect();
+        assert_eq!(pts, vec![(5_000, 600, 1_600), (1_000_000, 16_600, 29_600)]);
+        assert!(ipi_send_curve(&WakeProbe { send_by_idle: vec![], ..w }, None).is_none(), "no samples: no curve");
     }
 
     #[test]

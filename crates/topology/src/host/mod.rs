@@ -28,7 +28,7 @@ pub use emit::{render, RenderOptions};
 pub use kernel::{Haltpoll, HostIdle, HostIdleState};
 pub use measured::{
     exit_curve, ipi_from_probes, split_noise, timer_exit_curve, CurvePoint, Measured, NoiseFigures, NoiseProbe,
-    Percentiles, TimerProbe, WakeProbe, SEND_MIN_IDLE_NS,
+    Percentiles, TimerProbe, WakeProbe,
 };
 pub use rounds::{median_percentiles, merge_rounds};
 

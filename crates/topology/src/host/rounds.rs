@@ -52,7 +52,6 @@ fn merge_wake(rounds: &[&WakeProbe]) -> WakeProbe {
         wakee: first.wakee,
         by_idle: median_curve(&rounds.iter().map(|w| w.by_idle.as_slice()).collect::<Vec<_>>()),
         busy: median_percentiles(&rounds.iter().map(|w| w.busy).collect::<Vec<_>>()),
-        send_idle: median_percentiles(&rounds.iter().map(|w| w.send_idle).collect::<Vec<_>>()),
         send_by_idle: median_curve(&rounds.iter().map(|w| w.send_by_idle.as_slice()).collect::<Vec<_>>()),
         send_busy: median_percentiles(&rounds.iter().map(|w| w.send_busy).collect::<Vec<_>>()),
     }
@@ -154,7 +153,6 @@ mod tests {
                 wakee: 0,
                 by_idle: vec![(5_000, p(100, 2_000, 9_000)), (1_000_000, p(50, exit_1ms, exit_1ms * 3))],
                 busy: Some(p(100, 7_000, 20_000)),
-                send_idle: Some(p(100, switch_p50 * 20, switch_p50 * 40)),
                 send_by_idle: vec![(5_000, p(100, switch_p50 * 5, switch_p50 * 10))],
                 send_busy: None,
             }],
@@ -193,7 +191,6 @@ mod tests {
         );
         assert_eq!(w.by_idle[1].1.p99, 90_000);
         assert_eq!(w.busy.map(|b| b.n), Some(300));
-        assert_eq!(w.send_idle.map(|s| s.p50), Some(16_000));
         assert_eq!(w.send_by_idle.iter().map(|(i, q)| (*i, q.p50)).collect::<Vec<_>>(), vec![(5_000, 4_000)]);
         let n = m.noise.as_ref().unwrap();
         assert_eq!((n.duration_ns, n.gaps.len(), n.preempted, n.interrupts), (3_000_000_000, 7_500, 3, Some(1_530)));
