@@ -59,12 +59,7 @@ pub struct FidelityArgs {
 /// description names the CPU model and kernel it was read on, and this
 /// host has another (`cpu_model`: /proc/cpuinfo's, when readable).
 fn other_machine(description: &str, kernel: &str, cpu_model: Option<&str>) -> Option<String> {
-    let read = description.strip_prefix("this host: ")?;
-    if !read.ends_with("read by schedlab topologies --host") {
-        return None;
-    }
-    let read_model = read.split(" (").next()?;
-    let read_kernel = read.split(", kernel ").nth(1)?.split(' ').next()?;
+    let (read_model, read_kernel) = schedlab_topology::host::read_on(description)?;
     let mut differs = Vec::new();
     if let Some(m) = cpu_model.filter(|m| *m != read_model) {
         differs.push(format!("CPU {read_model}, this host's {m}"));
@@ -78,13 +73,6 @@ fn other_machine(description: &str, kernel: &str, cpu_model: Option<&str>) -> Op
             differs.join("; ")
         )
     })
-}
-
-/// `model name` of /proc/cpuinfo's first CPU.
-fn cpu_model() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("model name"))?;
-    Some(line.split_once(':')?.1.trim().to_string())
 }
 
 pub fn fidelity(args: FidelityArgs) -> Result {
@@ -135,7 +123,9 @@ pub fn fidelity(args: FidelityArgs) -> Result {
     let wall = Instant::now();
     let suite = run_suite(&opts, &mut |line| eprintln!("{line}"))?;
     let mut topology_source = topology_source;
-    if let Some(note) = other_machine(&opts.topology.description, &suite.kernel, cpu_model().as_deref()) {
+    let cpu_model = schedlab_topology::host::cpu_model(Path::new("/"));
+    let cpu_model = Some(cpu_model.as_str()).filter(|m| !m.is_empty());
+    if let Some(note) = other_machine(&opts.topology.description, &suite.kernel, cpu_model) {
         eprintln!("schedlab: note: {note}");
         topology_source = format!("{topology_source}; {note}");
     }

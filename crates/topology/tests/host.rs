@@ -127,6 +127,10 @@ fn an_smt_machine_with_two_llcs_becomes_a_layout_that_round_trips() {
     assert_eq!(topo.idle.states[0].name, "HLT");
     assert!(!topo.idle.states[0].polling);
     assert_eq!((topo.hz, topo.preempt.as_str()), (1000, "voluntary"));
+    // `fidelity` reads the machine back from the description.
+    let read = schedlab_topology::host::read_on(&topo.description);
+    assert_eq!(read, Some((host.cpu_model.as_str(), host.kernel.as_str())), "{}", topo.description);
+    assert_eq!(schedlab_topology::host::read_on("AMD Ryzen 9 7950X (a preset)"), None);
 }
 
 #[test]

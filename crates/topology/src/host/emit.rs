@@ -65,7 +65,7 @@ pub fn render(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOpti
         None => line(&mut o, "# name: the file's name without .toml (the loader's default)"),
     }
     let desc = format!(
-        "this host: {} ({n} CPUs, {}), kernel {} (HZ={}, preempt={}), read by schedlab topologies --host",
+        "{DESC_PREFIX}{} ({n} CPUs, {}), kernel {} (HZ={}, preempt={}){DESC_SUFFIX}",
         host.cpu_model,
         if host.guest { "guest" } else { "bare metal" },
         host.kernel,
@@ -641,6 +641,19 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
         // p99 on a shared machine is a tick, not IPI spread).
         let _ = writeln!(o, "\n# [jitter]: none; the measured [[noise]] and exit_latency_by_idle tails stand for it");
     }
+}
+
+const DESC_PREFIX: &str = "this host: ";
+const DESC_SUFFIX: &str = ", read by schedlab topologies --host";
+
+/// The CPU model and kernel release a `--host` file was read on, from the
+/// `description` [`render`] writes; `None` for any other description.
+pub fn read_on(description: &str) -> Option<(&str, &str)> {
+    let read = description.strip_prefix(DESC_PREFIX)?.strip_suffix(DESC_SUFFIX)?;
+    let (rest, _) = read.rsplit_once(" (HZ=")?;
+    let (model_and_cpus, kernel) = rest.rsplit_once(", kernel ")?;
+    let (model, _) = model_and_cpus.rsplit_once(" (")?;
+    Some((model, kernel))
 }
 
 /// `[costs.kernel]`: what the probes measure of the kernel's own CPU time.

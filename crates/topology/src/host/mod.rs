@@ -24,7 +24,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use cpus::HostCpu;
-pub use emit::{render, RenderOptions};
+pub use emit::{read_on, render, RenderOptions};
 pub use kernel::{Haltpoll, HostIdle, HostIdleState};
 pub use measured::{
     exit_curve, ipi_from_probes, split_noise, timer_exit_curve, CurvePoint, Measured, NoiseFigures, NoiseProbe,
@@ -185,6 +185,12 @@ pub fn host_toml(host: &HostMachine, measured: Option<&Measured>, opts: &RenderO
             Err(msg)
         }
     }
+}
+
+/// `model name` of `root`'s /proc/cpuinfo (empty when unreadable), as
+/// [`read_host`] reads it.
+pub fn cpu_model(root: &Path) -> String {
+    kernel::cpuinfo(&Fs { root: root.to_path_buf() }).0
 }
 
 /// Reads files relative to the host root, with errors that name them.
