@@ -61,6 +61,8 @@ struct Group {
     affinity: CpuSet,
     start_cpu: Option<usize>,
     delay_ns: u64,
+    /// Its `[cgroup]` and where `cgroup` was written.
+    cgroup: Option<(usize, usize)>,
     instances_at: Option<usize>,
     start_cpu_at: Option<usize>,
     delay_at: Option<usize>,
@@ -85,6 +87,7 @@ impl Group {
             affinity: self.affinity,
             start_cpu: self.start_cpu,
             start_delay_ns: self.delay_ns,
+            cgroup: self.cgroup.map(|(c, _)| c),
             program: Program { ops, repeat: self.repeat, rows: self.rows.clone() },
             line: self.line,
         }
@@ -183,9 +186,16 @@ pub(crate) fn build(
         Some(t) => return Err(ctx.err(t, "no threads: expected at least one [[thread]] table")),
         None => return Err(ctx.at(0, "no threads: expected at least one [[thread]] table")),
     };
+    let cgroups = match &raw.cgroup {
+        Some(table) => crate::cgroup::cgroups(ctx, table, &topology)?,
+        None => Vec::new(),
+    };
     let mut groups = Vec::new();
     for t in threads_raw.get_ref() {
-        groups.push(group(ctx, t, &topology)?);
+        groups.push(group(ctx, t, &topology, &cgroups)?);
+    }
+    if let Some(table) = &raw.cgroup {
+        crate::cgroup::unused(ctx, table, &cgroups, groups.iter().filter_map(|g| g.cgroup.map(|(c, _)| c)))?;
     }
 
     let comms = thread_names(ctx, &groups)?;
@@ -289,6 +299,7 @@ pub(crate) fn build(
         fair_server_runtime_ns,
         sched_rt_runtime_us,
         objects: objects.specs,
+        cgroups,
         threads,
         templates,
         measures,
@@ -369,6 +380,16 @@ fn fork_targets(ctx: Ctx, groups: &[Group]) -> Result<ForkTargets, InputError> {
                 ),
             ));
         }
+        if let Some((_, at)) = g.cgroup {
+            return Err(ctx.at(
+                at,
+                format!(
+                    "thread `{}` is forked, and a forked thread starts in its forker's cgroup: \
+                     `cgroup` applies only to threads created at the start (not supported for forked ones yet)",
+                    g.name
+                ),
+            ));
+        }
         if let Some(at) = g.start_cpu_at {
             return Err(ctx.at(
                 at,
@@ -395,7 +416,12 @@ fn fork_targets(ctx: Ctx, groups: &[Group]) -> Result<ForkTargets, InputError> {
     Ok(ForkTargets(names))
 }
 
-fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, InputError> {
+fn group(
+    ctx: Ctx,
+    t: &Spanned<RawThread>,
+    topo: &Topology,
+    cgroups: &[crate::CgroupSpec],
+) -> Result<Group, InputError> {
     let raw = t.get_ref();
     let name = raw.name.get_ref();
     if name.is_empty() {
@@ -455,9 +481,19 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         None if policy.is_rt() => 0,
         None => DEFAULT_TIMER_SLACK_NS,
     };
-    let affinity = match &raw.affinity {
-        Some(a) => values::affinity(ctx, a, topo)?,
-        None => topo.all_cpus(),
+    let cgroup = match &raw.cgroup {
+        Some(c) => Some((crate::cgroup::resolve(ctx, cgroups, c)?, c.span().start)),
+        None => None,
+    };
+    let cpuset = cgroup.and_then(|(c, _)| crate::cgroup::effective_cpus(cgroups, c));
+    let affinity = match (&raw.affinity, cpuset) {
+        (Some(a), None) => values::affinity(ctx, a, topo)?,
+        (None, None) => topo.all_cpus(),
+        (None, Some(set)) => set,
+        (Some(a), Some(set)) => {
+            let asked = values::affinity(ctx, a, topo)?;
+            crate::cgroup::within_cpuset(ctx, a.span().start, &asked, &set, "affinity", cgroups, cgroup)?
+        }
     };
     let start_cpu = match &raw.start_cpu {
         Some(c) => {
@@ -486,7 +522,11 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
     }
     let mut ops = Vec::new();
     for op in raw.program.get_ref() {
-        ops.push(op_template(ctx, op, topo)?);
+        let (mut t, at) = op_template(ctx, op, topo)?;
+        if let (OpT::SetAffinity(asked), Some(set)) = (&t, cpuset) {
+            t = OpT::SetAffinity(crate::cgroup::within_cpuset(ctx, at, asked, &set, "setaffinity", cgroups, cgroup)?);
+        }
+        ops.push((t, at));
     }
     Ok(Group {
         rows: raw.rows.clone(),
@@ -501,6 +541,7 @@ fn group(ctx: Ctx, t: &Spanned<RawThread>, topo: &Topology) -> Result<Group, Inp
         affinity,
         start_cpu,
         delay_ns,
+        cgroup,
         instances_at: raw.instances.as_ref().map(|n| n.span().start),
         start_cpu_at: raw.start_cpu.as_ref().map(|c| c.span().start),
         delay_at: raw.delay.as_ref().map(|d| d.span().start).filter(|_| delay_ns > 0),

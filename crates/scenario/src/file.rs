@@ -27,6 +27,8 @@ pub(crate) struct RawScenario {
     pub sched_rt_runtime_us: Option<Spanned<i64>>,
     /// `[mutex.NAME]` tables: per-mutex options.
     pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
+    /// `[cgroup.NAME]` tables: the cgroups threads run in.
+    pub cgroup: Option<BTreeMap<Spanned<String>, Spanned<RawCgroup>>>,
     pub thread: Option<Spanned<Vec<Spanned<RawThread>>>>,
     pub measure: Option<Vec<Spanned<crate::measure::RawMeasure>>>,
     /// `[schbench]`: the built-in schbench generator.
@@ -38,6 +40,23 @@ pub(crate) struct RawScenario {
 pub(crate) struct RawMutex {
     /// `PTHREAD_PRIO_INHERIT`.
     pub pi: Option<Spanned<bool>>,
+}
+
+/// One `[cgroup.NAME]` table (cgroup v2 names; the real runner writes the
+/// v1 equivalents where the host has v1).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCgroup {
+    /// `cpu.weight`, 1..10000 (default 100).
+    pub weight: Option<Spanned<i64>>,
+    /// The quota of `cpu.max`: CPU time per period.
+    pub max: Option<Spanned<Value>>,
+    /// The period of `cpu.max` (default 100ms).
+    pub period: Option<Spanned<Value>>,
+    /// `cpuset.cpus`.
+    pub cpus: Option<Spanned<Value>>,
+    /// `cpu.idle`.
+    pub idle: Option<Spanned<bool>>,
 }
 
 /// One `[[thread]]` table.
@@ -55,6 +74,8 @@ pub(crate) struct RawThread {
     #[serde(alias = "cpus")]
     pub affinity: Option<Spanned<Value>>,
     pub start_cpu: Option<Spanned<i64>>,
+    /// The `[cgroup.NAME]` it runs in.
+    pub cgroup: Option<Spanned<String>>,
     pub delay: Option<Spanned<Value>>,
     #[serde(rename = "loop")]
     pub repeat: Option<Spanned<Value>>,

@@ -98,6 +98,7 @@ use std::path::Path;
 pub use schedlab_topology::{CpuSet, InputError, Topology};
 
 mod build;
+pub mod cgroup;
 mod file;
 mod measure;
 mod rtapp;
@@ -109,6 +110,7 @@ pub use build::{
     rt_runtime_below_fair_servers, DEFAULT_FAIR_SERVER_RUNTIME_NS, DEFAULT_KERNEL, DEFAULT_SEED, DEFAULT_STALL_NS,
     DEFAULT_TIMER_SLACK_NS, FAIR_SERVER_PERIOD_NS, MAX_COMM, MAX_INSTANCES, MAX_SLICE_NS, MIN_SLICE_NS,
 };
+pub use cgroup::{CgroupSpec, CpuMax};
 pub use measure::{Marker, MarkerOp, Measure};
 pub use schbench::Schbench;
 
@@ -441,6 +443,10 @@ pub struct ThreadSpec {
     pub start_cpu: Option<usize>,
     /// Delay before the thread is created.
     pub start_delay_ns: u64,
+    /// Its `[cgroup]` (index into [`Scenario::cgroups`]); `None`: the run's
+    /// parent group itself when the file has cgroups, else wherever the
+    /// runner runs.
+    pub cgroup: Option<usize>,
     pub program: Program,
     /// Where the `[[thread]]` table starts.
     pub line: usize,
@@ -477,6 +483,8 @@ pub struct Scenario {
     /// sets it.
     pub sched_rt_runtime_us: Option<i64>,
     pub objects: Vec<ObjectSpec>,
+    /// `[cgroup.NAME]` tables, parents before children.
+    pub cgroups: Vec<CgroupSpec>,
     pub threads: Vec<ThreadSpec>,
     /// The tables a `fork` op names, one thread each as forked copies
     /// start (`instance` is the table's instance count: the first forked

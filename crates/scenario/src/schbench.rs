@@ -381,6 +381,7 @@ fn thread(
         affinity,
         start_cpu: None,
         start_delay_ns: 0,
+        cgroup: None,
         program: Program { ops, repeat: Repeat::Forever, rows: Vec::new() },
         line,
     }

@@ -105,22 +105,25 @@ pub(crate) fn int_in(ctx: Ctx, v: &Spanned<i64>, key: &str, lo: i64, hi: i64, wh
 /// An affinity: a taskset cpulist string (`"4-7,20-23"`), one CPU number, or an
 /// array of CPU numbers (rt-app's `cpus`), all of which must exist on `topo`.
 pub(crate) fn affinity(ctx: Ctx, v: &Spanned<Value>, topo: &Topology) -> Result<CpuSet, InputError> {
+    cpus_named(ctx, v, topo, "affinity")
+}
+
+/// [`affinity`] for a key of another name (a cgroup's `cpus`).
+pub(crate) fn cpus_named(ctx: Ctx, v: &Spanned<Value>, topo: &Topology, key: &str) -> Result<CpuSet, InputError> {
     let set = match v.get_ref() {
         Value::String(s) if s.trim() == "all" => topo.all_cpus(),
-        Value::String(s) => parse_cpulist(s).map_err(|m| ctx.err(v, format!("`affinity`: {m}")))?,
-        Value::Integer(n) => CpuSet::single(cpu_number(ctx, v, *n)?),
+        Value::String(s) => parse_cpulist(s).map_err(|m| ctx.err(v, format!("`{key}`: {m}")))?,
+        Value::Integer(n) => CpuSet::single(cpu_number(ctx, v, *n, key)?),
         Value::Array(items) => {
             if items.is_empty() {
-                return Err(ctx.err(v, "`affinity` is an empty list: expected at least one CPU"));
+                return Err(ctx.err(v, format!("`{key}` is an empty list: expected at least one CPU")));
             }
             let mut set = CpuSet::empty();
             for item in items {
                 match item {
-                    Value::Integer(n) => set.insert(cpu_number(ctx, v, *n)?),
+                    Value::Integer(n) => set.insert(cpu_number(ctx, v, *n, key)?),
                     other => {
-                        return Err(
-                            ctx.err(v, format!("`affinity` list: expected CPU numbers, found {}", a_type(other)))
-                        )
+                        return Err(ctx.err(v, format!("`{key}` list: expected CPU numbers, found {}", a_type(other))))
                     }
                 }
             }
@@ -130,9 +133,9 @@ pub(crate) fn affinity(ctx: Ctx, v: &Spanned<Value>, topo: &Topology) -> Result<
             return Err(ctx.err(
                 v,
                 format!(
-                "`affinity`: expected a cpulist string like \"4-7\", a CPU number or a list of CPU numbers, found {}",
-                a_type(other)
-            ),
+                    "`{key}`: expected a cpulist string like \"4-7\", a CPU number or a list of CPU numbers, found {}",
+                    a_type(other)
+                ),
             ))
         }
     };
@@ -143,7 +146,7 @@ pub(crate) fn affinity(ctx: Ctx, v: &Spanned<Value>, topo: &Topology) -> Result<
         return Err(ctx.err(
             v,
             format!(
-                "`affinity` names CPU {} but topology `{}` has {n} CPU{} ({})",
+                "`{key}` names CPU {} but topology `{}` has {n} CPU{} ({})",
                 outside.to_cpulist(),
                 topo.name,
                 if n == 1 { "" } else { "s" },
@@ -154,9 +157,9 @@ pub(crate) fn affinity(ctx: Ctx, v: &Spanned<Value>, topo: &Topology) -> Result<
     Ok(set)
 }
 
-fn cpu_number(ctx: Ctx, v: &Spanned<Value>, n: i64) -> Result<usize, InputError> {
+fn cpu_number(ctx: Ctx, v: &Spanned<Value>, n: i64, key: &str) -> Result<usize, InputError> {
     if n < 0 || n >= schedlab_topology::MAX_CPUS as i64 {
-        return Err(ctx.err(v, format!("`affinity`: {n} is not a CPU number")));
+        return Err(ctx.err(v, format!("`{key}`: {n} is not a CPU number")));
     }
     Ok(n as usize)
 }

@@ -221,6 +221,26 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
             features.apply(item).map_err(|e| SimError::Options(format!("--features {item}: {e}")))?;
         }
     }
+    if let Some(g) = scenario.cgroups.iter().find(|g| g.controls_cpu()) {
+        // cpuset-only groups are simulated: their CPUs are the threads' affinities.
+        let what = match (g.weight, g.max, g.idle) {
+            (Some(w), _, _) => format!("weight = {w}"),
+            (_, Some(_), _) => "max (CFS bandwidth)".to_string(),
+            _ => "idle = true".to_string(),
+        };
+        return Err(InputError::new(
+            scenario.path.clone(),
+            g.line,
+            1,
+            format!(
+                "[cgroup.\"{}\"] sets {what}, but the model has no group scheduling yet (FAIR_GROUP_SCHED, \
+                 CFS bandwidth: issue 19), so it cannot simulate it; `schedlab real` runs this file on the host \
+                 kernel, and a group with only `cpus` is simulated",
+                g.name
+            ),
+        )
+        .into());
+    }
     if !profile.custom_slices {
         if let Some(t) = scenario.threads.iter().find(|t| t.slice_ns.is_some()) {
             return Err(scenario.error_at(
@@ -580,6 +600,7 @@ fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Sce
             affinity: CpuSet::single(cpu),
             start_cpu: Some(cpu),
             start_delay_ns: phase,
+            cgroup: None,
             program: Program {
                 ops: vec![Op::Run { ns: 20_000 }, Op::Sleep { ns: 1_000_000_000 }],
                 repeat: Repeat::Forever,

@@ -1,0 +1,95 @@
+//! `[cgroup.NAME]` tables: what they parse to, how they narrow a thread's
+//! CPUs, and every way they are refused (file:line:col and why).
+
+use schedlab_scenario::{CpuMax, CpuSet, Op};
+
+mod common;
+use common::{expect_err, parse};
+
+/// smt-2x2 (4 CPUs) with `cgroups` text and a thread table body `thread`.
+fn file(cgroups: &str, thread: &str) -> String {
+    format!(
+        "topology = \"smt-2x2\"\nduration = \"1s\"\n{cgroups}\n[[thread]]\nname = \"a\"\nprogram = [{{ run = \"1ms\" }}]\n{thread}\n"
+    )
+}
+
+#[test]
+fn groups_parse_with_kernel_defaults_and_parents_first() {
+    let s = parse(&file(
+        "[cgroup.web]\nweight = 300\ncpus = \"0-2\"\n[cgroup.\"web/api\"]\nmax = \"50ms\"\ncpus = \"1-2\"\n[cgroup.batch]\nidle = true\n",
+        "cgroup = \"web/api\"\n[[thread]]\nname = \"b\"\ncgroup = \"batch\"\nprogram = [{ run = \"1ms\" }]",
+    ))
+    .unwrap();
+    let names: Vec<&str> = s.cgroups.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["batch", "web", "web/api"]);
+    let (web, api) = (&s.cgroups[1], &s.cgroups[2]);
+    assert_eq!((web.weight, web.shares(), web.parent), (Some(300), 3072, None));
+    assert_eq!(api.parent, Some(1));
+    assert_eq!(api.max, Some(CpuMax { quota_ns: 50_000_000, period_ns: 100_000_000 }), "the default period");
+    assert!(api.controls_cpu() && s.cgroups[0].controls_cpu() && s.cgroups[0].idle);
+    assert_eq!(s.threads[0].cgroup, Some(2));
+    assert_eq!(s.threads[0].affinity, CpuSet::from_iter([1, 2]), "the cpuset becomes the affinity");
+    assert_eq!((s.threads[1].cgroup, s.threads[1].affinity), (Some(0), CpuSet::first_n(4)));
+}
+
+#[test]
+fn an_affinity_and_a_setaffinity_are_cut_to_the_cpuset() {
+    let s = parse(&file(
+        "[cgroup.g]\ncpus = \"2-3\"\n",
+        "cgroup = \"g\"\naffinity = \"1-2\"\n[[thread]]\nname = \"b\"\ncgroup = \"g\"\nprogram = [{ setaffinity = \"0-2\" }, { run = \"1ms\" }]",
+    ))
+    .unwrap();
+    assert_eq!(s.threads[0].affinity, CpuSet::single(2));
+    assert_eq!(s.threads[1].program.ops[0], Op::SetAffinity { cpus: CpuSet::single(2) });
+    assert!(!s.cgroups[0].controls_cpu(), "cpus alone are the cpuset controller's");
+}
+
+#[test]
+fn bad_cgroup_tables_are_refused_where_written() {
+    let t = "cgroup = \"g\"";
+    // Line 3 is the first line of the cgroups text.
+    expect_err(&file("[cgroup.g]\nweight = 0\n", t), 4, "0", "`weight` = 0 is out of range: expected 1..10000");
+    expect_err(&file("[cgroup.g]\nweight = 10001\n", t), 4, "10001", "cpu.weight");
+    expect_err(&file("[cgroup.g]\nidle = true\nweight = 5\n", t), 5, "5", "an idle group has no weight");
+    expect_err(&file("[cgroup.g]\nmax = \"500us\"\n", t), 4, "\"500us\"", "below 1ms");
+    expect_err(&file("[cgroup.g]\nmax = \"5ms\"\nperiod = \"2s\"\n", t), 5, "\"2s\"", "expected 1ms..1s");
+    expect_err(&file("[cgroup.g]\nperiod = \"10ms\"\n", t), 4, "\"10ms\"", "`period` without `max`");
+    expect_err(&file("[cgroup.g]\ncpus = \"7\"\n", t), 4, "\"7\"", "`cpus` names CPU 7 but topology");
+    expect_err(&file("[cgroup.g]\nshares = 5\n", t), 4, "shares", "unknown field `shares`");
+    expect_err(
+        &file("[cgroup.g]\ncpus = \"0-1\"\n[cgroup.\"g/h\"]\ncpus = \"1-2\"\n", "cgroup = \"g/h\""),
+        6,
+        "\"1-2\"",
+        "is not within its parent's 0-1",
+    );
+    expect_err(&file("[cgroup.\"g/h\"]\n", "cgroup = \"g/h\""), 3, "\"g/h\"", "its parent `g` has no table");
+    expect_err(&file("[cgroup.\"g//h\"]\n", t), 3, "\"g//h\"", "a path component is empty");
+    expect_err(&file("[cgroup.\"..\"]\n", t), 3, "\"..\"", "are not cgroup names");
+    expect_err(&file("[cgroup.\"a b\"]\n", t), 3, "\"a b\"", "' ' is not allowed");
+}
+
+#[test]
+fn threads_must_name_a_table_and_tables_must_hold_a_thread() {
+    expect_err(&file("[cgroup.g]\n", "cgroup = \"h\""), 8, "\"h\"", "no [cgroup.\"h\"] table (known: g)");
+    expect_err(&file("", "cgroup = \"h\""), 7, "\"h\"", "the file has no [cgroup.NAME] tables");
+    expect_err(&file("[cgroup.g]\n[cgroup.unused]\n", "cgroup = \"g\""), 4, "unused", "no thread runs in it");
+    // A parent is used through its child.
+    assert!(parse(&file("[cgroup.g]\n[cgroup.\"g/h\"]\n", "cgroup = \"g/h\"")).is_ok());
+    expect_err(
+        &file("[cgroup.g]\ncpus = \"0\"\n", "cgroup = \"g\"\naffinity = \"2-3\""),
+        10,
+        "\"2-3\"",
+        "shares no CPU with cgroup `g`'s cpus 0",
+    );
+    expect_err(
+        &file("[cgroup.g]\ncpus = \"0\"\n", "cgroup = \"g\"\nstart_cpu = 1"),
+        10,
+        "1",
+        "not in the thread's affinity 0",
+    );
+    // A forked table cannot name one (it starts in its forker's).
+    let forked = "topology = \"smt-2x2\"\nduration = \"1s\"\n[cgroup.g]\n[[thread]]\nname = \"a\"\n\
+                  program = [{ fork = \"c\" }, { sleep = \"1ms\" }]\n[[thread]]\nname = \"c\"\ninstances = 0\n\
+                  cgroup = \"g\"\nloop = 1\nprogram = [{ run = \"1ms\" }]\n";
+    expect_err(forked, 10, "\"g\"", "starts in its forker's cgroup");
+}
