@@ -124,7 +124,7 @@ pub fn compare(args: CompareArgs) -> Result {
         notes: &sim_result.notes,
         real: match &vm_result {
             Some(vm) => RealSide::Guest(vm_header(vm)),
-            None => RealSide::Host(real_header(&real_runs[0].0)),
+            None => RealSide::Host(real_header(&scenario, &real_runs[0].0, &real_runs[0].1)),
         },
         sims: &sim_reports,
         sim_tracepoints: &sim_tp,

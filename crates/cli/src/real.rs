@@ -3,7 +3,7 @@
 //! `schedlab run` reports a simulation.
 
 use clap::Args;
-use schedlab_report::{AnalysisJson, RealHeader, RealJson, RealText, Report};
+use schedlab_report::{AnalysisJson, CgroupRow, RealHeader, RealJson, RealText, Report};
 use schedlab_runner::{run_real, RealOptions, RealRun};
 use schedlab_scenario::Scenario;
 use schedlab_topology::parse_duration;
@@ -102,9 +102,58 @@ pub(crate) fn real_run(
     Ok((scenario, run, report))
 }
 
+/// Per scenario cgroup: its threads' CPU time in the window (from the
+/// trace's task rows) and its `cpu.stat` counters.
+pub(crate) fn cgroup_rows(scenario: &Scenario, run: &RealRun, report: &Report) -> Vec<CgroupRow> {
+    if scenario.cgroups.is_empty() {
+        return Vec::new();
+    }
+    let traced = |tid: i32| report.metrics.tasks.iter().find(|t| t.pid == tid).map_or(0, |t| t.runtime_ns);
+    let cpu_time =
+        |tid: i32| run.threads.iter().find(|t| t.tid == tid).and_then(|t| t.outcome.as_ref()).map_or(0, |o| o.cpu_ns);
+    let workload: u64 = run.threads.iter().map(|t| cpu_time(t.tid)).sum();
+    let window = run.end_ns.saturating_sub(run.start_ns).max(1) as f64;
+    scenario
+        .cgroups
+        .iter()
+        .enumerate()
+        .map(|(k, g)| {
+            // A group's threads are its own and its descendants'.
+            let inside = |mut at: Option<usize>| loop {
+                match at {
+                    Some(c) if c == k => break true,
+                    Some(c) => at = scenario.cgroups[c].parent,
+                    None => break false,
+                }
+            };
+            let tids: Vec<i32> = scenario
+                .threads
+                .iter()
+                .zip(&run.threads)
+                .filter(|(s, _)| inside(s.cgroup))
+                .map(|(_, t)| t.tid)
+                .collect();
+            let cpu_time_ns: u64 = tids.iter().map(|&t| cpu_time(t)).sum();
+            let stat = run.cgroup_stats.iter().find(|s| s.name == g.name);
+            CgroupRow {
+                name: g.name.clone(),
+                threads: tids.len(),
+                cpu_time_ns,
+                traced_runtime_ns: tids.iter().map(|&t| traced(t)).sum(),
+                cpus_used: cpu_time_ns as f64 / window,
+                share_of_workload: if workload == 0 { 0.0 } else { cpu_time_ns as f64 / workload as f64 },
+                nr_periods: stat.map_or(0, |s| s.nr_periods),
+                nr_throttled: stat.map_or(0, |s| s.nr_throttled),
+                throttled_ns: stat.map_or(0, |s| s.throttled_ns),
+            }
+        })
+        .collect()
+}
+
 /// The header lines of a real run: host, calibration, notes, capture.
-pub(crate) fn real_header(run: &RealRun) -> RealHeader<'_> {
+pub(crate) fn real_header<'a>(scenario: &Scenario, run: &'a RealRun, report: &Report) -> RealHeader<'a> {
     RealHeader {
+        cgroups: cgroup_rows(scenario, run, report),
         kernel: &run.kernel,
         host_cpus: &run.plan.host_cpus,
         worker_pid: run.worker_pid,
@@ -133,6 +182,7 @@ pub fn real(args: RealArgs) -> Result {
             window_ns: [run.start_ns, run.end_ns],
             events_captured: run.events_captured,
             lost_events: run.lost_events,
+            cgroups: &cgroup_rows(&scenario, &run, &report),
             analysis: AnalysisJson::from(&report),
         };
         crate::output::emit(&format!("{}\n", schedlab_report::to_json(&doc)?))?;
@@ -140,7 +190,7 @@ pub fn real(args: RealArgs) -> Result {
     }
     let text = RealText {
         scenario: &scenario,
-        header: real_header(&run),
+        header: real_header(&scenario, &run, &report),
         report: &report,
         table: &run.trace.table,
         narratives: args.report.stalls,

@@ -141,6 +141,9 @@ pub struct RealJson<'a, C: Serialize, T: Serialize> {
     pub window_ns: [u64; 2],
     pub events_captured: usize,
     pub lost_events: u64,
+    /// Per scenario cgroup (absent without cgroups).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub cgroups: &'a [crate::real::CgroupRow],
     #[serde(flatten)]
     pub analysis: AnalysisJson<'a>,
 }

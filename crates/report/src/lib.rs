@@ -48,7 +48,7 @@ pub use fidelity::{
     FidelityRow, FidelityRowJson, FidelityText, RoundJson, Verdict,
 };
 pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
-pub use real::{render_scenario_line, GuestHeader, RealHeader, RealText};
+pub use real::{render_scenario_line, CgroupRow, GuestHeader, RealHeader, RealText};
 pub use run::{
     cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures,
     run_plot_title, Report, ReportCollector, RunText, SimHeader,

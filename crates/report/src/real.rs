@@ -70,6 +70,56 @@ pub struct RealHeader<'a> {
     pub events_captured: usize,
     pub events: usize,
     pub lost_events: u64,
+    /// One row per scenario cgroup (empty without cgroups).
+    pub cgroups: Vec<CgroupRow>,
+}
+
+/// A scenario cgroup in a real run: the CPU time its threads got (from the
+/// trace) and the kernel's CFS bandwidth counters (`cpu.stat`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CgroupRow {
+    pub name: String,
+    pub threads: usize,
+    /// Its threads' CPU time as the kernel accounted it (each thread's
+    /// `CLOCK_THREAD_CPUTIME_ID` over its program): what shares and
+    /// bandwidth are enforced on.
+    pub cpu_time_ns: u64,
+    /// Its threads' time on a CPU in the trace (switch-in to switch-out),
+    /// which also counts steal and IRQ time, and is uncertain where the
+    /// capture missed switches.
+    pub traced_runtime_ns: u64,
+    /// `cpu_time_ns` over the run's window (1.0 = one CPU all the time).
+    pub cpus_used: f64,
+    /// Of the kernel-accounted CPU time of every workload thread.
+    pub share_of_workload: f64,
+    pub nr_periods: u64,
+    pub nr_throttled: u64,
+    pub throttled_ns: u64,
+}
+
+impl CgroupRow {
+    /// `web: 2 threads, 503.2 ms CPU time (0.503 CPUs, 50.1 % of the workload's); 10 periods, 5 throttled (231.0 ms)`
+    pub fn line(&self) -> String {
+        let bw = if self.nr_periods > 0 {
+            format!(
+                "; {} periods, {} throttled ({:.1} ms)",
+                self.nr_periods,
+                self.nr_throttled,
+                self.throttled_ns as f64 / 1e6
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{}: {} thread{}, {:.1} ms CPU time ({:.3} CPUs, {:.1} % of the workload's){bw}",
+            self.name,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" },
+            self.cpu_time_ns as f64 / 1e6,
+            self.cpus_used,
+            self.share_of_workload * 100.0
+        )
+    }
 }
 
 impl RealHeader<'_> {
@@ -81,6 +131,9 @@ impl RealHeader<'_> {
         let _ = writeln!(out, "calibr.   {}", self.calibration);
         for note in self.notes {
             let _ = writeln!(out, "note      {note}");
+        }
+        for row in &self.cgroups {
+            let _ = writeln!(out, "cgroup    {}", row.line());
         }
         let _ = writeln!(
             out,

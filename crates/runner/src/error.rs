@@ -97,6 +97,12 @@ pub enum RunnerError {
     WorkerDied { worker: i32, how: String },
     #[error("the worker (pid {worker}) ended without a readable report (`{text}`); tracefs settings restored")]
     NoReport { worker: i32, text: String },
+    /// A saved state naming a directory that is not a run's scratch cgroup.
+    #[error("refusing to remove `{dir}`: only schedlab-<pid> cgroups under /sys/fs/cgroup are removed")]
+    RefusedCgroup { dir: String },
+    /// The scenario's cgroups cannot be set up on this host as asked.
+    #[error("{0}")]
+    Cgroup(String),
     /// The error the worker process reported; it crossed the pipe as text.
     #[error("{0}")]
     Worker(String),
@@ -112,7 +118,10 @@ impl RunnerError {
     /// A saved state refused as unsafe to write back, as opposed to a write
     /// that failed.
     pub fn is_refusal(&self) -> bool {
-        matches!(self, RunnerError::RefusedRoot { .. } | RunnerError::RefusedFile { .. })
+        matches!(
+            self,
+            RunnerError::RefusedRoot { .. } | RunnerError::RefusedFile { .. } | RunnerError::RefusedCgroup { .. }
+        )
     }
 }
 

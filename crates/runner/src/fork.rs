@@ -129,7 +129,8 @@ pub fn fork(sh: &Shared, template: usize, key: usize, local: &mut LocalForks) ->
     if let Err(e) = spawned {
         if let Ok(mut st) = hub.state.lock() {
             st.live -= 1;
-            st.threads[index].outcome = Some(Outcome { iterations: 0, end: End::Failed(format!("not created: {e}")) });
+            st.threads[index].outcome =
+                Some(Outcome { iterations: 0, end: End::Failed(format!("not created: {e}")), cpu_ns: 0 });
         }
         return Err(End::Failed(format!("cannot create thread {comm}: {e}")));
     }

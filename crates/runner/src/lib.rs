@@ -41,6 +41,7 @@
 //! expanded size, the one state that cannot be put back byte for byte.
 
 pub mod calibrate;
+pub mod cgroup;
 mod error;
 mod fork;
 pub mod plan;
@@ -95,6 +96,8 @@ pub struct RealRun {
     /// `uname -r`.
     pub kernel: String,
     pub worker_pid: i32,
+    /// Each scenario cgroup's `cpu.stat` counters at the end of the run.
+    pub cgroup_stats: Vec<cgroup::CgroupStat>,
 }
 
 impl RealRun {
@@ -119,6 +122,8 @@ pub struct RawCapture {
     pub lost_events: u64,
     pub notes: Vec<String>,
     pub worker_pid: i32,
+    #[serde(default)]
+    pub cgroup_stats: Vec<cgroup::CgroupStat>,
 }
 
 /// Run `scenario` on this host and capture it, without parsing the trace.
@@ -136,6 +141,7 @@ pub fn capture_real(scenario: &Scenario, opts: &RealOptions) -> Result<RawCaptur
         lost_events: cap.lost_events,
         notes: cap.notes,
         worker_pid: cap.worker_pid,
+        cgroup_stats: cap.cgroup_stats,
     })
 }
 
@@ -218,5 +224,6 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
         repairs,
         kernel: cap.kernel,
         worker_pid: cap.worker_pid,
+        cgroup_stats: cap.cgroup_stats,
     })
 }

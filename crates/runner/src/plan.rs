@@ -124,6 +124,12 @@ impl Plan {
                 }
             }
         }
+        // A cgroup's cpuset is written on host CPUs too.
+        for g in &scenario.cgroups {
+            if let Some(c) = g.cpus.filter(|c| *c != topo_all) {
+                used.extend(c.iter());
+            }
+        }
         used.sort_unstable();
         used.dedup();
         let missing: Vec<usize> = used.iter().copied().filter(|c| !host_cpus.contains(c)).collect();

@@ -253,6 +253,12 @@ pub enum End {
 pub struct Outcome {
     pub iterations: u64,
     pub end: End,
+    /// The thread's CPU time over its program (`CLOCK_THREAD_CPUTIME_ID`:
+    /// the kernel's `sum_exec_runtime`, the time CFS bandwidth charges,
+    /// without the steal and IRQ time a trace's switch-to-switch runtime
+    /// includes where the kernel accounts them apart).
+    #[serde(default)]
+    pub cpu_ns: u64,
 }
 
 /// Run-length of one busy-loop chunk between deadline checks.
@@ -274,6 +280,7 @@ struct Local {
 
 /// Execute `spec`'s program until it ends or the run stops.
 pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
+    let cpu_at_start = crate::sys::thread_cpu_ns();
     let mut local = Local {
         held: Vec::new(),
         polled: None,
@@ -321,7 +328,7 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
             l[cpu].store(false, Ordering::Release);
         }
     }
-    Outcome { iterations, end }
+    Outcome { iterations, end, cpu_ns: crate::sys::thread_cpu_ns().saturating_sub(cpu_at_start) }
 }
 
 fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, local: &mut Local) -> Result<(), End> {

@@ -114,7 +114,10 @@ impl RunLock {
         restore_within(&state, roots)
             .map_err(|e| RunnerError::RestoreLeftover { path: p.clone(), source: Box::new(e) })?;
         self.clear_state();
-        let files: Vec<String> = state.files.iter().map(|s| format!("{}={}", s.file, s.value)).collect();
+        let mut files: Vec<String> = state.files.iter().map(|s| format!("{}={}", s.file, s.value)).collect();
+        if !state.cgroups.is_empty() {
+            files.push(format!("and removed its cgroups {}", state.cgroups.join(" ")));
+        }
         Ok(Some(format!(
             "restored the tracefs settings that an interrupted run (pid {}) left in {}: {}",
             state.pid,
@@ -140,6 +143,7 @@ mod tests {
             tracefs: fake_tracefs.display().to_string(),
             mounted_by_us: false,
             pid: 42,
+            cgroups: Vec::new(),
             files: vec![Saved { file: "tracing_on".into(), value: "0".into() }],
         };
         lock.write_state(&state).unwrap();

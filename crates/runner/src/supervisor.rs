@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use schedlab_scenario::Scenario;
 
+use crate::cgroup::{self, HostCgroups, Layout};
 use crate::plan::{Plan, RealOptions};
 use crate::state::{state_dir, RunLock};
 use crate::sys::{self, now_ns, sched_getattr, sched_setattr, SchedAttr};
@@ -99,6 +100,7 @@ pub struct Captured {
     pub lost_events: u64,
     pub notes: Vec<String>,
     pub worker_pid: i32,
+    pub cgroup_stats: Vec<crate::cgroup::CgroupStat>,
 }
 
 /// `Err("interrupted by SIGINT {when}")` once a caught signal has arrived.
@@ -176,6 +178,14 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     let signals = SignalGuard::install();
     let mut notes = Vec::new();
     notes.extend(lock.restore_leftover()?);
+    let supervisor_pid = std::process::id() as i32;
+    let layout = match scenario.cgroups.is_empty() {
+        true => None,
+        false => cgroup::layout(scenario, plan, &HostCgroups::read()?, supervisor_pid)?,
+    };
+    if let Some(l) = &layout {
+        notes.push(l.describe());
+    }
     let tracefs = Tracefs::open()?;
     if tracefs.mounted_by_us {
         notes.push(format!("mounted tracefs at {} for the run (unmounted after)", tracefs.root.display()));
@@ -194,6 +204,10 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     };
     let saved = check_interrupted("before the run started: nothing was changed")
         .and_then(|()| tracefs.save(&settings))
+        .map(|mut saved| {
+            saved.cgroups = layout.as_ref().map(Layout::dir_paths).unwrap_or_default();
+            saved
+        })
         .and_then(|saved| lock.write_state(&saved).map(|()| saved));
     let saved = match saved {
         Ok(s) => s,
@@ -204,6 +218,7 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
                     tracefs: tracefs.root.display().to_string(),
                     mounted_by_us: true,
                     pid: 0,
+                    cgroups: Vec::new(),
                     files: Vec::new(),
                 });
             }
@@ -212,7 +227,9 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     };
     let mut guard = RestoreGuard { saved, lock: &lock, done: false };
     tracefs.configure(&settings)?;
-    if let Err(e) = check_interrupted("while setting up tracefs, before the worker started") {
+    let setup = check_interrupted("while setting up tracefs, before the worker started")
+        .and_then(|()| layout.as_ref().map_or(Ok(()), Layout::create));
+    if let Err(e) = setup {
         let cause = Box::new(e);
         return Err(match guard.restore() {
             Ok(()) => RunnerError::Restored { cause },
@@ -226,8 +243,14 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
         return Err(RunnerError::Syscall { call: "pipe2", source: std::io::Error::last_os_error() });
     }
     let (read_fd, write_fd) = (fds[0], fds[1]);
-    let supervisor_pid = std::process::id() as i32;
-    let args = WorkerArgs { scenario, plan, opts, trace_marker: tracefs.path("trace_marker"), supervisor_pid };
+    let args = WorkerArgs {
+        scenario,
+        plan,
+        opts,
+        trace_marker: tracefs.path("trace_marker"),
+        supervisor_pid,
+        cgroups: layout.as_ref(),
+    };
     // SAFETY: the process is single-threaded (checked above), so the child
     // may allocate and create threads.
     let child = unsafe { libc::fork() };
@@ -256,6 +279,8 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     let lowered = raised.as_mut().map_or(Ok(()), Raised::lower);
 
     let stop = tracefs.write("tracing_on", "0");
+    // Read before the groups are removed with the rest of the settings.
+    let cgroup_stats = layout.as_ref().map(|l| l.stats(scenario)).unwrap_or_default();
     // Interrupted: the trace is not wanted, restore at once.
     let wanted = INTERRUPTED.load(Ordering::SeqCst) == 0;
     let lost_events = if wanted { tracefs.lost_events() } else { 0 };
@@ -283,7 +308,7 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
         }
         (Ending::Exited, None, Some(report)) => match &report.error {
             Some(e) => Err(RunnerError::Worker(e.clone())),
-            None => Ok(Captured { text, report, lost_events, notes, worker_pid: child }),
+            None => Ok(Captured { text, report, lost_events, notes, worker_pid: child, cgroup_stats }),
         },
     }
 }

@@ -163,6 +163,10 @@ pub struct SavedState {
     pub pid: i32,
     /// Restored in order; `tracing_on` comes last.
     pub files: Vec<Saved>,
+    /// cgroup directories the run creates, parents first (removed in
+    /// reverse; see [`crate::cgroup::remove_dirs`]).
+    #[serde(default)]
+    pub cgroups: Vec<String>,
 }
 
 /// What to set up for a capture.
@@ -205,6 +209,7 @@ impl Tracefs {
             tracefs: self.root.display().to_string(),
             mounted_by_us: self.mounted_by_us,
             pid: std::process::id() as i32,
+            cgroups: Vec::new(),
             files,
         })
     }
@@ -246,6 +251,9 @@ pub(crate) fn restore_within(state: &SavedState, roots: &[&str]) -> Result<(), R
             first_err.get_or_insert(e);
         }
     }
+    if let Err(e) = crate::cgroup::remove_dirs(&state.cgroups) {
+        first_err.get_or_insert(e);
+    }
     if state.mounted_by_us {
         let target = std::ffi::CString::new(state.tracefs.as_str())?;
         // SAFETY: valid NUL-terminated path.
@@ -263,6 +271,9 @@ pub(crate) fn restore_within(state: &SavedState, roots: &[&str]) -> Result<(), R
 fn checked_paths(state: &SavedState, roots: &[&str]) -> Result<Vec<PathBuf>, RunnerError> {
     if !roots.contains(&state.tracefs.as_str()) {
         return Err(RunnerError::RefusedRoot { root: state.tracefs.clone(), roots: roots.join(", ") });
+    }
+    if let Some(bad) = state.cgroups.iter().find(|d| !crate::cgroup::removable(Path::new(d))) {
+        return Err(RunnerError::RefusedCgroup { dir: bad.clone() });
     }
     let root = Path::new(&state.tracefs);
     state
@@ -304,6 +315,7 @@ mod tests {
             tracefs: dir.display().to_string(),
             mounted_by_us: false,
             pid: 1,
+            cgroups: Vec::new(),
             files: vec![
                 Saved { file: "trace_clock".into(), value: "local".into() },
                 Saved { file: "no/such/dir/file".into(), value: "1".into() },
@@ -329,6 +341,7 @@ mod tests {
             tracefs: root.to_string(),
             mounted_by_us: false,
             pid: 1,
+            cgroups: Vec::new(),
             files: vec![
                 Saved { file: "tracing_on".into(), value: "0".into() },
                 Saved { file: file.to_string(), value: "planted".into() },

@@ -65,6 +65,9 @@ pub struct WorkerArgs<'a> {
     pub opts: &'a RealOptions,
     pub trace_marker: std::path::PathBuf,
     pub supervisor_pid: i32,
+    /// The scenario's cgroups, created by the supervisor: the worker and
+    /// each thread move themselves in.
+    pub cgroups: Option<&'a crate::cgroup::Layout>,
 }
 
 pub(crate) fn policy_number(p: Policy) -> u32 {
@@ -198,6 +201,12 @@ fn failed_report(error: String) -> WorkerReport {
 fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     let (scenario, plan, opts) = (args.scenario, args.plan, args.opts);
     let mut notes = Vec::new();
+    if let Some(l) = args.cgroups {
+        // SAFETY: plain syscall.
+        if let Err(e) = crate::cgroup::attach(&l.process_files, unsafe { libc::getpid() }) {
+            return failed_report(format!("cannot move the worker into the run's cgroup: {e}"));
+        }
+    }
     // `Plan::new` caps the duration; saturate anyway rather than wrap.
     let deadline =
         now_ns().saturating_add(SETUP_LIMIT_NS).saturating_add(plan.duration_ns).saturating_add(STOP_GRACE_NS);
@@ -229,15 +238,23 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     let ready = Arc::new(Barrier::new(n + 1));
     let go = Arc::new(Barrier::new(n + 1));
     let setups: Arc<Mutex<Vec<Setup>>> = Arc::new(Mutex::new(vec![(0, Vec::new()); n]));
+    // A thread that could not join its cgroup: the run would not test what the file asks.
+    let unattached: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let (done_tx, done_rx) = mpsc::channel::<(usize, Outcome)>();
     shared.forks.link(&shared, done_tx.clone());
     for (i, (spec, tp)) in scenario.threads.iter().zip(&plan.threads).enumerate() {
         let (spec, tp): (ThreadSpec, ThreadPlan) = (spec.clone(), tp.clone());
         let (shared, ready, go, setups, done_tx) =
             (shared.clone(), ready.clone(), go.clone(), setups.clone(), done_tx.clone());
+        let cgroup_files = args.cgroups.map(|l| l.thread_files[i].clone()).unwrap_or_default();
+        let unattached = unattached.clone();
         let delay = spec.start_delay_ns;
         let spawned = std::thread::Builder::new().name(spec.name.clone()).stack_size(256 << 10).spawn(move || {
             set_comm(&spec.name);
+            // Into the cgroups first: joining a cpuset resets the affinity.
+            if let Err(e) = crate::cgroup::attach(&cgroup_files, sys::gettid()) {
+                unattached.lock().unwrap().get_or_insert(format!("{}: cannot join its cgroup: {e}", spec.name));
+            }
             let mut setup = Vec::new();
             let first = tp.start_cpu.map(|c| vec![c]).unwrap_or_else(|| tp.cpus.clone());
             if let Err(e) = set_affinity(&first) {
@@ -263,6 +280,10 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     }
     drop(done_tx);
     ready.wait();
+    if let Some(e) = unattached.lock().unwrap().take() {
+        // The threads wait at `go` and die with the process.
+        return failed_report(e);
+    }
 
     let t0 = now_ns();
     let stop_at = t0.saturating_add(plan.duration_ns);

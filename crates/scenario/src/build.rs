@@ -523,6 +523,15 @@ fn group(
     let mut ops = Vec::new();
     for op in raw.program.get_ref() {
         let (mut t, at) = op_template(ctx, op, topo)?;
+        if let (OpT::Fork(..), Some(_)) = (&t, cgroup) {
+            return Err(ctx.at(
+                at,
+                format!(
+                    "thread `{name}` is in a cgroup and forks: a forked thread starts in its forker's cgroup, \
+                     which schedlab does not follow yet (fork from a thread outside any cgroup)"
+                ),
+            ));
+        }
         if let (OpT::SetAffinity(asked), Some(set)) = (&t, cpuset) {
             t = OpT::SetAffinity(crate::cgroup::within_cpuset(ctx, at, asked, &set, "setaffinity", cgroups, cgroup)?);
         }

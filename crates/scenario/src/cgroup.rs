@@ -18,6 +18,10 @@
 //! * `idle = true` — `cpu.idle` (SCHED_IDLE semantics for the group's
 //!   entity); the kernel refuses a weight on an idle group, so does this.
 //!
+//! A table that sets only `cpus` is a cpuset and nothing else; any other
+//! table, an empty one included, is a group of the cpu controller (its
+//! threads share one scheduling entity per CPU).
+//!
 //! A table no thread runs in (itself or below it) is refused as a likely
 //! typo. Forked threads (tables only `fork` starts) cannot name a cgroup
 //! yet: in the kernel they start in their forker's and the runner would
@@ -72,10 +76,12 @@ pub struct CgroupSpec {
 }
 
 impl CgroupSpec {
-    /// It sets something of the cpu controller (weight, quota, idle), not
-    /// only CPUs.
+    /// It is a group of the cpu controller: it sets a weight, a quota or
+    /// idle, or nothing at all (a group of the default weight, whose
+    /// threads share one entity). A table that only sets `cpus` is the
+    /// cpuset controller's alone.
     pub fn controls_cpu(&self) -> bool {
-        self.weight.is_some() || self.max.is_some() || self.idle
+        self.weight.is_some() || self.max.is_some() || self.idle || self.cpus.is_none()
     }
 
     /// cgroup v1's `cpu.shares` for its weight: `weight · 1024 / 100`

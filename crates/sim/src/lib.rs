@@ -226,7 +226,8 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
         let what = match (g.weight, g.max, g.idle) {
             (Some(w), _, _) => format!("weight = {w}"),
             (_, Some(_), _) => "max (CFS bandwidth)".to_string(),
-            _ => "idle = true".to_string(),
+            (_, _, true) => "idle = true".to_string(),
+            _ => "no `cpus`, so it is a cpu-controller group of the default weight".to_string(),
         };
         return Err(InputError::new(
             scenario.path.clone(),

@@ -54,8 +54,12 @@ program = [{ run = "5ms" }, { sleep = "1ms" }]
 
 #[test]
 fn a_group_with_a_weight_or_quota_is_refused_naming_its_table() {
-    for (knob, said) in [("weight = 300", "weight = 300"), ("max = \"50ms\"", "CFS bandwidth"), ("idle = true", "idle")]
-    {
+    for (knob, said) in [
+        ("weight = 300", "weight = 300"),
+        ("max = \"50ms\"", "CFS bandwidth"),
+        ("idle = true", "idle"),
+        ("", "default weight"),
+    ] {
         let s = scenario(&format!(
             "topology = \"smt-2x2\"\nduration = \"10ms\"\n[cgroup.g]\n{knob}\n[[thread]]\nname = \"a\"\ncgroup = \"g\"\nprogram = [{{ run = \"1ms\" }}]\n"
         ));

@@ -484,6 +484,7 @@ mod tests {
             lost_events: 0,
             notes: Vec::new(),
             worker_pid: 1,
+            cgroup_stats: Vec::new(),
         };
         let frame = |setting| {
             serde_json::to_vec(&RunHeader { setting, features: String::new(), capture: capture.clone() }).unwrap()

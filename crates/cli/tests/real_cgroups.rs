@@ -1,0 +1,221 @@
+//! `schedlab real` with `[cgroup]` tables on this machine's kernel (root;
+//! cgroup v1 cpu and cpuset here, v2 on most users' machines): the kernel's
+//! group shares, CFS bandwidth and cpusets as the scenario asks, and every
+//! group removed afterwards — also after the supervisor is SIGKILLed (the
+//! next run removes them). Skipped with a message without root or cgroups.
+//!
+//! One test function: the cases share the machine (tracefs is global, and
+//! hogs pinned to CPU 0 would disturb each other).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn is_root() -> bool {
+    // SAFETY: plain syscall.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn command(state: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_schedlab"));
+    c.args(args).env("SCHEDLAB_STATE_DIR", state).current_dir(root());
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Every `schedlab-<pid>` cgroup under the mounts, v1 and v2.
+fn scratch_cgroups() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for mount in ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuset", "/sys/fs/cgroup/unified"] {
+        let Ok(dir) = std::fs::read_dir(mount) else { continue };
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with("schedlab-") {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// A 2-CPU scenario file: `cgroups` text, then `threads` text.
+fn scenario(dir: &Path, name: &str, cgroups: &str, threads: &str) -> String {
+    let topo = root().join("scenarios/topologies/kvm-2.toml");
+    let body = format!("topology = \"{}\"\nduration = \"2s\"\n{cgroups}\n{threads}\n", topo.display());
+    let p = dir.join(format!("{name}.toml"));
+    std::fs::write(&p, body).unwrap();
+    p.display().to_string()
+}
+
+/// `n` CPU hogs named `name`, in `cgroup`, pinned to CPU 0.
+fn hogs(name: &str, n: usize, cgroup: &str) -> String {
+    format!(
+        "[[thread]]\nname = \"{name}\"\ninstances = {n}\ncgroup = \"{cgroup}\"\naffinity = \"0\"\nprogram = [{{ run = \"10ms\" }}]\n"
+    )
+}
+
+fn real_json(state: &Path, file: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["real", file, "--json"];
+    args.extend_from_slice(extra);
+    let out: Output = command(state, &args).output().unwrap();
+    assert!(out.status.success(), "schedlab real {file} failed: {}", text(&out.stderr));
+    assert!(scratch_cgroups().is_empty(), "cgroups left behind: {:?}", scratch_cgroups());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    println!("{file}: {}", doc["cgroups"]);
+    doc
+}
+
+/// The `cgroups` rows of a `real --json`, by name: (CPUs used, share of
+/// the workload — both from the kernel's per-thread CPU time — periods,
+/// throttled).
+fn rows(doc: &serde_json::Value) -> Vec<(String, f64, f64, u64, u64)> {
+    doc["cgroups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no cgroups in {doc}"))
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["cpus_used"].as_f64().unwrap(),
+                r["share_of_workload"].as_f64().unwrap(),
+                r["nr_periods"].as_u64().unwrap(),
+                r["nr_throttled"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
+    if !is_root() {
+        println!("skipped: `schedlab real` with cgroups needs root");
+        return;
+    }
+    let cpu_v1 = Path::new("/sys/fs/cgroup/cpu/cpu.shares").exists();
+    let v2_cpu = std::fs::read_to_string("/sys/fs/cgroup/cgroup.subtree_control").is_ok_and(|s| s.contains("cpu"));
+    if !cpu_v1 && !v2_cpu {
+        println!("skipped: neither a cgroup v1 cpu mount nor a v2 root that delegates cpu");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("schedlab-real-cgroups-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state");
+    assert!(scratch_cgroups().is_empty(), "a scratch cgroup exists before the test: {:?}", scratch_cgroups());
+
+    // Two equal-weight groups on one CPU, 1 hog against 4: the kernel shares
+    // between the groups' entities, not the threads.
+    let f = scenario(
+        &dir,
+        "equal",
+        "[cgroup.one]\n[cgroup.four]\n",
+        &(hogs("cg-one", 1, "one") + &hogs("cg-four", 4, "four")),
+    );
+    let doc = real_json(&state, &f, &[]);
+    let r = rows(&doc);
+    let share = |name: &str| r.iter().find(|x| x.0 == name).unwrap().2;
+    assert!((share("one") - 0.5).abs() < 0.05, "1 hog vs 4 in equal groups: {r:?}");
+    assert!(doc["notes"].to_string().contains("the scenario's cgroups run on cgroup"), "{}", doc["notes"]);
+
+    // Weights 100:300 give 25/75.
+    let f = scenario(
+        &dir,
+        "weights",
+        "[cgroup.light]\nweight = 100\n[cgroup.heavy]\nweight = 300\n",
+        &(hogs("cg-light", 2, "light") + &hogs("cg-heavy", 2, "heavy")),
+    );
+    let r = rows(&real_json(&state, &f, &[]));
+    let share = |name: &str| r.iter().find(|x| x.0 == name).unwrap().2;
+    assert!((share("light") - 0.25).abs() < 0.04, "weights 100:300: {r:?}");
+
+    // A 50 % quota: half of one CPU, throttled in (nearly) every period.
+    // The window is not aligned to the periods (the timer starts with the
+    // threads' setup), so it may hold up to one quota more or less than
+    // half its length: over 5 s that is 1 %.
+    let f = scenario(
+        &dir,
+        "quota",
+        "[cgroup.capped]\nmax = \"50ms\"\nperiod = \"100ms\"\n",
+        &hogs("cg-capped", 2, "capped"),
+    );
+    let r = rows(&real_json(&state, &f, &["--duration", "5s"]));
+    let (_, cpus, _, periods, throttled) = r[0].clone();
+    assert!((cpus - 0.5).abs() <= 0.01, "a 50 % quota used {cpus:.4} CPUs: {r:?}");
+    // The periods also count the setup before the window and the stop after it.
+    assert!((50..=54).contains(&periods) && throttled + 2 >= periods, "5 s at 100 ms periods: {r:?}");
+
+    // A cpuset holds its thread on CPU 1, setaffinity to both CPUs included.
+    let trace = dir.join("cpuset.trace");
+    let f = scenario(
+        &dir,
+        "cpuset",
+        "[cgroup.pin]\ncpus = \"1\"\n",
+        "[[thread]]\nname = \"cg-pinned\"\ncgroup = \"pin\"\nprogram = [{ setaffinity = \"0-1\" }, { run = \"3ms\" }, { sleep = \"1ms\" }]\n\
+         [[thread]]\nname = \"cg-free\"\ninstances = 2\nprogram = [{ run = \"3ms\" }, { sleep = \"1ms\" }]\n",
+    );
+    let doc = real_json(&state, &f, &["--trace", trace.to_str().unwrap()]);
+    let tid = doc["threads"].as_array().unwrap().iter().find(|t| t["name"] == "cg-pinned").unwrap()["tid"]
+        .as_i64()
+        .unwrap() as i32;
+    let parsed = schedlab_trace::parse_ftrace("cpuset.trace", &std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let start = doc["window_ns"][0].as_u64().unwrap() / 1000 * 1000;
+    let cpus: std::collections::BTreeSet<u32> = parsed
+        .events
+        .iter()
+        .filter(|e| e.ts >= start)
+        .filter_map(|e| match e.kind {
+            schedlab_trace::EventKind::SchedSwitch { next_pid, .. } if next_pid == tid => Some(e.cpu),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cpus.into_iter().collect::<Vec<_>>(), [1], "the cpuset's thread ran only on CPU 1");
+
+    // SIGKILL of the supervisor: the groups stay (no one could remove them)
+    // until the next run, which removes them first and says so.
+    let f = scenario(&dir, "killed", "[cgroup.g]\n", &hogs("cg-killed", 1, "g").replace("2s", "60s"));
+    let mut child = command(&state, &["real", &f, "--duration", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let supervisor = child.id();
+    let t = Instant::now();
+    while !scratch_cgroups().iter().any(|p| p.join("g/tasks").exists() || p.join("g/cgroup.threads").exists())
+        || !has_tasks()
+    {
+        assert!(t.elapsed() < Duration::from_secs(30), "the run never populated its cgroup");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = Instant::now();
+    while has_tasks() {
+        assert!(t.elapsed() < Duration::from_secs(10), "the worker outlived its supervisor");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!scratch_cgroups().is_empty(), "nothing left to clean up: the case tests nothing");
+    let f = scenario(&dir, "after", "[cgroup.g]\n", &hogs("cg-after", 1, "g"));
+    let out = command(&state, &["real", &f, "--duration", "200ms"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("interrupted run (pid {supervisor})")) && stdout.contains("removed its cgroups"),
+        "{stdout}"
+    );
+    assert!(scratch_cgroups().is_empty(), "cgroups left behind: {:?}", scratch_cgroups());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Some scratch cgroup still holds a task.
+fn has_tasks() -> bool {
+    scratch_cgroups().iter().any(|p| {
+        ["g/tasks", "g/cgroup.threads"]
+            .iter()
+            .any(|f| std::fs::read_to_string(p.join(f)).is_ok_and(|s| !s.trim().is_empty()))
+    })
+}
