@@ -1,8 +1,10 @@
-//! `schedlab real` with `[cgroup]` tables on this machine's kernel (root;
-//! cgroup v1 cpu and cpuset here, v2 on most users' machines): the kernel's
-//! group shares, CFS bandwidth and cpusets as the scenario asks, and every
-//! group removed afterwards — also after the supervisor is SIGKILLed (the
-//! next run removes them). Skipped with a message without root or cgroups.
+//! `schedlab real` with `[cgroup]` tables and `session`s on this machine's
+//! kernel (root; cgroup v1 cpu and cpuset here, v2 on most users' machines):
+//! the kernel's group shares, CFS bandwidth, cpusets and autogroups as the
+//! scenario asks, and every group, session process and changed
+//! `sched_autogroup_enabled` gone afterwards — also after the supervisor is
+//! SIGKILLed (the next run cleans up). Skipped with a message without root
+//! or cgroups.
 //!
 //! One test function: the cases share the machine (tracefs is global, and
 //! hogs pinned to CPU 0 would disturb each other).
@@ -175,9 +177,51 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
         .collect();
     assert_eq!(cpus.into_iter().collect::<Vec<_>>(), [1], "the cpuset's thread ran only on CPU 1");
 
-    // SIGKILL of the supervisor: the groups stay (no one could remove them)
-    // until the next run, which removes them first and says so.
-    let f = scenario(&dir, "killed", "[cgroup.g]\n", &hogs("cg-killed", 1, "g").replace("2s", "60s"));
+    // Sessions: a nice-0 hog against a nice-10 hog started in another
+    // session. With autogroup each session is a group of nice 0's weight,
+    // so they split the CPU about evenly; without, nice weighting gives the
+    // nice-0 hog 1024 / (1024 + 110) = 90.3 %. Shares from the kernel's
+    // per-thread CPU time; the host's setting is put back after each. The
+    // even split leans to the nice-0 side (51-53 % here): the session
+    // process's own main thread leaves blocked load on another CPU, which
+    // counts in its autogroup's load (`calc_group_shares()` divides by the
+    // group's load on every CPU) until it decays.
+    let autogroup_before = std::fs::read_to_string(AUTOGROUP).ok();
+    if autogroup_before.is_some() {
+        for (on, lo, hi) in [(true, 0.42, 0.58), (false, 0.883, 0.923)] {
+            let f = scenario(
+                &dir,
+                &format!("autogroup-{on}"),
+                &format!("autogroup = {on}"),
+                "[[thread]]\nname = \"cg-work\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n\
+                 [[thread]]\nname = \"cg-nice10\"\nnice = 10\nsession = \"other\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n",
+            );
+            let doc = real_json(&state, &f, &[]);
+            let cpu: Vec<f64> = doc["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["outcome"]["cpu_ns"].as_u64().unwrap() as f64)
+                .collect();
+            let share = cpu[0] / (cpu[0] + cpu[1]);
+            println!("autogroup = {on}: the nice-0 hog's share {share:.4}");
+            assert!((lo..=hi).contains(&share), "autogroup = {on}: nice-0 share {share:.4}, expected {lo}..{hi}");
+            assert_eq!(
+                std::fs::read_to_string(AUTOGROUP).ok(),
+                autogroup_before,
+                "sched_autogroup_enabled not restored"
+            );
+            assert!(session_processes().is_empty(), "session processes left: {:?}", session_processes());
+        }
+    } else {
+        println!("skipped the session cases: no {AUTOGROUP} (no SCHED_AUTOGROUP)");
+    }
+
+    // SIGKILL of the supervisor: the groups and the autogroup setting stay
+    // (no one could restore them) until the next run, which restores them
+    // first and says so.
+    let killed_head = if autogroup_before.is_some() { "autogroup = false\n[cgroup.g]\n" } else { "[cgroup.g]\n" };
+    let f = scenario(&dir, "killed", killed_head, &hogs("cg-killed", 1, "g").replace("2s", "60s"));
     let mut child = command(&state, &["real", &f, "--duration", "60s"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -199,6 +243,13 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!scratch_cgroups().is_empty(), "nothing left to clean up: the case tests nothing");
+    if autogroup_before.is_some() {
+        assert_eq!(
+            std::fs::read_to_string(AUTOGROUP).unwrap().trim(),
+            "0",
+            "the killed run's setting is still in force"
+        );
+    }
     let f = scenario(&dir, "after", "[cgroup.g]\n", &hogs("cg-after", 1, "g"));
     let out = command(&state, &["real", &f, "--duration", "200ms"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -208,7 +259,19 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
         "{stdout}"
     );
     assert!(scratch_cgroups().is_empty(), "cgroups left behind: {:?}", scratch_cgroups());
+    assert_eq!(std::fs::read_to_string(AUTOGROUP).ok(), autogroup_before, "sched_autogroup_enabled not restored");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+const AUTOGROUP: &str = "/proc/sys/kernel/sched_autogroup_enabled";
+
+/// Pids of processes named `schedlab-sess` (a run's session processes).
+fn session_processes() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "schedlab-sess"))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Some scratch cgroup still holds a task.

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use schedlab_trace::TraceParseError;
 
 use crate::plan::seconds;
-use crate::tracefs::{RT_RUNTIME, TRACEFS};
+use crate::tracefs::{AUTOGROUP, RT_RUNTIME, TRACEFS};
 
 /// A failed real run, with what it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -33,8 +33,8 @@ pub enum RunnerError {
     /// A saved state whose tracefs root is none of [`crate::tracefs::TRACEFS_ROOTS`].
     #[error("refusing to restore under `{root}`: not a tracefs root this program uses ({roots})")]
     RefusedRoot { root: String, roots: String },
-    /// A saved file outside the tracefs root (and not [`RT_RUNTIME`]).
-    #[error("refusing to restore `{file}`: only files under {root} and {RT_RUNTIME} are restored")]
+    /// A saved file outside the tracefs root (and not [`RT_RUNTIME`] or [`AUTOGROUP`]).
+    #[error("refusing to restore `{file}`: only files under {root}, {RT_RUNTIME} and {AUTOGROUP} are restored")]
     RefusedFile { file: String, root: String },
 
     /// The lock or state file in the state directory.
@@ -100,6 +100,9 @@ pub enum RunnerError {
     /// A saved state naming a directory that is not a run's scratch cgroup.
     #[error("refusing to remove `{dir}`: only schedlab-<pid> cgroups under /sys/fs/cgroup are removed")]
     RefusedCgroup { dir: String },
+    /// The scenario asks for autogroup on a kernel without it.
+    #[error("{0}")]
+    Autogroup(String),
     /// The scenario's cgroups cannot be set up on this host as asked.
     #[error("{0}")]
     Cgroup(String),

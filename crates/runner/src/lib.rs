@@ -47,6 +47,7 @@ mod fork;
 pub mod plan;
 pub mod probe;
 pub mod program;
+mod session;
 pub mod state;
 mod supervisor;
 pub mod sys;

@@ -164,6 +164,39 @@ impl Drop for Raised {
     }
 }
 
+/// The `autogroup` write the run needs (`None`: leave it), with a note on
+/// what the sessions mean here.
+fn autogroup_setting(scenario: &Scenario, notes: &mut Vec<String>) -> Result<Option<bool>, RunnerError> {
+    let now = std::fs::read_to_string(crate::tracefs::AUTOGROUP).ok().map(|s| s.trim() == "1");
+    let wanted = scenario.autogroup.as_ref().map(|a| a.value);
+    match (wanted, now) {
+        (Some(true), None) => Err(RunnerError::Autogroup(format!(
+            "{}:{}: `autogroup = true`, but this kernel has no SCHED_AUTOGROUP ({} is missing)",
+            scenario.path,
+            scenario.autogroup.as_ref().map_or(0, |a| a.line),
+            crate::tracefs::AUTOGROUP
+        ))),
+        (Some(w), Some(n)) if w != n => {
+            notes.push(format!(
+                "kernel.sched_autogroup_enabled = {} for the run (the host has {}; put back after)",
+                w as u8, n as u8
+            ));
+            Ok(Some(w))
+        }
+        (_, n) => {
+            if !scenario.sessions.is_empty() {
+                let what = match n {
+                    Some(true) => "on: each session is an autogroup",
+                    Some(false) => "off: the sessions share the root group",
+                    None => "absent (no SCHED_AUTOGROUP): the sessions share the root group",
+                };
+                notes.push(format!("{} session process(es); autogroup is {what}", scenario.sessions.len()));
+            }
+            Ok(None)
+        }
+    }
+}
+
 /// Save, configure, fork the worker, wait, read the trace, restore.
 pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result<Captured, RunnerError> {
     match sys::thread_count() {
@@ -201,6 +234,7 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
         buffer_kb: plan.buffer_kb(opts),
         stat_runtime: opts.stat_runtime,
         rt_runtime_us: if opts.set_rt_runtime { scenario.sched_rt_runtime_us } else { None },
+        autogroup: autogroup_setting(scenario, &mut notes)?,
     };
     let saved = check_interrupted("before the run started: nothing was changed")
         .and_then(|()| tracefs.save(&settings))

@@ -33,6 +33,10 @@ pub const TRACEFS_ROOTS: [&str; 2] = [TRACEFS, "/sys/kernel/debug/tracing"];
 /// when a run is allowed to change RT throttling.
 pub const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
+/// `kernel.sched_autogroup_enabled`, saved and restored the same way when a
+/// scenario sets `autogroup` (absent without `CONFIG_SCHED_AUTOGROUP`).
+pub const AUTOGROUP: &str = "/proc/sys/kernel/sched_autogroup_enabled";
+
 /// An error with the file it concerns.
 fn ctx(path: &Path, what: &str, e: io::Error) -> RunnerError {
     RunnerError::File { path: path.to_path_buf(), action: what.to_string(), source: e }
@@ -177,6 +181,8 @@ pub struct CaptureSettings {
     pub stat_runtime: bool,
     /// Write this to `sched_rt_runtime_us` (saved and restored).
     pub rt_runtime_us: Option<i64>,
+    /// Write this to `sched_autogroup_enabled` (saved and restored).
+    pub autogroup: Option<bool>,
 }
 
 impl Tracefs {
@@ -204,6 +210,10 @@ impl Tracefs {
             let v = std::fs::read_to_string(RT_RUNTIME).map_err(|e| ctx(Path::new(RT_RUNTIME), "read", e))?;
             keep(RT_RUNTIME.into(), v.trim().to_string());
         }
+        if s.autogroup.is_some() {
+            let v = std::fs::read_to_string(AUTOGROUP).map_err(|e| ctx(Path::new(AUTOGROUP), "read", e))?;
+            keep(AUTOGROUP.into(), v.trim().to_string());
+        }
         keep("tracing_on".into(), self.read("tracing_on")?.trim().to_string());
         Ok(SavedState {
             tracefs: self.root.display().to_string(),
@@ -227,6 +237,9 @@ impl Tracefs {
         if let Some(v) = s.rt_runtime_us {
             write_file(Path::new(RT_RUNTIME), &v.to_string())?;
         }
+        if let Some(on) = s.autogroup {
+            write_file(Path::new(AUTOGROUP), if on { "1" } else { "0" })?;
+        }
         self.clear()?;
         self.write("tracing_on", "1")
     }
@@ -237,7 +250,7 @@ impl Tracefs {
 ///
 /// The state may come from a file in a shared directory, so nothing is
 /// written unless its root is one of [`TRACEFS_ROOTS`] and every file is a
-/// plain relative path under it or exactly [`RT_RUNTIME`].
+/// plain relative path under it or exactly [`RT_RUNTIME`] or [`AUTOGROUP`].
 pub fn restore(state: &SavedState) -> Result<(), RunnerError> {
     restore_within(state, &TRACEFS_ROOTS)
 }
@@ -281,8 +294,8 @@ fn checked_paths(state: &SavedState, roots: &[&str]) -> Result<Vec<PathBuf>, Run
         .iter()
         .map(|s| {
             let rel = Path::new(&s.file);
-            if s.file == RT_RUNTIME {
-                Ok(PathBuf::from(RT_RUNTIME))
+            if s.file == RT_RUNTIME || s.file == AUTOGROUP {
+                Ok(PathBuf::from(&s.file))
             } else if !s.file.is_empty() && rel.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
                 Ok(root.join(rel))
             } else {
@@ -359,8 +372,10 @@ mod tests {
         // Nothing was written, not even the good file before the bad one.
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
         assert_eq!(std::fs::read_to_string(dir.join("tracefs/tracing_on")).unwrap(), "1");
-        // RT_RUNTIME is the one absolute path accepted.
+        // RT_RUNTIME and AUTOGROUP are the only absolute paths accepted.
         assert_eq!(checked_paths(&state(&root, RT_RUNTIME), &[&root]).unwrap()[1], Path::new(RT_RUNTIME));
+        assert_eq!(checked_paths(&state(&root, AUTOGROUP), &[&root]).unwrap()[1], Path::new(AUTOGROUP));
+        assert!(checked_paths(&state(&root, "/proc/sys/kernel/sched_autogroup_enabled2"), &[&root]).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -234,106 +234,64 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
         Err(e) => return failed_report(format!("cannot create the scenario's objects: {e}")),
     };
 
-    let n = scenario.threads.len();
-    let ready = Arc::new(Barrier::new(n + 1));
-    let go = Arc::new(Barrier::new(n + 1));
-    let setups: Arc<Mutex<Vec<Setup>>> = Arc::new(Mutex::new(vec![(0, Vec::new()); n]));
-    // A thread that could not join its cgroup: the run would not test what the file asks.
-    let unattached: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let (done_tx, done_rx) = mpsc::channel::<(usize, Outcome)>();
-    shared.forks.link(&shared, done_tx.clone());
-    for (i, (spec, tp)) in scenario.threads.iter().zip(&plan.threads).enumerate() {
-        let (spec, tp): (ThreadSpec, ThreadPlan) = (spec.clone(), tp.clone());
-        let (shared, ready, go, setups, done_tx) =
-            (shared.clone(), ready.clone(), go.clone(), setups.clone(), done_tx.clone());
-        let cgroup_files = args.cgroups.map(|l| l.thread_files[i].clone()).unwrap_or_default();
-        let unattached = unattached.clone();
-        let delay = spec.start_delay_ns;
-        let spawned = std::thread::Builder::new().name(spec.name.clone()).stack_size(256 << 10).spawn(move || {
-            set_comm(&spec.name);
-            // Into the cgroups first: joining a cpuset resets the affinity.
-            if let Err(e) = crate::cgroup::attach(&cgroup_files, sys::gettid()) {
-                unattached.lock().unwrap().get_or_insert(format!("{}: cannot join its cgroup: {e}", spec.name));
-            }
-            let mut setup = Vec::new();
-            let first = tp.start_cpu.map(|c| vec![c]).unwrap_or_else(|| tp.cpus.clone());
-            if let Err(e) = set_affinity(&first) {
-                setup.push(format!("{}: sched_setaffinity({:?}) failed: {e}", spec.name, first));
-            }
-            setup.extend(apply_sched(&spec));
-            setups.lock().unwrap()[i] = (sys::gettid(), setup);
-            ready.wait();
-            go.wait();
-            if tp.start_cpu.is_some() && tp.cpus.len() > 1 {
-                let _ = set_affinity(&tp.cpus);
-            }
-            if delay > 0 {
-                sleep_until(now_ns().saturating_add(delay).min(shared.stop_at.load(Ordering::Relaxed)));
-            }
-            let outcome = run_program(&shared, &spec);
-            let _ = done_tx.send((i, outcome));
-        });
-        if let Err(e) = spawned {
-            // The process exits when the report is sent; the threads spawned so far die with it.
-            return failed_report(format!("cannot create thread {}: {e}", scenario.threads[i].name));
+    // Threads of other sessions run in processes of their own, forked now
+    // (before this process has more threads than the watchdog).
+    let mut children = Vec::new();
+    for k in 0..scenario.sessions.len() {
+        match crate::session::start(args, &shared, k, deadline) {
+            Ok(c) => children.push(c),
+            Err(e) => return failed_report(e),
         }
     }
-    drop(done_tx);
-    ready.wait();
-    if let Some(e) = unattached.lock().unwrap().take() {
-        // The threads wait at `go` and die with the process.
+    let n = scenario.threads.len();
+    let own: Vec<usize> = (0..n).filter(|&i| scenario.threads[i].session.is_none()).collect();
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Outcome)>();
+    shared.forks.link(&shared, done_tx.clone());
+    let crew = match Crew::spawn(args, &shared, &own, done_tx) {
+        Ok(c) => c,
+        Err(e) => return failed_report(e),
+    };
+    if let Err(e) = crew.ready() {
         return failed_report(e);
+    }
+    for c in &mut children {
+        if let Err(e) = c.ready() {
+            return failed_report(e);
+        }
     }
 
     let t0 = now_ns();
     let stop_at = t0.saturating_add(plan.duration_ns);
     shared.stop_at.store(stop_at, Ordering::SeqCst);
     shared.markers.write(&format!("schedlab_real start scenario={} t0={t0}", scenario.name));
-    go.wait();
+    for c in &mut children {
+        c.go(stop_at);
+    }
+    crew.go.wait();
     // The main thread only wakes to stop the run; let it preempt the workload then.
     let _ = sched_setattr(0, &SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 98, ..Default::default() });
 
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
-    let mut left = n;
-    // Forked threads report with an index past the others' (their own
-    // outcome is in the fork table).
-    while left > 0 || shared.forks.live() > 0 {
-        let now = now_ns();
-        if now >= stop_at {
-            break;
-        }
-        match done_rx.recv_timeout(Duration::from_nanos(stop_at - now)) {
-            Ok((i, o)) if i < n => {
-                outcomes[i] = Some(o);
-                left -= 1;
-            }
-            Ok(_) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-    }
-    let t_end = now_ns().min(stop_at);
+    let (mut outcomes, t_end) = crew.finish(&shared, done_rx, stop_at, true);
     shared.markers.write(&format!("schedlab_real stop t_end={t_end}"));
-    shared.stop.store(true, Ordering::SeqCst);
-    let give_up = stop_at.max(t_end).saturating_add(STOP_GRACE_NS / 2);
-    while (left > 0 || shared.forks.live() > 0) && now_ns() < give_up {
-        shared.kick_waiters();
-        match done_rx.recv_timeout(Duration::from_millis(1)) {
-            Ok((i, o)) if i < n => {
-                outcomes[i] = Some(o);
-                left -= 1;
+    let mut tids: Vec<(i32, Vec<String>)> = crew.setups.lock().unwrap().clone();
+    for c in children {
+        match c.report(stop_at.saturating_add(STOP_GRACE_NS)) {
+            Ok(rows) => {
+                for (i, t) in rows {
+                    if let Some(slot) = tids.get_mut(i) {
+                        *slot = (t.tid, t.setup_notes);
+                        outcomes[i] = t.outcome;
+                    }
+                }
             }
-            Ok(_) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(e) => notes.push(e),
         }
     }
     disarmed.store(true, Ordering::SeqCst);
-    let setups = setups.lock().unwrap().clone();
     let threads = scenario
         .threads
         .iter()
-        .zip(setups)
+        .zip(tids)
         .zip(outcomes)
         .map(|((spec, (tid, setup_notes)), outcome)| ThreadReport {
             name: spec.name.clone(),
@@ -362,4 +320,134 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
         notes,
         error: None,
     }
+}
+
+/// One process's share of the scenario's threads: created, held at a
+/// barrier, run, collected. The worker has one for the threads of the
+/// runner's session, each session process one for its own.
+pub(crate) struct Crew {
+    /// Released by the process's main thread at the start.
+    pub go: Arc<Barrier>,
+    ready: Arc<Barrier>,
+    /// By scenario thread index: tid and what could not be applied.
+    pub setups: Arc<Mutex<Vec<Setup>>>,
+    /// A thread that could not join its cgroup: the run would not test what the file asks.
+    unattached: Arc<Mutex<Option<String>>>,
+    /// The scenario thread indices this crew runs.
+    pub members: Vec<usize>,
+}
+
+impl Crew {
+    /// Create the threads `members` (scenario indices), each moving into its
+    /// cgroups, setting its affinity and policy, then waiting at `ready`.
+    pub fn spawn(
+        args: &WorkerArgs<'_>,
+        shared: &Arc<Shared>,
+        members: &[usize],
+        done_tx: mpsc::Sender<(usize, Outcome)>,
+    ) -> Result<Crew, String> {
+        let (scenario, plan) = (args.scenario, args.plan);
+        let crew = Crew {
+            go: Arc::new(Barrier::new(members.len() + 1)),
+            ready: Arc::new(Barrier::new(members.len() + 1)),
+            setups: Arc::new(Mutex::new(vec![(0, Vec::new()); scenario.threads.len()])),
+            unattached: Arc::new(Mutex::new(None)),
+            members: members.to_vec(),
+        };
+        for &i in members {
+            let (spec, tp): (ThreadSpec, ThreadPlan) = (scenario.threads[i].clone(), plan.threads[i].clone());
+            let (shared, ready, go, setups, done_tx) =
+                (shared.clone(), crew.ready.clone(), crew.go.clone(), crew.setups.clone(), done_tx.clone());
+            let cgroup_files = args.cgroups.map(|l| l.thread_files[i].clone()).unwrap_or_default();
+            let unattached = crew.unattached.clone();
+            let delay = spec.start_delay_ns;
+            let spawned = std::thread::Builder::new().name(spec.name.clone()).stack_size(256 << 10).spawn(move || {
+                set_comm(&spec.name);
+                // Into the cgroups first: joining a cpuset resets the affinity.
+                if let Err(e) = crate::cgroup::attach(&cgroup_files, sys::gettid()) {
+                    unattached.lock().unwrap().get_or_insert(format!("{}: cannot join its cgroup: {e}", spec.name));
+                }
+                let mut setup = Vec::new();
+                let first = tp.start_cpu.map(|c| vec![c]).unwrap_or_else(|| tp.cpus.clone());
+                if let Err(e) = set_affinity(&first) {
+                    setup.push(format!("{}: sched_setaffinity({:?}) failed: {e}", spec.name, first));
+                }
+                setup.extend(apply_sched(&spec));
+                setups.lock().unwrap()[i] = (sys::gettid(), setup);
+                ready.wait();
+                go.wait();
+                if tp.start_cpu.is_some() && tp.cpus.len() > 1 {
+                    let _ = set_affinity(&tp.cpus);
+                }
+                if delay > 0 {
+                    sleep_until(now_ns().saturating_add(delay).min(shared.stop_at.load(Ordering::Relaxed)));
+                }
+                let outcome = run_program(&shared, &spec);
+                let _ = done_tx.send((i, outcome));
+            });
+            if let Err(e) = spawned {
+                // The process exits when the report is sent; the threads spawned so far die with it.
+                return Err(format!("cannot create thread {}: {e}", scenario.threads[i].name));
+            }
+        }
+        Ok(crew)
+    }
+
+    /// Wait until every member is set up; an error if one could not join its cgroup.
+    pub fn ready(&self) -> Result<(), String> {
+        self.ready.wait();
+        match self.unattached.lock().unwrap().take() {
+            // The threads wait at `go` and die with the process.
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// After `go`: wait for the members (and, with `forks`, the threads they
+    /// forked) until `stop_at`, then stop them, kicking blocked ones, for up
+    /// to half the grace time. Returns the outcomes by scenario index and the
+    /// end of the window.
+    pub fn finish(
+        &self,
+        shared: &Shared,
+        done_rx: mpsc::Receiver<(usize, Outcome)>,
+        stop_at: u64,
+        forks: bool,
+    ) -> (Vec<Option<Outcome>>, u64) {
+        let n = shared_len(&self.setups);
+        let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
+        let mut left = self.members.len();
+        let live = || if forks { shared.forks.live() } else { 0 };
+        let mut take = |r: Result<(usize, Outcome), mpsc::RecvTimeoutError>, left: &mut usize| match r {
+            Ok((i, o)) if i < n => {
+                outcomes[i] = Some(o);
+                *left -= 1;
+                true
+            }
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => true,
+            Err(mpsc::RecvTimeoutError::Disconnected) => false,
+        };
+        // Forked threads report with an index past the others' (their own
+        // outcome is in the fork table).
+        while left > 0 || live() > 0 {
+            let now = now_ns();
+            if now >= stop_at || !take(done_rx.recv_timeout(Duration::from_nanos(stop_at - now)), &mut left) {
+                break;
+            }
+        }
+        let t_end = now_ns().min(stop_at);
+        shared.stop.store(true, Ordering::SeqCst);
+        let give_up = stop_at.max(t_end).saturating_add(STOP_GRACE_NS / 2);
+        while (left > 0 || live() > 0) && now_ns() < give_up {
+            shared.kick_waiters();
+            if !take(done_rx.recv_timeout(Duration::from_millis(1)), &mut left) {
+                break;
+            }
+        }
+        (outcomes, t_end)
+    }
+}
+
+fn shared_len(setups: &Mutex<Vec<Setup>>) -> usize {
+    setups.lock().unwrap().len()
 }

@@ -63,6 +63,8 @@ struct Group {
     delay_ns: u64,
     /// Its `[cgroup]` and where `cgroup` was written.
     cgroup: Option<(usize, usize)>,
+    /// Its session's name and where it was written.
+    session: Option<(String, usize)>,
     instances_at: Option<usize>,
     start_cpu_at: Option<usize>,
     delay_at: Option<usize>,
@@ -88,6 +90,7 @@ impl Group {
             start_cpu: self.start_cpu,
             start_delay_ns: self.delay_ns,
             cgroup: self.cgroup.map(|(c, _)| c),
+            session: None,
             program: Program { ops, repeat: self.repeat, rows: self.rows.clone() },
             line: self.line,
         }
@@ -205,11 +208,23 @@ pub(crate) fn build(
     let mut objects = Objects::default();
     let mut threads = Vec::new();
     let mut sites = Vec::new();
+    let mut sessions: Vec<String> = Vec::new();
+    let mut session_at: Vec<Option<usize>> = Vec::new();
     for (g, comm) in groups.iter().flat_map(|g| (0..g.instances).map(move |i| (g, i))).zip(comms) {
         let (g, i) = g;
         let (ops, op_sites) = program(ctx, g, Some(i), &flag_names, &forked, &mut objects)?;
         sites.push(ThreadSites { ops: op_sites, repeat_at: g.repeat_at, name_at: g.name_at });
-        threads.push(g.spec(comm, i, ops));
+        let mut spec = g.spec(comm, i, ops);
+        if let Some((name, at)) = &g.session {
+            spec.session = Some(sessions.iter().position(|s| s == name).unwrap_or_else(|| {
+                sessions.push(name.clone());
+                sessions.len() - 1
+            }));
+            session_at.push(Some(*at));
+        } else {
+            session_at.push(None);
+        }
+        threads.push(spec);
     }
 
     // One template per forked table, in the order fork_targets found them.
@@ -300,6 +315,8 @@ pub(crate) fn build(
         sched_rt_runtime_us,
         objects: objects.specs,
         cgroups,
+        sessions,
+        autogroup: raw.autogroup.as_ref().map(|a| ctx.pos(a)),
         threads,
         templates,
         measures,
@@ -307,6 +324,7 @@ pub(crate) fn build(
         notes: Vec::new(),
         rtapp_log_basename: None,
     };
+    crate::session::check(ctx, &scenario, &sites, &session_at)?;
     if scenario.templates.is_empty() {
         validate::check(ctx, &scenario, &sites)?;
     } else {
@@ -376,6 +394,16 @@ fn fork_targets(ctx: Ctx, groups: &[Group]) -> Result<ForkTargets, InputError> {
                 format!(
                     "thread `{}` is forked, and a forked thread starts when its `fork` runs: `delay` applies \
                      only to threads created at the start (put a `sleep` first in its program)",
+                    g.name
+                ),
+            ));
+        }
+        if let Some((_, at)) = &g.session {
+            return Err(ctx.at(
+                *at,
+                format!(
+                    "thread `{}` is forked, and a forked thread runs in its forker's process: `session` applies \
+                     only to threads created at the start",
                     g.name
                 ),
             ));
@@ -551,6 +579,10 @@ fn group(
         start_cpu,
         delay_ns,
         cgroup,
+        session: match &raw.session {
+            Some(s) => Some((crate::session::name(ctx, s)?, s.span().start)),
+            None => None,
+        },
         instances_at: raw.instances.as_ref().map(|n| n.span().start),
         start_cpu_at: raw.start_cpu.as_ref().map(|c| c.span().start),
         delay_at: raw.delay.as_ref().map(|d| d.span().start).filter(|_| delay_ns > 0),

@@ -25,6 +25,8 @@ pub(crate) struct RawScenario {
     pub background: Option<Spanned<String>>,
     pub fair_server_runtime: Option<Spanned<Value>>,
     pub sched_rt_runtime_us: Option<Spanned<i64>>,
+    /// `kernel.sched_autogroup_enabled` for the run.
+    pub autogroup: Option<Spanned<bool>>,
     /// `[mutex.NAME]` tables: per-mutex options.
     pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
     /// `[cgroup.NAME]` tables: the cgroups threads run in.
@@ -76,6 +78,8 @@ pub(crate) struct RawThread {
     pub start_cpu: Option<Spanned<i64>>,
     /// The `[cgroup.NAME]` it runs in.
     pub cgroup: Option<Spanned<String>>,
+    /// The session (`setsid()`) it runs in: one autogroup per session.
+    pub session: Option<Spanned<String>>,
     pub delay: Option<Spanned<Value>>,
     #[serde(rename = "loop")]
     pub repeat: Option<Spanned<Value>>,

@@ -26,6 +26,10 @@
 //! background = "quiet"          # or "kernel": watchdog stopper, kworkers
 //! fair_server_runtime = "50ms"  # per 1 s period; "0" disables it
 //! sched_rt_runtime_us = -1      # as /proc/sys/kernel; no throttling without RT_GROUP_SCHED
+//! autogroup = false             # kernel.sched_autogroup_enabled for the run; absent: the host's
+//!
+//! [cgroup.batch]                # a cgroup (see `cgroup`): weight, max/period, cpus, idle
+//! weight = 50                   # cpu.weight
 //!
 //! [mutex.m]                     # optional per-mutex options, keyed by the expanded name
 //! pi = true                     # PTHREAD_PRIO_INHERIT (default false)
@@ -41,6 +45,8 @@
 //! affinity = "4-7"              # cpulist, a CPU number, or [4, 5] (rt-app's `cpus` also
 //!                               # accepted); default: every CPU of the topology
 //! start_cpu = 4                 # must be in the affinity; default: the simulator decides
+//! # session = "other"           # a process of its own (setsid): an autogroup while autogroup
+//!                               # is on; its threads share no object with other sessions
 //! delay = "0us"                 # before the thread starts
 //! loop = true                   # true/-1 forever (default), false once, N times
 //! program = [
@@ -64,6 +70,7 @@
 //! [[thread]]
 //! name = "waker"
 //! affinity = "2"
+//! cgroup = "batch"              # a [cgroup.NAME]; its cpus would narrow the affinity
 //! program = [
 //!   { poll = "done{*}", after = "10us" },  # busy-poll every flag named done<N>;
 //!                                          # binds {*} to the N that fired
@@ -103,6 +110,7 @@ mod file;
 mod measure;
 mod rtapp;
 pub mod schbench;
+mod session;
 mod validate;
 mod values;
 
@@ -447,6 +455,10 @@ pub struct ThreadSpec {
     /// parent group itself when the file has cgroups, else wherever the
     /// runner runs.
     pub cgroup: Option<usize>,
+    /// Its session (index into [`Scenario::sessions`]): a process of its
+    /// own made with `setsid()`, so an autogroup of its own while
+    /// autogroup is on. `None`: the runner's session.
+    pub session: Option<usize>,
     pub program: Program,
     /// Where the `[[thread]]` table starts.
     pub line: usize,
@@ -485,6 +497,11 @@ pub struct Scenario {
     pub objects: Vec<ObjectSpec>,
     /// `[cgroup.NAME]` tables, parents before children.
     pub cgroups: Vec<CgroupSpec>,
+    /// Session names the threads' `session` keys give, in order of first use.
+    pub sessions: Vec<String>,
+    /// `autogroup = true|false`: `kernel.sched_autogroup_enabled` for the
+    /// run; `None` leaves the host's setting.
+    pub autogroup: Option<Spanned<bool>>,
     pub threads: Vec<ThreadSpec>,
     /// The tables a `fork` op names, one thread each as forked copies
     /// start (`instance` is the table's instance count: the first forked

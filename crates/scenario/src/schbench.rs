@@ -382,6 +382,7 @@ fn thread(
         start_cpu: None,
         start_delay_ns: 0,
         cgroup: None,
+        session: None,
         program: Program { ops, repeat: Repeat::Forever, rows: Vec::new() },
         line,
     }

@@ -221,6 +221,22 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
             features.apply(item).map_err(|e| SimError::Options(format!("--features {item}: {e}")))?;
         }
     }
+    let autogroup_off = scenario.autogroup.as_ref().is_some_and(|a| !a.value);
+    if let Some(t) = scenario.threads.iter().find(|t| t.session.is_some()).filter(|_| !autogroup_off) {
+        let session = &scenario.sessions[t.session.unwrap_or_default()];
+        return Err(InputError::new(
+            scenario.path.clone(),
+            t.line,
+            1,
+            format!(
+                "thread `{}` runs in session `{session}`: with autogroup on, each session is a task group \
+                 (SCHED_AUTOGROUP), which the model does not have yet (issue 19); set `autogroup = false` to \
+                 simulate it without (then sessions change nothing), or run it with `schedlab real`",
+                t.name
+            ),
+        )
+        .into());
+    }
     if let Some(g) = scenario.cgroups.iter().find(|g| g.controls_cpu()) {
         // cpuset-only groups are simulated: their CPUs are the threads' affinities.
         let what = match (g.weight, g.max, g.idle) {
@@ -602,6 +618,7 @@ fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Sce
             start_cpu: Some(cpu),
             start_delay_ns: phase,
             cgroup: None,
+            session: None,
             program: Program {
                 ops: vec![Op::Run { ns: 20_000 }, Op::Sleep { ns: 1_000_000_000 }],
                 repeat: Repeat::Forever,

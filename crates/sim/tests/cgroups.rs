@@ -69,3 +69,37 @@ fn a_group_with_a_weight_or_quota_is_refused_naming_its_table() {
         assert!(e.contains(said) && e.contains("schedlab real") && e.contains("group scheduling"), "{e}");
     }
 }
+
+#[test]
+fn sessions_simulate_only_with_autogroup_off() {
+    let text = |autogroup: &str| {
+        format!(
+            "topology = \"smt-2x2\"\nduration = \"100ms\"\n{autogroup}\n[[thread]]\nname = \"work\"\naffinity = \"0\"\n\
+             program = [{{ run = \"1ms\" }}]\n[[thread]]\nname = \"hog\"\nnice = 10\nsession = \"other\"\n\
+             affinity = \"0\"\nprogram = [{{ run = \"1ms\" }}]\n"
+        )
+    };
+    for on in ["", "autogroup = true"] {
+        let Err(e) = simulate(&scenario(&text(on)), &SimOptions::default()) else { panic!("{on:?}: simulated") };
+        let e = e.to_string();
+        assert!(
+            e.starts_with("cg.toml:8:1: thread `hog` runs in session `other`") && e.contains("autogroup = false"),
+            "{e}"
+        );
+    }
+    // Without autogroup a session changes nothing: nice weighting, 1024 : 110.
+    let r = simulate(&scenario(&text("autogroup = false")), &SimOptions::default()).unwrap();
+    let ran = |comm: &str| {
+        let pid = r.trace.table.tasks.iter().find(|(_, t)| t.comm == comm).map(|(p, _)| *p).unwrap();
+        r.trace
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::SchedStatRuntime { pid: p, runtime } if p == pid => Some(runtime),
+                _ => None,
+            })
+            .sum::<u64>() as f64
+    };
+    let share = ran("work") / (ran("work") + ran("hog"));
+    assert!((share - 1024.0 / 1134.0).abs() < 0.02, "nice-0 share {share}");
+}

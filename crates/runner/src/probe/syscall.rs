@@ -81,7 +81,7 @@ pub fn capture_cost_probe(cpu: usize, others: &[usize], budget: &super::ProbeBud
     let lock = RunLock::acquire(&state_dir()).map_err(|e| e.to_string())?;
     lock.restore_leftover().map_err(|e| e.to_string())?;
     let tracefs = Tracefs::open().map_err(|e| format!("tracefs: {e}"))?;
-    let settings = CaptureSettings { buffer_kb: 8192, stat_runtime: false, rt_runtime_us: None };
+    let settings = CaptureSettings { buffer_kb: 8192, stat_runtime: false, rt_runtime_us: None, autogroup: None };
     let saved = tracefs.save(&settings).map_err(|e| e.to_string())?;
     let read = |f: &str| tracefs.read(f).map(|s| s.trim().to_string()).map_err(|e| e.to_string());
     if read("current_tracer")? != "nop" || !matches!(read("events/enable")?.as_str(), "0" | "") {
