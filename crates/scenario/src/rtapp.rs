@@ -158,6 +158,7 @@ fn translate(ctx: Ctx, root: &Obj) -> Result<(RawScenario, Vec<String>, String),
         threads.push(thread);
         all_ops.push(ops);
     }
+    raw.cgroup = implied_cgroups(&threads);
     if raw.duration.is_none() {
         let endless: Vec<&str> = threads
             .iter()
@@ -276,7 +277,11 @@ fn schedlab_section(ctx: Ctx, own: &Obj, raw: &mut RawScenario) -> Result<(), In
 
 /// Task keys rt-app reads that the model does not: refused where written.
 const UNMODELED_TASK_KEYS: &[(&str, &str)] = &[
-    ("taskgroup", "task groups (cgroups) are not modeled for rt-app files"),
+    (
+        "taskgroup",
+        "a phase's taskgroup moves the thread between cgroups mid-run, which schedlab does not do yet: set \
+         `taskgroup` on the task",
+    ),
     ("nodes_membind", "NUMA memory binding is not modeled"),
     ("dl-runtime", "SCHED_DEADLINE is not modeled"),
     ("dl-period", "SCHED_DEADLINE is not modeled"),
@@ -307,6 +312,7 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
     };
     let mut task_loop: Option<&Prop> = None;
     let mut phases: Option<&Prop> = None;
+    let mut group: Option<&Prop> = None;
     for p in &body.props {
         if events::is_event(&p.key) {
             continue;
@@ -323,8 +329,12 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
             }
             "loop" => task_loop = Some(p),
             "phases" => phases = Some(p),
+            "taskgroup" => group = Some(p),
             key => return Err(unknown_key(ctx, p, key, "task")),
         }
+    }
+    if let Some(p) = group {
+        thread.cgroup = taskgroup(ctx, p, thread.policy.as_ref())?;
     }
     let phase_list: Vec<Phase> = match phases {
         Some(ph) => {
@@ -360,6 +370,47 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
     Ok((thread, ops))
 }
 
+/// A task's `taskgroup`: rt-app's cgroup path under the cpu controller
+/// (`/tg1/tg2`), as a scenario `cgroup` (`tg1/tg2`, whose tables
+/// [`implied_cgroups`] adds); `""` is none, as in rt-app. rt-app takes it
+/// only for SCHED_OTHER tasks, and so does this.
+fn taskgroup(ctx: Ctx, p: &Prop, policy: Option<&Spanned<String>>) -> Result<Option<Spanned<String>>, InputError> {
+    let s = p.value.as_spanned_string(ctx, "taskgroup")?;
+    let path = s.get_ref().trim_matches('/');
+    if path.is_empty() {
+        return Ok(None);
+    }
+    if let Some(pol) = policy {
+        let name = pol.get_ref().to_ascii_uppercase();
+        if !matches!(name.trim_start_matches("SCHED_"), "OTHER" | "NORMAL") {
+            return Err(ctx.at(
+                p.key_at,
+                format!("`taskgroup` is for SCHED_OTHER tasks only (rt-app refuses it with {})", pol.get_ref()),
+            ));
+        }
+    }
+    Ok(Some(Spanned::new(s.span(), path.to_string())))
+}
+
+/// The `[cgroup]` tables rt-app's taskgroups need: every level of every
+/// path, with the defaults (rt-app creates the directories and sets nothing).
+fn implied_cgroups(threads: &[RawThread]) -> Option<BTreeMap<Spanned<String>, Spanned<crate::file::RawCgroup>>> {
+    let mut out = BTreeMap::new();
+    for t in threads {
+        let Some(c) = &t.cgroup else { continue };
+        let mut path = String::new();
+        for part in c.get_ref().split('/') {
+            if !path.is_empty() {
+                path.push('/');
+            }
+            path.push_str(part);
+            let empty = crate::file::RawCgroup { weight: None, max: None, period: None, cpus: None, idle: None };
+            out.entry(Spanned::new(c.span(), path.clone())).or_insert_with(|| Spanned::new(c.span(), empty));
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// A key rt-app does not read where it is (it would ignore it), or one it
 /// reads and the model does not.
 pub(crate) fn unknown_key(ctx: Ctx, p: &Prop, key: &str, place: &str) -> InputError {
@@ -376,7 +427,7 @@ pub(crate) fn unknown_key(ctx: Ctx, p: &Prop, key: &str, place: &str) -> InputEr
         p.key_at,
         format!(
             "`{key}` is not a {place} key or an event rt-app knows{hint}: expected instance, loop, policy, \
-             priority, cpus, delay, phases, or events (run, runtime, sleep, timer, lock, unlock, wait, signal, \
+             priority, cpus, delay, taskgroup, phases, or events (run, runtime, sleep, timer, lock, unlock, wait, signal, \
              broad, sync, barrier, suspend, resume, yield)"
         ),
     )

@@ -176,7 +176,18 @@ fn what_the_model_cannot_follow_is_refused_where_it_is_written() {
     expect_err(&one("\"run\": 100,\n \"iorun\": 1000"), 2, "\"iorun\"", "not modeled");
     expect_err(&one("\"run\": 100,\n \"sem_wait\": \"x\""), 2, "\"sem_wait\"", "semaphores");
     expect_err(&one("\"run\": 100,\n \"dl-runtime\": 1000"), 2, "\"dl-runtime\"", "SCHED_DEADLINE");
-    expect_err(&one("\"run\": 100,\n \"taskgroup\": \"/a\""), 2, "\"taskgroup\"", "task groups");
+    expect_err(
+        "{ \"tasks\": { \"t\": { \"phases\": { \"p\": { \"run\": 100,\n \"taskgroup\": \"/a\" } } } } }",
+        2,
+        "\"taskgroup\"",
+        "moves the thread between cgroups mid-run",
+    );
+    expect_err(
+        &one("\"run\": 100, \"policy\": \"SCHED_FIFO\",\n \"taskgroup\": \"/a\""),
+        2,
+        "\"taskgroup\"",
+        "SCHED_OTHER tasks only",
+    );
     expect_err(&one("\"run\": 100,\n \"util_min\": 100"), 2, "\"util_min\"", "uclamp");
     expect_err(&one("\"run\": 100,\n \"policy\": \"SCHED_DEADLINE\""), 2, "SCHED_DEADLINE", "");
     expect_err(&one("\"run\": 100,\n \"exec\": 5000"), 2, "\"exec\"", "pre-1.0 grammar");
@@ -259,4 +270,18 @@ fn fork_creates_threads_of_a_task_that_instance_0_keeps_from_starting() {
         "nobody\"",
         "no [[thread]] table has that name",
     );
+}
+
+#[test]
+fn a_task_s_taskgroup_is_a_cgroup_with_every_level_of_its_path() {
+    let s = parse(
+        "{ \"tasks\": { \"a\": { \"taskgroup\": \"/tg1/tg2\", \"run\": 100 }, \"b\": { \"taskgroup\": \"/tg1\", \
+         \"run\": 100 }, \"c\": { \"taskgroup\": \"\", \"run\": 100 } }, \"global\": { \"duration\": 1 } }",
+    )
+    .unwrap();
+    let names: Vec<&str> = s.cgroups.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["tg1", "tg1/tg2"]);
+    assert!(s.cgroups.iter().all(|c| c.weight.is_none() && c.controls_cpu()), "rt-app sets nothing: default weight");
+    let of = |n: &str| s.thread(n).unwrap().cgroup.map(|k| s.cgroups[k].name.as_str());
+    assert_eq!((of("a"), of("b"), of("c")), (Some("tg1/tg2"), Some("tg1"), None), "\"\" is no taskgroup");
 }
