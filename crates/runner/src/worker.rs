@@ -272,7 +272,6 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     let _ = sched_setattr(0, &SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 98, ..Default::default() });
 
     let (mut outcomes, t_end) = crew.finish(&shared, done_rx, stop_at, true);
-    shared.markers.write(&format!("schedlab_real stop t_end={t_end}"));
     let mut tids: Vec<(i32, Vec<String>)> = crew.setups.lock().unwrap().clone();
     for c in children {
         match c.report(stop_at.saturating_add(STOP_GRACE_NS)) {
@@ -403,17 +402,19 @@ impl Crew {
         }
     }
 
-    /// After `go`: wait for the members (and, with `forks`, the threads they
-    /// forked) until `stop_at`, then stop them, kicking blocked ones, for up
-    /// to half the grace time. Returns the outcomes by scenario index and the
-    /// end of the window.
+    /// After `go`: wait for the members until `stop_at`, then stop them,
+    /// kicking blocked ones, for up to half the grace time. The worker's own
+    /// crew (`worker`) also waits for the threads they forked and writes the
+    /// stop marker. Returns the outcomes by scenario index and the end of
+    /// the window.
     pub fn finish(
         &self,
         shared: &Shared,
         done_rx: mpsc::Receiver<(usize, Outcome)>,
         stop_at: u64,
-        forks: bool,
+        worker: bool,
     ) -> (Vec<Option<Outcome>>, u64) {
+        let forks = worker;
         let n = shared_len(&self.setups);
         let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
         let mut left = self.members.len();
@@ -436,6 +437,9 @@ impl Crew {
             }
         }
         let t_end = now_ns().min(stop_at);
+        if worker {
+            shared.markers.write(&format!("schedlab_real stop t_end={t_end}"));
+        }
         shared.stop.store(true, Ordering::SeqCst);
         let give_up = stop_at.max(t_end).saturating_add(STOP_GRACE_NS / 2);
         while (left > 0 || live() > 0) && now_ns() < give_up {
