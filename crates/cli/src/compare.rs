@@ -167,7 +167,7 @@ fn compare_settings(args: &CompareArgs) -> Result {
         rounds,
         header: vm_header(&vm),
         sets: &alternate,
-        runs: &guest_runs(&vm, &real_runs),
+        runs: &guest_runs(&scenario, &vm, &real_runs),
         sims: &per_set,
         trace_file: args.trace.trace.as_deref(),
     };

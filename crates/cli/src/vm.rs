@@ -100,12 +100,13 @@ pub(crate) fn run_lines(runs: &[AnalysedRun]) -> Vec<RunLine<'_>> {
 
 /// The session's runs as the report takes them: the VM's record of each
 /// beside its analysis.
-pub(crate) fn guest_runs<'a>(result: &'a VmResult, runs: &'a [AnalysedRun]) -> Vec<GuestRun<'a>> {
+pub(crate) fn guest_runs<'a>(scenario: &Scenario, result: &'a VmResult, runs: &'a [AnalysedRun]) -> Vec<GuestRun<'a>> {
     result
         .runs
         .iter()
         .zip(runs)
         .map(|(r, (run, report))| GuestRun {
+            cgroups: crate::real::cgroup_rows(scenario, run, report),
             setting: r.setting,
             events: run.trace.events.len(),
             lost_events: run.lost_events,
@@ -212,6 +213,7 @@ pub fn vm(args: VmArgs) -> Result {
                 lost_events: run.lost_events,
                 notes: &run.notes,
                 threads: &run.threads,
+                cgroups: crate::real::cgroup_rows(&scenario, run, report),
                 analysis: AnalysisJson::from(report),
             })
             .collect();
@@ -240,7 +242,7 @@ pub fn vm(args: VmArgs) -> Result {
         header: vm_header(&result),
         sets: &alternate,
         rounds: args.vm.runs,
-        runs: &guest_runs(&result, &runs),
+        runs: &guest_runs(&scenario, &result, &runs),
         narratives: args.report.stalls,
         trace_file: args.trace.trace.as_deref(),
     };

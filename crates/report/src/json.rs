@@ -181,6 +181,9 @@ pub struct VmRunJson<'a, T: Serialize> {
     pub lost_events: u64,
     pub notes: &'a [String],
     pub threads: &'a [T],
+    /// Per scenario cgroup (absent without cgroups).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<crate::real::CgroupRow>,
     #[serde(flatten)]
     pub analysis: AnalysisJson<'a>,
 }

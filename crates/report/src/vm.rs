@@ -26,6 +26,8 @@ pub struct GuestRun<'a> {
     /// The capture's task names.
     pub table: &'a TaskTable,
     pub report: &'a Report,
+    /// The scenario's cgroups in this run (empty without cgroups).
+    pub cgroups: Vec<crate::real::CgroupRow>,
 }
 
 impl<'a> GuestRun<'a> {
@@ -80,6 +82,12 @@ impl VmText<'_> {
         notes.dedup();
         for n in notes {
             let _ = writeln!(out, "note      {n}");
+        }
+        for (k, run) in runs.iter().enumerate() {
+            for row in &run.cgroups {
+                let which = if runs.len() > 1 { format!("run {}: ", k + 1) } else { String::new() };
+                let _ = writeln!(out, "cgroup    {which}{}", row.line());
+            }
         }
         out.push('\n');
         if runs.len() == 1 {

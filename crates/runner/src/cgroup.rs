@@ -223,6 +223,17 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
     let mut cpu_dirs = vec![None; cgroups.len()];
     match &host.hierarchy {
         Hierarchy::V2 { root } => {
+            if !scenario.sessions.is_empty() && host.delegated.iter().any(|d| d == "cpu") {
+                // Every process of the run sits in the scratch domain, a cpu
+                // cgroup here, and the kernel only gives tasks of the root
+                // task group their autogroup.
+                return Err(refuse(format!(
+                    "the scenario has sessions and cgroups: on cgroup v2 the run's processes must share one \
+                     domain ({}/{scratch}), which the cpu controller governs here, so no thread would get its \
+                     session's autogroup; run the sessions without cgroups (on cgroup v1 the two combine)",
+                    root.display()
+                )));
+            }
             let mut need: Vec<&str> = Vec::new();
             if uses_cpu {
                 need.push("cpu");
@@ -608,6 +619,16 @@ program = [{ run = "1ms" }]
         assert_eq!(l.thread_files[0], [PathBuf::from(format!("{top}/web/api/cgroup.threads"))]);
         assert!(l.thread_files[2].is_empty(), "v2: an ungrouped thread is in the scratch domain with its process");
         assert_eq!(l.cpu_dirs[2], Some(PathBuf::from(format!("{top}/web/api"))));
+    }
+
+    #[test]
+    fn v2_refuses_sessions_with_cgroups_where_the_domain_is_a_cpu_group() {
+        let text = "topology = \"smt-2x2\"\nduration = \"1s\"\n[cgroup.pin]\ncpus = \"1\"\n[[thread]]\nname = \"a\"\ncgroup = \"pin\"\nprogram = [{ run = \"1ms\" }]\n[[thread]]\nname = \"b\"\nsession = \"s\"\nprogram = [{ run = \"1ms\" }]\n";
+        let (s, p) = setup(text);
+        let e = layout(&s, &p, &v2(&["cpu", "cpuset"]), 4).unwrap_err().to_string();
+        assert!(e.contains("sessions and cgroups") && e.contains("autogroup"), "{e}");
+        assert!(layout(&s, &p, &v2(&["cpuset"]), 4).is_ok(), "without cpu at the root the domain is no cpu group");
+        assert!(layout(&s, &p, &v1(false), 4).is_ok(), "v1 leaves the cpu hierarchy alone for a cpuset");
     }
 
     #[test]

@@ -214,9 +214,14 @@ pub fn main() -> ! {
         ("devtmpfs", "/dev"),
         ("debugfs", "/sys/kernel/debug"),
         ("tracefs", "/sys/kernel/tracing"),
+        ("cgroup2", "/sys/fs/cgroup"),
     ]
     .iter()
     .try_for_each(|(fs, at)| mount(fs, at));
+    // The guest is the run's alone: hand the cpu and cpuset controllers to
+    // the root's children, as systemd does on a host, so a scenario's
+    // cgroups get them (a kernel without them keeps what it has).
+    let _ = std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+cpu +cpuset");
     // Read as soon as /proc is there: how long the kernel took to reach init.
     let uptime = read_trim("/proc/uptime").split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0.0);
     let _ = std::fs::create_dir_all("/run");
