@@ -135,6 +135,18 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     let share = |name: &str| r.iter().find(|x| x.0 == name).unwrap().2;
     assert!((share("light") - 0.25).abs() < 0.04, "weights 100:300: {r:?}");
 
+    // cpu.idle: the idle group's entity weighs 3 (WEIGHT_IDLEPRIO) against
+    // the other group's 1024, so it gets about 0.3 % of the CPU.
+    let f = scenario(
+        &dir,
+        "idle",
+        "[cgroup.bg]\nidle = true\n[cgroup.fg]\n",
+        &(hogs("cg-bg", 1, "bg") + &hogs("cg-fg", 1, "fg")),
+    );
+    let r = rows(&real_json(&state, &f, &[]));
+    let share = |name: &str| r.iter().find(|x| x.0 == name).unwrap().2;
+    assert!(share("bg") < 0.01, "an idle group against a normal one: {r:?}");
+
     // A 50 % quota: half of one CPU, throttled in (nearly) every period.
     // The window is not aligned to the periods (the timer starts with the
     // threads' setup), so it may hold up to one quota more or less than
@@ -213,6 +225,25 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
             );
             assert!(session_processes().is_empty(), "session processes left: {:?}", session_processes());
         }
+        // The other session's autogroup at nice 10 weighs 110 against the
+        // runner's 1024: group-level nice weighting, with both hogs at nice 0.
+        let f = scenario(
+            &dir,
+            "autogroup-nice",
+            "autogroup = true\n[session.other]\nnice = 10",
+            "[[thread]]\nname = \"cg-work\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n\
+             [[thread]]\nname = \"cg-other\"\nsession = \"other\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n",
+        );
+        let doc = real_json(&state, &f, &[]);
+        let cpu: Vec<f64> = doc["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["outcome"]["cpu_ns"].as_u64().unwrap() as f64)
+            .collect();
+        let share = cpu[0] / (cpu[0] + cpu[1]);
+        println!("autogroup nice 10: the other session's hog's share {:.4}", 1.0 - share);
+        assert!((0.85..=0.95).contains(&share), "a nice-10 autogroup: nice-0 share {share:.4}");
     } else {
         println!("skipped the session cases: no {AUTOGROUP} (no SCHED_AUTOGROUP)");
     }

@@ -69,7 +69,7 @@ pub(crate) fn start(
     k: usize,
     deadline: u64,
 ) -> Result<SessionChild, String> {
-    let name = args.scenario.sessions[k].clone();
+    let name = args.scenario.sessions[k].name.clone();
     let (go_r, go_w) = pipe()?;
     let (back_r, back_w) = pipe()?;
     // SAFETY: plain syscall.
@@ -174,6 +174,15 @@ fn child_main(
         unsafe { libc::_exit(1) };
     }
     crate::sys::set_comm("schedlab-sess");
+    let nice = args.scenario.sessions[k].nice;
+    if nice != 0 {
+        // The new session's autogroup, made by setsid(): its weight is nice's.
+        if let Err(e) = std::fs::write("/proc/self/autogroup", nice.to_string()) {
+            let _ = writeln!(back, "E cannot set the autogroup's nice to {nice} (/proc/self/autogroup): {e}");
+            // SAFETY: ending the child.
+            unsafe { libc::_exit(1) };
+        }
+    }
     let members: Vec<usize> =
         (0..args.scenario.threads.len()).filter(|&i| args.scenario.threads[i].session == Some(k)).collect();
     let (done_tx, done_rx) = mpsc::channel::<(usize, Outcome)>();

@@ -208,7 +208,7 @@ pub(crate) fn build(
     let mut objects = Objects::default();
     let mut threads = Vec::new();
     let mut sites = Vec::new();
-    let mut sessions: Vec<String> = Vec::new();
+    let mut sessions: Vec<crate::SessionSpec> = Vec::new();
     let mut session_at: Vec<Option<usize>> = Vec::new();
     for (g, comm) in groups.iter().flat_map(|g| (0..g.instances).map(move |i| (g, i))).zip(comms) {
         let (g, i) = g;
@@ -216,8 +216,8 @@ pub(crate) fn build(
         sites.push(ThreadSites { ops: op_sites, repeat_at: g.repeat_at, name_at: g.name_at });
         let mut spec = g.spec(comm, i, ops);
         if let Some((name, at)) = &g.session {
-            spec.session = Some(sessions.iter().position(|s| s == name).unwrap_or_else(|| {
-                sessions.push(name.clone());
+            spec.session = Some(sessions.iter().position(|s| &s.name == name).unwrap_or_else(|| {
+                sessions.push(crate::SessionSpec { name: name.clone(), nice: 0 });
                 sessions.len() - 1
             }));
             session_at.push(Some(*at));
@@ -294,6 +294,9 @@ pub(crate) fn build(
         }
     }
 
+    if let Some(table) = &raw.session {
+        crate::session::options(ctx, table, &mut sessions)?;
+    }
     let measures = match &raw.measure {
         Some(m) => crate::measure::measures(ctx, m, &threads, |name| objects.index.get(name).copied())?,
         None => Vec::new(),

@@ -29,6 +29,8 @@ pub(crate) struct RawScenario {
     pub autogroup: Option<Spanned<bool>>,
     /// `[mutex.NAME]` tables: per-mutex options.
     pub mutex: Option<BTreeMap<Spanned<String>, Spanned<RawMutex>>>,
+    /// `[session.NAME]` tables: options of a session threads name.
+    pub session: Option<BTreeMap<Spanned<String>, Spanned<RawSession>>>,
     /// `[cgroup.NAME]` tables: the cgroups threads run in.
     pub cgroup: Option<BTreeMap<Spanned<String>, Spanned<RawCgroup>>>,
     pub thread: Option<Spanned<Vec<Spanned<RawThread>>>>,
@@ -42,6 +44,14 @@ pub(crate) struct RawScenario {
 pub(crate) struct RawMutex {
     /// `PTHREAD_PRIO_INHERIT`.
     pub pi: Option<Spanned<bool>>,
+}
+
+/// One `[session.NAME]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSession {
+    /// The autogroup's nice value.
+    pub nice: Option<Spanned<i64>>,
 }
 
 /// One `[cgroup.NAME]` table (cgroup v2 names; the real runner writes the

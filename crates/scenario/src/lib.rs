@@ -464,6 +464,15 @@ pub struct ThreadSpec {
     pub line: usize,
 }
 
+/// A session (see [`ThreadSpec::session`]) and its `[session.NAME]` options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionSpec {
+    pub name: String,
+    /// The nice value of its autogroup (`/proc/<pid>/autogroup`): its
+    /// weight is nice's (`sched_prio_to_weight`), as for a task.
+    pub nice: i32,
+}
+
 /// A parsed, validated scenario.
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -497,8 +506,8 @@ pub struct Scenario {
     pub objects: Vec<ObjectSpec>,
     /// `[cgroup.NAME]` tables, parents before children.
     pub cgroups: Vec<CgroupSpec>,
-    /// Session names the threads' `session` keys give, in order of first use.
-    pub sessions: Vec<String>,
+    /// The sessions the threads' `session` keys name, in order of first use.
+    pub sessions: Vec<SessionSpec>,
     /// `autogroup = true|false`: `kernel.sched_autogroup_enabled` for the
     /// run; `None` leaves the host's setting.
     pub autogroup: Option<Spanned<bool>>,

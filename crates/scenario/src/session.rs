@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use schedlab_topology::InputError;
 use toml::Spanned;
 
+use crate::file::RawSession;
 use crate::validate::ThreadSites;
 use crate::values::Ctx;
 use crate::{ObjId, ObjRef, Op, Scenario};
@@ -36,6 +37,37 @@ pub(crate) fn name(ctx: Ctx, v: &Spanned<String>) -> Result<String, InputError> 
         return Err(ctx.err(v, format!("`session` = \"{n}\": {c:?} is not allowed (letters, digits, `-`, `_`, `.`)")));
     }
     Ok(n.clone())
+}
+
+/// `[session.NAME]` tables: options of sessions the threads name.
+pub(crate) fn options(
+    ctx: Ctx,
+    table: &BTreeMap<Spanned<String>, Spanned<RawSession>>,
+    sessions: &mut [crate::SessionSpec],
+) -> Result<(), InputError> {
+    for (key, opts) in table {
+        let Some(s) = sessions.iter_mut().find(|s| &s.name == key.get_ref()) else {
+            return Err(ctx.err(
+                key,
+                format!(
+                    "[session.{}]: no thread runs in it (set `session = \"{}\"` on a [[thread]])",
+                    key.get_ref(),
+                    key.get_ref()
+                ),
+            ));
+        };
+        if let Some(n) = &opts.get_ref().nice {
+            s.nice = crate::values::int_in(
+                ctx,
+                n,
+                "nice",
+                -20,
+                19,
+                "the autogroup's nice, as /proc/PID/autogroup takes it",
+            )? as i32;
+        }
+    }
+    Ok(())
 }
 
 /// Every object an operation touches.
@@ -77,7 +109,7 @@ pub(crate) fn check(
     session_at: &[Option<usize>],
 ) -> Result<(), InputError> {
     let label = |sess: Option<usize>| match sess {
-        Some(k) => format!("session `{}`", s.sessions[k]),
+        Some(k) => format!("session `{}`", s.sessions[k].name),
         None => "the runner's session".to_string(),
     };
     let mut first_user: BTreeMap<ObjId, (usize, Option<usize>)> = BTreeMap::new();

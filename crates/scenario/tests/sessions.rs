@@ -15,7 +15,8 @@ fn sessions_are_numbered_by_first_use_and_autogroup_is_kept_with_its_line() {
          [[thread]]\nname = \"d\"\nprogram = [{{ run = \"1ms\" }}]\n"
     ))
     .unwrap();
-    assert_eq!(s.sessions, ["x", "y"]);
+    let names: Vec<&str> = s.sessions.iter().map(|x| x.name.as_str()).collect();
+    assert_eq!(names, ["x", "y"]);
     let got: Vec<Option<usize>> = s.threads.iter().map(|t| t.session).collect();
     assert_eq!(got, [Some(0), Some(1), Some(1), Some(0), None]);
     let a = s.autogroup.unwrap();
@@ -73,4 +74,20 @@ fn what_a_process_boundary_breaks_is_refused_where_written() {
         "\"yes\"",
         "expected a boolean",
     );
+}
+
+#[test]
+fn a_session_table_sets_its_autogroup_s_nice_and_must_name_a_used_session() {
+    let body = "[[thread]]\nname = \"a\"\nsession = \"x\"\nprogram = [{ run = \"1ms\" }]\n";
+    let s = parse(&format!("{HEAD}[session.x]\nnice = 10\n{body}")).unwrap();
+    assert_eq!((s.sessions[0].name.as_str(), s.sessions[0].nice), ("x", 10));
+    assert_eq!(parse(&format!("{HEAD}{body}")).unwrap().sessions[0].nice, 0, "nice 0 by default, as setsid() makes it");
+    expect_err(
+        &format!("{HEAD}[session.x]\nnice = 20\n{body}"),
+        4,
+        "20",
+        "`nice` = 20 is out of range: expected -20..19",
+    );
+    expect_err(&format!("{HEAD}[session.y]\n{body}"), 3, "y", "[session.y]: no thread runs in it");
+    expect_err(&format!("{HEAD}[session.x]\nweight = 3\n{body}"), 4, "weight", "unknown field `weight`");
 }

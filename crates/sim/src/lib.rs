@@ -223,7 +223,7 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
     }
     let autogroup_off = scenario.autogroup.as_ref().is_some_and(|a| !a.value);
     if let Some(t) = scenario.threads.iter().find(|t| t.session.is_some()).filter(|_| !autogroup_off) {
-        let session = &scenario.sessions[t.session.unwrap_or_default()];
+        let session = &scenario.sessions[t.session.unwrap_or_default()].name;
         return Err(InputError::new(
             scenario.path.clone(),
             t.line,
