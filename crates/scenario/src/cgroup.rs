@@ -110,6 +110,32 @@ pub fn effective_cpus(cgroups: &[CgroupSpec], i: usize) -> Option<CpuSet> {
     None
 }
 
+/// A name the kernel already uses inside every cgroup directory (v1 or
+/// v2): `tasks`, `cgroup.procs`, `cpu.weight`, ... — a `mkdir` of it fails.
+fn is_control_file(part: &str) -> bool {
+    const CONTROLLERS: &[&str] = &[
+        "cgroup",
+        "cpu",
+        "cpuset",
+        "cpuacct",
+        "memory",
+        "io",
+        "pids",
+        "hugetlb",
+        "rdma",
+        "misc",
+        "blkio",
+        "devices",
+        "freezer",
+        "net_cls",
+        "net_prio",
+        "perf_event",
+        "irq",
+    ];
+    matches!(part, "tasks" | "notify_on_release" | "release_agent")
+        || part.split_once('.').is_some_and(|(prefix, _)| CONTROLLERS.contains(&prefix))
+}
+
 fn check_name(ctx: Ctx, key: &Spanned<String>) -> Result<(), InputError> {
     let name = key.get_ref();
     let bad = |why: &str| Err(ctx.err(key, format!("[cgroup.\"{name}\"]: {why}")));
@@ -130,6 +156,9 @@ fn check_name(ctx: Ctx, key: &Spanned<String>) -> Result<(), InputError> {
             return bad(&format!(
                 "{c:?} is not allowed (expected letters, digits, `-`, `_`, `.` and `/` between levels)"
             ));
+        }
+        if is_control_file(part) {
+            return bad(&format!("`{part}` is the name of a cgroup control file, so no group can be made with it"));
         }
     }
     Ok(())

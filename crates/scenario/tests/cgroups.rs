@@ -66,6 +66,15 @@ fn bad_cgroup_tables_are_refused_where_written() {
     expect_err(&file("[cgroup.\"g//h\"]\n", t), 3, "\"g//h\"", "a path component is empty");
     expect_err(&file("[cgroup.\"..\"]\n", t), 3, "\"..\"", "are not cgroup names");
     expect_err(&file("[cgroup.\"a b\"]\n", t), 3, "\"a b\"", "' ' is not allowed");
+    for control in ["tasks", "cpu.weight", "cgroup.procs", "cpuset.cpus"] {
+        expect_err(
+            &file(&format!("[cgroup.\"{control}\"]\n"), t),
+            3,
+            &format!("\"{control}\""),
+            "the name of a cgroup control file",
+        );
+    }
+    assert!(parse(&file("[cgroup.\"web.v2\"]\n", "cgroup = \"web.v2\"")).is_ok(), "a dot elsewhere is fine");
 }
 
 #[test]
