@@ -177,3 +177,16 @@ program = [{ signal = "e0" }, { signal = "e1" }, { sleep = "1ms" }]
         assert!(line >= 13 && err.contains(want), "{bad}\n=> {err}");
     }
 }
+
+/// The cgroup examples (not simulated: the model refuses cpu groups) parse
+/// as their comments say.
+#[test]
+fn cgroup_examples_parse() {
+    let dir = scenarios_dir().join("cgroups");
+    let groups = Scenario::load(&dir.join("groups-1-vs-4.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let weights: Vec<Option<u32>> = groups.cgroups.iter().map(|c| c.weight).collect();
+    assert_eq!(weights, [Some(300), Some(100)], "four, one");
+    let ag = Scenario::load(&dir.join("autogroup.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ag.autogroup.as_ref().map(|a| a.value), Some(true));
+    assert_eq!(ag.thread("ag-hog").unwrap().session, Some(0));
+}
