@@ -208,14 +208,7 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
                 "[[thread]]\nname = \"cg-work\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n\
                  [[thread]]\nname = \"cg-nice10\"\nnice = 10\nsession = \"other\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n",
             );
-            let doc = real_json(&state, &f, &[]);
-            let cpu: Vec<f64> = doc["threads"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t["outcome"]["cpu_ns"].as_u64().unwrap() as f64)
-                .collect();
-            let share = cpu[0] / (cpu[0] + cpu[1]);
+            let share = first_thread_share(&real_json(&state, &f, &[]));
             println!("autogroup = {on}: the nice-0 hog's share {share:.4}");
             assert!((lo..=hi).contains(&share), "autogroup = {on}: nice-0 share {share:.4}, expected {lo}..{hi}");
             assert_eq!(
@@ -234,14 +227,7 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
             "[[thread]]\nname = \"cg-work\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n\
              [[thread]]\nname = \"cg-other\"\nsession = \"other\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n",
         );
-        let doc = real_json(&state, &f, &[]);
-        let cpu: Vec<f64> = doc["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["outcome"]["cpu_ns"].as_u64().unwrap() as f64)
-            .collect();
-        let share = cpu[0] / (cpu[0] + cpu[1]);
+        let share = first_thread_share(&real_json(&state, &f, &[]));
         println!("autogroup nice 10: the other session's hog's share {:.4}", 1.0 - share);
         assert!((0.85..=0.95).contains(&share), "a nice-10 autogroup: nice-0 share {share:.4}");
     } else {
@@ -303,6 +289,14 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
 }
 
 const AUTOGROUP: &str = "/proc/sys/kernel/sched_autogroup_enabled";
+
+/// The first of two threads' share of their CPU time, as the kernel
+/// accounted it (each thread's `CLOCK_THREAD_CPUTIME_ID` in `--json`).
+fn first_thread_share(doc: &serde_json::Value) -> f64 {
+    let cpu: Vec<f64> =
+        doc["threads"].as_array().unwrap().iter().map(|t| t["outcome"]["cpu_ns"].as_u64().unwrap() as f64).collect();
+    cpu[0] / (cpu[0] + cpu[1])
+}
 
 /// Pids of processes named `schedlab-sess` (a run's session processes).
 fn session_processes() -> Vec<String> {

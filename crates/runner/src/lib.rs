@@ -102,9 +102,10 @@ pub struct RealRun {
 }
 
 impl RealRun {
-    /// The workload threads' tids, in scenario order.
+    /// The workload threads' tids, in scenario order (a thread whose
+    /// session process never reported has none, and is left out).
     pub fn tids(&self) -> Vec<Pid> {
-        self.threads.iter().map(|t| t.tid).collect()
+        self.threads.iter().map(|t| t.tid).filter(|&t| t > 0).collect()
     }
 }
 
@@ -170,7 +171,8 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
     let (start_ns, end_ns) = (report.t0_ns / 1000 * 1000, report.t_end_ns);
     trace.events.retain(|e| e.ts >= start_ns && e.ts <= end_ns);
     let repairs = schedlab_trace::repair::repair_trace(&mut trace);
-    for t in &report.threads {
+    // tid 0: a thread of a session process that never reported (its note says why).
+    for t in report.threads.iter().filter(|t| t.tid > 0) {
         trace.table.tasks.insert(t.tid, TaskInfo { comm: t.name.clone(), tgid: cap.worker_pid });
     }
     let allowed = report
@@ -184,7 +186,7 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
             };
             (t.tid, tp.map(|p| p.cpus.iter().map(|&c| c as u32).collect()).unwrap_or_default())
         })
-        .filter(|(_, cpus): &(Pid, Vec<u32>)| !cpus.is_empty())
+        .filter(|(tid, cpus): &(Pid, Vec<u32>)| *tid > 0 && !cpus.is_empty())
         .collect();
 
     let mut notes = plan.notes.clone();
