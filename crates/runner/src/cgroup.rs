@@ -32,7 +32,8 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlab_scenario::{CgroupSpec, Op, Scenario};
+use schedlab_scenario::cgroup::effective_cpus;
+use schedlab_scenario::{CgroupSpec, CpuSet, Op, Scenario};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Plan;
@@ -208,11 +209,9 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
     let cgroups = &scenario.cgroups;
     let uses_cpu = cgroups.iter().any(CgroupSpec::controls_cpu);
     let uses_cpuset = cgroups.iter().any(|g| g.cpus.is_some());
-    let host_cpus = |g: &CgroupSpec| -> Option<String> {
-        let mut cpus: Vec<usize> = g.cpus?.iter().map(|c| plan.cpu_map.get(&c).copied().unwrap_or(c)).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        Some(cpus.iter().copied().collect::<schedlab_topology::CpuSet>().to_cpulist())
+    // Scenario CPUs as the host's (`--remap`), as a cpulist to write.
+    let on_host = |set: CpuSet| -> String {
+        set.iter().map(|c| plan.cpu_map.get(&c).copied().unwrap_or(c)).collect::<CpuSet>().to_cpulist()
     };
     let scratch = format!("{SCRATCH_PREFIX}{pid}");
     let rel = |g: &CgroupSpec| -> PathBuf { g.components().fold(PathBuf::from(&scratch), |p, c| p.join(c)) };
@@ -263,8 +262,8 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
                 let path = root.join(rel(g));
                 let mut writes = vec![("cgroup.type".to_string(), "threaded".to_string())];
                 writes.extend(cpu_writes(g, true));
-                if let Some(c) = host_cpus(g) {
-                    writes.push(("cpuset.cpus".into(), c));
+                if let Some(c) = g.cpus {
+                    writes.push(("cpuset.cpus".into(), on_host(c)));
                 }
                 let has_children = cgroups.iter().any(|c| c.parent == Some(k));
                 if has_children && !control.is_empty() {
@@ -331,18 +330,9 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
                 let mems = ("cpuset.mems".to_string(), host.cpuset_mems.clone());
                 let all = ("cpuset.cpus".to_string(), host.cpuset_cpus.clone());
                 dirs.push(Dir { path: root.join(&scratch), writes: vec![all.clone(), mems.clone()] });
-                for g in cgroups {
-                    // A group without `cpus` takes its parent's (v1 children start empty).
-                    let up = |mut at: Option<usize>| loop {
-                        match at {
-                            None => break host.cpuset_cpus.clone(),
-                            Some(p) => match host_cpus(&cgroups[p]) {
-                                Some(c) => break c,
-                                None => at = cgroups[p].parent,
-                            },
-                        }
-                    };
-                    let cpus = host_cpus(g).unwrap_or_else(|| up(g.parent));
+                for (k, g) in cgroups.iter().enumerate() {
+                    // A group without `cpus` takes the nearest one up (v1 children start empty).
+                    let cpus = effective_cpus(cgroups, k).map(on_host).unwrap_or_else(|| host.cpuset_cpus.clone());
                     dirs.push(Dir {
                         path: root.join(rel(g)),
                         writes: vec![("cpuset.cpus".into(), cpus), mems.clone()],

@@ -414,11 +414,10 @@ impl Crew {
         stop_at: u64,
         worker: bool,
     ) -> (Vec<Option<Outcome>>, u64) {
-        let forks = worker;
-        let n = shared_len(&self.setups);
+        let n = self.setups.lock().unwrap().len();
         let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
         let mut left = self.members.len();
-        let live = || if forks { shared.forks.live() } else { 0 };
+        let live = || if worker { shared.forks.live() } else { 0 };
         let mut take = |r: Result<(usize, Outcome), mpsc::RecvTimeoutError>, left: &mut usize| match r {
             Ok((i, o)) if i < n => {
                 outcomes[i] = Some(o);
@@ -450,8 +449,4 @@ impl Crew {
         }
         (outcomes, t_end)
     }
-}
-
-fn shared_len(setups: &Mutex<Vec<Setup>>) -> usize {
-    setups.lock().unwrap().len()
 }

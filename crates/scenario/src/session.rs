@@ -23,7 +23,7 @@ use toml::Spanned;
 use crate::file::RawSession;
 use crate::validate::ThreadSites;
 use crate::values::Ctx;
-use crate::{ObjId, ObjRef, Op, Scenario};
+use crate::{ObjId, Op, Scenario};
 
 const MAX_NAME: usize = 64;
 
@@ -72,10 +72,7 @@ pub(crate) fn options(
 
 /// Every object an operation touches.
 pub(crate) fn op_objects(op: &Op) -> Vec<ObjId> {
-    let r = |x: &ObjRef| match x {
-        ObjRef::Fixed(id) => vec![*id],
-        ObjRef::ByPolled(v) => v.clone(),
-    };
+    let r = crate::validate::ids;
     match op {
         Op::Wait { efd } | Op::Signal { efd, .. } => r(efd),
         Op::Post { flag } => r(flag),

@@ -42,7 +42,8 @@ pub(crate) fn check(ctx: Ctx, s: &Scenario, sites: &[ThreadSites]) -> Result<(),
     Ok(())
 }
 
-fn ids(r: &ObjRef) -> Vec<ObjId> {
+/// The objects an operand may name (one, or each a `{*}` may bind).
+pub(crate) fn ids(r: &ObjRef) -> Vec<ObjId> {
     match r {
         ObjRef::Fixed(id) => vec![*id],
         ObjRef::ByPolled(v) => v.clone(),

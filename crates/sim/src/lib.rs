@@ -201,6 +201,49 @@ pub struct SimResult {
 /// First pid handed to workload threads (the process itself is `FIRST_PID - 1`).
 pub const FIRST_PID: i32 = 1001;
 
+/// What the model cannot run yet (issue 19): a cgroup of the cpu
+/// controller (FAIR_GROUP_SCHED, CFS bandwidth), or a session while
+/// autogroup may be on (SCHED_AUTOGROUP). A cgroup with only `cpus` is a
+/// cpuset, which the scenario already folded into the threads' affinities;
+/// a session with autogroup off changes no scheduling decision.
+fn refuse_group_scheduling(scenario: &Scenario) -> Result<(), InputError> {
+    let autogroup_off = scenario.autogroup.as_ref().is_some_and(|a| !a.value);
+    if let Some(t) = scenario.threads.iter().find(|t| t.session.is_some()).filter(|_| !autogroup_off) {
+        let session = &scenario.sessions[t.session.unwrap_or_default()].name;
+        return Err(InputError::new(
+            scenario.path.clone(),
+            t.line,
+            1,
+            format!(
+                "thread `{}` runs in session `{session}`: with autogroup on, each session is a task group \
+                 (SCHED_AUTOGROUP), which the model does not have yet (issue 19); set `autogroup = false` to \
+                 simulate it without (then sessions change nothing), or run it with `schedlab real`",
+                t.name
+            ),
+        ));
+    }
+    if let Some(g) = scenario.cgroups.iter().find(|g| g.controls_cpu()) {
+        let what = match (g.weight, g.max, g.idle) {
+            (Some(w), _, _) => format!("weight = {w}"),
+            (_, Some(_), _) => "max (CFS bandwidth)".to_string(),
+            (_, _, true) => "idle = true".to_string(),
+            _ => "no `cpus`, so it is a cpu-controller group of the default weight".to_string(),
+        };
+        return Err(InputError::new(
+            scenario.path.clone(),
+            g.line,
+            1,
+            format!(
+                "[cgroup.\"{}\"] sets {what}, but the model has no group scheduling yet (FAIR_GROUP_SCHED, \
+                 CFS bandwidth: issue 19), so it cannot simulate it; `schedlab real` runs this file on the host \
+                 kernel, and a group with only `cpus` is simulated",
+                g.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Resolve the kernel profile and features of a scenario plus overrides.
 pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile, Features), SimError> {
     let prof = &scenario.kernel_profile;
@@ -221,43 +264,7 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
             features.apply(item).map_err(|e| SimError::Options(format!("--features {item}: {e}")))?;
         }
     }
-    let autogroup_off = scenario.autogroup.as_ref().is_some_and(|a| !a.value);
-    if let Some(t) = scenario.threads.iter().find(|t| t.session.is_some()).filter(|_| !autogroup_off) {
-        let session = &scenario.sessions[t.session.unwrap_or_default()].name;
-        return Err(InputError::new(
-            scenario.path.clone(),
-            t.line,
-            1,
-            format!(
-                "thread `{}` runs in session `{session}`: with autogroup on, each session is a task group \
-                 (SCHED_AUTOGROUP), which the model does not have yet (issue 19); set `autogroup = false` to \
-                 simulate it without (then sessions change nothing), or run it with `schedlab real`",
-                t.name
-            ),
-        )
-        .into());
-    }
-    if let Some(g) = scenario.cgroups.iter().find(|g| g.controls_cpu()) {
-        // cpuset-only groups are simulated: their CPUs are the threads' affinities.
-        let what = match (g.weight, g.max, g.idle) {
-            (Some(w), _, _) => format!("weight = {w}"),
-            (_, Some(_), _) => "max (CFS bandwidth)".to_string(),
-            (_, _, true) => "idle = true".to_string(),
-            _ => "no `cpus`, so it is a cpu-controller group of the default weight".to_string(),
-        };
-        return Err(InputError::new(
-            scenario.path.clone(),
-            g.line,
-            1,
-            format!(
-                "[cgroup.\"{}\"] sets {what}, but the model has no group scheduling yet (FAIR_GROUP_SCHED, \
-                 CFS bandwidth: issue 19), so it cannot simulate it; `schedlab real` runs this file on the host \
-                 kernel, and a group with only `cpus` is simulated",
-                g.name
-            ),
-        )
-        .into());
-    }
+    refuse_group_scheduling(scenario)?;
     if !profile.custom_slices {
         if let Some(t) = scenario.threads.iter().find(|t| t.slice_ns.is_some()) {
             return Err(scenario.error_at(

@@ -88,7 +88,10 @@ impl Kernel {
     /// which preempts it; a sleeping one wakes up inside the mask.
     /// Simplified: the caller does not wait for the stopper's completion (the
     /// task is preempted at once, so it resumes after it anyway); one
-    /// distribute cursor for the machine instead of one per CPU.
+    /// distribute cursor for the machine instead of one per CPU. The model
+    /// has no cpusets: `sched_setaffinity()`'s intersection with the task's
+    /// cpuset (`cpuset_cpus_allowed()`) is made when the scenario is read
+    /// (`schedlab_scenario::cgroup::within_cpuset`), so `mask` arrives cut.
     pub fn set_cpus_allowed_ptr(&mut self, t: TaskId, mask: CpuSet, now: u64, exec_cpu: usize, out: &mut Outbox) {
         self.entry(now, exec_cpu, out, |k| {
             assert!(!mask.is_empty(), "empty affinity mask");
