@@ -179,6 +179,10 @@ pub struct Kernel {
     pub(crate) features: Features,
     pub(crate) tasks: Vec<Task>,
     pub(crate) rqs: Vec<Rq>,
+    /// Task groups (FAIR_GROUP_SCHED); 0 is the root group, whose cfs_rqs are `rqs[cpu].cfs`.
+    pub(crate) task_groups: Vec<crate::fair::group::TaskGroup>,
+    /// The cfs_rqs of the other groups, `CfsRqId` nr_cpus and up.
+    pub(crate) group_cfs: Vec<crate::sched::CfsRq>,
     /// `sysctl_sched_base_slice` for this machine.
     pub(crate) base_slice: u64,
     pub(crate) tick_ns: u64,
@@ -310,6 +314,8 @@ impl Kernel {
             features: cfg.features,
             tasks: Vec::new(),
             rqs,
+            task_groups: vec![crate::fair::group::TaskGroup::root(nr_cpus)],
+            group_cfs: Vec::new(),
             tick_ns,
             preempt: cfg.preempt,
             trace: cfg.trace,
@@ -456,7 +462,11 @@ impl Kernel {
             cpu,
             fixed_start: false,
         };
-        self.add_task(params)
+        let tg = parent.tg;
+        let child = self.add_task(params);
+        // The child starts in its parent's task group (`cgroup_fork()`, `sched_fork()` → `__set_task_cpu()`).
+        self.tasks[child as usize].tg = tg;
+        child
     }
 
     /// Create a task in TASK_NEW (`sched_fork()` + `__sched_setscheduler()`).
@@ -511,6 +521,8 @@ impl Kernel {
             on_rt_rq: false,
             pi_blocked_on: None,
             pi_locks_held: Vec::new(),
+            tg: 0,
+            my_q: None,
         });
         self.rt_init_slice(id);
         // sched_fork() → init_entity_runnable_average().

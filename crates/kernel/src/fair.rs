@@ -1,10 +1,11 @@
 //! The EEVDF fair class (`kernel/sched/fair.c`).
 //!
-//! Functions keep the kernel's names and order of effects. Simplified: one
-//! root cfs_rq per CPU (no group entities, so the `for_each_sched_entity`
-//! walks are one step), no util_est, no CFS bandwidth. Follows 6.12.x;
-//! where other versions differ, [`crate::profile::Profile`] says so and the
-//! function's doc names the version.
+//! Functions keep the kernel's names and order of effects. Entity-level
+//! functions take the cfs_rq they work on (`q`); the task-level ones walk the
+//! group hierarchy (`for_each_sched_entity`, one step when there are no
+//! task groups, see [`group`]). Simplified: no util_est, no CFS bandwidth.
+//! Follows 6.12.x; where other versions differ, [`crate::profile::Profile`]
+//! says so and the function's doc names the version.
 //!
 //! Laid out in two pieces: this file holds the class's paths —
 //! `update_curr()`, the entity enqueue/dequeue (`enqueue_entity()`,
@@ -20,10 +21,11 @@
 use crate::core::Kernel;
 use crate::fair::pelt::{DO_ATTACH, DO_DETACH, UPDATE_TG};
 use crate::features::Feature;
-use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId};
+use crate::sched::{qflags::*, wflags::*, CfsRqId, OnRq, Policy, TaskId};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason};
 
 mod eevdf;
+pub mod group;
 pub mod lb;
 pub mod nohz;
 pub mod pelt;
@@ -32,9 +34,19 @@ pub mod timeline;
 
 pub use eevdf::{calc_delta, calc_delta_fair};
 
+/// What one task adds to (or takes from) the hierarchical counts of every
+/// cfs_rq above it (`h_nr_queued`, `h_nr_runnable`, `h_nr_delayed`,
+/// `idle_h_nr_running`) in `enqueue_task_fair()`/`dequeue_entities()`.
+#[derive(Clone, Copy)]
+struct HCounts {
+    queued: u32,
+    delayed: u32,
+    idle: u32,
+}
+
 impl Kernel {
-    /// `update_curr_se()`: move `t`'s `exec_start` up to the rq clock and add
-    /// the time since to `sum_exec_runtime`. `None` when the clock has not
+    /// `update_curr_se()`: move `t`'s `exec_start` up to `cpu`'s rq clock and
+    /// add the time since to `sum_exec_runtime`. `None` when the clock has not
     /// moved (the kernel's `delta_exec <= 0`).
     fn update_curr_se(&mut self, cpu: usize, t: TaskId) -> Option<u64> {
         let now = self.rqs[cpu].clock;
@@ -63,270 +75,451 @@ impl Kernel {
         }
     }
 
-    /// `update_curr()`: charge the running entity for the time since
-    /// `exec_start` (`update_curr_se()`), then its virtual time, deadline and
-    /// the fair server; slice expiry reschedules lazily where the profile has
-    /// lazy preemption (≥6.13). The model charges the fair server before the
+    /// `update_curr()` of cfs_rq `q`: charge its running entity for the time
+    /// since `exec_start` (`update_curr_se()`), then its virtual time and
+    /// deadline; a task's charge also feeds the fair server and the trace.
+    /// Slice expiry reschedules lazily where the profile has lazy preemption
+    /// (≥6.13). The model charges the fair server before the
     /// `sched_stat_runtime` trace; the kernel traces first.
-    pub(crate) fn update_curr(&mut self, cpu: usize) {
-        let Some(curr) = self.rqs[cpu].cfs.curr else { return };
+    pub(crate) fn update_curr(&mut self, q: CfsRqId) {
+        let Some(curr) = self.cfs(q).curr else { return };
+        let cpu = self.cfs(q).cpu;
         let Some(delta) = self.update_curr_se(cpu, curr) else { return };
         let se = &mut self.tasks[curr as usize].se;
         se.vruntime += calc_delta_fair(delta, se.load) as i64;
-        let resched = self.update_deadline(cpu, curr);
-        self.dl_server_update(cpu, delta);
-        self.update_curr_task(cpu, curr, delta);
-        if self.rqs[cpu].cfs.nr_running == 1 {
+        let resched = self.update_deadline(q, curr);
+        if self.entity_is_task(curr) {
+            self.dl_server_update(cpu, delta);
+            self.update_curr_task(cpu, curr, delta);
+        }
+        if self.cfs(q).nr_running == 1 {
             return;
         }
-        if resched || self.did_preempt_short(cpu, curr) {
+        if resched || self.did_preempt_short(q, curr) {
             // ≥6.13 charges slice expiry lazily when the lazy model is in use.
             self.resched_curr_maybe_lazy(cpu, self.profile.has_lazy_preempt);
-            self.clear_buddies(cpu, curr);
+            self.clear_buddies(q, curr);
         }
     }
 
-    /// `clear_buddies()`: the next buddy is the only one left (6.12 dropped
-    /// `last` and `skip`).
-    fn clear_buddies(&mut self, cpu: usize, t: TaskId) {
-        if self.rqs[cpu].cfs.next == Some(t) {
-            self.rqs[cpu].cfs.next = None;
+    /// `update_curr_fair()`: `update_curr()` of the running task's own cfs_rq
+    /// (the group levels above are charged by their own paths: tick,
+    /// enqueue, dequeue, put_prev).
+    pub(crate) fn update_curr_fair(&mut self, cpu: usize) {
+        match self.rqs[cpu].curr.filter(|_| self.has_task_groups()) {
+            Some(t) => self.update_curr(self.cfs_rq_of(t)),
+            None => self.update_curr(cpu),
         }
     }
 
-    /// `account_entity_enqueue()`.
-    fn account_entity_enqueue(&mut self, cpu: usize, t: TaskId) {
-        let w = self.tasks[t as usize].se.load.weight as u64;
-        let cfs = &mut self.rqs[cpu].cfs;
+    /// `clear_buddies()` → `__clear_buddies_next()`: the next buddy is the
+    /// only one left (6.12 dropped `last` and `skip`); it is cleared up the
+    /// hierarchy as far as each level points at the entity's ancestor.
+    fn clear_buddies(&mut self, q: CfsRqId, e: TaskId) {
+        if self.cfs(q).next != Some(e) {
+            return;
+        }
+        let mut se = Some(e);
+        while let Some(s) = se {
+            let sq = self.cfs_rq_of(s);
+            if self.cfs(sq).next != Some(s) {
+                break;
+            }
+            self.cfs_mut(sq).next = None;
+            se = self.cfs(sq).se;
+        }
+    }
+
+    /// `set_next_buddy()`: point every level at the wakee's ancestor, unless
+    /// an idle entity (SCHED_IDLE task or idle group) is on the way.
+    fn set_next_buddy(&mut self, e: TaskId) {
+        let mut se = Some(e);
+        while let Some(s) = se {
+            if !self.tasks[s as usize].se.on_rq || self.se_is_idle(s) {
+                return;
+            }
+            let sq = self.cfs_rq_of(s);
+            self.cfs_mut(sq).next = Some(s);
+            se = self.cfs(sq).se;
+        }
+    }
+
+    /// `account_entity_enqueue()`; a task also joins `rq->cfs_tasks` and
+    /// the root's task weight (the model's flat PELT, see [`group`]).
+    fn account_entity_enqueue(&mut self, q: CfsRqId, e: TaskId) {
+        let w = self.tasks[e as usize].se.load.weight as u64;
+        let cfs = self.cfs_mut(q);
         cfs.load_weight += w;
-        cfs.tasks.insert(0, t);
         cfs.nr_running += 1;
+        let cpu = cfs.cpu;
+        self.group_load_changed(q, w as i64);
+        if self.entity_is_task(e) {
+            let root = &mut self.rqs[cpu].cfs;
+            root.tasks.insert(0, e);
+            root.h_task_weight += w;
+        }
     }
 
     /// `account_entity_dequeue()`.
-    fn account_entity_dequeue(&mut self, cpu: usize, t: TaskId) {
-        let w = self.tasks[t as usize].se.load.weight as u64;
-        let cfs = &mut self.rqs[cpu].cfs;
+    fn account_entity_dequeue(&mut self, q: CfsRqId, e: TaskId) {
+        let w = self.tasks[e as usize].se.load.weight as u64;
+        let cfs = self.cfs_mut(q);
         cfs.load_weight -= w;
-        if let Some(i) = cfs.tasks.iter().position(|&x| x == t) {
-            cfs.tasks.remove(i);
-        }
         cfs.nr_running -= 1;
+        let cpu = cfs.cpu;
+        self.group_load_changed(q, -(w as i64));
+        if self.entity_is_task(e) {
+            let root = &mut self.rqs[cpu].cfs;
+            if let Some(i) = root.tasks.iter().position(|&x| x == e) {
+                root.tasks.remove(i);
+            }
+            root.h_task_weight -= w;
+        }
+    }
+
+    /// `update_load_avg()` where the kernel calls it for any entity: the
+    /// model's PELT is flat, so only a task's averages (on its CPU's root) move.
+    fn entity_load_avg(&mut self, e: TaskId, flags: u32) {
+        if self.entity_is_task(e) {
+            self.update_load_avg(self.tasks[e as usize].cpu, e, flags);
+        }
     }
 
     /// `enqueue_entity()`.
-    fn enqueue_entity(&mut self, cpu: usize, t: TaskId, flags: u32) {
-        let is_curr = self.rqs[cpu].cfs.curr == Some(t);
+    fn enqueue_entity(&mut self, q: CfsRqId, e: TaskId, flags: u32) {
+        let is_curr = self.cfs(q).curr == Some(e);
         if is_curr {
-            self.place_entity(cpu, t, flags);
+            self.place_entity(q, e, flags);
         }
-        self.update_curr(cpu);
-        self.update_load_avg(cpu, t, UPDATE_TG | DO_ATTACH);
+        self.update_curr(q);
+        self.entity_load_avg(e, UPDATE_TG | DO_ATTACH);
+        self.update_cfs_group(e);
         if !is_curr {
-            self.place_entity(cpu, t, flags);
+            self.place_entity(q, e, flags);
         }
-        self.account_entity_enqueue(cpu, t);
+        self.account_entity_enqueue(q, e);
         if flags & ENQUEUE_MIGRATED != 0 {
-            self.tasks[t as usize].se.exec_start = 0;
+            self.tasks[e as usize].se.exec_start = 0;
         }
         if !is_curr {
-            self.__enqueue_entity(cpu, t);
+            self.__enqueue_entity(q, e);
         }
-        self.tasks[t as usize].se.on_rq = true;
+        self.tasks[e as usize].se.on_rq = true;
     }
 
-    /// `set_delayed()`.
-    fn set_delayed(&mut self, cpu: usize, t: TaskId) {
-        self.tasks[t as usize].se.sched_delayed = true;
-        let cfs = &mut self.rqs[cpu].cfs;
-        cfs.h_nr_runnable -= 1;
-        cfs.h_nr_delayed += 1;
+    /// `set_delayed()`: a delayed task stops counting as runnable at every
+    /// level above it (a delayed group entity has no tasks left to count).
+    fn set_delayed(&mut self, e: TaskId) {
+        self.tasks[e as usize].se.sched_delayed = true;
+        if self.entity_is_task(e) {
+            self.for_each_cfs_rq_up(e, |cfs| {
+                cfs.h_nr_runnable -= 1;
+                cfs.h_nr_delayed += 1;
+            });
+        }
     }
 
     /// `clear_delayed()`.
-    fn clear_delayed(&mut self, cpu: usize, t: TaskId) {
-        self.tasks[t as usize].se.sched_delayed = false;
-        let cfs = &mut self.rqs[cpu].cfs;
-        cfs.h_nr_runnable += 1;
-        cfs.h_nr_delayed -= 1;
+    fn clear_delayed(&mut self, e: TaskId) {
+        self.tasks[e as usize].se.sched_delayed = false;
+        if self.entity_is_task(e) {
+            self.for_each_cfs_rq_up(e, |cfs| {
+                cfs.h_nr_runnable += 1;
+                cfs.h_nr_delayed -= 1;
+            });
+        }
+    }
+
+    /// `for_each_sched_entity(se)` applying `f` to `cfs_rq_of(se)`.
+    fn for_each_cfs_rq_up(&mut self, e: TaskId, mut f: impl FnMut(&mut crate::sched::CfsRq)) {
+        let mut se = Some(e);
+        while let Some(s) = se {
+            let q = self.cfs_rq_of(s);
+            f(self.cfs_mut(q));
+            se = self.cfs(q).se;
+        }
     }
 
     /// `finish_delayed_dequeue_entity()`: DELAY_ZERO forgets positive lag.
-    fn finish_delayed_dequeue_entity(&mut self, cpu: usize, t: TaskId) {
-        self.clear_delayed(cpu, t);
-        if self.feat(Feature::DELAY_ZERO) && self.tasks[t as usize].se.vlag > 0 {
-            self.tasks[t as usize].se.vlag = 0;
+    fn finish_delayed_dequeue_entity(&mut self, e: TaskId) {
+        self.clear_delayed(e);
+        if self.feat(Feature::DELAY_ZERO) && self.tasks[e as usize].se.vlag > 0 {
+            self.tasks[e as usize].se.vlag = 0;
         }
     }
 
     /// `dequeue_entity()`: returns false when DELAY_DEQUEUE keeps an ineligible
     /// sleeper queued as `sched_delayed` instead.
-    fn dequeue_entity(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
+    fn dequeue_entity(&mut self, q: CfsRqId, e: TaskId, flags: u32) -> bool {
         let sleep = flags & DEQUEUE_SLEEP != 0;
-        self.update_curr(cpu);
-        self.clear_buddies(cpu, t);
+        self.update_curr(q);
+        self.clear_buddies(q, e);
         if flags & DEQUEUE_DELAYED != 0 {
-            debug_assert!(self.tasks[t as usize].se.sched_delayed);
+            debug_assert!(self.tasks[e as usize].se.sched_delayed);
         } else {
             let delay = sleep && flags & DEQUEUE_SPECIAL == 0;
-            debug_assert!(!(delay && self.tasks[t as usize].se.sched_delayed));
-            if self.feat(Feature::DELAY_DEQUEUE) && delay && !self.entity_eligible(cpu, t) {
-                self.update_load_avg(cpu, t, 0);
-                self.set_delayed(cpu, t);
-                if self.trace {
-                    let lag = self.lag_for_trace(cpu, t);
-                    let pid = self.tasks[t as usize].pid;
-                    self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::Delayed, lag });
+            debug_assert!(!(delay && self.tasks[e as usize].se.sched_delayed));
+            if self.feat(Feature::DELAY_DEQUEUE) && delay && !self.entity_eligible(q, e) {
+                self.entity_load_avg(e, 0);
+                self.set_delayed(e);
+                if self.trace && self.entity_is_task(e) {
+                    let lag = self.lag_for_trace(q, e);
+                    let pid = self.tasks[e as usize].pid;
+                    self.emit(self.cfs(q).cpu, EventKind::Delayed { pid, what: DelayedWhat::Delayed, lag });
                 }
                 return false;
             }
         }
-        let migrating = self.tasks[t as usize].on_rq == OnRq::Migrating;
-        self.update_load_avg(cpu, t, UPDATE_TG | if migrating { DO_DETACH } else { 0 });
-        self.update_entity_lag(cpu, t);
+        let migrating = self.entity_is_task(e) && self.tasks[e as usize].on_rq == OnRq::Migrating;
+        self.entity_load_avg(e, UPDATE_TG | if migrating { DO_DETACH } else { 0 });
+        self.update_entity_lag(q, e);
         if self.feat(Feature::PLACE_REL_DEADLINE) && !sleep {
-            let se = &mut self.tasks[t as usize].se;
+            let se = &mut self.tasks[e as usize].se;
             se.deadline -= se.vruntime;
             se.rel_deadline = true;
         }
-        if self.rqs[cpu].cfs.curr != Some(t) {
-            self.__dequeue_entity(cpu, t);
+        if self.cfs(q).curr != Some(e) {
+            self.__dequeue_entity(q, e);
         }
-        self.tasks[t as usize].se.on_rq = false;
-        self.account_entity_dequeue(cpu, t);
+        self.tasks[e as usize].se.on_rq = false;
+        self.account_entity_dequeue(q, e);
+        self.update_cfs_group(e);
         if flags & DEQUEUE_DELAYED != 0 {
-            self.finish_delayed_dequeue_entity(cpu, t);
+            self.finish_delayed_dequeue_entity(e);
         }
         true
     }
 
-    /// `set_next_entity()`: `t` becomes curr; out of the tree, protection starts.
-    fn set_next_entity(&mut self, cpu: usize, t: TaskId) {
-        self.clear_buddies(cpu, t);
-        if self.tasks[t as usize].se.on_rq {
-            self.__dequeue_entity(cpu, t);
-            self.update_load_avg(cpu, t, UPDATE_TG);
-            self.set_protect_slice(cpu, t);
+    /// `set_next_entity()`: `e` becomes curr of `q`; out of the tree, protection starts.
+    fn set_next_entity(&mut self, q: CfsRqId, e: TaskId) {
+        self.clear_buddies(q, e);
+        if self.tasks[e as usize].se.on_rq {
+            self.__dequeue_entity(q, e);
+            self.entity_load_avg(e, UPDATE_TG);
+            self.set_protect_slice(q, e);
         }
-        debug_assert!(self.rqs[cpu].cfs.curr.is_none());
-        self.rqs[cpu].cfs.curr = Some(t);
+        debug_assert!(self.cfs(q).curr.is_none());
+        self.cfs_mut(q).curr = Some(e);
         // update_stats_curr_start(): the entity's clock starts now.
-        let now = self.rqs[cpu].clock;
-        let se = &mut self.tasks[t as usize].se;
+        let now = self.rqs[self.cfs(q).cpu].clock;
+        let se = &mut self.tasks[e as usize].se;
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
     }
 
     /// `pick_next_entity()`: buddy or EEVDF pick; a picked delayed entity is
     /// dequeued now and `None` returned so the caller picks again.
-    fn pick_next_entity(&mut self, cpu: usize) -> Option<TaskId> {
+    fn pick_next_entity(&mut self, q: CfsRqId) -> Option<TaskId> {
         if self.feat(Feature::PICK_BUDDY) {
-            if let Some(n) = self.rqs[cpu].cfs.next {
-                if self.entity_eligible(cpu, n) {
+            if let Some(n) = self.cfs(q).next {
+                if self.entity_eligible(q, n) {
                     debug_assert!(!self.tasks[n as usize].se.sched_delayed);
                     return Some(n);
                 }
             }
         }
-        let se = self.pick_eevdf(cpu)?;
+        let se = self.pick_eevdf(q)?;
         if self.tasks[se as usize].se.sched_delayed {
+            let cpu = self.cfs(q).cpu;
+            let is_task = self.entity_is_task(se);
             let pid = self.tasks[se as usize].pid;
-            let lag = if self.trace { self.lag_for_trace(cpu, se) } else { 0 };
+            let lag = if self.trace && is_task { self.lag_for_trace(q, se) } else { 0 };
             self.dequeue_entities(cpu, se, DEQUEUE_SLEEP | DEQUEUE_DELAYED);
-            self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::DequeuedAtPick, lag });
+            if is_task {
+                self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::DequeuedAtPick, lag });
+            }
             return None;
         }
         Some(se)
     }
 
     /// `put_prev_entity()`: curr goes back into the tree if still queued.
-    fn put_prev_entity(&mut self, cpu: usize, prev: TaskId) {
+    fn put_prev_entity(&mut self, q: CfsRqId, prev: TaskId) {
         if self.tasks[prev as usize].se.on_rq {
-            self.update_curr(cpu);
-            self.__enqueue_entity(cpu, prev);
-            self.update_load_avg(cpu, prev, 0);
+            self.update_curr(q);
+            self.__enqueue_entity(q, prev);
+            self.entity_load_avg(prev, 0);
         }
-        debug_assert_eq!(self.rqs[cpu].cfs.curr, Some(prev));
-        self.rqs[cpu].cfs.curr = None;
+        debug_assert_eq!(self.cfs(q).curr, Some(prev));
+        self.cfs_mut(q).curr = None;
     }
 
     /// `requeue_delayed_entity()`: a delayed entity is woken in place. With
     /// DELAY_ZERO a positive lag is dropped and the entity re-placed at V; a
     /// negative lag keeps its vruntime and old deadline.
-    fn requeue_delayed_entity(&mut self, cpu: usize, t: TaskId) {
-        debug_assert!(self.tasks[t as usize].se.sched_delayed && self.tasks[t as usize].se.on_rq);
+    fn requeue_delayed_entity(&mut self, e: TaskId) {
+        let q = self.cfs_rq_of(e);
+        debug_assert!(self.tasks[e as usize].se.sched_delayed && self.tasks[e as usize].se.on_rq);
         if self.feat(Feature::DELAY_ZERO) {
-            self.update_entity_lag(cpu, t);
-            if self.tasks[t as usize].se.vlag > 0 {
-                let is_curr = self.rqs[cpu].cfs.curr == Some(t);
-                self.rqs[cpu].cfs.nr_running -= 1;
+            self.update_entity_lag(q, e);
+            if self.tasks[e as usize].se.vlag > 0 {
+                let is_curr = self.cfs(q).curr == Some(e);
+                self.cfs_mut(q).nr_running -= 1;
                 if !is_curr {
-                    self.__dequeue_entity(cpu, t);
+                    self.__dequeue_entity(q, e);
                 }
-                self.tasks[t as usize].se.vlag = 0;
-                self.place_entity(cpu, t, 0);
+                self.tasks[e as usize].se.vlag = 0;
+                self.place_entity(q, e, 0);
                 if !is_curr {
-                    self.__enqueue_entity(cpu, t);
+                    self.__enqueue_entity(q, e);
                 }
-                self.rqs[cpu].cfs.nr_running += 1;
+                self.cfs_mut(q).nr_running += 1;
             }
         }
-        self.update_load_avg(cpu, t, 0);
-        self.clear_delayed(cpu, t);
-        let pid = self.tasks[t as usize].pid;
-        let lag = self.tasks[t as usize].se.vlag;
-        self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::Requeued, lag });
+        self.entity_load_avg(e, 0);
+        self.clear_delayed(e);
+        if self.entity_is_task(e) {
+            let pid = self.tasks[e as usize].pid;
+            let lag = self.tasks[e as usize].se.vlag;
+            self.emit(self.cfs(q).cpu, EventKind::Delayed { pid, what: DelayedWhat::Requeued, lag });
+        }
     }
 
-    /// `enqueue_task_fair()`.
+    /// Add (`sign` 1) or take (−1) one task's hierarchical counts at `q`.
+    fn h_counts(&mut self, q: CfsRqId, c: HCounts, add: bool) {
+        let cfs = self.cfs_mut(q);
+        let apply = |v: &mut u32, n: u32| {
+            if add {
+                *v += n
+            } else {
+                *v -= n
+            }
+        };
+        if c.delayed == 0 {
+            apply(&mut cfs.h_nr_runnable, c.queued);
+        }
+        apply(&mut cfs.h_nr_queued, c.queued);
+        apply(&mut cfs.idle_h_nr_running, c.idle);
+        apply(&mut cfs.h_nr_delayed, c.delayed);
+    }
+
+    /// A group entity's slice follows the smallest slice queued below it
+    /// (`se->slice = slice` in the walks); a queued entity's copy in the
+    /// tree is updated with it (`min_vruntime_cb_propagate()`).
+    fn set_group_slice(&mut self, q: CfsRqId, e: TaskId, slice: u64) {
+        self.tasks[e as usize].se.slice = slice;
+        if self.cfs(q).curr != Some(e) && self.cfs(q).timeline.contains(e) {
+            self.cfs_mut(q).timeline.set_slice(e, slice);
+        }
+    }
+
+    /// `enqueue_task_fair()`: enqueue the task and every ancestor not yet
+    /// queued (a delayed one is requeued), then bring the rest of the
+    /// hierarchy's counts, shares and slices up to date.
     pub(crate) fn enqueue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) {
         if flags & ENQUEUE_DELAYED != 0 {
-            self.requeue_delayed_entity(cpu, t);
+            self.requeue_delayed_entity(t);
             return;
         }
         let task_new = flags & ENQUEUE_WAKEUP == 0;
-        let delayed_migrant = task_new && self.tasks[t as usize].se.sched_delayed;
         if self.tasks[t as usize].se.on_rq {
             if self.tasks[t as usize].se.sched_delayed {
-                self.requeue_delayed_entity(cpu, t);
+                self.requeue_delayed_entity(t);
             }
             return;
         }
-        self.enqueue_entity(cpu, t, flags);
-        let idle = self.tasks[t as usize].policy == Policy::Idle;
-        let cfs = &mut self.rqs[cpu].cfs;
-        if !delayed_migrant {
-            cfs.h_nr_runnable += 1;
-        } else {
-            cfs.h_nr_delayed += 1;
+        let idle = (self.tasks[t as usize].policy == Policy::Idle) as u32;
+        let delayed = (task_new && self.tasks[t as usize].se.sched_delayed) as u32;
+        let mut counts = HCounts { queued: 1, delayed, idle };
+        let (mut flags, mut slice) = (flags, 0);
+        let mut se = Some(t);
+        while let Some(e) = se {
+            if self.tasks[e as usize].se.on_rq {
+                if self.tasks[e as usize].se.sched_delayed {
+                    self.requeue_delayed_entity(e);
+                }
+                break;
+            }
+            let q = self.cfs_rq_of(e);
+            if slice != 0 {
+                let s = &mut self.tasks[e as usize].se;
+                s.slice = slice;
+                s.custom_slice = true;
+            }
+            self.enqueue_entity(q, e, flags);
+            slice = self.cfs_rq_min_slice(q);
+            self.h_counts(q, counts, true);
+            if self.cfs(q).idle {
+                counts.idle = 1;
+            }
+            flags = ENQUEUE_WAKEUP;
+            se = self.cfs(q).se;
         }
-        cfs.h_nr_queued += 1;
-        cfs.idle_h_nr_running += idle as u32;
+        while let Some(e) = se {
+            let q = self.cfs_rq_of(e);
+            self.update_cfs_group(e);
+            self.set_group_slice(q, e, slice);
+            slice = self.cfs_rq_min_slice(q);
+            self.h_counts(q, counts, true);
+            if self.cfs(q).idle {
+                counts.idle = 1;
+            }
+            se = self.cfs(q).se;
+        }
         self.add_nr_running(cpu, 1);
     }
 
     /// `dequeue_entities()`: returns -1 when the task was left delayed, 1 when
-    /// it left the runqueue. A completed delayed dequeue also blocks the task.
-    pub(crate) fn dequeue_entities(&mut self, cpu: usize, t: TaskId, flags: u32) -> i32 {
+    /// it left the runqueue. The walk stops at the first level that keeps
+    /// other entities (its group stays queued, biased to be picked again when
+    /// the task slept) or that delays its group entity; the levels above only
+    /// have their counts, shares and slices updated. A completed delayed
+    /// dequeue also blocks the task. `e` may be a group entity (a delayed
+    /// one picked), which carries no task counts.
+    pub(crate) fn dequeue_entities(&mut self, cpu: usize, e: TaskId, flags: u32) -> i32 {
         let task_sleep = flags & DEQUEUE_SLEEP != 0;
         let task_delayed = flags & DEQUEUE_DELAYED != 0;
-        let counts_as_delayed = !task_sleep && !task_delayed && self.tasks[t as usize].se.sched_delayed;
-        if !self.dequeue_entity(cpu, t, flags) {
-            return -1;
+        let task = self.entity_is_task(e).then_some(e);
+        let mut counts = HCounts { queued: 0, delayed: 0, idle: 0 };
+        if let Some(p) = task {
+            counts.queued = 1;
+            counts.idle = (self.tasks[p as usize].policy == Policy::Idle) as u32;
+            if !task_sleep && !task_delayed {
+                counts.delayed = self.tasks[p as usize].se.sched_delayed as u32;
+            }
         }
-        let idle = self.tasks[t as usize].policy == Policy::Idle;
-        let cfs = &mut self.rqs[cpu].cfs;
-        if !counts_as_delayed {
-            cfs.h_nr_runnable -= 1;
-        } else {
-            cfs.h_nr_delayed -= 1;
+        let (mut flags, mut slice) = (flags, 0);
+        let mut se = Some(e);
+        while let Some(s) = se {
+            let q = self.cfs_rq_of(s);
+            if !self.dequeue_entity(q, s, flags) {
+                if task == Some(s) {
+                    return -1;
+                }
+                slice = self.cfs_rq_min_slice(q);
+                break;
+            }
+            self.h_counts(q, counts, false);
+            if self.cfs(q).idle {
+                counts.idle = counts.queued;
+            }
+            if self.cfs(q).load_weight != 0 {
+                slice = self.cfs_rq_min_slice(q);
+                se = self.cfs(q).se;
+                if let Some(parent) = se.filter(|_| task_sleep) {
+                    self.set_next_buddy(parent);
+                }
+                break;
+            }
+            flags |= DEQUEUE_SLEEP;
+            flags &= !(DEQUEUE_DELAYED | DEQUEUE_SPECIAL);
+            se = self.cfs(q).se;
         }
-        cfs.h_nr_queued -= 1;
-        cfs.idle_h_nr_running -= idle as u32;
-        self.rqs[cpu].nr_running -= 1;
-        if task_delayed {
+        while let Some(s) = se {
+            let q = self.cfs_rq_of(s);
+            self.update_cfs_group(s);
+            self.set_group_slice(q, s, slice);
+            slice = self.cfs_rq_min_slice(q);
+            self.h_counts(q, counts, false);
+            if self.cfs(q).idle {
+                counts.idle = counts.queued;
+            }
+            se = self.cfs(q).se;
+        }
+        self.rqs[cpu].nr_running -= counts.queued;
+        if let Some(p) = task.filter(|_| task_delayed) {
             debug_assert!(task_sleep);
-            self.__block_task(cpu, t);
+            self.__block_task(cpu, p);
         }
         1
     }
@@ -337,8 +530,8 @@ impl Kernel {
     }
 
     /// `check_preempt_wakeup_fair()`: should wakee `p` preempt the running
-    /// fair task? Mainline (≥7.0) reschedules lazily under preempt=lazy.
-    /// Simplified: no group entities to walk (`find_matching_se()`).
+    /// fair task? The two are compared where their ancestors are siblings
+    /// (`find_matching_se()`). Mainline (≥7.0) reschedules lazily under preempt=lazy.
     pub(crate) fn check_preempt_wakeup_fair(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
         let Some(curr) = self.rqs[cpu].curr else { return };
         if curr == p {
@@ -349,7 +542,7 @@ impl Kernel {
             k.emit(cpu, EventKind::WakeupPreempt { wakee: wakee_pid, curr: curr_pid, preempt, reason });
         };
         if self.feat(Feature::NEXT_BUDDY) && wake_flags & WF_FORK == 0 && !self.tasks[p as usize].se.sched_delayed {
-            self.rqs[cpu].cfs.next = Some(p);
+            self.set_next_buddy(p);
         }
         if self.rqs[cpu].need_resched {
             return verdict(self, false, PreemptReason::AlreadyResched);
@@ -357,11 +550,12 @@ impl Kernel {
         if !self.feat(Feature::WAKEUP_PREEMPTION) {
             return verdict(self, false, PreemptReason::Disabled);
         }
-        let cse_idle = self.tasks[curr as usize].policy == Policy::Idle;
-        let pse_idle = self.tasks[p as usize].policy == Policy::Idle;
+        let (se, pse) = self.find_matching_se(curr, p);
+        let cse_idle = self.se_is_idle(se);
+        let pse_idle = self.se_is_idle(pse);
         let lazy = self.profile.lazy_wakeup_preempt;
         if cse_idle && !pse_idle {
-            self.cancel_protect_slice(curr);
+            self.cancel_protect_slice(se);
             verdict(self, true, PreemptReason::CurrIdlePolicy);
             return self.resched_curr_maybe_lazy(cpu, lazy);
         }
@@ -371,38 +565,45 @@ impl Kernel {
         if !self.tasks[p as usize].policy.is_normal() {
             return verdict(self, false, PreemptReason::WakeeBatchOrIdle);
         }
-        self.update_curr(cpu);
-        let short = self.do_preempt_short(cpu, p, curr);
+        let q = self.cfs_rq_of(se);
+        self.update_curr(q);
+        let short = self.do_preempt_short(q, pse, se);
         if short {
-            self.cancel_protect_slice(curr);
+            self.cancel_protect_slice(se);
         }
-        if self.pick_eevdf(cpu) == Some(p) {
+        if self.pick_eevdf(q) == Some(pse) {
             verdict(self, true, if short { PreemptReason::Short } else { PreemptReason::Pick });
             return self.resched_curr_maybe_lazy(cpu, lazy);
         }
         if self.feat(Feature::RUN_TO_PARITY) {
-            self.update_protect_slice(cpu, curr);
+            self.update_protect_slice(q, se);
         }
         verdict(self, false, PreemptReason::NotPicked)
     }
 
-    /// `pick_task_fair()`.
+    /// `pick_task_fair()`: pick at the root, then down each picked group's cfs_rq.
     fn pick_task_fair(&mut self, cpu: usize) -> Option<TaskId> {
-        loop {
+        'again: loop {
             if self.rqs[cpu].cfs.nr_running == 0 {
                 return None;
             }
-            if self.cfs_curr_on_rq(cpu).is_some() {
-                self.update_curr(cpu);
-            }
-            if let Some(se) = self.pick_next_entity(cpu) {
-                return Some(se);
+            let mut q = cpu;
+            loop {
+                if self.cfs_curr_on_rq(q).is_some() {
+                    self.update_curr(q);
+                }
+                let Some(se) = self.pick_next_entity(q) else { continue 'again };
+                match self.tasks[se as usize].my_q {
+                    Some(gq) => q = gq,
+                    None => return Some(se),
+                }
             }
         }
     }
 
     /// `pick_next_task_fair()` for a fair or idle `prev`, with newidle
-    /// balancing when nothing is queued. Performs put_prev/set_next when switching.
+    /// balancing when nothing is queued. Performs put_prev/set_next when
+    /// switching: from a fair prev only up to the level the two tasks share.
     pub(crate) fn pick_next_task_fair(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
         let p = loop {
             if let Some(p) = self.pick_task_fair(cpu) {
@@ -413,21 +614,54 @@ impl Kernel {
                 return None;
             }
         };
-        let prev_fair = prev.filter(|&x| self.rqs[cpu].cfs.curr == Some(x));
+        let prev_fair = prev.filter(|&x| self.cfs(self.cfs_rq_of(x)).curr == Some(x));
         if prev_fair != Some(p) {
-            if let Some(prev) = prev_fair {
-                self.put_prev_entity(cpu, prev);
+            match prev_fair {
+                Some(prev) => self.put_prev_set_next_entities(prev, p),
+                None => self.set_next_entities(p),
             }
-            self.set_next_entity(cpu, p);
             self.__set_next_task_fair(cpu, p);
         }
         Some(p)
     }
 
+    /// The FAIR_GROUP_SCHED part of `pick_next_task_fair()`: put `prev`'s
+    /// entities and set `next`'s level by level until they meet.
+    fn put_prev_set_next_entities(&mut self, prev: TaskId, next: TaskId) {
+        let (mut pse, mut se) = (prev, next);
+        loop {
+            let q = self.cfs_rq_of(se);
+            if q == self.cfs_rq_of(pse) {
+                self.put_prev_entity(q, pse);
+                self.set_next_entity(q, se);
+                return;
+            }
+            let (sd, pd) = (self.se_depth(se), self.se_depth(pse));
+            if sd <= pd {
+                self.put_prev_entity(self.cfs_rq_of(pse), pse);
+                pse = self.parent_entity(pse).expect("prev is below a common root");
+            }
+            if sd >= pd {
+                self.set_next_entity(q, se);
+                se = self.parent_entity(se).expect("next is below a common root");
+            }
+        }
+    }
+
+    /// `set_next_task_fair()`'s walk: every level of `p` becomes curr.
+    fn set_next_entities(&mut self, p: TaskId) {
+        let mut se = Some(p);
+        while let Some(s) = se {
+            let q = self.cfs_rq_of(s);
+            self.set_next_entity(q, s);
+            se = self.cfs(q).se;
+        }
+    }
+
     /// `set_next_task_fair(rq, p, first = false)` for a running task that
     /// (re)enters the fair class, e.g. when a PI boost ends.
-    pub(crate) fn set_next_task_fair_running(&mut self, cpu: usize, p: TaskId) {
-        self.set_next_entity(cpu, p);
+    pub(crate) fn set_next_task_fair_running(&mut self, _cpu: usize, p: TaskId) {
+        self.set_next_entities(p);
     }
 
     /// `__set_next_task_fair()`: most-recently-picked to the head of cfs_tasks.
@@ -439,10 +673,16 @@ impl Kernel {
         }
     }
 
-    /// `put_prev_task_fair()`.
-    pub(crate) fn put_prev_task_fair(&mut self, cpu: usize, prev: TaskId) {
-        if self.rqs[cpu].cfs.curr == Some(prev) {
-            self.put_prev_entity(cpu, prev);
+    /// `put_prev_task_fair()`: every level of `prev` puts its entity back.
+    pub(crate) fn put_prev_task_fair(&mut self, _cpu: usize, prev: TaskId) {
+        if self.cfs(self.cfs_rq_of(prev)).curr != Some(prev) {
+            return;
+        }
+        let mut se = Some(prev);
+        while let Some(s) = se {
+            let q = self.cfs_rq_of(s);
+            self.put_prev_entity(q, s);
+            se = self.cfs(q).se;
         }
     }
 
@@ -483,20 +723,38 @@ impl Kernel {
         if self.rqs[cpu].nr_running == 1 {
             return;
         }
-        self.clear_buddies(cpu, curr);
-        self.update_curr(cpu);
-        if self.entity_eligible(cpu, curr) {
+        let q = self.cfs_rq_of(curr);
+        self.clear_buddies(q, curr);
+        self.update_curr(q);
+        if self.entity_eligible(q, curr) {
             let se = &mut self.tasks[curr as usize].se;
             se.vruntime = se.deadline;
-            self.update_deadline(cpu, curr);
+            self.update_deadline(q, curr);
         }
     }
 
-    /// `task_tick_fair()` → `entity_tick()`: account and maybe reschedule.
+    /// `task_tick_fair()` → `entity_tick()` at every level, the task's first:
+    /// account, age the averages, re-weight the group entities.
     pub(crate) fn task_tick_fair(&mut self, cpu: usize) {
-        self.update_curr(cpu);
-        if let Some(curr) = self.rqs[cpu].cfs.curr {
-            self.update_load_avg(cpu, curr, UPDATE_TG);
+        let mut leaf = self.rqs[cpu].cfs.curr;
+        while let Some(gq) = leaf.and_then(|e| self.tasks[e as usize].my_q) {
+            match self.cfs(gq).curr {
+                Some(c) => leaf = Some(c),
+                None => break,
+            }
+        }
+        match leaf {
+            None => self.update_curr(cpu),
+            Some(t) => {
+                let mut se = Some(t);
+                while let Some(s) = se {
+                    let q = self.cfs_rq_of(s);
+                    self.update_curr(q);
+                    self.entity_load_avg(s, UPDATE_TG);
+                    self.update_cfs_group(s);
+                    se = self.cfs(q).se;
+                }
+            }
         }
         self.tick_update_idle_cpu_scan(cpu);
     }

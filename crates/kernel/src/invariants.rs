@@ -45,8 +45,12 @@ impl Kernel {
                 }
             }
         }
+        let nr_cfs = self.rqs.len() + self.group_cfs.len();
         for (i, task) in self.tasks.iter().enumerate() {
             let t = i as TaskId;
+            if task.my_q.is_some() {
+                continue;
+            }
             let switching = self.rqs.iter().any(|rq| rq.switching_out == Some(t));
             if task.on_cpu && running_on[i].is_none() && !switching {
                 return Err(violation!("task {t} has on_cpu set but no CPU runs it or is switching away from it"));
@@ -83,32 +87,31 @@ impl Kernel {
             if task.se.sched_delayed && !task.se.on_rq {
                 return Err(violation!("task {t} is sched_delayed but not queued"));
             }
-            // Queued on exactly one runqueue: its own, in the tree or as curr.
-            for rq in &self.rqs {
-                let in_tree = rq.cfs.timeline.contains(t);
-                let is_cfs_curr = rq.cfs.curr == Some(t);
-                let here = rq.cpu == task.cpu;
+            // Queued on exactly one cfs_rq: its group's on its CPU, in the tree or as curr.
+            let home = self.cfs_rq_of(t);
+            for q in 0..nr_cfs {
+                let cfs = self.cfs(q);
+                let in_tree = cfs.timeline.contains(t);
+                let is_cfs_curr = cfs.curr == Some(t);
+                let here = q == home;
                 if in_tree && (!here || !queued) {
                     return Err(violation!(
-                        "task {t} is in CPU {}'s tree (task_cpu {}, queued {queued})",
-                        rq.cpu,
+                        "task {t} is in cfs_rq {q}'s tree (CPU {}; task_cpu {}, home {home}, queued {queued})",
+                        cfs.cpu,
                         task.cpu
                     ));
                 }
                 if here && queued && !(in_tree ^ is_cfs_curr) {
-                    return Err(violation!(
-                        "queued task {t} on CPU {}: in_tree={in_tree} cfs_curr={is_cfs_curr}",
-                        rq.cpu
-                    ));
+                    return Err(violation!("queued task {t} on cfs_rq {q}: in_tree={in_tree} cfs_curr={is_cfs_curr}"));
                 }
                 if !here && is_cfs_curr {
-                    return Err(violation!("task {t} is cfs curr of CPU {} but task_cpu is {}", rq.cpu, task.cpu));
+                    return Err(violation!("task {t} is curr of cfs_rq {q} (CPU {}) but its home is {home}", cfs.cpu));
                 }
             }
         }
+        self.check_cfs_rqs()?;
         for rq in &self.rqs {
             let cfs = &rq.cfs;
-            cfs.timeline.check().map_err(|source| InvariantError::Timeline { cpu: rq.cpu, source })?;
             let rt_queued = self.tasks.iter().filter(|p| p.on_rt_rq && p.cpu == rq.cpu).count() as u32;
             if rq.rt.rt_nr_running != rt_queued {
                 return Err(violation!(
@@ -138,45 +141,6 @@ impl Kernel {
                     rq.rt.pushable.len()
                 ));
             }
-            let queued: Vec<&crate::sched::Task> =
-                self.tasks.iter().filter(|p| p.se.on_rq && p.cpu == rq.cpu).collect();
-            let n = queued.len() as u32;
-            let delayed = queued.iter().filter(|p| p.se.sched_delayed).count() as u32;
-            let weight: u64 = queued.iter().map(|p| p.se.load.weight as u64).sum();
-            let checks = [
-                ("cfs.nr_running", cfs.nr_running, n),
-                ("cfs.h_nr_queued", cfs.h_nr_queued, n),
-                ("rq.nr_running", rq.nr_running, n + rt_queued),
-                ("cfs.h_nr_delayed", cfs.h_nr_delayed, delayed),
-                ("cfs.h_nr_runnable", cfs.h_nr_runnable, n - delayed),
-                ("cfs.tasks.len", cfs.tasks.len() as u32, n),
-            ];
-            for (name, have, want) in checks {
-                if have != want {
-                    return Err(violation!("CPU {}: {name} = {have}, recount = {want}", rq.cpu));
-                }
-            }
-            if cfs.load_weight != weight {
-                return Err(violation!("CPU {}: cfs load {} != Σ weights {weight}", rq.cpu, cfs.load_weight));
-            }
-            let (mut sum, mut load) = (0i64, 0u64);
-            for t in cfs.timeline.iter() {
-                let se = &self.tasks[t as usize].se;
-                sum += (se.vruntime - cfs.zero_vruntime) * se.load.weight as i64;
-                load += se.load.weight as u64;
-                let (d, v, s) = cfs.timeline.entity(t).unwrap();
-                if (d, v, s) != (se.deadline, se.vruntime, se.slice) {
-                    return Err(violation!("CPU {}: task {t} changed while in the tree", rq.cpu));
-                }
-            }
-            if sum != cfs.avg_vruntime || load != cfs.avg_load {
-                return Err(violation!(
-                    "CPU {}: avg_vruntime {} / avg_load {} but recount {sum} / {load}",
-                    rq.cpu,
-                    cfs.avg_vruntime,
-                    cfs.avg_load
-                ));
-            }
             if rq.ttwu_pending == rq.wake_list.is_empty() {
                 return Err(violation!(
                     "CPU {}: ttwu_pending={} with {} queued wakeups",
@@ -204,10 +168,122 @@ impl Kernel {
                     return Err(violation!("task {t} on CPU {}'s wakelist is queued and not delayed", rq.cpu));
                 }
             }
-            if let Some(c) = cfs.curr {
-                if rq.curr != Some(c) {
-                    return Err(violation!("CPU {}: cfs curr {c} is not rq curr {:?}", rq.cpu, rq.curr));
+            let fair_tasks = self.tasks.iter().filter(|p| p.my_q.is_none() && p.se.on_rq && p.cpu == rq.cpu).count();
+            if rq.nr_running != fair_tasks as u32 + rt_queued {
+                return Err(violation!(
+                    "CPU {}: rq.nr_running = {}, recount = {fair_tasks} fair + {rt_queued} RT",
+                    rq.cpu,
+                    rq.nr_running
+                ));
+            }
+            if cfs.tasks.len() != fair_tasks {
+                return Err(violation!("CPU {}: cfs_tasks has {}, recount = {fair_tasks}", rq.cpu, cfs.tasks.len()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every cfs_rq, root or group: its queued entities, weights, sums and
+    /// tree against a recount, the hierarchical task counts against a walk
+    /// up from every queued task, a group's weight sum against its cfs_rqs.
+    fn check_cfs_rqs(&self) -> Result<(), InvariantError> {
+        let nr_cfs = self.rqs.len() + self.group_cfs.len();
+        #[derive(Clone, Copy, Default, PartialEq, Debug)]
+        struct Count {
+            nr: u32,
+            weight: u64,
+            h_queued: u32,
+            h_delayed: u32,
+            h_idle: u32,
+            h_task_weight: u64,
+        }
+        let mut counts = vec![Count::default(); nr_cfs];
+        for (i, e) in self.tasks.iter().enumerate() {
+            if !e.se.on_rq {
+                continue;
+            }
+            let id = i as TaskId;
+            let q = self.cfs_rq_of(id);
+            counts[q].nr += 1;
+            counts[q].weight += e.se.load.weight as u64;
+            if e.my_q.is_some() {
+                continue;
+            }
+            let mut idle = e.policy == crate::sched::Policy::Idle;
+            let mut up = Some(id);
+            while let Some(s) = up {
+                let q = self.cfs_rq_of(s);
+                let c = &mut counts[q];
+                c.h_queued += 1;
+                c.h_delayed += e.se.sched_delayed as u32;
+                c.h_idle += idle as u32;
+                idle |= self.cfs(q).idle;
+                up = self.cfs(q).se;
+                if up.is_none() {
+                    c.h_task_weight += e.se.load.weight as u64;
                 }
+            }
+        }
+        for (q, want) in counts.iter().enumerate() {
+            let cfs = self.cfs(q);
+            cfs.timeline.check().map_err(|source| InvariantError::Timeline { cpu: cfs.cpu, source })?;
+            let checks = [
+                ("nr_running", cfs.nr_running as u64, want.nr as u64),
+                ("load_weight", cfs.load_weight, want.weight),
+                ("h_nr_queued", cfs.h_nr_queued as u64, want.h_queued as u64),
+                ("h_nr_delayed", cfs.h_nr_delayed as u64, want.h_delayed as u64),
+                ("h_nr_runnable", cfs.h_nr_runnable as u64, (want.h_queued - want.h_delayed) as u64),
+                ("idle_h_nr_running", cfs.idle_h_nr_running as u64, want.h_idle as u64),
+                ("h_task_weight", cfs.h_task_weight, want.h_task_weight),
+            ];
+            for (name, have, want) in checks {
+                if have != want {
+                    return Err(violation!("cfs_rq {q} (CPU {}): {name} = {have}, recount = {want}", cfs.cpu));
+                }
+            }
+            let (mut sum, mut load) = (0i64, 0u64);
+            for t in cfs.timeline.iter() {
+                let se = &self.tasks[t as usize].se;
+                if self.cfs_rq_of(t) != q || !se.on_rq {
+                    return Err(violation!("cfs_rq {q}: entity {t} in its tree belongs elsewhere or is not queued"));
+                }
+                sum += (se.vruntime - cfs.zero_vruntime) * se.load.weight as i64;
+                load += se.load.weight as u64;
+                let (d, v, s) = cfs.timeline.entity(t).unwrap();
+                if (d, v, s) != (se.deadline, se.vruntime, se.slice) {
+                    return Err(violation!("cfs_rq {q} (CPU {}): entity {t} changed while in the tree", cfs.cpu));
+                }
+            }
+            if sum != cfs.avg_vruntime || load != cfs.avg_load {
+                return Err(violation!(
+                    "cfs_rq {q} (CPU {}): avg_vruntime {} / avg_load {} but recount {sum} / {load}",
+                    cfs.cpu,
+                    cfs.avg_vruntime,
+                    cfs.avg_load
+                ));
+            }
+            match cfs.curr {
+                Some(c) if self.entity_is_task(c) && self.rqs[cfs.cpu].curr != Some(c) => {
+                    return Err(violation!(
+                        "cfs_rq {q}: curr {c} is not CPU {}'s curr {:?}",
+                        cfs.cpu,
+                        self.rqs[cfs.cpu].curr
+                    ));
+                }
+                Some(c) if self.cfs_rq_of(c) != q => {
+                    return Err(violation!("cfs_rq {q}: curr {c} belongs to cfs_rq {}", self.cfs_rq_of(c)));
+                }
+                _ => {}
+            }
+        }
+        for (g, tg) in self.task_groups.iter().enumerate().skip(1) {
+            let sum: u64 = tg.cfs_rq.iter().map(|&q| self.cfs(q).load_weight).sum();
+            if sum != tg.load_weight {
+                return Err(violation!(
+                    "task group {g} ({}): load {} but its cfs_rqs hold {sum}",
+                    tg.name,
+                    tg.load_weight
+                ));
             }
         }
         Ok(())

@@ -4,10 +4,11 @@
 //! The class table, sched.h's `struct sched_class`, is the submodule
 //! [`class`].
 //!
-//! Follows 6.12.x. Simplified: one root `cfs_rq` per CPU (no cgroup
-//! hierarchy, no autogroup), a task is in the RT or the fair class (no
+//! Follows 6.12.x. Simplified: a task is in the RT or the fair class (no
 //! deadline tasks; the stopper and the fair server are not tasks), no
-//! util_est, no uclamp.
+//! util_est, no uclamp. Task groups (FAIR_GROUP_SCHED) are in
+//! [`crate::fair::group`]: a group's entity on a CPU is a [`Task`] slot whose
+//! `my_q` names the group's cfs_rq there, so entity ids stay `TaskId`s.
 
 pub mod class;
 
@@ -17,8 +18,13 @@ use schedlab_topology::CpuSet;
 use schedlab_trace::Pid;
 use std::collections::VecDeque;
 
-/// Index of a task in [`crate::core::Kernel::tasks`].
+/// Index of a task in [`crate::core::Kernel::tasks`] (also of a group's
+/// sched_entity, see [`Task::my_q`]).
 pub type TaskId = u32;
+
+/// A `struct cfs_rq`: ids below the CPU count are the CPUs' root cfs_rqs
+/// (`rq->cfs`), the rest index [`crate::core::Kernel::group_cfs`] from there.
+pub type CfsRqId = usize;
 
 /// `sched_prio_to_weight[]`: nice −20..19 → load weight (1024 at nice 0).
 pub const SCHED_PRIO_TO_WEIGHT: [u32; 40] = [
@@ -190,6 +196,11 @@ pub struct Task {
     pub pi_blocked_on: Option<u32>,
     /// rt_mutexes this task owns (for the PI chain).
     pub pi_locks_held: Vec<u32>,
+    /// `task_group(p)`: index in [`crate::core::Kernel::task_groups`], 0 = the root.
+    pub tg: usize,
+    /// `se->my_q`: set only on a group's sched_entity, which is not a task
+    /// (no pid, never on a CPU); the cfs_rq it stands for.
+    pub my_q: Option<CfsRqId>,
 }
 
 /// `struct rt_rq`: per-priority FIFO lists and the push bookkeeping.
@@ -243,9 +254,23 @@ impl Task {
     }
 }
 
-/// `struct cfs_rq` (root only).
+/// `struct cfs_rq`: a CPU's root or a task group's on one CPU.
 #[derive(Clone, Debug)]
 pub struct CfsRq {
+    /// `rq_of(cfs_rq)->cpu`.
+    pub cpu: usize,
+    /// `cfs_rq->tg`: index in [`crate::core::Kernel::task_groups`], 0 = the root.
+    pub tg: usize,
+    /// The group's entity on the parent cfs_rq (`tg->se[cpu]`); `None` at the root.
+    pub se: Option<TaskId>,
+    /// The cfs_rq that entity is queued on (`cfs_rq_of(tg->se[cpu])`).
+    pub parent: Option<CfsRqId>,
+    /// `cfs_rq_is_idle()`: the group has cpu.idle set.
+    pub idle: bool,
+    /// Root only: Σ weights of the queued tasks at any depth. The model's
+    /// PELT is flat (see [`crate::fair::group`]), so this, not the group
+    /// entities' weights in `load_weight`, is the root's runnable weight.
+    pub h_task_weight: u64,
     /// Sum of queued entity weights including curr and delayed entities.
     pub load_weight: u64,
     /// Entities queued including curr and delayed ones (6.14+: `nr_queued`).
@@ -264,7 +289,7 @@ pub struct CfsRq {
     pub timeline: Timeline,
     pub curr: Option<TaskId>,
     pub next: Option<TaskId>,
-    /// `rq->cfs_tasks`, most recently picked first.
+    /// `rq->cfs_tasks`, most recently picked first (root only; tasks only).
     pub tasks: Vec<TaskId>,
     /// PELT averages of the runqueue (`cfs_rq->avg`).
     pub avg: SchedAvg,
@@ -282,8 +307,15 @@ pub struct Removed {
 }
 
 impl CfsRq {
+    /// A CPU's root cfs_rq.
     pub fn new() -> Self {
         CfsRq {
+            cpu: 0,
+            tg: 0,
+            se: None,
+            parent: None,
+            idle: false,
+            h_task_weight: 0,
             load_weight: 0,
             nr_running: 0,
             h_nr_queued: 0,
@@ -399,7 +431,7 @@ impl Rq {
             cpu,
             nr_running: 0,
             curr: None,
-            cfs: CfsRq::new(),
+            cfs: CfsRq { cpu, ..CfsRq::new() },
             need_resched: false,
             need_resched_lazy: false,
             clock: 0,

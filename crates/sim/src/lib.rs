@@ -9,6 +9,7 @@
 //! `workload`, the threads' objects and the interpreter of their ops.
 
 pub mod engine;
+mod groups;
 mod hw;
 pub mod pipeline;
 pub use pipeline::simulate_pipelined;
@@ -201,49 +202,6 @@ pub struct SimResult {
 /// First pid handed to workload threads (the process itself is `FIRST_PID - 1`).
 pub const FIRST_PID: i32 = 1001;
 
-/// What the model cannot run yet (issue 19): a cgroup of the cpu
-/// controller (FAIR_GROUP_SCHED, CFS bandwidth), or a session while
-/// autogroup may be on (SCHED_AUTOGROUP). A cgroup with only `cpus` is a
-/// cpuset, which the scenario already folded into the threads' affinities;
-/// a session with autogroup off changes no scheduling decision.
-fn refuse_group_scheduling(scenario: &Scenario) -> Result<(), InputError> {
-    let autogroup_off = scenario.autogroup.as_ref().is_some_and(|a| !a.value);
-    if let Some(t) = scenario.threads.iter().find(|t| t.session.is_some()).filter(|_| !autogroup_off) {
-        let session = &scenario.sessions[t.session.unwrap_or_default()].name;
-        return Err(InputError::new(
-            scenario.path.clone(),
-            t.line,
-            1,
-            format!(
-                "thread `{}` runs in session `{session}`: with autogroup on, each session is a task group \
-                 (SCHED_AUTOGROUP), which the model does not have yet (issue 19); set `autogroup = false` to \
-                 simulate it without (then sessions change nothing), or run it with `schedlab real`",
-                t.name
-            ),
-        ));
-    }
-    if let Some(g) = scenario.cgroups.iter().find(|g| g.controls_cpu()) {
-        let what = match (g.weight, g.max, g.idle) {
-            (Some(w), _, _) => format!("weight = {w}"),
-            (_, Some(_), _) => "max (CFS bandwidth)".to_string(),
-            (_, _, true) => "idle = true".to_string(),
-            _ => "no `cpus`, so it is a cpu-controller group of the default weight".to_string(),
-        };
-        return Err(InputError::new(
-            scenario.path.clone(),
-            g.line,
-            1,
-            format!(
-                "[cgroup.\"{}\"] sets {what}, but the model has no group scheduling yet (FAIR_GROUP_SCHED, \
-                 CFS bandwidth: issue 19), so it cannot simulate it; `schedlab real` runs this file on the host \
-                 kernel, and a group with only `cpus` is simulated",
-                g.name
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Resolve the kernel profile and features of a scenario plus overrides.
 pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile, Features), SimError> {
     let prof = &scenario.kernel_profile;
@@ -264,7 +222,7 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
             features.apply(item).map_err(|e| SimError::Options(format!("--features {item}: {e}")))?;
         }
     }
-    refuse_group_scheduling(scenario)?;
+    groups::refuse_unmodeled(scenario)?;
     if !profile.custom_slices {
         if let Some(t) = scenario.threads.iter().find(|t| t.slice_ns.is_some()) {
             return Err(scenario.error_at(
@@ -435,6 +393,10 @@ fn simulate_inner(
         threads.push(thread);
         starts.push(spec.start_delay_ns);
     }
+    // After the threads, so that thread i stays task i (a group's entities
+    // take task slots, which no thread maps to).
+    let tasks: Vec<_> = threads.iter().map(|t| t.task).collect();
+    notes.extend(groups::create(scenario, &mut kernel, &tasks));
 
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
     let mut engine = Engine {

@@ -9,13 +9,13 @@
 //! `did_preempt_short()`/`do_preempt_short()` and `place_entity()`.
 //!
 //! Follows 6.12.x, with mainline's lag bound and slice protection where the
-//! profile asks for them ([`LagLimit`], [`SliceProtection`]). Simplified as
-//! the rest of [`crate::fair`]: one root cfs_rq per CPU.
+//! profile asks for them ([`LagLimit`], [`SliceProtection`]). Each function
+//! works on one cfs_rq (`q`: a CPU's root or a group's, see [`crate::fair::group`]).
 
 use crate::core::Kernel;
 use crate::features::Feature;
 use crate::profile::{LagLimit, SliceProtection};
-use crate::sched::{qflags::ENQUEUE_INITIAL, LoadWeight, TaskId, NICE_0_WEIGHT};
+use crate::sched::{qflags::ENQUEUE_INITIAL, CfsRqId, LoadWeight, TaskId, NICE_0_WEIGHT};
 
 /// `__calc_delta(delta, NICE_0_LOAD, lw)`: `delta · 1024 / w` with the kernel's
 /// 32-bit fixed-point reciprocal and shift renormalisation, so results match
@@ -63,29 +63,29 @@ impl Kernel {
     }
 
     /// `entity_key()`: vruntime relative to the cfs_rq's zero point.
-    fn entity_key(&self, cpu: usize, t: TaskId) -> i64 {
-        self.tasks[t as usize].se.vruntime - self.rqs[cpu].cfs.zero_vruntime
+    fn entity_key(&self, q: CfsRqId, t: TaskId) -> i64 {
+        self.tasks[t as usize].se.vruntime - self.cfs(q).zero_vruntime
     }
 
     /// The running entity if it is still queued (`curr && curr->on_rq`).
-    pub(super) fn cfs_curr_on_rq(&self, cpu: usize) -> Option<TaskId> {
-        self.rqs[cpu].cfs.curr.filter(|&c| self.tasks[c as usize].se.on_rq)
+    pub(super) fn cfs_curr_on_rq(&self, q: CfsRqId) -> Option<TaskId> {
+        self.cfs(q).curr.filter(|&c| self.tasks[c as usize].se.on_rq)
     }
 
     /// `avg_vruntime_add()`.
-    fn avg_vruntime_add(&mut self, cpu: usize, t: TaskId) {
+    fn avg_vruntime_add(&mut self, q: CfsRqId, t: TaskId) {
         let w = self.se_weight(t);
-        let key = self.entity_key(cpu, t);
-        let cfs = &mut self.rqs[cpu].cfs;
+        let key = self.entity_key(q, t);
+        let cfs = self.cfs_mut(q);
         cfs.avg_vruntime += key * w;
         cfs.avg_load += w as u64;
     }
 
     /// `avg_vruntime_sub()`.
-    fn avg_vruntime_sub(&mut self, cpu: usize, t: TaskId) {
+    fn avg_vruntime_sub(&mut self, q: CfsRqId, t: TaskId) {
         let w = self.se_weight(t);
-        let key = self.entity_key(cpu, t);
-        let cfs = &mut self.rqs[cpu].cfs;
+        let key = self.entity_key(q, t);
+        let cfs = self.cfs_mut(q);
         cfs.avg_vruntime -= key * w;
         cfs.avg_load -= w as u64;
     }
@@ -93,65 +93,65 @@ impl Kernel {
     /// `avg_vruntime()`: the zero-lag point V, the load-weighted mean vruntime
     /// including curr, floored so that an entity placed at V is eligible. Like
     /// the kernel it also moves `zero_vruntime` to V (6.12.117's `update_zero_vruntime`).
-    pub fn avg_vruntime(&mut self, cpu: usize) -> i64 {
-        let curr = self.cfs_curr_on_rq(cpu);
-        let cfs = &self.rqs[cpu].cfs;
+    pub fn avg_vruntime(&mut self, q: CfsRqId) -> i64 {
+        let curr = self.cfs_curr_on_rq(q);
+        let cfs = self.cfs(q);
         let mut weight = cfs.avg_load as i64;
         let mut delta = 0;
         if weight != 0 {
             let mut runtime = cfs.avg_vruntime;
             if let Some(c) = curr {
                 let w = self.se_weight(c);
-                runtime += self.entity_key(cpu, c) * w;
+                runtime += self.entity_key(q, c) * w;
                 weight += w;
             }
             delta = div_floor(runtime, weight);
         } else if let Some(c) = curr {
-            delta = self.entity_key(cpu, c);
+            delta = self.entity_key(q, c);
         }
-        let cfs = &mut self.rqs[cpu].cfs;
+        let cfs = self.cfs_mut(q);
         cfs.avg_vruntime -= cfs.avg_load as i64 * delta;
         cfs.zero_vruntime += delta;
         cfs.zero_vruntime
     }
 
     /// `vruntime_eligible()`: V ≥ v, evaluated without division.
-    pub fn vruntime_eligible(&self, cpu: usize, vruntime: i64) -> bool {
-        let cfs = &self.rqs[cpu].cfs;
+    pub fn vruntime_eligible(&self, q: CfsRqId, vruntime: i64) -> bool {
+        let cfs = self.cfs(q);
         let mut avg = cfs.avg_vruntime;
         let mut load = cfs.avg_load as i64;
-        if let Some(c) = self.cfs_curr_on_rq(cpu) {
+        if let Some(c) = self.cfs_curr_on_rq(q) {
             let w = self.se_weight(c);
-            avg += self.entity_key(cpu, c) * w;
+            avg += self.entity_key(q, c) * w;
             load += w;
         }
         avg >= (vruntime - cfs.zero_vruntime) * load
     }
 
     /// `entity_eligible()`: lag ≥ 0.
-    pub fn entity_eligible(&self, cpu: usize, t: TaskId) -> bool {
-        self.vruntime_eligible(cpu, self.tasks[t as usize].se.vruntime)
+    pub fn entity_eligible(&self, q: CfsRqId, t: TaskId) -> bool {
+        self.vruntime_eligible(q, self.tasks[t as usize].se.vruntime)
     }
 
     /// `cfs_rq_min_slice()`.
-    pub fn cfs_rq_min_slice(&self, cpu: usize) -> u64 {
+    pub fn cfs_rq_min_slice(&self, q: CfsRqId) -> u64 {
         let mut min = u64::MAX;
-        if let Some(c) = self.cfs_curr_on_rq(cpu) {
+        if let Some(c) = self.cfs_curr_on_rq(q) {
             min = self.tasks[c as usize].se.slice;
         }
-        if let Some(s) = self.rqs[cpu].cfs.timeline.min_slice() {
+        if let Some(s) = self.cfs(q).timeline.min_slice() {
             min = min.min(s);
         }
         min
     }
 
     /// `cfs_rq_max_slice()` (≥7.x lag bound).
-    fn cfs_rq_max_slice(&self, cpu: usize) -> u64 {
+    fn cfs_rq_max_slice(&self, q: CfsRqId) -> u64 {
         let mut max = 0;
-        if let Some(c) = self.cfs_curr_on_rq(cpu) {
+        if let Some(c) = self.cfs_curr_on_rq(q) {
             max = self.tasks[c as usize].se.slice;
         }
-        if let Some(s) = self.rqs[cpu].cfs.timeline.max_slice() {
+        if let Some(s) = self.cfs(q).timeline.max_slice() {
             max = max.max(s);
         }
         max
@@ -160,12 +160,12 @@ impl Kernel {
     /// `entity_lag()`: V − v clamped to the profile's bound: twice the slice
     /// or a tick in 6.12.x, the cfs_rq's largest slice plus a tick in
     /// mainline ([`LagLimit`]).
-    fn entity_lag(&self, cpu: usize, avruntime: i64, t: TaskId) -> i64 {
+    pub(super) fn entity_lag(&self, q: CfsRqId, avruntime: i64, t: TaskId) -> i64 {
         let se = &self.tasks[t as usize].se;
         let vlag = avruntime - se.vruntime;
         let bound = match self.profile.lag_limit {
             LagLimit::TwiceSliceOrTick => (2 * se.slice).max(self.tick_ns),
-            LagLimit::MaxSlicePlusTick => self.cfs_rq_max_slice(cpu) + self.tick_ns,
+            LagLimit::MaxSlicePlusTick => self.cfs_rq_max_slice(q) + self.tick_ns,
         };
         let limit = calc_delta_fair(bound, se.load) as i64;
         vlag.clamp(-limit, limit)
@@ -174,43 +174,43 @@ impl Kernel {
     /// The clamped lag of a queued entity, for decision events only. Uses the
     /// same floor-biased V as `avg_vruntime()` without moving the zero point,
     /// so tracing never changes the model's state.
-    pub(super) fn lag_for_trace(&self, cpu: usize, t: TaskId) -> i64 {
-        let curr = self.cfs_curr_on_rq(cpu);
-        let cfs = &self.rqs[cpu].cfs;
+    pub(super) fn lag_for_trace(&self, q: CfsRqId, t: TaskId) -> i64 {
+        let curr = self.cfs_curr_on_rq(q);
+        let cfs = self.cfs(q);
         let (mut runtime, mut weight) = (cfs.avg_vruntime, cfs.avg_load as i64);
         if let Some(c) = curr {
-            runtime += self.entity_key(cpu, c) * self.se_weight(c);
+            runtime += self.entity_key(q, c) * self.se_weight(c);
             weight += self.se_weight(c);
         }
         let v = if weight > 0 { cfs.zero_vruntime + div_floor(runtime, weight) } else { cfs.zero_vruntime };
-        self.entity_lag(cpu, v, t)
+        self.entity_lag(q, v, t)
     }
 
     /// `update_entity_lag()`: save the lag before the entity leaves the queue.
-    pub(super) fn update_entity_lag(&mut self, cpu: usize, t: TaskId) {
+    pub(super) fn update_entity_lag(&mut self, q: CfsRqId, t: TaskId) {
         debug_assert!(self.tasks[t as usize].se.on_rq);
-        let v = self.avg_vruntime(cpu);
-        self.tasks[t as usize].se.vlag = self.entity_lag(cpu, v, t);
+        let v = self.avg_vruntime(q);
+        self.tasks[t as usize].se.vlag = self.entity_lag(q, v, t);
     }
 
     /// `__enqueue_entity()`: into the tree and the weighted sums.
-    pub(super) fn __enqueue_entity(&mut self, cpu: usize, t: TaskId) {
-        self.avg_vruntime_add(cpu, t);
+    pub(super) fn __enqueue_entity(&mut self, q: CfsRqId, t: TaskId) {
+        self.avg_vruntime_add(q, t);
         let se = &self.tasks[t as usize].se;
         let (d, v, s) = (se.deadline, se.vruntime, se.slice);
-        self.rqs[cpu].cfs.timeline.insert(t, d, v, s);
+        self.cfs_mut(q).timeline.insert(t, d, v, s);
     }
 
     /// `__dequeue_entity()`.
-    pub(super) fn __dequeue_entity(&mut self, cpu: usize, t: TaskId) {
-        self.rqs[cpu].cfs.timeline.remove(t);
-        self.avg_vruntime_sub(cpu, t);
+    pub(super) fn __dequeue_entity(&mut self, q: CfsRqId, t: TaskId) {
+        self.cfs_mut(q).timeline.remove(t);
+        self.avg_vruntime_sub(q, t);
     }
 
     /// `set_protect_slice()`: RUN_TO_PARITY's protection starts at pick. In
     /// 6.12.x it lasts until the deadline (stashed in `vlag`); from 6.17
     /// (mainline) it ends at `vprot`, at most the smallest queued slice away.
-    pub(super) fn set_protect_slice(&mut self, cpu: usize, t: TaskId) {
+    pub(super) fn set_protect_slice(&mut self, q: CfsRqId, t: TaskId) {
         match self.profile.slice_protection {
             SliceProtection::UntilDeadline => {
                 let se = &mut self.tasks[t as usize].se;
@@ -219,7 +219,7 @@ impl Kernel {
             SliceProtection::MinQueuedSlice => {
                 let mut slice = self.profile.base_slice_ns;
                 if self.feat(Feature::RUN_TO_PARITY) {
-                    slice = self.cfs_rq_min_slice(cpu);
+                    slice = self.cfs_rq_min_slice(q);
                 }
                 let se = &mut self.tasks[t as usize].se;
                 slice = slice.min(se.slice);
@@ -233,9 +233,9 @@ impl Kernel {
     }
 
     /// `update_protect_slice()` (≥6.17): a queued shorter slice shortens the protection.
-    pub(super) fn update_protect_slice(&mut self, cpu: usize, t: TaskId) {
+    pub(super) fn update_protect_slice(&mut self, q: CfsRqId, t: TaskId) {
         if self.profile.slice_protection == SliceProtection::MinQueuedSlice {
-            let slice = self.cfs_rq_min_slice(cpu);
+            let slice = self.cfs_rq_min_slice(q);
             let se = &mut self.tasks[t as usize].se;
             se.vprot = se.vprot.min(se.vruntime + calc_delta_fair(slice, se.load) as i64);
         }
@@ -263,8 +263,8 @@ impl Kernel {
 
     /// `pick_eevdf()`: the eligible entity with the earliest virtual deadline,
     /// honouring RUN_TO_PARITY for curr.
-    pub fn pick_eevdf(&self, cpu: usize) -> Option<TaskId> {
-        let cfs = &self.rqs[cpu].cfs;
+    pub fn pick_eevdf(&self, q: CfsRqId) -> Option<TaskId> {
+        let cfs = self.cfs(q);
         let first = cfs.timeline.first();
         let mut curr = cfs.curr;
         if cfs.nr_running == 1 {
@@ -274,7 +274,7 @@ impl Kernel {
             };
         }
         if let Some(c) = curr {
-            if !self.tasks[c as usize].se.on_rq || !self.entity_eligible(cpu, c) {
+            if !self.tasks[c as usize].se.on_rq || !self.entity_eligible(q, c) {
                 curr = None;
             }
         }
@@ -283,7 +283,7 @@ impl Kernel {
                 return Some(c);
             }
         }
-        let best = cfs.timeline.pick_eligible(|v| self.vruntime_eligible(cpu, v));
+        let best = cfs.timeline.pick_eligible(|v| self.vruntime_eligible(q, v));
         match (best, curr) {
             (None, c) => c,
             (Some(b), Some(c)) if self.tasks[c as usize].se.deadline < self.tasks[b as usize].se.deadline => Some(c),
@@ -293,7 +293,7 @@ impl Kernel {
 
     /// `update_deadline()`: once the request is served, issue a new one.
     /// Returns true when the caller should reschedule.
-    pub(super) fn update_deadline(&mut self, cpu: usize, t: TaskId) -> bool {
+    pub(super) fn update_deadline(&mut self, q: CfsRqId, t: TaskId) -> bool {
         let base = self.base_slice;
         let se = &mut self.tasks[t as usize].se;
         if se.vruntime < se.deadline {
@@ -303,39 +303,39 @@ impl Kernel {
             se.slice = base;
         }
         se.deadline = se.vruntime + calc_delta_fair(se.slice, se.load) as i64;
-        self.avg_vruntime(cpu);
+        self.avg_vruntime(q);
         true
     }
 
     /// `did_preempt_short()`.
-    pub(super) fn did_preempt_short(&self, cpu: usize, curr: TaskId) -> bool {
+    pub(super) fn did_preempt_short(&self, q: CfsRqId, curr: TaskId) -> bool {
         if !self.feat(Feature::PREEMPT_SHORT) || self.protect_slice(curr) {
             return false;
         }
-        !self.entity_eligible(cpu, curr)
+        !self.entity_eligible(q, curr)
     }
 
     /// `do_preempt_short()`: may wakee `pse` cut curr `se`'s protection short?
-    pub(super) fn do_preempt_short(&self, cpu: usize, pse: TaskId, se: TaskId) -> bool {
+    pub(super) fn do_preempt_short(&self, q: CfsRqId, pse: TaskId, se: TaskId) -> bool {
         if !self.feat(Feature::PREEMPT_SHORT) {
             return false;
         }
         let (p, s) = (&self.tasks[pse as usize].se, &self.tasks[se as usize].se);
-        if p.slice >= s.slice || !self.entity_eligible(cpu, pse) {
+        if p.slice >= s.slice || !self.entity_eligible(q, pse) {
             return false;
         }
         if p.deadline < s.deadline {
             return true;
         }
-        !self.entity_eligible(cpu, se)
+        !self.entity_eligible(q, se)
     }
 
     /// `place_entity()`: position an entity being enqueued from its saved lag.
-    pub(super) fn place_entity(&mut self, cpu: usize, t: TaskId, flags: u32) {
-        let vruntime = self.avg_vruntime(cpu);
+    pub(super) fn place_entity(&mut self, q: CfsRqId, t: TaskId, flags: u32) {
+        let vruntime = self.avg_vruntime(q);
         let base = self.base_slice;
-        let curr_w = self.cfs_curr_on_rq(cpu).map(|c| self.se_weight(c)).unwrap_or(0);
-        let (avg_load, nr_running) = (self.rqs[cpu].cfs.avg_load as i64, self.rqs[cpu].cfs.nr_running);
+        let curr_w = self.cfs_curr_on_rq(q).map(|c| self.se_weight(c)).unwrap_or(0);
+        let (avg_load, nr_running) = (self.cfs(q).avg_load as i64, self.cfs(q).nr_running);
         let place_lag = self.feat(Feature::PLACE_LAG);
         let rel_deadline = self.feat(Feature::PLACE_REL_DEADLINE);
         let deadline_initial = self.feat(Feature::PLACE_DEADLINE_INITIAL);

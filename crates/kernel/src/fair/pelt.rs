@@ -3,8 +3,9 @@
 //! the load/utilisation readers the wakeup path and the balancer use
 //! (`cpu_load()`, `cpu_util_cfs()`, `task_h_load()`, the `*_without()` forms).
 //!
-//! Follows 6.12.x. Simplified: one cfs_rq level, so no group propagation or `task_h_load()`
-//! hierarchy; no UTIL_EST; the PELT clock is the rq clock (capacity and
+//! Follows 6.12.x. Simplified: flat, with task groups too (tasks' averages
+//! attach to the root cfs_rq; no group propagation, and `task_h_load()` is the
+//! task's own load, see [`crate::fair::group`]); no UTIL_EST; the PELT clock is the rq clock (capacity and
 //! frequency invariance factors of 1, see [`crate::pelt`]).
 
 use crate::core::Kernel;
@@ -37,14 +38,15 @@ impl Kernel {
             decayed = true;
         }
         let running = cfs.curr.is_some();
-        decayed |= pelt::update_cfs_rq_avg(now, &mut cfs.avg, cfs.load_weight, cfs.h_nr_runnable as u64, running);
+        // Flat PELT (see `fair::group`): the runnable weight is the tasks'.
+        decayed |= pelt::update_cfs_rq_avg(now, &mut cfs.avg, cfs.h_task_weight, cfs.h_nr_runnable as u64, running);
         decayed
     }
 
     /// `update_load_avg()` for task `t` on `cpu`'s cfs_rq.
     pub(crate) fn update_load_avg(&mut self, cpu: usize, t: TaskId, flags: u32) {
         let now = self.clock_pelt(cpu);
-        let is_curr = self.rqs[cpu].cfs.curr == Some(t);
+        let is_curr = self.cfs(self.cfs_rq_of(t)).curr == Some(t);
         let se = &mut self.tasks[t as usize].se;
         if se.avg.last_update_time != 0 && flags & SKIP_AGE_LOAD == 0 {
             let runnable = se.on_rq && !se.sched_delayed;
@@ -117,7 +119,7 @@ impl Kernel {
         self.tasks[t as usize].se.avg.util_avg
     }
 
-    /// `task_h_load()`: with one cfs_rq level, the task's own load average.
+    /// `task_h_load()`: with the model's flat PELT, the task's own load average.
     pub fn task_h_load(&self, t: TaskId) -> u64 {
         self.tasks[t as usize].se.avg.load_avg
     }

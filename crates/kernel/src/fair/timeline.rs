@@ -165,6 +165,29 @@ impl Timeline {
         self.len -= 1;
     }
 
+    /// Change a queued entity's slice in place (its key is unchanged), then
+    /// refresh the slice aggregates on the path to it, as the kernel's
+    /// `min_vruntime_cb_propagate()` does from the node up.
+    pub fn set_slice(&mut self, id: u32, slice: u64) {
+        debug_assert!(self.contains(id), "timeline: set_slice of absent entity {id}");
+        if !self.contains(id) {
+            return;
+        }
+        self.nodes[id as usize].slice = slice;
+        let mut path = Vec::new();
+        let mut cur = self.root;
+        while cur != NIL {
+            path.push(cur);
+            if cur == id {
+                break;
+            }
+            cur = self.nodes[cur as usize].kid[self.before(cur, id) as usize];
+        }
+        for &i in path.iter().rev() {
+            self.pull(i);
+        }
+    }
+
     pub fn contains(&self, id: u32) -> bool {
         self.nodes.get(id as usize).is_some_and(|n| n.height > 0)
     }
@@ -468,6 +491,24 @@ mod tests {
         assert_eq!(aggs(&t), (Some(12), Some(3_000), Some(9_000)));
         t.remove(2);
         assert_eq!(aggs(&t), (Some(50), Some(3_000), Some(3_000)));
+    }
+
+    #[test]
+    fn set_slice_keeps_the_order_and_refreshes_the_aggregates() {
+        let mut t = Timeline::new();
+        for i in 0..40u32 {
+            t.insert(i, (i as i64 * 7) % 23, i as i64, 1_000 + i as u64);
+        }
+        let order = ids(&t);
+        t.set_slice(17, 10);
+        t.set_slice(3, 90_000);
+        assert_eq!(ids(&t), order, "a slice is not part of the key");
+        assert_eq!((t.min_slice(), t.max_slice()), (Some(10), Some(90_000)));
+        assert_eq!(t.entity(17), Some(((17 * 7) % 23, 17, 10)));
+        t.check().unwrap();
+        t.set_slice(17, 5_000);
+        t.set_slice(3, 1_003);
+        assert_eq!((t.min_slice(), t.max_slice()), (Some(1_000), Some(5_000)));
     }
 
     #[test]

@@ -193,7 +193,7 @@ impl SchedClass {
     pub(crate) fn update_curr(self, k: &mut Kernel, cpu: usize) {
         match self {
             SchedClass::Rt => k.update_curr_rt(cpu),
-            SchedClass::Fair => k.update_curr(cpu),
+            SchedClass::Fair => k.update_curr_fair(cpu),
             SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => {}
         }
     }

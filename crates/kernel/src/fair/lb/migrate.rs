@@ -30,7 +30,7 @@ impl Kernel {
         }
         if self.feat(Feature::CACHE_HOT_BUDDY)
             && self.rqs[env.dst_cpu].nr_running > 0
-            && self.rqs[env.src_cpu].cfs.next == Some(p)
+            && self.cfs(self.cfs_rq_of(p)).next == Some(p)
         {
             return true;
         }

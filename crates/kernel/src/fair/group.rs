@@ -1,0 +1,335 @@
+//! Task groups (CONFIG_FAIR_GROUP_SCHED): `struct task_group`, its cfs_rq and
+//! sched_entity on every CPU (`alloc_fair_sched_group()`,
+//! `init_tg_cfs_entry()`), the hierarchy walks' helpers (`cfs_rq_of()`,
+//! `parent_entity()`, `find_matching_se()`, `se_is_idle()`) and group shares
+//! (`calc_group_shares()`, `update_cfs_group()`, `reweight_entity()`,
+//! `reweight_eevdf()`). Follows fair.c of 6.12.x; the walks themselves
+//! (`for_each_sched_entity`) are in the class's paths in [`crate::fair`].
+//!
+//! A group's entity on a CPU lives in the task arena like a task (its
+//! [`crate::sched::Task::my_q`] is set), so the EEVDF code, the timeline and
+//! the buddies address every entity by the same id.
+//!
+//! Simplified, each for a stated reason:
+//! * **Flat PELT.** Tasks' load averages attach to their CPU's root cfs_rq as
+//!   without groups; group cfs_rqs and group entities keep none, so there is
+//!   no propagation (`propagate_entity_load_avg()`) and `task_h_load()` is the
+//!   task's own load: the balancer weighs tasks as if ungrouped.
+//! * **Shares from queued weight.** `calc_group_shares()` reads the group
+//!   cfs_rq's queued weight where the kernel takes `max(load.weight,
+//!   avg.load_avg)`, and the sum of those over CPUs for `tg->load_avg`. For
+//!   runnable hogs the two agree (a busy cfs_rq's load average tends to its
+//!   weight); a group whose tasks sleep loses its share at once here, over the
+//!   load average's 32 ms half-life in the kernel.
+//! * **Unscaled weights.** The kernel computes shares in `scale_load()` units
+//!   (2^10 finer); here a share rounds down to a whole weight unit (< 0.3 % of
+//!   a group's weight at the default 1024, none at all when one CPU holds the
+//!   whole group).
+//! * No CFS bandwidth (`cpu.max`), no moving a task between groups once it has
+//!   run (`sched_move_task()`): the simulator refuses both.
+
+use crate::core::Kernel;
+use crate::sched::{CfsRq, CfsRqId, LoadWeight, OnRq, Policy, Task, TaskId, TaskState, NICE_0_WEIGHT};
+use crate::sched::{SchedEntity, WEIGHT_IDLEPRIO};
+use schedlab_topology::CpuSet;
+
+/// `MIN_SHARES`: the least weight a group's entity gets on a CPU.
+pub const MIN_SHARES: u32 = 2;
+/// `MAX_SHARES` (`1 << 18`): the largest `cpu.shares`.
+pub const MAX_SHARES: u32 = 1 << 18;
+
+/// `struct task_group`, the fair half.
+#[derive(Clone, Debug)]
+pub struct TaskGroup {
+    /// The group's path, for errors and reports.
+    pub name: String,
+    /// `tg->parent`; `None` for the root.
+    pub parent: Option<usize>,
+    /// `tg->shares` (unscaled): cpu.weight converted, or WEIGHT_IDLEPRIO for an idle group.
+    pub shares: u32,
+    /// `tg->idle` (cpu.idle).
+    pub idle: bool,
+    /// `tg->cfs_rq[cpu]`.
+    pub cfs_rq: Vec<CfsRqId>,
+    /// Σ over CPUs of the group cfs_rqs' queued weight: the model's
+    /// `tg->load_avg` (see the module doc).
+    pub load_weight: u64,
+}
+
+impl TaskGroup {
+    /// `root_task_group`: its cfs_rq on each CPU is that CPU's `rq->cfs`.
+    pub fn root(nr_cpus: usize) -> Self {
+        TaskGroup {
+            name: "/".into(),
+            parent: None,
+            shares: NICE_0_WEIGHT,
+            idle: false,
+            cfs_rq: (0..nr_cpus).collect(),
+            load_weight: 0,
+        }
+    }
+}
+
+impl Kernel {
+    /// The cfs_rq `q` (a CPU's root or a group's).
+    #[inline]
+    pub fn cfs(&self, q: CfsRqId) -> &CfsRq {
+        match q.checked_sub(self.rqs.len()) {
+            None => &self.rqs[q].cfs,
+            Some(g) => &self.group_cfs[g],
+        }
+    }
+
+    #[inline]
+    pub(crate) fn cfs_mut(&mut self, q: CfsRqId) -> &mut CfsRq {
+        match q.checked_sub(self.rqs.len()) {
+            None => &mut self.rqs[q].cfs,
+            Some(g) => &mut self.group_cfs[g],
+        }
+    }
+
+    /// Whether any group other than the root exists (the walks are one step without).
+    #[inline]
+    pub fn has_task_groups(&self) -> bool {
+        !self.group_cfs.is_empty()
+    }
+
+    /// `cfs_rq_of(se)`: a task's group's cfs_rq on the task's CPU, or the
+    /// cfs_rq a group entity is queued on.
+    #[inline]
+    pub(crate) fn cfs_rq_of(&self, e: TaskId) -> CfsRqId {
+        let t = &self.tasks[e as usize];
+        match t.my_q {
+            Some(q) => self.cfs(q).parent.expect("a group entity has a parent cfs_rq"),
+            None if t.tg == 0 => t.cpu,
+            None => self.task_groups[t.tg].cfs_rq[t.cpu],
+        }
+    }
+
+    /// `parent_entity(se)`.
+    #[inline]
+    pub(crate) fn parent_entity(&self, e: TaskId) -> Option<TaskId> {
+        self.cfs(self.cfs_rq_of(e)).se
+    }
+
+    /// `entity_is_task(se)`.
+    #[inline]
+    pub(crate) fn entity_is_task(&self, e: TaskId) -> bool {
+        self.tasks[e as usize].my_q.is_none()
+    }
+
+    /// `se->depth`: 0 for an entity on a root cfs_rq.
+    pub(crate) fn se_depth(&self, e: TaskId) -> u32 {
+        let mut depth = 0;
+        let mut se = e;
+        while let Some(p) = self.parent_entity(se) {
+            depth += 1;
+            se = p;
+        }
+        depth
+    }
+
+    /// `se_is_idle()`: a SCHED_IDLE task, or the entity of an idle group.
+    pub(crate) fn se_is_idle(&self, e: TaskId) -> bool {
+        match self.tasks[e as usize].my_q {
+            None => self.tasks[e as usize].policy == Policy::Idle,
+            Some(q) => self.cfs(q).idle,
+        }
+    }
+
+    /// `find_matching_se()`: walk both entities up to the level where they
+    /// are siblings on one cfs_rq.
+    pub(crate) fn find_matching_se(&self, mut se: TaskId, mut pse: TaskId) -> (TaskId, TaskId) {
+        let (mut sd, mut pd) = (self.se_depth(se), self.se_depth(pse));
+        while sd > pd {
+            sd -= 1;
+            se = self.parent_entity(se).expect("depth");
+        }
+        while pd > sd {
+            pd -= 1;
+            pse = self.parent_entity(pse).expect("depth");
+        }
+        while self.cfs_rq_of(se) != self.cfs_rq_of(pse) {
+            se = self.parent_entity(se).expect("a common root");
+            pse = self.parent_entity(pse).expect("a common root");
+        }
+        (se, pse)
+    }
+
+    /// `sched_create_group()` + `sched_online_group()` with `cpu.weight` (as
+    /// shares) and `cpu.idle` set before any task joins: a cfs_rq and an
+    /// entity of weight NICE_0_LOAD per CPU (`init_tg_cfs_entry()`), each
+    /// entity queued, when it is, on the parent group's cfs_rq of its CPU.
+    /// An idle group's shares are WEIGHT_IDLEPRIO (`sched_group_set_idle()`).
+    /// Returns the group's index for [`Kernel::set_task_group`].
+    pub fn create_task_group(&mut self, name: &str, parent: usize, shares: u32, idle: bool) -> usize {
+        let tg = self.task_groups.len();
+        let nr_cpus = self.rqs.len();
+        let mut cfs_rq = Vec::with_capacity(nr_cpus);
+        for cpu in 0..nr_cpus {
+            let q = nr_cpus + self.group_cfs.len();
+            let se = self.tasks.len() as TaskId;
+            let parent_q = self.task_groups[parent].cfs_rq[cpu];
+            self.tasks.push(group_entity(cpu, q, parent, self.base_slice));
+            self.group_cfs.push(CfsRq { cpu, tg, se: Some(se), parent: Some(parent_q), idle, ..CfsRq::new() });
+            cfs_rq.push(q);
+        }
+        let shares = if idle { WEIGHT_IDLEPRIO } else { shares.clamp(MIN_SHARES, MAX_SHARES) };
+        self.task_groups.push(TaskGroup {
+            name: name.to_string(),
+            parent: Some(parent),
+            shares,
+            idle,
+            cfs_rq,
+            load_weight: 0,
+        });
+        tg
+    }
+
+    /// Put a task that has not been woken yet into group `tg` (what the
+    /// cgroup's `cgroup.procs`/`cgroup.threads` write does before the thread
+    /// runs; a forked task inherits its parent's group in `sched_fork()`).
+    pub fn set_task_group(&mut self, t: TaskId, tg: usize) {
+        debug_assert!(tg < self.task_groups.len());
+        debug_assert!(self.tasks[t as usize].on_rq == OnRq::No, "moving a queued task needs sched_move_task()");
+        self.tasks[t as usize].tg = tg;
+    }
+
+    /// The task group of task `t`.
+    pub fn task_group_of(&self, t: TaskId) -> usize {
+        self.tasks[t as usize].tg
+    }
+
+    /// A change of a group cfs_rq's queued weight, mirrored in its group's sum.
+    pub(crate) fn group_load_changed(&mut self, q: CfsRqId, delta: i64) {
+        let tg = self.cfs(q).tg;
+        if tg != 0 {
+            let g = &mut self.task_groups[tg];
+            g.load_weight = (g.load_weight as i64 + delta) as u64;
+        }
+    }
+
+    /// `calc_group_shares()`: the group's shares in proportion to this CPU's
+    /// part of its load, clamped to `[MIN_SHARES, tg->shares]` (with the
+    /// queued weight standing in for the load averages, see the module doc).
+    pub(crate) fn calc_group_shares(&self, gq: CfsRqId) -> u32 {
+        let cfs = self.cfs(gq);
+        let tg = &self.task_groups[cfs.tg];
+        let tg_shares = tg.shares as u64;
+        let load = cfs.load_weight;
+        let tg_weight = tg.load_weight;
+        // The kernel divides only by a non-zero weight (then the product stands).
+        let shares = (tg_shares * load).checked_div(tg_weight).unwrap_or(tg_shares * load);
+        shares.clamp(MIN_SHARES as u64, tg_shares) as u32
+    }
+
+    /// `update_cfs_group()`: re-weight a group's entity to its current share.
+    /// An emptied group keeps its weight (which matters for DELAY_DEQUEUE).
+    pub(crate) fn update_cfs_group(&mut self, e: TaskId) {
+        let Some(gq) = self.tasks[e as usize].my_q else { return };
+        if self.cfs(gq).load_weight == 0 {
+            return;
+        }
+        let shares = self.calc_group_shares(gq);
+        if self.tasks[e as usize].se.load.weight != shares {
+            let q = self.cfs_rq_of(e);
+            self.reweight_entity(q, e, shares);
+        }
+    }
+
+    /// `reweight_entity()`: a queued entity keeps its lag and its virtual
+    /// deadline's distance from V in real time (`reweight_eevdf()`); one off
+    /// the queue scales its saved lag. Simplified: the PELT half
+    /// (`dequeue_load_avg()`/`enqueue_load_avg()`) is absent for group
+    /// entities, which keep no averages here.
+    pub(crate) fn reweight_entity(&mut self, q: CfsRqId, e: TaskId, weight: u32) {
+        let curr = self.cfs(q).curr == Some(e);
+        let on_rq = self.tasks[e as usize].se.on_rq;
+        let old = self.tasks[e as usize].se.load.weight;
+        let mut avruntime = 0;
+        if on_rq {
+            self.update_curr(q);
+            avruntime = self.avg_vruntime(q);
+            if !curr {
+                self.__dequeue_entity(q, e);
+            }
+            self.cfs_mut(q).load_weight -= old as u64;
+            self.group_load_changed(q, -(old as i64));
+        }
+        if on_rq {
+            self.reweight_eevdf(q, e, avruntime, weight);
+        } else {
+            let se = &mut self.tasks[e as usize].se;
+            se.vlag = se.vlag * old as i64 / weight as i64;
+        }
+        self.tasks[e as usize].se.load = LoadWeight::new(weight);
+        if on_rq {
+            self.cfs_mut(q).load_weight += weight as u64;
+            self.group_load_changed(q, weight as i64);
+            if !curr {
+                self.__enqueue_entity(q, e);
+            }
+        }
+    }
+
+    /// `reweight_eevdf()`: v' = V − lag·w/w', d' = V + (d − V)·w/w'.
+    fn reweight_eevdf(&mut self, q: CfsRqId, e: TaskId, avruntime: i64, weight: u32) {
+        let old = self.tasks[e as usize].se.load.weight as i64;
+        if avruntime != self.tasks[e as usize].se.vruntime {
+            let vlag = self.entity_lag(q, avruntime, e);
+            self.tasks[e as usize].se.vruntime = avruntime - vlag * old / weight as i64;
+        }
+        let se = &mut self.tasks[e as usize].se;
+        let vslice = (se.deadline - avruntime) * old / weight as i64;
+        se.deadline = avruntime + vslice;
+    }
+}
+
+/// A group's sched_entity on `cpu` as `init_tg_cfs_entry()` leaves it:
+/// weight NICE_0_LOAD, not queued, standing for cfs_rq `my_q`.
+fn group_entity(cpu: usize, my_q: CfsRqId, parent_tg: usize, slice: u64) -> Task {
+    Task {
+        pid: 0,
+        policy: Policy::Normal,
+        static_prio: crate::sched::DEFAULT_PRIO,
+        normal_prio: crate::sched::DEFAULT_PRIO,
+        prio: crate::sched::DEFAULT_PRIO,
+        state: TaskState::Running,
+        on_rq: OnRq::No,
+        on_cpu: false,
+        cpu,
+        cpus_mask: CpuSet::single(cpu),
+        wake_cpu: cpu,
+        recent_used_cpu: cpu,
+        wakee: Default::default(),
+        sched_remote_wakeup: false,
+        sched_remote_delayed: false,
+        se: SchedEntity {
+            load: LoadWeight::new(NICE_0_WEIGHT),
+            on_rq: false,
+            sched_delayed: false,
+            rel_deadline: false,
+            custom_slice: false,
+            vruntime: 0,
+            deadline: 0,
+            vlag: 0,
+            vprot: 0,
+            slice,
+            exec_start: 0,
+            sum_exec_runtime: 0,
+            prev_sum_exec_runtime: 0,
+            avg: Default::default(),
+        },
+        nvcsw: 0,
+        nivcsw: 0,
+        fixed_start: true,
+        lb_wakelist: false,
+        rt_priority: 0,
+        rt_time_slice: 0,
+        on_rt_rq: false,
+        pi_blocked_on: None,
+        pi_locks_held: Vec::new(),
+        tg: parent_tg,
+        my_q: Some(my_q),
+    }
+}
