@@ -257,6 +257,7 @@ pub fn run(args: RunArgs) -> Result {
     }
     let trace_to_stdout = args.trace.trace.as_deref().is_some_and(is_stdout);
     let changed = result.features.diff_from(&result.profile.defaults);
+    let groups = group_rows(&result);
     if args.json.json {
         let doc = RunJson {
             format: schedlab_report::FORMAT_VERSION,
@@ -267,6 +268,7 @@ pub fn run(args: RunArgs) -> Result {
             seed: result.seed,
             simulated_ns: result.end_ns,
             notes: &result.notes,
+            cgroups: &groups,
             analysis: AnalysisJson::from(&report),
         };
         report_out(&format!("{}\n", schedlab_report::to_json(&doc)?), trace_to_stdout)?;
@@ -284,6 +286,7 @@ pub fn run(args: RunArgs) -> Result {
         events,
         wall_s: wall.as_secs_f64(),
         notes: &result.notes,
+        groups: &groups,
     };
     if args.view.view == View::Latency {
         let mut text = header.render();
@@ -303,6 +306,31 @@ pub fn run(args: RunArgs) -> Result {
     };
     report_out(&text.render(), trace_to_stdout)?;
     Ok(())
+}
+
+/// The model's task groups as `real` reports cgroups: CPU time from the
+/// tasks' `sum_exec_runtime` (the trace's runtime is the same figure here).
+pub(crate) fn group_rows(result: &schedlab_sim::SimResult) -> Vec<schedlab_report::CgroupRow> {
+    let total: u64 = result.threads.iter().map(|t| t.runtime_ns).sum();
+    let secs = result.end_ns.max(1) as f64;
+    result
+        .groups
+        .iter()
+        .map(|g| {
+            let (nr_periods, nr_throttled, throttled_ns) = g.bandwidth.unwrap_or_default();
+            schedlab_report::CgroupRow {
+                name: g.name.clone(),
+                threads: g.threads,
+                cpu_time_ns: g.runtime_ns,
+                traced_runtime_ns: g.runtime_ns,
+                cpus_used: g.runtime_ns as f64 / secs,
+                share_of_workload: if total > 0 { g.runtime_ns as f64 / total as f64 } else { 0.0 },
+                nr_periods,
+                nr_throttled,
+                throttled_ns,
+            }
+        })
+        .collect()
 }
 
 /// The report: on stdout, or on stderr when `--trace -` took stdout.

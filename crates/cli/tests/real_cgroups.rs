@@ -92,6 +92,15 @@ fn model_share(state: &Path, file: &str, prefix: &str, extra: &[&str]) -> f64 {
     ns(&|c| c.starts_with(prefix)) / ns(&|_| true)
 }
 
+/// The model's `cgroups` rows (`schedlab run --json`), as [`rows`] reads `real`'s.
+fn model_rows(state: &Path, file: &str, extra: &[&str]) -> Vec<(String, f64, f64, u64, u64)> {
+    let mut args = vec!["run", file, "--json"];
+    args.extend_from_slice(extra);
+    let out: Output = command(state, &args).output().unwrap();
+    assert!(out.status.success(), "schedlab run {file} failed: {}", text(&out.stderr));
+    rows(&serde_json::from_slice(&out.stdout).unwrap())
+}
+
 /// Model and real shares agree within `band`.
 fn agree(what: &str, model: f64, real: f64, band: f64) {
     println!("{what}: model {model:.4}, real {real:.4}");
@@ -190,6 +199,11 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     assert!((cpus - 0.5).abs() <= 0.01, "a 50 % quota used {cpus:.4} CPUs: {r:?}");
     // The periods also count the setup before the window and the stop after it.
     assert!((50..=54).contains(&periods) && throttled + 2 >= periods, "5 s at 100 ms periods: {r:?}");
+    // The model: the same half CPU (its window starts with a full pool, so
+    // up to one quota more), throttled in every one of its 50 periods.
+    let m = model_rows(&state, &f, &["--duration", "5s"]);
+    agree("50 % quota, CPUs used", m[0].1, cpus, 0.01);
+    assert!(m[0].3 == 50 && m[0].4 >= 49, "model: 5 s at 100 ms periods: {m:?}");
 
     // A cpuset holds its thread on CPU 1, setaffinity to both CPUs included.
     let trace = dir.join("cpuset.trace");

@@ -110,7 +110,7 @@ impl Kernel {
             Some(at) if self.rqs[cpu].fair_server.timer_at == Some(at) => true,
             Some(at) => {
                 self.rqs[cpu].fair_server.timer_at = Some(at);
-                self.request_timer(TimerRequest { cpu, at });
+                self.request_timer(TimerRequest { cpu, at, what: TimerKind::FairServer });
                 true
             }
             None => false,
@@ -316,7 +316,7 @@ impl Kernel {
                 let zero_laxity = fs.deadline.saturating_sub(fs.runtime.max(0) as u64);
                 if now + DL_SERVER_MIN_RES < zero_laxity {
                     k.rqs[cpu].fair_server.timer_at = Some(zero_laxity);
-                    k.request_timer(TimerRequest { cpu, at: zero_laxity });
+                    k.request_timer(TimerRequest { cpu, at: zero_laxity, what: TimerKind::FairServer });
                     return;
                 }
                 k.rqs[cpu].fair_server.defer_running = true;
@@ -356,4 +356,16 @@ impl Kernel {
 pub struct TimerRequest {
     pub cpu: usize,
     pub at: u64,
+    pub what: TimerKind,
+}
+
+/// Whose hrtimer a [`TimerRequest`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerKind {
+    /// The CPU's fair server (`dl_server_timer()`): [`Kernel::dl_server_timer`].
+    FairServer,
+    /// Task group N's CFS bandwidth period timer: [`Kernel::cfs_bandwidth_timer`].
+    CfsPeriod(usize),
+    /// Task group N's CFS bandwidth slack timer: [`Kernel::cfs_bandwidth_timer`].
+    CfsSlack(usize),
 }

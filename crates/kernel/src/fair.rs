@@ -24,6 +24,7 @@ use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, CfsRqId, OnRq, Policy, TaskId};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason};
 
+pub mod bandwidth;
 mod eevdf;
 pub mod group;
 pub mod lb;
@@ -34,14 +35,18 @@ pub mod timeline;
 
 pub use eevdf::{calc_delta, calc_delta_fair};
 
-/// What one task adds to (or takes from) the hierarchical counts of every
-/// cfs_rq above it (`h_nr_queued`, `h_nr_runnable`, `h_nr_delayed`,
-/// `idle_h_nr_running`) in `enqueue_task_fair()`/`dequeue_entities()`.
+/// What a task (or a throttled group's tasks) add to or take from the
+/// hierarchical counts of every cfs_rq above (`h_nr_queued`,
+/// `h_nr_runnable`, `h_nr_delayed`, `idle_h_nr_running`, and the model's
+/// `h_task_weight`) in `enqueue_task_fair()`/`dequeue_entities()` and the
+/// bandwidth paths.
 #[derive(Clone, Copy)]
-struct HCounts {
-    queued: u32,
-    delayed: u32,
-    idle: u32,
+pub(crate) struct HCounts {
+    pub queued: u32,
+    pub runnable: u32,
+    pub delayed: u32,
+    pub idle: u32,
+    pub weight: u64,
 }
 
 impl Kernel {
@@ -92,6 +97,7 @@ impl Kernel {
             self.dl_server_update(cpu, delta);
             self.update_curr_task(cpu, curr, delta);
         }
+        self.account_cfs_rq_runtime(q, delta);
         if self.cfs(q).nr_running == 1 {
             return;
         }
@@ -144,8 +150,7 @@ impl Kernel {
         }
     }
 
-    /// `account_entity_enqueue()`; a task also joins `rq->cfs_tasks` and
-    /// the root's task weight (the model's flat PELT, see [`group`]).
+    /// `account_entity_enqueue()`; a task also joins `rq->cfs_tasks`.
     fn account_entity_enqueue(&mut self, q: CfsRqId, e: TaskId) {
         let w = self.tasks[e as usize].se.load.weight as u64;
         let cfs = self.cfs_mut(q);
@@ -154,9 +159,7 @@ impl Kernel {
         let cpu = cfs.cpu;
         self.group_load_changed(q, w as i64);
         if self.entity_is_task(e) {
-            let root = &mut self.rqs[cpu].cfs;
-            root.tasks.insert(0, e);
-            root.h_task_weight += w;
+            self.rqs[cpu].cfs.tasks.insert(0, e);
         }
     }
 
@@ -173,7 +176,6 @@ impl Kernel {
             if let Some(i) = root.tasks.iter().position(|&x| x == e) {
                 root.tasks.remove(i);
             }
-            root.h_task_weight -= w;
         }
     }
 
@@ -205,6 +207,13 @@ impl Kernel {
             self.__enqueue_entity(q, e);
         }
         self.tasks[e as usize].se.on_rq = true;
+        if self.cfs(q).nr_running == 1 {
+            self.check_enqueue_throttle(q);
+            if self.cfs_rq_throttled(q) && self.cfs(q).throttled_clock.is_none() {
+                let now = self.rqs[self.cfs(q).cpu].clock;
+                self.cfs_mut(q).throttled_clock = Some(now);
+            }
+        }
     }
 
     /// `set_delayed()`: a delayed task stops counting as runnable at every
@@ -230,12 +239,16 @@ impl Kernel {
         }
     }
 
-    /// `for_each_sched_entity(se)` applying `f` to `cfs_rq_of(se)`.
+    /// `for_each_sched_entity(se)` applying `f` to `cfs_rq_of(se)`, up to
+    /// and including a throttled one.
     fn for_each_cfs_rq_up(&mut self, e: TaskId, mut f: impl FnMut(&mut crate::sched::CfsRq)) {
         let mut se = Some(e);
         while let Some(s) = se {
             let q = self.cfs_rq_of(s);
             f(self.cfs_mut(q));
+            if self.cfs_rq_throttled(q) {
+                break;
+            }
             se = self.cfs(q).se;
         }
     }
@@ -283,6 +296,7 @@ impl Kernel {
         }
         self.tasks[e as usize].se.on_rq = false;
         self.account_entity_dequeue(q, e);
+        self.return_cfs_rq_runtime(q);
         self.update_cfs_group(e);
         if flags & DEQUEUE_DELAYED != 0 {
             self.finish_delayed_dequeue_entity(e);
@@ -337,6 +351,10 @@ impl Kernel {
     fn put_prev_entity(&mut self, q: CfsRqId, prev: TaskId) {
         if self.tasks[prev as usize].se.on_rq {
             self.update_curr(q);
+        }
+        // Throttle a cfs_rq that ran out (its entity leaves the parent, with curr still set here).
+        self.check_cfs_rq_runtime(q);
+        if self.tasks[prev as usize].se.on_rq {
             self.__enqueue_entity(q, prev);
             self.entity_load_avg(prev, 0);
         }
@@ -375,8 +393,8 @@ impl Kernel {
         }
     }
 
-    /// Add (`sign` 1) or take (−1) one task's hierarchical counts at `q`.
-    fn h_counts(&mut self, q: CfsRqId, c: HCounts, add: bool) {
+    /// Add or take hierarchical counts at `q`.
+    pub(crate) fn h_counts(&mut self, q: CfsRqId, c: HCounts, add: bool) {
         let cfs = self.cfs_mut(q);
         let apply = |v: &mut u32, n: u32| {
             if add {
@@ -385,12 +403,15 @@ impl Kernel {
                 *v -= n
             }
         };
-        if c.delayed == 0 {
-            apply(&mut cfs.h_nr_runnable, c.queued);
-        }
+        apply(&mut cfs.h_nr_runnable, c.runnable);
         apply(&mut cfs.h_nr_queued, c.queued);
         apply(&mut cfs.idle_h_nr_running, c.idle);
         apply(&mut cfs.h_nr_delayed, c.delayed);
+        if add {
+            cfs.h_task_weight += c.weight;
+        } else {
+            cfs.h_task_weight -= c.weight;
+        }
     }
 
     /// A group entity's slice follows the smallest slice queued below it
@@ -420,7 +441,8 @@ impl Kernel {
         }
         let idle = (self.tasks[t as usize].policy == Policy::Idle) as u32;
         let delayed = (task_new && self.tasks[t as usize].se.sched_delayed) as u32;
-        let mut counts = HCounts { queued: 1, delayed, idle };
+        let weight = self.tasks[t as usize].se.load.weight as u64;
+        let mut counts = HCounts { queued: 1, runnable: 1 - delayed, delayed, idle, weight };
         let (mut flags, mut slice) = (flags, 0);
         let mut se = Some(t);
         while let Some(e) = se {
@@ -442,6 +464,10 @@ impl Kernel {
             if self.cfs(q).idle {
                 counts.idle = 1;
             }
+            // A throttled group holds the task; nothing above sees it.
+            if self.cfs_rq_throttled(q) {
+                return;
+            }
             flags = ENQUEUE_WAKEUP;
             se = self.cfs(q).se;
         }
@@ -453,6 +479,9 @@ impl Kernel {
             self.h_counts(q, counts, true);
             if self.cfs(q).idle {
                 counts.idle = 1;
+            }
+            if self.cfs_rq_throttled(q) {
+                return;
             }
             se = self.cfs(q).se;
         }
@@ -470,13 +499,15 @@ impl Kernel {
         let task_sleep = flags & DEQUEUE_SLEEP != 0;
         let task_delayed = flags & DEQUEUE_DELAYED != 0;
         let task = self.entity_is_task(e).then_some(e);
-        let mut counts = HCounts { queued: 0, delayed: 0, idle: 0 };
+        let mut counts = HCounts { queued: 0, runnable: 0, delayed: 0, idle: 0, weight: 0 };
         if let Some(p) = task {
             counts.queued = 1;
             counts.idle = (self.tasks[p as usize].policy == Policy::Idle) as u32;
             if !task_sleep && !task_delayed {
                 counts.delayed = self.tasks[p as usize].se.sched_delayed as u32;
             }
+            counts.runnable = 1 - counts.delayed;
+            counts.weight = self.tasks[p as usize].se.load.weight as u64;
         }
         let (mut flags, mut slice) = (flags, 0);
         let mut se = Some(e);
@@ -493,10 +524,13 @@ impl Kernel {
             if self.cfs(q).idle {
                 counts.idle = counts.queued;
             }
+            if self.cfs_rq_throttled(q) {
+                return self.dequeue_throttled(cpu, task.filter(|_| task_delayed));
+            }
             if self.cfs(q).load_weight != 0 {
                 slice = self.cfs_rq_min_slice(q);
                 se = self.cfs(q).se;
-                if let Some(parent) = se.filter(|_| task_sleep) {
+                if let Some(parent) = se.filter(|_| task_sleep && !self.throttled_hierarchy(q)) {
                     self.set_next_buddy(parent);
                 }
                 break;
@@ -514,6 +548,9 @@ impl Kernel {
             if self.cfs(q).idle {
                 counts.idle = counts.queued;
             }
+            if self.cfs_rq_throttled(q) {
+                return self.dequeue_throttled(cpu, task.filter(|_| task_delayed));
+            }
             se = self.cfs(q).se;
         }
         self.rqs[cpu].nr_running -= counts.queued;
@@ -522,6 +559,15 @@ impl Kernel {
             self.__block_task(cpu, p);
         }
         1
+    }
+
+    /// `dequeue_entities()` stopping at a throttled cfs_rq (returns 0): the
+    /// task was never counted above it; a delayed one still blocks.
+    fn dequeue_throttled(&mut self, cpu: usize, delayed_task: Option<TaskId>) -> i32 {
+        if let Some(p) = delayed_task {
+            self.__block_task(cpu, p);
+        }
+        0
     }
 
     /// `dequeue_task_fair()`: false when the task stayed queued as delayed.
@@ -535,6 +581,9 @@ impl Kernel {
     pub(crate) fn check_preempt_wakeup_fair(&mut self, cpu: usize, p: TaskId, wake_flags: u32) {
         let Some(curr) = self.rqs[cpu].curr else { return };
         if curr == p {
+            return;
+        }
+        if self.throttled_hierarchy(self.cfs_rq_of(p)) {
             return;
         }
         let (curr_pid, wakee_pid) = (self.tasks[curr as usize].pid, self.tasks[p as usize].pid);
@@ -592,6 +641,9 @@ impl Kernel {
                 if self.cfs_curr_on_rq(q).is_some() {
                     self.update_curr(q);
                 }
+                if self.check_cfs_rq_runtime(q) {
+                    continue 'again;
+                }
                 let Some(se) = self.pick_next_entity(q) else { continue 'again };
                 match self.tasks[se as usize].my_q {
                     Some(gq) => q = gq,
@@ -648,12 +700,14 @@ impl Kernel {
         }
     }
 
-    /// `set_next_task_fair()`'s walk: every level of `p` becomes curr.
+    /// `set_next_task_fair()`'s walk: every level of `p` becomes curr (and
+    /// makes sure its cfs_rq has a bandwidth slice).
     fn set_next_entities(&mut self, p: TaskId) {
         let mut se = Some(p);
         while let Some(s) = se {
             let q = self.cfs_rq_of(s);
             self.set_next_entity(q, s);
+            self.account_cfs_rq_runtime(q, 0);
             se = self.cfs(q).se;
         }
     }

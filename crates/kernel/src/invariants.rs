@@ -169,9 +169,20 @@ impl Kernel {
                 }
             }
             let fair_tasks = self.tasks.iter().filter(|p| p.my_q.is_none() && p.se.on_rq && p.cpu == rq.cpu).count();
-            if rq.nr_running != fair_tasks as u32 + rt_queued {
+            let unthrottled = self
+                .tasks
+                .iter()
+                .enumerate()
+                .filter(|(i, p)| {
+                    p.my_q.is_none()
+                        && p.se.on_rq
+                        && p.cpu == rq.cpu
+                        && !self.throttled_hierarchy(self.cfs_rq_of(*i as TaskId))
+                })
+                .count();
+            if rq.nr_running != unthrottled as u32 + rt_queued {
                 return Err(violation!(
-                    "CPU {}: rq.nr_running = {}, recount = {fair_tasks} fair + {rt_queued} RT",
+                    "CPU {}: rq.nr_running = {}, recount = {unthrottled} fair (not throttled) + {rt_queued} RT",
                     rq.cpu,
                     rq.nr_running
                 ));
@@ -217,11 +228,10 @@ impl Kernel {
                 c.h_queued += 1;
                 c.h_delayed += e.se.sched_delayed as u32;
                 c.h_idle += idle as u32;
+                c.h_task_weight += e.se.load.weight as u64;
                 idle |= self.cfs(q).idle;
-                up = self.cfs(q).se;
-                if up.is_none() {
-                    c.h_task_weight += e.se.load.weight as u64;
-                }
+                // A throttled cfs_rq keeps its tasks' counts; nothing above has them.
+                up = if self.cfs(q).throttled { None } else { self.cfs(q).se };
             }
         }
         for (q, want) in counts.iter().enumerate() {
@@ -284,6 +294,25 @@ impl Kernel {
                     tg.name,
                     tg.load_weight
                 ));
+            }
+            for &q in &tg.cfs_rq {
+                let cfs = self.cfs(q);
+                // throttle_count: this cfs_rq's throttle plus its parent's count.
+                let above = cfs.parent.map_or(0, |p| self.cfs(p).throttle_count);
+                if cfs.throttle_count != above + cfs.throttled as u32 {
+                    return Err(violation!(
+                        "cfs_rq {q} of group {g}: throttle_count {} but throttled={} under {above}",
+                        cfs.throttle_count,
+                        cfs.throttled
+                    ));
+                }
+                let listed = tg.bandwidth.as_ref().is_some_and(|b| b.throttled.contains(&q));
+                if cfs.throttled != listed {
+                    return Err(violation!("cfs_rq {q} of group {g}: throttled={} but listed={listed}", cfs.throttled));
+                }
+                if cfs.throttled && self.tasks[cfs.se.unwrap() as usize].se.on_rq {
+                    return Err(violation!("cfs_rq {q} of group {g} is throttled but its entity is queued"));
+                }
             }
         }
         Ok(())

@@ -51,7 +51,7 @@ pub mod syscalls;
 pub mod topology;
 
 pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams};
-pub use deadline::TimerRequest;
+pub use deadline::{TimerKind, TimerRequest};
 pub use features::{Feature, FeatureError, Features};
 pub use invariants::InvariantError;
 pub use profile::Profile;

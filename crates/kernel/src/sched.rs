@@ -267,10 +267,20 @@ pub struct CfsRq {
     pub parent: Option<CfsRqId>,
     /// `cfs_rq_is_idle()`: the group has cpu.idle set.
     pub idle: bool,
-    /// Root only: Σ weights of the queued tasks at any depth. The model's
-    /// PELT is flat (see [`crate::fair::group`]), so this, not the group
-    /// entities' weights in `load_weight`, is the root's runnable weight.
+    /// Σ weights of the queued tasks at any depth below (counted like
+    /// `h_nr_queued`). The model's PELT is flat (see [`crate::fair::group`]),
+    /// so the root's, not the group entities' weights in `load_weight`, is
+    /// its runnable weight.
     pub h_task_weight: u64,
+    /// CFS bandwidth (`cfs_rq->runtime_enabled` etc., see [`crate::fair::bandwidth`]):
+    /// the group has a quota; the runtime left of the slice it was handed.
+    pub runtime_enabled: bool,
+    pub runtime_remaining: i64,
+    /// `cfs_rq->throttled`, and `throttle_count`: this or a cfs_rq above is throttled.
+    pub throttled: bool,
+    pub throttle_count: u32,
+    /// When it was throttled with entities queued (`throttled_clock`), for `cpu.stat`.
+    pub throttled_clock: Option<u64>,
     /// Sum of queued entity weights including curr and delayed entities.
     pub load_weight: u64,
     /// Entities queued including curr and delayed ones (6.14+: `nr_queued`).
@@ -316,6 +326,11 @@ impl CfsRq {
             parent: None,
             idle: false,
             h_task_weight: 0,
+            runtime_enabled: false,
+            runtime_remaining: 0,
+            throttled: false,
+            throttle_count: 0,
+            throttled_clock: None,
             load_weight: 0,
             nr_running: 0,
             h_nr_queued: 0,

@@ -122,6 +122,9 @@ pub struct RunJson<'a> {
     pub seed: u64,
     pub simulated_ns: u64,
     pub notes: &'a [String],
+    /// The model's task groups (cgroups and autogroups), as `real` reports them.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub cgroups: &'a [crate::CgroupRow],
     #[serde(flatten)]
     pub analysis: AnalysisJson<'a>,
 }

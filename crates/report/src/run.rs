@@ -327,6 +327,8 @@ pub struct SimHeader<'a> {
     /// Wall seconds the simulation took.
     pub wall_s: f64,
     pub notes: &'a [String],
+    /// The model's task groups, one `cgroup` line each.
+    pub groups: &'a [crate::CgroupRow],
 }
 
 impl SimHeader<'_> {
@@ -368,6 +370,9 @@ impl SimHeader<'_> {
         );
         for note in self.notes {
             let _ = writeln!(out, "note      {note}");
+        }
+        for row in self.groups {
+            let _ = writeln!(out, "cgroup    {}", row.line());
         }
         out
     }

@@ -13,7 +13,7 @@ use crate::hw::Hardware;
 use crate::queue::EventQueue;
 use crate::workload::{Blocked, ObjState, Thread};
 use crate::SimError;
-use schedlab_kernel::{IpiKind, Kernel, Outbox, TaskId};
+use schedlab_kernel::{IpiKind, Kernel, Outbox, TaskId, TimerKind};
 use schedlab_scenario::Scenario;
 use schedlab_trace::{Event, EventKind, Pid, UserOp};
 
@@ -39,6 +39,11 @@ pub(crate) enum Ev {
     /// The fair server's deferral timer on `cpu`.
     FairServer {
         cpu: usize,
+    },
+    /// A task group's CFS bandwidth timer (period or slack), pinned to `cpu`.
+    CfsBandwidth {
+        cpu: usize,
+        what: TimerKind,
     },
     /// The soft-lockup watchdog's hrtimer on `cpu` (background = "kernel").
     Watchdog {
@@ -157,7 +162,11 @@ impl<'a> Engine<'a> {
         if !self.out.timers.is_empty() {
             let mut timers = std::mem::take(&mut self.out.timers);
             for t in timers.drain(..) {
-                self.queue.push(t.at, Ev::FairServer { cpu: t.cpu });
+                let ev = match t.what {
+                    TimerKind::FairServer => Ev::FairServer { cpu: t.cpu },
+                    what => Ev::CfsBandwidth { cpu: t.cpu, what },
+                };
+                self.queue.push(t.at, ev);
             }
             self.out.timers = timers;
         }
@@ -414,6 +423,9 @@ impl<'a> Engine<'a> {
             Ev::FairServer { cpu } => {
                 self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::dl_server_timer));
             }
+            Ev::CfsBandwidth { cpu, what } => {
+                self.on_interrupt(cpu, |e| e.irq_on(cpu, |k, c, now, out| k.cfs_bandwidth_timer(what, c, now, out)));
+            }
             Ev::Watchdog { cpu } => {
                 self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::watchdog_kick));
                 self.queue.push(self.now + WATCHDOG_PERIOD_NS, Ev::Watchdog { cpu });
@@ -518,7 +530,7 @@ impl<'a> Engine<'a> {
     /// An interrupt-context kernel entry on `cpu` (timer, IPI, irq_work):
     /// run it, then let the CPU reschedule; if it does not, re-plan the
     /// running thread's next op boundary (the handler may have changed its rate).
-    fn irq_on(&mut self, cpu: usize, handler: fn(&mut Kernel, usize, u64, &mut Outbox)) {
+    fn irq_on(&mut self, cpu: usize, handler: impl FnOnce(&mut Kernel, usize, u64, &mut Outbox)) {
         self.settle(cpu);
         handler(&mut self.kernel, cpu, self.now, &mut self.out);
         self.drain();

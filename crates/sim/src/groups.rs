@@ -5,9 +5,10 @@
 //! value's weight, `autogroup_set_nice()`), as does the worker's own
 //! session for the threads that name none.
 //!
-//! What the model does not do (refused by line in [`refuse_unmodeled`]):
-//! CFS bandwidth (`max`). Cpuset-only tables are not task groups: the
-//! scenario folds their CPUs into the threads' affinities.
+//! A `max` becomes the group's CFS bandwidth (`tg_set_cfs_bandwidth()`
+//! before any thread joins, as the real runner writes `cpu.max`).
+//! Cpuset-only tables are not task groups: the scenario folds their CPUs
+//! into the threads' affinities.
 //!
 //! Placement matches the real runner's cgroup v2 layout: the named groups'
 //! entities compete at the top with the threads in no group (the runner's
@@ -17,9 +18,8 @@
 //! fair threads with cpu groups.
 
 use schedlab_kernel::sched::SCHED_PRIO_TO_WEIGHT;
-use schedlab_kernel::{Kernel, TaskId};
+use schedlab_kernel::{Kernel, Outbox, TaskId};
 use schedlab_scenario::Scenario;
-use schedlab_topology::InputError;
 
 /// Whether the run has autogroup on: the file's `autogroup`, else the
 /// kernel's default (CONFIG_SCHED_AUTOGROUP=y and enabled, as Debian and
@@ -28,29 +28,17 @@ pub(crate) fn autogroup_on(scenario: &Scenario) -> bool {
     scenario.autogroup.as_ref().is_none_or(|a| a.value)
 }
 
-/// What the model cannot run yet: a cgroup with a `max` (CFS bandwidth).
-pub(crate) fn refuse_unmodeled(scenario: &Scenario) -> Result<(), InputError> {
-    if let Some(g) = scenario.cgroups.iter().find(|g| g.max.is_some()) {
-        return Err(InputError::new(
-            scenario.path.clone(),
-            g.line,
-            1,
-            format!(
-                "[cgroup.\"{}\"] sets max (CFS bandwidth: cpu.max quota and period), which the model does not \
-                 have yet (issue 19; weights, idle groups, cpusets and autogroups simulate); `schedlab real` \
-                 runs this file on the host kernel",
-                g.name
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Create the scenario's task groups in `kernel` and put each initial
 /// thread (task `tasks[i]` for thread `i`) in its own. Returns the notes to
-/// show the user.
-pub(crate) fn create(scenario: &Scenario, kernel: &mut Kernel, tasks: &[TaskId]) -> Vec<String> {
+/// show the user and each group's name and index.
+pub(crate) fn create(
+    scenario: &Scenario,
+    kernel: &mut Kernel,
+    tasks: &[TaskId],
+    out: &mut Outbox,
+) -> (Vec<String>, Vec<(String, usize)>) {
     let mut notes = Vec::new();
+    let mut made = Vec::new();
     let mut of_cgroup = vec![None; scenario.cgroups.len()];
     for (i, g) in scenario.cgroups.iter().enumerate() {
         if !g.controls_cpu() {
@@ -62,7 +50,13 @@ pub(crate) fn create(scenario: &Scenario, kernel: &mut Kernel, tasks: &[TaskId])
             parent = scenario.cgroups[p].parent;
         }
         let parent_tg = parent.and_then(|p| of_cgroup[p]).unwrap_or(0);
-        of_cgroup[i] = Some(kernel.create_task_group(&g.name, parent_tg, g.shares() as u32, g.idle));
+        let tg = kernel.create_task_group(&g.name, parent_tg, g.shares() as u32, g.idle);
+        if let Some(max) = g.max {
+            // Written before t = 0 from CPU 0, as the runner's setup does from its CPU.
+            kernel.set_cfs_bandwidth(tg, max.quota_ns, max.period_ns, 0, 0, out);
+        }
+        of_cgroup[i] = Some(tg);
+        made.push((g.name.clone(), tg));
     }
     let sessions = autogroup_on(scenario) && scenario.threads.iter().any(|t| t.session.is_some());
     let mut of_session = vec![None; scenario.sessions.len()];
@@ -70,7 +64,10 @@ pub(crate) fn create(scenario: &Scenario, kernel: &mut Kernel, tasks: &[TaskId])
     if sessions {
         for (i, s) in scenario.sessions.iter().enumerate() {
             let weight = SCHED_PRIO_TO_WEIGHT[(s.nice + 20) as usize];
-            of_session[i] = Some(kernel.create_task_group(&format!("autogroup:{}", s.name), 0, weight, false));
+            let name = format!("autogroup:{}", s.name);
+            let tg = kernel.create_task_group(&name, 0, weight, false);
+            of_session[i] = Some(tg);
+            made.push((name, tg));
         }
         notes.push(format!(
             "autogroup is on ({}): each session is a task group of its nice value's weight, and the threads \
@@ -83,9 +80,11 @@ pub(crate) fn create(scenario: &Scenario, kernel: &mut Kernel, tasks: &[TaskId])
             (Some(tg), _) => Some(tg),
             // Autogroup applies to tasks in the root cgroup only (`task_wants_autogroup()`).
             (None, Some(s)) => of_session[s],
-            (None, None) if sessions => {
-                Some(*own_session.get_or_insert_with(|| kernel.create_task_group("autogroup:main", 0, 1024, false)))
-            }
+            (None, None) if sessions => Some(*own_session.get_or_insert_with(|| {
+                let tg = kernel.create_task_group("autogroup:main", 0, 1024, false);
+                made.push(("autogroup:main".to_string(), tg));
+                tg
+            })),
             _ => None,
         };
         // RT threads join too: the group matters once they are fair (no RT_GROUP_SCHED).
@@ -93,5 +92,5 @@ pub(crate) fn create(scenario: &Scenario, kernel: &mut Kernel, tasks: &[TaskId])
             kernel.set_task_group(tasks[i], tg);
         }
     }
-    notes
+    (notes, made)
 }

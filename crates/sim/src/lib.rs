@@ -179,6 +179,18 @@ pub struct ThreadOutcome {
     pub nivcsw: u64,
 }
 
+/// A task group of the run (a cpu-controller cgroup or an autogroup) at its end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupOutcome {
+    /// The `[cgroup.NAME]` path, or `autogroup:SESSION`.
+    pub name: String,
+    pub threads: usize,
+    /// Its and its descendants' threads' `se.sum_exec_runtime`, summed.
+    pub runtime_ns: u64,
+    /// `cpu.stat` for a group with `max`: periods, throttled periods, throttled ns.
+    pub bandwidth: Option<(u64, u64, u64)>,
+}
+
 /// Everything a run produced.
 #[derive(Clone, Debug)]
 pub struct SimResult {
@@ -190,6 +202,8 @@ pub struct SimResult {
     pub features: Features,
     pub topology: Topology,
     pub threads: Vec<ThreadOutcome>,
+    /// The task groups, in the order the scenario defines them.
+    pub groups: Vec<GroupOutcome>,
     /// Things the user should know about how the run was modeled.
     pub notes: Vec<String>,
     /// Number of events processed by the engine.
@@ -222,7 +236,6 @@ pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile
             features.apply(item).map_err(|e| SimError::Options(format!("--features {item}: {e}")))?;
         }
     }
-    groups::refuse_unmodeled(scenario)?;
     if !profile.custom_slices {
         if let Some(t) = scenario.threads.iter().find(|t| t.slice_ns.is_some()) {
             return Err(scenario.error_at(
@@ -396,13 +409,15 @@ fn simulate_inner(
     // After the threads, so that thread i stays task i (a group's entities
     // take task slots, which no thread maps to).
     let tasks: Vec<_> = threads.iter().map(|t| t.task).collect();
-    notes.extend(groups::create(scenario, &mut kernel, &tasks));
+    let mut out = Outbox::new();
+    let (group_notes, task_groups) = groups::create(scenario, &mut kernel, &tasks, &mut out);
+    notes.extend(group_notes);
 
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
     let mut engine = Engine {
         scenario,
         kernel,
-        out: Outbox::new(),
+        out,
         hw: hw::Hardware::new(&topo, seed),
         threads,
         task_thread,
@@ -430,6 +445,8 @@ fn simulate_inner(
     for cpu in 0..topo.nr_cpus() {
         engine.go_idle(cpu);
     }
+    // The groups' setup armed their bandwidth timers.
+    engine.drain();
     for (i, (_cpu, at)) in engine.hw.noise_starts().into_iter().enumerate() {
         engine.queue.push(at, Ev::Noise(i));
     }
@@ -540,6 +557,23 @@ fn simulate_inner(
             nivcsw: engine.kernel.task(t.task).nivcsw,
         })
         .collect();
+    let groups = task_groups
+        .iter()
+        .map(|(name, tg)| {
+            // A group's threads are its own and its descendants' (cgroup v2's cpu.stat usage).
+            let members: Vec<_> = engine
+                .threads
+                .iter()
+                .filter(|t| engine.kernel.task_group_within(engine.kernel.task_group_of(t.task), *tg))
+                .collect();
+            GroupOutcome {
+                name: name.clone(),
+                threads: members.len(),
+                runtime_ns: members.iter().map(|t| engine.kernel.task(t.task).se.sum_exec_runtime).sum(),
+                bandwidth: engine.kernel.cfs_bandwidth_stat(*tg),
+            }
+        })
+        .collect();
     Ok(SimResult {
         trace: Trace { table, nr_cpus: topo.nr_cpus() as u32, events },
         end_ns,
@@ -548,6 +582,7 @@ fn simulate_inner(
         features,
         topology: topo.clone(),
         threads: outcomes,
+        groups,
         notes,
         steps,
         rtapp_log,

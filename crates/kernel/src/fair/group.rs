@@ -25,8 +25,9 @@
 //!   (2^10 finer); here a share rounds down to a whole weight unit (< 0.3 % of
 //!   a group's weight at the default 1024, none at all when one CPU holds the
 //!   whole group).
-//! * No CFS bandwidth (`cpu.max`), no moving a task between groups once it has
-//!   run (`sched_move_task()`): the simulator refuses both.
+//! * No moving a task between groups once it has run (`sched_move_task()`).
+//!
+//! CFS bandwidth (`cpu.max`) is in [`super::bandwidth`].
 
 use crate::core::Kernel;
 use crate::sched::{CfsRq, CfsRqId, LoadWeight, OnRq, Policy, Task, TaskId, TaskState, NICE_0_WEIGHT};
@@ -54,6 +55,8 @@ pub struct TaskGroup {
     /// Σ over CPUs of the group cfs_rqs' queued weight: the model's
     /// `tg->load_avg` (see the module doc).
     pub load_weight: u64,
+    /// `tg->cfs_bandwidth` when the group has a quota (`cpu.max`).
+    pub bandwidth: Option<super::bandwidth::CfsBandwidth>,
 }
 
 impl TaskGroup {
@@ -66,6 +69,7 @@ impl TaskGroup {
             idle: false,
             cfs_rq: (0..nr_cpus).collect(),
             load_weight: 0,
+            bandwidth: None,
         }
     }
 }
@@ -182,6 +186,7 @@ impl Kernel {
             idle,
             cfs_rq,
             load_weight: 0,
+            bandwidth: None,
         });
         tg
     }
@@ -198,6 +203,18 @@ impl Kernel {
     /// The task group of task `t`.
     pub fn task_group_of(&self, t: TaskId) -> usize {
         self.tasks[t as usize].tg
+    }
+
+    /// Group `tg` is `ancestor` or lies below it.
+    pub fn task_group_within(&self, tg: usize, ancestor: usize) -> bool {
+        let mut at = Some(tg);
+        while let Some(g) = at {
+            if g == ancestor {
+                return true;
+            }
+            at = self.task_groups[g].parent;
+        }
+        false
     }
 
     /// A change of a group cfs_rq's queued weight, mirrored in its group's sum.
@@ -227,7 +244,7 @@ impl Kernel {
     /// An emptied group keeps its weight (which matters for DELAY_DEQUEUE).
     pub(crate) fn update_cfs_group(&mut self, e: TaskId) {
         let Some(gq) = self.tasks[e as usize].my_q else { return };
-        if self.cfs(gq).load_weight == 0 {
+        if self.cfs(gq).load_weight == 0 || self.throttled_hierarchy(gq) {
             return;
         }
         let shares = self.calc_group_shares(gq);

@@ -40,6 +40,14 @@ impl Kernel {
 
     /// `can_migrate_task()`, with the profile's delayed-task rule (≥6.14).
     fn can_migrate_task(&mut self, p: TaskId, env: &mut LbEnv) -> bool {
+        // throttled_lb_pair(): the task's group is throttled on either CPU.
+        let tg = self.tasks[p as usize].tg;
+        if tg != 0 {
+            let cfs_rq = &self.task_groups[tg].cfs_rq;
+            if self.throttled_hierarchy(cfs_rq[env.src_cpu]) || self.throttled_hierarchy(cfs_rq[env.dst_cpu]) {
+                return false;
+            }
+        }
         let task = &self.tasks[p as usize];
         if self.profile.lb_skips_delayed
             && task.se.sched_delayed
