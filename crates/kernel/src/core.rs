@@ -511,6 +511,7 @@ impl Kernel {
                 sum_exec_runtime: 0,
                 prev_sum_exec_runtime: 0,
                 avg: Default::default(),
+                runnable_weight: 0,
             },
             nvcsw: 0,
             nivcsw: 0,

@@ -46,7 +46,6 @@ pub(crate) struct HCounts {
     pub runnable: u32,
     pub delayed: u32,
     pub idle: u32,
-    pub weight: u64,
 }
 
 impl Kernel {
@@ -157,7 +156,6 @@ impl Kernel {
         cfs.load_weight += w;
         cfs.nr_running += 1;
         let cpu = cfs.cpu;
-        self.group_load_changed(q, w as i64);
         if self.entity_is_task(e) {
             self.rqs[cpu].cfs.tasks.insert(0, e);
         }
@@ -170,7 +168,6 @@ impl Kernel {
         cfs.load_weight -= w;
         cfs.nr_running -= 1;
         let cpu = cfs.cpu;
-        self.group_load_changed(q, -(w as i64));
         if self.entity_is_task(e) {
             let root = &mut self.rqs[cpu].cfs;
             if let Some(i) = root.tasks.iter().position(|&x| x == e) {
@@ -179,12 +176,9 @@ impl Kernel {
         }
     }
 
-    /// `update_load_avg()` where the kernel calls it for any entity: the
-    /// model's PELT is flat, so only a task's averages (on its CPU's root) move.
+    /// `update_load_avg(cfs_rq_of(se), se, flags)`.
     fn entity_load_avg(&mut self, e: TaskId, flags: u32) {
-        if self.entity_is_task(e) {
-            self.update_load_avg(self.tasks[e as usize].cpu, e, flags);
-        }
+        self.update_load_avg(self.cfs_rq_of(e), e, flags);
     }
 
     /// `enqueue_entity()`.
@@ -195,6 +189,7 @@ impl Kernel {
         }
         self.update_curr(q);
         self.entity_load_avg(e, UPDATE_TG | DO_ATTACH);
+        self.se_update_runnable(e);
         self.update_cfs_group(e);
         if !is_curr {
             self.place_entity(q, e, flags);
@@ -285,6 +280,7 @@ impl Kernel {
         }
         let migrating = self.entity_is_task(e) && self.tasks[e as usize].on_rq == OnRq::Migrating;
         self.entity_load_avg(e, UPDATE_TG | if migrating { DO_DETACH } else { 0 });
+        self.se_update_runnable(e);
         self.update_entity_lag(q, e);
         if self.feat(Feature::PLACE_REL_DEADLINE) && !sleep {
             let se = &mut self.tasks[e as usize].se;
@@ -407,11 +403,6 @@ impl Kernel {
         apply(&mut cfs.h_nr_queued, c.queued);
         apply(&mut cfs.idle_h_nr_running, c.idle);
         apply(&mut cfs.h_nr_delayed, c.delayed);
-        if add {
-            cfs.h_task_weight += c.weight;
-        } else {
-            cfs.h_task_weight -= c.weight;
-        }
     }
 
     /// A group entity's slice follows the smallest slice queued below it
@@ -441,8 +432,7 @@ impl Kernel {
         }
         let idle = (self.tasks[t as usize].policy == Policy::Idle) as u32;
         let delayed = (task_new && self.tasks[t as usize].se.sched_delayed) as u32;
-        let weight = self.tasks[t as usize].se.load.weight as u64;
-        let mut counts = HCounts { queued: 1, runnable: 1 - delayed, delayed, idle, weight };
+        let mut counts = HCounts { queued: 1, runnable: 1 - delayed, delayed, idle };
         let (mut flags, mut slice) = (flags, 0);
         let mut se = Some(t);
         while let Some(e) = se {
@@ -473,6 +463,8 @@ impl Kernel {
         }
         while let Some(e) = se {
             let q = self.cfs_rq_of(e);
+            self.update_load_avg(q, e, UPDATE_TG);
+            self.se_update_runnable(e);
             self.update_cfs_group(e);
             self.set_group_slice(q, e, slice);
             slice = self.cfs_rq_min_slice(q);
@@ -499,7 +491,7 @@ impl Kernel {
         let task_sleep = flags & DEQUEUE_SLEEP != 0;
         let task_delayed = flags & DEQUEUE_DELAYED != 0;
         let task = self.entity_is_task(e).then_some(e);
-        let mut counts = HCounts { queued: 0, runnable: 0, delayed: 0, idle: 0, weight: 0 };
+        let mut counts = HCounts { queued: 0, runnable: 0, delayed: 0, idle: 0 };
         if let Some(p) = task {
             counts.queued = 1;
             counts.idle = (self.tasks[p as usize].policy == Policy::Idle) as u32;
@@ -507,7 +499,6 @@ impl Kernel {
                 counts.delayed = self.tasks[p as usize].se.sched_delayed as u32;
             }
             counts.runnable = 1 - counts.delayed;
-            counts.weight = self.tasks[p as usize].se.load.weight as u64;
         }
         let (mut flags, mut slice) = (flags, 0);
         let mut se = Some(e);
@@ -541,6 +532,8 @@ impl Kernel {
         }
         while let Some(s) = se {
             let q = self.cfs_rq_of(s);
+            self.update_load_avg(q, s, UPDATE_TG);
+            self.se_update_runnable(s);
             self.update_cfs_group(s);
             self.set_group_slice(q, s, slice);
             slice = self.cfs_rq_min_slice(q);

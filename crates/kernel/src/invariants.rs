@@ -196,7 +196,7 @@ impl Kernel {
 
     /// Every cfs_rq, root or group: its queued entities, weights, sums and
     /// tree against a recount, the hierarchical task counts against a walk
-    /// up from every queued task, a group's weight sum against its cfs_rqs.
+    /// up from every queued task, a group's throttle state against its parent's.
     fn check_cfs_rqs(&self) -> Result<(), InvariantError> {
         let nr_cfs = self.rqs.len() + self.group_cfs.len();
         #[derive(Clone, Copy, Default, PartialEq, Debug)]
@@ -206,7 +206,6 @@ impl Kernel {
             h_queued: u32,
             h_delayed: u32,
             h_idle: u32,
-            h_task_weight: u64,
         }
         let mut counts = vec![Count::default(); nr_cfs];
         for (i, e) in self.tasks.iter().enumerate() {
@@ -228,7 +227,6 @@ impl Kernel {
                 c.h_queued += 1;
                 c.h_delayed += e.se.sched_delayed as u32;
                 c.h_idle += idle as u32;
-                c.h_task_weight += e.se.load.weight as u64;
                 idle |= self.cfs(q).idle;
                 // A throttled cfs_rq keeps its tasks' counts; nothing above has them.
                 up = if self.cfs(q).throttled { None } else { self.cfs(q).se };
@@ -244,7 +242,6 @@ impl Kernel {
                 ("h_nr_delayed", cfs.h_nr_delayed as u64, want.h_delayed as u64),
                 ("h_nr_runnable", cfs.h_nr_runnable as u64, (want.h_queued - want.h_delayed) as u64),
                 ("idle_h_nr_running", cfs.idle_h_nr_running as u64, want.h_idle as u64),
-                ("h_task_weight", cfs.h_task_weight, want.h_task_weight),
             ];
             for (name, have, want) in checks {
                 if have != want {
@@ -287,12 +284,12 @@ impl Kernel {
             }
         }
         for (g, tg) in self.task_groups.iter().enumerate().skip(1) {
-            let sum: u64 = tg.cfs_rq.iter().map(|&q| self.cfs(q).load_weight).sum();
-            if sum != tg.load_weight {
+            let contrib: i64 = tg.cfs_rq.iter().map(|&q| self.cfs(q).tg_load_avg_contrib as i64).sum();
+            if contrib != tg.load_avg {
                 return Err(violation!(
-                    "task group {g} ({}): load {} but its cfs_rqs hold {sum}",
+                    "task group {g} ({}): load_avg {} but its cfs_rqs contribute {contrib}",
                     tg.name,
-                    tg.load_weight
+                    tg.load_avg
                 ));
             }
             for &q in &tg.cfs_rq {

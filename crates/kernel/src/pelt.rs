@@ -39,11 +39,10 @@
 //!   same clock. Callers pass that clock as `now`.
 //! - No UTIL_EST (`util_est`, `cfs_se_util_change()`, the util_est terms of
 //!   `cpu_util()`).
-//! - No group scheduling: no `propagate_entity_load_avg()`,
-//!   `add_tg_cfs_propagate()`, `update_tg_load_avg()`, `update_cfs_group()`;
-//!   every entity is a task, so `se_weight()` is the task's weight and
-//!   `task_h_load()` is the task's `load_avg`. `UPDATE_TG` is accepted and
-//!   has no effect.
+//! - The task-group half (`propagate_entity_load_avg()`,
+//!   `add_tg_cfs_propagate()`, `update_tg_cfs_*()`, `update_tg_load_avg()`,
+//!   `task_h_load()`) works on the kernel's cfs_rqs and lives with them in
+//!   [`crate::fair::pelt`]; the functions here take plain values.
 //! - No rt/dl/irq/hw-pressure signals and no `migrate_se_pelt_lag()` (the
 //!   estimate of idle time an rq with a stale clock has not yet accounted when
 //!   a task leaves it): a migrating task is synced to the old cfs_rq's
@@ -132,7 +131,7 @@ pub struct CfsRqLoad {
 
 /// `sub_positive()`/`lsub_positive()` on a 64-bit field: subtract, clamping at 0.
 #[inline]
-fn sub_positive(v: &mut u64, x: u64) {
+pub(crate) fn sub_positive(v: &mut u64, x: u64) {
     *v = v.saturating_sub(x);
 }
 
@@ -145,7 +144,7 @@ fn sub_positive_u32(v: &mut u32, x: u64) {
 
 /// `max_t(u32, a, b)`: both operands truncated to 32 bits before comparing.
 #[inline]
-fn max_u32(a: u64, b: u64) -> u32 {
+pub(crate) fn max_u32(a: u64, b: u64) -> u32 {
     (a as u32).max(b as u32)
 }
 
@@ -263,7 +262,21 @@ pub fn update_load_avg(sa: &mut SchedAvg, load: u64) {
 /// is still queued (`on_rq`, so it keeps its load) but no longer runnable.
 /// Returns true when the averages were recomputed.
 pub fn update_entity_avg(now: u64, sa: &mut SchedAvg, weight: u64, on_rq: bool, runnable: bool, running: bool) -> bool {
-    if update_load_sum(now, sa, on_rq as u64, runnable as u64, running) {
+    update_entity_avg_runnable(now, sa, weight, on_rq, runnable as u64, running)
+}
+
+/// [`update_entity_avg`] with `se_runnable()` as a count: a group entity's
+/// `runnable_weight` is its group cfs_rq's `h_nr_runnable`
+/// (`se_update_runnable()`), a task's is 0 or 1.
+pub fn update_entity_avg_runnable(
+    now: u64,
+    sa: &mut SchedAvg,
+    weight: u64,
+    on_rq: bool,
+    runnable: u64,
+    running: bool,
+) -> bool {
+    if update_load_sum(now, sa, on_rq as u64, runnable, running) {
         update_load_avg(sa, weight);
         true
     } else {

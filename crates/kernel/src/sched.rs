@@ -138,6 +138,9 @@ pub struct SchedEntity {
     pub prev_sum_exec_runtime: u64,
     /// PELT averages (`se->avg`).
     pub avg: SchedAvg,
+    /// `se->runnable_weight` of a group entity: its cfs_rq's `h_nr_runnable`
+    /// as of the last `se_update_runnable()` (unused for a task).
+    pub runnable_weight: u32,
 }
 
 /// `wakee_flips` bookkeeping of a waker (`record_wakee()` / `wake_wide()`).
@@ -267,11 +270,21 @@ pub struct CfsRq {
     pub parent: Option<CfsRqId>,
     /// `cfs_rq_is_idle()`: the group has cpu.idle set.
     pub idle: bool,
-    /// Σ weights of the queued tasks at any depth below (counted like
-    /// `h_nr_queued`). The model's PELT is flat (see [`crate::fair::group`]),
-    /// so the root's, not the group entities' weights in `load_weight`, is
-    /// its runnable weight.
-    pub h_task_weight: u64,
+    /// Group PELT (`fair::pelt`): a child's load to fold into this cfs_rq's
+    /// group entity (`propagate`, `prop_runnable_sum`); this cfs_rq's part of
+    /// its group's `tg->load_avg` and when it last changed it.
+    pub propagate: bool,
+    pub prop_runnable_sum: i64,
+    pub tg_load_avg_contrib: u64,
+    pub last_update_tg_load_avg: Option<u64>,
+    /// `h_load`, `last_h_load_update` (jiffies), `h_load_next`: the load
+    /// this cfs_rq carries at the root, cached per jiffy by `task_h_load()`.
+    pub h_load: std::cell::Cell<u64>,
+    pub last_h_load_update: std::cell::Cell<Option<u64>>,
+    pub h_load_next: std::cell::Cell<Option<TaskId>>,
+    /// `throttled_clock_pelt`, `throttled_clock_pelt_time`: the PELT clock stops while throttled.
+    pub throttled_clock_pelt: u64,
+    pub throttled_clock_pelt_time: u64,
     /// CFS bandwidth (`cfs_rq->runtime_enabled` etc., see [`crate::fair::bandwidth`]):
     /// the group has a quota; the runtime left of the slice it was handed.
     pub runtime_enabled: bool,
@@ -325,7 +338,15 @@ impl CfsRq {
             se: None,
             parent: None,
             idle: false,
-            h_task_weight: 0,
+            propagate: false,
+            prop_runnable_sum: 0,
+            tg_load_avg_contrib: 0,
+            last_update_tg_load_avg: None,
+            h_load: std::cell::Cell::new(0),
+            last_h_load_update: std::cell::Cell::new(None),
+            h_load_next: std::cell::Cell::new(None),
+            throttled_clock_pelt: 0,
+            throttled_clock_pelt_time: 0,
             runtime_enabled: false,
             runtime_remaining: 0,
             throttled: false,

@@ -155,12 +155,11 @@ impl Kernel {
             if new_weight != old_weight {
                 task.se.vlag = task.se.vlag * old_weight as i64 / new_weight as i64;
             }
-            pelt::reweight_entity_load_avg(
-                &mut self.rqs[cpu].cfs.avg,
-                &mut self.tasks[p as usize].se.avg,
-                old_weight as u64,
-                new_weight as u64,
-            );
+            // The task's own cfs_rq (its group's on `cpu`).
+            debug_assert_eq!(self.tasks[p as usize].cpu, cpu);
+            let q = self.cfs_rq_of(p);
+            let (cfs, task) = self.cfs_and_entity(q, p);
+            pelt::reweight_entity_load_avg(&mut cfs.avg, &mut task.se.avg, old_weight as u64, new_weight as u64);
         }
         self.tasks[p as usize].se.load = LoadWeight::new(new_weight);
     }

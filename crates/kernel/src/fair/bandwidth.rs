@@ -15,9 +15,8 @@
 //! scaling is absent (it needs the handler to overrun three periods); a
 //! distribution unthrottles every cfs_rq at the timer's instant, where the
 //! kernel sends remote ones a CSD IPI (`__unthrottle_cfs_rq_async()`);
-//! with the model's flat PELT (see [`super::group`]) a throttled task's
-//! averages are not frozen (`throttled_clock_pelt`) — the balancer's view
-//! of them only.
+//! the PELT clock of a throttled hierarchy stops (`throttled_clock_pelt`)
+//! as in the kernel.
 
 use crate::core::Kernel;
 use crate::deadline::{TimerKind, TimerRequest};
@@ -279,8 +278,14 @@ impl Kernel {
         let tg = self.cfs(q).tg;
         self.bw_mut(tg).throttled.push(q);
         let cpu = self.cfs(q).cpu;
+        // tg_throttle_down(): the PELT clocks below stop.
+        let pelt_now = self.rqs[cpu].clock + super::pelt::PELT_CLOCK_BASE;
         for c in self.tg_subtree_on(tg, cpu) {
-            self.cfs_mut(c).throttle_count += 1;
+            let cfs = self.cfs_mut(c);
+            if cfs.throttle_count == 0 {
+                cfs.throttled_clock_pelt = pelt_now;
+            }
+            cfs.throttle_count += 1;
         }
         let cfs = self.cfs(q);
         let mut delta = super::HCounts {
@@ -288,7 +293,6 @@ impl Kernel {
             runnable: cfs.h_nr_runnable,
             delayed: cfs.h_nr_delayed,
             idle: cfs.idle_h_nr_running,
-            weight: cfs.h_task_weight,
         };
         let mut se = cfs.se;
         let mut dequeued_all = true;
@@ -319,6 +323,8 @@ impl Kernel {
                     dequeued_all = false;
                     break;
                 }
+                self.update_load_avg(pq, s, 0);
+                self.se_update_runnable(s);
                 if self.tasks[s as usize].my_q.is_some_and(|g| self.cfs(g).idle) {
                     delta.idle = self.cfs(q).h_nr_queued;
                 }
@@ -350,8 +356,14 @@ impl Kernel {
             self.bw_mut(tg).throttled_time += now - t;
         }
         self.bw_mut(tg).throttled.retain(|&x| x != q);
+        // tg_unthrottle_up(): the PELT clocks below run again, less the throttled time.
+        let pelt_now = self.rqs[cpu].clock + super::pelt::PELT_CLOCK_BASE;
         for c in self.tg_subtree_on(tg, cpu) {
-            self.cfs_mut(c).throttle_count -= 1;
+            let cfs = self.cfs_mut(c);
+            cfs.throttle_count -= 1;
+            if cfs.throttle_count == 0 {
+                cfs.throttled_clock_pelt_time += pelt_now - cfs.throttled_clock_pelt;
+            }
         }
         let was_empty = self.rqs[cpu].cfs.h_nr_queued == 0;
         let was_idle = self.rqs[cpu].nr_running == 0;
@@ -372,7 +384,6 @@ impl Kernel {
             runnable: cfs.h_nr_runnable,
             delayed: cfs.h_nr_delayed,
             idle: cfs.idle_h_nr_running,
-            weight: cfs.h_task_weight,
         };
         let mut se = cfs.se;
         while let Some(s) = se {
@@ -394,6 +405,8 @@ impl Kernel {
         }
         while let Some(s) = se {
             let pq = self.cfs_rq_of(s);
+            self.update_load_avg(pq, s, crate::pelt::UPDATE_TG);
+            self.se_update_runnable(s);
             if self.tasks[s as usize].my_q.is_some_and(|g| self.cfs(g).idle) {
                 delta.idle = self.cfs(q).h_nr_queued;
             }

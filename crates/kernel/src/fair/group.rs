@@ -10,17 +10,10 @@
 //! [`crate::sched::Task::my_q`] is set), so the EEVDF code, the timeline and
 //! the buddies address every entity by the same id.
 //!
-//! Simplified, each for a stated reason:
-//! * **Flat PELT.** Tasks' load averages attach to their CPU's root cfs_rq as
-//!   without groups; group cfs_rqs and group entities keep none, so there is
-//!   no propagation (`propagate_entity_load_avg()`) and `task_h_load()` is the
-//!   task's own load: the balancer weighs tasks as if ungrouped.
-//! * **Shares from queued weight.** `calc_group_shares()` reads the group
-//!   cfs_rq's queued weight where the kernel takes `max(load.weight,
-//!   avg.load_avg)`, and the sum of those over CPUs for `tg->load_avg`. For
-//!   runnable hogs the two agree (a busy cfs_rq's load average tends to its
-//!   weight); a group whose tasks sleep loses its share at once here, over the
-//!   load average's 32 ms half-life in the kernel.
+//! The group load averages these read (`tg->load_avg`, each cfs_rq's and
+//! group entity's PELT signals, their propagation) are in [`super::pelt`].
+//!
+//! Simplified:
 //! * **Unscaled weights.** The kernel computes shares in `scale_load()` units
 //!   (2^10 finer); here a share rounds down to a whole weight unit (< 0.3 % of
 //!   a group's weight at the default 1024, none at all when one CPU holds the
@@ -52,9 +45,8 @@ pub struct TaskGroup {
     pub idle: bool,
     /// `tg->cfs_rq[cpu]`.
     pub cfs_rq: Vec<CfsRqId>,
-    /// Σ over CPUs of the group cfs_rqs' queued weight: the model's
-    /// `tg->load_avg` (see the module doc).
-    pub load_weight: u64,
+    /// `tg->load_avg`: Σ over CPUs of the cfs_rqs' `tg_load_avg_contrib`.
+    pub load_avg: i64,
     /// `tg->cfs_bandwidth` when the group has a quota (`cpu.max`).
     pub bandwidth: Option<super::bandwidth::CfsBandwidth>,
 }
@@ -68,7 +60,7 @@ impl TaskGroup {
             shares: NICE_0_WEIGHT,
             idle: false,
             cfs_rq: (0..nr_cpus).collect(),
-            load_weight: 0,
+            load_avg: 0,
             bandwidth: None,
         }
     }
@@ -82,6 +74,16 @@ impl Kernel {
             None => &self.rqs[q].cfs,
             Some(g) => &self.group_cfs[g],
         }
+    }
+
+    /// Cfs_rq `q` and entity `e` at once (disjoint parts of the kernel).
+    pub(crate) fn cfs_and_entity(&mut self, q: CfsRqId, e: TaskId) -> (&mut CfsRq, &mut Task) {
+        let task = &mut self.tasks[e as usize];
+        let cfs = match q.checked_sub(self.rqs.len()) {
+            None => &mut self.rqs[q].cfs,
+            Some(g) => &mut self.group_cfs[g],
+        };
+        (cfs, task)
     }
 
     #[inline]
@@ -185,7 +187,7 @@ impl Kernel {
             shares,
             idle,
             cfs_rq,
-            load_weight: 0,
+            load_avg: 0,
             bandwidth: None,
         });
         tg
@@ -217,27 +219,22 @@ impl Kernel {
         false
     }
 
-    /// A change of a group cfs_rq's queued weight, mirrored in its group's sum.
-    pub(crate) fn group_load_changed(&mut self, q: CfsRqId, delta: i64) {
-        let tg = self.cfs(q).tg;
-        if tg != 0 {
-            let g = &mut self.task_groups[tg];
-            g.load_weight = (g.load_weight as i64 + delta) as u64;
-        }
-    }
-
     /// `calc_group_shares()`: the group's shares in proportion to this CPU's
-    /// part of its load, clamped to `[MIN_SHARES, tg->shares]` (with the
-    /// queued weight standing in for the load averages, see the module doc).
+    /// part of its load — the larger of the cfs_rq's queued weight and its
+    /// load average, against the group's load average over all CPUs with
+    /// this cfs_rq's part brought up to date — clamped to
+    /// `[MIN_SHARES, tg->shares]`.
     pub(crate) fn calc_group_shares(&self, gq: CfsRqId) -> u32 {
         let cfs = self.cfs(gq);
         let tg = &self.task_groups[cfs.tg];
-        let tg_shares = tg.shares as u64;
-        let load = cfs.load_weight;
-        let tg_weight = tg.load_weight;
-        // The kernel divides only by a non-zero weight (then the product stands).
-        let shares = (tg_shares * load).checked_div(tg_weight).unwrap_or(tg_shares * load);
-        shares.clamp(MIN_SHARES as u64, tg_shares) as u32
+        let tg_shares = tg.shares as i64;
+        let load = cfs.load_weight.max(cfs.avg.load_avg) as i64;
+        let tg_weight = tg.load_avg - cfs.tg_load_avg_contrib as i64 + load;
+        let mut shares = tg_shares * load;
+        if tg_weight != 0 {
+            shares /= tg_weight;
+        }
+        shares.clamp(MIN_SHARES as i64, tg_shares) as u32
     }
 
     /// `update_cfs_group()`: re-weight a group's entity to its current share.
@@ -256,9 +253,8 @@ impl Kernel {
 
     /// `reweight_entity()`: a queued entity keeps its lag and its virtual
     /// deadline's distance from V in real time (`reweight_eevdf()`); one off
-    /// the queue scales its saved lag. Simplified: the PELT half
-    /// (`dequeue_load_avg()`/`enqueue_load_avg()`) is absent for group
-    /// entities, which keep no averages here.
+    /// the queue scales its saved lag; its load average is re-scaled to the
+    /// new weight and the cfs_rq's with it.
     pub(crate) fn reweight_entity(&mut self, q: CfsRqId, e: TaskId, weight: u32) {
         let curr = self.cfs(q).curr == Some(e);
         let on_rq = self.tasks[e as usize].se.on_rq;
@@ -271,8 +267,9 @@ impl Kernel {
                 self.__dequeue_entity(q, e);
             }
             self.cfs_mut(q).load_weight -= old as u64;
-            self.group_load_changed(q, -(old as i64));
         }
+        let (cfs, task) = self.cfs_and_entity(q, e);
+        crate::pelt::dequeue_load_avg(&mut cfs.avg, &task.se.avg, old as u64);
         if on_rq {
             self.reweight_eevdf(q, e, avruntime, weight);
         } else {
@@ -280,9 +277,12 @@ impl Kernel {
             se.vlag = se.vlag * old as i64 / weight as i64;
         }
         self.tasks[e as usize].se.load = LoadWeight::new(weight);
+        let (cfs, task) = self.cfs_and_entity(q, e);
+        let avg = &mut task.se.avg;
+        avg.load_avg = weight as u64 * avg.load_sum / crate::pelt::get_pelt_divider(avg);
+        crate::pelt::enqueue_load_avg(&mut cfs.avg, &task.se.avg, weight as u64);
         if on_rq {
             self.cfs_mut(q).load_weight += weight as u64;
-            self.group_load_changed(q, weight as i64);
             if !curr {
                 self.__enqueue_entity(q, e);
             }
@@ -336,6 +336,7 @@ fn group_entity(cpu: usize, my_q: CfsRqId, parent_tg: usize, slice: u64) -> Task
             sum_exec_runtime: 0,
             prev_sum_exec_runtime: 0,
             avg: Default::default(),
+            runnable_weight: 0,
         },
         nvcsw: 0,
         nivcsw: 0,

@@ -132,14 +132,6 @@ impl Kernel {
         false
     }
 
-    /// `sched_balance_update_blocked_averages()`: decay an idle CPU's PELT sums.
-    pub(crate) fn update_blocked_averages(&mut self, cpu: usize) {
-        self.update_rq_clock(cpu);
-        self.update_cfs_rq_load_avg(cpu);
-        let rq = &mut self.rqs[cpu];
-        rq.has_blocked_load = rq.cfs.avg.load_avg != 0 || rq.cfs.avg.util_avg != 0 || rq.cfs.avg.runnable_avg != 0;
-    }
-
     /// `sched_balance_domains()`: walk `cpu`'s domains bottom-up and balance
     /// those whose interval has expired.
     pub(crate) fn sched_balance_domains(&mut self, cpu: usize, mut idle: CpuIdleType, kind: BalanceKind) {
