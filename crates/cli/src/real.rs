@@ -112,6 +112,9 @@ pub(crate) fn cgroup_rows(scenario: &Scenario, run: &RealRun, report: &Report) -
     let cpu_time =
         |tid: i32| run.threads.iter().find(|t| t.tid == tid).and_then(|t| t.outcome.as_ref()).map_or(0, |o| o.cpu_ns);
     let workload: u64 = run.threads.iter().map(|t| cpu_time(t.tid)).sum();
+    // With moves, a thread's CPU time belongs to several groups: only the
+    // kernel's own counter (v2 `usage_usec`) can split it.
+    let moves = scenario.threads.iter().any(|t| t.moves_cgroup());
     let window = run.end_ns.saturating_sub(run.start_ns).max(1) as f64;
     scenario
         .cgroups
@@ -133,8 +136,9 @@ pub(crate) fn cgroup_rows(scenario: &Scenario, run: &RealRun, report: &Report) -
                 .filter(|(s, _)| inside(s.cgroup))
                 .map(|(_, t)| t.tid)
                 .collect();
-            let cpu_time_ns: u64 = tids.iter().map(|&t| cpu_time(t)).sum();
             let stat = run.cgroup_stats.iter().find(|s| s.name == g.name);
+            let usage = stat.and_then(|s| s.usage_ns).filter(|_| moves);
+            let cpu_time_ns: u64 = usage.unwrap_or_else(|| tids.iter().map(|&t| cpu_time(t)).sum());
             CgroupRow {
                 name: g.name.clone(),
                 threads: tids.len(),
@@ -145,6 +149,7 @@ pub(crate) fn cgroup_rows(scenario: &Scenario, run: &RealRun, report: &Report) -
                 nr_periods: stat.map_or(0, |s| s.nr_periods),
                 nr_throttled: stat.map_or(0, |s| s.nr_throttled),
                 throttled_ns: stat.map_or(0, |s| s.throttled_ns),
+                by_starting_group: moves && usage.is_none(),
             }
         })
         .collect()

@@ -328,6 +328,7 @@ pub(crate) fn group_rows(result: &schedlab_sim::SimResult) -> Vec<schedlab_repor
                 nr_periods,
                 nr_throttled,
                 throttled_ns,
+                by_starting_group: false,
             }
         })
         .collect()

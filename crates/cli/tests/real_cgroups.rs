@@ -236,6 +236,37 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     assert!(real < 0.48, "the kernel's share for g right after cg-early slept: {real:.4}");
     agree("a group's blocked load on the other CPU", model, real, 0.025);
 
+    // A thread moving a -> b -> the run's group on CPU 1 against a hog in
+    // a (100) and one in b (300): each thread's CPU time in model and
+    // kernel within 3 % (the kernel's mover also sleeps in its cgroup writes).
+    let f = scenario(
+        &dir,
+        "moves",
+        "[cgroup.a]\n[cgroup.b]\nweight = 300\n",
+        "[[thread]]\nname = \"cg-mover\"\ncgroup = \"a\"\naffinity = \"1\"\nloop = false\n\
+         program = [{ run = \"100ms\" }, { cgroup = \"b\" }, { run = \"100ms\" }, { cgroup = \"/\" }, { run = \"10s\" }]\n\
+         [[thread]]\nname = \"cg-ahog\"\ncgroup = \"a\"\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n\
+         [[thread]]\nname = \"cg-bhog\"\ncgroup = \"b\"\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n",
+    );
+    let doc = real_json(&state, &f, &[]);
+    let real_cpu = |name: &str| {
+        doc["threads"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()["outcome"]["cpu_ns"]
+            .as_u64()
+            .unwrap() as f64
+    };
+    let out: Output = command(&state, &["run", &f, "--json"]).output().unwrap();
+    let model_doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let model_cpu = |name: &str| {
+        model_doc["metrics"]["tasks"].as_array().unwrap().iter().find(|t| t["comm"] == name).unwrap()["runtime_ns"]
+            .as_u64()
+            .unwrap() as f64
+    };
+    for name in ["cg-mover", "cg-ahog", "cg-bhog"] {
+        let (m, r) = (model_cpu(name), real_cpu(name));
+        println!("moves, {name}: model {:.1} ms, real {:.1} ms", m / 1e6, r / 1e6);
+        assert!((m - r).abs() <= 0.03 * r, "moves, {name}: model {m} vs real {r} ns");
+    }
+
     // A cpuset holds its thread on CPU 1, setaffinity to both CPUs included.
     let trace = dir.join("cpuset.trace");
     let f = scenario(

@@ -64,9 +64,13 @@ impl Kernel {
         Some(delta as u64)
     }
 
-    /// `update_curr_task()`: the `sched_stat_runtime` trace of a charge.
-    /// Simplified: no cgroup or thread-group CPU time accounting.
+    /// `update_curr_task()`: the `sched_stat_runtime` trace of a charge and
+    /// the task groups' CPU time (`cgroup_account_cputime()`). Simplified: no
+    /// thread-group CPU time accounting.
     fn update_curr_task(&mut self, cpu: usize, t: TaskId, delta: u64) {
+        if self.tasks[t as usize].tg != 0 {
+            self.account_group_cputime(t, delta);
+        }
         let pid = self.tasks[t as usize].pid;
         self.emit(cpu, EventKind::SchedStatRuntime { pid, runtime: delta });
     }

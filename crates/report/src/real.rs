@@ -95,6 +95,10 @@ pub struct CgroupRow {
     pub nr_periods: u64,
     pub nr_throttled: u64,
     pub throttled_ns: u64,
+    /// The CPU time is its threads' at the start although a thread moves
+    /// between groups (no usage counter to read: cgroup v1).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_starting_group: bool,
 }
 
 impl CgroupRow {
@@ -110,8 +114,13 @@ impl CgroupRow {
         } else {
             String::new()
         };
+        let start = if self.by_starting_group {
+            " [threads counted in their starting group: a thread moves, and cgroup v1 has no usage counter]"
+        } else {
+            ""
+        };
         format!(
-            "{}: {} thread{}, {:.1} ms CPU time ({:.3} CPUs, {:.1} % of the workload's){bw}",
+            "{}: {} thread{}, {:.1} ms CPU time ({:.3} CPUs, {:.1} % of the workload's){bw}{start}",
             self.name,
             self.threads,
             if self.threads == 1 { "" } else { "s" },

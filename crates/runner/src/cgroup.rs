@@ -75,6 +75,10 @@ pub struct Layout {
     /// Per scenario cgroup: its directory under the cpu controller, for
     /// reading `cpu.stat` at the end.
     pub cpu_dirs: Vec<Option<PathBuf>>,
+    /// Where a thread's `cgroup` move writes its tid: `[0]` for `"/"` (the
+    /// run's own group), `[k + 1]` for scenario cgroup k — under the cpu
+    /// controller only (a move between cpusets is refused by the scenario).
+    pub move_files: Vec<Vec<PathBuf>>,
 }
 
 /// A group's CFS bandwidth counters (`cpu.stat`) at the end of the run.
@@ -84,6 +88,10 @@ pub struct CgroupStat {
     pub nr_periods: u64,
     pub nr_throttled: u64,
     pub throttled_ns: u64,
+    /// cgroup v2's `usage_usec` in ns: CPU time charged while in the group
+    /// (absent on v1, whose cpu.stat has no usage).
+    #[serde(default)]
+    pub usage_ns: Option<u64>,
 }
 
 /// What the host offers, read once (separate from [`layout`] so the
@@ -220,6 +228,7 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
     let mut process_files = Vec::new();
     let mut thread_files = vec![Vec::new(); n];
     let mut cpu_dirs = vec![None; cgroups.len()];
+    let mut move_files = vec![Vec::new(); cgroups.len() + 1];
     match &host.hierarchy {
         Hierarchy::V2 { root } => {
             if !scenario.sessions.is_empty() && host.delegated.iter().any(|d| d == "cpu") {
@@ -279,6 +288,10 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
                     thread_files[i].push(root.join(rel(&cgroups[k])).join("cgroup.threads"));
                 }
             }
+            move_files[0].push(top.join("cgroup.threads"));
+            for (k, g) in cgroups.iter().enumerate() {
+                move_files[k + 1].push(root.join(rel(g)).join("cgroup.threads"));
+            }
         }
         Hierarchy::V1 { cpu, cpuset } => {
             let cpu_root = match (uses_cpu, cpu) {
@@ -301,9 +314,11 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
                 };
             if let Some(root) = cpu_root {
                 dirs.push(Dir { path: root.join(&scratch), writes: Vec::new() });
+                move_files[0].push(root.join(&scratch).join("tasks"));
                 for (k, g) in cgroups.iter().enumerate() {
                     let path = root.join(rel(g));
                     dirs.push(Dir { path: path.clone(), writes: cpu_writes(g, false) });
+                    move_files[k + 1].push(path.join("tasks"));
                     cpu_dirs[k] = Some(path);
                 }
                 for (i, t) in scenario.threads.iter().enumerate() {
@@ -312,6 +327,14 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
                         None => root.join(&scratch),
                     };
                     if host.rt_group_sched && ever_rt(t) {
+                        if t.moves_cgroup() {
+                            return Err(refuse(format!(
+                                "thread `{}` is real-time and moves between cgroups, but this kernel has \
+                                 CONFIG_RT_GROUP_SCHED on cgroup v1: a new group's cpu.rt_runtime_us is 0, so \
+                                 the kernel refuses an RT task in it",
+                                t.name
+                            )));
+                        }
                         if let Some(k) = t.cgroup {
                             return Err(refuse(format!(
                                 "thread `{}` is real-time and in cgroup `{}`, but this kernel has \
@@ -346,7 +369,7 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
             }
         }
     }
-    Ok(Some(Layout { hierarchy: host.hierarchy.clone(), dirs, process_files, thread_files, cpu_dirs }))
+    Ok(Some(Layout { hierarchy: host.hierarchy.clone(), dirs, process_files, thread_files, cpu_dirs, move_files }))
 }
 
 impl Layout {
@@ -409,6 +432,7 @@ impl Layout {
                         "nr_throttled" => s.nr_throttled = v,
                         "throttled_time" => s.throttled_ns = v,
                         "throttled_usec" => s.throttled_ns = v * 1000,
+                        "usage_usec" => s.usage_ns = Some(v * 1000),
                         _ => {}
                     }
                 }

@@ -139,6 +139,9 @@ pub struct Shared {
     topology_cpus: schedlab_scenario::CpuSet,
     /// The templates `fork` creates threads of, and those threads.
     pub forks: crate::fork::ForkHub,
+    /// Where a `cgroup` move writes the thread's tid
+    /// ([`crate::cgroup::Layout::move_files`]; empty without cgroups).
+    pub cgroup_moves: Vec<Vec<std::path::PathBuf>>,
 }
 
 impl Shared {
@@ -178,6 +181,7 @@ impl Shared {
             host_cpus: plan.host_cpus.clone(),
             topology_cpus: scenario.topology.all_cpus(),
             forks: crate::fork::ForkHub::new(scenario, plan),
+            cgroup_moves: Vec::new(),
         })
     }
 
@@ -567,6 +571,11 @@ fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, l
             if r != 0 {
                 return Err(failed(&format!("setpriority({nice})"), std::io::Error::last_os_error()));
             }
+        }
+        &Op::SetCgroup { cgroup } => {
+            let files = sh.cgroup_moves.get(cgroup.map_or(0, |k| k + 1)).map(Vec::as_slice).unwrap_or_default();
+            crate::cgroup::attach(files, crate::sys::gettid())
+                .map_err(|e| failed("a write to cgroup.threads/tasks", std::io::Error::other(e.to_string())))?;
         }
         &Op::Fork { template } => crate::fork::fork(sh, template as usize, op as *const Op as usize, forks)?,
     }

@@ -230,7 +230,10 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
         }
     };
     let shared = match Shared::new(scenario, plan, Markers::new(marker, scenario), calibration.clone()) {
-        Ok(s) => Arc::new(s),
+        Ok(mut s) => {
+            s.cgroup_moves = args.cgroups.map(|l| l.move_files.clone()).unwrap_or_default();
+            Arc::new(s)
+        }
         Err(e) => return failed_report(format!("cannot create the scenario's objects: {e}")),
     };
 

@@ -41,6 +41,7 @@ fn threads_of_one_process_join_threaded_groups_and_the_groups_go_away_after() {
         process_files: vec![top.join("cgroup.procs")],
         thread_files: vec![vec![group.join("cgroup.threads")]],
         cpu_dirs: vec![None],
+        move_files: vec![vec![top.join("cgroup.threads")], vec![group.join("cgroup.threads")]],
     };
     layout.create().unwrap();
     assert_eq!(std::fs::read_to_string(group.join("cgroup.type")).unwrap().trim(), "threaded");
@@ -59,11 +60,16 @@ fn threads_of_one_process_join_threaded_groups_and_the_groups_go_away_after() {
         let me = std::process::id() as i32;
         let mut ok = attach(&layout.process_files, me).is_ok();
         let files = layout.thread_files[0].clone();
+        let back = layout.move_files[0].clone();
         let seen = std::thread::spawn(move || {
             // SAFETY: plain syscall.
             let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
             attach(&files, tid).ok()?;
-            std::fs::read_to_string(format!("/proc/self/task/{tid}/cgroup")).ok()
+            let in_group = std::fs::read_to_string(format!("/proc/self/task/{tid}/cgroup")).ok()?;
+            // A `cgroup = "/"` move: back into the domain, which takes threads of a threaded subtree.
+            attach(&back, tid).ok()?;
+            let moved = std::fs::read_to_string(format!("/proc/self/task/{tid}/cgroup")).ok()?;
+            Some(in_group + "|" + &moved)
         })
         .join()
         .ok()
@@ -72,7 +78,9 @@ fn threads_of_one_process_join_threaded_groups_and_the_groups_go_away_after() {
         let main = std::fs::read_to_string(format!("/proc/self/task/{me}/cgroup")).unwrap_or_default();
         let name = top.file_name().unwrap().to_string_lossy().into_owned();
         ok &= main.lines().any(|l| l.starts_with("0::") && l.ends_with(&format!("/{name}")));
-        ok &= seen.lines().any(|l| l.starts_with("0::") && l.ends_with(&format!("/{name}/g")));
+        let (in_group, moved) = seen.split_once('|').unwrap_or_default();
+        ok &= in_group.lines().any(|l| l.starts_with("0::") && l.ends_with(&format!("/{name}/g")));
+        ok &= moved.lines().any(|l| l.starts_with("0::") && l.ends_with(&format!("/{name}")));
         let byte = [ok as u8];
         // SAFETY: writing one byte to the pipe, then leaving without the parent's destructors.
         unsafe {
@@ -91,5 +99,5 @@ fn threads_of_one_process_join_threaded_groups_and_the_groups_go_away_after() {
     let dirs = layout.dir_paths();
     remove_dirs(&dirs).unwrap();
     assert!(!top.exists(), "the scratch domain outlived its process");
-    assert_eq!(byte[0], 1, "the process or its thread did not land in the domain / the threaded group");
+    assert_eq!(byte[0], 1, "the process or its thread did not land in the domain / the threaded group / back");
 }

@@ -282,6 +282,56 @@ pub(crate) fn resolve(ctx: Ctx, cgroups: &[CgroupSpec], at: &Spanned<String>) ->
     })
 }
 
+/// The target of a thread's `cgroup` move (`"/"`: the run's own group).
+/// Refused: a session thread (autogroups are for threads in no cpu group),
+/// and a move into or out of a cpuset (the kernel's `cpuset_attach()` would
+/// change the thread's affinity mid-run, which schedlab does not follow yet).
+pub(crate) fn move_target(
+    ctx: Ctx,
+    at: usize,
+    path: &str,
+    cgroups: &[CgroupSpec],
+    from: Option<(usize, usize)>,
+    in_session: bool,
+    thread: &str,
+) -> Result<Option<usize>, InputError> {
+    if in_session {
+        return Err(ctx.at(
+            at,
+            format!(
+                "thread `{thread}` runs in a session and moves to a cgroup: a session's threads get their \
+                 autogroup only outside cpu cgroups, so the two are not combined"
+            ),
+        ));
+    }
+    let to = match path.trim() {
+        "/" => None,
+        name => Some(cgroups.iter().position(|c| c.name == name.trim_matches('/')).ok_or_else(|| {
+            let known: Vec<&str> = cgroups.iter().map(|c| c.name.as_str()).collect();
+            let hint = if known.is_empty() {
+                "the file has no [cgroup.NAME] tables".to_string()
+            } else {
+                format!("known: {}, or \"/\" for none", known.join(", "))
+            };
+            ctx.at(at, format!("`cgroup` = \"{path}\": no [cgroup.\"{}\"] table ({hint})", name.trim_matches('/')))
+        })?),
+    };
+    for (end, which) in [(from.map(|(c, _)| c), "from"), (to, "into")] {
+        if let Some(c) = end.filter(|&c| effective_cpus(cgroups, c).is_some()) {
+            return Err(ctx.at(
+                at,
+                format!(
+                    "thread `{thread}` moves {which} cgroup `{}`, which has a cpuset: the move would change the \
+                     thread's CPUs mid-run (cpuset_attach), which schedlab does not follow yet; move only between \
+                     groups without `cpus`",
+                    cgroups[c].name
+                ),
+            ));
+        }
+    }
+    Ok(to)
+}
+
 /// A `[cgroup]` table that no thread runs in, at or below it, is refused.
 pub(crate) fn unused(
     ctx: Ctx,

@@ -127,6 +127,8 @@ pub(crate) struct RawOp {
     pub setaffinity: Option<Spanned<Value>>,
     pub setscheduler: Option<Spanned<String>>,
     pub setpriority: Option<Spanned<i64>>,
+    /// Move the thread to another `[cgroup.NAME]` (`"/"`: out of every one).
+    pub cgroup: Option<Spanned<String>>,
     pub fork: Option<Spanned<String>>,
     /// `cond_wait` modifier: the mutex the waiter holds.
     pub mutex: Option<Spanned<String>>,
@@ -160,5 +162,6 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "setaffinity",
     "setscheduler",
     "setpriority",
+    "cgroup",
     "fork",
 ];

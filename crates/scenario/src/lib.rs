@@ -380,6 +380,12 @@ pub enum Op {
     SetPriority {
         nice: i32,
     },
+    /// Move itself into [`Scenario::cgroups`]`[k]`, or with `None` back to
+    /// the run's own group (writing its tid to `cgroup.threads` / `tasks`;
+    /// the kernel's `sched_move_task()`).
+    SetCgroup {
+        cgroup: Option<usize>,
+    },
     /// Create a thread from [`Scenario::templates`]`[template]`
     /// (`pthread_create()`, rt-app's `fork`): the child starts with the
     /// forker's policy, priority, slice and affinity (`sched_fork()`), is
@@ -529,6 +535,13 @@ pub struct Scenario {
     /// An rt-app file's `global.log_basename` (rt-app's default "rt-app"):
     /// the prefix of its per-thread log files. `None` for scenario files.
     pub rtapp_log_basename: Option<String>,
+}
+
+impl ThreadSpec {
+    /// Its program moves it between cgroups (a `cgroup` op).
+    pub fn moves_cgroup(&self) -> bool {
+        self.program.ops.iter().any(|op| matches!(op, Op::SetCgroup { .. }))
+    }
 }
 
 impl Scenario {

@@ -159,7 +159,11 @@ fn translate(ctx: Ctx, root: &Obj) -> Result<(RawScenario, Vec<String>, String),
         threads.push(thread);
         all_ops.push(ops);
     }
-    raw.cgroup = implied_cgroups(&threads);
+    let phase_groups = all_ops.iter().flatten().filter_map(|op| match op {
+        events::Op::Cgroup(path) => Some(path),
+        _ => None,
+    });
+    raw.cgroup = implied_cgroups(threads.iter().filter_map(|t| t.cgroup.as_ref()).chain(phase_groups));
     if raw.duration.is_none() {
         let endless: Vec<&str> = threads
             .iter()
@@ -278,11 +282,6 @@ fn schedlab_section(ctx: Ctx, own: &Obj, raw: &mut RawScenario) -> Result<(), In
 
 /// Task keys rt-app reads that the model does not: refused where written.
 const UNMODELED_TASK_KEYS: &[(&str, &str)] = &[
-    (
-        "taskgroup",
-        "a phase's taskgroup moves the thread between cgroups mid-run, which schedlab does not do yet: set \
-         `taskgroup` on the task",
-    ),
     ("nodes_membind", "NUMA memory binding is not modeled"),
     ("dl-runtime", "SCHED_DEADLINE is not modeled"),
     ("dl-period", "SCHED_DEADLINE is not modeled"),
@@ -357,8 +356,15 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
         (false, None) => -1,
     };
     let loop_at = task_loop.map_or(task.key_at, |l| l.value.span().start);
-    let (ops, rows, forever) =
-        events::flatten(ctx, &task.key, &phase_list, repeat != 1, thread.affinity.as_ref(), thread.policy.as_ref())?;
+    let (ops, rows, forever) = events::flatten(
+        ctx,
+        &task.key,
+        &phase_list,
+        repeat != 1,
+        thread.affinity.as_ref(),
+        thread.policy.as_ref(),
+        thread.cgroup.as_ref(),
+    )?;
     let repeat = if forever { -1 } else { repeat };
     if repeat == 0 || repeat < -1 {
         return Err(ctx.at(loop_at, format!("`loop` = {repeat}: expected a positive count or -1 (forever)")));
@@ -375,7 +381,11 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
 /// (`/tg1/tg2`), as a scenario `cgroup` (`tg1/tg2`, whose tables
 /// [`implied_cgroups`] adds); `""` is none, as in rt-app. rt-app takes it
 /// only for SCHED_OTHER tasks, and so does this.
-fn taskgroup(ctx: Ctx, p: &Prop, policy: Option<&Spanned<String>>) -> Result<Option<Spanned<String>>, InputError> {
+pub(crate) fn taskgroup(
+    ctx: Ctx,
+    p: &Prop,
+    policy: Option<&Spanned<String>>,
+) -> Result<Option<Spanned<String>>, InputError> {
     let s = p.value.as_spanned_string(ctx, "taskgroup")?;
     let path = s.get_ref().trim_matches('/');
     if path.is_empty() {
@@ -395,10 +405,11 @@ fn taskgroup(ctx: Ctx, p: &Prop, policy: Option<&Spanned<String>>) -> Result<Opt
 
 /// The `[cgroup]` tables rt-app's taskgroups need: every level of every
 /// path, with the defaults (rt-app creates the directories and sets nothing).
-fn implied_cgroups(threads: &[RawThread]) -> Option<BTreeMap<Spanned<String>, Spanned<crate::file::RawCgroup>>> {
+fn implied_cgroups<'a>(
+    paths: impl Iterator<Item = &'a Spanned<String>>,
+) -> Option<BTreeMap<Spanned<String>, Spanned<crate::file::RawCgroup>>> {
     let mut out = BTreeMap::new();
-    for t in threads {
-        let Some(c) = &t.cgroup else { continue };
+    for c in paths {
         let mut path = String::new();
         for part in c.get_ref().split('/') {
             if !path.is_empty() {

@@ -93,6 +93,7 @@ pub(crate) fn op_objects(op: &Op) -> Vec<ObjId> {
         | Op::SetAffinity { .. }
         | Op::SetScheduler { .. }
         | Op::SetPriority { .. }
+        | Op::SetCgroup { .. }
         | Op::Fork { .. } => Vec::new(),
     }
 }

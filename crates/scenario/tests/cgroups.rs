@@ -102,3 +102,45 @@ fn threads_must_name_a_table_and_tables_must_hold_a_thread() {
                   cgroup = \"g\"\nloop = 1\nprogram = [{ run = \"1ms\" }]\n";
     expect_err(forked, 10, "\"g\"", "starts in its forker's cgroup");
 }
+
+#[test]
+fn a_thread_moves_between_groups_and_back_with_the_cgroup_op() {
+    let s = parse(&file(
+        "[cgroup.g]\n[cgroup.h]\nweight = 50\n",
+        "cgroup = \"g\"\n[[thread]]\nname = \"m\"\nprogram = [{ cgroup = \"h\" }, { run = \"1ms\" }, { cgroup = \"/\" }]",
+    ))
+    .unwrap();
+    assert_eq!(s.threads[1].program.ops[0], Op::SetCgroup { cgroup: Some(1) });
+    assert_eq!(s.threads[1].program.ops[2], Op::SetCgroup { cgroup: None });
+    // A table only a move uses counts as used.
+    assert!(parse(&file(
+        "[cgroup.g]\n",
+        "[[thread]]\nname = \"m\"\nprogram = [{ cgroup = \"g\" }, { run = \"1ms\" }]"
+    ))
+    .is_ok());
+}
+
+#[test]
+fn moves_that_schedlab_cannot_follow_are_refused_where_written() {
+    let mv = |cgroups: &str, thread: &str, op: &str| {
+        file(
+            cgroups,
+            &format!("\n[[thread]]\nname = \"m\"\n{thread}\nprogram = [{{ cgroup = \"{op}\" }}, {{ run = \"1ms\" }}]"),
+        )
+    };
+    let f = mv("[cgroup.g]\n", "", "nope");
+    expect_err(&f, 12, "\"nope\"", "no [cgroup.\"nope\"] table (known: g, or \"/\" for none)");
+    let f = mv("[cgroup.g]\ncpus = \"1\"\n", "", "g");
+    expect_err(&f, 13, "\"g\"", "moves into cgroup `g`, which has a cpuset");
+    let f = file(
+        "[cgroup.g]\ncpus = \"1\"\n[cgroup.h]\n",
+        "cgroup = \"h\"\n[[thread]]\nname = \"m\"\ncgroup = \"g\"\nprogram = [{ cgroup = \"h\" }, { run = \"1ms\" }]",
+    );
+    assert!(parse(&f).is_err_and(|e| e.message.contains("moves from cgroup `g`, which has a cpuset")));
+    let f = mv("[cgroup.g]\n", "session = \"s\"", "g");
+    assert!(parse(&f).is_err_and(|e| e.message.contains("runs in a session and moves to a cgroup")));
+    let forked = "topology = \"smt-2x2\"\nduration = \"1s\"\n[cgroup.g]\n[[thread]]\nname = \"a\"\n\
+                  program = [{ fork = \"c\" }, { sleep = \"1ms\" }]\n[[thread]]\nname = \"c\"\ninstances = 0\n\
+                  loop = 1\nprogram = [{ cgroup = \"g\" }, { run = \"1ms\" }]\n";
+    expect_err(forked, 11, "\"g\"", "is forked and moves to a cgroup");
+}

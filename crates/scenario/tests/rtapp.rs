@@ -177,10 +177,10 @@ fn what_the_model_cannot_follow_is_refused_where_it_is_written() {
     expect_err(&one("\"run\": 100,\n \"sem_wait\": \"x\""), 2, "\"sem_wait\"", "semaphores");
     expect_err(&one("\"run\": 100,\n \"dl-runtime\": 1000"), 2, "\"dl-runtime\"", "SCHED_DEADLINE");
     expect_err(
-        "{ \"tasks\": { \"t\": { \"phases\": { \"p\": { \"run\": 100,\n \"taskgroup\": \"/a\" } } } } }",
+        "{ \"tasks\": { \"t\": { \"policy\": \"SCHED_FIFO\", \"phases\": { \"p\": { \"run\": 100,\n \"taskgroup\": \"/a\" } } } } }",
         2,
         "\"taskgroup\"",
-        "moves the thread between cgroups mid-run",
+        "SCHED_OTHER tasks only",
     );
     expect_err(
         &one("\"run\": 100, \"policy\": \"SCHED_FIFO\",\n \"taskgroup\": \"/a\""),
@@ -284,4 +284,37 @@ fn a_task_s_taskgroup_is_a_cgroup_with_every_level_of_its_path() {
     assert!(s.cgroups.iter().all(|c| c.weight.is_none() && c.controls_cpu()), "rt-app sets nothing: default weight");
     let of = |n: &str| s.thread(n).unwrap().cgroup.map(|k| s.cgroups[k].name.as_str());
     assert_eq!((of("a"), of("b"), of("c")), (Some("tg1/tg2"), Some("tg1"), None), "\"\" is no taskgroup");
+}
+
+#[test]
+fn a_phase_s_taskgroup_moves_the_thread_at_the_phase_start_when_it_changes() {
+    // p1 in /a, p2 keeps it (no taskgroup), p3 in /b; the task loops, so p1
+    // moves back from /b each pass. The task itself starts in /a: the first
+    // pass would not need p1's move, later ones do, so it stays.
+    let s = parse(
+        "{ \"tasks\": { \"t\": { \"taskgroup\": \"/a\", \"phases\": { \"p1\": { \"run\": 100, \"taskgroup\": \"/a\" }, \
+         \"p2\": { \"run\": 100 }, \"p3\": { \"run\": 100, \"taskgroup\": \"/b\" } } } }, \"global\": { \"duration\": 1 } }",
+    )
+    .unwrap();
+    let names: Vec<&str> = s.cgroups.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"], "a phase's group gets its table too");
+    let t = s.thread("t").unwrap();
+    let moves: Vec<Option<&str>> = t
+        .program
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::SetCgroup { cgroup } => Some(cgroup.map(|k| s.cgroups[k].name.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(moves, [Some("a"), Some("b")]);
+    assert_eq!(t.cgroup.map(|k| s.cgroups[k].name.as_str()), Some("a"));
+    // Run once, with the same group throughout: no move at all.
+    let s = parse(
+        "{ \"tasks\": { \"t\": { \"taskgroup\": \"/a\", \"loop\": 1, \"phases\": { \"p1\": { \"run\": 100, \"taskgroup\": \"/a\" } } } }, \
+         \"global\": { \"duration\": 1 } }",
+    )
+    .unwrap();
+    assert!(!s.thread("t").unwrap().moves_cgroup());
 }

@@ -101,6 +101,8 @@ fn switch_key(cpu: usize) -> usize {
 pub(crate) struct Engine<'a> {
     pub scenario: &'a Scenario,
     pub kernel: Kernel,
+    /// The scenario's cgroups and sessions as the kernel's task groups.
+    pub groups: crate::groups::GroupMap,
     /// What the kernel's entry points asked of the hardware since the last
     /// `drain()`: every entry point is handed this outbox.
     pub out: Outbox,

@@ -28,15 +28,33 @@ pub(crate) fn autogroup_on(scenario: &Scenario) -> bool {
     scenario.autogroup.as_ref().is_none_or(|a| a.value)
 }
 
+/// The scenario's groups as the kernel model's task groups.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GroupMap {
+    /// Per `[cgroup]` table, its task group (`None`: a cpuset-only table).
+    pub of_cgroup: Vec<Option<usize>>,
+    /// Where a thread in no cgroup is: the root, or the worker's autogroup.
+    pub root: usize,
+    /// Each task group made, with its name.
+    pub made: Vec<(String, usize)>,
+}
+
+impl GroupMap {
+    /// The task group a `cgroup` move (`None`: "/") puts a thread in.
+    pub fn target(&self, cgroup: Option<usize>) -> usize {
+        cgroup.and_then(|c| self.of_cgroup[c]).unwrap_or(self.root)
+    }
+}
+
 /// Create the scenario's task groups in `kernel` and put each initial
 /// thread (task `tasks[i]` for thread `i`) in its own. Returns the notes to
-/// show the user and each group's name and index.
+/// show the user and the mapping.
 pub(crate) fn create(
     scenario: &Scenario,
     kernel: &mut Kernel,
     tasks: &[TaskId],
     out: &mut Outbox,
-) -> (Vec<String>, Vec<(String, usize)>) {
+) -> (Vec<String>, GroupMap) {
     let mut notes = Vec::new();
     let mut made = Vec::new();
     let mut of_cgroup = vec![None; scenario.cgroups.len()];
@@ -92,5 +110,6 @@ pub(crate) fn create(
             kernel.set_task_group(tasks[i], tg);
         }
     }
-    (notes, made)
+    let root = own_session.unwrap_or(0);
+    (notes, GroupMap { of_cgroup, root, made })
 }

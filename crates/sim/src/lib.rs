@@ -185,7 +185,7 @@ pub struct GroupOutcome {
     /// The `[cgroup.NAME]` path, or `autogroup:SESSION`.
     pub name: String,
     pub threads: usize,
-    /// Its and its descendants' threads' `se.sum_exec_runtime`, summed.
+    /// CPU time charged to threads while in it or below (`cpu.stat` `usage_usec`).
     pub runtime_ns: u64,
     /// `cpu.stat` for a group with `max`: periods, throttled periods, throttled ns.
     pub bandwidth: Option<(u64, u64, u64)>,
@@ -410,7 +410,7 @@ fn simulate_inner(
     // take task slots, which no thread maps to).
     let tasks: Vec<_> = threads.iter().map(|t| t.task).collect();
     let mut out = Outbox::new();
-    let (group_notes, task_groups) = groups::create(scenario, &mut kernel, &tasks, &mut out);
+    let (group_notes, group_map) = groups::create(scenario, &mut kernel, &tasks, &mut out);
     notes.extend(group_notes);
 
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
@@ -418,6 +418,7 @@ fn simulate_inner(
         scenario,
         kernel,
         out,
+        groups: group_map,
         hw: hw::Hardware::new(&topo, seed),
         threads,
         task_thread,
@@ -557,19 +558,22 @@ fn simulate_inner(
             nivcsw: engine.kernel.task(t.task).nivcsw,
         })
         .collect();
-    let groups = task_groups
+    let groups = engine
+        .groups
+        .made
         .iter()
         .map(|(name, tg)| {
-            // A group's threads are its own and its descendants' (cgroup v2's cpu.stat usage).
-            let members: Vec<_> = engine
+            // A group's threads are its own and its descendants' at the end;
+            // its CPU time is what was charged while they were in it.
+            let members = engine
                 .threads
                 .iter()
                 .filter(|t| engine.kernel.task_group_within(engine.kernel.task_group_of(t.task), *tg))
-                .collect();
+                .count();
             GroupOutcome {
                 name: name.clone(),
-                threads: members.len(),
-                runtime_ns: members.iter().map(|t| engine.kernel.task(t.task).se.sum_exec_runtime).sum(),
+                threads: members,
+                runtime_ns: engine.kernel.task_group_usage(*tg),
                 bandwidth: engine.kernel.cfs_bandwidth_stat(*tg),
             }
         })

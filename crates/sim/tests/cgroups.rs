@@ -232,10 +232,10 @@ fn a_sessions_nice_sets_its_autogroups_weight() {
 
 #[test]
 fn group_runs_are_deterministic_and_keep_the_invariants() {
-    // Sleepers, an idle group, nesting, a cpuset, a quota with setaffinity
-    // and a root thread over 4 CPUs: wakeups, migrations, throttling and
-    // delayed group entities under the per-step invariant check; the same
-    // seed gives the same trace.
+    // Sleepers, an idle group, nesting, a cpuset, a quota with setaffinity,
+    // threads moving between groups and a root thread over 4 CPUs: wakeups,
+    // migrations, throttling, moves and delayed group entities under the
+    // per-step invariant check; the same seed gives the same trace.
     let text = "topology = \"smt-2x2\"\nduration = \"300ms\"\n[cgroup.a]\nweight = 50\n[cgroup.\"a/x\"]\nweight = 200\n\
                 [cgroup.\"a/y\"]\nidle = true\n[cgroup.c]\ncpus = \"1-3\"\n[cgroup.\"c/d\"]\n\
                 [[thread]]\nname = \"ax\"\ninstances = 3\ncgroup = \"a/x\"\nprogram = [{ run = \"700us\" }, { sleep = \"300us\" }]\n\
@@ -244,7 +244,9 @@ fn group_runs_are_deterministic_and_keep_the_invariants() {
                 [[thread]]\nname = \"root\"\ninstances = 2\nprogram = [{ run = \"1ms\" }, { sleep = \"1ms\" }]\n";
     let quotas = "[cgroup.q]\nmax = \"3ms\"\nperiod = \"10ms\"\n[cgroup.\"q/r\"]\nweight = 300\n\
                   [[thread]]\nname = \"qr\"\ninstances = 3\ncgroup = \"q/r\"\nprogram = [{ run = \"2ms\" }, { sleep = \"500us\" }, \
-                  { setaffinity = \"0-1\" }, { run = \"1ms\" }, { setaffinity = \"all\" }]\n";
+                  { setaffinity = \"0-1\" }, { run = \"1ms\" }, { setaffinity = \"all\" }]\n\
+                  [[thread]]\nname = \"mv\"\ninstances = 2\ncgroup = \"a/x\"\nprogram = [{ run = \"1ms\" }, { cgroup = \"q/r\" }, \
+                  { sleep = \"200us\" }, { run = \"2ms\" }, { cgroup = \"/\" }, { run = \"1ms\" }, { cgroup = \"a/x\" }]\n";
     let s = scenario(&format!("{text}{quotas}"));
     let opts = SimOptions { check_invariants: Some(true), ..SimOptions::default() };
     for features in [vec![], vec!["NO_DELAY_DEQUEUE".to_string()], vec!["NEXT_BUDDY".to_string()]] {
@@ -289,4 +291,28 @@ fn a_groups_blocked_load_elsewhere_shrinks_its_share_until_it_decays() {
     println!("g's share on CPU 1: {first:.3} in 100-200 ms, {late:.3} in 1.5-2 s");
     assert!(first < 0.45, "g's share right after early slept: {first:.3}");
     assert!((late - 0.5).abs() < 0.01, "g's share once the blocked load decayed: {late:.3}");
+}
+
+#[test]
+fn a_thread_that_moves_is_charged_to_each_group_while_it_is_in_it() {
+    // On one CPU: a (100) holds `mover` and a hog, b (300) a hog. The
+    // mover needs 100 ms in a at 1/8 of the CPU (800 ms), 100 ms in b at
+    // 3/8 (267 ms), then runs at the root at 1/5 for the rest (933 ms).
+    let text = "topology = \"smt-2x2\"\nduration = \"2s\"\n[cgroup.a]\n[cgroup.b]\nweight = 300\n\
+                [[thread]]\nname = \"mover\"\ncgroup = \"a\"\naffinity = \"1\"\nloop = false\n\
+                program = [{ run = \"100ms\" }, { cgroup = \"b\" }, { run = \"100ms\" }, { cgroup = \"/\" }, { run = \"10s\" }]\n\
+                [[thread]]\nname = \"ahog\"\ncgroup = \"a\"\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n\
+                [[thread]]\nname = \"bhog\"\ncgroup = \"b\"\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n";
+    let r = simulate(&scenario(text), &SimOptions { check_invariants: Some(true), ..SimOptions::default() }).unwrap();
+    let ran = runtime_by_comm(&r);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let close = |got: f64, want: f64, what: &str| {
+        assert!((got - want).abs() <= want * 0.02, "{what}: {got:.1} ms, want {want:.1}")
+    };
+    let t2 = 800.0 + 100.0 / 0.375;
+    close(ms(ran["mover"]), 200.0 + (2000.0 - t2) / 5.0, "mover");
+    close(ms(ran["ahog"]), 100.0 + (t2 - 800.0) * 0.25 + (2000.0 - t2) / 5.0, "a's hog");
+    // The groups' CPU time follows the mover: its first 100 ms are a's, the next b's.
+    close(ms(group(&r, "a").runtime_ns), 100.0 + ms(ran["ahog"]), "group a");
+    close(ms(group(&r, "b").runtime_ns), 100.0 + ms(ran["bhog"]), "group b");
 }

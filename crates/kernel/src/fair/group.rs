@@ -49,6 +49,9 @@ pub struct TaskGroup {
     pub load_avg: i64,
     /// `tg->cfs_bandwidth` when the group has a quota (`cpu.max`).
     pub bandwidth: Option<super::bandwidth::CfsBandwidth>,
+    /// CPU time charged to tasks while in this group or below (cgroup v2's
+    /// `cpu.stat` `usage_usec`, `cgroup_account_cputime()`), in ns.
+    pub usage_ns: u64,
 }
 
 impl TaskGroup {
@@ -62,6 +65,7 @@ impl TaskGroup {
             cfs_rq: (0..nr_cpus).collect(),
             load_avg: 0,
             bandwidth: None,
+            usage_ns: 0,
         }
     }
 }
@@ -189,6 +193,7 @@ impl Kernel {
             cfs_rq,
             load_avg: 0,
             bandwidth: None,
+            usage_ns: 0,
         });
         tg
     }
@@ -202,9 +207,70 @@ impl Kernel {
         self.tasks[t as usize].tg = tg;
     }
 
+    /// `sched_move_task()` (core.c, 6.12): a task written into another
+    /// cgroup's `cgroup.threads` by itself on `exec_cpu` at `now` — dequeued
+    /// with DEQUEUE_SAVE|DEQUEUE_MOVE and put back if it runs, its group
+    /// changed (`task_change_group_fair()`: its load detached from the old
+    /// cfs_rq and attached to the new one, each change propagated up), then
+    /// enqueued on the new group's cfs_rq and, if running, set as next with
+    /// a reschedule. A task not woken yet only records the group.
+    pub fn sched_move_task(&mut self, t: TaskId, tg: usize, now: u64, exec_cpu: usize, out: &mut crate::Outbox) {
+        self.entry(now, exec_cpu, out, |k| k.move_task_group(t, tg));
+    }
+
+    fn move_task_group(&mut self, t: TaskId, tg: usize) {
+        use crate::sched::qflags::*;
+        if self.tasks[t as usize].tg == tg {
+            return;
+        }
+        let cpu = self.tasks[t as usize].cpu;
+        self.update_rq_clock(cpu);
+        let class = self.class_of(t);
+        let running = self.rqs[cpu].curr == Some(t);
+        let queued = self.tasks[t as usize].on_rq == OnRq::Queued;
+        if queued {
+            self.dequeue_task(cpu, t, DEQUEUE_SAVE | DEQUEUE_MOVE | DEQUEUE_NOCLOCK);
+        }
+        if running {
+            self.put_prev_task(cpu, t);
+        }
+        let fair = class == crate::sched::class::SchedClass::Fair;
+        if fair && self.tasks[t as usize].state != TaskState::New {
+            self.detach_entity_cfs_rq(t);
+            self.tasks[t as usize].tg = tg;
+            self.tasks[t as usize].se.avg.last_update_time = 0;
+            self.attach_entity_cfs_rq(t);
+        } else {
+            self.tasks[t as usize].tg = tg;
+        }
+        if queued {
+            self.tasks[t as usize].on_rq = OnRq::Queued;
+            self.enqueue_task(cpu, t, ENQUEUE_RESTORE | ENQUEUE_MOVE | ENQUEUE_NOCLOCK);
+        }
+        if running {
+            class.set_next_task_running(self, cpu, t);
+            self.resched_curr(cpu);
+        }
+    }
+
     /// The task group of task `t`.
     pub fn task_group_of(&self, t: TaskId) -> usize {
         self.tasks[t as usize].tg
+    }
+
+    /// `cgroup_account_cputime()`: charge `delta` of task `t`'s CPU time to
+    /// its group and every group above.
+    pub(crate) fn account_group_cputime(&mut self, t: TaskId, delta: u64) {
+        let mut at = Some(self.tasks[t as usize].tg).filter(|&g| g != 0);
+        while let Some(g) = at {
+            self.task_groups[g].usage_ns += delta;
+            at = self.task_groups[g].parent.filter(|&p| p != 0);
+        }
+    }
+
+    /// CPU time charged in group `tg` and below ([`TaskGroup::usage_ns`]).
+    pub fn task_group_usage(&self, tg: usize) -> u64 {
+        self.task_groups[tg].usage_ns
     }
 
     /// Group `tg` is `ancestor` or lies below it.

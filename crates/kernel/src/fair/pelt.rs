@@ -236,6 +236,49 @@ impl Kernel {
             pelt::max_u32(cfs.avg.load_sum, cfs.avg.load_avg.wrapping_mul(pelt::PELT_MIN_DIVIDER)) as u64;
     }
 
+    /// `detach_entity_cfs_rq()`: take a task's load off its cfs_rq and pass
+    /// the change up.
+    pub(crate) fn detach_entity_cfs_rq(&mut self, t: TaskId) {
+        let q = self.cfs_rq_of(t);
+        self.update_load_avg(q, t, 0);
+        let (cfs, task) = self.cfs_and_entity(q, t);
+        pelt::detach_entity_load_avg(&mut cfs.avg, &task.se.avg, task.se.load.weight as u64);
+        let prop = -(task.se.avg.load_sum as i64);
+        self.add_tg_cfs_propagate(q, prop);
+        self.update_tg_load_avg(q);
+        self.propagate_entity_cfs_rq(t);
+    }
+
+    /// `attach_entity_cfs_rq()`: put a task's load on its (new) cfs_rq
+    /// (ATTACH_AGE_LOAD, the default: age it first) and pass the change up.
+    pub(crate) fn attach_entity_cfs_rq(&mut self, t: TaskId) {
+        let q = self.cfs_rq_of(t);
+        self.update_load_avg(q, t, 0);
+        let (cfs, task) = self.cfs_and_entity(q, t);
+        pelt::attach_entity_load_avg(&mut cfs.avg, &mut task.se.avg, task.se.load.weight as u64);
+        let prop = task.se.avg.load_sum as i64;
+        self.add_tg_cfs_propagate(q, prop);
+        self.update_tg_load_avg(q);
+        self.propagate_entity_cfs_rq(t);
+    }
+
+    /// `propagate_entity_cfs_rq()`: update the ancestors' load up to a throttled cfs_rq.
+    fn propagate_entity_cfs_rq(&mut self, t: TaskId) {
+        let q = self.cfs_rq_of(t);
+        if self.cfs_rq_throttled(q) {
+            return;
+        }
+        let mut se = self.cfs(q).se;
+        while let Some(s) = se {
+            let pq = self.cfs_rq_of(s);
+            self.update_load_avg(pq, s, UPDATE_TG);
+            if self.cfs_rq_throttled(pq) {
+                break;
+            }
+            se = self.cfs(pq).se;
+        }
+    }
+
     /// `sync_entity_load_avg()`: age a sleeping task's averages to its old
     /// cfs_rq's last update.
     fn sync_entity_load_avg(&mut self, t: TaskId) {

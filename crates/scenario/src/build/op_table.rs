@@ -34,6 +34,10 @@ pub(super) enum OpT {
     SetAffinity(CpuSet),
     SetScheduler(Policy, i32, u32),
     SetPriority(i32),
+    /// A cgroup path as written (`"/"`: none); resolved by `build::group`.
+    CgroupName(String),
+    /// Resolved: the index in `Scenario::cgroups`, `None` for the run's own group.
+    SetCgroup(Option<usize>),
     /// The `[[thread]]` table's name, and where it is written.
     Fork(String, usize),
 }
@@ -60,6 +64,7 @@ pub(super) fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Res
         r.setaffinity.as_ref().map(|v| v.span().start),
         r.setscheduler.as_ref().map(|v| v.span().start),
         r.setpriority.as_ref().map(|v| v.span().start),
+        r.cgroup.as_ref().map(|v| v.span().start),
         r.fork.as_ref().map(|v| v.span().start),
     ]
     .into_iter()
@@ -170,6 +175,13 @@ pub(super) fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Res
         "setpriority" => {
             let v = r.setpriority.as_ref().unwrap();
             OpT::SetPriority(values::int_in(ctx, v, "setpriority", -20, 19, "nice value")? as i32)
+        }
+        "cgroup" => {
+            let v = r.cgroup.as_ref().unwrap();
+            if v.get_ref().trim().is_empty() {
+                return Err(ctx.err(v, "`cgroup`: expected a [cgroup.NAME] path, or \"/\" for none"));
+            }
+            OpT::CgroupName(v.get_ref().clone())
         }
         "wait" => OpT::Wait(name(ctx, r.wait.as_ref().unwrap())?),
         "signal" => {

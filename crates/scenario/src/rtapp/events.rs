@@ -105,6 +105,8 @@ pub(crate) enum Op {
     },
     /// The task to create a thread of.
     Fork(Spanned<String>),
+    /// A phase's `taskgroup`: move to that cgroup path (`tg1/tg2`).
+    Cgroup(Spanned<String>),
 }
 
 /// One phase (or a task without phases): its events and what it changes.
@@ -119,6 +121,10 @@ pub(crate) struct Phase {
     pub(crate) cpus: Option<Spanned<Value>>,
     /// Per-phase `policy` and `priority` (master; phases only).
     sched: Option<PhaseSched>,
+    /// Per-phase `taskgroup` as a cgroup path (phases only; `""`: none, keep the current).
+    pub(crate) taskgroup: Option<Spanned<String>>,
+    /// Where its `taskgroup` key is.
+    taskgroup_at: usize,
 }
 
 /// A phase's `policy` (absent: the one in force) and `priority`.
@@ -140,6 +146,8 @@ impl Phase {
             repeat: (1, prop.key_at),
             cpus: None,
             sched: None,
+            taskgroup: None,
+            taskgroup_at: prop.key_at,
         };
         let mut policy = None;
         let mut priority = None;
@@ -158,6 +166,10 @@ impl Phase {
                 "cpus" => phase.cpus = Some(p.value.as_cpus(ctx)?),
                 "policy" => policy = Some(p.value.as_spanned_string(ctx, "policy")?),
                 "priority" => priority = Some(Spanned::new(p.value.span(), p.value.as_int(ctx, "priority")?)),
+                "taskgroup" => {
+                    phase.taskgroup = crate::rtapp::taskgroup(ctx, p, None)?;
+                    phase.taskgroup_at = p.key_at;
+                }
                 key => return Err(unknown_key(ctx, p, key, "phase")),
             }
         }
@@ -319,7 +331,12 @@ pub(crate) fn flatten(
     repeats: bool,
     task_cpus: Option<&Spanned<Value>>,
     task_policy: Option<&Spanned<String>>,
+    task_group: Option<&Spanned<String>>,
 ) -> Result<(Vec<Op>, Vec<usize>, bool), InputError> {
+    // rt-app's set_thread_taskgroup() at each phase start: a phase with a
+    // taskgroup moves the thread there unless it already is; one without
+    // keeps the current. The group after phase i is the last one set.
+    let group_after = |i: usize| phases[..=i].iter().rev().find_map(|p| p.taskgroup.as_ref()).or(task_group);
     let cpus_of = |p: &Phase| p.cpus.as_ref().or(task_cpus).map(|v| v.get_ref().clone());
     let mut ops = Vec::new();
     let mut rows = Vec::new();
@@ -343,6 +360,22 @@ pub(crate) fn flatten(
                 policy = p.clone();
             }
             ops.push(Op::SetScheduler { policy: policy.clone(), priority: sched.priority.clone() });
+        }
+        if let Some(tg) = &phase.taskgroup {
+            let name = policy.get_ref().to_ascii_uppercase();
+            if !matches!(name.trim_start_matches("SCHED_"), "OTHER" | "NORMAL") {
+                return Err(ctx.at(
+                    phase.taskgroup_at,
+                    format!("`taskgroup` is for SCHED_OTHER tasks only (rt-app refuses it with {})", policy.get_ref()),
+                ));
+            }
+            let mut before = vec![if i == 0 { task_group } else { group_after(i - 1) }];
+            if i == 0 && repeats {
+                before.push(group_after(phases.len() - 1));
+            }
+            if before.iter().any(|b| b.map(|b| b.get_ref()) != Some(tg.get_ref())) {
+                ops.push(Op::Cgroup(tg.clone()));
+            }
         }
         let (n, at) = phase.repeat;
         let times = match n {
@@ -498,6 +531,10 @@ impl Names {
                 r.fork = Some(task.clone());
                 task.span()
             }
+            Op::Cgroup(path) => {
+                r.cgroup = Some(path.clone());
+                path.span()
+            }
         };
         Spanned::new(span, r)
     }
@@ -515,7 +552,8 @@ impl Op {
             | Op::Yield(_)
             | Op::SetAffinity(_)
             | Op::SetScheduler { .. }
-            | Op::Fork(_) => {
+            | Op::Fork(_)
+            | Op::Cgroup(_) => {
                 vec![]
             }
         }

@@ -35,6 +35,23 @@ impl<'a> Engine<'a> {
         NEXT
     }
 
+    /// `cgroup`: the thread writes its tid into another cgroup
+    /// (`sched_move_task()`). Simplified: the write costs a syscall; the
+    /// kernel's `cgroup_attach_task()` also takes `cgroup_threadgroup_rwsem`
+    /// for writing, which can wait for an RCU grace period.
+    pub(super) fn op_set_cgroup(&mut self, cpu: usize, th: usize, cgroup: Option<usize>) -> Flow {
+        if !self.pay(cpu, th, self.syscall_ns()) {
+            return STOP;
+        }
+        self.threads[th].pc += 1;
+        let task = self.threads[th].task;
+        let tg = self.groups.target(cgroup);
+        self.kernel.sched_move_task(task, tg, self.now, cpu, &mut self.out);
+        self.drain();
+        self.preempt_point(cpu);
+        NEXT
+    }
+
     /// `setscheduler`: `sched_setscheduler()` on itself. The timer slack
     /// follows the policy as `__setscheduler_params()` sets it (6.12): RT
     /// gets none; a fair task whose slack is 0 gets the default back.

@@ -108,6 +108,7 @@ impl<'a> Engine<'a> {
             Op::SetAffinity { cpus } => self.op_set_affinity(cpu, th, cpus),
             Op::SetScheduler { policy, nice, rt_priority } => self.op_set_scheduler(cpu, th, policy, nice, rt_priority),
             Op::SetPriority { nice } => self.op_set_priority(cpu, th, nice),
+            Op::SetCgroup { cgroup } => self.op_set_cgroup(cpu, th, cgroup),
             Op::Fork { template } => self.op_fork(cpu, th, template),
         }
     }
