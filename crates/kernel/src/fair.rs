@@ -34,19 +34,7 @@ pub mod select;
 pub mod timeline;
 
 pub use eevdf::{calc_delta, calc_delta_fair};
-
-/// What a task (or a throttled group's tasks) add to or take from the
-/// hierarchical counts of every cfs_rq above (`h_nr_queued`,
-/// `h_nr_runnable`, `h_nr_delayed`, `idle_h_nr_running`, and the model's
-/// `h_task_weight`) in `enqueue_task_fair()`/`dequeue_entities()` and the
-/// bandwidth paths.
-#[derive(Clone, Copy)]
-pub(crate) struct HCounts {
-    pub queued: u32,
-    pub runnable: u32,
-    pub delayed: u32,
-    pub idle: u32,
-}
+use group::HCounts;
 
 impl Kernel {
     /// `update_curr_se()`: move `t`'s `exec_start` up to `cpu`'s rq clock and
@@ -118,38 +106,6 @@ impl Kernel {
         match self.rqs[cpu].curr.filter(|_| self.has_task_groups()) {
             Some(t) => self.update_curr(self.cfs_rq_of(t)),
             None => self.update_curr(cpu),
-        }
-    }
-
-    /// `clear_buddies()` → `__clear_buddies_next()`: the next buddy is the
-    /// only one left (6.12 dropped `last` and `skip`); it is cleared up the
-    /// hierarchy as far as each level points at the entity's ancestor.
-    fn clear_buddies(&mut self, q: CfsRqId, e: TaskId) {
-        if self.cfs(q).next != Some(e) {
-            return;
-        }
-        let mut se = Some(e);
-        while let Some(s) = se {
-            let sq = self.cfs_rq_of(s);
-            if self.cfs(sq).next != Some(s) {
-                break;
-            }
-            self.cfs_mut(sq).next = None;
-            se = self.cfs(sq).se;
-        }
-    }
-
-    /// `set_next_buddy()`: point every level at the wakee's ancestor, unless
-    /// an idle entity (SCHED_IDLE task or idle group) is on the way.
-    fn set_next_buddy(&mut self, e: TaskId) {
-        let mut se = Some(e);
-        while let Some(s) = se {
-            if !self.tasks[s as usize].se.on_rq || self.se_is_idle(s) {
-                return;
-            }
-            let sq = self.cfs_rq_of(s);
-            self.cfs_mut(sq).next = Some(s);
-            se = self.cfs(sq).se;
         }
     }
 
@@ -235,20 +191,6 @@ impl Kernel {
                 cfs.h_nr_runnable += 1;
                 cfs.h_nr_delayed -= 1;
             });
-        }
-    }
-
-    /// `for_each_sched_entity(se)` applying `f` to `cfs_rq_of(se)`, up to
-    /// and including a throttled one.
-    fn for_each_cfs_rq_up(&mut self, e: TaskId, mut f: impl FnMut(&mut crate::sched::CfsRq)) {
-        let mut se = Some(e);
-        while let Some(s) = se {
-            let q = self.cfs_rq_of(s);
-            f(self.cfs_mut(q));
-            if self.cfs_rq_throttled(q) {
-                break;
-            }
-            se = self.cfs(q).se;
         }
     }
 
@@ -390,32 +332,6 @@ impl Kernel {
             let pid = self.tasks[e as usize].pid;
             let lag = self.tasks[e as usize].se.vlag;
             self.emit(self.cfs(q).cpu, EventKind::Delayed { pid, what: DelayedWhat::Requeued, lag });
-        }
-    }
-
-    /// Add or take hierarchical counts at `q`.
-    pub(crate) fn h_counts(&mut self, q: CfsRqId, c: HCounts, add: bool) {
-        let cfs = self.cfs_mut(q);
-        let apply = |v: &mut u32, n: u32| {
-            if add {
-                *v += n
-            } else {
-                *v -= n
-            }
-        };
-        apply(&mut cfs.h_nr_runnable, c.runnable);
-        apply(&mut cfs.h_nr_queued, c.queued);
-        apply(&mut cfs.idle_h_nr_running, c.idle);
-        apply(&mut cfs.h_nr_delayed, c.delayed);
-    }
-
-    /// A group entity's slice follows the smallest slice queued below it
-    /// (`se->slice = slice` in the walks); a queued entity's copy in the
-    /// tree is updated with it (`min_vruntime_cb_propagate()`).
-    fn set_group_slice(&mut self, q: CfsRqId, e: TaskId, slice: u64) {
-        self.tasks[e as usize].se.slice = slice;
-        if self.cfs(q).curr != Some(e) && self.cfs(q).timeline.contains(e) {
-            self.cfs_mut(q).timeline.set_slice(e, slice);
         }
     }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use schedlab_topology::{CpuSet, InputError, Topology};
 use toml::Spanned;
 
-use crate::file::{RawScenario, RawThread};
+use crate::file::RawScenario;
 use crate::validate::{self, OpSite, ThreadSites};
 use crate::values::{self, Ctx, Zero};
 use crate::Background;
@@ -15,8 +15,11 @@ use crate::{ObjId, ObjKind, ObjRef, ObjectSpec, Op, Policy, Program, Repeat, Sce
 
 mod names;
 mod op_table;
+mod thread_table;
 use names::{expand_i, flag_names, star_matches, thread_names, Name};
-use op_table::{op_template, OpT};
+use op_table::OpT;
+use thread_table::group;
+use thread_table::{policy, sched_params};
 
 /// Kernel `TASK_COMM_LEN` minus the terminating NUL.
 pub const MAX_COMM: usize = 15;
@@ -466,221 +469,6 @@ fn fork_targets(ctx: Ctx, groups: &[Group]) -> Result<ForkTargets, InputError> {
         }
     }
     Ok(ForkTargets(names))
-}
-
-fn group(
-    ctx: Ctx,
-    t: &Spanned<RawThread>,
-    topo: &Topology,
-    cgroups: &[crate::CgroupSpec],
-) -> Result<Group, InputError> {
-    let raw = t.get_ref();
-    let name = raw.name.get_ref();
-    if name.is_empty() {
-        return Err(ctx.err(&raw.name, "thread `name` is empty"));
-    }
-    if let Some(c) = name.chars().find(|c| c.is_whitespace() || c.is_control() || matches!(c, '{' | '}')) {
-        return Err(ctx.err(
-            &raw.name,
-            format!("thread name `{name}` contains {c:?}: expected no spaces, braces or control characters"),
-        ));
-    }
-    let instances = match &raw.instances {
-        Some(n) => values::int_in(ctx, n, "instances", 0, MAX_INSTANCES, "(0: started only by `fork`)")? as u32,
-        None => 1,
-    };
-    let policy = match &raw.policy {
-        Some(p) => policy(ctx, p)?,
-        None => Policy::Other,
-    };
-    let (nice, rt_priority) = sched_params(ctx, policy, raw.nice.as_ref(), raw.priority.as_ref())?;
-    let slice_ns = match &raw.slice {
-        Some(s) if policy.is_rt() => {
-            return Err(ctx.err(s, format!("`slice` applies only to fair policies, not {}", policy.name())))
-        }
-        Some(s) => {
-            let ns = values::duration(ctx, s, "slice", Zero::Refused)?;
-            if !(MIN_SLICE_NS..=MAX_SLICE_NS).contains(&ns) {
-                return Err(ctx.err(
-                    s,
-                    format!(
-                        "`slice` = {} is out of range: expected 0.1ms..100ms (the kernel clamps sched_runtime into that range; schedlab refuses instead)",
-                        fmt_ns(ns)
-                    ),
-                ));
-            }
-            Some(ns)
-        }
-        None => None,
-    };
-    let timer_slack_ns = match &raw.timer_slack {
-        Some(s) if policy.is_rt() => {
-            return Err(ctx.err(
-                s,
-                format!(
-                    "`timer_slack` does not apply to {}: the kernel gives RT tasks no timer slack (it sets it to 0)",
-                    policy.name()
-                ),
-            ))
-        }
-        Some(s) => {
-            let ns = values::duration(ctx, s, "timer_slack", Zero::Allowed)?;
-            if ns > MAX_TIMER_SLACK_NS {
-                return Err(ctx.err(s, format!("`timer_slack` = {} is out of range (expected at most 1s)", fmt_ns(ns))));
-            }
-            ns
-        }
-        None if policy.is_rt() => 0,
-        None => DEFAULT_TIMER_SLACK_NS,
-    };
-    let cgroup = match &raw.cgroup {
-        Some(c) => Some((crate::cgroup::resolve(ctx, cgroups, c)?, c.span().start)),
-        None => None,
-    };
-    let cpuset = cgroup.and_then(|(c, _)| crate::cgroup::effective_cpus(cgroups, c));
-    let affinity = match (&raw.affinity, cpuset) {
-        (Some(a), None) => values::affinity(ctx, a, topo)?,
-        (None, None) => topo.all_cpus(),
-        (None, Some(set)) => set,
-        (Some(a), Some(set)) => {
-            let asked = values::affinity(ctx, a, topo)?;
-            crate::cgroup::within_cpuset(ctx, a.span().start, &asked, &set, "affinity", cgroups, cgroup)?
-        }
-    };
-    let start_cpu = match &raw.start_cpu {
-        Some(c) => {
-            let n = *c.get_ref();
-            if n < 0 || !affinity.contains(n as usize) {
-                return Err(
-                    ctx.err(c, format!("`start_cpu` = {n} is not in the thread's affinity {}", affinity.to_cpulist()))
-                );
-            }
-            Some(n as usize)
-        }
-        None => None,
-    };
-    let delay_ns = match &raw.delay {
-        Some(d) => values::duration(ctx, d, "delay", Zero::Allowed)?,
-        None => 0,
-    };
-    let repeat = match &raw.repeat {
-        Some(r) => values::repeat(ctx, r)?,
-        None => Repeat::Forever,
-    };
-    if raw.program.get_ref().is_empty() {
-        return Err(
-            ctx.err(&raw.program, "`program` is empty: expected at least one operation, e.g. { run = \"1ms\" }")
-        );
-    }
-    let mut ops = Vec::new();
-    for op in raw.program.get_ref() {
-        let (mut t, at) = op_template(ctx, op, topo)?;
-        if let (OpT::Fork(..), Some(_)) = (&t, cgroup) {
-            return Err(ctx.at(
-                at,
-                format!(
-                    "thread `{name}` is in a cgroup and forks: a forked thread starts in its forker's cgroup, \
-                     which schedlab does not follow yet (fork from a thread outside any cgroup)"
-                ),
-            ));
-        }
-        if let (OpT::SetAffinity(asked), Some(set)) = (&t, cpuset) {
-            t = OpT::SetAffinity(crate::cgroup::within_cpuset(ctx, at, asked, &set, "setaffinity", cgroups, cgroup)?);
-        }
-        if let OpT::CgroupName(path) = &t {
-            t = OpT::SetCgroup(crate::cgroup::move_target(
-                ctx,
-                at,
-                path,
-                cgroups,
-                cgroup,
-                raw.session.is_some(),
-                name,
-            )?);
-        }
-        ops.push((t, at));
-    }
-    Ok(Group {
-        rows: raw.rows.clone(),
-        name: name.clone(),
-        name_at: raw.name.span().start,
-        instances,
-        policy,
-        nice,
-        rt_priority,
-        slice_ns,
-        timer_slack_ns,
-        affinity,
-        start_cpu,
-        delay_ns,
-        cgroup,
-        session: match &raw.session {
-            Some(s) => Some((crate::session::name(ctx, s)?, s.span().start)),
-            None => None,
-        },
-        instances_at: raw.instances.as_ref().map(|n| n.span().start),
-        start_cpu_at: raw.start_cpu.as_ref().map(|c| c.span().start),
-        delay_at: raw.delay.as_ref().map(|d| d.span().start).filter(|_| delay_ns > 0),
-        repeat,
-        repeat_at: raw.repeat.as_ref().map(|r| r.span().start),
-        ops,
-        line: ctx.line_of(t.span().start),
-    })
-}
-
-/// A policy's nice value and RT priority from `nice` and `priority` (for
-/// fair policies rt-app's name for nice; for FIFO/RR 1..99, default 10).
-pub(super) fn sched_params(
-    ctx: Ctx,
-    policy: Policy,
-    nice: Option<&Spanned<i64>>,
-    priority: Option<&Spanned<i64>>,
-) -> Result<(i32, u32), InputError> {
-    if policy.is_rt() {
-        if let Some(n) = nice {
-            return Err(ctx.err(n, format!("`nice` does not apply to {}: set `priority` (1..99)", policy.name())));
-        }
-        return Ok(match priority {
-            Some(p) => (0, values::int_in(ctx, p, "priority", 1, 99, policy.name())? as u32),
-            None => (0, 10),
-        });
-    }
-    let zero = Spanned::new(0..0, 0);
-    let (key, v) = match (nice, priority) {
-        (Some(_), Some(p)) => {
-            return Err(ctx.err(p, "give `nice` or `priority` (rt-app's name for nice on fair policies), not both"))
-        }
-        (Some(n), None) => ("nice", n),
-        (None, Some(p)) => ("priority", p),
-        (None, None) => ("nice", &zero),
-    };
-    Ok((values::int_in(ctx, v, key, -20, 19, &format!("nice value for {}", policy.name()))? as i32, 0))
-}
-
-pub(super) fn policy(ctx: Ctx, p: &Spanned<String>) -> Result<Policy, InputError> {
-    let s = p.get_ref().trim().to_ascii_uppercase();
-    let s = s.strip_prefix("SCHED_").unwrap_or(&s);
-    Ok(match s {
-        "OTHER" | "NORMAL" => Policy::Other,
-        "BATCH" => Policy::Batch,
-        "IDLE" => Policy::Idle,
-        "FIFO" => Policy::Fifo,
-        "RR" => Policy::Rr,
-        "DEADLINE" => {
-            return Err(
-                ctx.err(p, "SCHED_DEADLINE is not modelled; for an EEVDF custom slice use SCHED_OTHER with `slice`")
-            )
-        }
-        _ => {
-            return Err(ctx.err(
-                p,
-                format!(
-                    "unknown policy `{}`: expected SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO or SCHED_RR",
-                    p.get_ref()
-                ),
-            ))
-        }
-    })
 }
 
 #[derive(Default)]

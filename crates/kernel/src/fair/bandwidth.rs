@@ -288,7 +288,7 @@ impl Kernel {
             cfs.throttle_count += 1;
         }
         let cfs = self.cfs(q);
-        let mut delta = super::HCounts {
+        let mut delta = super::group::HCounts {
             queued: cfs.h_nr_queued,
             runnable: cfs.h_nr_runnable,
             delayed: cfs.h_nr_delayed,
@@ -379,7 +379,7 @@ impl Kernel {
     /// The enqueue half of `unthrottle_cfs_rq()`.
     fn unthrottle_enqueue(&mut self, q: CfsRqId, cpu: usize) {
         let cfs = self.cfs(q);
-        let mut delta = super::HCounts {
+        let mut delta = super::group::HCounts {
             queued: cfs.h_nr_queued,
             runnable: cfs.h_nr_runnable,
             delayed: cfs.h_nr_delayed,

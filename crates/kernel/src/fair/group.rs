@@ -1,10 +1,13 @@
 //! Task groups (CONFIG_FAIR_GROUP_SCHED): `struct task_group`, its cfs_rq and
 //! sched_entity on every CPU (`alloc_fair_sched_group()`,
 //! `init_tg_cfs_entry()`), the hierarchy walks' helpers (`cfs_rq_of()`,
-//! `parent_entity()`, `find_matching_se()`, `se_is_idle()`) and group shares
+//! `parent_entity()`, `find_matching_se()`, `se_is_idle()`, the buddies up
+//! the levels, the hierarchical counts), group shares
 //! (`calc_group_shares()`, `update_cfs_group()`, `reweight_entity()`,
-//! `reweight_eevdf()`). Follows fair.c of 6.12.x; the walks themselves
-//! (`for_each_sched_entity`) are in the class's paths in [`crate::fair`].
+//! `reweight_eevdf()`) and moving a task between groups
+//! (`sched_move_task()`). Follows fair.c and core.c of 6.12.x; the walks
+//! themselves (`for_each_sched_entity`) are in the class's paths in
+//! [`crate::fair`].
 //!
 //! A group's entity on a CPU lives in the task arena like a task (its
 //! [`crate::sched::Task::my_q`] is set), so the EEVDF code, the timeline and
@@ -18,7 +21,6 @@
 //!   (2^10 finer); here a share rounds down to a whole weight unit (< 0.3 % of
 //!   a group's weight at the default 1024, none at all when one CPU holds the
 //!   whole group).
-//! * No moving a task between groups once it has run (`sched_move_task()`).
 //!
 //! CFS bandwidth (`cpu.max`) is in [`super::bandwidth`].
 
@@ -26,6 +28,19 @@ use crate::core::Kernel;
 use crate::sched::{CfsRq, CfsRqId, LoadWeight, OnRq, Policy, Task, TaskId, TaskState, NICE_0_WEIGHT};
 use crate::sched::{SchedEntity, WEIGHT_IDLEPRIO};
 use schedlab_topology::CpuSet;
+
+/// What a task (or a throttled group's tasks) add to or take from the
+/// hierarchical counts of every cfs_rq above (`h_nr_queued`,
+/// `h_nr_runnable`, `h_nr_delayed`, `idle_h_nr_running`, and the model's
+/// `h_task_weight`) in `enqueue_task_fair()`/`dequeue_entities()` and the
+/// bandwidth paths.
+#[derive(Clone, Copy)]
+pub(crate) struct HCounts {
+    pub queued: u32,
+    pub runnable: u32,
+    pub delayed: u32,
+    pub idle: u32,
+}
 
 /// `MIN_SHARES`: the least weight a group's entity gets on a CPU.
 pub const MIN_SHARES: u32 = 2;
@@ -164,6 +179,78 @@ impl Kernel {
             pse = self.parent_entity(pse).expect("a common root");
         }
         (se, pse)
+    }
+
+    /// `clear_buddies()` → `__clear_buddies_next()`: the next buddy is the
+    /// only one left (6.12 dropped `last` and `skip`); it is cleared up the
+    /// hierarchy as far as each level points at the entity's ancestor.
+    pub(super) fn clear_buddies(&mut self, q: CfsRqId, e: TaskId) {
+        if self.cfs(q).next != Some(e) {
+            return;
+        }
+        let mut se = Some(e);
+        while let Some(s) = se {
+            let sq = self.cfs_rq_of(s);
+            if self.cfs(sq).next != Some(s) {
+                break;
+            }
+            self.cfs_mut(sq).next = None;
+            se = self.cfs(sq).se;
+        }
+    }
+
+    /// `set_next_buddy()`: point every level at the wakee's ancestor, unless
+    /// an idle entity (SCHED_IDLE task or idle group) is on the way.
+    pub(super) fn set_next_buddy(&mut self, e: TaskId) {
+        let mut se = Some(e);
+        while let Some(s) = se {
+            if !self.tasks[s as usize].se.on_rq || self.se_is_idle(s) {
+                return;
+            }
+            let sq = self.cfs_rq_of(s);
+            self.cfs_mut(sq).next = Some(s);
+            se = self.cfs(sq).se;
+        }
+    }
+
+    /// `for_each_sched_entity(se)` applying `f` to `cfs_rq_of(se)`, up to
+    /// and including a throttled one.
+    pub(super) fn for_each_cfs_rq_up(&mut self, e: TaskId, mut f: impl FnMut(&mut crate::sched::CfsRq)) {
+        let mut se = Some(e);
+        while let Some(s) = se {
+            let q = self.cfs_rq_of(s);
+            f(self.cfs_mut(q));
+            if self.cfs_rq_throttled(q) {
+                break;
+            }
+            se = self.cfs(q).se;
+        }
+    }
+
+    /// Add or take hierarchical counts at `q`.
+    pub(crate) fn h_counts(&mut self, q: CfsRqId, c: HCounts, add: bool) {
+        let cfs = self.cfs_mut(q);
+        let apply = |v: &mut u32, n: u32| {
+            if add {
+                *v += n
+            } else {
+                *v -= n
+            }
+        };
+        apply(&mut cfs.h_nr_runnable, c.runnable);
+        apply(&mut cfs.h_nr_queued, c.queued);
+        apply(&mut cfs.idle_h_nr_running, c.idle);
+        apply(&mut cfs.h_nr_delayed, c.delayed);
+    }
+
+    /// A group entity's slice follows the smallest slice queued below it
+    /// (`se->slice = slice` in the walks); a queued entity's copy in the
+    /// tree is updated with it (`min_vruntime_cb_propagate()`).
+    pub(super) fn set_group_slice(&mut self, q: CfsRqId, e: TaskId, slice: u64) {
+        self.tasks[e as usize].se.slice = slice;
+        if self.cfs(q).curr != Some(e) && self.cfs(q).timeline.contains(e) {
+            self.cfs_mut(q).timeline.set_slice(e, slice);
+        }
     }
 
     /// `sched_create_group()` + `sched_online_group()` with `cpu.weight` (as
