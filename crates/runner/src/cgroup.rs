@@ -312,6 +312,29 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
                     (true, Some(c)) => Some(c),
                     (false, _) => None,
                 };
+            if let Some(root) = cpu_root.filter(|_| host.rt_group_sched) {
+                // A forked RT thread would sit in a cpu group: its own, or its forker's.
+                let forks_in_group = |t: usize| {
+                    scenario.threads.iter().any(|f| {
+                        (f.cgroup.is_some() || f.moves_cgroup())
+                            && f.program
+                                .ops
+                                .iter()
+                                .any(|op| matches!(op, Op::Fork { template } if *template as usize == t))
+                    })
+                };
+                for (k, t) in scenario.templates.iter().enumerate() {
+                    if ever_rt(t) && (t.cgroup.is_some() || t.moves_cgroup() || forks_in_group(k)) {
+                        return Err(refuse(format!(
+                            "forked thread `{}` is real-time and would run in a cgroup under {}, but this kernel \
+                             has CONFIG_RT_GROUP_SCHED on cgroup v1: a new group's cpu.rt_runtime_us is 0, so the \
+                             kernel refuses an RT task in it",
+                            t.name,
+                            root.display()
+                        )));
+                    }
+                }
+            }
             if let Some(root) = cpu_root {
                 dirs.push(Dir { path: root.join(&scratch), writes: Vec::new() });
                 move_files[0].push(root.join(&scratch).join("tasks"));

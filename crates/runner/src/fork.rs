@@ -1,9 +1,10 @@
 //! `fork` on the host: a workload thread creating another mid-run.
 //!
 //! The child is a plain `pthread_create()` (std's thread builder), so the
-//! kernel gives it the forker's policy, priority and affinity and places
-//! it by fork balancing; its first steps are its own table's affinity and
-//! policy, as rt-app's threads set theirs, then its program. It has the
+//! kernel gives it the forker's policy, priority, affinity and cgroup and
+//! places it by fork balancing; its first steps are its own table's
+//! cgroup, affinity and policy, as rt-app's threads set theirs, then its
+//! program. It has the
 //! run's deadline like every other thread, and the worker's main thread
 //! waits for it as for the threads made at the start.
 
@@ -111,6 +112,12 @@ pub fn fork(sh: &Shared, template: usize, key: usize, local: &mut LocalForks) ->
     let spawned = std::thread::Builder::new().name(comm.clone()).stack_size(STACK_BYTES).spawn(move || {
         sys::set_comm(&name);
         let mut notes = Vec::new();
+        // It started in its forker's cgroup (the kernel's rule); its own table's comes first.
+        if let Some(files) = spec.cgroup.and_then(|k| shared.cgroup_moves.get(k + 1)) {
+            if let Err(e) = crate::cgroup::attach(files, sys::gettid()) {
+                notes.push(format!("{name}: cannot join its cgroup: {e}"));
+            }
+        }
         if let Err(e) = sys::set_affinity(&tplan.cpus) {
             notes.push(format!("{name}: sched_setaffinity({:?}) failed: {e}", tplan.cpus));
         }

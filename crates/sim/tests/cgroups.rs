@@ -316,3 +316,23 @@ fn a_thread_that_moves_is_charged_to_each_group_while_it_is_in_it() {
     close(ms(group(&r, "a").runtime_ns), 100.0 + ms(ran["ahog"]), "group a");
     close(ms(group(&r, "b").runtime_ns), 100.0 + ms(ran["bhog"]), "group b");
 }
+
+#[test]
+fn a_forked_thread_starts_in_its_forkers_group_and_joins_its_own() {
+    // On CPU 1: `boss` in a (100) forks `kid` (no cgroup: stays in a) and
+    // `bkid` (its table says b, 300, where it moves first); a hog in b. So a
+    // holds boss's sleeps and kid's run, b the hog and bkid: 25 / 75.
+    let text = "topology = \"smt-2x2\"\nduration = \"2s\"\n[cgroup.a]\n[cgroup.b]\nweight = 300\n\
+                [[thread]]\nname = \"boss\"\ncgroup = \"a\"\naffinity = \"1\"\nloop = false\n\
+                program = [{ fork = \"kid\" }, { fork = \"bkid\" }, { sleep = \"10s\" }]\n\
+                [[thread]]\nname = \"kid\"\ninstances = 0\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n\
+                [[thread]]\nname = \"bkid\"\ninstances = 0\ncgroup = \"b\"\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n\
+                [[thread]]\nname = \"bhog\"\ncgroup = \"b\"\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n";
+    let r = simulate(&scenario(text), &SimOptions { check_invariants: Some(true), ..SimOptions::default() }).unwrap();
+    let cpus = |name: &str| group(&r, name).runtime_ns as f64 / r.end_ns as f64;
+    assert!((cpus("a") - 0.25).abs() < 0.01, "a: {} (the kid stayed in its forker's group)", cpus("a"));
+    assert!((cpus("b") - 0.75).abs() < 0.01, "b: {} (bkid joined its table's group)", cpus("b"));
+    let ran = runtime_by_comm(&r);
+    let (bkid, bhog) = (ran["bkid-0"] as f64, ran["bhog"] as f64);
+    assert!((bkid / (bkid + bhog) - 0.5).abs() < 0.02, "bkid and the hog share b: {ran:?}");
+}

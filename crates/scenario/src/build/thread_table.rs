@@ -118,12 +118,14 @@ pub(super) fn group(
     let mut ops = Vec::new();
     for op in raw.program.get_ref() {
         let (mut t, at) = op_template(ctx, op, topo)?;
-        if let (OpT::Fork(..), Some(_)) = (&t, cgroup) {
+        if let (OpT::Fork(..), Some(set)) = (&t, cpuset) {
             return Err(ctx.at(
                 at,
                 format!(
-                    "thread `{name}` is in a cgroup and forks: a forked thread starts in its forker's cgroup, \
-                     which schedlab does not follow yet (fork from a thread outside any cgroup)"
+                    "thread `{name}` forks in a cgroup with a cpuset ({}): the forked thread would start in it with \
+                     CPUs its own table may not allow, which schedlab does not follow yet (fork from a group \
+                     without `cpus`)",
+                    set.to_cpulist()
                 ),
             ));
         }

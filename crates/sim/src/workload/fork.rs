@@ -5,9 +5,11 @@
 //! is not inherited), custom slice and affinity and puts the child on the
 //! parent's CPU; `wake_up_new_task()` then places it by fork balancing
 //! (`select_task_rq()` with `WF_FORK`, `sched_balance_find_dst_cpu()`)
-//! and enqueues it with `ENQUEUE_INITIAL`. The child's first steps are its
-//! own table's `sched_setaffinity()` and `sched_setscheduler()`, as an
-//! rt-app thread sets its attributes at the top of its thread function.
+//! and enqueues it with `ENQUEUE_INITIAL`. The child starts in its
+//! parent's task group; its first steps are its own table's cgroup (a
+//! `sched_move_task()`), `sched_setaffinity()` and `sched_setscheduler()`,
+//! as an rt-app thread sets its taskgroup and attributes at the top of its
+//! thread function.
 //! Simplified: the parent pays one syscall entry for `clone()`; the
 //! kernel's copy of the task (stack, TLS) is not charged.
 
@@ -36,6 +38,7 @@ impl Forked {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Setup {
+    Cgroup,
     Affinity,
     Scheduler,
     Done,
@@ -98,7 +101,7 @@ impl<'a> Engine<'a> {
         let mut child = Thread::new(task, spec, slack);
         child.started = true;
         child.started_at = self.now;
-        child.forked = Some(Box::new(Forked { comm: comm.clone(), setup: Setup::Affinity }));
+        child.forked = Some(Box::new(Forked { comm: comm.clone(), setup: Setup::Cgroup }));
         if self.forks.rtapp_log && !self.spec_of_index(spec).program.rows.is_empty() {
             child.rtapp_log = Some(Box::default());
         }
@@ -130,6 +133,22 @@ impl<'a> Engine<'a> {
         };
         match step {
             Setup::Done => None,
+            Setup::Cgroup => {
+                // It started in its forker's group; its own table's is joined first.
+                let target = spec.cgroup.map(|k| self.groups.target(Some(k)));
+                if let Some(tg) = target.filter(|&tg| self.kernel.task_group_of(task) != tg) {
+                    if !self.pay(cpu, th, self.syscall_ns()) {
+                        return Some(STOP);
+                    }
+                    self.kernel.sched_move_task(task, tg, self.now, cpu, &mut self.out);
+                    self.drain();
+                    next(self, Setup::Affinity);
+                    self.preempt_point(cpu);
+                    return Some(NEXT);
+                }
+                next(self, Setup::Affinity);
+                Some(NEXT)
+            }
             Setup::Affinity => {
                 if self.kernel.task(task).cpus_mask != spec.affinity {
                     if !self.pay(cpu, th, self.syscall_ns()) {
