@@ -122,6 +122,7 @@ pub fn compare(args: CompareArgs) -> Result {
         profile: sim_result.profile.name,
         seed: first_seed,
         notes: &sim_result.notes,
+        groups: &crate::run::group_rows(sim_result),
         real: match &vm_result {
             Some(vm) => RealSide::Guest(vm_header(vm)),
             None => RealSide::Host(real_header(&scenario, &real_runs[0].0, &real_runs[0].1)),

@@ -109,6 +109,8 @@ pub struct CompareText<'a> {
     pub profile: &'a str,
     pub seed: u64,
     pub notes: &'a [String],
+    /// The model's task groups (its first run), printed as the real side's cgroup lines are.
+    pub groups: &'a [crate::CgroupRow],
     pub real: RealSide<'a>,
     /// The model's report of each seed (as many as real runs), and the
     /// first one's from its sched tracepoints alone.
@@ -137,6 +139,9 @@ impl CompareText<'_> {
         );
         for note in self.notes {
             let _ = writeln!(out, "note      (model) {note}");
+        }
+        for row in self.groups {
+            let _ = writeln!(out, "cgroup    (model) {}", row.line());
         }
         match &self.real {
             RealSide::Guest(header) => out.push_str(&header.render()),
