@@ -76,11 +76,7 @@ fn real_json(state: &Path, file: &str, extra: &[&str]) -> serde_json::Value {
 /// The model's share of the CPU time for threads whose comm starts with
 /// `prefix` (`schedlab run --json` of the same file).
 fn model_share(state: &Path, file: &str, prefix: &str, extra: &[&str]) -> f64 {
-    let mut args = vec!["run", file, "--json"];
-    args.extend_from_slice(extra);
-    let out: Output = command(state, &args).output().unwrap();
-    assert!(out.status.success(), "schedlab run {file} failed: {}", text(&out.stderr));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = model_json(state, file, extra);
     let tasks = doc["metrics"]["tasks"].as_array().unwrap();
     let ns = |keep: &dyn Fn(&str) -> bool| -> f64 {
         tasks
@@ -94,11 +90,31 @@ fn model_share(state: &Path, file: &str, prefix: &str, extra: &[&str]) -> f64 {
 
 /// The model's `cgroups` rows (`schedlab run --json`), as [`rows`] reads `real`'s.
 fn model_rows(state: &Path, file: &str, extra: &[&str]) -> Vec<(String, f64, f64, u64, u64)> {
+    rows(&model_json(state, file, extra))
+}
+
+/// A thread's CPU time in a `real --json` (the kernel's per-thread clock).
+fn real_cpu(doc: &serde_json::Value, name: &str) -> f64 {
+    let threads = doc["threads"].as_array().unwrap();
+    let t = threads.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name} in {threads:?}"));
+    t["outcome"]["cpu_ns"].as_u64().unwrap() as f64
+}
+
+/// `schedlab run --json` of `file`.
+fn model_json(state: &Path, file: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["run", file, "--json"];
     args.extend_from_slice(extra);
     let out: Output = command(state, &args).output().unwrap();
     assert!(out.status.success(), "schedlab run {file} failed: {}", text(&out.stderr));
-    rows(&serde_json::from_slice(&out.stdout).unwrap())
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A thread's CPU time in the model's report.
+fn model_cpu(doc: &serde_json::Value, name: &str) -> f64 {
+    let tasks = doc["metrics"]["tasks"].as_array().unwrap();
+    tasks.iter().find(|t| t["comm"] == name).unwrap_or_else(|| panic!("no {name} in the model"))["runtime_ns"]
+        .as_u64()
+        .unwrap() as f64
 }
 
 /// Model and real shares agree within `band`.
@@ -219,20 +235,9 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
          [[thread]]\nname = \"cg-root\"\naffinity = \"1\"\ndelay = \"100ms\"\nprogram = [{ run = \"10ms\" }]\n",
     );
     let doc = real_json(&state, &f, &["--duration", "400ms"]);
-    let cpu = |name: &str| {
-        doc["threads"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()["outcome"]["cpu_ns"]
-            .as_u64()
-            .unwrap() as f64
-    };
-    let real = cpu("cg-g1") / (cpu("cg-g1") + cpu("cg-root"));
-    let out: Output = command(&state, &["run", &f, "--json", "--duration", "400ms"]).output().unwrap();
-    let model_doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ran = |name: &str| {
-        model_doc["metrics"]["tasks"].as_array().unwrap().iter().find(|t| t["comm"] == name).unwrap()["runtime_ns"]
-            .as_u64()
-            .unwrap() as f64
-    };
-    let model = ran("cg-g1") / (ran("cg-g1") + ran("cg-root"));
+    let real = real_cpu(&doc, "cg-g1") / (real_cpu(&doc, "cg-g1") + real_cpu(&doc, "cg-root"));
+    let m = model_json(&state, &f, &["--duration", "400ms"]);
+    let model = model_cpu(&m, "cg-g1") / (model_cpu(&m, "cg-g1") + model_cpu(&m, "cg-root"));
     assert!(real < 0.48, "the kernel's share for g right after cg-early slept: {real:.4}");
     // The host gave 0.433-0.449 over five runs, the model 0.453; queued
     // weight alone (no group PELT) would say 0.5.
@@ -251,20 +256,9 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
          [[thread]]\nname = \"cg-bhog\"\ncgroup = \"b\"\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n",
     );
     let doc = real_json(&state, &f, &[]);
-    let real_cpu = |name: &str| {
-        doc["threads"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()["outcome"]["cpu_ns"]
-            .as_u64()
-            .unwrap() as f64
-    };
-    let out: Output = command(&state, &["run", &f, "--json"]).output().unwrap();
-    let model_doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let model_cpu = |name: &str| {
-        model_doc["metrics"]["tasks"].as_array().unwrap().iter().find(|t| t["comm"] == name).unwrap()["runtime_ns"]
-            .as_u64()
-            .unwrap() as f64
-    };
+    let model_doc = model_json(&state, &f, &[]);
     for name in ["cg-mover", "cg-ahog", "cg-bhog"] {
-        let (m, r) = (model_cpu(name), real_cpu(name));
+        let (m, r) = (model_cpu(&model_doc, name), real_cpu(&doc, name));
         println!("moves, {name}: model {:.1} ms, real {:.1} ms", m / 1e6, r / 1e6);
         if name == "cg-mover" {
             // Its writes block it in the kernel (cgroup_threadgroup_rwsem; 4-20 ms
@@ -290,25 +284,9 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
          [[thread]]\nname = \"cg-bhog\"\ncgroup = \"b\"\naffinity = \"1\"\nprogram = [{ run = \"10ms\" }]\n",
     );
     let doc = real_json(&state, &f, &[]);
-    let real_cpu = |name: &str| {
-        doc["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("no {name} in {}", doc["threads"]))["outcome"]["cpu_ns"]
-            .as_u64()
-            .unwrap() as f64
-    };
-    let out: Output = command(&state, &["run", &f, "--json"]).output().unwrap();
-    let model_doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let model_cpu = |name: &str| {
-        model_doc["metrics"]["tasks"].as_array().unwrap().iter().find(|t| t["comm"] == name).unwrap()["runtime_ns"]
-            .as_u64()
-            .unwrap() as f64
-    };
+    let model_doc = model_json(&state, &f, &[]);
     for name in ["cg-kid-0", "cg-bkid-0", "cg-bhog"] {
-        let (m, r) = (model_cpu(name), real_cpu(name));
+        let (m, r) = (model_cpu(&model_doc, name), real_cpu(&doc, name));
         println!("forks, {name}: model {:.1} ms, real {:.1} ms", m / 1e6, r / 1e6);
         assert!((m - r).abs() <= 0.03 * r, "forks, {name}: model {m} vs real {r} ns");
     }

@@ -383,12 +383,7 @@ impl Kernel {
         }
         while let Some(e) = se {
             let q = self.cfs_rq_of(e);
-            self.update_load_avg(q, e, UPDATE_TG);
-            self.se_update_runnable(e);
-            self.update_cfs_group(e);
-            self.set_group_slice(q, e, slice);
-            slice = self.cfs_rq_min_slice(q);
-            self.h_counts(q, counts, true);
+            slice = self.update_ancestor(q, e, slice, counts, true);
             if self.cfs(q).idle {
                 counts.idle = 1;
             }
@@ -452,12 +447,7 @@ impl Kernel {
         }
         while let Some(s) = se {
             let q = self.cfs_rq_of(s);
-            self.update_load_avg(q, s, UPDATE_TG);
-            self.se_update_runnable(s);
-            self.update_cfs_group(s);
-            self.set_group_slice(q, s, slice);
-            slice = self.cfs_rq_min_slice(q);
-            self.h_counts(q, counts, false);
+            slice = self.update_ancestor(q, s, slice, counts, false);
             if self.cfs(q).idle {
                 counts.idle = counts.queued;
             }
@@ -472,6 +462,20 @@ impl Kernel {
             self.__block_task(cpu, p);
         }
         1
+    }
+
+    /// The second walk of `enqueue_task_fair()`/`dequeue_entities()`: a
+    /// queued ancestor `e` on `q` gets its load and runnable count brought
+    /// up to date, its share recomputed, the slice from below, and the task's
+    /// counts. Returns the slice for the level above.
+    fn update_ancestor(&mut self, q: CfsRqId, e: TaskId, slice: u64, counts: HCounts, add: bool) -> u64 {
+        self.update_load_avg(q, e, UPDATE_TG);
+        self.se_update_runnable(e);
+        self.update_cfs_group(e);
+        self.set_group_slice(q, e, slice);
+        let slice = self.cfs_rq_min_slice(q);
+        self.h_counts(q, counts, add);
+        slice
     }
 
     /// `dequeue_entities()` stopping at a throttled cfs_rq (returns 0): the

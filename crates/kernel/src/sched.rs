@@ -246,6 +246,30 @@ impl Default for RtRq {
     }
 }
 
+impl SchedEntity {
+    /// An entity as `__sched_fork()` / `init_tg_cfs_entry()` leave it: not
+    /// queued, no history, no averages.
+    pub fn new(weight: u32, slice: u64, custom_slice: bool) -> Self {
+        SchedEntity {
+            load: LoadWeight::new(weight),
+            on_rq: false,
+            sched_delayed: false,
+            rel_deadline: false,
+            custom_slice,
+            vruntime: 0,
+            deadline: 0,
+            vlag: 0,
+            vprot: 0,
+            slice,
+            exec_start: 0,
+            sum_exec_runtime: 0,
+            prev_sum_exec_runtime: 0,
+            avg: SchedAvg::default(),
+            runnable_weight: 0,
+        }
+    }
+}
+
 impl Task {
     pub fn nice(&self) -> i32 {
         self.static_prio - DEFAULT_PRIO

@@ -288,12 +288,7 @@ impl Kernel {
             cfs.throttle_count += 1;
         }
         let cfs = self.cfs(q);
-        let mut delta = super::group::HCounts {
-            queued: cfs.h_nr_queued,
-            runnable: cfs.h_nr_runnable,
-            delayed: cfs.h_nr_delayed,
-            idle: cfs.idle_h_nr_running,
-        };
+        let mut delta = super::group::HCounts::of(cfs);
         let mut se = cfs.se;
         let mut dequeued_all = true;
         while let Some(s) = se {
@@ -379,12 +374,7 @@ impl Kernel {
     /// The enqueue half of `unthrottle_cfs_rq()`.
     fn unthrottle_enqueue(&mut self, q: CfsRqId, cpu: usize) {
         let cfs = self.cfs(q);
-        let mut delta = super::group::HCounts {
-            queued: cfs.h_nr_queued,
-            runnable: cfs.h_nr_runnable,
-            delayed: cfs.h_nr_delayed,
-            idle: cfs.idle_h_nr_running,
-        };
+        let mut delta = super::group::HCounts::of(cfs);
         let mut se = cfs.se;
         while let Some(s) = se {
             let pq = self.cfs_rq_of(s);

@@ -42,6 +42,18 @@ pub(crate) struct HCounts {
     pub idle: u32,
 }
 
+impl HCounts {
+    /// Everything queued at or below `cfs` (what a throttle takes from the levels above).
+    pub(crate) fn of(cfs: &CfsRq) -> Self {
+        HCounts {
+            queued: cfs.h_nr_queued,
+            runnable: cfs.h_nr_runnable,
+            delayed: cfs.h_nr_delayed,
+            idle: cfs.idle_h_nr_running,
+        }
+    }
+}
+
 /// `MIN_SHARES`: the least weight a group's entity gets on a CPU.
 pub const MIN_SHARES: u32 = 2;
 /// `MAX_SHARES` (`1 << 18`): the largest `cpu.shares`.
@@ -474,23 +486,7 @@ fn group_entity(cpu: usize, my_q: CfsRqId, parent_tg: usize, slice: u64) -> Task
         wakee: Default::default(),
         sched_remote_wakeup: false,
         sched_remote_delayed: false,
-        se: SchedEntity {
-            load: LoadWeight::new(NICE_0_WEIGHT),
-            on_rq: false,
-            sched_delayed: false,
-            rel_deadline: false,
-            custom_slice: false,
-            vruntime: 0,
-            deadline: 0,
-            vlag: 0,
-            vprot: 0,
-            slice,
-            exec_start: 0,
-            sum_exec_runtime: 0,
-            prev_sum_exec_runtime: 0,
-            avg: Default::default(),
-            runnable_weight: 0,
-        },
+        se: SchedEntity::new(NICE_0_WEIGHT, slice, false),
         nvcsw: 0,
         nivcsw: 0,
         fixed_start: true,
