@@ -244,8 +244,8 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     agree("a group's blocked load on the other CPU", model, real, 0.035);
 
     // A thread moving a -> b -> the run's group on CPU 1 against a hog in
-    // a (100) and one in b (300): the hogs' CPU time in model and kernel
-    // within 3 %, the mover's lower on the host (it sleeps in its writes).
+    // a (100) and one in b (300): the hogs' shares in model and kernel
+    // within 1.5 points, the mover's lower on the host (it sleeps in its writes).
     let f = scenario(
         &dir,
         "moves",
@@ -257,16 +257,22 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     );
     let doc = real_json(&state, &f, &[]);
     let model_doc = model_json(&state, &f, &[]);
-    for name in ["cg-mover", "cg-ahog", "cg-bhog"] {
-        let (m, r) = (model_cpu(&model_doc, name), real_cpu(&doc, name));
-        println!("moves, {name}: model {:.1} ms, real {:.1} ms", m / 1e6, r / 1e6);
+    // Shares of the three threads' CPU time: what the scheduler decides,
+    // whatever else the host ran (a loaded CI machine steals from all).
+    let names = ["cg-mover", "cg-ahog", "cg-bhog"];
+    let (mt, rt): (f64, f64) = names
+        .iter()
+        .map(|n| (model_cpu(&model_doc, n), real_cpu(&doc, n)))
+        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    for name in names {
+        let (m, r) = (model_cpu(&model_doc, name) / mt, real_cpu(&doc, name) / rt);
         if name == "cg-mover" {
+            println!("moves, {name}: model {m:.4}, real {r:.4} of the three's CPU time");
             // Its writes block it in the kernel (cgroup_threadgroup_rwsem; 4-20 ms
-            // here, more on a loaded machine), which the model does not charge:
-            // it can only come out lower on the host.
-            assert!(r <= m * 1.01 && r >= m * 0.9, "moves, the mover: model {m} vs real {r} ns");
+            // here), which the model does not charge: it can only come out lower.
+            assert!(r <= m + 0.005 && r >= m - 0.02, "moves, the mover's share: model {m:.4} vs real {r:.4}");
         } else {
-            assert!((m - r).abs() <= 0.03 * r, "moves, {name}: model {m} vs real {r} ns");
+            agree(&format!("moves, {name}"), m, r, 0.015);
         }
     }
 
@@ -285,10 +291,13 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     );
     let doc = real_json(&state, &f, &[]);
     let model_doc = model_json(&state, &f, &[]);
-    for name in ["cg-kid-0", "cg-bkid-0", "cg-bhog"] {
-        let (m, r) = (model_cpu(&model_doc, name), real_cpu(&doc, name));
-        println!("forks, {name}: model {:.1} ms, real {:.1} ms", m / 1e6, r / 1e6);
-        assert!((m - r).abs() <= 0.03 * r, "forks, {name}: model {m} vs real {r} ns");
+    let names = ["cg-kid-0", "cg-bkid-0", "cg-bhog"];
+    let (mt, rt): (f64, f64) = names
+        .iter()
+        .map(|n| (model_cpu(&model_doc, n), real_cpu(&doc, n)))
+        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    for name in names {
+        agree(&format!("forks, {name}"), model_cpu(&model_doc, name) / mt, real_cpu(&doc, name) / rt, 0.015);
     }
 
     // A cpuset holds its thread on CPU 1, setaffinity to both CPUs included.
