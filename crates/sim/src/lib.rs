@@ -184,6 +184,7 @@ pub struct ThreadOutcome {
 pub struct GroupOutcome {
     /// The `[cgroup.NAME]` path, or `autogroup:SESSION`.
     pub name: String,
+    /// The scenario's threads that start in it or below.
     pub threads: usize,
     /// CPU time charged to threads while in it or below (`cpu.stat` `usage_usec`).
     pub runtime_ns: u64,
@@ -411,6 +412,7 @@ fn simulate_inner(
     let tasks: Vec<_> = threads.iter().map(|t| t.task).collect();
     let mut out = Outbox::new();
     let (group_notes, group_map) = groups::create(scenario, &mut kernel, &tasks, &mut out);
+    let initial_tg: Vec<usize> = tasks.iter().map(|&t| kernel.task_group_of(t)).collect();
     notes.extend(group_notes);
 
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
@@ -563,13 +565,10 @@ fn simulate_inner(
         .made
         .iter()
         .map(|(name, tg)| {
-            // A group's threads are its own and its descendants' at the end;
-            // its CPU time is what was charged while they were in it.
-            let members = engine
-                .threads
-                .iter()
-                .filter(|t| engine.kernel.task_group_within(engine.kernel.task_group_of(t.task), *tg))
-                .count();
+            // A group's threads are the scenario's that start in it or below
+            // (as `real` counts them); its CPU time is what was charged while
+            // any thread was in it.
+            let members = initial_tg.iter().filter(|&&g| engine.kernel.task_group_within(g, *tg)).count();
             GroupOutcome {
                 name: name.clone(),
                 threads: members,
