@@ -103,7 +103,7 @@ impl Kernel {
     /// (the group levels above are charged by their own paths: tick,
     /// enqueue, dequeue, put_prev).
     pub(crate) fn update_curr_fair(&mut self, cpu: usize) {
-        match self.rqs[cpu].curr.filter(|_| self.has_task_groups()) {
+        match self.rqs[cpu].curr {
             Some(t) => self.update_curr(self.cfs_rq_of(t)),
             None => self.update_curr(cpu),
         }
@@ -352,7 +352,7 @@ impl Kernel {
         }
         let idle = (self.tasks[t as usize].policy == Policy::Idle) as u32;
         let delayed = (task_new && self.tasks[t as usize].se.sched_delayed) as u32;
-        let mut counts = HCounts { queued: 1, runnable: 1 - delayed, delayed, idle };
+        let mut counts = HCounts { queued: 1, delayed, idle };
         let (mut flags, mut slice) = (flags, 0);
         let mut se = Some(t);
         while let Some(e) = se {
@@ -406,14 +406,13 @@ impl Kernel {
         let task_sleep = flags & DEQUEUE_SLEEP != 0;
         let task_delayed = flags & DEQUEUE_DELAYED != 0;
         let task = self.entity_is_task(e).then_some(e);
-        let mut counts = HCounts { queued: 0, runnable: 0, delayed: 0, idle: 0 };
+        let mut counts = HCounts { queued: 0, delayed: 0, idle: 0 };
         if let Some(p) = task {
             counts.queued = 1;
             counts.idle = (self.tasks[p as usize].policy == Policy::Idle) as u32;
             if !task_sleep && !task_delayed {
                 counts.delayed = self.tasks[p as usize].se.sched_delayed as u32;
             }
-            counts.runnable = 1 - counts.delayed;
         }
         let (mut flags, mut slice) = (flags, 0);
         let mut se = Some(e);

@@ -302,7 +302,7 @@ impl Kernel {
                 flags |= DEQUEUE_DELAYED;
             }
             self.dequeue_entity(pq, s, flags);
-            if self.tasks[s as usize].my_q.is_some_and(|g| self.cfs(g).idle) {
+            if self.se_is_idle(s) {
                 delta.idle = self.cfs(q).h_nr_queued;
             }
             self.h_counts(pq, delta, false);
@@ -320,7 +320,7 @@ impl Kernel {
                 }
                 self.update_load_avg(pq, s, 0);
                 self.se_update_runnable(s);
-                if self.tasks[s as usize].my_q.is_some_and(|g| self.cfs(g).idle) {
+                if self.se_is_idle(s) {
                     delta.idle = self.cfs(q).h_nr_queued;
                 }
                 self.h_counts(pq, delta, false);
@@ -384,7 +384,7 @@ impl Kernel {
                 break;
             }
             self.enqueue_entity(pq, s, ENQUEUE_WAKEUP);
-            if self.tasks[s as usize].my_q.is_some_and(|g| self.cfs(g).idle) {
+            if self.se_is_idle(s) {
                 delta.idle = self.cfs(q).h_nr_queued;
             }
             self.h_counts(pq, delta, true);
@@ -397,7 +397,7 @@ impl Kernel {
             let pq = self.cfs_rq_of(s);
             self.update_load_avg(pq, s, crate::pelt::UPDATE_TG);
             self.se_update_runnable(s);
-            if self.tasks[s as usize].my_q.is_some_and(|g| self.cfs(g).idle) {
+            if self.se_is_idle(s) {
                 delta.idle = self.cfs(q).h_nr_queued;
             }
             self.h_counts(pq, delta, true);

@@ -31,13 +31,12 @@ use schedlab_topology::CpuSet;
 
 /// What a task (or a throttled group's tasks) add to or take from the
 /// hierarchical counts of every cfs_rq above (`h_nr_queued`,
-/// `h_nr_runnable`, `h_nr_delayed`, `idle_h_nr_running`, and the model's
-/// `h_task_weight`) in `enqueue_task_fair()`/`dequeue_entities()` and the
+/// `h_nr_delayed`, `idle_h_nr_running`, and `h_nr_runnable` as their
+/// difference) in `enqueue_task_fair()`/`dequeue_entities()` and the
 /// bandwidth paths.
 #[derive(Clone, Copy)]
 pub(crate) struct HCounts {
     pub queued: u32,
-    pub runnable: u32,
     pub delayed: u32,
     pub idle: u32,
 }
@@ -45,12 +44,7 @@ pub(crate) struct HCounts {
 impl HCounts {
     /// Everything queued at or below `cfs` (what a throttle takes from the levels above).
     pub(crate) fn of(cfs: &CfsRq) -> Self {
-        HCounts {
-            queued: cfs.h_nr_queued,
-            runnable: cfs.h_nr_runnable,
-            delayed: cfs.h_nr_delayed,
-            idle: cfs.idle_h_nr_running,
-        }
+        HCounts { queued: cfs.h_nr_queued, delayed: cfs.h_nr_delayed, idle: cfs.idle_h_nr_running }
     }
 }
 
@@ -68,8 +62,6 @@ pub struct TaskGroup {
     pub parent: Option<usize>,
     /// `tg->shares` (unscaled): cpu.weight converted, or WEIGHT_IDLEPRIO for an idle group.
     pub shares: u32,
-    /// `tg->idle` (cpu.idle).
-    pub idle: bool,
     /// `tg->cfs_rq[cpu]`.
     pub cfs_rq: Vec<CfsRqId>,
     /// `tg->load_avg`: Σ over CPUs of the cfs_rqs' `tg_load_avg_contrib`.
@@ -88,7 +80,6 @@ impl TaskGroup {
             name: "/".into(),
             parent: None,
             shares: NICE_0_WEIGHT,
-            idle: false,
             cfs_rq: (0..nr_cpus).collect(),
             load_avg: 0,
             bandwidth: None,
@@ -249,7 +240,8 @@ impl Kernel {
                 *v -= n
             }
         };
-        apply(&mut cfs.h_nr_runnable, c.runnable);
+        // h_nr_runnable = h_nr_queued - h_nr_delayed at every level (the invariants check it).
+        apply(&mut cfs.h_nr_runnable, c.queued - c.delayed);
         apply(&mut cfs.h_nr_queued, c.queued);
         apply(&mut cfs.idle_h_nr_running, c.idle);
         apply(&mut cfs.h_nr_delayed, c.delayed);
@@ -288,7 +280,6 @@ impl Kernel {
             name: name.to_string(),
             parent: Some(parent),
             shares,
-            idle,
             cfs_rq,
             load_avg: 0,
             bandwidth: None,
