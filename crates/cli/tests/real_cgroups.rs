@@ -336,12 +336,16 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     // autogroup's tg->load_avg until it decays (the case above shows the
     // mechanism), hence the wide band. The model (no session leader) says half:
     // within 6 points of a start right after the session's creation, within
-    // 1.5 once the leader's blocked load has decayed (the hogs start 1.5 s
-    // late).
+    // 2.5 once the leader's blocked load has decayed (the hogs start 1.5 s
+    // late). Not tighter: anything of the runner's own session (the test
+    // harness, cargo) that runs on the other CPU meanwhile adds to that
+    // autogroup's load over all CPUs, which calc_group_shares() divides its
+    // weight by; in one full `cargo test --workspace` the share read 48.3 %
+    // (50.0 % in 9 runs on their own).
     let autogroup_before = std::fs::read_to_string(AUTOGROUP).ok();
     if autogroup_before.is_some() {
         for (on, delay, lo, hi, band) in
-            [(true, "0", 0.42, 0.58, 0.06), (true, "1500ms", 0.485, 0.515, 0.015), (false, "0", 0.883, 0.923, 0.02)]
+            [(true, "0", 0.42, 0.58, 0.06), (true, "1500ms", 0.475, 0.525, 0.025), (false, "0", 0.883, 0.923, 0.02)]
         {
             let f = scenario(
                 &dir,
