@@ -15,8 +15,15 @@ fn runqueue(n: usize) -> Kernel {
     let profile = Profile::by_name("6.12").expect("profile 6.12");
     let features = profile.defaults;
     let topology = Topology::preset("smt-2x2").expect("preset smt-2x2");
-    let mut k =
-        Kernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: false, seed: 1 });
+    let mut k = Kernel::new(KernelConfig {
+        profile,
+        features,
+        topology,
+        preempt: PreemptModel::Full,
+        trace: false,
+        seed: 1,
+        partitions: Vec::new(),
+    });
     let mut out = Outbox::new();
     for i in 0..n {
         let t = k.add_task(TaskParams {

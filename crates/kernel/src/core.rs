@@ -40,7 +40,7 @@ use crate::pelt;
 use crate::profile::Profile;
 use crate::sched::class::SchedClass;
 use crate::sched::*;
-use crate::topology::{build_sched_domains, SchedDomains};
+use crate::topology::{build_sched_domains_partitioned, SchedDomains, SchedTopologyOptions};
 use schedlab_topology::{CpuSet, PreemptModel, Topology};
 use schedlab_trace::{Event, EventKind, Pid};
 
@@ -63,6 +63,66 @@ pub struct KernelConfig {
     pub trace: bool,
     /// Seed of the model's own random choices (NI_RANDOM).
     pub seed: u64,
+    /// cpuset partitions (`cpuset.cpus.partition`): each a root domain of
+    /// its own, an isolated one without sched domains. Empty: the whole
+    /// machine is one root domain.
+    pub partitions: Vec<Partition>,
+}
+
+/// One cpuset partition root (`cpuset.cpus.partition` = `root` or
+/// `isolated`): its CPUs leave the root domain of the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub cpus: CpuSet,
+    /// `isolated`: no sched domains, so no load balancing (`on_null_domain()`).
+    pub isolated: bool,
+}
+
+/// The spans `partition_sched_domains()` is handed for `partitions`
+/// (`generate_sched_domains()` of cpuset.c, 6.12): the CPUs no partition
+/// took, when any are left, then each `root` partition's; `isolated` ones
+/// get none, so their CPUs attach to no domain.
+pub fn sched_domain_spans(topo: &Topology, partitions: &[Partition]) -> Vec<CpuSet> {
+    let mut rest = topo.all_cpus();
+    for p in partitions {
+        rest = rest.and_not(&p.cpus);
+    }
+    let mut doms = Vec::with_capacity(partitions.len() + 1);
+    if !rest.is_empty() {
+        doms.push(rest);
+    }
+    doms.extend(partitions.iter().filter(|p| !p.isolated).map(|p| p.cpus));
+    doms
+}
+
+/// `struct root_domain`: what the RT balancer and the fair overload flag
+/// share among the CPUs of one partition.
+#[derive(Clone, Debug)]
+pub struct RootDomain {
+    pub span: CpuSet,
+    /// CPUs with pushable RT tasks (`rto_mask`, `rto_count`).
+    pub rto_mask: CpuSet,
+    pub rto_count: u32,
+    /// RT_PUSH_IPI chain state (`rto_cpu`, `rto_loop`, `rto_loop_next`).
+    pub rto_cpu: i64,
+    pub rto_loop: u64,
+    pub rto_loop_next: u64,
+    /// `rd->overloaded`.
+    pub overloaded: bool,
+}
+
+impl RootDomain {
+    fn new(span: CpuSet) -> Self {
+        RootDomain {
+            span,
+            rto_mask: CpuSet::empty(),
+            rto_count: 0,
+            rto_cpu: -1,
+            rto_loop: 0,
+            rto_loop_next: 0,
+            overloaded: false,
+        }
+    }
 }
 
 /// What a new task looks like (`sched_setattr()` + affinity at creation).
@@ -200,21 +260,16 @@ pub struct Kernel {
     pub(crate) smt_active: bool,
     /// PI mutexes, indexed by the workload's object id.
     pub(crate) rt_mutexes: Vec<crate::rtmutex::RtMutex>,
-    /// Root domain: CPUs with pushable RT tasks (`rto_mask`, `rto_count`).
-    pub(crate) rto_mask: CpuSet,
-    pub(crate) rto_count: u32,
-    /// RT_PUSH_IPI chain state (`rto_cpu`, `rto_loop`, `rto_loop_next`).
-    pub(crate) rto_cpu: i64,
-    pub(crate) rto_loop: u64,
-    pub(crate) rto_loop_next: u64,
+    /// The root domains (`struct root_domain`): one per cpuset partition,
+    /// the last for the CPUs of no domain (`def_root_domain`); a runqueue
+    /// names its own in `Rq::rd`.
+    pub(crate) rds: Vec<RootDomain>,
     /// Cursor of `cpumask_any_distribute()`.
     pub(crate) distribute_cursor: usize,
     /// Per CPU, per domain level: the mutable half of `struct sched_domain`.
     pub(crate) sd_state: Vec<Vec<crate::fair::nohz::SdState>>,
     /// `sgc->imbalance`, indexed by sched group id.
     pub(crate) sgc_imbalance: Vec<bool>,
-    /// `rd->overloaded`.
-    pub(crate) rd_overloaded: bool,
     /// The global `nohz` state.
     pub(crate) nohz: crate::fair::nohz::Nohz,
     pub(crate) rng_state: u64,
@@ -244,9 +299,19 @@ impl Kernel {
     pub fn new(cfg: KernelConfig) -> Self {
         let topo = cfg.topology;
         let nr_cpus = topo.nr_cpus();
-        let domains = build_sched_domains(&topo);
+        let doms = sched_domain_spans(&topo, &cfg.partitions);
+        let domains = build_sched_domains_partitioned(&topo, &SchedTopologyOptions::default(), &doms);
+        let mut rds: Vec<RootDomain> = doms.iter().map(|&span| RootDomain::new(span)).collect();
+        let mut def_root_domain = RootDomain::new(CpuSet::empty());
         let mut rqs: Vec<Rq> = (0..nr_cpus).map(Rq::new).collect();
         for (cpu, rq) in rqs.iter_mut().enumerate() {
+            rq.rd = match doms.iter().position(|d| d.contains(cpu)) {
+                Some(i) => i,
+                None => {
+                    def_root_domain.span.insert(cpu);
+                    doms.len()
+                }
+            };
             rq.cpu_capacity = topo.cpus[cpu].capacity as u64;
             if !cfg.profile.fair_server {
                 rq.fair_server.dl_runtime = 0;
@@ -279,8 +344,13 @@ impl Kernel {
                     .collect()
             })
             .collect();
+        rds.push(def_root_domain);
         let mut nohz = crate::fair::nohz::Nohz::default();
         for (cpu, rq) in rqs.iter_mut().enumerate() {
+            // A CPU of no domain never joins the nohz idle mask (`on_null_domain()`).
+            if domains.cpus[cpu].domains.is_empty() {
+                continue;
+            }
             rq.nohz_tick_stopped = true;
             rq.llc_nohz_idle = domains.cpus[cpu].sd_llc.is_some();
             nohz.idle_cpus_mask.insert(cpu);
@@ -297,15 +367,10 @@ impl Kernel {
             asym_cpucap_active: domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some()),
             idle_probes: std::cell::Cell::new(0),
             rt_mutexes: Vec::new(),
-            rto_mask: CpuSet::empty(),
-            rto_count: 0,
-            rto_cpu: -1,
-            rto_loop: 0,
-            rto_loop_next: 0,
+            rds,
             distribute_cursor: 0,
             sd_state,
             sgc_imbalance: Vec::new(),
-            rd_overloaded: false,
             nohz,
             rng_state: cfg.seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
             lb_detached: Vec::with_capacity(SCHED_NR_MIGRATE),

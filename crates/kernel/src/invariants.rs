@@ -133,7 +133,9 @@ impl Kernel {
                     ));
                 }
             }
-            if rq.rt.overloaded == rq.rt.pushable.is_empty() || rq.rt.overloaded != self.rto_mask.contains(rq.cpu) {
+            if rq.rt.overloaded == rq.rt.pushable.is_empty()
+                || rq.rt.overloaded != self.rds[rq.rd].rto_mask.contains(rq.cpu)
+            {
                 return Err(violation!(
                     "CPU {}: overloaded={} with {} pushable",
                     rq.cpu,

@@ -50,7 +50,10 @@ pub mod stop_task;
 pub mod syscalls;
 pub mod topology;
 
-pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams};
+pub use crate::core::{
+    sched_domain_spans, IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Partition, RootDomain, Switch,
+    TaskParams,
+};
 pub use deadline::{TimerKind, TimerRequest};
 pub use features::{Feature, FeatureError, Features};
 pub use invariants::InvariantError;

@@ -116,15 +116,17 @@ impl Kernel {
     /// `rt_set_overload()`.
     fn rt_set_overload(&mut self, cpu: usize) {
         self.rqs[cpu].rt.overloaded = true;
-        self.rto_mask.insert(cpu);
-        self.rto_count += 1;
+        let rd = &mut self.rds[self.rqs[cpu].rd];
+        rd.rto_mask.insert(cpu);
+        rd.rto_count += 1;
     }
 
     /// `rt_clear_overload()`.
     fn rt_clear_overload(&mut self, cpu: usize) {
         self.rqs[cpu].rt.overloaded = false;
-        self.rto_count -= 1;
-        self.rto_mask.remove(cpu);
+        let rd = &mut self.rds[self.rqs[cpu].rd];
+        rd.rto_count -= 1;
+        rd.rto_mask.remove(cpu);
     }
 
     /// `highest_prio.curr` after `inc_rt_prio()` / `dec_rt_prio()`: the
@@ -452,10 +454,11 @@ impl Kernel {
     /// (they choose among all CPUs the task may use); without it, scan them
     /// and pull only tasks allowed on this CPU.
     pub(crate) fn pull_rt_task(&mut self, this_cpu: usize) {
-        if self.rto_count == 0 {
+        let rd = &self.rds[self.rqs[this_cpu].rd];
+        if rd.rto_count == 0 {
             return;
         }
-        if self.rto_count == 1 && self.rto_mask.contains(this_cpu) {
+        if rd.rto_count == 1 && rd.rto_mask.contains(this_cpu) {
             return;
         }
         if self.feat(Feature::RT_PUSH_IPI) {
@@ -463,7 +466,7 @@ impl Kernel {
             return;
         }
         let mut resched = false;
-        let sources: Vec<usize> = self.rto_mask.iter().collect();
+        let sources: Vec<usize> = self.rds[self.rqs[this_cpu].rd].rto_mask.iter().collect();
         for src in sources {
             if src == this_cpu {
                 continue;
@@ -502,35 +505,39 @@ impl Kernel {
         }
     }
 
-    /// `rto_next_cpu()`: the next overloaded CPU of the IPI chain (not us).
+    /// `rto_next_cpu()`: the next overloaded CPU of the IPI chain of the
+    /// executing CPU's root domain (not us).
     fn rto_next_cpu(&mut self) -> Option<usize> {
         let this_cpu = self.exec_cpu;
+        let rd = &mut self.rds[self.rqs[this_cpu].rd];
         loop {
-            let from = if self.rto_cpu < 0 { 0 } else { self.rto_cpu as usize + 1 };
-            let next = self.rto_mask.iter().find(|&c| c >= from);
+            let from = if rd.rto_cpu < 0 { 0 } else { rd.rto_cpu as usize + 1 };
+            let next = rd.rto_mask.iter().find(|&c| c >= from);
             match next {
                 Some(c) => {
-                    self.rto_cpu = c as i64;
+                    rd.rto_cpu = c as i64;
                     if c == this_cpu {
                         continue;
                     }
                     return Some(c);
                 }
                 None => {
-                    self.rto_cpu = -1;
-                    if self.rto_loop == self.rto_loop_next {
+                    rd.rto_cpu = -1;
+                    if rd.rto_loop == rd.rto_loop_next {
                         return None;
                     }
-                    self.rto_loop = self.rto_loop_next;
+                    rd.rto_loop = rd.rto_loop_next;
                 }
             }
         }
     }
 
-    /// `tell_cpu_to_push()`: start (or extend) the RT_PUSH_IPI chain.
+    /// `tell_cpu_to_push()`: start (or extend) the RT_PUSH_IPI chain of
+    /// this CPU's root domain.
     fn tell_cpu_to_push(&mut self, this_cpu: usize) {
-        self.rto_loop_next += 1;
-        if self.rto_cpu >= 0 {
+        let rd = &mut self.rds[self.rqs[this_cpu].rd];
+        rd.rto_loop_next += 1;
+        if rd.rto_cpu >= 0 {
             return; // a chain is already running; it will rescan
         }
         if let Some(cpu) = self.rto_next_cpu() {

@@ -406,6 +406,8 @@ impl Default for CfsRq {
 #[derive(Clone, Debug)]
 pub struct Rq {
     pub cpu: usize,
+    /// `rq->rd`: index of its root domain in `Kernel::rds`.
+    pub rd: usize,
     /// Tasks on this runqueue in any class, including delayed ones.
     pub nr_running: u32,
     /// `rq->curr`; `None` is the idle task.
@@ -489,6 +491,7 @@ impl Rq {
     pub fn new(cpu: usize) -> Self {
         Rq {
             cpu,
+            rd: 0,
             nr_running: 0,
             curr: None,
             cfs: CfsRq { cpu, ..CfsRq::new() },

@@ -34,8 +34,9 @@
 //!   clustering), 21 across packages. With one node per package that gives
 //!   exactly one NUMA level spanning all nodes; with SNC/NPS on several sockets
 //!   it gives two, as real firmware tables usually do.
-//! - The whole machine is one root domain (no cpusets, no isolated CPUs, all
-//!   CPUs online), so `cpu_map` is every CPU.
+//! - All CPUs are online and the spans are fixed at boot: the whole machine,
+//!   or the cpuset partitions a scenario declares
+//!   ([`build_sched_domains_partitioned`]); nothing is rebuilt mid-run.
 //! - Group capacity is what `update_group_capacity()` settles to without RT,
 //!   IRQ or thermal pressure: the sum of `arch_scale_cpu_capacity()`.
 //! - `topology_span_sane()` is not checked: every level's mask here is a
@@ -54,7 +55,7 @@ pub mod sd_flags;
 mod build;
 mod levels;
 
-pub use build::{build_sched_domains, build_sched_domains_with};
+pub use build::{build_sched_domains, build_sched_domains_partitioned, build_sched_domains_with};
 pub use levels::{
     cpu_cluster_flags, cpu_core_flags, cpu_numa_flags, cpu_smt_flags, node_distance, x86_cluster_flags, x86_core_flags,
     x86_has_numa_in_package, x86_sched_itmt_flags, x86_sched_topology,

@@ -554,3 +554,43 @@ proptest! {
         }
     }
 }
+
+/// cpuset partitions (`partition_sched_domains()`): each CPU's domains stay
+/// within its span, CPUs of no span (an isolated partition) get none, and
+/// the spans cpuset hands over are the rest plus each `root` partition.
+#[test]
+fn partitioned_domains_stay_within_their_span() {
+    use schedlab_kernel::{sched_domain_spans, Partition};
+    let topo = preset("ryzen-7950x");
+    // CCD 1's cores 8-15 with their siblings 24-31 as a root partition, and
+    // core 7 (7 and 23) isolated.
+    let ccd1 = set("8-15,24-31");
+    let parts = [Partition { cpus: ccd1, isolated: false }, Partition { cpus: set("7,23"), isolated: true }];
+    let doms = sched_domain_spans(&topo, &parts);
+    assert_eq!(doms, vec![set("0-6,16-22"), ccd1]);
+    let d = build_sched_domains_partitioned(&topo, &SchedTopologyOptions::default(), &doms);
+    // The partition is one LLC: SMT and MC, no PKG level above it.
+    assert_eq!(levels(&d, 9), vec![DomainLevel::Smt, DomainLevel::Mc]);
+    assert_eq!(d.domains(9).last().unwrap().span, ccd1);
+    // The rest keeps CCD 0 without core 7: its top domain is that span.
+    assert_eq!(d.domains(0).last().unwrap().span, set("0-6,16-22"));
+    assert!(d.domains(7).is_empty() && d.domains(23).is_empty(), "isolated: no domain");
+    for cpu in 0..topo.nr_cpus() {
+        for sd in d.domains(cpu) {
+            assert!(doms.iter().any(|s| sd.span.is_subset(s) && s.contains(cpu)), "CPU {cpu}: {:?}", sd.span);
+            for g in &sd.groups {
+                assert!(g.span.is_subset(&sd.span));
+            }
+        }
+    }
+    // No partitions: one span, the same domains as the plain build.
+    assert_eq!(sched_domain_spans(&topo, &[]), vec![topo.all_cpus()]);
+    let whole = build_sched_domains_partitioned(&topo, &SchedTopologyOptions::default(), &[topo.all_cpus()]);
+    let plain = build_sched_domains(&topo);
+    for cpu in 0..topo.nr_cpus() {
+        assert_eq!(
+            whole.domains(cpu).iter().map(|s| s.span).collect::<Vec<_>>(),
+            plain.domains(cpu).iter().map(|s| s.span).collect::<Vec<_>>()
+        );
+    }
+}

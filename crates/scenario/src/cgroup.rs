@@ -17,6 +17,17 @@
 //!   `sched_setaffinity()` intersects with `cpuset_cpus_allowed()`.
 //! * `idle = true` — `cpu.idle` (SCHED_IDLE semantics for the group's
 //!   entity); the kernel refuses a weight on an idle group, so does this.
+//! * `partition` — `cpuset.cpus.partition`: `"member"` (the default),
+//!   `"root"` (the group's `cpus` become a root domain of their own, with
+//!   their own sched domains) or `"isolated"` (the same without sched
+//!   domains: no load balancing). The partition's CPUs leave every group
+//!   outside it, the run's own included, as cpuset's `update_parent_effective_cpumask()`
+//!   takes them from the parent. Checked as cpuset's `validate_partition()`
+//!   and `update_prstate()` of 6.12 check the write (`cpus` set, CPUs no
+//!   other partition has, at least one CPU left to the rest); a partition
+//!   inside a partition, and a group outside one whose `cpus` reach into
+//!   it, are refused (the first is not followed by schedlab, the second
+//!   would leave the kernel to shrink the group's CPUs silently).
 //!
 //! A table that sets only `cpus` is a cpuset and nothing else; any other
 //! table, an empty one included, is a group of the cpu controller (its
@@ -29,7 +40,7 @@
 
 use std::collections::BTreeMap;
 
-use schedlab_topology::{CpuSet, InputError, Topology};
+use schedlab_topology::{CpuSet, InputError, Topology, MAX_CPUS};
 use toml::Spanned;
 
 use crate::file::RawCgroup;
@@ -71,8 +82,29 @@ pub struct CgroupSpec {
     /// `cpuset.cpus` as written (within the parent's effective CPUs).
     pub cpus: Option<CpuSet>,
     pub idle: bool,
+    /// `cpuset.cpus.partition` when not `member`.
+    pub partition: Option<PartitionKind>,
     /// Where its table starts.
     pub line: usize,
+}
+
+/// `cpuset.cpus.partition` of a partition root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionKind {
+    /// `root`: a root domain with its own sched domains.
+    Root,
+    /// `isolated`: a root domain without sched domains (no load balancing).
+    Isolated,
+}
+
+impl PartitionKind {
+    /// What `cpuset.cpus.partition` is written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartitionKind::Root => "root",
+            PartitionKind::Isolated => "isolated",
+        }
+    }
 }
 
 impl CgroupSpec {
@@ -108,6 +140,38 @@ pub fn effective_cpus(cgroups: &[CgroupSpec], i: usize) -> Option<CpuSet> {
         at = cgroups[k].parent;
     }
     None
+}
+
+/// Is group `i` at or below group `ancestor`?
+fn within(cgroups: &[CgroupSpec], i: usize, ancestor: usize) -> bool {
+    let mut at = Some(i);
+    while let Some(k) = at {
+        if k == ancestor {
+            return true;
+        }
+        at = cgroups[k].parent;
+    }
+    false
+}
+
+/// The CPUs a thread in group `at` (`None`: the run's own group) may use:
+/// its nearest cpuset (or `all`), minus the CPUs of every partition it is
+/// not inside; `None` when neither applies (every CPU).
+pub fn cpus_of(cgroups: &[CgroupSpec], at: Option<usize>, all: &CpuSet) -> Option<CpuSet> {
+    let mut cpus = at.and_then(|i| effective_cpus(cgroups, i));
+    for (k, g) in cgroups.iter().enumerate() {
+        if g.partition.is_none() || at.is_some_and(|i| within(cgroups, i, k)) {
+            continue;
+        }
+        let taken = g.cpus.unwrap_or_default();
+        cpus = Some(cpus.unwrap_or(*all).and_not(&taken));
+    }
+    cpus
+}
+
+/// The partition roots, in table order.
+pub fn partitions(cgroups: &[CgroupSpec]) -> impl Iterator<Item = &CgroupSpec> {
+    cgroups.iter().filter(|g| g.partition.is_some())
 }
 
 /// A name the kernel already uses inside every cgroup directory (v1 or
@@ -255,6 +319,10 @@ pub(crate) fn cgroups(
             }
             None => None,
         };
+        let partition = match &t.partition {
+            Some(p) => partition_kind(ctx, p, name, cpus.as_ref(), parent, &out)?,
+            None => None,
+        };
         out.push(CgroupSpec {
             name: name.clone(),
             parent,
@@ -262,10 +330,125 @@ pub(crate) fn cgroups(
             max,
             cpus,
             idle,
+            partition,
             line: ctx.line_of(table.span().start),
         });
     }
+    check_partitions(ctx, raw, &out, topo)?;
     Ok(out)
+}
+
+/// `partition = "..."` of group `name`, checked against its own table
+/// and its ancestors (`validate_partition()`).
+fn partition_kind(
+    ctx: Ctx,
+    p: &Spanned<String>,
+    name: &str,
+    cpus: Option<&CpuSet>,
+    parent: Option<usize>,
+    earlier: &[CgroupSpec],
+) -> Result<Option<PartitionKind>, InputError> {
+    let kind = match p.get_ref().as_str() {
+        "member" => return Ok(None),
+        "root" => PartitionKind::Root,
+        "isolated" => PartitionKind::Isolated,
+        other => {
+            return Err(ctx.err(
+                p,
+                format!(
+                    "[cgroup.\"{name}\"]: `partition` = \"{other}\": expected \"member\", \"root\" or \"isolated\""
+                ),
+            ))
+        }
+    };
+    if cpus.is_none() {
+        return Err(ctx.err(
+            p,
+            format!("[cgroup.\"{name}\"]: a partition needs its `cpus` (cpuset.cpus): the CPUs it takes for itself"),
+        ));
+    }
+    let mut up = parent;
+    while let Some(k) = up {
+        if earlier[k].partition.is_some() {
+            return Err(ctx.err(
+                p,
+                format!(
+                    "[cgroup.\"{name}\"]: a partition inside partition `{}` is not supported by schedlab \
+                     (make both partitions of the run's own group)",
+                    earlier[k].name
+                ),
+            ));
+        }
+        up = earlier[k].parent;
+    }
+    Ok(Some(kind))
+}
+
+/// The partitions together: disjoint (a partition's CPUs are exclusive),
+/// leaving the rest of the machine a CPU (the top partition always has
+/// tasks, and cpuset refuses to take its last CPU), and no group outside
+/// a partition asking for its CPUs.
+fn check_partitions(
+    ctx: Ctx,
+    raw: &BTreeMap<Spanned<String>, Spanned<RawCgroup>>,
+    groups: &[CgroupSpec],
+    topo: &Topology,
+) -> Result<(), InputError> {
+    let key_of = |i: usize| raw.keys().nth(i).expect("one table per group");
+    let mut taken = CpuSet::empty();
+    for (i, g) in groups.iter().enumerate() {
+        let Some(cpus) = g.cpus.filter(|_| g.partition.is_some()) else { continue };
+        if cpus.intersects(&taken) {
+            return Err(ctx.err(
+                key_of(i),
+                format!(
+                    "[cgroup.\"{}\"]: partition CPUs {} overlap another partition's {}: a partition's CPUs are its own",
+                    g.name,
+                    cpus.to_cpulist(),
+                    cpus.and(&taken).to_cpulist()
+                ),
+            ));
+        }
+        taken = taken.or(&cpus);
+    }
+    if taken.is_empty() {
+        return Ok(());
+    }
+    if topo.all_cpus().and_not(&taken).is_empty() {
+        let last = groups.iter().rposition(|g| g.partition.is_some()).expect("a partition");
+        return Err(ctx.err(
+            key_of(last),
+            format!(
+                "[cgroup.\"{}\"]: the partitions take every CPU ({}): the rest of the machine needs one \
+                 (the kernel refuses a partition that would empty its parent)",
+                groups[last].name,
+                taken.to_cpulist()
+            ),
+        ));
+    }
+    for (i, g) in groups.iter().enumerate() {
+        let Some(cpus) = g.cpus else { continue };
+        for (k, p) in groups.iter().enumerate() {
+            if p.partition.is_none() || within(groups, i, k) || within(groups, k, i) {
+                continue;
+            }
+            let theirs = p.cpus.unwrap_or_default();
+            if cpus.intersects(&theirs) {
+                return Err(ctx.err(
+                    key_of(i),
+                    format!(
+                        "[cgroup.\"{}\"]: `cpus` = {} reaches into partition `{}` (CPUs {}), which takes them \
+                         from every group outside it; leave them out",
+                        g.name,
+                        cpus.to_cpulist(),
+                        p.name,
+                        theirs.to_cpulist()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A thread's `cgroup = "NAME"`: the index of its table.
@@ -316,6 +499,21 @@ pub(crate) fn move_target(
             ctx.at(at, format!("`cgroup` = \"{path}\": no [cgroup.\"{}\"] table ({hint})", name.trim_matches('/')))
         })?),
     };
+    if partitions(cgroups).next().is_some() {
+        let all = CpuSet::first_n(MAX_CPUS);
+        let (a, b) = (cpus_of(cgroups, from.map(|(c, _)| c), &all), cpus_of(cgroups, to, &all));
+        if a != b {
+            return Err(ctx.at(
+                at,
+                format!(
+                    "thread `{thread}` moves across a cpuset partition (`{}` to `{}`): the move would change the \
+                     thread's CPUs mid-run (cpuset_attach), which schedlab does not follow yet",
+                    from.map_or("/", |(c, _)| cgroups[c].name.as_str()),
+                    to.map_or("/", |c| cgroups[c].name.as_str()),
+                ),
+            ));
+        }
+    }
     for (end, which) in [(from.map(|(c, _)| c), "from"), (to, "into")] {
         if let Some(c) = end.filter(|&c| effective_cpus(cgroups, c).is_some()) {
             return Err(ctx.at(
@@ -372,11 +570,14 @@ pub(crate) fn within_cpuset(
 ) -> Result<CpuSet, InputError> {
     let both = asked.and(cpuset);
     if both.is_empty() {
-        let name = cgroup.map(|(c, _)| cgroups[c].name.as_str()).unwrap_or_default();
+        let whose = match cgroup {
+            Some((c, _)) => format!("cgroup `{}`'s cpus", cgroups[c].name),
+            None => "the CPUs the partitions leave to the run's own group,".to_string(),
+        };
         return Err(ctx.at(
             at,
             format!(
-                "`{key}` {} shares no CPU with cgroup `{name}`'s cpus {}: sched_setaffinity() would fail with EINVAL",
+                "`{key}` {} shares no CPU with {whose} {}: sched_setaffinity() would fail with EINVAL",
                 asked.to_cpulist(),
                 cpuset.to_cpulist()
             ),
@@ -390,7 +591,16 @@ mod tests {
     use super::*;
 
     fn spec(weight: Option<u32>) -> CgroupSpec {
-        CgroupSpec { name: "g".into(), parent: None, weight, max: None, cpus: None, idle: false, line: 1 }
+        CgroupSpec {
+            name: "g".into(),
+            parent: None,
+            weight,
+            max: None,
+            cpus: None,
+            idle: false,
+            partition: None,
+            line: 1,
+        }
     }
 
     #[test]

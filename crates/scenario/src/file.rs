@@ -69,6 +69,8 @@ pub(crate) struct RawCgroup {
     pub cpus: Option<Spanned<Value>>,
     /// `cpu.idle`.
     pub idle: Option<Spanned<bool>>,
+    /// `cpuset.cpus.partition`: "member" (default), "root" or "isolated".
+    pub partition: Option<Spanned<String>>,
 }
 
 /// One `[[thread]]` table.

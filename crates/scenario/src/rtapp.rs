@@ -416,7 +416,14 @@ fn implied_cgroups<'a>(
                 path.push('/');
             }
             path.push_str(part);
-            let empty = crate::file::RawCgroup { weight: None, max: None, period: None, cpus: None, idle: None };
+            let empty = crate::file::RawCgroup {
+                weight: None,
+                max: None,
+                period: None,
+                cpus: None,
+                idle: None,
+                partition: None,
+            };
             out.entry(Spanned::new(c.span(), path.clone())).or_insert_with(|| Spanned::new(c.span(), empty));
         }
     }

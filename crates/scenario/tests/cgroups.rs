@@ -156,3 +156,80 @@ fn moves_that_schedlab_cannot_follow_are_refused_where_written() {
                   loop = 1\nprogram = [{ cgroup = \"g\" }, { run = \"1ms\" }]\n";
     assert!(parse(forked).is_ok());
 }
+
+#[test]
+fn a_partition_takes_its_cpus_from_every_group_outside_it() {
+    // smt-2x2: CPUs 0-3. The partition takes 2-3; thread `a` (the run's
+    // own group) and `b` (a group without cpus) keep 0-1, `p` has 2-3.
+    let s = parse(&file(
+        "[cgroup.rt]\ncpus = \"2-3\"\npartition = \"isolated\"\n[cgroup.other]\nweight = 50\n",
+        "[[thread]]\nname = \"p\"\ncgroup = \"rt\"\nprogram = [{ run = \"1ms\" }]\n\
+         [[thread]]\nname = \"b\"\ncgroup = \"other\"\naffinity = \"1-3\"\nprogram = [{ setaffinity = \"0-3\" }, { run = \"1ms\" }]",
+    ))
+    .unwrap();
+    let by_name = |n: &str| s.threads.iter().find(|t| t.name == n).unwrap();
+    let rt = s.cgroups.iter().find(|g| g.name == "rt").unwrap();
+    assert_eq!(rt.partition, Some(schedlab_scenario::cgroup::PartitionKind::Isolated));
+    assert_eq!(by_name("a").affinity, CpuSet::first_n(2));
+    assert_eq!(by_name("p").affinity.to_cpulist(), "2-3");
+    assert_eq!(by_name("b").affinity, CpuSet::single(1), "its affinity 1-3 minus the partition");
+    assert_eq!(by_name("b").program.ops[0], Op::SetAffinity { cpus: CpuSet::first_n(2) });
+    assert!(parse(&file("[cgroup.g]\ncpus = \"1\"\npartition = \"member\"\n", "cgroup = \"g\"")).is_ok());
+}
+
+#[test]
+fn partitions_the_kernel_would_refuse_are_refused_where_written() {
+    let t = "cgroup = \"g\"";
+    expect_err(&file("[cgroup.g]\npartition = \"root\"\n", t), 4, "\"root\"", "a partition needs its `cpus`");
+    expect_err(
+        &file("[cgroup.g]\ncpus = \"1\"\npartition = \"exclusive\"\n", t),
+        5,
+        "\"exclusive\"",
+        "expected \"member\", \"root\" or \"isolated\"",
+    );
+    expect_err(
+        &file("[cgroup.g]\ncpus = \"0-3\"\npartition = \"root\"\n", t),
+        3,
+        "g]",
+        "the partitions take every CPU (0-3)",
+    );
+    let two = |a: &str, b: &str| {
+        file(
+            &format!(
+                "[cgroup.g]\ncpus = \"{a}\"\npartition = \"root\"\n[cgroup.h]\ncpus = \"{b}\"\npartition = \"root\"\n"
+            ),
+            "cgroup = \"g\"\n[[thread]]\nname = \"b\"\ncgroup = \"h\"\nprogram = [{ run = \"1ms\" }]",
+        )
+    };
+    assert!(parse(&two("1", "2-3")).is_ok());
+    expect_err(&two("1-2", "2-3"), 6, "h", "overlap another partition's 2");
+    expect_err(
+        &file(
+            "[cgroup.g]\ncpus = \"2-3\"\npartition = \"root\"\n[cgroup.\"g/h\"]\ncpus = \"3\"\npartition = \"root\"\n",
+            "cgroup = \"g/h\"",
+        ),
+        8,
+        "\"root\"",
+        "a partition inside partition `g` is not supported",
+    );
+    expect_err(
+        &file(
+            "[cgroup.g]\ncpus = \"2-3\"\npartition = \"root\"\n[cgroup.h]\ncpus = \"1-2\"\n",
+            "cgroup = \"g\"\n[[thread]]\nname = \"b\"\ncgroup = \"h\"\nprogram = [{ run = \"1ms\" }]",
+        ),
+        6,
+        "h",
+        "reaches into partition `g` (CPUs 2-3)",
+    );
+    // A thread of the run's own group pinned into the partition has no CPU left.
+    let pinned = "topology = \"smt-2x2\"\nduration = \"1s\"\n[cgroup.g]\ncpus = \"2-3\"\npartition = \"root\"\n\
+                  [[thread]]\nname = \"a\"\naffinity = \"3\"\nprogram = [{ run = \"1ms\" }]\n\
+                  [[thread]]\nname = \"b\"\ncgroup = \"g\"\nprogram = [{ run = \"1ms\" }]\n";
+    expect_err(pinned, 8, "\"3\"", "shares no CPU with the CPUs the partitions leave to the run's own group, 0-1");
+    // The partition's parent keeps the rest of its own cpus for its threads.
+    assert!(parse(&file(
+        "[cgroup.g]\ncpus = \"1-3\"\n[cgroup.\"g/p\"]\ncpus = \"3\"\npartition = \"root\"\n",
+        "cgroup = \"g\"\n[[thread]]\nname = \"b\"\ncgroup = \"g/p\"\nprogram = [{ run = \"1ms\" }]"
+    ))
+    .is_ok());
+}

@@ -347,6 +347,12 @@ fn simulate_inner(
         preempt,
         trace: kernel_events,
         seed,
+        partitions: schedlab_scenario::cgroup::partitions(&scenario.cgroups)
+            .map(|g| schedlab_kernel::Partition {
+                cpus: g.cpus.expect("a partition has its cpus (checked at parse)"),
+                isolated: g.partition == Some(schedlab_scenario::cgroup::PartitionKind::Isolated),
+            })
+            .collect(),
     });
     if let Some(us) = scenario.sched_rt_runtime_us {
         notes.push(format!(

@@ -336,3 +336,125 @@ fn a_forked_thread_starts_in_its_forkers_group_and_joins_its_own() {
     let (bkid, bhog) = (ran["bkid-0"] as f64, ran["bhog"] as f64);
     assert!((bkid / (bkid + bhog) - 0.5).abs() < 0.02, "bkid and the hog share b: {ran:?}");
 }
+
+/// The CPUs each thread (by comm prefix before `-`) was switched in on.
+fn cpus_by_comm(r: &schedlab_sim::SimResult) -> std::collections::BTreeMap<String, std::collections::BTreeSet<u32>> {
+    let mut out: std::collections::BTreeMap<String, std::collections::BTreeSet<u32>> = Default::default();
+    for e in &r.trace.events {
+        if let EventKind::SchedSwitch { next_pid, .. } = e.kind {
+            if let Some(t) = r.trace.table.tasks.get(&next_pid) {
+                let name = t.comm.split('-').next().unwrap_or_default().to_string();
+                out.entry(name).or_default().insert(e.cpu);
+            }
+        }
+    }
+    out
+}
+
+fn partitioned(kind: &str) -> String {
+    // qemu-4: CPUs 0-3 in one LLC. Two hogs start together on CPU 2 of the
+    // group's CPUs 2-3; four more run in the run's own group.
+    format!(
+        r#"
+topology = "qemu-4"
+duration = "300ms"
+[cgroup.part]
+cpus = "2-3"
+partition = "{kind}"
+[[thread]]
+name = "in"
+instances = 2
+cgroup = "part"
+start_cpu = 2
+program = [{{ run = "10ms" }}]
+[[thread]]
+name = "out"
+instances = 4
+program = [{{ run = "10ms" }}]
+"#
+    )
+}
+
+#[test]
+fn a_root_partition_balances_within_itself_and_an_isolated_one_not_at_all() {
+    let root = simulate(&scenario(&partitioned("root")), &SimOptions::default()).unwrap();
+    let isolated = simulate(&scenario(&partitioned("isolated")), &SimOptions::default()).unwrap();
+    let member = simulate(&scenario(&partitioned("member")), &SimOptions::default()).unwrap();
+    let (r, i, m) = (cpus_by_comm(&root), cpus_by_comm(&isolated), cpus_by_comm(&member));
+    // A root partition is a sched domain of its own: the balancer spreads its two hogs.
+    assert_eq!(r["in"].iter().copied().collect::<Vec<_>>(), [2, 3]);
+    // An isolated one has no domain: nothing moves the second hog off CPU 2.
+    assert_eq!(i["in"].iter().copied().collect::<Vec<_>>(), [2]);
+    // Either way its CPUs are gone from the rest, which only a cpuset
+    // (`member`) leaves them.
+    assert_eq!(r["out"].iter().copied().collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(i["out"].iter().copied().collect::<Vec<_>>(), [0, 1]);
+    assert!(m["out"].iter().any(|&c| c >= 2), "without a partition the others use CPUs 2-3: {m:?}");
+    // CPU time of the two hogs over the 300 ms: two CPUs' worth, or one.
+    let ran = |res: &schedlab_sim::SimResult| {
+        runtime_by_comm(res).iter().filter(|(c, _)| c.starts_with("in-")).map(|(_, &n)| n).sum::<u64>() as f64 / 300e6
+    };
+    assert!(ran(&root) > 1.8, "each hog has a CPU: {:.2} CPUs", ran(&root));
+    assert!((0.9..=1.0).contains(&ran(&isolated)), "the two share CPU 2: {:.2} CPUs", ran(&isolated));
+}
+
+fn rt_partitioned(kind: &str) -> String {
+    // CPU 2 is RT-overloaded for the whole run: `p` (FIFO 40, may use 2-3)
+    // waits behind `c` (FIFO 60) and CPU 3 runs a FIFO 90 hog. `w` on CPU
+    // 0 sleeps every millisecond, and each time its CPU's RT priority
+    // drops, pull_rt_task() asks the overloaded CPUs of its root domain to
+    // push (RT_PUSH_IPI).
+    format!(
+        r#"
+topology = "qemu-4"
+duration = "50ms"
+features = ["RT_PUSH_IPI"]
+[cgroup.rt]
+cpus = "2-3"
+partition = "{kind}"
+[[thread]]
+name = "c"
+policy = "fifo"
+priority = 60
+cgroup = "rt"
+affinity = "2"
+program = [{{ run = "10ms" }}]
+[[thread]]
+name = "p"
+policy = "fifo"
+priority = 40
+cgroup = "rt"
+start_cpu = 2
+program = [{{ run = "10ms" }}]
+[[thread]]
+name = "h"
+policy = "fifo"
+priority = 90
+cgroup = "rt"
+affinity = "3"
+program = [{{ run = "10ms" }}]
+[[thread]]
+name = "w"
+policy = "fifo"
+priority = 70
+affinity = "0"
+program = [{{ run = "1ms" }}, {{ sleep = "1ms" }}]
+"#
+    )
+}
+
+#[test]
+fn rt_pulls_ask_only_their_own_root_domain_to_push() {
+    let push_ipis_to_the_partition = |kind: &str| {
+        let r = simulate(&scenario(&rt_partitioned(kind)), &SimOptions::default()).unwrap();
+        r.trace
+            .events
+            .iter()
+            .filter(|e| e.cpu < 2 && matches!(e.kind, EventKind::RtPushIpi { dst_cpu, .. } if dst_cpu >= 2))
+            .count()
+    };
+    let one_root_domain = push_ipis_to_the_partition("member");
+    assert!(one_root_domain >= 20, "CPU 0's pulls ask the overloaded CPU 2: {one_root_domain}");
+    assert_eq!(push_ipis_to_the_partition("root"), 0, "a partition is a root domain of its own");
+    assert_eq!(push_ipis_to_the_partition("isolated"), 0);
+}

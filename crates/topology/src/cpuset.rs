@@ -85,6 +85,15 @@ impl CpuSet {
         out
     }
 
+    /// The CPUs of `self` not in `other` (`cpumask_andnot()`).
+    pub fn and_not(&self, other: &CpuSet) -> CpuSet {
+        let mut out = *self;
+        for (a, b) in out.words.iter_mut().zip(other.words.iter()) {
+            *a &= !*b;
+        }
+        out
+    }
+
     pub fn is_subset(&self, other: &CpuSet) -> bool {
         self.words.iter().zip(other.words.iter()).all(|(a, b)| a & !b == 0)
     }

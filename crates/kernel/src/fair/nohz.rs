@@ -82,7 +82,8 @@ impl Kernel {
         let prev = self.rqs[cpu].nr_running;
         self.rqs[cpu].nr_running += n;
         if prev < 2 && self.rqs[cpu].nr_running >= 2 {
-            self.rd_overloaded = true;
+            let rd = self.rqs[cpu].rd;
+            self.rds[rd].overloaded = true;
         }
     }
 
@@ -175,11 +176,21 @@ impl Kernel {
     }
 
     /// `sched_balance_trigger()`: raise SCHED_SOFTIRQ when balancing is due
-    /// (returned), and always consider kicking the idle load balancer.
+    /// (returned), and always consider kicking the idle load balancer; a
+    /// CPU of no domain (`on_null_domain()`: alone in its partition, or
+    /// isolated) does neither.
     pub(crate) fn sched_balance_trigger(&mut self, cpu: usize) -> bool {
+        if self.on_null_domain(cpu) {
+            return false;
+        }
         let due = self.jiffies() >= self.rqs[cpu].next_balance;
         self.nohz_balancer_kick(cpu);
         due
+    }
+
+    /// `on_null_domain()`: the CPU has no sched domain to balance in.
+    pub(crate) fn on_null_domain(&self, cpu: usize) -> bool {
+        self.domains.cpus[cpu].domains.is_empty()
     }
 
     /// `sched_balance_softirq()`: the kicked ILB balances for the idle CPUs;
@@ -198,6 +209,9 @@ impl Kernel {
     pub(crate) fn nohz_balance_enter_idle(&mut self, cpu: usize) {
         self.rqs[cpu].has_blocked_load = true;
         if !self.rqs[cpu].nohz_tick_stopped {
+            if self.on_null_domain(cpu) {
+                return;
+            }
             self.rqs[cpu].nohz_tick_stopped = true;
             self.nohz.idle_cpus_mask.insert(cpu);
             self.nohz.nr_cpus += 1;
@@ -442,7 +456,8 @@ impl Kernel {
             }
             pulled
         };
-        if !self.rd_overloaded || self.rqs[cpu].avg_idle < self.sd_state[cpu][0].max_newidle_lb_cost {
+        if !self.rds[self.rqs[cpu].rd].overloaded || self.rqs[cpu].avg_idle < self.sd_state[cpu][0].max_newidle_lb_cost
+        {
             let due = self.sd_state[cpu][0].last_balance + self.get_sd_balance_interval(cpu, 0, false);
             next_balance = next_balance.min(due);
             return out(self, next_balance, 0);

@@ -98,6 +98,7 @@ fn without_itmt_nothing_is_packed() {
         preempt: PreemptModel::Full,
         trace: true,
         seed: 7,
+        partitions: Vec::new(),
     });
     let t = task(&mut k, 1, "4-7", 4);
     start(&mut k, t, 0);

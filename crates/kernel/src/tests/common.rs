@@ -140,7 +140,15 @@ pub fn kernel_with(topology: Topology, profile: &str, settings: &[&str], seed: u
     for s in settings {
         features.apply(s).unwrap();
     }
-    TestKernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed })
+    TestKernel::new(KernelConfig {
+        profile,
+        features,
+        topology,
+        preempt: PreemptModel::Full,
+        trace: true,
+        seed,
+        partitions: Vec::new(),
+    })
 }
 
 /// A task of `policy` allowed on `mask`, starting on `cpu`.

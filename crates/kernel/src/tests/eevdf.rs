@@ -18,7 +18,15 @@ fn kernel(settings: &[&str]) -> TestKernel {
     }
     let topology = Topology::preset("smt-2x2").unwrap();
     assert_eq!(topology.tick_ns(), TICK);
-    TestKernel::new(KernelConfig { profile, features, topology, preempt: PreemptModel::Full, trace: true, seed: 1 })
+    TestKernel::new(KernelConfig {
+        profile,
+        features,
+        topology,
+        preempt: PreemptModel::Full,
+        trace: true,
+        seed: 1,
+        partitions: Vec::new(),
+    })
 }
 
 fn task(k: &mut TestKernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskId {

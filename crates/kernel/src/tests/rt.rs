@@ -183,7 +183,7 @@ fn the_push_ipi_chain_visits_each_overloaded_cpu_once_per_scan() {
         let x = task(&mut k, 20 + cpu as i32, Policy::Fifo, 99, &cpu.to_string(), cpu);
         start(&mut k, x, 0);
     }
-    assert_eq!(k.rto_count, 2);
+    assert_eq!(k.rds[0].rto_count, 2);
     let w = task(&mut k, 30, Policy::Fifo, 90, "2", 2);
     start(&mut k, w, 0);
     k.events.clear();
@@ -205,8 +205,8 @@ fn the_push_ipi_chain_visits_each_overloaded_cpu_once_per_scan() {
     // puller (CPU 2). The request bumped rto_loop_next, so when the first
     // scan ends rto_loop is behind it and one more scan runs, then the chain stops.
     assert_eq!(visited, vec![0, 1, 0, 1]);
-    assert_eq!(k.rto_loop, k.rto_loop_next);
-    assert_eq!(k.rto_cpu, -1, "the chain has finished");
+    assert_eq!(k.rds[0].rto_loop, k.rds[0].rto_loop_next);
+    assert_eq!(k.rds[0].rto_cpu, -1, "the chain has finished");
 }
 
 #[test]

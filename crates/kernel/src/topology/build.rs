@@ -7,9 +7,10 @@
 //! `sd_parent_degenerate()`, and `cpu_attach_domain()` with
 //! `update_top_cache_domain()`.
 //!
-//! Simplified as the rest of [`crate::topology`]: one root domain spanning
-//! every CPU, group capacity fixed at build time, no
-//! `set_domain_attribute()`; `sd->shared` is left to the caller.
+//! Simplified as the rest of [`crate::topology`]: the spans are fixed at
+//! boot (cpuset partitions of the scenario, no hotplug, no rebuilds), group
+//! capacity fixed at build time, no `set_domain_attribute()`;
+//! `sd->shared` is left to the caller.
 
 use super::levels::{sched_init_numa, tl_mask, x86_levels, NumaTables};
 use super::sd_flags::*;
@@ -320,6 +321,14 @@ pub fn build_sched_domains(topo: &Topology) -> SchedDomains {
 }
 
 /// [`build_sched_domains`] with explicit version knobs.
+pub fn build_sched_domains_with(topo: &Topology, opts: &SchedTopologyOptions) -> SchedDomains {
+    build_sched_domains_partitioned(topo, opts, &[topo.all_cpus()])
+}
+
+/// `partition_sched_domains()` with the spans cpuset hands it (`doms`,
+/// disjoint): each CPU's domains are built within its own span's CPUs
+/// (`build_sched_domains(doms[i])`), a CPU of no span gets none (it is
+/// attached to the NULL domain: an isolated partition).
 ///
 /// Steps, in the kernel's order: per CPU, `build_sched_domain()` for each
 /// level until one spans the whole machine (`sd_init()`, the subset fix-up,
@@ -328,9 +337,8 @@ pub fn build_sched_domains(topo: &Topology) -> SchedDomains {
 /// `init_sched_groups_capacity()`; then `cpu_attach_domain()` per CPU, which
 /// removes degenerate levels and fills in the per-CPU shortcuts
 /// (`update_top_cache_domain()`).
-pub fn build_sched_domains_with(topo: &Topology, opts: &SchedTopologyOptions) -> SchedDomains {
+pub fn build_sched_domains_partitioned(topo: &Topology, opts: &SchedTopologyOptions, doms: &[CpuSet]) -> SchedDomains {
     let nr = topo.nr_cpus();
-    let cpu_map = topo.all_cpus();
     let numa = sched_init_numa(topo);
     let levels = x86_levels(topo, opts, &numa);
     let caps = asym_cpu_capacity_scan(topo);
@@ -339,6 +347,7 @@ pub fn build_sched_domains_with(topo: &Topology, opts: &SchedTopologyOptions) ->
     // Set up the per-CPU domain chains.
     let mut has_asym = false;
     for cpu in 0..nr {
+        let Some(cpu_map) = doms.iter().find(|d| d.contains(cpu)).copied() else { continue };
         for (t, tl) in levels.iter().enumerate() {
             let mask = tl_mask(topo, &numa, tl, cpu);
             let (mut sd, clear_child) = sd_init(tl, mask, &cpu_map, &caps, &numa);

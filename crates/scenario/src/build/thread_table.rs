@@ -80,7 +80,7 @@ pub(super) fn group(
         Some(c) => Some((crate::cgroup::resolve(ctx, cgroups, c)?, c.span().start)),
         None => None,
     };
-    let cpuset = cgroup.and_then(|(c, _)| crate::cgroup::effective_cpus(cgroups, c));
+    let cpuset = crate::cgroup::cpus_of(cgroups, cgroup.map(|(c, _)| c), &topo.all_cpus());
     let affinity = match (&raw.affinity, cpuset) {
         (Some(a), None) => values::affinity(ctx, a, topo)?,
         (None, None) => topo.all_cpus(),
@@ -118,7 +118,10 @@ pub(super) fn group(
     let mut ops = Vec::new();
     for op in raw.program.get_ref() {
         let (mut t, at) = op_template(ctx, op, topo)?;
-        if let (OpT::Fork(..), Some(set)) = (&t, cpuset) {
+        // (A partition elsewhere narrows every group outside it the same
+        // way, so only a cpuset of the forker's own path matters here.)
+        let own_cpuset = cgroup.and_then(|(c, _)| crate::cgroup::effective_cpus(cgroups, c));
+        if let (OpT::Fork(..), Some(set)) = (&t, own_cpuset) {
             return Err(ctx.at(
                 at,
                 format!(

@@ -247,7 +247,8 @@ impl Kernel {
         }
         let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
         if is_root {
-            self.rd_overloaded = overloaded;
+            let rd = self.rqs[env.dst_cpu].rd;
+            self.rds[rd].overloaded = overloaded;
         }
         // update_idle_cpu_scan(): only at the LLC-sized domain, not for newidle.
         let pct = dom.imbalance_pct as u64;
