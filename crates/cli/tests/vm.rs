@@ -190,3 +190,43 @@ fn bad_vm_settings_are_refused_before_booting() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("--setting alternates feature sets inside a VM guest: it needs --vm"));
 }
+
+/// CPUs' worth of time each kind of thread (`in`, `iso`, `out`) ran in a
+/// report's metrics, over `secs`.
+fn cpus_by_kind(metrics: &serde_json::Value, secs: f64) -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    for t in metrics["tasks"].as_array().expect("metrics.tasks") {
+        let comm = t["comm"].as_str().unwrap();
+        let Some((kind, _)) = comm.split_once('-') else { continue };
+        *out.entry(kind.to_string()).or_insert(0.0) += t["runtime_ns"].as_u64().unwrap() as f64 / 1e9 / secs;
+    }
+    out
+}
+
+/// cpuset partitions on cgroup v2 in the guest, beside the model: the root
+/// partition's two hogs get a CPU each (its own sched domain balances
+/// them), the isolated one's share one CPU (no domain: nothing moves
+/// them to its idle second CPU), and the run's own group's three hogs keep
+/// to CPUs 0-1.
+#[test]
+fn cpuset_partitions_in_the_guest_balance_as_the_model_says() {
+    if !have_qemu() {
+        eprintln!("skipped: qemu-system-x86_64 is not installed (scripts/install-vm-deps.sh installs it)");
+        return;
+    }
+    let _one = one_guest();
+    let file = "scenarios/cgroups/partitions.toml";
+    let out = vm(&[file, "--cpus", "6", "--duration", "1s", "--json"]);
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    let guest = cpus_by_kind(&doc["runs"][0]["metrics"], 1.0);
+    let out = run(&["run", file, "--duration", "1s", "--json"]);
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    let model = cpus_by_kind(&doc["metrics"], 1.0);
+    for (side, cpus) in [("guest", &guest), ("model", &model)] {
+        assert!(cpus["in"] > 1.9, "{side}: the root partition's hogs spread over its two CPUs: {cpus:?}");
+        assert!((0.9..=1.02).contains(&cpus["iso"]), "{side}: the isolated partition's share one CPU: {cpus:?}");
+        assert!((1.9..=2.02).contains(&cpus["out"]), "{side}: the rest's three hogs keep to CPUs 0-1: {cpus:?}");
+    }
+}

@@ -20,6 +20,13 @@
 //!   quota as `cpu.cfs_quota_us`/`cpu.cfs_period_us`; a thread writes its tid
 //!   into `tasks`.
 //!
+//! A `partition` (cgroup v2 only: v1 has no per-group partition, only
+//! the root cpuset's machine-wide `sched_load_balance`) is a remote
+//! partition (Linux 6.7+): every group above it, the scratch parent
+//! included, lends it its CPUs in `cpuset.cpus.exclusive`, and the group
+//! writes `cpuset.cpus.partition`; the runner reads that back and stops
+//! when the kernel marked it invalid.
+//!
 //! Only the controllers the scenario uses are involved: a file whose groups
 //! only set `cpus` leaves the cpu controller alone, so its fair threads keep
 //! the runner's own group (and autogroup) as the model assumes. When the cpu
@@ -32,7 +39,7 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlab_scenario::cgroup::effective_cpus;
+use schedlab_scenario::cgroup::{effective_cpus, within};
 use schedlab_scenario::{CgroupSpec, CpuSet, Op, Scenario};
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +66,11 @@ pub enum Hierarchy {
 pub struct Dir {
     pub path: PathBuf,
     pub writes: Vec<(String, String)>,
+    /// Files that must read back exactly so after the writes: the kernel
+    /// takes a `cpuset.cpus.partition` write it cannot honour and shows
+    /// `root invalid (why)` instead.
+    #[serde(default)]
+    pub checks: Vec<(String, String)>,
 }
 
 /// Everything a run does with cgroups, decided before anything is changed.
@@ -265,14 +277,37 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
             if !control.is_empty() {
                 top_writes.push(("cgroup.subtree_control".into(), control.clone()));
             }
-            dirs.push(Dir { path: top.clone(), writes: top_writes });
+            // A partition below the scratch parent is a remote partition
+            // (6.7+): every group above it, up to the root, lends it its
+            // CPUs as `cpuset.cpus.exclusive`.
+            let partition_cpus_at_or_below = |k: Option<usize>| -> CpuSet {
+                cgroups
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, g)| g.partition.is_some() && k.is_none_or(|k| within(cgroups, *i, k)))
+                    .fold(CpuSet::empty(), |acc, (_, g)| acc.or(&g.cpus.unwrap_or_default()))
+            };
+            let lent = partition_cpus_at_or_below(None);
+            if !lent.is_empty() {
+                top_writes.push(("cpuset.cpus.exclusive".into(), on_host(lent)));
+            }
+            dirs.push(Dir { path: top.clone(), writes: top_writes, checks: Vec::new() });
             process_files.push(top.join("cgroup.procs"));
             for (k, g) in cgroups.iter().enumerate() {
                 let path = root.join(rel(g));
                 let mut writes = vec![("cgroup.type".to_string(), "threaded".to_string())];
+                let mut checks = Vec::new();
                 writes.extend(cpu_writes(g, true));
                 if let Some(c) = g.cpus {
                     writes.push(("cpuset.cpus".into(), on_host(c)));
+                }
+                let lent = partition_cpus_at_or_below(Some(k));
+                if !lent.is_empty() {
+                    writes.push(("cpuset.cpus.exclusive".into(), on_host(lent)));
+                }
+                if let Some(kind) = g.partition {
+                    writes.push(("cpuset.cpus.partition".into(), kind.as_str().into()));
+                    checks.push(("cpuset.cpus.partition".into(), kind.as_str().into()));
                 }
                 let has_children = cgroups.iter().any(|c| c.parent == Some(k));
                 if has_children && !control.is_empty() {
@@ -281,7 +316,7 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
                 if uses_cpu {
                     cpu_dirs[k] = Some(path.clone());
                 }
-                dirs.push(Dir { path, writes });
+                dirs.push(Dir { path, writes, checks });
             }
             for (i, t) in scenario.threads.iter().enumerate() {
                 if let Some(k) = t.cgroup {
@@ -294,6 +329,15 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
             }
         }
         Hierarchy::V1 { cpu, cpuset } => {
+            if let Some(g) = cgroups.iter().find(|g| g.partition.is_some()) {
+                return Err(refuse(format!(
+                    "cgroup `{}` is a cpuset partition, which needs cgroup v2 (cpuset.cpus.partition); this host \
+                     has the cpuset controller on cgroup v1, where a partition means turning off \
+                     cpuset.sched_load_balance of the root cpuset, for every process on the machine; run it \
+                     on a cgroup v2 host or in a guest (schedlab vm)",
+                    g.name
+                )));
+            }
             let cpu_root = match (uses_cpu, cpu) {
                 (true, None) => {
                     return Err(refuse(
@@ -336,11 +380,11 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
                 }
             }
             if let Some(root) = cpu_root {
-                dirs.push(Dir { path: root.join(&scratch), writes: Vec::new() });
+                dirs.push(Dir { path: root.join(&scratch), writes: Vec::new(), checks: Vec::new() });
                 move_files[0].push(root.join(&scratch).join("tasks"));
                 for (k, g) in cgroups.iter().enumerate() {
                     let path = root.join(rel(g));
-                    dirs.push(Dir { path: path.clone(), writes: cpu_writes(g, false) });
+                    dirs.push(Dir { path: path.clone(), writes: cpu_writes(g, false), checks: Vec::new() });
                     move_files[k + 1].push(path.join("tasks"));
                     cpu_dirs[k] = Some(path);
                 }
@@ -375,13 +419,18 @@ pub fn layout(scenario: &Scenario, plan: &Plan, host: &HostCgroups, pid: i32) ->
             if let Some(root) = cpuset_root {
                 let mems = ("cpuset.mems".to_string(), host.cpuset_mems.clone());
                 let all = ("cpuset.cpus".to_string(), host.cpuset_cpus.clone());
-                dirs.push(Dir { path: root.join(&scratch), writes: vec![all.clone(), mems.clone()] });
+                dirs.push(Dir {
+                    path: root.join(&scratch),
+                    writes: vec![all.clone(), mems.clone()],
+                    checks: Vec::new(),
+                });
                 for (k, g) in cgroups.iter().enumerate() {
                     // A group without `cpus` takes the nearest one up (v1 children start empty).
                     let cpus = effective_cpus(cgroups, k).map(on_host).unwrap_or_else(|| host.cpuset_cpus.clone());
                     dirs.push(Dir {
                         path: root.join(rel(g)),
                         writes: vec![("cpuset.cpus".into(), cpus), mems.clone()],
+                        checks: Vec::new(),
                     });
                 }
                 for (i, t) in scenario.threads.iter().enumerate() {
@@ -429,7 +478,26 @@ impl Layout {
                 source: e,
             })?;
             for (file, value) in &d.writes {
-                write_file(&d.path.join(file), value)?;
+                let p = d.path.join(file);
+                if file.starts_with("cpuset.cpus.") && !p.exists() {
+                    return Err(refuse(format!(
+                        "{} does not exist: cpuset partitions below another group (remote partitions, \
+                         cpuset.cpus.exclusive) need Linux 6.7 or later",
+                        p.display()
+                    )));
+                }
+                write_file(&p, value)?;
+            }
+            for (file, want) in &d.checks {
+                let p = d.path.join(file);
+                let got = read_trim(&p);
+                if got != *want {
+                    return Err(refuse(format!(
+                        "the kernel did not make {} a partition: {} reads `{got}`, not `{want}`",
+                        d.path.display(),
+                        p.display()
+                    )));
+                }
             }
         }
         Ok(())
@@ -634,6 +702,39 @@ program = [{ run = "1ms" }]
         let (s, p) = setup(&FILE.replace("name = \"api\"", "name = \"api\"\npolicy = \"SCHED_RR\""));
         let e = layout(&s, &p, &v1(true), 77).unwrap_err().to_string();
         assert!(e.contains("thread `api` is real-time and in cgroup `web/api`") && e.contains("RT_GROUP_SCHED"), "{e}");
+    }
+
+    #[test]
+    fn a_partition_is_remote_on_v2_lent_its_cpus_from_above_and_refused_on_v1() {
+        let text = "topology = \"smt-2x2\"\nduration = \"1s\"\n[cgroup.box]\ncpus = \"1-3\"\n\
+                    [cgroup.\"box/rt\"]\ncpus = \"2-3\"\npartition = \"isolated\"\n\
+                    [[thread]]\nname = \"a\"\ncgroup = \"box/rt\"\nprogram = [{ run = \"1ms\" }]\n";
+        let (s, p) = setup(text);
+        let l = layout(&s, &p, &v2(&["cpuset"]), 9).unwrap().unwrap();
+        let top = "/sys/fs/cgroup/schedlab-9";
+        assert_eq!(writes(&l, top), pairs(&[("cgroup.subtree_control", "+cpuset"), ("cpuset.cpus.exclusive", "2-3")]));
+        assert_eq!(
+            writes(&l, &format!("{top}/box")),
+            pairs(&[
+                ("cgroup.type", "threaded"),
+                ("cpuset.cpus", "1-3"),
+                ("cpuset.cpus.exclusive", "2-3"),
+                ("cgroup.subtree_control", "+cpuset")
+            ])
+        );
+        let rt = l.dirs.iter().find(|d| d.path == Path::new(&format!("{top}/box/rt"))).unwrap();
+        assert_eq!(
+            rt.writes,
+            pairs(&[
+                ("cgroup.type", "threaded"),
+                ("cpuset.cpus", "2-3"),
+                ("cpuset.cpus.exclusive", "2-3"),
+                ("cpuset.cpus.partition", "isolated")
+            ])
+        );
+        assert_eq!(rt.checks, pairs(&[("cpuset.cpus.partition", "isolated")]), "an invalid partition stops the run");
+        let e = layout(&s, &p, &v1(false), 9).unwrap_err().to_string();
+        assert!(e.contains("cgroup `box/rt` is a cpuset partition, which needs cgroup v2"), "{e}");
     }
 
     #[test]

@@ -241,6 +241,13 @@ impl Plan {
     /// A CPU for the watchdog: one that no RT thread may use if there is one,
     /// else the last host CPU.
     pub fn watchdog_cpu(&self, scenario: &Scenario) -> usize {
+        self.watchdog_cpu_within(scenario, &self.host_cpus)
+    }
+
+    /// [`Self::watchdog_cpu`] among `usable` (the worker's own CPUs once it
+    /// joined the run's cgroup: a cpuset partition takes its CPUs from it);
+    /// the plan's choice when none of them is usable.
+    pub fn watchdog_cpu_within(&self, scenario: &Scenario, usable: &[usize]) -> usize {
         let rt_cpus: Vec<usize> = scenario
             .threads
             .iter()
@@ -248,7 +255,9 @@ impl Plan {
             .filter(|(s, _)| s.policy.is_rt())
             .flat_map(|(_, p)| p.cpus.iter().copied())
             .collect();
-        self.host_cpus.iter().rev().copied().find(|c| !rt_cpus.contains(c)).unwrap_or(*self.host_cpus.last().unwrap())
+        let usable: Vec<usize> = self.host_cpus.iter().copied().filter(|c| usable.contains(c)).collect();
+        let cpus = if usable.is_empty() { &self.host_cpus } else { &usable };
+        cpus.iter().rev().copied().find(|c| !rt_cpus.contains(c)).unwrap_or(*cpus.last().unwrap())
     }
 
     /// Ring-buffer size per CPU: 2 MB per second of run (asym_min-2cpu's

@@ -210,14 +210,23 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     // `Plan::new` caps the duration; saturate anyway rather than wrap.
     let deadline =
         now_ns().saturating_add(SETUP_LIMIT_NS).saturating_add(plan.duration_ns).saturating_add(STOP_GRACE_NS);
-    let disarmed = spawn_watchdog(plan.watchdog_cpu(scenario), deadline, &mut notes);
+    // The CPUs this process may use now: a cpuset partition of the
+    // scenario takes its CPUs from the run's own group.
+    let usable = crate::sys::allowed_cpus().unwrap_or_else(|_| plan.host_cpus.clone());
+    let disarmed = spawn_watchdog(plan.watchdog_cpu_within(scenario, &usable), deadline, &mut notes);
 
     let marker = match OpenOptions::new().write(true).open(&args.trace_marker) {
         Ok(f) => f,
         Err(e) => return failed_report(format!("{}: cannot open for writing: {e}", args.trace_marker.display())),
     };
-    // Calibrate on the first CPU a `run` thread may use.
-    let cal_cpu = plan.threads.first().and_then(|t| t.start_cpu.or(t.cpus.first().copied())).unwrap_or(0);
+    // Calibrate on the first CPU a `run` thread may use, when this process may.
+    let cal_cpu = plan
+        .threads
+        .first()
+        .and_then(|t| t.start_cpu.or(t.cpus.first().copied()))
+        .filter(|c| usable.contains(c))
+        .or(usable.first().copied())
+        .unwrap_or(0);
     let calibration = match opts.loops_per_us {
         Some(l) => Calibration::given(l, cal_cpu),
         None => {

@@ -35,8 +35,8 @@ fn threads_of_one_process_join_threaded_groups_and_the_groups_go_away_after() {
     let layout = Layout {
         hierarchy: Hierarchy::V2 { root: root.clone() },
         dirs: vec![
-            Dir { path: top.clone(), writes: Vec::new() },
-            Dir { path: group.clone(), writes: vec![("cgroup.type".into(), "threaded".into())] },
+            Dir { path: top.clone(), writes: Vec::new(), checks: Vec::new() },
+            Dir { path: group.clone(), writes: vec![("cgroup.type".into(), "threaded".into())], checks: Vec::new() },
         ],
         process_files: vec![top.join("cgroup.procs")],
         thread_files: vec![vec![group.join("cgroup.threads")]],

@@ -143,7 +143,7 @@ pub fn effective_cpus(cgroups: &[CgroupSpec], i: usize) -> Option<CpuSet> {
 }
 
 /// Is group `i` at or below group `ancestor`?
-fn within(cgroups: &[CgroupSpec], i: usize, ancestor: usize) -> bool {
+pub fn within(cgroups: &[CgroupSpec], i: usize, ancestor: usize) -> bool {
     let mut at = Some(i);
     while let Some(k) = at {
         if k == ancestor {
