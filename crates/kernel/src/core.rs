@@ -561,6 +561,7 @@ impl Kernel {
             wakee: WakeeStats::default(),
             sched_remote_wakeup: false,
             sched_remote_delayed: false,
+            throttled: false,
             se: SchedEntity::new(weight, slice, p.slice_ns.is_some()),
             nvcsw: 0,
             nivcsw: 0,

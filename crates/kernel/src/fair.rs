@@ -164,7 +164,8 @@ impl Kernel {
         self.tasks[e as usize].se.on_rq = true;
         if self.cfs(q).nr_running == 1 {
             self.check_enqueue_throttle(q);
-            if self.cfs_rq_throttled(q) && self.cfs(q).throttled_clock.is_none() {
+            // (6.18 counts throttled time from the first task throttled instead.)
+            if !self.profile.task_based_throttle && self.cfs_rq_throttled(q) && self.cfs(q).throttled_clock.is_none() {
                 let now = self.rqs[self.cfs(q).cpu].clock;
                 self.cfs_mut(q).throttled_clock = Some(now);
             }
@@ -211,7 +212,7 @@ impl Kernel {
         if flags & DEQUEUE_DELAYED != 0 {
             debug_assert!(self.tasks[e as usize].se.sched_delayed);
         } else {
-            let delay = sleep && flags & DEQUEUE_SPECIAL == 0;
+            let delay = sleep && flags & (DEQUEUE_SPECIAL | DEQUEUE_THROTTLE) == 0;
             debug_assert!(!(delay && self.tasks[e as usize].se.sched_delayed));
             if self.feat(Feature::DELAY_DEQUEUE) && delay && !self.entity_eligible(q, e) {
                 self.entity_load_avg(e, 0);
@@ -238,6 +239,17 @@ impl Kernel {
         }
         self.tasks[e as usize].se.on_rq = false;
         self.account_entity_dequeue(q, e);
+        // 6.18: an emptied cfs_rq of a throttled hierarchy stops its PELT clock.
+        if self.profile.task_based_throttle
+            && self.cfs(q).nr_running == 0
+            && self.throttled_hierarchy(q)
+            && !self.cfs(q).pelt_clock_throttled
+        {
+            let pelt_now = self.rqs[self.cfs(q).cpu].clock + crate::fair::pelt::PELT_CLOCK_BASE;
+            let cfs = self.cfs_mut(q);
+            cfs.pelt_clock_throttled = true;
+            cfs.throttled_clock_pelt = pelt_now;
+        }
         self.return_cfs_rq_runtime(q);
         self.update_cfs_group(e);
         if flags & DEQUEUE_DELAYED != 0 {
@@ -374,8 +386,9 @@ impl Kernel {
             if self.cfs(q).idle {
                 counts.idle = 1;
             }
-            // A throttled group holds the task; nothing above sees it.
-            if self.cfs_rq_throttled(q) {
+            // A throttled group holds the task; nothing above sees it (6.18:
+            // a throttled group stays queued, so the walk goes on).
+            if self.cfs_rq_throttled(q) && !self.profile.task_based_throttle {
                 return;
             }
             flags = ENQUEUE_WAKEUP;
@@ -387,7 +400,7 @@ impl Kernel {
             if self.cfs(q).idle {
                 counts.idle = 1;
             }
-            if self.cfs_rq_throttled(q) {
+            if self.cfs_rq_throttled(q) && !self.profile.task_based_throttle {
                 return;
             }
             se = self.cfs(q).se;
@@ -429,7 +442,7 @@ impl Kernel {
             if self.cfs(q).idle {
                 counts.idle = counts.queued;
             }
-            if self.cfs_rq_throttled(q) {
+            if self.cfs_rq_throttled(q) && !self.profile.task_based_throttle {
                 return self.dequeue_throttled(cpu, task.filter(|_| task_delayed));
             }
             if self.cfs(q).load_weight != 0 {
@@ -450,7 +463,7 @@ impl Kernel {
             if self.cfs(q).idle {
                 counts.idle = counts.queued;
             }
-            if self.cfs_rq_throttled(q) {
+            if self.cfs_rq_throttled(q) && !self.profile.task_based_throttle {
                 return self.dequeue_throttled(cpu, task.filter(|_| task_delayed));
             }
             se = self.cfs(q).se;
@@ -488,6 +501,10 @@ impl Kernel {
 
     /// `dequeue_task_fair()`: false when the task stayed queued as delayed.
     pub(crate) fn dequeue_task_fair(&mut self, cpu: usize, t: TaskId, flags: u32) -> bool {
+        if self.tasks[t as usize].throttled {
+            self.dequeue_throttled_task(t);
+            return true;
+        }
         self.dequeue_entities(cpu, t, flags) >= 0
     }
 
@@ -546,24 +563,31 @@ impl Kernel {
         verdict(self, false, PreemptReason::NotPicked)
     }
 
-    /// `pick_task_fair()`: pick at the root, then down each picked group's cfs_rq.
-    fn pick_task_fair(&mut self, cpu: usize) -> Option<TaskId> {
+    /// `pick_task_fair()`: pick at the root, then down each picked group's
+    /// cfs_rq. With the mainline profile's task-based throttling a
+    /// throttled level is descended too, and the task comes back marked
+    /// (true) for `task_throttle_setup_work()`.
+    fn pick_task_fair(&mut self, cpu: usize) -> Option<(TaskId, bool)> {
         'again: loop {
             if self.rqs[cpu].cfs.nr_running == 0 {
                 return None;
             }
             let mut q = cpu;
+            let mut throttled = false;
             loop {
                 if self.cfs_curr_on_rq(q).is_some() {
                     self.update_curr(q);
                 }
                 if self.check_cfs_rq_runtime(q) {
-                    continue 'again;
+                    if !self.profile.task_based_throttle {
+                        continue 'again;
+                    }
+                    throttled = true;
                 }
                 let Some(se) = self.pick_next_entity(q) else { continue 'again };
                 match self.tasks[se as usize].my_q {
                     Some(gq) => q = gq,
-                    None => return Some(se),
+                    None => return Some((se, throttled)),
                 }
             }
         }
@@ -574,7 +598,12 @@ impl Kernel {
     /// switching: from a fair prev only up to the level the two tasks share.
     pub(crate) fn pick_next_task_fair(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
         let p = loop {
-            if let Some(p) = self.pick_task_fair(cpu) {
+            if let Some((p, throttled)) = self.pick_task_fair(cpu) {
+                if throttled {
+                    // It would run only until its return to user space.
+                    self.throttle_cfs_rq_work(cpu, p);
+                    continue;
+                }
                 break p;
             }
             // Nothing to run: newidle balancing may pull work, then pick again.

@@ -81,6 +81,17 @@ impl Kernel {
             if task.on_rt_rq {
                 return Err(violation!("fair task {t} is on an rt_rq"));
             }
+            // Task-based throttling: runnable, off every tree, on its cfs_rq's limbo list.
+            let in_limbo = self.cfs(self.cfs_rq_of(t)).limbo.contains(&t);
+            if task.throttled != in_limbo || (task.throttled && (!queued || task.se.on_rq)) {
+                return Err(violation!(
+                    "task {t}: throttled={} but in its cfs_rq's limbo list: {in_limbo} (on_rq={:?}, se.on_rq={})",
+                    task.throttled,
+                    task.on_rq,
+                    task.se.on_rq
+                ));
+            }
+            let queued = queued && !task.throttled;
             if queued != task.se.on_rq {
                 return Err(violation!("task {t}: p->on_rq={:?} but se.on_rq={}", task.on_rq, task.se.on_rq));
             }
@@ -179,7 +190,7 @@ impl Kernel {
                     p.my_q.is_none()
                         && p.se.on_rq
                         && p.cpu == rq.cpu
-                        && !self.throttled_hierarchy(self.cfs_rq_of(*i as TaskId))
+                        && (self.profile.task_based_throttle || !self.throttled_hierarchy(self.cfs_rq_of(*i as TaskId)))
                 })
                 .count();
             if rq.nr_running != unthrottled as u32 + rt_queued {
@@ -230,8 +241,10 @@ impl Kernel {
                 c.h_delayed += e.se.sched_delayed as u32;
                 c.h_idle += idle as u32;
                 idle |= self.cfs(q).idle;
-                // A throttled cfs_rq keeps its tasks' counts; nothing above has them.
-                up = if self.cfs(q).throttled { None } else { self.cfs(q).se };
+                // A throttled cfs_rq keeps its tasks' counts; nothing above has
+                // them (6.12). Task-based throttling leaves it queued: they count.
+                let hidden = self.cfs(q).throttled && !self.profile.task_based_throttle;
+                up = if hidden { None } else { self.cfs(q).se };
             }
         }
         for (q, want) in counts.iter().enumerate() {
@@ -309,7 +322,7 @@ impl Kernel {
                 if cfs.throttled != listed {
                     return Err(violation!("cfs_rq {q} of group {g}: throttled={} but listed={listed}", cfs.throttled));
                 }
-                if cfs.throttled && self.tasks[cfs.se.unwrap() as usize].se.on_rq {
+                if cfs.throttled && !self.profile.task_based_throttle && self.tasks[cfs.se.unwrap() as usize].se.on_rq {
                     return Err(violation!("cfs_rq {q} of group {g} is throttled but its entity is queued"));
                 }
             }

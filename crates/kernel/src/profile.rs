@@ -46,6 +46,11 @@ pub struct Profile {
     pub fair_server: bool,
     /// Custom slices (`sched_attr.sched_runtime` for fair tasks) exist (≥6.12).
     pub custom_slices: bool,
+    /// CFS bandwidth throttles tasks, not group entities (≥6.18, Aaron Lu's
+    /// "sched/fair: Task based throttle" series): a throttled cfs_rq stays
+    /// queued, a task picked from it leaves for the cfs_rq's limbo list on
+    /// its way back to user space, and unthrottling enqueues each as a wakeup.
+    pub task_based_throttle: bool,
     /// Features of the table this kernel's features.h does not have, with
     /// the release that added each: settings naming them are refused.
     pub absent: &'static [(Feature, &'static str)],
@@ -105,6 +110,7 @@ impl Profile {
                 lb_counts_runnable_only: false,
                 fair_server: true,
                 custom_slices: true,
+                task_based_throttle: false,
                 absent: &[],
                 defaults: defaults(false),
             }),
@@ -143,6 +149,7 @@ impl Profile {
                 lb_counts_runnable_only: true,
                 fair_server: true,
                 custom_slices: true,
+                task_based_throttle: true,
                 absent: &[],
                 defaults: defaults(true),
             }),

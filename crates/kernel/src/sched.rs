@@ -181,6 +181,9 @@ pub struct Task {
     pub sched_remote_wakeup: bool,
     /// Queued on its own CPU's wakelist as a delayed task (TTWU_QUEUE_DELAYED).
     pub sched_remote_delayed: bool,
+    /// `p->throttled`: on its cfs_rq's limbo list (task-based throttling):
+    /// runnable (`on_rq`) but off the fair tree until the unthrottle.
+    pub throttled: bool,
     pub se: SchedEntity,
     /// Voluntary/involuntary switch counts (`nvcsw`/`nivcsw`).
     pub nvcsw: u64,
@@ -318,6 +321,11 @@ pub struct CfsRq {
     pub throttle_count: u32,
     /// When it was throttled with entities queued (`throttled_clock`), for `cpu.stat`.
     pub throttled_clock: Option<u64>,
+    /// Task-based throttling (≥6.18): `pelt_clock_throttled`, the PELT
+    /// clock stopped (an empty cfs_rq of a throttled hierarchy), and
+    /// `throttled_limbo_list`, the tasks throttled out of it.
+    pub pelt_clock_throttled: bool,
+    pub limbo: Vec<TaskId>,
     /// Sum of queued entity weights including curr and delayed entities.
     pub load_weight: u64,
     /// Entities queued including curr and delayed ones (6.14+: `nr_queued`).
@@ -376,6 +384,8 @@ impl CfsRq {
             throttled: false,
             throttle_count: 0,
             throttled_clock: None,
+            pelt_clock_throttled: false,
+            limbo: Vec::new(),
             load_weight: 0,
             nr_running: 0,
             h_nr_queued: 0,
@@ -545,6 +555,10 @@ pub mod qflags {
     pub const DEQUEUE_SPECIAL: u32 = 0x10;
     pub const DEQUEUE_MIGRATING: u32 = 0x100;
     pub const DEQUEUE_DELAYED: u32 = 0x200;
+    /// 6.18's task-based throttling: a task leaving for the limbo list, and
+    /// each group entity it empties, is never delayed (not in 6.12; a value
+    /// of the model's that no other flag uses).
+    pub const DEQUEUE_THROTTLE: u32 = 0x800;
 
     pub const ENQUEUE_WAKEUP: u32 = 0x01;
     pub const ENQUEUE_RESTORE: u32 = 0x02;

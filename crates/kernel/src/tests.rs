@@ -3,6 +3,7 @@
 //! LLC's scan budget, a runqueue's counters) that only the crate may write.
 
 mod balance;
+mod bandwidth;
 mod common;
 mod costs;
 mod eevdf;

@@ -158,8 +158,17 @@ fn group<'a>(r: &'a schedlab_sim::SimResult, name: &str) -> &'a schedlab_sim::Gr
 
 #[test]
 fn a_50_percent_quota_gets_half_a_cpu_and_is_throttled_every_period() {
-    let text = "topology = \"smt-2x2\"\nduration = \"5s\"\n[cgroup.capped]\nmax = \"50ms\"\nperiod = \"100ms\"\n\
-                [[thread]]\nname = \"capped\"\ninstances = 2\ncgroup = \"capped\"\naffinity = \"0\"\nprogram = [{ run = \"10ms\" }]\n";
+    // On 6.12 (the group's entity throttled) and on mainline (its tasks, 6.18).
+    for kernel in ["6.12", "mainline"] {
+        let text = format!(
+            "topology = \"smt-2x2\"\nkernel = \"{kernel}\"\nduration = \"5s\"\n[cgroup.capped]\nmax = \"50ms\"\nperiod = \"100ms\"\n\
+             [[thread]]\nname = \"capped\"\ninstances = 2\ncgroup = \"capped\"\naffinity = \"0\"\nprogram = [{{ run = \"10ms\" }}]\n"
+        );
+        quota_halves_a_cpu(&text);
+    }
+}
+
+fn quota_halves_a_cpu(text: &str) {
     for seed in [1, 2, 3] {
         let r = simulate(&scenario(text), &SimOptions { seed: Some(seed), ..SimOptions::default() }).unwrap();
         let g = group(&r, "capped");
@@ -247,9 +256,13 @@ fn group_runs_are_deterministic_and_keep_the_invariants() {
                   { setaffinity = \"0-1\" }, { run = \"1ms\" }, { setaffinity = \"all\" }]\n\
                   [[thread]]\nname = \"mv\"\ninstances = 2\ncgroup = \"a/x\"\nprogram = [{ run = \"1ms\" }, { cgroup = \"q/r\" }, \
                   { sleep = \"200us\" }, { run = \"2ms\" }, { cgroup = \"/\" }, { run = \"1ms\" }, { cgroup = \"a/x\" }]\n";
-    let s = scenario(&format!("{text}{quotas}"));
     let opts = SimOptions { check_invariants: Some(true), ..SimOptions::default() };
-    for features in [vec![], vec!["NO_DELAY_DEQUEUE".to_string()], vec!["NEXT_BUDDY".to_string()]] {
+    let runs =
+        [("6.12", vec![]), ("6.12", vec!["NO_DELAY_DEQUEUE".to_string()]), ("6.12", vec!["NEXT_BUDDY".to_string()])];
+    // Mainline: task-based throttling, with limbo tasks moving between groups.
+    let runs = runs.into_iter().chain([("mainline", vec![]), ("mainline", vec!["NO_DELAY_DEQUEUE".to_string()])]);
+    for (kernel, features) in runs {
+        let s = scenario(&format!("kernel = \"{kernel}\"\n{text}{quotas}"));
         let opts = SimOptions { features, ..opts.clone() };
         let a = simulate(&s, &opts).unwrap();
         let b = simulate(&s, &opts).unwrap();

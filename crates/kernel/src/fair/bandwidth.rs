@@ -11,6 +11,17 @@
 //! `check_cfs_rq_runtime()`, `check_enqueue_throttle()` and
 //! `tg_set_cfs_bandwidth()`.
 //!
+//! The mainline profile throttles tasks instead (6.18, Aaron Lu's series,
+//! `Profile::task_based_throttle`): `throttle_cfs_rq()` only marks the
+//! hierarchy, a task picked from it leaves on its way back to user space
+//! (`throttle_cfs_rq_work()`: dequeued onto the cfs_rq's limbo list, still
+//! runnable), and `tg_unthrottle_up()` enqueues each such task as a wakeup.
+//! Simplified there: the model runs the work as the task is picked, so the
+//! kernel's switch into it and straight back out is neither traced nor
+//! charged; a task woken into a throttled hierarchy is queued and picked
+//! like any other (6.18 does the same), and kernel threads are never in a
+//! throttled group here.
+//!
 //! Simplified: no `cpu.max.burst`; the period timer's "period too short"
 //! scaling is absent (it needs the handler to overrun three periods); a
 //! distribution unthrottles every cfs_rq at the timer's instant, where the
@@ -21,6 +32,7 @@
 use crate::core::Kernel;
 use crate::deadline::{TimerKind, TimerRequest};
 use crate::sched::{qflags::*, CfsRqId};
+use crate::TaskId;
 
 /// `sysctl_sched_cfs_bandwidth_slice`: 5 ms handed to a cfs_rq at a time.
 pub const CFS_BANDWIDTH_SLICE: u64 = 5_000_000;
@@ -278,8 +290,22 @@ impl Kernel {
         let tg = self.cfs(q).tg;
         self.bw_mut(tg).throttled.push(q);
         let cpu = self.cfs(q).cpu;
-        // tg_throttle_down(): the PELT clocks below stop.
         let pelt_now = self.rqs[cpu].clock + super::pelt::PELT_CLOCK_BASE;
+        if self.profile.task_based_throttle {
+            // tg_throttle_down() of 6.18: the counts below go up; an empty
+            // cfs_rq's PELT clock stops now, a busy one's when it empties.
+            for c in self.tg_subtree_on(tg, cpu) {
+                let cfs = self.cfs_mut(c);
+                cfs.throttle_count += 1;
+                if cfs.nr_running == 0 && !cfs.pelt_clock_throttled {
+                    cfs.pelt_clock_throttled = true;
+                    cfs.throttled_clock_pelt = pelt_now;
+                }
+            }
+            self.cfs_mut(q).throttled = true;
+            return true;
+        }
+        // tg_throttle_down(): the PELT clocks below stop.
         for c in self.tg_subtree_on(tg, cpu) {
             let cfs = self.cfs_mut(c);
             if cfs.throttle_count == 0 {
@@ -353,6 +379,9 @@ impl Kernel {
         self.bw_mut(tg).throttled.retain(|&x| x != q);
         // tg_unthrottle_up(): the PELT clocks below run again, less the throttled time.
         let pelt_now = self.rqs[cpu].clock + super::pelt::PELT_CLOCK_BASE;
+        if self.profile.task_based_throttle {
+            return self.tg_unthrottle_up_tasks(tg, cpu, pelt_now);
+        }
         for c in self.tg_subtree_on(tg, cpu) {
             let cfs = self.cfs_mut(c);
             cfs.throttle_count -= 1;
@@ -369,6 +398,67 @@ impl Kernel {
         if self.rqs[cpu].curr.is_none() && self.rqs[cpu].cfs.nr_running > 0 {
             self.resched_curr(cpu);
         }
+    }
+
+    /// 6.18's `tg_unthrottle_up()` over `tg`'s subtree on `cpu`, children
+    /// first: each cfs_rq no longer under any throttle restarts its PELT
+    /// clock and enqueues its limbo tasks as wakeups; then an idle CPU with
+    /// fair work reschedules (`unthrottle_cfs_rq()`).
+    fn tg_unthrottle_up_tasks(&mut self, tg: usize, cpu: usize, pelt_now: u64) {
+        let (was_empty, was_idle) = (self.rqs[cpu].cfs.h_nr_queued == 0, self.rqs[cpu].nr_running == 0);
+        for c in self.tg_subtree_on(tg, cpu).into_iter().rev() {
+            let cfs = self.cfs_mut(c);
+            cfs.throttle_count -= 1;
+            if cfs.throttle_count > 0 {
+                continue;
+            }
+            if std::mem::take(&mut cfs.pelt_clock_throttled) {
+                cfs.throttled_clock_pelt_time += pelt_now - cfs.throttled_clock_pelt;
+            }
+            for p in std::mem::take(&mut cfs.limbo) {
+                self.tasks[p as usize].throttled = false;
+                self.enqueue_task_fair(cpu, p, ENQUEUE_WAKEUP);
+            }
+        }
+        if self.rqs[cpu].cfs.h_nr_queued > 0 {
+            self.dl_server_start(cpu, was_empty, was_idle);
+        }
+        if self.rqs[cpu].curr.is_none() && self.rqs[cpu].cfs.nr_running > 0 {
+            self.resched_curr(cpu);
+        }
+    }
+
+    /// 6.18's `throttle_cfs_rq_work()`, run for a task picked from a
+    /// throttled hierarchy (the model runs it at the pick; the kernel on the
+    /// task's way back to user space): unless the throttle is gone, the task
+    /// leaves the fair tree for its cfs_rq's limbo list, runnable but not
+    /// counted, never delayed (`DEQUEUE_THROTTLE`); the first such task
+    /// starts the throttled time of each throttled cfs_rq above it.
+    pub(crate) fn throttle_cfs_rq_work(&mut self, cpu: usize, p: TaskId) {
+        let q = self.cfs_rq_of(p);
+        if self.cfs(q).throttle_count == 0 {
+            return;
+        }
+        self.dequeue_task_fair(cpu, p, DEQUEUE_SLEEP | DEQUEUE_THROTTLE);
+        self.cfs_mut(q).limbo.push(p);
+        self.tasks[p as usize].throttled = true;
+        let now = self.rqs[cpu].clock;
+        let mut at = Some(q);
+        while let Some(c) = at {
+            let cfs = self.cfs_mut(c);
+            if cfs.throttled && cfs.throttled_clock.is_none() {
+                cfs.throttled_clock = Some(now);
+            }
+            at = cfs.parent;
+        }
+    }
+
+    /// 6.18's `dequeue_throttled_task()`: a task in limbo leaves the list
+    /// (a class change or a move); it is on no fair tree to leave.
+    pub(crate) fn dequeue_throttled_task(&mut self, p: TaskId) {
+        let q = self.cfs_rq_of(p);
+        self.cfs_mut(q).limbo.retain(|&t| t != p);
+        self.tasks[p as usize].throttled = false;
     }
 
     /// The enqueue half of `unthrottle_cfs_rq()`.

@@ -223,7 +223,9 @@ impl Kernel {
         while let Some(s) = se {
             let q = self.cfs_rq_of(s);
             f(self.cfs_mut(q));
-            if self.cfs_rq_throttled(q) {
+            // Counts stop at a throttled cfs_rq, off its parent (6.12); a
+            // task-based throttle leaves it queued, so they go on up.
+            if self.cfs_rq_throttled(q) && !self.profile.task_based_throttle {
                 break;
             }
             se = self.cfs(q).se;
@@ -477,6 +479,7 @@ fn group_entity(cpu: usize, my_q: CfsRqId, parent_tg: usize, slice: u64) -> Task
         wakee: Default::default(),
         sched_remote_wakeup: false,
         sched_remote_delayed: false,
+        throttled: false,
         se: SchedEntity::new(NICE_0_WEIGHT, slice, false),
         nvcsw: 0,
         nivcsw: 0,

@@ -42,7 +42,9 @@ impl Kernel {
     /// spent throttled, standing still while it is.
     pub(crate) fn cfs_rq_clock_pelt(&self, q: CfsRqId) -> u64 {
         let cfs = self.cfs(q);
-        if cfs.throttle_count > 0 {
+        // 6.18 stops it only while a throttled cfs_rq is empty (`pelt_clock_throttled`).
+        let stopped = if self.profile.task_based_throttle { cfs.pelt_clock_throttled } else { cfs.throttle_count > 0 };
+        if stopped {
             cfs.throttled_clock_pelt - cfs.throttled_clock_pelt_time
         } else {
             self.rq_clock_pelt(cfs.cpu) - cfs.throttled_clock_pelt_time
@@ -262,17 +264,20 @@ impl Kernel {
         self.propagate_entity_cfs_rq(t);
     }
 
-    /// `propagate_entity_cfs_rq()`: update the ancestors' load up to a throttled cfs_rq.
+    /// `propagate_entity_cfs_rq()`: update the ancestors' load up to a
+    /// throttled cfs_rq (6.12); 6.18, whose throttled cfs_rqs stay queued,
+    /// goes all the way up.
     fn propagate_entity_cfs_rq(&mut self, t: TaskId) {
         let q = self.cfs_rq_of(t);
-        if self.cfs_rq_throttled(q) {
+        let stops_at = |k: &Kernel, q: CfsRqId| k.cfs_rq_throttled(q) && !k.profile.task_based_throttle;
+        if stops_at(self, q) {
             return;
         }
         let mut se = self.cfs(q).se;
         while let Some(s) = se {
             let pq = self.cfs_rq_of(s);
             self.update_load_avg(pq, s, UPDATE_TG);
-            if self.cfs_rq_throttled(pq) {
+            if stops_at(self, pq) {
                 break;
             }
             se = self.cfs(pq).se;

@@ -127,6 +127,18 @@ impl TestKernel {
         self.call(|k, o| k.rt_mutex_unlock(t, lock, now, cpu, o))
     }
 
+    pub fn set_cfs_bandwidth(&mut self, tg: usize, quota: u64, period: u64, now: u64, cpu: usize) {
+        self.call(|k, o| k.set_cfs_bandwidth(tg, quota, period, now, cpu, o))
+    }
+
+    pub fn cfs_bandwidth_timer(&mut self, what: crate::TimerKind, cpu: usize, now: u64) {
+        self.call(|k, o| k.cfs_bandwidth_timer(what, cpu, now, o))
+    }
+
+    pub fn sched_move_task(&mut self, t: TaskId, tg: usize, now: u64, exec_cpu: usize) {
+        self.call(|k, o| k.sched_move_task(t, tg, now, exec_cpu, o))
+    }
+
     pub fn dl_server_timer(&mut self, cpu: usize, now: u64) {
         self.call(|k, o| k.dl_server_timer(cpu, now, o))
     }

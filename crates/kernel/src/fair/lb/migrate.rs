@@ -40,11 +40,15 @@ impl Kernel {
 
     /// `can_migrate_task()`, with the profile's delayed-task rule (≥6.14).
     fn can_migrate_task(&mut self, p: TaskId, env: &mut LbEnv) -> bool {
-        // throttled_lb_pair(): the task's group is throttled on either CPU.
+        // throttled_lb_pair(): the task's group is throttled on either CPU;
+        // 6.18 (task-based throttling) only refuses a throttled destination,
+        // so a task still queued under a throttled group may leave for a CPU
+        // where its group has runtime.
         let tg = self.tasks[p as usize].tg;
         if tg != 0 {
             let cfs_rq = &self.task_groups[tg].cfs_rq;
-            if self.throttled_hierarchy(cfs_rq[env.src_cpu]) || self.throttled_hierarchy(cfs_rq[env.dst_cpu]) {
+            let src_throttled = !self.profile.task_based_throttle && self.throttled_hierarchy(cfs_rq[env.src_cpu]);
+            if src_throttled || self.throttled_hierarchy(cfs_rq[env.dst_cpu]) {
                 return false;
             }
         }
