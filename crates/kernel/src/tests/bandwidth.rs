@@ -7,7 +7,7 @@
 
 use super::common::*;
 use crate::{Profile, TaskId, TimerKind};
-use schedlab_topology::{PreemptModel, Topology};
+use schedlab_topology::Topology;
 
 const MS: u64 = 1_000_000;
 
@@ -26,15 +26,7 @@ struct Setup {
 fn throttled(task_based: bool) -> Setup {
     let mut profile = Profile::by_name("mainline").unwrap();
     profile.task_based_throttle = task_based;
-    let mut k = TestKernel::new(crate::KernelConfig {
-        features: profile.defaults,
-        profile,
-        topology: Topology::preset("qemu-4").unwrap(),
-        preempt: PreemptModel::Full,
-        trace: true,
-        seed: 1,
-        partitions: Vec::new(),
-    });
+    let mut k = kernel_of(Topology::preset("qemu-4").unwrap(), profile, &[], 1);
     let tg = k.create_task_group("capped", 0, 1024, false);
     k.set_cfs_bandwidth(tg, 5 * MS, 100 * MS, 0, 0);
     let group = [fair_task(&mut k, 1, "0", 0), fair_task(&mut k, 2, "0", 0)];

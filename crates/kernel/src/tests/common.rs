@@ -147,7 +147,11 @@ impl TestKernel {
 /// A kernel of `profile` on `topology` with `settings` (debugfs syntax)
 /// applied over the profile's defaults; full preemption, tracing on.
 pub fn kernel_with(topology: Topology, profile: &str, settings: &[&str], seed: u64) -> TestKernel {
-    let profile = Profile::by_name(profile).unwrap();
+    kernel_of(topology, Profile::by_name(profile).unwrap(), settings, seed)
+}
+
+/// [`kernel_with`] for a profile value (one a test has changed).
+pub fn kernel_of(topology: Topology, profile: Profile, settings: &[&str], seed: u64) -> TestKernel {
     let mut features = profile.defaults;
     for s in settings {
         features.apply(s).unwrap();

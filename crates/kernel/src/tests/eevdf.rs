@@ -1,9 +1,9 @@
 //! EEVDF and DELAY_DEQUEUE rules checked directly on the kernel model, one CPU
 //! at a time, with time advanced tick by tick as the simulator would.
 
-use super::common::TestKernel;
-use crate::{Feature, KernelConfig, Policy, Profile, TaskId, TaskParams, TaskState};
-use schedlab_topology::{CpuSet, PreemptModel, Topology};
+use super::common::{kernel_with, TestKernel};
+use crate::{Feature, Policy, TaskId, TaskParams, TaskState};
+use schedlab_topology::{CpuSet, Topology};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason, WakePath};
 
 const MS: u64 = 1_000_000;
@@ -11,22 +11,9 @@ const TICK: u64 = MS; // HZ=1000
 
 /// A 4-CPU machine (smt-2x2, HZ=1000); every task here is pinned to CPU 0.
 fn kernel(settings: &[&str]) -> TestKernel {
-    let profile = Profile::by_name("6.12").unwrap();
-    let mut features = profile.defaults;
-    for s in settings {
-        features.apply(s).unwrap();
-    }
     let topology = Topology::preset("smt-2x2").unwrap();
     assert_eq!(topology.tick_ns(), TICK);
-    TestKernel::new(KernelConfig {
-        profile,
-        features,
-        topology,
-        preempt: PreemptModel::Full,
-        trace: true,
-        seed: 1,
-        partitions: Vec::new(),
-    })
+    kernel_with(topology, "6.12", settings, 1)
 }
 
 fn task(k: &mut TestKernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskId {
