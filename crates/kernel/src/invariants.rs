@@ -29,6 +29,17 @@ impl Kernel {
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
         let mut running_on: Vec<Option<usize>> = vec![None; self.tasks.len()];
         for rq in &self.rqs {
+            // A root domain spans its CPUs and holds only their overload state.
+            let rd = &self.rds[rq.rd];
+            if !rd.span.contains(rq.cpu) || !rd.rto_mask.is_subset(&rd.span) {
+                return Err(violation!(
+                    "CPU {} is in root domain {} spanning {}, whose rto_mask is {}",
+                    rq.cpu,
+                    rq.rd,
+                    rd.span.to_cpulist(),
+                    rd.rto_mask.to_cpulist()
+                ));
+            }
             if let Some(t) = rq.curr {
                 if let Some(other) = running_on[t as usize] {
                     return Err(violation!("task {t} is curr on CPU {other} and CPU {}", rq.cpu));
