@@ -40,7 +40,9 @@ use crate::pelt;
 use crate::profile::Profile;
 use crate::sched::class::SchedClass;
 use crate::sched::*;
-use crate::topology::{build_sched_domains_partitioned, SchedDomains, SchedTopologyOptions};
+use crate::topology::{
+    build_sched_domains_partitioned, sched_domain_spans, Partition, SchedDomains, SchedTopologyOptions,
+};
 use schedlab_topology::{CpuSet, PreemptModel, Topology};
 use schedlab_trace::{Event, EventKind, Pid};
 
@@ -67,62 +69,6 @@ pub struct KernelConfig {
     /// its own, an isolated one without sched domains. Empty: the whole
     /// machine is one root domain.
     pub partitions: Vec<Partition>,
-}
-
-/// One cpuset partition root (`cpuset.cpus.partition` = `root` or
-/// `isolated`): its CPUs leave the root domain of the rest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Partition {
-    pub cpus: CpuSet,
-    /// `isolated`: no sched domains, so no load balancing (`on_null_domain()`).
-    pub isolated: bool,
-}
-
-/// The spans `partition_sched_domains()` is handed for `partitions`
-/// (`generate_sched_domains()` of cpuset.c, 6.12): the CPUs no partition
-/// took, when any are left, then each `root` partition's; `isolated` ones
-/// get none, so their CPUs attach to no domain.
-pub fn sched_domain_spans(topo: &Topology, partitions: &[Partition]) -> Vec<CpuSet> {
-    let mut rest = topo.all_cpus();
-    for p in partitions {
-        rest = rest.and_not(&p.cpus);
-    }
-    let mut doms = Vec::with_capacity(partitions.len() + 1);
-    if !rest.is_empty() {
-        doms.push(rest);
-    }
-    doms.extend(partitions.iter().filter(|p| !p.isolated).map(|p| p.cpus));
-    doms
-}
-
-/// `struct root_domain`: what the RT balancer and the fair overload flag
-/// share among the CPUs of one partition.
-#[derive(Clone, Debug)]
-pub struct RootDomain {
-    pub span: CpuSet,
-    /// CPUs with pushable RT tasks (`rto_mask`, `rto_count`).
-    pub rto_mask: CpuSet,
-    pub rto_count: u32,
-    /// RT_PUSH_IPI chain state (`rto_cpu`, `rto_loop`, `rto_loop_next`).
-    pub rto_cpu: i64,
-    pub rto_loop: u64,
-    pub rto_loop_next: u64,
-    /// `rd->overloaded`.
-    pub overloaded: bool,
-}
-
-impl RootDomain {
-    fn new(span: CpuSet) -> Self {
-        RootDomain {
-            span,
-            rto_mask: CpuSet::empty(),
-            rto_count: 0,
-            rto_cpu: -1,
-            rto_loop: 0,
-            rto_loop_next: 0,
-            overloaded: false,
-        }
-    }
 }
 
 /// What a new task looks like (`sched_setattr()` + affinity at creation).

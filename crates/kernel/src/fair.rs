@@ -599,9 +599,8 @@ impl Kernel {
     pub(crate) fn pick_next_task_fair(&mut self, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
         let p = loop {
             if let Some((p, throttled)) = self.pick_task_fair(cpu) {
-                if throttled {
-                    // It would run only until its return to user space.
-                    self.throttle_cfs_rq_work(cpu, p);
+                // It would run only until its return to user space.
+                if throttled && self.throttle_cfs_rq_work(cpu, p) {
                     continue;
                 }
                 break p;

@@ -50,16 +50,15 @@ pub mod stop_task;
 pub mod syscalls;
 pub mod topology;
 
-pub use crate::core::{
-    sched_domain_spans, IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Partition, RootDomain, Switch,
-    TaskParams,
-};
+pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams};
 pub use deadline::{TimerKind, TimerRequest};
 pub use features::{Feature, FeatureError, Features};
 pub use invariants::InvariantError;
 pub use profile::Profile;
 pub use sched::class::SchedClass;
+pub use sched::RootDomain;
 pub use sched::{Policy, TaskId, TaskState};
+pub use topology::{sched_domain_spans, Partition};
 
 #[cfg(test)]
 mod tests;

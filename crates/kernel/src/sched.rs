@@ -546,6 +546,36 @@ impl Rq {
     }
 }
 
+/// `struct root_domain`: what the RT balancer and the fair overload flag
+/// share among the CPUs of one partition.
+#[derive(Clone, Debug)]
+pub struct RootDomain {
+    pub span: CpuSet,
+    /// CPUs with pushable RT tasks (`rto_mask`, `rto_count`).
+    pub rto_mask: CpuSet,
+    pub rto_count: u32,
+    /// RT_PUSH_IPI chain state (`rto_cpu`, `rto_loop`, `rto_loop_next`).
+    pub rto_cpu: i64,
+    pub rto_loop: u64,
+    pub rto_loop_next: u64,
+    /// `rd->overloaded`.
+    pub overloaded: bool,
+}
+
+impl RootDomain {
+    pub(crate) fn new(span: CpuSet) -> Self {
+        RootDomain {
+            span,
+            rto_mask: CpuSet::empty(),
+            rto_count: 0,
+            rto_cpu: -1,
+            rto_loop: 0,
+            rto_loop_next: 0,
+            overloaded: false,
+        }
+    }
+}
+
 /// Flags of `enqueue_task()` / `dequeue_task()` (values as in 6.12's sched.h).
 pub mod qflags {
     pub const DEQUEUE_SLEEP: u32 = 0x01;

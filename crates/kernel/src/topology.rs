@@ -63,6 +63,32 @@ pub use levels::{
 
 use sd_flags::*;
 
+/// One cpuset partition root (`cpuset.cpus.partition` = `root` or
+/// `isolated`): its CPUs leave the root domain of the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub cpus: CpuSet,
+    /// `isolated`: no sched domains, so no load balancing (`on_null_domain()`).
+    pub isolated: bool,
+}
+
+/// The spans `partition_sched_domains()` is handed for `partitions`
+/// (`generate_sched_domains()` of cpuset.c, 6.12): the CPUs no partition
+/// took, when any are left, then each `root` partition's; `isolated` ones
+/// get none, so their CPUs attach to no domain.
+pub fn sched_domain_spans(topo: &Topology, partitions: &[Partition]) -> Vec<CpuSet> {
+    let mut rest = topo.all_cpus();
+    for p in partitions {
+        rest = rest.and_not(&p.cpus);
+    }
+    let mut doms = Vec::with_capacity(partitions.len() + 1);
+    if !rest.is_empty() {
+        doms.push(rest);
+    }
+    doms.extend(partitions.iter().filter(|p| !p.isolated).map(|p| p.cpus));
+    doms
+}
+
 /// `LOCAL_DISTANCE`: a node's SLIT distance to itself.
 pub const LOCAL_DISTANCE: u32 = 10;
 /// Synthetic distance between two nodes of one package (SNC / NPS), as

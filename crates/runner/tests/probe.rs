@@ -14,7 +14,7 @@ fn quick_probes_on_this_host_give_sane_ordered_figures_and_clean_up() {
         eprintln!("skipped: only {usable} usable CPU here; the wakeup probes need two");
         return;
     }
-    let threads_before = threads_named_like_this_one();
+    let threads_before = this_tests_threads();
     let attr_before = sys::sched_getattr(0).unwrap();
     // SAFETY: plain prctl reads of this thread's timer slack.
     let slack = || unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
@@ -53,7 +53,7 @@ fn quick_probes_on_this_host_give_sane_ordered_figures_and_clean_up() {
     assert_eq!(n.cpus, usable);
     assert!(n.gaps.iter().all(|&g| g >= n.threshold_ns));
     // Every probe thread was joined, and the caller's policy is untouched.
-    assert_eq!(threads_named_like_this_one(), threads_before, "probe threads left running");
+    assert_eq!(this_tests_threads(), threads_before, "probe threads left running");
     let attr_after = sys::sched_getattr(0).unwrap();
     assert_eq!((attr_after.policy, attr_after.nice), (attr_before.policy, attr_before.nice));
     assert_eq!(attr_after.policy, libc::SCHED_OTHER as u32);
@@ -64,7 +64,7 @@ fn quick_probes_on_this_host_give_sane_ordered_figures_and_clean_up() {
 /// does. The harness runs the file's other test at the same time under
 /// another name, so a plain thread count sees its threads come and go (that
 /// failed CI once).
-fn threads_named_like_this_one() -> usize {
+fn this_tests_threads() -> usize {
     let comm = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
     let mine = comm(Path::new("/proc/thread-self/comm"));
     let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task lists this process's threads");

@@ -500,6 +500,7 @@ pub(crate) fn move_target(
         })?),
     };
     if partitions(cgroups).next().is_some() {
+        // Any superset of the machine serves: both sides are cut from the same one.
         let all = CpuSet::first_n(MAX_CPUS);
         let (a, b) = (cpus_of(cgroups, from.map(|(c, _)| c), &all), cpus_of(cgroups, to, &all));
         if a != b {

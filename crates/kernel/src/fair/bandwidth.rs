@@ -433,11 +433,12 @@ impl Kernel {
     /// task's way back to user space): unless the throttle is gone, the task
     /// leaves the fair tree for its cfs_rq's limbo list, runnable but not
     /// counted, never delayed (`DEQUEUE_THROTTLE`); the first such task
-    /// starts the throttled time of each throttled cfs_rq above it.
-    pub(crate) fn throttle_cfs_rq_work(&mut self, cpu: usize, p: TaskId) {
+    /// starts the throttled time of each throttled cfs_rq above it. False
+    /// when the task stays (its hierarchy is no longer throttled).
+    pub(crate) fn throttle_cfs_rq_work(&mut self, cpu: usize, p: TaskId) -> bool {
         let q = self.cfs_rq_of(p);
         if self.cfs(q).throttle_count == 0 {
-            return;
+            return false;
         }
         self.dequeue_task_fair(cpu, p, DEQUEUE_SLEEP | DEQUEUE_THROTTLE);
         self.cfs_mut(q).limbo.push(p);
@@ -451,6 +452,7 @@ impl Kernel {
             }
             at = cfs.parent;
         }
+        true
     }
 
     /// 6.18's `dequeue_throttled_task()`: a task in limbo leaves the list

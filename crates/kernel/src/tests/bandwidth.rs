@@ -100,7 +100,7 @@ fn a_task_woken_into_a_throttled_group_is_counted_until_it_is_picked() {
     // The same two models, with one group task asleep when the group is
     // throttled and woken afterwards.
     for task_based in [false, true] {
-        let Setup { mut k, tg, group, throttled_at, .. } = throttled(task_based);
+        let Setup { mut k, tg, throttled_at, .. } = throttled(task_based);
         let q = k.task_groups[tg].cfs_rq[0];
         let sleeper = fair_task(&mut k, 4, "0", 0);
         k.sched_move_task(sleeper, tg, throttled_at, 0);
@@ -127,6 +127,5 @@ fn a_task_woken_into_a_throttled_group_is_counted_until_it_is_picked() {
             assert!(k.tasks[sleeper as usize].se.on_rq && k.cfs(q).nr_running == 3);
             assert_eq!(k.rqs[0].nr_running, 1);
         }
-        let _ = group;
     }
 }
