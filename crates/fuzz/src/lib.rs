@@ -39,14 +39,38 @@ fn scenarios_dir() -> PathBuf {
 /// execution stays in the milliseconds.
 const SIM_NS: u64 = 2_000_000;
 
-/// A scenario file; when it parses, 2 ms of it run with the invariants
-/// checked after every step.
+/// Threads plus CPUs up to which a fuzzed scenario runs the whole
+/// [`SIM_NS`] with the invariants checked after every kernel entry. A check
+/// recounts every task and runqueue, and the entries per millisecond grow
+/// with the threads too, so checking each costs about (threads + CPUs)^2
+/// per simulated millisecond: 224 CPUs with 576 threads took 3.4 s for
+/// 2 ms (2026-12-04, before the stride), past AFL's 2 s hang limit, and
+/// 16 k threads over a minute just to start.
+const FULL_SIM_SIZE: u64 = 192;
+
+/// How a fuzzed scenario of `size` threads plus CPUs is run: `(simulated
+/// ns, invariant stride)`. Beyond [`FULL_SIM_SIZE`] it checks every
+/// size/FULL_SIM_SIZE-th entry and runs SIM_NS x FULL_SIM_SIZE/size, so a
+/// large input costs about what a small one does and still starts every
+/// thread under the checks.
+pub fn fuzz_run(size: u64) -> (u64, u64) {
+    if size <= FULL_SIM_SIZE {
+        return (SIM_NS, 1);
+    }
+    let ns = (SIM_NS as u128 * FULL_SIM_SIZE as u128 / size as u128).max(1) as u64;
+    (ns, size.div_ceil(FULL_SIM_SIZE))
+}
+
+/// A scenario file; when it parses, 2 ms of it (less for a large one,
+/// [`fuzz_run`]) run with the invariants checked after every step.
 pub fn scenario(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let dir = scenarios_dir();
     let Ok(s) = Scenario::from_toml_str("fuzz.toml", text, &dir) else { return };
+    let (sim_ns, stride) = fuzz_run((s.threads.len() + s.topology.nr_cpus()) as u64);
     let opts = SimOptions {
-        duration_ns: Some(s.duration_ns.map_or(SIM_NS, |d| d.min(SIM_NS))),
+        duration_ns: Some(s.duration_ns.map_or(sim_ns, |d| d.min(sim_ns))),
+        invariant_stride: Some(stride),
         check_invariants: Some(true),
         ..Default::default()
     };
@@ -108,4 +132,20 @@ pub fn perf_script(data: &[u8]) {
         out.push_str(&schedlab_report::input::perf_line(line).unwrap_or_else(|| line.to_string()));
     }
     let _ = schedlab_trace::parse_ftrace("fuzz.perf.txt", &out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_scenarios_run_shorter_and_check_less_often_in_proportion() {
+        assert_eq!(fuzz_run(2), (SIM_NS, 1));
+        assert_eq!(fuzz_run(FULL_SIM_SIZE), (SIM_NS, 1));
+        // Twice the size: half the time, every other entry checked.
+        assert_eq!(fuzz_run(2 * FULL_SIM_SIZE), (SIM_NS / 2, 2));
+        let sizes = [193, 500, 1_000, 16_384 + 224, u64::MAX];
+        assert!(sizes.windows(2).all(|w| fuzz_run(w[0]).0 >= fuzz_run(w[1]).0 && fuzz_run(w[0]).1 <= fuzz_run(w[1]).1));
+        assert_eq!(fuzz_run(u64::MAX).0, 1, "never zero, which would mean no end");
+    }
 }

@@ -57,12 +57,40 @@ impl Kernel {
             }
         }
         let nr_cfs = self.rqs.len() + self.group_cfs.len();
+        // Who is where, gathered once: every check below is then O(tasks + CPUs +
+        // queued), not tasks x runqueues (a 224-CPU machine with thousands of
+        // threads checks every step in tests and under the fuzzer).
+        let mut switching_out = vec![false; self.tasks.len()];
+        for rq in &self.rqs {
+            if let Some(t) = rq.switching_out {
+                switching_out[t as usize] = true;
+            }
+        }
+        let mut tree_of: Vec<Option<usize>> = vec![None; self.tasks.len()];
+        let mut curr_of: Vec<Option<usize>> = vec![None; self.tasks.len()];
+        for q in 0..nr_cfs {
+            let cfs = self.cfs(q);
+            // Bounded: a corrupt list must not hang the check (check_queued reports it).
+            for t in cfs.timeline.iter().take(cfs.timeline.len() + 1) {
+                let slot = tree_of
+                    .get_mut(t as usize)
+                    .ok_or_else(|| violation!("cfs_rq {q}'s tree holds unknown entity {t}"))?;
+                if let Some(other) = slot.replace(q) {
+                    return Err(violation!("entity {t} is in the trees of cfs_rq {other} and cfs_rq {q}"));
+                }
+            }
+            if let Some(c) = cfs.curr {
+                if let Some(other) = curr_of[c as usize].replace(q) {
+                    return Err(violation!("entity {c} is curr of cfs_rq {other} and cfs_rq {q}"));
+                }
+            }
+        }
         for (i, task) in self.tasks.iter().enumerate() {
             let t = i as TaskId;
             if task.my_q.is_some() {
                 continue;
             }
-            let switching = self.rqs.iter().any(|rq| rq.switching_out == Some(t));
+            let switching = switching_out[i];
             if task.on_cpu && running_on[i].is_none() && !switching {
                 return Err(violation!("task {t} has on_cpu set but no CPU runs it or is switching away from it"));
             }
@@ -111,30 +139,52 @@ impl Kernel {
             }
             // Queued on exactly one cfs_rq: its group's on its CPU, in the tree or as curr.
             let home = self.cfs_rq_of(t);
-            for q in 0..nr_cfs {
-                let cfs = self.cfs(q);
-                let in_tree = cfs.timeline.contains(t);
-                let is_cfs_curr = cfs.curr == Some(t);
-                let here = q == home;
-                if in_tree && (!here || !queued) {
+            if let Some(q) = tree_of[i] {
+                if q != home || !queued {
                     return Err(violation!(
                         "task {t} is in cfs_rq {q}'s tree (CPU {}; task_cpu {}, home {home}, queued {queued})",
-                        cfs.cpu,
+                        self.cfs(q).cpu,
                         task.cpu
                     ));
                 }
-                if here && queued && !(in_tree ^ is_cfs_curr) {
-                    return Err(violation!("queued task {t} on cfs_rq {q}: in_tree={in_tree} cfs_curr={is_cfs_curr}"));
-                }
-                if !here && is_cfs_curr {
-                    return Err(violation!("task {t} is curr of cfs_rq {q} (CPU {}) but its home is {home}", cfs.cpu));
+            }
+            // The home tree's own slot for the task agrees with its list.
+            if self.cfs(home).timeline.contains(t) != (tree_of[i] == Some(home)) {
+                return Err(violation!(
+                    "task {t}: cfs_rq {home}'s tree marks it queued but does not list it, or the reverse"
+                ));
+            }
+            let in_tree = tree_of[i] == Some(home);
+            let is_cfs_curr = curr_of[i] == Some(home);
+            if queued && !(in_tree ^ is_cfs_curr) {
+                return Err(violation!("queued task {t} on cfs_rq {home}: in_tree={in_tree} cfs_curr={is_cfs_curr}"));
+            }
+            if let Some(q) = curr_of[i].filter(|&q| q != home) {
+                return Err(violation!(
+                    "task {t} is curr of cfs_rq {q} (CPU {}) but its home is {home}",
+                    self.cfs(q).cpu
+                ));
+            }
+        }
+        // Per-CPU recounts from one pass over the tasks.
+        let mut rt_queued_on = vec![0u32; self.rqs.len()];
+        let mut fair_on = vec![0usize; self.rqs.len()];
+        let mut unthrottled_on = vec![0usize; self.rqs.len()];
+        for (i, p) in self.tasks.iter().enumerate() {
+            if p.on_rt_rq {
+                rt_queued_on[p.cpu] += 1;
+            }
+            if p.my_q.is_none() && p.se.on_rq {
+                fair_on[p.cpu] += 1;
+                if self.profile.task_based_throttle || !self.throttled_hierarchy(self.cfs_rq_of(i as TaskId)) {
+                    unthrottled_on[p.cpu] += 1;
                 }
             }
         }
         self.check_cfs_rqs()?;
         for rq in &self.rqs {
             let cfs = &rq.cfs;
-            let rt_queued = self.tasks.iter().filter(|p| p.on_rt_rq && p.cpu == rq.cpu).count() as u32;
+            let rt_queued = rt_queued_on[rq.cpu];
             if rq.rt.rt_nr_running != rt_queued {
                 return Err(violation!(
                     "CPU {}: rt_nr_running {} but {rt_queued} RT tasks queued",
@@ -192,18 +242,7 @@ impl Kernel {
                     return Err(violation!("task {t} on CPU {}'s wakelist is queued and not delayed", rq.cpu));
                 }
             }
-            let fair_tasks = self.tasks.iter().filter(|p| p.my_q.is_none() && p.se.on_rq && p.cpu == rq.cpu).count();
-            let unthrottled = self
-                .tasks
-                .iter()
-                .enumerate()
-                .filter(|(i, p)| {
-                    p.my_q.is_none()
-                        && p.se.on_rq
-                        && p.cpu == rq.cpu
-                        && (self.profile.task_based_throttle || !self.throttled_hierarchy(self.cfs_rq_of(*i as TaskId)))
-                })
-                .count();
+            let (fair_tasks, unthrottled) = (fair_on[rq.cpu], unthrottled_on[rq.cpu]);
             if rq.nr_running != unthrottled as u32 + rt_queued {
                 return Err(violation!(
                     "CPU {}: rq.nr_running = {}, recount = {unthrottled} fair (not throttled) + {rt_queued} RT",
@@ -260,7 +299,7 @@ impl Kernel {
         }
         for (q, want) in counts.iter().enumerate() {
             let cfs = self.cfs(q);
-            cfs.timeline.check().map_err(|source| InvariantError::Timeline { cpu: cfs.cpu, source })?;
+            cfs.timeline.check_queued().map_err(|source| InvariantError::Timeline { cpu: cfs.cpu, source })?;
             let checks = [
                 ("nr_running", cfs.nr_running as u64, want.nr as u64),
                 ("load_weight", cfs.load_weight, want.weight),

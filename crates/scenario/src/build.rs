@@ -215,6 +215,17 @@ pub(crate) fn build(
         )?;
     }
 
+    let started: usize = groups.iter().map(|g| g.instances as usize).sum();
+    if started > crate::MAX_THREADS {
+        return Err(ctx.err(
+            threads_raw,
+            format!(
+                "the [[thread]] tables start {started} threads in all, more than the {} a scenario may start \
+                 (a limit of schedlab's, see MAX_THREADS): lower some `instances`",
+                crate::MAX_THREADS
+            ),
+        ));
+    }
     let comms = thread_names(ctx, &groups)?;
     let flag_names = flag_names(&groups);
     let forked = fork_targets(ctx, &groups, &cgroups)?;
@@ -260,13 +271,17 @@ pub(crate) fn build(
             let first = threads.len();
             let mut intern = |name: &str, kind| objects.intern(ctx, name, kind, "schbench", at);
             let (spec, extra) = crate::schbench::expand(ctx, t, &topology, first, &mut intern)?;
+            // By name, not by scanning: [schbench] adds up to MAX_THREADS.
+            let by_name: std::collections::HashMap<&str, usize> =
+                threads.iter().enumerate().map(|(i, t)| (t.name.as_str(), i)).collect();
+            let clash = extra.iter().find_map(|th| by_name.get(th.name.as_str()).map(|&i| (th.name.clone(), i)));
+            if let Some((name, i)) = clash {
+                return Err(ctx.at(
+                    at,
+                    format!("[schbench] names a thread `{name}`, which thread `{}` already has", threads[i].group),
+                ));
+            }
             for th in extra {
-                if let Some(other) = threads.iter().find(|o| o.name == th.name) {
-                    return Err(ctx.at(
-                        at,
-                        format!("[schbench] names a thread `{}`, which thread `{}` already has", th.name, other.group),
-                    ));
-                }
                 let op_sites = vec![OpSite { at, name: None, binding: None }; th.program.ops.len()];
                 sites.push(ThreadSites { ops: op_sites, repeat_at: None, name_at: at });
                 threads.push(th);

@@ -408,6 +408,14 @@ pub fn forked_comm(template: &ThreadSpec, n: u64) -> String {
     comm
 }
 
+/// Most threads a scenario may start with ([[thread]] instances and
+/// [schbench]'s together; forks have their own limit below). The model
+/// keeps state per task and per runqueue, and each simulated millisecond
+/// costs time in proportion to the threads, so this bounds both; 16384 is
+/// about 30 times the 516 threads of seed 004's schbench on 224 CPUs. A
+/// constant of schedlab: a larger run means changing it and rebuilding.
+pub const MAX_THREADS: usize = 16_384;
+
 /// Most threads one `fork` op of one thread may create in a run (rt-app's
 /// `FORKS_LIMIT`: it exits with an error at the next).
 pub const MAX_FORKS_PER_OP: u64 = 1024;

@@ -166,6 +166,18 @@ pub(crate) fn expand(
         Some(v) => values::int_in(ctx, v, "workers", 1, MAX_WORKERS, "schbench -t, per message thread")?,
         None => (nr_cpus + m - 1) / m,
     };
+    let own = (m * (workers + 1)) as usize;
+    if first_thread + own > crate::MAX_THREADS {
+        return Err(ctx.err(
+            t,
+            format!(
+                "[schbench] starts {m} x ({workers} + 1) = {own} threads{}, more than the {} a scenario may start \
+                 (a limit of schedlab's, see MAX_THREADS): lower `workers` or `message_threads`",
+                if first_thread > 0 { format!(" beside {first_thread} from [[thread]] tables") } else { String::new() },
+                crate::MAX_THREADS
+            ),
+        ));
+    }
     let runtime_ns = match &raw.runtime {
         Some(v) if v.get_ref().is_integer() => {
             return Err(ctx.err(

@@ -210,6 +210,21 @@ fn zero_instances() {
 }
 
 #[test]
+fn too_many_threads_in_all() {
+    // 17 tables of 1024 instances: each in range, together past MAX_THREADS.
+    let tables: String = (0..17)
+        .map(|i| format!("[[thread]]\nname = \"t{i}\"\ninstances = 1024\nprogram = [{{ run = \"1ms\" }}]\n"))
+        .collect();
+    let e = parse(&format!("topology = \"smt-2x2\"\nduration = \"1s\"\n{tables}")).unwrap_err();
+    assert!(e.message.contains("start 17408 threads in all, more than the 16384"), "{e}");
+    assert_eq!(e.line, 3, "{e}");
+    let tables: String = (0..16)
+        .map(|i| format!("[[thread]]\nname = \"t{i}\"\ninstances = 1024\nprogram = [{{ run = \"1ms\" }}]\n"))
+        .collect();
+    assert!(parse(&format!("topology = \"smt-2x2\"\nduration = \"1s\"\n{tables}")).is_ok());
+}
+
+#[test]
 fn empty_program() {
     expect_err(&one("program = []"), 5, "[]", "`program` is empty");
 }

@@ -105,6 +105,15 @@ fn bad_keys_are_refused_at_their_line() {
     expect_err(&table("no_lock = true\nauto_pin = \"maybe\""), 4, "\"maybe\"", "unknown auto_pin");
     expect_err(&table("no_lock = true\nrequests_per_sec = 1000"), 4, "1000", "not modelled yet");
     expect_err(&table("no_lock = true\nmessage_threads = \"four\""), 4, "\"four\"", "expected i64");
+    // Each count is in range, their product is not: time and memory grow with threads.
+    let e = parse(&table("no_lock = true\nmessage_threads = 64\nworkers = 4096")).unwrap_err();
+    assert!(e.message.contains("64 x (4096 + 1) = 262208 threads"), "{e}");
+    assert!(e.message.contains("more than the 16384"), "{e}");
+    let beside = "topology = \"sapphire-rapids-2s\"\n[[thread]]\nname = \"t\"\ninstances = 1000\nprogram = [{ run = \"1ms\" }]\n\
+                  [schbench]\nno_lock = true\nmessage_threads = 16\nworkers = 1000\n";
+    let e = parse(beside).unwrap_err();
+    assert!(e.message.contains("beside 1000 from [[thread]] tables"), "{e}");
+    assert!(parse(&table("no_lock = true\nmessage_threads = 16\nworkers = 1000")).is_ok());
     // Values whose sums would overflow (found by the mutation proptest).
     expect_err(&table("no_lock = true\nsleep = 9223372036854775807"), 4, "9223372036854775807", "too long");
     expect_err(&table("no_lock = true\ntimer_slack = \"11s\""), 4, "\"11s\"", "too long");

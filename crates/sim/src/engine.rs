@@ -118,6 +118,10 @@ pub(crate) struct Engine<'a> {
     /// drained).
     pub trace: Vec<Event>,
     pub check_invariants: bool,
+    /// Check after every this many kernel entries ([`SimOptions::invariant_stride`]).
+    pub invariant_stride: u64,
+    /// Kernel entries since the last check.
+    pub unchecked_entries: u64,
     /// Charge the real runner's capture costs (markers, tracepoints).
     pub traced: bool,
     /// Kernel CPU time not yet charged, per CPU: the scheduling paths'
@@ -173,10 +177,23 @@ impl<'a> Engine<'a> {
             self.out.timers = timers;
         }
         if self.check_invariants {
-            if let Err(e) = self.kernel.check_invariants() {
-                if self.error.is_none() {
-                    self.error = Some(SimError::Invariant { at_ns: self.now, source: e });
-                }
+            self.unchecked_entries += 1;
+            if self.unchecked_entries >= self.invariant_stride {
+                self.check_now();
+            }
+        }
+    }
+
+    /// Check the model's invariants now (the run's end checks whatever a
+    /// stride left unchecked).
+    pub(crate) fn check_now(&mut self) {
+        if !self.check_invariants || self.unchecked_entries == 0 {
+            return;
+        }
+        self.unchecked_entries = 0;
+        if let Err(e) = self.kernel.check_invariants() {
+            if self.error.is_none() {
+                self.error = Some(SimError::Invariant { at_ns: self.now, source: e });
             }
         }
     }

@@ -37,6 +37,10 @@ pub struct SimOptions {
     pub topology: Option<Topology>,
     /// Check the model's invariants after every step (default: debug builds).
     pub check_invariants: Option<bool>,
+    /// With `check_invariants`, check only after every Nth kernel entry (and
+    /// at the end): a check recounts every task and runqueue, so checking
+    /// each of a big machine's steps costs (tasks + CPUs)^2. `None`: every one.
+    pub invariant_stride: Option<u64>,
     /// Leave out the topology's `[[noise]]` (interrupts, steal): a quiet machine.
     pub no_noise: bool,
     /// Model a run captured the way `schedlab real` captures one: each
@@ -435,6 +439,8 @@ fn simulate_inner(
         now: 0,
         trace: Vec::new(),
         check_invariants: check,
+        invariant_stride: opts.invariant_stride.unwrap_or(1).max(1),
+        unchecked_entries: 0,
         traced: opts.traced,
         pending_ns: vec![0; topo.nr_cpus()],
         irq_exit_at: vec![0; topo.nr_cpus()],
@@ -531,6 +537,7 @@ fn simulate_inner(
     if let Some(obs) = sink.as_mut() {
         engine.stream_to(&mut |e| obs.event(e));
     }
+    engine.check_now();
     if let Some(e) = engine.error.take() {
         return Err(e);
     }
