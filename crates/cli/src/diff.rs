@@ -88,7 +88,7 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
             features: s.features.clone(),
             topology: Some(topology),
             check_invariants: None,
-            invariant_stride: None,
+            invariant_budget: None,
             // Both sides are kept for the comparison.
             memory_budget: Some(args.memory.budget(2)),
             max_steps_per_us: None,

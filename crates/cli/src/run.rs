@@ -124,7 +124,7 @@ pub fn run(args: RunArgs) -> Result {
         features: args.features.features.clone(),
         topology: None,
         check_invariants: if args.check_invariants { Some(true) } else { None },
-        invariant_stride: None,
+        invariant_budget: None,
         no_noise: args.seed.no_noise,
         traced: args.traced,
         memory_budget: Some(args.memory.budget(1)),

@@ -118,8 +118,8 @@ pub(crate) struct Engine<'a> {
     /// drained).
     pub trace: Vec<Event>,
     pub check_invariants: bool,
-    /// Check after every this many kernel entries ([`SimOptions::invariant_stride`]).
-    pub invariant_stride: u64,
+    /// Check every entry up to this size ([`SimOptions::invariant_budget`]).
+    pub invariant_budget: u64,
     /// Kernel entries since the last check.
     pub unchecked_entries: u64,
     /// Charge the real runner's capture costs (markers, tracepoints).
@@ -178,7 +178,8 @@ impl<'a> Engine<'a> {
         }
         if self.check_invariants {
             self.unchecked_entries += 1;
-            if self.unchecked_entries >= self.invariant_stride {
+            let size = (self.kernel.tasks().len() + self.pending_ns.len()) as u64;
+            if self.unchecked_entries >= size / self.invariant_budget {
                 self.check_now();
             }
         }

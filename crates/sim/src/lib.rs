@@ -37,10 +37,13 @@ pub struct SimOptions {
     pub topology: Option<Topology>,
     /// Check the model's invariants after every step (default: debug builds).
     pub check_invariants: Option<bool>,
-    /// With `check_invariants`, check only after every Nth kernel entry (and
-    /// at the end): a check recounts every task and runqueue, so checking
-    /// each of a big machine's steps costs (tasks + CPUs)^2. `None`: every one.
-    pub invariant_stride: Option<u64>,
+    /// With `check_invariants`, the model size (tasks + CPUs, forks
+    /// included) up to which every kernel entry is checked; past it, every
+    /// size/N-th entry (and the end). A check recounts every task and
+    /// runqueue, so checking each of a big run's entries costs (tasks +
+    /// CPUs)^2 per simulated millisecond. `None`: every entry, whatever the
+    /// size (tests; the fuzzer sets one).
+    pub invariant_budget: Option<u64>,
     /// Leave out the topology's `[[noise]]` (interrupts, steal): a quiet machine.
     pub no_noise: bool,
     /// Model a run captured the way `schedlab real` captures one: each
@@ -439,7 +442,7 @@ fn simulate_inner(
         now: 0,
         trace: Vec::new(),
         check_invariants: check,
-        invariant_stride: opts.invariant_stride.unwrap_or(1).max(1),
+        invariant_budget: opts.invariant_budget.unwrap_or(u64::MAX).max(1),
         unchecked_entries: 0,
         traced: opts.traced,
         pending_ns: vec![0; topo.nr_cpus()],
