@@ -57,7 +57,7 @@ pub use narrative::{render_cause_table, render_stall_narratives, render_work_con
 pub use rtapp::{render_rtapp_phases, rtapp_phases, RtAppCollector, RtAppPhase, RtAppReport};
 pub use schbench::{schbench_report, PlatHistogram, SchbenchCollector, SchbenchReport};
 pub use sketch::{LatencySketch, EXACT_SAMPLES_PER_RUN, RELATIVE_ERROR};
-pub use stall_window::{AttributionCollector, LOOKBACK_NS, MAX_WINDOW_EVENTS};
+pub use stall_window::{AttributionCollector, LOOKBACK_NS, MAX_WINDOW_EVENTS, STALL_BATCH};
 pub use stalls::{burst_starts_per_cpu, stall_breakdown, Arrival, ClassifiedStall, StallBreakdown, StallOptions};
 pub use stats::{percentile, LatencyStats};
 pub use table::{ms as ms_text, pad_left, pad_right, render_run_table};
