@@ -189,6 +189,8 @@ pub struct Kernel {
     pub(crate) task_groups: Vec<crate::fair::group::TaskGroup>,
     /// The cfs_rqs of the other groups, `CfsRqId` nr_cpus and up.
     pub(crate) group_cfs: Vec<crate::sched::CfsRq>,
+    /// Every entity's timeline node (`se->run_node`), shared by all cfs_rqs.
+    pub(crate) run_nodes: crate::fair::timeline::RunNodes,
     /// `sysctl_sched_base_slice` for this machine.
     pub(crate) base_slice: u64,
     pub(crate) tick_ns: u64,
@@ -327,6 +329,7 @@ impl Kernel {
             rqs,
             task_groups: vec![crate::fair::group::TaskGroup::root(nr_cpus)],
             group_cfs: Vec::new(),
+            run_nodes: Default::default(),
             tick_ns,
             preempt: cfg.preempt,
             trace: cfg.trace,

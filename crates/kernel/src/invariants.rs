@@ -71,7 +71,7 @@ impl Kernel {
         for q in 0..nr_cfs {
             let cfs = self.cfs(q);
             // Bounded: a corrupt list must not hang the check (check_queued reports it).
-            for t in cfs.timeline.iter().take(cfs.timeline.len() + 1) {
+            for t in self.timeline(q).iter().take(cfs.timeline.len() + 1) {
                 let slot = tree_of
                     .get_mut(t as usize)
                     .ok_or_else(|| violation!("cfs_rq {q}'s tree holds unknown entity {t}"))?;
@@ -149,7 +149,7 @@ impl Kernel {
                 }
             }
             // The home tree's own slot for the task agrees with its list.
-            if self.cfs(home).timeline.contains(t) != (tree_of[i] == Some(home)) {
+            if self.timeline(home).contains(t) != (tree_of[i] == Some(home)) {
                 return Err(violation!(
                     "task {t}: cfs_rq {home}'s tree marks it queued but does not list it, or the reverse"
                 ));
@@ -299,7 +299,7 @@ impl Kernel {
         }
         for (q, want) in counts.iter().enumerate() {
             let cfs = self.cfs(q);
-            cfs.timeline.check_queued().map_err(|source| InvariantError::Timeline { cpu: cfs.cpu, source })?;
+            self.timeline(q).check_queued().map_err(|source| InvariantError::Timeline { cpu: cfs.cpu, source })?;
             let checks = [
                 ("nr_running", cfs.nr_running as u64, want.nr as u64),
                 ("load_weight", cfs.load_weight, want.weight),
@@ -314,14 +314,14 @@ impl Kernel {
                 }
             }
             let (mut sum, mut load) = (0i64, 0u64);
-            for t in cfs.timeline.iter() {
+            for t in self.timeline(q).iter() {
                 let se = &self.tasks[t as usize].se;
                 if self.cfs_rq_of(t) != q || !se.on_rq {
                     return Err(violation!("cfs_rq {q}: entity {t} in its tree belongs elsewhere or is not queued"));
                 }
                 sum += (se.vruntime - cfs.zero_vruntime) * se.load.weight as i64;
                 load += se.load.weight as u64;
-                let (d, v, s) = cfs.timeline.entity(t).unwrap();
+                let (d, v, s) = self.timeline(q).entity(t).unwrap();
                 if (d, v, s) != (se.deadline, se.vruntime, se.slice) {
                     return Err(violation!("cfs_rq {q} (CPU {}): entity {t} changed while in the tree", cfs.cpu));
                 }

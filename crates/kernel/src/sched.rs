@@ -396,7 +396,8 @@ impl CfsRq {
             avg_load: 0,
             // init_cfs_rq() starts the origin slightly below zero.
             zero_vruntime: -(1 << 20),
-            timeline: Timeline::new(),
+            // Unnumbered until its runqueue sets it (Rq::new, a group's creation).
+            timeline: Timeline::new(u32::MAX),
             curr: None,
             next: None,
             tasks: Vec::new(),
@@ -504,7 +505,7 @@ impl Rq {
             rd: 0,
             nr_running: 0,
             curr: None,
-            cfs: CfsRq { cpu, ..CfsRq::new() },
+            cfs: CfsRq { cpu, timeline: Timeline::new(cpu as u32), ..CfsRq::new() },
             need_resched: false,
             need_resched_lazy: false,
             clock: 0,

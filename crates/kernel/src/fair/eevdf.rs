@@ -139,7 +139,7 @@ impl Kernel {
         if let Some(c) = self.cfs_curr_on_rq(q) {
             min = self.tasks[c as usize].se.slice;
         }
-        if let Some(s) = self.cfs(q).timeline.min_slice() {
+        if let Some(s) = self.timeline(q).min_slice() {
             min = min.min(s);
         }
         min
@@ -151,7 +151,7 @@ impl Kernel {
         if let Some(c) = self.cfs_curr_on_rq(q) {
             max = self.tasks[c as usize].se.slice;
         }
-        if let Some(s) = self.cfs(q).timeline.max_slice() {
+        if let Some(s) = self.timeline(q).max_slice() {
             max = max.max(s);
         }
         max
@@ -198,12 +198,12 @@ impl Kernel {
         self.avg_vruntime_add(q, t);
         let se = &self.tasks[t as usize].se;
         let (d, v, s) = (se.deadline, se.vruntime, se.slice);
-        self.cfs_mut(q).timeline.insert(t, d, v, s);
+        self.timeline_mut(q).insert(t, d, v, s);
     }
 
     /// `__dequeue_entity()`.
     pub(super) fn __dequeue_entity(&mut self, q: CfsRqId, t: TaskId) {
-        self.cfs_mut(q).timeline.remove(t);
+        self.timeline_mut(q).remove(t);
         self.avg_vruntime_sub(q, t);
     }
 
@@ -283,7 +283,7 @@ impl Kernel {
                 return Some(c);
             }
         }
-        let best = cfs.timeline.pick_eligible(|v| self.vruntime_eligible(q, v));
+        let best = self.timeline(q).pick_eligible(|v| self.vruntime_eligible(q, v));
         match (best, curr) {
             (None, c) => c,
             (Some(b), Some(c)) if self.tasks[c as usize].se.deadline < self.tasks[b as usize].se.deadline => Some(c),

@@ -98,6 +98,22 @@ impl Kernel {
         }
     }
 
+    /// Cfs_rq `q`'s timeline with the entities' nodes, to read.
+    #[inline]
+    pub fn timeline(&self, q: CfsRqId) -> crate::fair::timeline::TimelineRef<'_> {
+        self.run_nodes.view(&self.cfs(q).timeline)
+    }
+
+    /// Cfs_rq `q`'s timeline with the entities' nodes, to change.
+    #[inline]
+    pub(crate) fn timeline_mut(&mut self, q: CfsRqId) -> crate::fair::timeline::TimelineMut<'_> {
+        let t = match q.checked_sub(self.rqs.len()) {
+            None => &mut self.rqs[q].cfs.timeline,
+            Some(g) => &mut self.group_cfs[g].timeline,
+        };
+        self.run_nodes.view_mut(t)
+    }
+
     /// Cfs_rq `q` and entity `e` at once (disjoint parts of the kernel).
     pub(crate) fn cfs_and_entity(&mut self, q: CfsRqId, e: TaskId) -> (&mut CfsRq, &mut Task) {
         let task = &mut self.tasks[e as usize];
@@ -254,8 +270,8 @@ impl Kernel {
     /// tree is updated with it (`min_vruntime_cb_propagate()`).
     pub(super) fn set_group_slice(&mut self, q: CfsRqId, e: TaskId, slice: u64) {
         self.tasks[e as usize].se.slice = slice;
-        if self.cfs(q).curr != Some(e) && self.cfs(q).timeline.contains(e) {
-            self.cfs_mut(q).timeline.set_slice(e, slice);
+        if self.cfs(q).curr != Some(e) && self.timeline(q).contains(e) {
+            self.timeline_mut(q).set_slice(e, slice);
         }
     }
 
@@ -274,7 +290,15 @@ impl Kernel {
             let se = self.tasks.len() as TaskId;
             let parent_q = self.task_groups[parent].cfs_rq[cpu];
             self.tasks.push(group_entity(cpu, q, parent, self.base_slice));
-            self.group_cfs.push(CfsRq { cpu, tg, se: Some(se), parent: Some(parent_q), idle, ..CfsRq::new() });
+            self.group_cfs.push(CfsRq {
+                cpu,
+                tg,
+                se: Some(se),
+                parent: Some(parent_q),
+                idle,
+                timeline: crate::fair::timeline::Timeline::new(q as u32),
+                ..CfsRq::new()
+            });
             cfs_rq.push(q);
         }
         let shares = if idle { WEIGHT_IDLEPRIO } else { shares.clamp(MIN_SHARES, MAX_SHARES) };

@@ -8,10 +8,15 @@
 //! entity with a single root-to-leaf descent.
 //!
 //! What this module models, in its own structure:
-//! * An AVL tree (instead of a red-black tree) whose nodes live in an arena `Vec` indexed by
-//!   a caller-chosen `u32` slot id, so steady-state operation never allocates; nodes are
-//!   reused when an id is re-inserted. The arena only grows when an id beyond its length is
-//!   inserted (use [`Timeline::with_capacity`] to avoid even that).
+//! * An AVL tree (instead of a red-black tree) whose nodes live in one arena, [`RunNodes`],
+//!   indexed by entity id and shared by every timeline of the kernel, as each
+//!   `sched_entity` embeds its own `run_node`: an entity is queued on at most one cfs_rq,
+//!   so memory is one node per entity, not one per entity and runqueue (a per-timeline
+//!   arena held a slot for every id it had ever queued: 16 k threads on 224 CPUs, or 64
+//!   cgroups x 64 threads, took gigabytes). Each node names the timeline that holds it.
+//!   Steady-state operation never allocates; the arena grows when an id beyond its length
+//!   is inserted. [`Timeline`] is a runqueue's part (root, cached ends, length);
+//!   [`TimelineRef`] and [`TimelineMut`] are the two together.
 //! * Keys are `(deadline, insertion sequence number)`. The kernel inserts with a strict
 //!   "deadline is less" comparison, so an entity with a deadline equal to a queued one lands
 //!   to its right; ordering by sequence number reproduces exactly that FIFO tie order.
@@ -46,6 +51,8 @@ struct Node {
     vruntime: i64,
     slice: u64,
     seq: u64,
+    /// The timeline whose tree holds this node ([`Timeline::new`]'s id).
+    owner: u32,
     /// Children: `kid[0]` is the left (earlier) subtree, `kid[1]` the right one.
     kid: [u32; 2],
     prev: u32,
@@ -62,6 +69,7 @@ const EMPTY: Node = Node {
     vruntime: 0,
     slice: 0,
     seq: 0,
+    owner: NIL,
     kid: [NIL; 2],
     prev: NIL,
     next: NIL,
@@ -71,10 +79,12 @@ const EMPTY: Node = Node {
     max_slice: 0,
 };
 
-/// Deadline-ordered, vruntime/slice-augmented set of queued entities (see module docs).
+/// Deadline-ordered, vruntime/slice-augmented set of queued entities (see module docs):
+/// one runqueue's root and ends; its nodes are in the shared [`RunNodes`].
 #[derive(Clone, Debug)]
 pub struct Timeline {
-    nodes: Vec<Node>,
+    /// Which timeline this is (a cfs_rq id), stamped on the nodes in its tree.
+    id: u32,
     root: u32,
     head: u32,
     tail: u32,
@@ -82,10 +92,24 @@ pub struct Timeline {
     seq: u64,
 }
 
-impl Default for Timeline {
-    fn default() -> Self {
-        Self::new()
-    }
+/// Every entity's node, indexed by entity id (the kernel's `se->run_node`).
+#[derive(Clone, Debug, Default)]
+pub struct RunNodes {
+    nodes: Vec<Node>,
+}
+
+/// A timeline with the nodes, to read.
+#[derive(Clone, Copy, Debug)]
+pub struct TimelineRef<'a> {
+    t: &'a Timeline,
+    nodes: &'a [Node],
+}
+
+/// A timeline with the nodes, to change.
+#[derive(Debug)]
+pub struct TimelineMut<'a> {
+    t: &'a mut Timeline,
+    nodes: &'a mut Vec<Node>,
 }
 
 fn opt(i: u32) -> Option<u32> {
@@ -93,13 +117,48 @@ fn opt(i: u32) -> Option<u32> {
 }
 
 impl Timeline {
-    pub fn new() -> Self {
-        Self::with_capacity(0)
+    /// An empty timeline; `id` must differ from every other timeline's
+    /// that shares its [`RunNodes`].
+    pub fn new(id: u32) -> Self {
+        Timeline { id, root: NIL, head: NIL, tail: NIL, len: 0, seq: 0 }
     }
 
-    /// Pre-sizes the arena for slot ids `0..n`.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Earliest-deadline entity (`__pick_first_entity`): the cached end, no node read.
+    pub fn first(&self) -> Option<u32> {
+        opt(self.head)
+    }
+}
+
+impl RunNodes {
+    /// Pre-sizes the arena for ids `0..n`.
     pub fn with_capacity(n: usize) -> Self {
-        Timeline { nodes: vec![EMPTY; n], root: NIL, head: NIL, tail: NIL, len: 0, seq: 0 }
+        RunNodes { nodes: vec![EMPTY; n] }
+    }
+
+    pub fn view<'a>(&'a self, t: &'a Timeline) -> TimelineRef<'a> {
+        TimelineRef { t, nodes: &self.nodes }
+    }
+
+    pub fn view_mut<'a>(&'a mut self, t: &'a mut Timeline) -> TimelineMut<'a> {
+        TimelineMut { t, nodes: &mut self.nodes }
+    }
+}
+
+impl<'a> TimelineMut<'a> {
+    fn r(&self) -> TimelineRef<'_> {
+        TimelineRef { t: self.t, nodes: self.nodes }
     }
 
     /// Insert entity `id` with its current deadline, vruntime and slice. Equal deadlines:
@@ -112,16 +171,17 @@ impl Timeline {
         if idx >= self.nodes.len() {
             self.nodes.resize(idx + 1, EMPTY);
         }
-        debug_assert!(!self.contains(id), "timeline: entity {id} inserted twice");
-        if self.contains(id) {
+        debug_assert!(self.nodes[idx].height == 0, "timeline: entity {id} inserted while queued (here or elsewhere)");
+        if self.r().contains(id) {
             self.remove(id);
         }
-        self.seq += 1;
+        self.t.seq += 1;
         self.nodes[idx] = Node {
             deadline,
             vruntime,
             slice,
-            seq: self.seq,
+            seq: self.t.seq,
+            owner: self.t.id,
             height: 1,
             min_vruntime: vruntime,
             min_slice: slice,
@@ -129,211 +189,68 @@ impl Timeline {
             ..EMPTY
         };
         let (mut pred, mut succ) = (NIL, NIL);
-        self.root = self.ins(self.root, id, &mut pred, &mut succ);
+        self.t.root = self.ins(self.t.root, id, &mut pred, &mut succ);
         // Thread the new node between its in-order neighbours.
         self.nodes[idx].prev = pred;
         self.nodes[idx].next = succ;
         match pred {
-            NIL => self.head = id,
+            NIL => self.t.head = id,
             p => self.nodes[p as usize].next = id,
         }
         match succ {
-            NIL => self.tail = id,
+            NIL => self.t.tail = id,
             s => self.nodes[s as usize].prev = id,
         }
-        self.len += 1;
+        self.t.len += 1;
     }
 
     /// Remove queued entity `id`. Removing an absent id is a bug (debug assertion); in
     /// release builds it is a no-op.
     pub fn remove(&mut self, id: u32) {
-        debug_assert!(self.contains(id), "timeline: removing absent entity {id}");
-        if !self.contains(id) {
+        debug_assert!(self.r().contains(id), "timeline: removing absent entity {id}");
+        if !self.r().contains(id) {
             return;
         }
-        self.root = self.del(self.root, id);
+        self.t.root = self.del(self.t.root, id);
         let Node { prev, next, .. } = self.nodes[id as usize];
         match prev {
-            NIL => self.head = next,
+            NIL => self.t.head = next,
             p => self.nodes[p as usize].next = next,
         }
         match next {
-            NIL => self.tail = prev,
+            NIL => self.t.tail = prev,
             n => self.nodes[n as usize].prev = prev,
         }
         self.nodes[id as usize] = EMPTY;
-        self.len -= 1;
+        self.t.len -= 1;
     }
 
     /// Change a queued entity's slice in place (its key is unchanged), then
     /// refresh the slice aggregates on the path to it, as the kernel's
     /// `min_vruntime_cb_propagate()` does from the node up.
     pub fn set_slice(&mut self, id: u32, slice: u64) {
-        debug_assert!(self.contains(id), "timeline: set_slice of absent entity {id}");
-        if !self.contains(id) {
+        debug_assert!(self.r().contains(id), "timeline: set_slice of absent entity {id}");
+        if !self.r().contains(id) {
             return;
         }
         self.nodes[id as usize].slice = slice;
         let mut path = Vec::new();
-        let mut cur = self.root;
+        let mut cur = self.t.root;
         while cur != NIL {
             path.push(cur);
             if cur == id {
                 break;
             }
-            cur = self.nodes[cur as usize].kid[self.before(cur, id) as usize];
+            cur = self.nodes[cur as usize].kid[self.r().before(cur, id) as usize];
         }
         for &i in path.iter().rev() {
             self.pull(i);
         }
     }
 
-    pub fn contains(&self, id: u32) -> bool {
-        self.nodes.get(id as usize).is_some_and(|n| n.height > 0)
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Earliest-deadline entity (`__pick_first_entity`).
-    pub fn first(&self) -> Option<u32> {
-        opt(self.head)
-    }
-
-    /// Latest-deadline entity.
-    pub fn last(&self) -> Option<u32> {
-        opt(self.tail)
-    }
-
-    /// Smallest vruntime of any queued entity (root aggregate).
-    pub fn min_vruntime(&self) -> Option<i64> {
-        opt(self.root).map(|r| self.nodes[r as usize].min_vruntime)
-    }
-
-    /// Smallest slice of any queued entity (root aggregate, as used by `cfs_rq_min_slice`).
-    pub fn min_slice(&self) -> Option<u64> {
-        opt(self.root).map(|r| self.nodes[r as usize].min_slice)
-    }
-
-    /// Largest slice of any queued entity (root aggregate).
-    pub fn max_slice(&self) -> Option<u64> {
-        opt(self.root).map(|r| self.nodes[r as usize].max_slice)
-    }
-
-    /// Earliest-deadline entity whose vruntime satisfies `eligible`, which must be monotone
-    /// (if `v` is eligible, so is every smaller `v`). Mirrors `pick_eevdf`'s search: the
-    /// leftmost entity if eligible, otherwise one descent from the root guided by the
-    /// left subtrees' `min_vruntime`. O(log n) calls of `eligible`.
-    pub fn pick_eligible(&self, eligible: impl Fn(i64) -> bool) -> Option<u32> {
-        let head = opt(self.head)?;
-        if eligible(self.nodes[head as usize].vruntime) {
-            return Some(head);
-        }
-        let mut cur = self.root;
-        while cur != NIL {
-            let n = &self.nodes[cur as usize];
-            let left = n.kid[0];
-            if left != NIL && eligible(self.nodes[left as usize].min_vruntime) {
-                // Something in the (earlier-deadline) left subtree qualifies.
-                cur = left;
-            } else if eligible(n.vruntime) {
-                return Some(cur);
-            } else {
-                cur = n.kid[1];
-            }
-        }
-        None
-    }
-
-    /// Queued ids in deadline order (ties in insertion order).
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        std::iter::successors(opt(self.head), move |&i| opt(self.nodes[i as usize].next))
-    }
-
-    /// `(deadline, vruntime, slice)` of a queued entity.
-    pub fn entity(&self, id: u32) -> Option<(i64, i64, u64)> {
-        self.contains(id).then(|| {
-            let n = &self.nodes[id as usize];
-            (n.deadline, n.vruntime, n.slice)
-        })
-    }
-
-    /// Verify ordering, AVL balance, aggregates, the threaded list and the counters,
-    /// and that no slot outside the tree is marked queued (a scan of the whole arena).
-    pub fn check(&self) -> Result<(), TimelineError> {
-        self.check_queued()?;
-        let queued = self.nodes.iter().filter(|n| n.height > 0).count();
-        if queued != self.len {
-            bail!("len {} but {queued} slots queued", self.len);
-        }
-        Ok(())
-    }
-
-    /// [`Timeline::check`] without the arena scan: O(len), not O(largest id ever
-    /// inserted), so a kernel with thousands of tasks and hundreds of runqueues can
-    /// afford it every step (whether each task's slot agrees is the caller's check).
-    pub fn check_queued(&self) -> Result<(), TimelineError> {
-        let mut order = Vec::with_capacity(self.len);
-        self.check_sub(self.root, &mut order, 0)?;
-        if let Some(w) = order.windows(2).find(|w| !self.before(w[0], w[1])) {
-            bail!("in-order keys not increasing at {} -> {}", w[0], w[1]);
-        }
-        let forward: Vec<u32> = self.iter().take(self.len + 1).collect();
-        let mut backward = Vec::with_capacity(self.len);
-        let mut cur = self.tail;
-        while cur != NIL && backward.len() <= self.len {
-            backward.push(cur);
-            cur = self.nodes[cur as usize].prev;
-        }
-        backward.reverse();
-        if forward != order || backward != order {
-            bail!("list {forward:?} / reversed {backward:?} differ from tree {order:?}");
-        }
-        if order.len() != self.len {
-            bail!("len {} but {} in tree", self.len, order.len());
-        }
-        Ok(())
-    }
-
-    // ---- internals ----
-
-    fn before(&self, a: u32, b: u32) -> bool {
-        let (a, b) = (&self.nodes[a as usize], &self.nodes[b as usize]);
-        (a.deadline, a.seq) < (b.deadline, b.seq)
-    }
-
-    fn height(&self, i: u32) -> u8 {
-        if i == NIL {
-            0
-        } else {
-            self.nodes[i as usize].height
-        }
-    }
-
-    /// Height and aggregates of `i` derived from its own data and its children.
-    fn derived(&self, i: u32) -> (u8, i64, u64, u64) {
-        let n = &self.nodes[i as usize];
-        let (mut h, mut mv, mut mins, mut maxs) = (0, n.vruntime, n.slice, n.slice);
-        for c in n.kid {
-            if c != NIL {
-                let c = &self.nodes[c as usize];
-                h = h.max(c.height);
-                mv = mv.min(c.min_vruntime);
-                mins = mins.min(c.min_slice);
-                maxs = maxs.max(c.max_slice);
-            }
-        }
-        (h + 1, mv, mins, maxs)
-    }
-
     /// Recompute height and aggregates of `i` (the augment callback).
     fn pull(&mut self, i: u32) {
-        let d = self.derived(i);
+        let d = self.r().derived(i);
         let n = &mut self.nodes[i as usize];
         (n.height, n.min_vruntime, n.min_slice, n.max_slice) = d;
     }
@@ -351,7 +268,7 @@ impl Timeline {
     /// Restore the AVL invariant at `t` (children already valid) and refresh aggregates.
     fn rebalance(&mut self, t: u32) -> u32 {
         let [l, r] = self.nodes[t as usize].kid;
-        let (hl, hr) = (self.height(l), self.height(r));
+        let (hl, hr) = (self.r().height(l), self.r().height(r));
         if hl.abs_diff(hr) <= 1 {
             self.pull(t);
             return t;
@@ -359,7 +276,7 @@ impl Timeline {
         let d = usize::from(hr > hl); // the heavy side
         let c = self.nodes[t as usize].kid[d];
         let ck = self.nodes[c as usize].kid;
-        if self.height(ck[1 - d]) > self.height(ck[d]) {
+        if self.r().height(ck[1 - d]) > self.r().height(ck[d]) {
             // Inner grandchild is taller: double rotation.
             self.nodes[t as usize].kid[d] = self.rotate(c, 1 - d);
         }
@@ -371,7 +288,7 @@ impl Timeline {
         if t == NIL {
             return n;
         }
-        let d = usize::from(!self.before(n, t));
+        let d = usize::from(!self.r().before(n, t));
         *(if d == 0 { &mut *succ } else { &mut *pred }) = t;
         let c = self.ins(self.nodes[t as usize].kid[d], n, pred, succ);
         self.nodes[t as usize].kid[d] = c;
@@ -390,7 +307,7 @@ impl Timeline {
             self.nodes[m as usize].kid = [l, rest];
             return self.rebalance(m);
         }
-        let d = usize::from(!self.before(id, t));
+        let d = usize::from(!self.r().before(id, t));
         let c = self.del(self.nodes[t as usize].kid[d], id);
         self.nodes[t as usize].kid[d] = c;
         self.rebalance(t)
@@ -406,9 +323,152 @@ impl Timeline {
         self.nodes[t as usize].kid[0] = nl;
         (self.rebalance(t), m)
     }
+}
+
+impl<'a> TimelineRef<'a> {
+    pub fn contains(self, id: u32) -> bool {
+        self.nodes.get(id as usize).is_some_and(|n| n.height > 0 && n.owner == self.t.id)
+    }
+
+    pub fn len(self) -> usize {
+        self.t.len
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.t.len == 0
+    }
+
+    /// Earliest-deadline entity (`__pick_first_entity`).
+    pub fn first(self) -> Option<u32> {
+        opt(self.t.head)
+    }
+
+    /// Latest-deadline entity.
+    pub fn last(self) -> Option<u32> {
+        opt(self.t.tail)
+    }
+
+    /// Smallest vruntime of any queued entity (root aggregate).
+    pub fn min_vruntime(self) -> Option<i64> {
+        opt(self.t.root).map(|r| self.nodes[r as usize].min_vruntime)
+    }
+
+    /// Smallest slice of any queued entity (root aggregate, as used by `cfs_rq_min_slice`).
+    pub fn min_slice(self) -> Option<u64> {
+        opt(self.t.root).map(|r| self.nodes[r as usize].min_slice)
+    }
+
+    /// Largest slice of any queued entity (root aggregate).
+    pub fn max_slice(self) -> Option<u64> {
+        opt(self.t.root).map(|r| self.nodes[r as usize].max_slice)
+    }
+
+    /// Earliest-deadline entity whose vruntime satisfies `eligible`, which must be monotone
+    /// (if `v` is eligible, so is every smaller `v`). Mirrors `pick_eevdf`'s search: the
+    /// leftmost entity if eligible, otherwise one descent from the root guided by the
+    /// left subtrees' `min_vruntime`. O(log n) calls of `eligible`.
+    pub fn pick_eligible(self, eligible: impl Fn(i64) -> bool) -> Option<u32> {
+        let head = opt(self.t.head)?;
+        if eligible(self.nodes[head as usize].vruntime) {
+            return Some(head);
+        }
+        let mut cur = self.t.root;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            let left = n.kid[0];
+            if left != NIL && eligible(self.nodes[left as usize].min_vruntime) {
+                // Something in the (earlier-deadline) left subtree qualifies.
+                cur = left;
+            } else if eligible(n.vruntime) {
+                return Some(cur);
+            } else {
+                cur = n.kid[1];
+            }
+        }
+        None
+    }
+
+    /// Queued ids in deadline order (ties in insertion order).
+    pub fn iter(self) -> impl Iterator<Item = u32> + 'a {
+        std::iter::successors(opt(self.t.head), move |&i| opt(self.nodes[i as usize].next))
+    }
+
+    /// `(deadline, vruntime, slice)` of a queued entity.
+    pub fn entity(self, id: u32) -> Option<(i64, i64, u64)> {
+        self.contains(id).then(|| {
+            let n = &self.nodes[id as usize];
+            (n.deadline, n.vruntime, n.slice)
+        })
+    }
+
+    /// Verify ordering, AVL balance, aggregates, the threaded list and the counters,
+    /// and that no slot outside the tree is marked queued (a scan of the whole arena).
+    pub fn check(self) -> Result<(), TimelineError> {
+        self.check_queued()?;
+        let queued = self.nodes.iter().filter(|n| n.height > 0 && n.owner == self.t.id).count();
+        if queued != self.t.len {
+            bail!("len {} but {queued} slots queued", self.t.len);
+        }
+        Ok(())
+    }
+
+    /// [`TimelineRef::check`] without the arena scan: O(len), not O(largest id ever
+    /// inserted), so a kernel with thousands of tasks and hundreds of runqueues can
+    /// afford it every step (whether each task's slot agrees is the caller's check).
+    pub fn check_queued(self) -> Result<(), TimelineError> {
+        let mut order = Vec::with_capacity(self.t.len);
+        self.check_sub(self.t.root, &mut order, 0)?;
+        if let Some(w) = order.windows(2).find(|w| !self.before(w[0], w[1])) {
+            bail!("in-order keys not increasing at {} -> {}", w[0], w[1]);
+        }
+        let forward: Vec<u32> = self.iter().take(self.t.len + 1).collect();
+        let mut backward = Vec::with_capacity(self.t.len);
+        let mut cur = self.t.tail;
+        while cur != NIL && backward.len() <= self.t.len {
+            backward.push(cur);
+            cur = self.nodes[cur as usize].prev;
+        }
+        backward.reverse();
+        if forward != order || backward != order {
+            bail!("list {forward:?} / reversed {backward:?} differ from tree {order:?}");
+        }
+        if order.len() != self.t.len {
+            bail!("len {} but {} in tree", self.t.len, order.len());
+        }
+        Ok(())
+    }
+
+    fn before(self, a: u32, b: u32) -> bool {
+        let (a, b) = (self.nodes[a as usize], &self.nodes[b as usize]);
+        (a.deadline, a.seq) < (b.deadline, b.seq)
+    }
+
+    fn height(self, i: u32) -> u8 {
+        if i == NIL {
+            0
+        } else {
+            self.nodes[i as usize].height
+        }
+    }
+
+    /// Height and aggregates of `i` derived from its own data and its children.
+    fn derived(self, i: u32) -> (u8, i64, u64, u64) {
+        let n = &self.nodes[i as usize];
+        let (mut h, mut mv, mut mins, mut maxs) = (0, n.vruntime, n.slice, n.slice);
+        for c in n.kid {
+            if c != NIL {
+                let c = &self.nodes[c as usize];
+                h = h.max(c.height);
+                mv = mv.min(c.min_vruntime);
+                mins = mins.min(c.min_slice);
+                maxs = maxs.max(c.max_slice);
+            }
+        }
+        (h + 1, mv, mins, maxs)
+    }
 
     /// Validate subtree `t`, appending its in-order ids; returns its height.
-    fn check_sub(&self, t: u32, order: &mut Vec<u32>, depth: usize) -> Result<u8, TimelineError> {
+    fn check_sub(self, t: u32, order: &mut Vec<u32>, depth: usize) -> Result<u8, TimelineError> {
         if t == NIL {
             return Ok(0);
         }
@@ -416,6 +476,9 @@ impl Timeline {
             bail!("bad node {t} at depth {depth} (cycle or dangling link)");
         }
         let n = &self.nodes[t as usize];
+        if n.owner != self.t.id {
+            bail!("node {t} in timeline {}'s tree is marked as timeline {}'s", self.t.id, n.owner);
+        }
         let hl = self.check_sub(n.kid[0], order, depth + 1)?;
         order.push(t);
         let hr = self.check_sub(n.kid[1], order, depth + 1)?;
@@ -435,13 +498,73 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn ids(t: &Timeline) -> Vec<u32> {
-        t.iter().collect()
+    /// One timeline with nodes of its own, the old interface for the tests.
+    struct Solo {
+        t: Timeline,
+        n: RunNodes,
+    }
+
+    impl Solo {
+        fn new() -> Self {
+            Self::with_capacity(0)
+        }
+        fn with_capacity(n: usize) -> Self {
+            Solo { t: Timeline::new(0), n: RunNodes::with_capacity(n) }
+        }
+        fn r(&self) -> TimelineRef<'_> {
+            self.n.view(&self.t)
+        }
+        fn insert(&mut self, id: u32, d: i64, v: i64, s: u64) {
+            self.n.view_mut(&mut self.t).insert(id, d, v, s)
+        }
+        fn remove(&mut self, id: u32) {
+            self.n.view_mut(&mut self.t).remove(id)
+        }
+        fn set_slice(&mut self, id: u32, s: u64) {
+            self.n.view_mut(&mut self.t).set_slice(id, s)
+        }
+        fn check(&self) -> Result<(), TimelineError> {
+            self.r().check()
+        }
+        fn contains(&self, id: u32) -> bool {
+            self.r().contains(id)
+        }
+        fn len(&self) -> usize {
+            self.r().len()
+        }
+        fn is_empty(&self) -> bool {
+            self.r().is_empty()
+        }
+        fn first(&self) -> Option<u32> {
+            self.r().first()
+        }
+        fn last(&self) -> Option<u32> {
+            self.r().last()
+        }
+        fn min_vruntime(&self) -> Option<i64> {
+            self.r().min_vruntime()
+        }
+        fn min_slice(&self) -> Option<u64> {
+            self.r().min_slice()
+        }
+        fn max_slice(&self) -> Option<u64> {
+            self.r().max_slice()
+        }
+        fn entity(&self, id: u32) -> Option<(i64, i64, u64)> {
+            self.r().entity(id)
+        }
+        fn pick_eligible(&self, f: impl Fn(i64) -> bool) -> Option<u32> {
+            self.r().pick_eligible(f)
+        }
+    }
+
+    fn ids(t: &Solo) -> Vec<u32> {
+        t.r().iter().collect()
     }
 
     #[test]
     fn orders_by_deadline() {
-        let mut t = Timeline::new();
+        let mut t = Solo::new();
         for (id, d) in [(3, 30), (1, 10), (4, -5), (2, 20), (0, 25)] {
             t.insert(id, d, 0, 1);
             t.check().unwrap();
@@ -454,7 +577,7 @@ mod tests {
 
     #[test]
     fn equal_deadlines_are_fifo() {
-        let mut t = Timeline::with_capacity(8);
+        let mut t = Solo::with_capacity(8);
         for id in [5, 2, 7, 0] {
             t.insert(id, 100, 0, 1);
         }
@@ -470,7 +593,7 @@ mod tests {
 
     #[test]
     fn remove_and_reinsert() {
-        let mut t = Timeline::new();
+        let mut t = Solo::new();
         for id in 0..20u32 {
             t.insert(id, (id as i64 * 7) % 11, id as i64, 1);
         }
@@ -493,8 +616,8 @@ mod tests {
 
     #[test]
     fn aggregates_follow_membership() {
-        let aggs = |t: &Timeline| (t.min_vruntime(), t.min_slice(), t.max_slice());
-        let mut t = Timeline::new();
+        let aggs = |t: &Solo| (t.min_vruntime(), t.min_slice(), t.max_slice());
+        let mut t = Solo::new();
         t.insert(0, 10, 50, 3_000);
         t.insert(1, 20, -7, 700);
         t.insert(2, 30, 12, 9_000);
@@ -507,7 +630,7 @@ mod tests {
 
     #[test]
     fn set_slice_keeps_the_order_and_refreshes_the_aggregates() {
-        let mut t = Timeline::new();
+        let mut t = Solo::new();
         for i in 0..40u32 {
             t.insert(i, (i as i64 * 7) % 23, i as i64, 1_000 + i as u64);
         }
@@ -524,8 +647,29 @@ mod tests {
     }
 
     #[test]
+    fn timelines_sharing_the_nodes_hold_their_own_entities() {
+        let mut nodes = RunNodes::default();
+        let (mut a, mut b) = (Timeline::new(0), Timeline::new(1));
+        nodes.view_mut(&mut a).insert(7, 10, 0, 1);
+        nodes.view_mut(&mut b).insert(3, 5, 0, 1);
+        nodes.view_mut(&mut b).insert(9, 1, 0, 1);
+        assert!(nodes.view(&a).contains(7) && !nodes.view(&b).contains(7));
+        assert!(!nodes.view(&a).contains(9) && nodes.view(&b).contains(9));
+        assert_eq!(nodes.view(&a).iter().collect::<Vec<_>>(), vec![7]);
+        assert_eq!(nodes.view(&b).iter().collect::<Vec<_>>(), vec![9, 3]);
+        // An entity moves: out of one tree, into the other (a migration).
+        nodes.view_mut(&mut a).remove(7);
+        nodes.view_mut(&mut b).insert(7, 2, 0, 1);
+        assert_eq!(nodes.view(&b).iter().collect::<Vec<_>>(), vec![9, 7, 3]);
+        nodes.view(&a).check().unwrap();
+        nodes.view(&b).check().unwrap();
+        assert!(a.is_empty() && b.len() == 3, "one node per entity, whichever tree holds it");
+        assert_eq!(nodes.nodes.len(), 10);
+    }
+
+    #[test]
     fn pick_skips_ineligible_leftmost() {
-        let mut t = Timeline::new();
+        let mut t = Solo::new();
         t.insert(0, 10, 100, 1); // earliest deadline, but far ahead in vruntime
         t.insert(1, 20, 5, 1);
         t.insert(2, 30, 0, 1);
@@ -538,20 +682,20 @@ mod tests {
     #[test]
     fn pick_descent_is_logarithmic() {
         let n = 4096u32;
-        let mut t = Timeline::with_capacity(n as usize);
+        let mut t = Solo::with_capacity(n as usize);
         let mut x = 0x9e37_79b9u64;
         for id in 0..n {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             t.insert(id, (x >> 40) as i64, (x >> 20 & 0xfffff) as i64, 1);
         }
         t.check().unwrap();
-        let cap = t.nodes.capacity();
+        let cap = t.n.nodes.capacity();
         for id in 0..n / 2 {
             t.remove(id);
             t.insert(id, id as i64, -(id as i64), 1);
         }
-        assert_eq!(t.nodes.capacity(), cap, "steady state must not reallocate");
-        let height = t.nodes[t.root as usize].height as usize;
+        assert_eq!(t.n.nodes.capacity(), cap, "steady state must not reallocate");
+        let height = t.n.nodes[t.t.root as usize].height as usize;
         assert!(height <= 18, "AVL height {height} too large for {n} nodes");
         let calls = std::cell::Cell::new(0usize);
         let picked = t.pick_eligible(|v| {
@@ -569,7 +713,7 @@ mod tests {
             (0u32..64, -12i64..12, -12i64..12, 1u64..6, prop::collection::vec(-14i64..14, 4)),
             1..400,
         )) {
-            let mut t = Timeline::new();
+            let mut t = Solo::new();
             // Oracle: (id, deadline, vruntime, slice) in insertion order.
             let mut oracle: Vec<(u32, i64, i64, u64)> = Vec::new();
             for (id, deadline, vruntime, slice, probes) in ops {

@@ -238,15 +238,16 @@ fn invariant_checker_catches_corruption() {
     broken.tasks[b as usize].on_cpu = true;
     assert!(broken.check_invariants().is_err());
     // Tree membership, gathered per cfs_rq rather than asked per task:
-    // queued where it does not live, twice, and missing from its own tree.
+    // queued in a tree where it does not live, and missing from its own.
     let waiting = if k.rqs[0].curr == Some(a) { b } else { a };
     let se = k.tasks[waiting as usize].se.clone();
     let mut broken = k.clone();
-    broken.rqs[1].cfs.timeline.insert(waiting, se.deadline, se.vruntime, se.slice);
+    broken.timeline_mut(0).remove(waiting);
+    broken.timeline_mut(1).insert(waiting, se.deadline, se.vruntime, se.slice);
     let e = broken.check_invariants().unwrap_err().to_string();
-    assert!(e.contains("in the trees of cfs_rq 0 and cfs_rq 1"), "{e}");
+    assert!(e.contains("is in cfs_rq 1's tree"), "{e}");
     let mut broken = k.clone();
-    broken.rqs[0].cfs.timeline.remove(waiting);
+    broken.timeline_mut(0).remove(waiting);
     let e = broken.check_invariants().unwrap_err().to_string();
     assert!(e.contains("in_tree=false"), "{e}");
     let _ = Feature::DELAY_DEQUEUE;
