@@ -9,6 +9,8 @@
 //! * `schbench-spr` (seed 004): streamed, with the kernel's tracepoints off
 //!   and only the workload's markers folded into schbench's metrics (its
 //!   trace would not fit in memory: ~60 M events per simulated second).
+//! * `cgroups`: 64 threads in each of 16 and 64 cgroups on 224 CPUs, 2 ms
+//!   kept: the model's memory as the entities and runqueues grow.
 //! * the seed-000 sweep (`itmt-delay-dequeue.toml`, 4 settings × 5 rounds ×
 //!   30 s) on a pool of `jobs` threads (`schedlab bench`'s default: 2).
 //!
@@ -139,6 +141,26 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
             cpu[1] / cpu[0].max(1e-9)
         ));
     }
+    if wanted("cgroups") {
+        // The model's size: 64 threads in each of 16 and 64 cgroups on 224
+        // CPUs (a group has a cfs_rq per CPU). Timeline nodes are one per
+        // entity; a per-runqueue arena gave 1034 MB at 64 groups.
+        let mut peak = Vec::new();
+        for groups in [16usize, 64] {
+            let s = Scenario::from_toml_str("cgroups.toml", &many_groups(groups, 64), &args.root).map_err(failed)?;
+            let opts = SimOptions { duration_ns: Some(2_000_000), check_invariants: Some(false), ..Default::default() };
+            let samples = repeat(args.reps, || full(&s, &opts))?;
+            line(row(&format!("cgroups {groups}x64 2ms (SPR)"), &samples));
+            let mut p: Vec<u64> = samples.iter().map(|x| x.peak_rss_kib).collect();
+            p.sort_unstable();
+            peak.push(p[p.len() / 2] as f64);
+        }
+        line(format!(
+            "{:<26} 64 / 16 groups peak RSS {:.2} (4x the threads and groups: at most ~4 while memory is per entity)",
+            "",
+            peak[1] / peak[0].max(1.0)
+        ));
+    }
     if wanted("sweep") {
         let path = args.root.join("scenarios/sweeps/itmt-delay-dequeue.toml");
         let samples = repeat(args.reps, || sweep(&path, args.jobs))?;
@@ -158,6 +180,22 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
 const POST_AFTER_WAIT: &str = "name = \"post-after-wait\"\ntopology = \"qemu-4\"\nduration = \"1s\"\n\
     [[thread]]\nname = \"waiter\"\nprogram = [{ wait = \"go\" }, { post = \"done\" }]\n\
     [[thread]]\nname = \"waker\"\nprogram = [{ run = \"20us\" }, { signal = \"go\" }, { poll = \"done\" }]\n";
+
+/// `groups` cgroups of `threads` threads each, every thread running 50 us
+/// and sleeping 100 us, on sapphire-rapids-2s.
+fn many_groups(groups: usize, threads: usize) -> String {
+    let mut text = String::from("name = \"cgroups\"\ntopology = \"sapphire-rapids-2s\"\nduration = \"2ms\"\n");
+    for g in 0..groups {
+        text += &format!("[cgroup.g{g}]\nweight = 100\n");
+    }
+    for g in 0..groups {
+        text += &format!(
+            "[[thread]]\nname = \"t{g}\"\ninstances = {threads}\ncgroup = \"g{g}\"\nloop = true\n\
+             program = [{{ run = \"50us\" }}, {{ sleep = \"100us\" }}]\n"
+        );
+    }
+    text
+}
 
 /// `schedlab run`'s path: the simulation keeping its trace, then the
 /// report (metrics, work conservation, stall attribution, measures) on it.
