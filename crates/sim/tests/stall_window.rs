@@ -42,7 +42,9 @@ fn windows_tell_the_same_stories_as_the_whole_trace() {
         stalls += check("asym_min.toml", 3_000_000_000, 1, lookback);
         let batched = check("asym_min-2cpu.toml", 2_000_000_000, 2, lookback);
         // Stories told in many batches and a partial one at the end.
-        assert!(batched > 2 * schedlab_analysis::STALL_BATCH && batched % schedlab_analysis::STALL_BATCH != 0);
+        assert!(
+            batched > 2 * schedlab_analysis::STALL_BATCH && !batched.is_multiple_of(schedlab_analysis::STALL_BATCH)
+        );
         stalls += batched;
         stalls += check("delayed-wakeup.toml", 1_000_000_000, 1, lookback);
         stalls += check("rt-pi-push.toml", 1_700_000_000, 1, lookback);
