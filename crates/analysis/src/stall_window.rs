@@ -10,9 +10,10 @@
 //! task reached its CPU). Events older than the oldest open handoff's
 //! signal minus the lookback are folded into those records and dropped,
 //! so memory is the events of the longest open handoff, plus a record per
-//! task and CPU (and at most [`MAX_WINDOW_EVENTS`]). The story of each
-//! stall is then [`attribute_stalls`] on that window, and the cause table
-//! is built over all of them. A streamed `run` and `analyze` of a file use
+//! task and CPU (and at most [`MAX_WINDOW_EVENTS`]). The stories are then
+//! [`attribute_stalls`] on that window, [`STALL_BATCH`] ended stalls at a
+//! time (each pins the window until told), and the cause table is built
+//! over all of them. A streamed `run` and `analyze` of a file use
 //! it; the commands that keep a trace attribute on the whole of it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};

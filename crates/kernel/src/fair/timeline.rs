@@ -40,7 +40,7 @@ macro_rules! bail {
     };
 }
 
-/// What [`Timeline::check`] found wrong with the tree.
+/// What [`TimelineRef::check`] found wrong with the tree.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct TimelineError(String);
@@ -121,10 +121,6 @@ impl Timeline {
     /// that shares its [`RunNodes`].
     pub fn new(id: u32) -> Self {
         Timeline { id, root: NIL, head: NIL, tail: NIL, len: 0, seq: 0 }
-    }
-
-    pub fn id(&self) -> u32 {
-        self.id
     }
 
     pub fn len(&self) -> usize {
@@ -330,20 +326,8 @@ impl<'a> TimelineRef<'a> {
         self.nodes.get(id as usize).is_some_and(|n| n.height > 0 && n.owner == self.t.id)
     }
 
-    pub fn len(self) -> usize {
-        self.t.len
-    }
-
-    pub fn is_empty(self) -> bool {
-        self.t.len == 0
-    }
-
-    /// Earliest-deadline entity (`__pick_first_entity`).
-    pub fn first(self) -> Option<u32> {
-        opt(self.t.head)
-    }
-
-    /// Latest-deadline entity.
+    /// Latest-deadline entity (`len`, `is_empty` and `first` need no node:
+    /// they are [`Timeline`]'s).
     pub fn last(self) -> Option<u32> {
         opt(self.t.tail)
     }
@@ -530,13 +514,13 @@ mod tests {
             self.r().contains(id)
         }
         fn len(&self) -> usize {
-            self.r().len()
+            self.t.len()
         }
         fn is_empty(&self) -> bool {
-            self.r().is_empty()
+            self.t.is_empty()
         }
         fn first(&self) -> Option<u32> {
-            self.r().first()
+            self.t.first()
         }
         fn last(&self) -> Option<u32> {
             self.r().last()
