@@ -132,6 +132,27 @@ pub struct Outbox {
     /// (`[costs.kernel]`): the simulator takes it from whatever that CPU
     /// runs next.
     pub cpu_ns: Vec<(u32, u64)>,
+    /// Wakeups whose CPU selection has run and whose queueing waits for the
+    /// waker to spend the selection's CPU time ([`WakeRequest`]).
+    pub wakes: Vec<WakeRequest>,
+}
+
+/// The second half of a remote `try_to_wake_up()`: `select_task_rq()` ran
+/// at the entry's time and chose `cpu`; the task is TASK_WAKING until the
+/// waker, `after_ns` later (the selection's `[costs.kernel]` time), queues it
+/// with [`Kernel::ttwu_queue_selected`]. Until then the chosen CPU still
+/// looks idle to every other CPU's `select_idle_sibling()`, as in the kernel,
+/// where `ttwu_pending` or `nr_running` change only once the scan is over:
+/// two wakers scanning at once can choose the same idle CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WakeRequest {
+    pub task: TaskId,
+    /// The CPU `select_task_rq()` chose.
+    pub cpu: usize,
+    pub wake_flags: u32,
+    /// The waker's CPU, which runs the queueing.
+    pub from: usize,
+    pub after_ns: u64,
 }
 
 impl Outbox {
@@ -140,7 +161,11 @@ impl Outbox {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty() && self.ipis.is_empty() && self.timers.is_empty() && self.cpu_ns.is_empty()
+        self.events.is_empty()
+            && self.ipis.is_empty()
+            && self.timers.is_empty()
+            && self.cpu_ns.is_empty()
+            && self.wakes.is_empty()
     }
 
     /// Forget everything, keeping the buffers.
@@ -149,6 +174,7 @@ impl Outbox {
         self.ipis.clear();
         self.timers.clear();
         self.cpu_ns.clear();
+        self.wakes.clear();
     }
 }
 

@@ -50,7 +50,7 @@ pub mod stop_task;
 pub mod syscalls;
 pub mod topology;
 
-pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams};
+pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams, WakeRequest};
 pub use deadline::{TimerKind, TimerRequest};
 pub use features::{Feature, FeatureError, Features};
 pub use invariants::InvariantError;

@@ -13,7 +13,7 @@ use crate::hw::Hardware;
 use crate::queue::EventQueue;
 use crate::workload::{Blocked, ObjState, Thread};
 use crate::SimError;
-use schedlab_kernel::{IpiKind, Kernel, Outbox, TaskId, TimerKind};
+use schedlab_kernel::{IpiKind, Kernel, Outbox, TaskId, TimerKind, WakeRequest};
 use schedlab_scenario::Scenario;
 use schedlab_trace::{Event, EventKind, Pid, UserOp};
 
@@ -79,6 +79,9 @@ pub(crate) enum Ev {
         cpu: usize,
         exited: bool,
     },
+    /// A waker's selection time has passed: it queues the wakee on the
+    /// CPU it chose (`WakeRequest`).
+    TtwuQueue(WakeRequest),
     End,
 }
 
@@ -160,6 +163,13 @@ impl<'a> Engine<'a> {
             std::mem::swap(&mut self.trace, &mut self.out.events);
         } else {
             self.trace.append(&mut self.out.events);
+        }
+        if !self.out.wakes.is_empty() {
+            let mut wakes = std::mem::take(&mut self.out.wakes);
+            for w in wakes.drain(..) {
+                self.queue.push(self.now + w.after_ns, Ev::TtwuQueue(w));
+            }
+            self.out.wakes = wakes;
         }
         // Most kernel entries request neither an IPI nor a timer.
         if !self.out.ipis.is_empty() {
@@ -473,6 +483,14 @@ impl<'a> Engine<'a> {
                     self.kernel.finish_task_switch(cpu);
                     self.drain();
                 }
+            }
+            Ev::TtwuQueue(w) => {
+                // Still the waker's syscall: no preemption point here, its
+                // next op (planned after the selection's time) comes next.
+                self.settle(w.from);
+                self.kernel.ttwu_queue_selected(w, self.now, &mut self.out);
+                self.drain();
+                self.replan_if_running(w.from);
             }
             Ev::Ipi { cpu, kind: IpiKind::Resched } => {
                 self.on_interrupt(cpu, |e| {

@@ -519,3 +519,38 @@ fn an_ipi_to_a_halted_cpu_costs_its_sender_by_how_long_the_cpu_idled() {
     let (short, long) = (extra("50us"), extra("500us"));
     assert!(short < long && long < 50_000, "50 us idles {short} ns, 500 us idles {long} ns, both below the busy 50 us");
 }
+
+#[test]
+fn a_remote_wakeup_lands_after_its_selection_time() {
+    // The sleeper may run on CPUs 1-3, so each kick runs
+    // select_task_rq_fair() on CPU 0. With `select` = 3 us the sleeper is
+    // queued on its CPU (the Ttwu event) 3 us after sched_waking, and its
+    // handoff grows by as much; without it, at once.
+    let machine = MACHINE.replace("cores_per_llc = 2", "cores_per_llc = 4");
+    let body = kick_after("100us").replace("affinity = \"1\"", "affinity = \"1-3\"");
+    let gaps = |kernel: &str| -> (Vec<u64>, Vec<u64>) {
+        let r = sim(&with_topology(&format!("{machine}{kernel}"), &body), 1);
+        let sleeper = r.threads.iter().find(|t| t.name == "sleeper").unwrap().pid;
+        let mut waking = None;
+        let mut gaps = Vec::new();
+        for e in r.trace.in_time_order().iter() {
+            match e.kind {
+                EventKind::SchedWaking { pid, .. } if pid == sleeper => waking = Some(e.ts),
+                EventKind::Ttwu { pid, .. } if pid == sleeper => gaps.extend(waking.take().map(|w| e.ts - w)),
+                _ => {}
+            }
+        }
+        (gaps, handoffs(&r, "sleeper"))
+    };
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let (free, free_handoffs) = gaps("");
+    let (slow, slow_handoffs) = gaps("[costs.kernel]\nselect = \"3us\"\n");
+    assert!(free.len() > 100 && slow.len() > 100, "{} and {} wakeups", free.len(), slow.len());
+    assert!(free.iter().all(|g| *g == 0), "queued at once without a selection cost: {:?}", &free[..5]);
+    assert!(slow.iter().all(|g| *g == 3_000), "queued 3 us later: {:?}", &slow[..5]);
+    let (f, s) = (median(free_handoffs), median(slow_handoffs));
+    assert_eq!(s - f, 3_000, "the handoff grows by the selection: {f} ns without, {s} ns with");
+}

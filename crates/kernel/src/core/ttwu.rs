@@ -9,8 +9,13 @@
 //! the `p->on_cpu` wakelist shortcut when it can. Follows 6.12.x; the
 //! TTWU_* patches are off in every profile. Simplified: where the kernel's
 //! waker would spin on `p->on_cpu`, the model completes the switch at once.
+//!
+//! Timing: when `select_task_rq()` costs CPU time (`[costs.kernel]`), a
+//! wakeup onto another CPU is queued only once that time has passed
+//! ([`WakeRequest`]), so concurrent wakers can pick the same idle CPU as in
+//! the kernel. A wakeup onto the waker's own CPU completes at once.
 
-use crate::core::{IpiKind, Kernel, Outbox};
+use crate::core::{IpiKind, Kernel, Outbox, WakeRequest};
 use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, OnRq, TaskId, TaskState};
 use schedlab_trace::{DelayedWhat, EventKind, WakePath};
@@ -253,13 +258,20 @@ impl Kernel {
     /// `select_task_rq()`: the class's choice when the task may move, then
     /// the `is_cpu_allowed()` fallback.
     pub(crate) fn select_task_rq(&mut self, t: TaskId, cpu: usize, wake_flags: &mut u32) -> usize {
+        self.select_task_rq_timed(t, cpu, wake_flags).0
+    }
+
+    /// [`Self::select_task_rq`], with the CPU time it charged (the fixed
+    /// part and each CPU `select_idle_sibling()` tested).
+    fn select_task_rq_timed(&mut self, t: TaskId, cpu: usize, wake_flags: &mut u32) -> (usize, u64) {
         let task = &self.tasks[t as usize];
+        let mut cost = 0;
         let mut cpu = if task.nr_cpus_allowed() > 1 {
             self.idle_probes.set(0);
             let c = self.class_of(t).select_task_rq(self, t, cpu, *wake_flags);
             *wake_flags |= WF_RQ_SELECTED;
             let k = &self.topo.costs.kernel;
-            let cost = k.select_ns + k.select_per_cpu_ns * u64::from(self.idle_probes.get());
+            cost = k.select_ns + k.select_per_cpu_ns * u64::from(self.idle_probes.get());
             self.charge(cost);
             c
         } else {
@@ -270,7 +282,7 @@ impl Kernel {
             // select_fallback_rq(): any allowed CPU.
             cpu = mask.first().unwrap_or(cpu);
         }
-        cpu
+        (cpu, cost)
     }
 
     /// `set_task_cpu()`: `sched_migrate_task`, the fair migrate hook
@@ -318,14 +330,39 @@ impl Kernel {
                 k.finish_task_switch(cpu);
             }
             let prev = k.tasks[t as usize].wake_cpu;
-            let cpu = k.select_task_rq(t, prev, &mut wake_flags);
-            if cpu != k.tasks[t as usize].cpu {
-                wake_flags |= WF_MIGRATED;
-                k.set_task_cpu(t, cpu);
+            let (cpu, select_ns) = k.select_task_rq_timed(t, prev, &mut wake_flags);
+            if select_ns > 0 && cpu != exec_cpu {
+                // The scan took time: the chosen CPU learns of the wakee only
+                // once it is over (see WakeRequest).
+                k.out.wakes.push(WakeRequest { task: t, cpu, wake_flags, from: exec_cpu, after_ns: select_ns });
+                return true;
             }
-            k.ttwu_queue(t, cpu, wake_flags);
+            k.ttwu_set_cpu_and_queue(t, cpu, wake_flags);
             true
         })
+    }
+
+    /// The rest of a wakeup whose selection took time ([`WakeRequest`]),
+    /// run by the waker on `exec_cpu` once the selection's time has passed.
+    /// Simplified: in the kernel `p->pi_lock`, held across the whole
+    /// wakeup, keeps the task's affinity fixed meanwhile; the model
+    /// re-checks it instead.
+    pub fn ttwu_queue_selected(&mut self, w: WakeRequest, now: u64, out: &mut Outbox) {
+        self.entry(now, w.from, out, |k| {
+            debug_assert_eq!(k.tasks[w.task as usize].state, TaskState::Waking);
+            let mask = k.tasks[w.task as usize].cpus_mask;
+            let cpu = if mask.contains(w.cpu) { w.cpu } else { mask.first().unwrap_or(w.cpu) };
+            k.ttwu_set_cpu_and_queue(w.task, cpu, w.wake_flags);
+        })
+    }
+
+    /// `set_task_cpu()` when the selection moved the task, then `ttwu_queue()`.
+    fn ttwu_set_cpu_and_queue(&mut self, t: TaskId, cpu: usize, mut wake_flags: u32) {
+        if cpu != self.tasks[t as usize].cpu {
+            wake_flags |= WF_MIGRATED;
+            self.set_task_cpu(t, cpu);
+        }
+        self.ttwu_queue(t, cpu, wake_flags);
     }
 
     /// `wake_up_new_task()`: fork balancing picks the first CPU, PELT gets its

@@ -18,6 +18,10 @@ pub struct TestKernel {
     pub timers: Vec<TimerRequest>,
     /// Kernel CPU time charged, per CPU that ran the path.
     pub cpu_ns: Vec<(u32, u64)>,
+    /// Remote wakeups whose selection took time, not yet queued (kept
+    /// only while `hold_wakes` is set; otherwise completed at once).
+    pub deferred: Vec<crate::WakeRequest>,
+    pub hold_wakes: bool,
 }
 
 impl std::ops::Deref for TestKernel {
@@ -41,20 +45,52 @@ impl TestKernel {
             ipis: Vec::new(),
             timers: Vec::new(),
             cpu_ns: Vec::new(),
+            deferred: Vec::new(),
+            hold_wakes: false,
         }
     }
 
     /// Run one entry point, appending its requests to ours.
     fn call<R>(&mut self, f: impl FnOnce(&mut Kernel, &mut Outbox) -> R) -> R {
-        let mut out = Outbox {
+        let mut out = self.take_outbox();
+        let r = f(&mut self.kernel, &mut out);
+        let wakes = std::mem::take(&mut out.wakes);
+        self.keep_outbox(out);
+        if self.hold_wakes {
+            self.deferred.extend(wakes);
+        } else {
+            // Without a clock, a wakeup whose selection took time completes
+            // at once (the tests that look at the window hold them).
+            let now = self.kernel.now();
+            for w in wakes {
+                self.finish_wake(w, now);
+            }
+        }
+        r
+    }
+
+    /// Complete one held wakeup ([`Self::hold_wakes`]) at `now`.
+    pub fn finish_wake(&mut self, w: crate::WakeRequest, now: u64) {
+        let mut out = self.take_outbox();
+        self.kernel.ttwu_queue_selected(w, now, &mut out);
+        assert!(out.wakes.is_empty(), "queueing a selected wakeup selects nothing");
+        self.keep_outbox(out);
+    }
+
+    /// An outbox holding what the calls so far asked for.
+    fn take_outbox(&mut self) -> Outbox {
+        Outbox {
             events: std::mem::take(&mut self.events),
             ipis: std::mem::take(&mut self.ipis),
             timers: std::mem::take(&mut self.timers),
             cpu_ns: std::mem::take(&mut self.cpu_ns),
-        };
-        let r = f(&mut self.kernel, &mut out);
+            wakes: Vec::new(),
+        }
+    }
+
+    /// Keep an outbox's requests (its `wakes` are the caller's).
+    fn keep_outbox(&mut self, out: Outbox) {
         (self.events, self.ipis, self.timers, self.cpu_ns) = (out.events, out.ipis, out.timers, out.cpu_ns);
-        r
     }
 
     pub fn schedule(&mut self, cpu: usize, now: u64, preempt: bool) -> Switch {

@@ -90,3 +90,67 @@ fn a_wakelist_wakeup_splits_its_cost_between_waker_and_target() {
     k.sched_ttwu_pending(target, now + 20 * US);
     assert_eq!(charged(&k, target as u32).0, 100, "the enqueue, on the target: {:?}", k.cpu_ns);
 }
+
+/// One LLC of four CPUs whose wakeup selection takes time.
+const SLOW_SELECT: &str = r#"
+hz = 1000
+preempt = "full"
+[layout]
+cores_per_llc = 4
+[costs.kernel]
+select = "200ns"
+select_per_cpu = "10ns"
+"#;
+
+/// Two tasks allowed on CPUs 2-3 that both last ran, and now sleep, on CPU 2.
+fn two_sleepers_of_cpu2() -> (TestKernel, crate::TaskId, crate::TaskId, u64) {
+    let topo = Topology::from_toml_str("slow-select.toml", SLOW_SELECT).unwrap();
+    let mut k = super::common::kernel_with(topo, "6.12", &["NO_DELAY_DEQUEUE"], 1);
+    let (a, b) = (add(&mut k, 1, "2-3", 2), add(&mut k, 2, "2-3", 2));
+    let mut now = 0;
+    for t in [a, b] {
+        start(&mut k, t, now);
+        now += 100 * US;
+        k.sync_curr(2, now);
+        if k.curr(2) != Some(t) {
+            k.schedule(2, now, true);
+        }
+        assert_eq!(k.curr(2), Some(t));
+        k.set_current_state(2, TaskState::Interruptible);
+        k.schedule(2, now, false);
+        k.finish_task_switch(2);
+    }
+    assert!(k.curr(2).is_none() && k.tasks[a as usize].wake_cpu == 2 && k.tasks[b as usize].wake_cpu == 2);
+    k.ipis.clear();
+    k.cpu_ns.clear();
+    (k, a, b, now + 10 * US)
+}
+
+#[test]
+fn wakers_selecting_at_once_can_choose_the_same_idle_cpu() {
+    // Queued at once, the first wakeup marks CPU 2 (ttwu_pending) before
+    // the second selects, which then finds CPU 3.
+    let (mut k, a, b, now) = two_sleepers_of_cpu2();
+    k.try_to_wake_up(a, now, 0, 0);
+    k.try_to_wake_up(b, now, 1, 0);
+    assert_eq!((k.tasks[a as usize].cpu, k.tasks[b as usize].cpu), (2, 3));
+
+    // With the selection's 200+ ns in between (the kernel's order: scan,
+    // then mark the target), both scans see CPU 2 idle and both choose it.
+    let (mut k, a, b, now) = two_sleepers_of_cpu2();
+    k.hold_wakes = true;
+    assert!(k.try_to_wake_up(a, now, 0, 0) && k.try_to_wake_up(b, now, 1, 0));
+    assert_eq!(k.deferred.len(), 2, "both remote wakeups wait for their selection's time");
+    assert_eq!(k.tasks[a as usize].state, TaskState::Waking, "TASK_WAKING meanwhile");
+    assert!(!k.try_to_wake_up(a, now, 3, 0), "a second waker of a waking task does nothing");
+    assert!(!k.rqs[2].ttwu_pending, "CPU 2 does not know yet");
+    let ws = std::mem::take(&mut k.deferred);
+    assert!(ws.iter().all(|w| w.cpu == 2 && w.after_ns >= 200), "{ws:?}");
+    assert_eq!(ws[0].from, 0);
+    for w in ws {
+        k.finish_wake(w, now + w.after_ns);
+    }
+    assert_eq!(k.rqs[2].wake_list, vec![a, b], "stacked on CPU 2 while CPU 3 idles");
+    assert!(!k.rqs[3].ttwu_pending);
+    k.check_invariants().unwrap();
+}
