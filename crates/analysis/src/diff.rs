@@ -35,7 +35,7 @@ pub const DEFAULT_DIFF_CONTEXT: usize = 5;
 /// Events of each side shown from the divergence on.
 pub const DEFAULT_DIFF_AFTER: usize = 8;
 /// At most this many "next decision" pairs are reported.
-const MAX_NEXT_DECISIONS: usize = 6;
+pub(crate) const MAX_NEXT_DECISIONS: usize = 6;
 
 /// How much to show around the divergence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,7 +333,7 @@ pub fn describe_event(table: &TaskTable, ev: &Event) -> String {
 }
 
 /// Tasks an event is about (pid 0 excluded).
-fn tasks_named(kind: &EventKind) -> Vec<Pid> {
+pub(crate) fn tasks_named(kind: &EventKind) -> Vec<Pid> {
     let v = match *kind {
         EventKind::SchedWaking { pid, .. }
         | EventKind::SchedWakeup { pid, .. }
@@ -359,7 +359,7 @@ fn tasks_named(kind: &EventKind) -> Vec<Pid> {
 }
 
 /// The CPU an event happened on plus every CPU it names.
-fn cpus_named(ev: &Event) -> Vec<u32> {
+pub(crate) fn cpus_named(ev: &Event) -> Vec<u32> {
     let mut v = vec![ev.cpu];
     match ev.kind {
         EventKind::SchedWaking { target_cpu, .. }
@@ -382,7 +382,7 @@ fn cpus_named(ev: &Event) -> Vec<u32> {
 
 /// The CPUs a decision is about: the runqueues it chose or moved between
 /// (not the CPU a remote waker or the idle load balancer happened to run on).
-fn decision_cpus(ev: &Event) -> Vec<u32> {
+pub(crate) fn decision_cpus(ev: &Event) -> Vec<u32> {
     match ev.kind {
         EventKind::Ttwu { cpu, .. } => vec![cpu],
         EventKind::LbMigrate { src_cpu, dst_cpu, .. } => vec![src_cpu, dst_cpu],
@@ -392,7 +392,7 @@ fn decision_cpus(ev: &Event) -> Vec<u32> {
 }
 
 /// The decision family an event belongs to, for the task it decides about.
-fn decision_family(kind: &EventKind) -> Option<(Pid, &'static str)> {
+pub(crate) fn decision_family(kind: &EventKind) -> Option<(Pid, &'static str)> {
     match *kind {
         EventKind::Ttwu { pid, .. } => Some((pid, "wakeup")),
         EventKind::Delayed { pid, .. } => Some((pid, "delay")),
@@ -402,10 +402,10 @@ fn decision_family(kind: &EventKind) -> Option<(Pid, &'static str)> {
     }
 }
 
-const FAMILIES: [&str; 4] = ["wakeup", "delay", "load balance", "rt balance"];
+pub(crate) const FAMILIES: [&str; 4] = ["wakeup", "delay", "load balance", "rt balance"];
 
-fn diff_line(table: &TaskTable, events: &[Event], index: usize) -> DiffLine {
-    let ev = &events[index];
+/// `ev`, the `index`-th event of its trace, as a [`DiffLine`].
+pub(crate) fn line_of(table: &TaskTable, ev: &Event, index: usize) -> DiffLine {
     DiffLine {
         index,
         ts: ev.ts,
@@ -415,87 +415,26 @@ fn diff_line(table: &TaskTable, events: &[Event], index: usize) -> DiffLine {
     }
 }
 
-fn side(trace: &Trace, events: &[Event], index: usize, after: usize) -> DivergentSide {
-    let event = (index < events.len()).then(|| diff_line(&trace.table, events, index));
-    DivergentSide {
-        meaning: event.as_ref().map(|_| describe_event(&trace.table, &events[index])),
-        event,
-        after: (index..events.len().min(index + after)).map(|i| diff_line(&trace.table, events, i)).collect(),
-        total_events: events.len(),
-    }
-}
-
-/// First decision of `family` about `pid` at or after `from`.
-fn next_decision(events: &[Event], from: usize, pid: Pid, family: &str) -> Option<usize> {
-    (from..events.len()).find(|&i| decision_family(&events[i].kind) == Some((pid, family)))
-}
-
 /// Compare `a` and `b` (each taken in time order) and describe their first
-/// divergence; `None` when every event agrees.
+/// divergence; `None` when every event agrees. The traces are fed to a
+/// [`DiffStream`](crate::DiffStream) in turn, as `schedlab diff` feeds two
+/// running simulations.
 pub fn diff_traces(a: &Trace, b: &Trace, opts: &DiffOptions) -> Option<Divergence> {
-    let ea = a.in_time_order();
-    let eb = b.in_time_order();
-    let index = first_divergence(&ea, &eb)?;
-    let ts = match (ea.get(index), eb.get(index)) {
-        (Some(x), Some(y)) => x.ts.min(y.ts),
-        (Some(x), None) | (None, Some(x)) => x.ts,
-        (None, None) => unreachable!("first_divergence is within the longer trace"),
-    };
-    let before = (index.saturating_sub(opts.context)..index).map(|i| diff_line(&a.table, &ea, i)).collect();
-
-    let mut pids: Vec<Pid> = Vec::new();
-    let mut cpus: BTreeSet<u32> = BTreeSet::new();
-    for ev in [ea.get(index), eb.get(index)].into_iter().flatten() {
-        for p in tasks_named(&ev.kind) {
-            if !pids.contains(&p) {
-                pids.push(p);
-            }
-        }
-        cpus.extend(cpus_named(ev));
-    }
-
-    let mut next_decisions = Vec::new();
-    'pids: for &pid in &pids {
-        for family in FAMILIES {
-            let ia = next_decision(&ea, index, pid, family);
-            let ib = next_decision(&eb, index, pid, family);
-            let same = match (ia, ib) {
-                (None, None) => true,
-                (Some(x), Some(y)) => ea[x].kind == eb[y].kind && ea[x].cpu == eb[y].cpu,
-                _ => false,
-            };
-            if same {
-                continue;
-            }
-            let pick = |t: &Trace, ev: &[Event], i: Option<usize>| {
-                i.map(|i| (diff_line(&t.table, ev, i), describe_event(&t.table, &ev[i])))
-            };
-            for i in ia.iter().map(|&i| &ea[i]).chain(ib.iter().map(|&i| &eb[i])) {
-                cpus.extend(decision_cpus(i));
-            }
-            next_decisions.push(NextDecision {
-                pid,
-                comm: a.table.comm(pid).to_string(),
-                family,
-                a: pick(a, &ea, ia),
-                b: pick(b, &eb, ib),
-            });
-            if next_decisions.len() == MAX_NEXT_DECISIONS {
-                break 'pids;
+    let (ea, eb) = (a.in_time_order(), b.in_time_order());
+    let mut stream = crate::DiffStream::new(*opts);
+    stream.start(0, &a.table);
+    stream.start(1, &b.table);
+    let (mut ia, mut ib) = (ea.iter(), eb.iter());
+    loop {
+        match (ia.next(), ib.next()) {
+            (None, None) => break,
+            (x, y) => {
+                x.into_iter().for_each(|e| stream.event(0, e));
+                y.into_iter().for_each(|e| stream.event(1, e));
             }
         }
     }
-
-    let cpus: Vec<u32> = cpus.into_iter().collect();
-    Some(Divergence {
-        index,
-        ts,
-        before,
-        a: side(a, &ea, index, opts.after),
-        b: side(b, &eb, index, opts.after),
-        next_decisions,
-        cpus: cpu_states(&a.table, &ea[..index], &cpus, ts),
-    })
+    stream.finish()
 }
 
 /// Where a task is, as the prefix shows it.
@@ -512,13 +451,28 @@ enum Place {
 /// context its first event was emitted, else the idle task, since the
 /// prefix's first timestamp (as [`crate::work_conservation`] assumes).
 pub fn cpu_states(table: &TaskTable, prefix: &[Event], cpus: &[u32], at: Nanos) -> Vec<CpuState> {
-    let start = prefix.first().map_or(at, |e| e.ts);
-    let mut curr: BTreeMap<u32, (Pid, Nanos)> = BTreeMap::new();
-    let mut first_ctx: BTreeMap<u32, Pid> = BTreeMap::new();
-    let mut place: BTreeMap<Pid, Place> = BTreeMap::new();
-    let mut delayed: BTreeMap<Pid, (u32, Nanos)> = BTreeMap::new();
-    for ev in prefix {
-        first_ctx.entry(ev.cpu).or_insert(ev.ctx_pid);
+    let mut fold = CpuStateFold::default();
+    prefix.iter().for_each(|ev| fold.observe(ev));
+    fold.states(table, cpus, at)
+}
+
+/// [`cpu_states`] one event at a time: what the prefix so far says about
+/// each CPU and task, in state bounded by the numbers of CPUs and tasks.
+#[derive(Clone, Debug, Default)]
+pub struct CpuStateFold {
+    start: Option<Nanos>,
+    curr: BTreeMap<u32, (Pid, Nanos)>,
+    first_ctx: BTreeMap<u32, Pid>,
+    place: BTreeMap<Pid, Place>,
+    delayed: BTreeMap<Pid, (u32, Nanos)>,
+}
+
+impl CpuStateFold {
+    /// The next event of the prefix.
+    pub fn observe(&mut self, ev: &Event) {
+        let (place, delayed) = (&mut self.place, &mut self.delayed);
+        self.start.get_or_insert(ev.ts);
+        self.first_ctx.entry(ev.cpu).or_insert(ev.ctx_pid);
         match ev.kind {
             EventKind::SchedSwitch { prev_pid, prev_state, next_pid, .. } => {
                 if prev_pid != 0 {
@@ -537,7 +491,7 @@ pub fn cpu_states(table: &TaskTable, prefix: &[Event], cpus: &[u32], at: Nanos) 
                     place.insert(next_pid, Place::Running);
                     delayed.remove(&next_pid);
                 }
-                curr.insert(ev.cpu, (next_pid, ev.ts));
+                self.curr.insert(ev.cpu, (next_pid, ev.ts));
             }
             EventKind::SchedWakeup { pid, target_cpu, .. } | EventKind::SchedWakeupNew { pid, target_cpu, .. } => {
                 let why = if matches!(ev.kind, EventKind::SchedWakeupNew { .. }) { "new" } else { "woken" };
@@ -566,38 +520,45 @@ pub fn cpu_states(table: &TaskTable, prefix: &[Event], cpus: &[u32], at: Nanos) 
             _ => {}
         }
     }
-    let task = |pid: Pid, since: Nanos, why: &'static str| TaskOnCpu {
-        pid,
-        comm: if pid == 0 { "idle".to_string() } else { table.comm(pid).to_string() },
-        since,
-        for_ns: at.saturating_sub(since),
-        why,
-    };
-    cpus.iter()
-        .map(|&cpu| {
-            let (curr, since_trace_start) = match curr.get(&cpu) {
-                Some(&(pid, since)) => (task(pid, since, if pid == 0 { "idle" } else { "running" }), false),
-                None => {
-                    let pid = first_ctx.get(&cpu).copied().unwrap_or(0);
-                    (task(pid, start, if pid == 0 { "idle" } else { "running" }), true)
-                }
-            };
-            let mut waiting: Vec<TaskOnCpu> = place
-                .iter()
-                .filter_map(|(&pid, p)| match *p {
-                    Place::Waiting { cpu: c, since, why } if c == cpu => Some(task(pid, since, why)),
-                    _ => None,
-                })
-                .collect();
-            waiting.sort_by_key(|t| (t.since, t.pid));
-            let delayed = delayed
-                .iter()
-                .filter(|(pid, (c, _))| *c == cpu && place.get(pid) != Some(&Place::Running))
-                .map(|(&pid, &(_, since))| task(pid, since, "delayed"))
-                .collect();
-            CpuState { cpu, curr, since_trace_start, waiting, delayed }
-        })
-        .collect()
+
+    /// The state of `cpus` at `at`, as the events so far leave it.
+    pub fn states(&self, table: &TaskTable, cpus: &[u32], at: Nanos) -> Vec<CpuState> {
+        let start = self.start.unwrap_or(at);
+        let task = |pid: Pid, since: Nanos, why: &'static str| TaskOnCpu {
+            pid,
+            comm: if pid == 0 { "idle".to_string() } else { table.comm(pid).to_string() },
+            since,
+            for_ns: at.saturating_sub(since),
+            why,
+        };
+        cpus.iter()
+            .map(|&cpu| {
+                let (curr, since_trace_start) = match self.curr.get(&cpu) {
+                    Some(&(pid, since)) => (task(pid, since, if pid == 0 { "idle" } else { "running" }), false),
+                    None => {
+                        let pid = self.first_ctx.get(&cpu).copied().unwrap_or(0);
+                        (task(pid, start, if pid == 0 { "idle" } else { "running" }), true)
+                    }
+                };
+                let mut waiting: Vec<TaskOnCpu> = self
+                    .place
+                    .iter()
+                    .filter_map(|(&pid, p)| match *p {
+                        Place::Waiting { cpu: c, since, why } if c == cpu => Some(task(pid, since, why)),
+                        _ => None,
+                    })
+                    .collect();
+                waiting.sort_by_key(|t| (t.since, t.pid));
+                let delayed = self
+                    .delayed
+                    .iter()
+                    .filter(|(pid, (c, _))| *c == cpu && self.place.get(pid) != Some(&Place::Running))
+                    .map(|(&pid, &(_, since))| task(pid, since, "delayed"))
+                    .collect();
+                CpuState { cpu, curr, since_trace_start, waiting, delayed }
+            })
+            .collect()
+    }
 }
 
 fn task_list(tasks: &[TaskOnCpu]) -> String {

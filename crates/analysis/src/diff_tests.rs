@@ -203,3 +203,54 @@ fn drift_rows_put_both_runs_side_by_side() {
     assert!(text.contains("\nworker-1  1002  0.005  0.005  0.001  0.001     0     0"), "{text}");
     assert!(text.contains("stalls>=500us"), "{text}");
 }
+
+/// Feed `a` and `b` to a stream in the order `order` gives (side, index).
+fn streamed(a: &Trace, b: &Trace, order: &[(usize, usize)], opts: DiffOptions) -> (Option<Divergence>, usize) {
+    let mut s = crate::DiffStream::new(opts);
+    s.start(0, &a.table);
+    s.start(1, &b.table);
+    let mut most_waiting = 0;
+    for &(side, i) in order {
+        let ev = if side == 0 { &a.events[i] } else { &b.events[i] };
+        s.event(side, ev);
+        most_waiting = most_waiting.max(s.waiting());
+    }
+    (s.finish(), most_waiting)
+}
+
+#[test]
+fn a_stream_finds_the_same_divergence_whatever_order_the_sides_arrive_in() {
+    // A one event longer at the end too, so a side ends early in some orders.
+    let (mut a, b) = delay_vs_no_delay();
+    a.events.push(sw(30_000, 6, 0, S, W1));
+    let opts = DiffOptions { context: 2, after: 3 };
+    let whole = diff_traces(&a, &b, &opts).expect("the runs differ");
+    let (na, nb) = (a.events.len(), b.events.len());
+    let a_then_b: Vec<_> = (0..na).map(|i| (0, i)).chain((0..nb).map(|i| (1, i))).collect();
+    let b_then_a: Vec<_> = (0..nb).map(|i| (1, i)).chain((0..na).map(|i| (0, i))).collect();
+    let mut behind = Vec::new();
+    let mut s = crate::DiffStream::new(opts);
+    let (mut ia, mut ib) = (0, 0);
+    while ia < na || ib < nb {
+        let side = if ia == na {
+            1
+        } else if ib == nb {
+            0
+        } else {
+            s.behind()
+        };
+        let i = if side == 0 { &mut ia } else { &mut ib };
+        behind.push((side, *i));
+        s.event(side, if side == 0 { &a.events[*i] } else { &b.events[*i] });
+        *i += 1;
+    }
+    for (name, order) in [("A then B", a_then_b), ("B then A", b_then_a), ("behind first", behind)] {
+        let (d, most_waiting) = streamed(&a, &b, &order, opts);
+        assert_eq!(d.as_ref(), Some(&whole), "{name}");
+        if name == "behind first" {
+            assert!(most_waiting <= 1, "reading the side behind keeps one event waiting, not {most_waiting}");
+        }
+    }
+    assert_eq!(whole.a.total_events, na);
+    assert_eq!((whole.a.after.len(), whole.b.after.len()), (3, 2), "from the divergent event on, at most 3");
+}

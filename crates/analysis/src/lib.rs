@@ -23,6 +23,7 @@
 mod attribution;
 mod causes;
 mod diff;
+mod diff_stream;
 mod handoff;
 mod measure;
 mod narrative;
@@ -51,6 +52,7 @@ pub use diff::{
     render_divergence, render_drift, same_step, CpuState, DiffLine, DiffOptions, Divergence, DivergentSide, DriftRow,
     NextDecision, TaskOnCpu, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT,
 };
+pub use diff_stream::DiffStream;
 pub use handoff::Stall;
 pub use measure::{measure, render_measures, MarkerSpec, MeasureCollector, MeasureResult, MeasureSpec};
 pub use narrative::{render_cause_table, render_stall_narratives, render_work_conservation, Step};
