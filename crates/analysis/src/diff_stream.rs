@@ -93,6 +93,11 @@ impl DiffStream {
         usize::from(self.seen[1] < self.seen[0])
     }
 
+    /// Events each side has delivered so far.
+    pub fn seen(&self) -> [usize; 2] {
+        self.seen
+    }
+
     /// Events waiting for their counterpart (the memory this holds).
     pub fn waiting(&self) -> usize {
         self.waiting[0].len() + self.waiting[1].len()

@@ -4,15 +4,16 @@
 //! The model is deterministic, so everything before that step is shared and
 //! everything after it follows from it. The settings' syntax is
 //! `schedlab_sweep::setting`; the comparison and its report are
-//! `schedlab_report::DiffReport`; this file resolves the two settings and
-//! runs the simulator twice.
+//! `schedlab_report::DiffCollector`; this file resolves the two settings and
+//! runs the two simulations side by side into it.
 
 use clap::Args;
 use schedlab_analysis::{DiffOptions, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT};
-use schedlab_report::{DiffReport, DiffRun};
+use schedlab_report::{DiffCollector, DiffRun};
 use schedlab_scenario::{Scenario, Spanned};
-use schedlab_sim::{kernel_settings, simulate, SimOptions, SimResult};
+use schedlab_sim::{kernel_settings, simulate_pair, PairObserver, SimError, SimOptions, SimResult};
 use schedlab_sweep::SettingSpec;
+use schedlab_trace::{Event, Pid, TaskInfo, TaskTable};
 use std::path::PathBuf;
 
 use crate::args::{DurationArg, JsonArg, MemoryArg, SeedArg};
@@ -89,7 +90,7 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
             topology: Some(topology),
             check_invariants: None,
             invariant_budget: None,
-            // Both sides are kept for the comparison.
+            // Both sides run at once.
             memory_budget: Some(args.memory.budget(2)),
             max_steps_per_us: None,
             max_cpu_seconds: None,
@@ -99,20 +100,36 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
     })
 }
 
-fn simulate_side(r: &Resolved) -> Result<SimResult> {
-    simulate(&r.scenario, &r.opts)
-        .map_err(|e| CliError::Side { flag: r.flag, text: r.text.clone(), why: e.to_string() }.into())
+fn side_error(r: &Resolved, e: SimError) -> CliError {
+    CliError::Side { flag: r.flag, text: r.text.clone(), why: e.to_string() }
 }
 
-fn side<'a>(r: &'a Resolved, res: &'a SimResult) -> DiffRun<'a> {
+fn side<'a>(r: &'a Resolved, res: &SimResult) -> DiffRun<'a> {
     DiffRun {
         setting: &r.text,
         kernel: r.kernel.clone(),
         itmt: r.itmt,
         features_changed: r.features_changed.clone(),
-        trace: &res.trace,
         end_ns: res.end_ns,
         notes: res.notes.clone(),
+    }
+}
+
+/// The two simulations' streams into the diff's collector.
+struct Observer<'a>(&'a mut DiffCollector);
+
+impl PairObserver for Observer<'_> {
+    fn start(&mut self, run: usize, table: &TaskTable) {
+        self.0.start(run, table);
+    }
+    fn task_new(&mut self, run: usize, pid: Pid, info: &TaskInfo) {
+        self.0.task_new(run, pid, info);
+    }
+    fn event(&mut self, run: usize, e: &Event) {
+        self.0.event(run, e);
+    }
+    fn next_run(&self) -> usize {
+        self.0.next_run()
     }
 }
 
@@ -122,13 +139,18 @@ pub fn diff(args: DiffArgs) -> Result {
     let base = Scenario::load(&args.scenario)?;
     let ra = resolve("--a", &base, &sa, &args)?;
     let rb = resolve("--b", &base, &sb, &args)?;
-    let (res_a, res_b) = (simulate_side(&ra)?, simulate_side(&rb)?);
+    let opts = DiffOptions { context: args.context, after: args.after };
+    // Both runs at once, compared as they stream: neither trace is kept.
+    let mut collector = DiffCollector::new(&base, &opts);
+    let [res_a, res_b] =
+        simulate_pair([(&ra.scenario, &ra.opts), (&rb.scenario, &rb.opts)], &mut Observer(&mut collector), true);
+    let res_a = res_a.map_err(|e| side_error(&ra, e))?;
+    let res_b = res_b.map_err(|e| side_error(&rb, e))?;
     // The scenario's own threads and those their forks created, in either run.
     let (pids_a, _) = schedlab_fidelity::sides::sim_workload(&base, &res_a);
     let (pids_b, _) = schedlab_fidelity::sides::sim_workload(&base, &res_b);
     let workload = move |pid: i32| pids_a.contains(&pid) || pids_b.contains(&pid);
-    let opts = DiffOptions { context: args.context, after: args.after };
-    let report = DiffReport::of(&base, res_a.seed, &workload, side(&ra, &res_a), side(&rb, &res_b), &opts);
+    let report = collector.finish(&base, res_a.seed, &workload, side(&ra, &res_a), side(&rb, &res_b));
     if args.json.json {
         return emit(&(report.to_json()? + "\n"));
     }

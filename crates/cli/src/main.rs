@@ -75,7 +75,7 @@ enum Cmd {
     /// waiting task, a stranded RT task, starvation) and model invariant failures, optionally
     /// differentially under two feature sets; shrink each find to a minimal scenario file.
     Hunt(hunt::HuntArgs),
-    /// Measure the simulator on asym_min, rt-pi-push, schbench-spr, post-after-wait, 16 and 64 cgroups of 64 threads, and the seed-000 sweep:
+    /// Measure the simulator on asym_min, rt-pi-push, schbench-spr (alone and as a diff of two settings), post-after-wait, 16 and 64 cgroups of 64 threads, and the seed-000 sweep:
     /// wall and CPU time, simulated time and trace events and engine steps per CPU second,
     /// peak RSS (median of --reps).
     Bench(bench::BenchArgs),

@@ -1,22 +1,24 @@
 //! `schedlab diff`: one scenario and seed under two settings, and the first
-//! scheduler step where the two runs part ways ([`diff_traces`]), their
-//! drift and stall totals, and the scenario's measures in each.
+//! scheduler step where the two runs part ways ([`DiffStream`]), their
+//! drift and stall totals, and the scenario's measures in each, all
+//! computed as the two runs stream by ([`DiffCollector`]).
 
 use std::fmt::Write as _;
 
 use schedlab_analysis::{
-    analyze, diff_traces, drift_rows, measure, render_divergence, render_drift, render_measures, AnalysisOptions,
-    DiffOptions, Divergence, DriftRow, MeasureResult, RunMetrics,
+    drift_rows, render_divergence, render_drift, render_measures, DiffOptions, DiffStream, Divergence, DriftRow,
+    MeasureCollector, MeasureResult, MeasureSpec, MetricsCollector, RunMetrics,
 };
 use schedlab_scenario::Scenario;
-use schedlab_trace::{Pid, Trace};
+use schedlab_trace::{Event, Pid, TaskInfo, TaskTable};
 use serde::Serialize;
 
 use crate::measures::measure_specs;
 use crate::run::fmt_secs;
 use crate::{ReportError, FORMAT_VERSION};
 
-/// One side's run as the diff reads it.
+/// One side's run as the diff reads it: its settings and how it ended (what
+/// it emitted went through a [`DiffCollector`]).
 pub struct DiffRun<'a> {
     /// The setting as typed.
     pub setting: &'a str,
@@ -25,7 +27,6 @@ pub struct DiffRun<'a> {
     pub kernel: String,
     pub itmt: bool,
     pub features_changed: Vec<String>,
-    pub trace: &'a Trace,
     pub end_ns: u64,
     pub notes: Vec<String>,
 }
@@ -75,28 +76,88 @@ fn stall_totals(m: &RunMetrics, keep: &dyn Fn(Pid) -> bool) -> (u64, u64) {
         .fold((0, 0), |(s, h), t| (s + t.handoff_latency.at_or_above_threshold, h + t.handoff_latency.count))
 }
 
-impl DiffReport {
-    /// Compare the runs `a` and `b` of `scenario` (both with `seed`);
-    /// `workload` says which pids are the scenario's own threads.
-    pub fn of(
+/// One run's figures, computed as its events arrive.
+struct SideCollector {
+    table: TaskTable,
+    metrics: MetricsCollector,
+    measures: Vec<MeasureCollector>,
+}
+
+/// Both runs of a diff, observed as they are simulated (run 0 is A, run 1
+/// is B): the divergence ([`DiffStream`]), and each run's metrics and
+/// measures, each in memory bounded by the report rather than the runs.
+/// Read run [`DiffCollector::next_run`] next while both still send.
+pub struct DiffCollector {
+    threshold_ns: u64,
+    specs: Vec<MeasureSpec>,
+    stream: DiffStream,
+    sides: [Option<SideCollector>; 2],
+}
+
+impl DiffCollector {
+    pub fn new(scenario: &Scenario, opts: &DiffOptions) -> Self {
+        DiffCollector {
+            threshold_ns: scenario.stall_threshold_ns,
+            specs: measure_specs(scenario),
+            stream: DiffStream::new(*opts),
+            sides: [None, None],
+        }
+    }
+
+    /// Run `run`'s task table as its stream begins.
+    pub fn start(&mut self, run: usize, table: &TaskTable) {
+        self.stream.start(run, table);
+        self.sides[run] = Some(SideCollector {
+            table: table.clone(),
+            metrics: MetricsCollector::new(self.threshold_ns, None),
+            measures: self.specs.iter().map(|m| MeasureCollector::new(table, m)).collect(),
+        });
+    }
+
+    /// A task run `run` created, before the events that name it.
+    pub fn task_new(&mut self, run: usize, pid: Pid, info: &TaskInfo) {
+        self.stream.task_new(run, pid, info);
+        let side = self.sides[run].as_mut().expect("start() first");
+        side.table.tasks.insert(pid, info.clone());
+        side.measures.iter_mut().for_each(|m| m.task_new(pid, info));
+    }
+
+    /// Run `run`'s next event.
+    pub fn event(&mut self, run: usize, ev: &Event) {
+        self.stream.event(run, ev);
+        let side = self.sides[run].as_mut().expect("start() first");
+        side.metrics.observe(ev, &side.table);
+        side.measures.iter_mut().for_each(|m| m.observe(ev));
+    }
+
+    /// The run to read next: the one behind, so that the events waiting to
+    /// be compared stay few.
+    pub fn next_run(&self) -> usize {
+        self.stream.behind()
+    }
+
+    /// The report once both runs have ended; `workload` says which pids are
+    /// the scenario's own threads.
+    pub fn finish(
+        self,
         scenario: &Scenario,
         seed: u64,
         workload: &dyn Fn(Pid) -> bool,
         a: DiffRun,
         b: DiffRun,
-        opts: &DiffOptions,
     ) -> DiffReport {
-        let divergence = diff_traces(a.trace, b.trace, opts);
-        let threshold = scenario.stall_threshold_ns;
-        let metrics =
-            |r: &DiffRun| analyze(r.trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: Some(r.end_ns) });
-        let (ma, mb) = (metrics(&a), metrics(&b));
+        let events = self.stream.seen();
+        let divergence = self.stream.finish();
+        let [sa, sb] = self.sides.map(|s| s.expect("both runs started"));
+        let figures = |s: SideCollector, end: u64| {
+            let metrics = s.metrics.ending_at(end).finish(&s.table);
+            let measures: Vec<MeasureResult> = s.measures.into_iter().map(|m| m.finish(end)).collect();
+            (metrics, measures)
+        };
+        let (ma, measures_a) = figures(sa, a.end_ns);
+        let (mb, measures_b) = figures(sb, b.end_ns);
         let drift = drift_rows(&ma, &mb, |t| workload(t.pid));
-        // The scenario's [[measure]] tables (e.g. rt-pi-push's "L resume"), per run.
-        let specs = measure_specs(scenario);
-        let measures = |r: &DiffRun| specs.iter().map(|m| measure(r.trace, m, r.end_ns)).collect();
-        let measures = DiffMeasures { a: measures(&a), b: measures(&b) };
-        let side = |r: DiffRun, m: &RunMetrics| {
+        let side = |r: DiffRun, m: &RunMetrics, events: usize| {
             let (stalls, handoffs) = stall_totals(m, workload);
             DiffSide {
                 setting: r.setting.to_string(),
@@ -104,27 +165,29 @@ impl DiffReport {
                 itmt: r.itmt,
                 features_changed: r.features_changed,
                 simulated_ns: r.end_ns,
-                events: r.trace.events.len(),
+                events,
                 notes: r.notes,
                 stalls,
                 handoffs,
             }
         };
-        let (a, b) = (side(a, &ma), side(b, &mb));
+        let (a, b) = (side(a, &ma, events[0]), side(b, &mb, events[1]));
         DiffReport {
             format: FORMAT_VERSION,
             scenario: scenario.name.clone(),
             seed,
-            stall_threshold_ns: threshold,
+            stall_threshold_ns: self.threshold_ns,
             same_setting: a.kernel == b.kernel && a.itmt == b.itmt && a.features_changed == b.features_changed,
             a,
             b,
             divergence,
             drift,
-            measures,
+            measures: DiffMeasures { a: measures_a, b: measures_b },
         }
     }
+}
 
+impl DiffReport {
     /// The `--json` document.
     pub fn to_json(&self) -> Result<String, ReportError> {
         crate::to_json(self)

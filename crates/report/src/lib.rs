@@ -41,7 +41,7 @@ pub mod workload;
 
 pub use analyze::{Streamed, TraceFilter, TraceOptions, TraceReport, MAX_LINE_BYTES};
 pub use compare::{cause_rows, figures, side_by_side, CompareSettingsText, CompareText, RealSide};
-pub use diff::{DiffMeasures, DiffReport, DiffRun, DiffSide};
+pub use diff::{DiffCollector, DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;
 pub use fidelity::{
     fidelity_failures, fidelity_summary, fidelity_value, render_fidelity_table, FidelityJson, FidelityLoad,

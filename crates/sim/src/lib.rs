@@ -12,7 +12,7 @@ pub mod engine;
 mod groups;
 mod hw;
 pub mod pipeline;
-pub use pipeline::simulate_pipelined;
+pub use pipeline::{simulate_pair, simulate_pipelined, PairObserver};
 pub use workload::rtapp_log::{render_log as render_rtapp_log, RtAppRow};
 pub mod queue;
 pub mod rng;

@@ -108,3 +108,73 @@ pub fn simulate_pipelined(
         result
     })
 }
+
+/// The caller's side of [`simulate_pair`]: what two simulations emit, each
+/// message tagged with its run (0 or 1), in each run's own order.
+pub trait PairObserver {
+    fn start(&mut self, run: usize, table: &TaskTable);
+    fn task_new(&mut self, run: usize, pid: Pid, info: &TaskInfo);
+    fn event(&mut self, run: usize, e: &Event);
+    /// The run to read next while both still send (e.g. the one behind, to
+    /// keep two streams compared event by event close together).
+    fn next_run(&self) -> usize;
+}
+
+/// Two simulations at once, each on a thread of its own, observed on the
+/// caller's thread as [`PairObserver::next_run`] asks: both runs stay
+/// streamed (at most [`CHUNKS_IN_FLIGHT`] chunks wait per run), so
+/// comparing them needs neither trace in memory. Each run's messages reach
+/// the observer in that run's order, so what the observer computes does not
+/// depend on the threads' timing. A panic in the observer is raised again
+/// once both simulations have stopped.
+pub fn simulate_pair(
+    runs: [(&Scenario, &SimOptions); 2],
+    observer: &mut dyn PairObserver,
+    kernel_events: bool,
+) -> [Result<SimResult, SimError>; 2] {
+    std::thread::scope(|s| {
+        let mut receivers = Vec::new();
+        let mut handles = Vec::new();
+        for (scenario, opts) in runs {
+            let (tx, rx) = mpsc::sync_channel::<Msg>(CHUNKS_IN_FLIGHT);
+            let (spare_tx, spare_rx) = mpsc::channel::<Vec<Event>>();
+            receivers.push((rx, spare_tx));
+            handles.push(s.spawn(move || {
+                let mut sender = Sender { tx, chunk: Vec::with_capacity(CHUNK_EVENTS), spare: spare_rx, closed: false };
+                let result = simulate_observed(scenario, opts, &mut sender, kernel_events);
+                sender.flush();
+                result
+            }));
+        }
+        let observed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut open = [true, true];
+            while open[0] || open[1] {
+                let run = match open {
+                    [true, true] => observer.next_run().min(1),
+                    [true, false] => 0,
+                    _ => 1,
+                };
+                let (rx, spare) = &receivers[run];
+                match rx.recv() {
+                    Ok(Msg::Start(table)) => observer.start(run, &table),
+                    Ok(Msg::TaskNew(pid, info)) => observer.task_new(run, pid, &info),
+                    Ok(Msg::Events(mut chunk)) => {
+                        chunk.iter().for_each(|e| observer.event(run, e));
+                        chunk.clear();
+                        let _ = spare.send(chunk);
+                    }
+                    Err(_) => open[run] = false,
+                }
+            }
+        }));
+        // Dropping the receivers lets a simulation blocked on a full channel
+        // (after an observer panic) run to its end.
+        drop(receivers);
+        let mut joined = handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        let results = [joined.next().expect("two runs"), joined.next().expect("two runs")];
+        if let Err(panic) = observed {
+            std::panic::resume_unwind(panic);
+        }
+        results
+    })
+}

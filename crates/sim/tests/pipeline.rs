@@ -5,8 +5,8 @@ use std::path::Path;
 
 use schedlab_scenario::Scenario;
 use schedlab_sim::pipeline::CHUNK_EVENTS;
-use schedlab_sim::{simulate_observed, simulate_pipelined, SimOptions, TraceObserver};
-use schedlab_trace::{Event, TaskTable};
+use schedlab_sim::{simulate_observed, simulate_pair, simulate_pipelined, PairObserver, SimOptions, TraceObserver};
+use schedlab_trace::{Event, Pid, TaskInfo, TaskTable};
 
 #[derive(Default)]
 struct Keep {
@@ -55,4 +55,45 @@ fn a_panicking_observer_fails_the_run_instead_of_hanging_it() {
     }
     let opts = SimOptions { duration_ns: Some(300_000_000), ..Default::default() };
     let _ = simulate_pipelined(&scenario(), &opts, &mut Bad(0), true);
+}
+
+/// Both runs of a pair, kept, read in the order `pick` chooses.
+struct KeepTwo {
+    runs: [Keep; 2],
+    pick: fn(&[Keep; 2]) -> usize,
+}
+
+impl PairObserver for KeepTwo {
+    fn start(&mut self, run: usize, table: &TaskTable) {
+        self.runs[run].start(table);
+    }
+    fn task_new(&mut self, _: usize, _: Pid, _: &TaskInfo) {}
+    fn event(&mut self, run: usize, e: &Event) {
+        self.runs[run].event(e);
+    }
+    fn next_run(&self) -> usize {
+        (self.pick)(&self.runs)
+    }
+}
+
+#[test]
+fn a_pair_is_each_run_as_it_runs_alone_whatever_order_it_is_read_in() {
+    // Two settings of one scenario (they part ways early), read run 0
+    // first, run 1 first, or the one behind first.
+    let s = scenario();
+    let a = SimOptions { duration_ns: Some(800_000_000), ..Default::default() };
+    let b = SimOptions { features: vec!["NO_DELAY_DEQUEUE".into()], ..a.clone() };
+    let (mut alone_a, mut alone_b) = (Keep::default(), Keep::default());
+    simulate_observed(&s, &a, &mut alone_a, true).unwrap();
+    simulate_observed(&s, &b, &mut alone_b, true).unwrap();
+    assert_ne!(alone_a.events, alone_b.events);
+    let picks: [fn(&[Keep; 2]) -> usize; 3] = [|_| 0, |_| 1, |r| usize::from(r[1].events.len() < r[0].events.len())];
+    for pick in picks {
+        let mut two = KeepTwo { runs: [Keep::default(), Keep::default()], pick };
+        let [ra, rb] = simulate_pair([(&s, &a), (&s, &b)], &mut two, true);
+        assert!(ra.is_ok() && rb.is_ok());
+        assert_eq!(two.runs[0].events, alone_a.events);
+        assert_eq!(two.runs[1].events, alone_b.events);
+        assert_eq!(two.runs[0].table, alone_a.table);
+    }
 }

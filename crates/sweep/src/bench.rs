@@ -11,6 +11,8 @@
 //!   trace would not fit in memory: ~60 M events per simulated second).
 //! * `cgroups`: 64 threads in each of 16 and 64 cgroups on 224 CPUs, 2 ms
 //!   kept: the model's memory as the entities and runqueues grow.
+//! * `diff`: schbench-spr 100 ms under two settings, `schedlab diff`'s
+//!   path (both simulations streamed into its collector; process CPU time).
 //! * the seed-000 sweep (`itmt-delay-dequeue.toml`, 4 settings × 5 rounds ×
 //!   30 s) on a pool of `jobs` threads (`schedlab bench`'s default: 2).
 //!
@@ -110,6 +112,15 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
         // peak x 10.
         let short = SimOptions { duration_ns: Some(100_000_000), ..opts.clone() };
         line(row("schbench-spr 0.1s run+report", &repeat(args.reps, || run_and_report(&s, &short))?));
+    }
+    if wanted("diff") {
+        // `schedlab diff`'s path: both runs at once, compared as they
+        // stream. Memory: what the comparison keeps, not the runs' traces
+        // (the two traces of 100 ms took 966 MB when they were kept).
+        let s = scenario("schbench-spr.toml")?;
+        let a = SimOptions { duration_ns: Some(100_000_000), check_invariants: Some(false), ..Default::default() };
+        let b = SimOptions { features: vec!["TTWU_QUEUE_DELAYED".into()], ..a.clone() };
+        line(row("schbench-spr 0.1s diff", &repeat(args.reps, || diff_pair(&s, &a, &b))?));
     }
     if wanted("post-after-wait") {
         // Issue 21's quadratic analysis: a wait -> post / signal -> poll
@@ -286,6 +297,53 @@ fn streamed_schbench(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
         steps: r.steps,
         peak_rss_kib: peak_rss_kib(),
         rps: report.average_rps,
+    })
+}
+
+/// Two settings of `s` simulated side by side into `schedlab diff`'s
+/// collector; CPU time is the process's (three threads).
+fn diff_pair(s: &Scenario, a: &SimOptions, b: &SimOptions) -> Result<Sample> {
+    struct Feed<'a>(&'a mut schedlab_report::DiffCollector, u64);
+    impl schedlab_sim::PairObserver for Feed<'_> {
+        fn start(&mut self, run: usize, table: &schedlab_trace::TaskTable) {
+            self.0.start(run, table);
+        }
+        fn task_new(&mut self, run: usize, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
+            self.0.task_new(run, pid, info);
+        }
+        fn event(&mut self, run: usize, e: &schedlab_trace::Event) {
+            self.1 += 1;
+            self.0.event(run, e);
+        }
+        fn next_run(&self) -> usize {
+            self.0.next_run()
+        }
+    }
+    reset_peak_rss();
+    let (t, c) = (Instant::now(), process_cpu_s());
+    let mut collector = schedlab_report::DiffCollector::new(s, &schedlab_analysis::DiffOptions::default());
+    let mut feed = Feed(&mut collector, 0);
+    let [ra, rb] = schedlab_sim::simulate_pair([(s, a), (s, b)], &mut feed, true);
+    let events = feed.1;
+    let (ra, rb) = (ra.map_err(failed)?, rb.map_err(failed)?);
+    let run = |r: &schedlab_sim::SimResult, setting: &'static str| schedlab_report::DiffRun {
+        setting,
+        kernel: String::new(),
+        itmt: false,
+        features_changed: Vec::new(),
+        end_ns: r.end_ns,
+        notes: Vec::new(),
+    };
+    let report = collector.finish(s, ra.seed, &|_| true, run(&ra, "a"), run(&rb, "b"));
+    std::hint::black_box(&report);
+    Ok(Sample {
+        wall_s: t.elapsed().as_secs_f64(),
+        cpu_s: process_cpu_s() - c,
+        simulated_s: (ra.end_ns + rb.end_ns) as f64 / 1e9,
+        events,
+        steps: ra.steps + rb.steps,
+        peak_rss_kib: peak_rss_kib(),
+        rps: 0.0,
     })
 }
 
