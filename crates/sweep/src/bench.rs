@@ -3,9 +3,11 @@
 //! with the fastest and slowest run as the machine's noise.
 //!
 //! * `asym_min` (seed 000, 30 s on the 7950X model) and `rt-pi-push` (seed
-//!   003's probe): full simulations that keep the trace, as `schedlab run`
-//!   and `schedlab sweep` do. "events" are trace events (tracepoints,
-//!   decision events and workload markers); "steps" are engine events.
+//!   003's probe): full simulations that keep the trace, as `schedlab
+//!   sweep` does. "events" are trace events (tracepoints, decision events
+//!   and workload markers); "steps" are engine events.
+//! * "run+report" rows: `schedlab run`'s own path, the simulation streaming
+//!   into the report's collectors on a second thread (process CPU time).
 //! * `schbench-spr` (seed 004): streamed, with the kernel's tracepoints off
 //!   and only the workload's markers folded into schbench's metrics (its
 //!   trace would not fit in memory: ~60 M events per simulated second).
@@ -17,8 +19,9 @@
 //!   30 s) on a pool of `jobs` threads (`schedlab bench`'s default: 2).
 //!
 //! Time is reported as wall time (median, fastest, slowest) and as the
-//! benchmark thread's CPU time (`/proc/thread-self/schedstat`; the sweep:
-//! the process's user + system time), and the rates are per CPU second, so
+//! benchmark thread's CPU time (`/proc/thread-self/schedstat`; the sweep,
+//! diff and run+report rows: the process's user + system time), and the
+//! rates are per CPU second, so
 //! the figures mean something on a shared, loaded machine.
 //!
 //! Peak RSS is the process's high-water mark (`VmHWM`, what getrusage's
@@ -26,8 +29,11 @@
 //! `/proc/self/clear_refs` so each row shows its own peak.
 
 use schedlab_analysis::SchbenchCollector;
+use schedlab_report::ReportCollector;
 use schedlab_scenario::Scenario;
-use schedlab_sim::{simulate, simulate_streaming, SimOptions};
+use schedlab_sim::{simulate, simulate_pipelined, simulate_streaming, SimOptions, TraceObserver};
+use schedlab_trace::{Pid, TaskTable};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -107,9 +113,7 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
         let mut rps: Vec<f64> = samples.iter().map(|x| x.rps).collect();
         rps.sort_by(f64::total_cmp);
         line(format!("{:<26} average rps {:.2} (median run)", "", rps[rps.len() / 2]));
-        // What `schedlab run` does with it today: the whole trace kept for
-        // the report. 100 ms: the memory per simulated second is the row's
-        // peak x 10.
+        // `schedlab run`'s path, its report computed as the run streams.
         let short = SimOptions { duration_ns: Some(100_000_000), ..opts.clone() };
         line(row("schbench-spr 0.1s run+report", &repeat(args.reps, || run_and_report(&s, &short))?));
     }
@@ -209,32 +213,53 @@ fn many_groups(groups: usize, threads: usize) -> String {
     text
 }
 
-/// `schedlab run`'s path: the simulation keeping its trace, then the
-/// report (metrics, work conservation, stall attribution, measures) on it.
+/// `schedlab run`'s path (without `--plot`): the simulation on this thread
+/// streaming into the report's collectors (metrics, work conservation, stall
+/// attribution, measures, schbench's figures) on a second one, as the
+/// command does on a machine with two CPUs. CPU time is the process's.
 fn run_and_report(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
+    struct Collect<'a> {
+        scenario: &'a Scenario,
+        allowed: BTreeMap<Pid, Vec<u32>>,
+        collector: Option<ReportCollector>,
+        events: u64,
+    }
+    impl TraceObserver for Collect<'_> {
+        fn start(&mut self, table: &TaskTable) {
+            let nr_cpus = self.scenario.topology.nr_cpus() as u32;
+            let grace = schedlab_analysis::DEFAULT_GRACE_NS;
+            self.collector = Some(ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), grace));
+        }
+        fn task_new(&mut self, pid: Pid, info: &schedlab_trace::TaskInfo) {
+            let allowed = self.scenario.forked_spec(&info.comm).map(|t| t.affinity.to_u32_vec());
+            if let Some(c) = self.collector.as_mut() {
+                c.task_new(pid, info, allowed);
+            }
+        }
+        fn event(&mut self, e: &schedlab_trace::Event) {
+            self.events += 1;
+            if let Some(c) = self.collector.as_mut() {
+                c.observe(e);
+            }
+        }
+    }
     reset_peak_rss();
-    let (t, c) = (Instant::now(), thread_cpu_s());
-    let r = simulate(s, opts).map_err(failed)?;
+    let (t, c) = (Instant::now(), process_cpu_s());
     let allowed = s
         .threads
         .iter()
         .enumerate()
         .map(|(i, th)| (schedlab_sim::FIRST_PID + i as i32, th.affinity.to_u32_vec()))
         .collect();
-    let report = schedlab_report::Report::of(
-        &r.trace,
-        Some(s),
-        s.stall_threshold_ns,
-        Some(r.end_ns),
-        allowed,
-        schedlab_analysis::DEFAULT_GRACE_NS,
-    );
+    let mut obs = Collect { scenario: s, allowed, collector: None, events: 0 };
+    let r = simulate_pipelined(s, opts, &mut obs, true).map_err(failed)?;
+    let report = obs.collector.take().map(|c| c.finish(r.end_ns));
     std::hint::black_box(&report);
     Ok(Sample {
         wall_s: t.elapsed().as_secs_f64(),
-        cpu_s: thread_cpu_s() - c,
+        cpu_s: process_cpu_s() - c,
         simulated_s: r.end_ns as f64 / 1e9,
-        events: r.trace.events.len() as u64,
+        events: obs.events,
         steps: r.steps,
         peak_rss_kib: peak_rss_kib(),
         rps: 0.0,
