@@ -134,6 +134,27 @@ impl Records {
     }
 }
 
+/// Merge `tail` (sorted by sequence) into `v` (sorted by sequence), in
+/// place: `v` grows by `tail`'s length and is filled from the back, so the
+/// window is neither copied nor sorted again.
+fn merge_sorted_into(v: &mut Vec<Seq>, tail: &[Seq]) {
+    let Some(&first) = tail.first() else { return };
+    let mut i = v.len();
+    v.resize(v.len() + tail.len(), first);
+    let mut j = tail.len();
+    let mut k = v.len();
+    while j > 0 {
+        k -= 1;
+        if i > 0 && v[i - 1].0 > tail[j - 1].0 {
+            i -= 1;
+            v[k] = v[i];
+        } else {
+            j -= 1;
+            v[k] = tail[j];
+        }
+    }
+}
+
 /// The attribution of a stream, stall by stall.
 pub struct AttributionCollector {
     opts: AttributionOptions,
@@ -284,12 +305,15 @@ impl AttributionCollector {
             }
         }
         before.since_switch.retain(|p, _| wakees.contains(p));
-        all.extend(before.events());
-        // The stream's own order; a record may hold an event twice.
-        all.sort_unstable_by_key(|e| e.0);
+        // The stream's own order: the window is in it already, so only the
+        // few records are sorted, then merged in from the back in place (a
+        // record may hold an event twice, or one the window holds).
+        let mut records = before.events();
+        records.sort_unstable_by_key(|e| e.0);
+        merge_sorted_into(&mut all, &records);
         all.dedup_by_key(|e| e.0);
-        let trace =
-            Trace { table: self.table.clone(), nr_cpus: self.nr_cpus, events: all.into_iter().map(|e| e.1).collect() };
+        let events = all.into_iter().map(|e| e.1).collect();
+        let trace = Trace { table: self.table.clone(), nr_cpus: self.nr_cpus, events };
         let opts = AttributionOptions { end_ts: Some(end), ..self.opts.clone() };
         let mut told: HashMap<(Nanos, Nanos, Pid), StallStory> = attribute_stalls(&trace, &opts)
             .stalls
@@ -319,6 +343,28 @@ mod tests {
     use super::*;
     use schedlab_trace::testing::{event, marker, process_table, switch};
     use schedlab_trace::PrevState;
+
+    #[test]
+    fn merging_in_place_gives_the_sorted_union() {
+        let ev = |ts| event(ts, 0, 0, schedlab_trace::EventKind::Resched { cpu: 0, ipi: false });
+        let seqs = |v: &[u64]| v.iter().map(|&q| (q, ev(q))).collect::<Vec<Seq>>();
+        let cases: [(&[u64], &[u64]); 6] = [
+            (&[], &[]),
+            (&[1, 2, 3], &[]),
+            (&[], &[4, 5]),
+            (&[2, 4, 6, 8], &[1, 5, 9]),
+            (&[10, 11], &[1, 2, 3]),
+            (&[1, 3, 5], &[3, 5, 7]), // records repeating window events
+        ];
+        for (window, records) in cases {
+            let mut v = seqs(window);
+            merge_sorted_into(&mut v, &seqs(records));
+            let mut want: Vec<u64> = window.iter().chain(records).copied().collect();
+            want.sort_unstable();
+            assert_eq!(v.iter().map(|e| e.0).collect::<Vec<_>>(), want, "{window:?} + {records:?}");
+            assert!(v.iter().all(|e| e.1.ts == e.0), "each event travels with its sequence");
+        }
+    }
 
     /// Issue 21: a hog that never switches, marking a loop per nanosecond
     /// and woken while it runs, made the records grow with the run.
