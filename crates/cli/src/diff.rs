@@ -16,7 +16,7 @@ use schedlab_sweep::SettingSpec;
 use schedlab_trace::{Event, Pid, TaskInfo, TaskTable};
 use std::path::PathBuf;
 
-use crate::args::{DurationArg, JsonArg, MemoryArg, SeedArg};
+use crate::args::{DurationArg, JsonArg, SeedArg};
 use crate::error::{CliError, Result};
 use crate::output::emit;
 
@@ -44,8 +44,6 @@ pub struct DiffArgs {
     pub after: usize,
     #[command(flatten)]
     pub json: JsonArg,
-    #[command(flatten)]
-    pub memory: MemoryArg,
 }
 
 /// A setting applied: the scenario and options to simulate, and how it resolved.
@@ -90,8 +88,8 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, args: &DiffArgs
             topology: Some(topology),
             check_invariants: None,
             invariant_budget: None,
-            // Both sides run at once.
-            memory_budget: Some(args.memory.budget(2)),
+            // Both runs stream into the comparison: no trace is kept.
+            memory_budget: None,
             max_steps_per_us: None,
             max_cpu_seconds: None,
             rtapp_log: false,
