@@ -80,8 +80,13 @@ pub(crate) enum Ev {
         exited: bool,
     },
     /// A waker's selection time has passed: it queues the wakee on the
-    /// CPU it chose (`WakeRequest`).
-    TtwuQueue(WakeRequest),
+    /// CPU it chose (a `WakeRequest`, kept small: every event is this size).
+    TtwuQueue {
+        task: TaskId,
+        cpu: u32,
+        from: u32,
+        wake_flags: u32,
+    },
     End,
 }
 
@@ -167,7 +172,9 @@ impl<'a> Engine<'a> {
         if !self.out.wakes.is_empty() {
             let mut wakes = std::mem::take(&mut self.out.wakes);
             for w in wakes.drain(..) {
-                self.queue.push(self.now + w.after_ns, Ev::TtwuQueue(w));
+                let ev =
+                    Ev::TtwuQueue { task: w.task, cpu: w.cpu as u32, from: w.from as u32, wake_flags: w.wake_flags };
+                self.queue.push(self.now + w.after_ns, ev);
             }
             self.out.wakes = wakes;
         }
@@ -484,9 +491,10 @@ impl<'a> Engine<'a> {
                     self.drain();
                 }
             }
-            Ev::TtwuQueue(w) => {
+            Ev::TtwuQueue { task, cpu, from, wake_flags } => {
                 // Still the waker's syscall: no preemption point here, its
                 // next op (planned after the selection's time) comes next.
+                let w = WakeRequest { task, cpu: cpu as usize, wake_flags, from: from as usize, after_ns: 0 };
                 self.settle(w.from);
                 self.kernel.ttwu_queue_selected(w, self.now, &mut self.out);
                 self.drain();
@@ -593,5 +601,15 @@ impl<'a> Engine<'a> {
     #[allow(dead_code)]
     pub fn thread_of_task(&self, t: TaskId) -> usize {
         self.task_thread[t as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every queued event is as large as the largest variant, and the
+    /// queue moves them on every push and pop.
+    #[test]
+    fn an_event_stays_small() {
+        assert!(std::mem::size_of::<super::Ev>() <= 40, "{} bytes", std::mem::size_of::<super::Ev>());
     }
 }
