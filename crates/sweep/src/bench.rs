@@ -424,18 +424,28 @@ fn thread_cpu_s() -> f64 {
         .map_or(0.0, |ns| ns as f64 / 1e9)
 }
 
-/// CPU time of the whole process, user + system (`/proc/self/stat`, clock ticks of 10 ms).
+/// CPU time of the whole process, user + system, every thread's
+/// (`getrusage(RUSAGE_SELF)`, microseconds).
 fn process_cpu_s() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
-    // Fields after the parenthesised comm: state is field 3, utime 14, stime 15.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return 0.0 };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    (ticks(11) + ticks(12)) as f64 / 100.0
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(u.ru_utime) + secs(u.ru_stime)
 }
 
-/// Reset the process's peak RSS (Linux ≥ 4.0: writing 5 to clear_refs).
+/// Reset the process's peak RSS (Linux ≥ 4.0: writing 5 to clear_refs) to
+/// what it holds now, after handing the allocator's free memory back: the
+/// threads of a pipelined row leave arenas of freed memory resident, which
+/// would otherwise count in every later row's peak.
 fn reset_peak_rss() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only returns free memory to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
