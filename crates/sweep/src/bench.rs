@@ -26,7 +26,11 @@
 //!
 //! Peak RSS is the process's high-water mark (`VmHWM`, what getrusage's
 //! `ru_maxrss` reports), reset before each benchmark through
-//! `/proc/self/clear_refs` so each row shows its own peak.
+//! `/proc/self/clear_refs` (after `malloc_trim`) so each row shows its own
+//! peak. Memory an earlier row left resident still counts (the threads of
+//! the pipelined rows leave ~28 MiB that trimming does not return: the
+//! cgroups rows read 21 / 36 MiB alone and 49 / 65 MiB after the others),
+//! so compare a row's memory with `--only` runs of it.
 
 use schedlab_analysis::SchbenchCollector;
 use schedlab_report::ReportCollector;
