@@ -1,11 +1,19 @@
 //! `schedlab bench`: how fast the simulator is (`schedlab_sweep::bench`).
+//!
+//! Without `--only`, each block of benchmarks runs in a child process of
+//! its own (`schedlab bench --rows-only --only BLOCK`), so that a row's peak
+//! memory is its own: the pipelined rows leave memory resident that the
+//! allocator does not return, which every later row in the same process
+//! would count.
 
 use clap::Args;
-use schedlab_sweep::bench::{bench as run_benchmarks, BenchOptions};
+use schedlab_sweep::bench::{bench as run_benchmarks, bench_rows, header, targets, BenchOptions, BLOCKS};
 use schedlab_topology::parse_duration;
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
-use crate::error::Result;
+use crate::error::{CliError, Result};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -21,25 +29,63 @@ pub struct BenchArgs {
     /// Threads for the seed-000 sweep.
     #[arg(long, default_value_t = 2, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub jobs: usize,
-    /// Only the benchmarks whose name contains this.
+    /// Only the benchmarks whose name contains this (run in this process;
+    /// without it each block runs in a process of its own).
     #[arg(long)]
     pub only: Option<String>,
+    /// Print the rows only (what each block's child process does).
+    #[arg(long, hide = true)]
+    pub rows_only: bool,
 }
 
 pub fn bench(args: BenchArgs) -> Result {
     let opts = BenchOptions {
         reps: args.reps,
-        root: args.root,
+        root: args.root.clone(),
         schbench_duration: args.schbench_duration,
         jobs: args.jobs,
-        only: args.only,
+        only: args.only.clone(),
     };
     // Each row as it is measured; the first failed write ends the command.
     let mut failed = None;
-    run_benchmarks(&opts, &mut |line| {
+    let mut line = |line: String| {
         if failed.is_none() {
             failed = crate::output::emit(&format!("{line}\n")).err();
         }
-    })?;
+    };
+    if args.rows_only {
+        bench_rows(&opts, &mut line)?;
+    } else if args.only.is_some() {
+        run_benchmarks(&opts, &mut line)?;
+    } else {
+        line(header());
+        for block in BLOCKS {
+            block_in_child(&args, block, &mut line)?;
+        }
+        line(String::new());
+        line(targets());
+    }
     failed.map_or(Ok(()), Err)
+}
+
+/// Run `block` in a child `schedlab bench`, passing its rows on as they come.
+fn block_in_child(args: &BenchArgs, block: &str, line: &mut dyn FnMut(String)) -> Result {
+    let exe = std::env::current_exe().map_err(|e| CliError::Bench(format!("cannot find this program: {e}")))?;
+    let mut child = Command::new(exe)
+        .args(["bench", "--rows-only", "--only", block, "--reps", &args.reps.to_string()])
+        .arg("--root")
+        .arg(&args.root)
+        .args(["--schbench-duration", &format!("{}ns", args.schbench_duration), "--jobs", &args.jobs.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| CliError::Bench(format!("cannot start the `{block}` benchmarks: {e}")))?;
+    let out = child.stdout.take().expect("piped");
+    for l in BufReader::new(out).lines() {
+        line(l.map_err(|e| CliError::Bench(format!("reading the `{block}` benchmarks: {e}")))?);
+    }
+    let status = child.wait().map_err(|e| CliError::Bench(format!("waiting for the `{block}` benchmarks: {e}")))?;
+    if !status.success() {
+        return Err(CliError::Bench(format!("the `{block}` benchmarks failed ({status}); their error is above")).into());
+    }
+    Ok(())
 }

@@ -63,6 +63,9 @@ pub enum CliError {
     /// Options that do not go together (beyond what clap checks).
     #[error("{0}")]
     Usage(String),
+    /// `schedlab bench` could not run one of its blocks.
+    #[error("bench: {0}")]
+    Bench(String),
     /// A Slurm sweep whose array or merge did not succeed.
     #[error("{0}")]
     SlurmSweep(String),

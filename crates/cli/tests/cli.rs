@@ -484,3 +484,17 @@ fn out_without_shard_or_slurm_is_refused_not_ignored() {
     assert!(e.contains("--out goes with --shard or --slurm"), "{e}");
     assert!(!std::path::Path::new("/tmp/never-written").exists());
 }
+
+#[test]
+fn bench_rows_of_one_block_come_without_the_table_around_them() {
+    // What each block's child process prints: rt-pi-push's row alone.
+    let out = ok(&["bench", "--rows-only", "--only", "rt-pi-push", "--reps", "1"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(lines[0].starts_with("rt-pi-push (qemu-4)"), "{out}");
+    // With --only in this process: the header, the row, the targets.
+    let out = ok(&["bench", "--only", "rt-pi-push", "--reps", "1"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("benchmark") && lines[1].starts_with("rt-pi-push"), "{out}");
+    assert!(lines.last().unwrap().starts_with("targets (issue 16)"), "{out}");
+}

@@ -27,10 +27,11 @@
 //! Peak RSS is the process's high-water mark (`VmHWM`, what getrusage's
 //! `ru_maxrss` reports), reset before each benchmark through
 //! `/proc/self/clear_refs` (after `malloc_trim`) so each row shows its own
-//! peak. Memory an earlier row left resident still counts (the threads of
-//! the pipelined rows leave ~28 MiB that trimming does not return: the
-//! cgroups rows read 21 / 36 MiB alone and 49 / 65 MiB after the others),
-//! so compare a row's memory with `--only` runs of it.
+//! peak. Memory an earlier row left resident would still count (the
+//! threads of the pipelined rows leave ~28 MiB that trimming does not
+//! return: the cgroups rows read 21 / 36 MiB alone and 49 / 65 MiB after
+//! the others), so `schedlab bench` runs each of [`BLOCKS`] in a process of
+//! its own unless `--only` picks rows to run in one.
 
 use schedlab_analysis::SchbenchCollector;
 use schedlab_report::ReportCollector;
@@ -83,15 +84,38 @@ struct Sample {
     rps: f64,
 }
 
+/// The benchmark blocks, in the order they run; `--only` picks by substring.
+pub const BLOCKS: [&str; 7] = ["asym_min", "rt-pi-push", "schbench", "diff", "post-after-wait", "cgroups", "sweep"];
+
+/// The table's header line.
+pub fn header() -> String {
+    format!(
+        "{:<26} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>9}",
+        "benchmark", "wall ms", "min", "max", "cpu ms", "sim/cpu", "events/cpu-s", "steps/cpu-s", "peak MiB"
+    )
+}
+
+/// The line naming the targets the rows are measured against.
+pub fn targets() -> String {
+    "targets (issue 16): schbench-spr >= 1x real time (sim/cpu); asym_min run+report >= 1000x; \
+     >= 20 M trace events per CPU-second; a 60 s schbench-spr run in <= 1 GiB"
+        .to_string()
+}
+
 /// Run the benchmarks `args` selects, handing `line` the table one line
 /// at a time (a header, a row per benchmark as it finishes, the targets).
 pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
+    line(header());
+    bench_rows(args, line)?;
+    line(String::new());
+    line(targets());
+    Ok(())
+}
+
+/// The rows alone, for the blocks `args.only` selects.
+pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
     let scenario = |name: &str| Scenario::load(&args.root.join("scenarios").join(name)).map_err(failed);
     let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
-    line(format!(
-        "{:<26} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>9}",
-        "benchmark", "wall ms", "min", "max", "cpu ms", "sim/cpu", "events/cpu-s", "steps/cpu-s", "peak MiB"
-    ));
     if wanted("asym_min") {
         let s = scenario("asym_min.toml")?;
         let opts =
@@ -186,12 +210,6 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
         let samples = repeat(args.reps, || sweep(&path, args.jobs))?;
         line(row(&format!("seed-000 sweep ({} threads)", args.jobs), &samples));
     }
-    line(String::new());
-    line(
-        "targets (issue 16): schbench-spr >= 1x real time (sim/cpu); asym_min run+report >= 1000x; \
-         >= 20 M trace events per CPU-second; a 60 s schbench-spr run in <= 1 GiB"
-            .to_string(),
-    );
     Ok(())
 }
 
