@@ -98,8 +98,13 @@ pub fn compare(args: CompareArgs) -> Result {
             vm_runs(&args.settings, &args.guest, &args.features.features, &[], args.trace.trace.as_deref(), GRACE_NS)?;
         (scenario, runs, Some(vm))
     } else {
-        let (scenario, run, report) =
-            real_run(&args.settings, args.trace.trace.clone(), &args.features.features, GRACE_NS)?;
+        let (scenario, run, report) = real_run(
+            &args.settings,
+            args.trace.trace.clone(),
+            &args.features.features,
+            GRACE_NS,
+            &args.memory.budget(1),
+        )?;
         (scenario, vec![(run, report)], None)
     };
     let nruns = real_runs.len();

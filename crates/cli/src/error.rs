@@ -63,6 +63,14 @@ pub enum CliError {
     /// Options that do not go together (beyond what clap checks).
     #[error("{0}")]
     Usage(String),
+    /// A real run's capture could take more memory than the budget.
+    #[error(
+        "the capture may take up to {need}: {cpus} CPUs x {buffer_kb} KB of ring buffer (the kernel's), \
+         read back as text and parsed (about 3.8 times the ring's bytes), more than {budget}. \
+         Lower --buffer-kb or shorten --duration (the default buffer is 2 MB per CPU per second of run), \
+         or raise the limit with {raise_with}"
+    )]
+    CaptureTooLarge { cpus: u64, buffer_kb: u64, need: String, budget: String, raise_with: String },
     /// `schedlab bench` could not run one of its blocks.
     #[error("bench: {0}")]
     Bench(String),

@@ -4,12 +4,12 @@
 
 use clap::Args;
 use schedlab_report::{AnalysisJson, CgroupRow, RealHeader, RealJson, RealText, Report};
-use schedlab_runner::{run_real, RealOptions, RealRun};
+use schedlab_runner::{capture_size, run_real, RealOptions, RealRun};
 use schedlab_scenario::Scenario;
 use schedlab_topology::parse_duration;
 use std::path::{Path, PathBuf};
 
-use crate::args::{DurationArg, JsonArg, ReportArgs, ThresholdArg, TraceArg};
+use crate::args::{DurationArg, JsonArg, MemoryArg, ReportArgs, ThresholdArg, TraceArg};
 use crate::error::{CliError, Result};
 
 /// The settings of a real run (shared with `schedlab compare`).
@@ -53,6 +53,8 @@ pub struct RealArgs {
     pub trace: TraceArg,
     #[command(flatten)]
     pub json: JsonArg,
+    #[command(flatten)]
+    pub memory: MemoryArg,
 }
 
 pub(crate) fn load(settings: &RealSettings) -> Result<Scenario> {
@@ -79,12 +81,14 @@ pub(crate) fn options(settings: &RealSettings, trace: Option<PathBuf>) -> RealOp
 }
 
 /// Run for real and analyse (work conservation with `grace_ns`); `features`
-/// are only noted (the host's sched_features are not changed).
+/// are only noted (the host's sched_features are not changed). A capture
+/// that could outgrow `budget` is refused before anything runs.
 pub(crate) fn real_run(
     settings: &RealSettings,
     trace: Option<PathBuf>,
     features: &[String],
     grace_ns: u64,
+    budget: &schedlab_sim::MemoryBudget,
 ) -> Result<(Scenario, RealRun, Report)> {
     if trace.as_deref().is_some_and(crate::output::is_stdout) {
         return Err(CliError::TraceToStdout.into());
@@ -97,6 +101,17 @@ pub(crate) fn real_run(
     }
     let mut opts = options(settings, trace);
     opts.features = features.to_vec();
+    let size = capture_size(&scenario, &opts)?;
+    if size.bytes > budget.bytes {
+        return Err(CliError::CaptureTooLarge {
+            cpus: size.cpus,
+            buffer_kb: size.buffer_kb,
+            need: schedlab_sim::gib(size.bytes),
+            budget: format!("{} ({})", schedlab_sim::gib(budget.bytes), budget.origin),
+            raise_with: budget.raise_with.clone(),
+        }
+        .into());
+    }
     let run = run_real(&scenario, &opts)?;
     let report = schedlab_fidelity::sides::analyze_real(&scenario, &run, grace_ns);
     Ok((scenario, run, report))
@@ -173,7 +188,8 @@ pub(crate) fn real_header<'a>(scenario: &Scenario, run: &'a RealRun, report: &Re
 }
 
 pub fn real(args: RealArgs) -> Result {
-    let (scenario, run, report) = real_run(&args.settings, args.trace.trace.clone(), &[], args.report.grace)?;
+    let budget = args.memory.budget(1);
+    let (scenario, run, report) = real_run(&args.settings, args.trace.trace.clone(), &[], args.report.grace, &budget)?;
     if args.json.json {
         let doc = RealJson {
             format: schedlab_report::FORMAT_VERSION,

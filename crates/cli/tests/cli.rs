@@ -498,3 +498,23 @@ fn bench_rows_of_one_block_come_without_the_table_around_them() {
     assert!(lines[0].starts_with("benchmark") && lines[1].starts_with("rt-pi-push"), "{out}");
     assert!(lines.last().unwrap().starts_with("targets (issue 16)"), "{out}");
 }
+
+#[test]
+fn a_real_capture_that_could_outgrow_the_memory_budget_is_refused_before_it_runs() {
+    // 1 GB of ring buffer per CPU cannot be read back within 1 GiB: the
+    // error comes before any thread or tracefs setting (no root needed).
+    for cmd in ["real", "compare"] {
+        let e = err(&[
+            cmd,
+            "scenarios/asym_min-2cpu.toml",
+            "--duration",
+            "1s",
+            "--buffer-kb",
+            "1000000",
+            "--max-memory",
+            "1GiB",
+        ]);
+        assert!(e.contains("the capture may take up to") && e.contains("x 1000000 KB of ring buffer"), "{cmd}: {e}");
+        assert!(e.contains("Lower --buffer-kb or shorten --duration") && e.contains("--max-memory"), "{cmd}: {e}");
+    }
+}
