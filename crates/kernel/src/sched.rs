@@ -362,10 +362,13 @@ pub struct Removed {
 }
 
 impl CfsRq {
-    /// A CPU's root cfs_rq.
-    pub fn new() -> Self {
+    /// An empty cfs_rq on `cpu` whose timeline is numbered `id` (the
+    /// runqueue's index: a CPU's root cfs_rq is its CPU's, a group's is its
+    /// slot in `group_cfs`), as `init_cfs_rq()` leaves it; a group's
+    /// caller adds its group, entity and parent.
+    pub fn new(cpu: usize, id: u32) -> Self {
         CfsRq {
-            cpu: 0,
+            cpu,
             tg: 0,
             se: None,
             parent: None,
@@ -396,20 +399,13 @@ impl CfsRq {
             avg_load: 0,
             // init_cfs_rq() starts the origin slightly below zero.
             zero_vruntime: -(1 << 20),
-            // Unnumbered until its runqueue sets it (Rq::new, a group's creation).
-            timeline: Timeline::new(u32::MAX),
+            timeline: Timeline::new(id),
             curr: None,
             next: None,
             tasks: Vec::new(),
             avg: SchedAvg::default(),
             removed: Removed::default(),
         }
-    }
-}
-
-impl Default for CfsRq {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -505,7 +501,7 @@ impl Rq {
             rd: 0,
             nr_running: 0,
             curr: None,
-            cfs: CfsRq { cpu, timeline: Timeline::new(cpu as u32), ..CfsRq::new() },
+            cfs: CfsRq::new(cpu, cpu as u32),
             need_resched: false,
             need_resched_lazy: false,
             clock: 0,

@@ -290,15 +290,7 @@ impl Kernel {
             let se = self.tasks.len() as TaskId;
             let parent_q = self.task_groups[parent].cfs_rq[cpu];
             self.tasks.push(group_entity(cpu, q, parent, self.base_slice));
-            self.group_cfs.push(CfsRq {
-                cpu,
-                tg,
-                se: Some(se),
-                parent: Some(parent_q),
-                idle,
-                timeline: crate::fair::timeline::Timeline::new(q as u32),
-                ..CfsRq::new()
-            });
+            self.group_cfs.push(CfsRq { tg, se: Some(se), parent: Some(parent_q), idle, ..CfsRq::new(cpu, q as u32) });
             cfs_rq.push(q);
         }
         let shares = if idle { WEIGHT_IDLEPRIO } else { shares.clamp(MIN_SHARES, MAX_SHARES) };
