@@ -204,6 +204,8 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
     let objects = scenario.objects.iter().map(|o| o.name.clone()).collect();
     let parsed = parse_ftrace_with(&shown, &cap.text, &ParseOptions { objects })
         .map_err(|e| RunnerError::CapturedTrace { source: e, kept: opts.trace_out.is_some() })?;
+    // The text is parsed: free it before the repair works on the events.
+    drop(cap.text);
     let report = cap.report;
     let mut trace = parsed.trace;
     let events_captured = trace.events.len();

@@ -104,7 +104,9 @@ impl Tracefs {
         let mut f = std::fs::File::open(&p).map_err(|e| ctx(&p, "open", e))?;
         let mut buf = Vec::new();
         f.read_to_end(&mut buf).map_err(|e| ctx(&p, "read", e))?;
-        Ok(String::from_utf8_lossy(&buf).into_owned())
+        // Valid UTF-8 (the usual case) becomes the String without a copy:
+        // a second copy of a capture would double its peak.
+        Ok(String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
     }
 
     /// Events overwritten or dropped in the ring buffers during the capture
