@@ -362,10 +362,10 @@ pub struct Removed {
 }
 
 impl CfsRq {
-    /// An empty cfs_rq on `cpu` whose timeline is numbered `id` (the
-    /// runqueue's index: a CPU's root cfs_rq is its CPU's, a group's is its
-    /// slot in `group_cfs`), as `init_cfs_rq()` leaves it; a group's
-    /// caller adds its group, entity and parent.
+    /// An empty cfs_rq on `cpu` whose timeline is numbered `id`, its
+    /// `CfsRqId` (a CPU's root cfs_rq: the CPU; a group's: `nr_cpus` + its
+    /// slot in `group_cfs`), as `init_cfs_rq()` leaves it; a group's caller
+    /// adds its group, entity and parent.
     pub fn new(cpu: usize, id: u32) -> Self {
         CfsRq {
             cpu,

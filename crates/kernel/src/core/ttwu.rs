@@ -277,12 +277,17 @@ impl Kernel {
         } else {
             task.cpus_mask.first().unwrap_or(cpu)
         };
-        let mask = self.tasks[t as usize].cpus_mask;
-        if !mask.contains(cpu) {
-            // select_fallback_rq(): any allowed CPU.
-            cpu = mask.first().unwrap_or(cpu);
+        if !self.tasks[t as usize].cpus_mask.contains(cpu) {
+            cpu = self.select_fallback_rq(t, cpu);
         }
         (cpu, cost)
+    }
+
+    /// `select_fallback_rq()` for a CPU the task may not run on: any CPU it
+    /// may (simplified: the first; the kernel prefers the same node, then
+    /// widens the mask).
+    fn select_fallback_rq(&self, t: TaskId, cpu: usize) -> usize {
+        self.tasks[t as usize].cpus_mask.first().unwrap_or(cpu)
     }
 
     /// `set_task_cpu()`: `sched_migrate_task`, the fair migrate hook
@@ -350,8 +355,8 @@ impl Kernel {
     pub fn ttwu_queue_selected(&mut self, w: WakeRequest, now: u64, out: &mut Outbox) {
         self.entry(now, w.from, out, |k| {
             debug_assert_eq!(k.tasks[w.task as usize].state, TaskState::Waking);
-            let mask = k.tasks[w.task as usize].cpus_mask;
-            let cpu = if mask.contains(w.cpu) { w.cpu } else { mask.first().unwrap_or(w.cpu) };
+            let allowed = k.tasks[w.task as usize].cpus_mask.contains(w.cpu);
+            let cpu = if allowed { w.cpu } else { k.select_fallback_rq(w.task, w.cpu) };
             k.ttwu_set_cpu_and_queue(w.task, cpu, w.wake_flags);
         })
     }
