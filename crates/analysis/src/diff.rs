@@ -144,13 +144,6 @@ pub fn same_step(a: &Event, b: &Event) -> bool {
     a.ts == b.ts && a.cpu == b.cpu && a.ctx_pid == b.ctx_pid && a.kind == b.kind
 }
 
-/// Index of the first event where `a` and `b` differ, or where the shorter
-/// one ends; `None` when they are the same steps throughout.
-pub fn first_divergence(a: &[Event], b: &[Event]) -> Option<usize> {
-    let n = a.len().min(b.len());
-    (0..n).find(|&i| !same_step(&a[i], &b[i])).or((a.len() != b.len()).then_some(n))
-}
-
 /// Whether `kind` is one of schedlab's own `schedlab_*` decision events
 /// (`ttwu` path, delayed dequeue, resched, wakeup-preempt check, balancing
 /// and RT push/pull), which the simulator emits but no real kernel trace has,

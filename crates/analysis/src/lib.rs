@@ -48,9 +48,9 @@ pub use causes::{
     Attribution, Cause, CauseRow, Component, CpuArrival, CpuIdle, Part, PreemptCheck, StallStory, WakeDecision,
 };
 pub use diff::{
-    cpu_states, describe_event, diff_traces, drift_rows, first_divergence, is_decision, render_cpu_state,
-    render_divergence, render_drift, same_step, CpuState, DiffLine, DiffOptions, Divergence, DivergentSide, DriftRow,
-    NextDecision, TaskOnCpu, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT,
+    cpu_states, describe_event, diff_traces, drift_rows, is_decision, render_cpu_state, render_divergence,
+    render_drift, same_step, CpuState, DiffLine, DiffOptions, Divergence, DivergentSide, DriftRow, NextDecision,
+    TaskOnCpu, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT,
 };
 pub use diff_stream::DiffStream;
 pub use handoff::Stall;
