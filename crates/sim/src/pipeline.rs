@@ -38,6 +38,20 @@ struct Sender {
     closed: bool,
 }
 
+/// The observer side: messages in, emptied chunks back.
+struct Receiver {
+    rx: mpsc::Receiver<Msg>,
+    spare: mpsc::Sender<Vec<Event>>,
+}
+
+/// A streamed run's two ends.
+fn channel() -> (Sender, Receiver) {
+    let (tx, rx) = mpsc::sync_channel::<Msg>(CHUNKS_IN_FLIGHT);
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<Event>>();
+    let sender = Sender { tx, chunk: Vec::with_capacity(CHUNK_EVENTS), spare: spare_rx, closed: false };
+    (sender, Receiver { rx, spare: spare_tx })
+}
+
 impl Sender {
     fn send(&mut self, msg: Msg) {
         if !self.closed && self.tx.send(msg).is_err() {
@@ -52,6 +66,30 @@ impl Sender {
         let next = self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK_EVENTS));
         let full = std::mem::replace(&mut self.chunk, next);
         self.send(Msg::Events(full));
+    }
+
+    /// Simulate into this end; the channel closes when it returns.
+    fn simulate(mut self, scenario: &Scenario, opts: &SimOptions, kernel_events: bool) -> Result<SimResult, SimError> {
+        let result = simulate_observed(scenario, opts, &mut self, kernel_events);
+        self.flush();
+        result
+    }
+}
+
+impl Receiver {
+    /// Hand the next message to `observer`; false once the simulation is over.
+    fn deliver(&self, observer: &mut dyn TraceObserver) -> bool {
+        match self.rx.recv() {
+            Ok(Msg::Start(table)) => observer.start(&table),
+            Ok(Msg::TaskNew(pid, info)) => observer.task_new(pid, &info),
+            Ok(Msg::Events(mut chunk)) => {
+                chunk.iter().for_each(|e| observer.event(e));
+                chunk.clear();
+                let _ = self.spare.send(chunk);
+            }
+            Err(_) => return false,
+        }
+        true
     }
 }
 
@@ -82,26 +120,10 @@ pub fn simulate_pipelined(
     observer: &mut (dyn TraceObserver + Send),
     kernel_events: bool,
 ) -> Result<SimResult, SimError> {
-    let (tx, rx) = mpsc::sync_channel::<Msg>(CHUNKS_IN_FLIGHT);
-    let (spare_tx, spare_rx) = mpsc::channel::<Vec<Event>>();
+    let (sender, receiver) = channel();
     std::thread::scope(|s| {
-        let consumer = s.spawn(move || {
-            for msg in rx {
-                match msg {
-                    Msg::Start(table) => observer.start(&table),
-                    Msg::TaskNew(pid, info) => observer.task_new(pid, &info),
-                    Msg::Events(mut chunk) => {
-                        chunk.iter().for_each(|e| observer.event(e));
-                        chunk.clear();
-                        let _ = spare_tx.send(chunk);
-                    }
-                }
-            }
-        });
-        let mut sender = Sender { tx, chunk: Vec::with_capacity(CHUNK_EVENTS), spare: spare_rx, closed: false };
-        let result = simulate_observed(scenario, opts, &mut sender, kernel_events);
-        sender.flush();
-        drop(sender);
+        let consumer = s.spawn(move || while receiver.deliver(observer) {});
+        let result = sender.simulate(scenario, opts, kernel_events);
         if let Err(panic) = consumer.join() {
             std::panic::resume_unwind(panic);
         }
@@ -120,6 +142,24 @@ pub trait PairObserver {
     fn next_run(&self) -> usize;
 }
 
+/// One run of a pair, as a plain observer sees it.
+struct RunOf<'a> {
+    observer: &'a mut dyn PairObserver,
+    run: usize,
+}
+
+impl TraceObserver for RunOf<'_> {
+    fn start(&mut self, table: &TaskTable) {
+        self.observer.start(self.run, table);
+    }
+    fn task_new(&mut self, pid: Pid, info: &TaskInfo) {
+        self.observer.task_new(self.run, pid, info);
+    }
+    fn event(&mut self, e: &Event) {
+        self.observer.event(self.run, e);
+    }
+}
+
 /// Two simulations at once, each on a thread of its own, observed on the
 /// caller's thread as [`PairObserver::next_run`] asks: both runs stay
 /// streamed (at most [`CHUNKS_IN_FLIGHT`] chunks wait per run), so
@@ -136,15 +176,9 @@ pub fn simulate_pair(
         let mut receivers = Vec::new();
         let mut handles = Vec::new();
         for (scenario, opts) in runs {
-            let (tx, rx) = mpsc::sync_channel::<Msg>(CHUNKS_IN_FLIGHT);
-            let (spare_tx, spare_rx) = mpsc::channel::<Vec<Event>>();
-            receivers.push((rx, spare_tx));
-            handles.push(s.spawn(move || {
-                let mut sender = Sender { tx, chunk: Vec::with_capacity(CHUNK_EVENTS), spare: spare_rx, closed: false };
-                let result = simulate_observed(scenario, opts, &mut sender, kernel_events);
-                sender.flush();
-                result
-            }));
+            let (sender, receiver) = channel();
+            receivers.push(receiver);
+            handles.push(s.spawn(move || sender.simulate(scenario, opts, kernel_events)));
         }
         let observed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut open = [true, true];
@@ -154,17 +188,7 @@ pub fn simulate_pair(
                     [true, false] => 0,
                     _ => 1,
                 };
-                let (rx, spare) = &receivers[run];
-                match rx.recv() {
-                    Ok(Msg::Start(table)) => observer.start(run, &table),
-                    Ok(Msg::TaskNew(pid, info)) => observer.task_new(run, pid, &info),
-                    Ok(Msg::Events(mut chunk)) => {
-                        chunk.iter().for_each(|e| observer.event(run, e));
-                        chunk.clear();
-                        let _ = spare.send(chunk);
-                    }
-                    Err(_) => open[run] = false,
-                }
+                open[run] = receivers[run].deliver(&mut RunOf { observer: &mut *observer, run });
             }
         }));
         // Dropping the receivers lets a simulation blocked on a full channel
