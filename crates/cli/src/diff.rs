@@ -11,9 +11,8 @@ use clap::Args;
 use schedlab_analysis::{DiffOptions, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT};
 use schedlab_report::{DiffCollector, DiffRun};
 use schedlab_scenario::{Scenario, Spanned};
-use schedlab_sim::{kernel_settings, simulate_pair, PairObserver, SimError, SimOptions, SimResult};
-use schedlab_sweep::SettingSpec;
-use schedlab_trace::{Event, Pid, TaskInfo, TaskTable};
+use schedlab_sim::{kernel_settings, SimError, SimOptions, SimResult};
+use schedlab_sweep::{simulate_diff, SettingSpec};
 use std::path::PathBuf;
 
 use crate::args::{DurationArg, JsonArg, SeedArg};
@@ -113,24 +112,6 @@ fn side<'a>(r: &'a Resolved, res: &SimResult) -> DiffRun<'a> {
     }
 }
 
-/// The two simulations' streams into the diff's collector.
-struct Observer<'a>(&'a mut DiffCollector);
-
-impl PairObserver for Observer<'_> {
-    fn start(&mut self, run: usize, table: &TaskTable) {
-        self.0.start(run, table);
-    }
-    fn task_new(&mut self, run: usize, pid: Pid, info: &TaskInfo) {
-        self.0.task_new(run, pid, info);
-    }
-    fn event(&mut self, run: usize, e: &Event) {
-        self.0.event(run, e);
-    }
-    fn next_run(&self) -> usize {
-        self.0.next_run()
-    }
-}
-
 pub fn diff(args: DiffArgs) -> Result {
     let sa = SettingSpec::parse("--a", &args.a)?;
     let sb = SettingSpec::parse("--b", &args.b)?;
@@ -140,8 +121,7 @@ pub fn diff(args: DiffArgs) -> Result {
     let opts = DiffOptions { context: args.context, after: args.after };
     // Both runs at once, compared as they stream: neither trace is kept.
     let mut collector = DiffCollector::new(&base, &opts);
-    let [res_a, res_b] =
-        simulate_pair([(&ra.scenario, &ra.opts), (&rb.scenario, &rb.opts)], &mut Observer(&mut collector), true);
+    let [res_a, res_b] = simulate_diff((&ra.scenario, &ra.opts), (&rb.scenario, &rb.opts), &mut collector);
     let res_a = res_a.map_err(|e| side_error(&ra, e))?;
     let res_b = res_b.map_err(|e| side_error(&rb, e))?;
     // The scenario's own threads and those their forks created, in either run.

@@ -350,28 +350,10 @@ fn streamed_schbench(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
 /// Two settings of `s` simulated side by side into `schedlab diff`'s
 /// collector; CPU time is the process's (three threads).
 fn diff_pair(s: &Scenario, a: &SimOptions, b: &SimOptions) -> Result<Sample> {
-    struct Feed<'a>(&'a mut schedlab_report::DiffCollector, u64);
-    impl schedlab_sim::PairObserver for Feed<'_> {
-        fn start(&mut self, run: usize, table: &schedlab_trace::TaskTable) {
-            self.0.start(run, table);
-        }
-        fn task_new(&mut self, run: usize, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-            self.0.task_new(run, pid, info);
-        }
-        fn event(&mut self, run: usize, e: &schedlab_trace::Event) {
-            self.1 += 1;
-            self.0.event(run, e);
-        }
-        fn next_run(&self) -> usize {
-            self.0.next_run()
-        }
-    }
     reset_peak_rss();
     let (t, c) = (Instant::now(), process_cpu_s());
     let mut collector = schedlab_report::DiffCollector::new(s, &schedlab_analysis::DiffOptions::default());
-    let mut feed = Feed(&mut collector, 0);
-    let [ra, rb] = schedlab_sim::simulate_pair([(s, a), (s, b)], &mut feed, true);
-    let events = feed.1;
+    let [ra, rb] = crate::simulate_diff((s, a), (s, b), &mut collector);
     let (ra, rb) = (ra.map_err(failed)?, rb.map_err(failed)?);
     let run = |r: &schedlab_sim::SimResult, setting: &'static str| schedlab_report::DiffRun {
         setting,
@@ -382,12 +364,11 @@ fn diff_pair(s: &Scenario, a: &SimOptions, b: &SimOptions) -> Result<Sample> {
         notes: Vec::new(),
     };
     let report = collector.finish(s, ra.seed, &|_| true, run(&ra, "a"), run(&rb, "b"));
-    std::hint::black_box(&report);
     Ok(Sample {
         wall_s: t.elapsed().as_secs_f64(),
         cpu_s: process_cpu_s() - c,
         simulated_s: (ra.end_ns + rb.end_ns) as f64 / 1e9,
-        events,
+        events: (report.a.events + report.b.events) as u64,
         steps: ra.steps + rb.steps,
         peak_rss_kib: peak_rss_kib(),
         rps: 0.0,

@@ -81,6 +81,7 @@
 //! jobs can also be split over processes or machines and merged ([`shard`]).
 
 pub mod bench;
+mod diff;
 mod file;
 mod progress;
 mod run;
@@ -94,6 +95,7 @@ use schedlab_report::AbSpec;
 use schedlab_scenario::{CpuSet, InputError, Scenario};
 use schedlab_topology::Topology;
 
+pub use diff::simulate_diff;
 pub use file::{AXIS_JOIN, MAX_SETTINGS};
 pub use progress::Bar;
 pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress};
