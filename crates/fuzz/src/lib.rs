@@ -69,7 +69,9 @@ pub fn fuzz_sim_ns(size: u64) -> u64 {
 }
 
 /// A scenario file; when it parses, 2 ms of it (less for a large one,
-/// [`fuzz_sim_ns`]) run with the invariants checked after every step.
+/// [`fuzz_sim_ns`]) run with the invariants checked after every kernel
+/// entry (past [`CHECKED_SIZE`] tasks and CPUs, every size/CHECKED_SIZE-th
+/// and at the end).
 pub fn scenario(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let dir = scenarios_dir();

@@ -7,9 +7,9 @@ use schedlab_sim::{simulate_pair, PairObserver, SimError, SimOptions, SimResult}
 use schedlab_trace::{Event, Pid, TaskInfo, TaskTable};
 
 /// The pair's messages into the collector, reading the run behind first.
-struct Into<'a>(&'a mut DiffCollector);
+struct Feed<'a>(&'a mut DiffCollector);
 
-impl PairObserver for Into<'_> {
+impl PairObserver for Feed<'_> {
     fn start(&mut self, run: usize, table: &TaskTable) {
         self.0.start(run, table);
     }
@@ -31,5 +31,5 @@ pub fn simulate_diff(
     b: (&Scenario, &SimOptions),
     collector: &mut DiffCollector,
 ) -> [Result<SimResult, SimError>; 2] {
-    simulate_pair([a, b], &mut Into(collector), true)
+    simulate_pair([a, b], &mut Feed(collector), true)
 }
