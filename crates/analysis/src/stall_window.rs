@@ -12,7 +12,8 @@
 //! so memory is the events of the longest open handoff, plus a record per
 //! task and CPU (and at most [`MAX_WINDOW_EVENTS`]). The stories are then
 //! [`attribute_stalls`] on that window, [`STALL_BATCH`] ended stalls at a
-//! time (each pins the window until told), and the cause table is built
+//! time (each pins the window until told, so fewer once the window they
+//! pin has doubled: [`MIN_EXPLAIN_WINDOW`]), and the cause table is built
 //! over all of them. A streamed `run` and `analyze` of a file use
 //! it; the commands that keep a trace attribute on the whole of it.
 
@@ -38,6 +39,14 @@ pub const MAX_WINDOW_EVENTS: usize = 1 << 21;
 /// per stall cost stalls x window: 357 stalls of a 16 k-thread schbench
 /// took 28 s for 2 ms of it (2026-12-04).
 pub const STALL_BATCH: usize = 64;
+
+/// Pending stalls are also explained once the window they pin has grown to
+/// twice what it held after its last trim, and at least this many events:
+/// a run whose stalls are seconds apart would otherwise hold seconds of
+/// events until [`STALL_BATCH`] of them had ended (asym_min: ~360 k events
+/// per batch, 300 MB at 120 s). Doubling keeps the passes over the window
+/// paid for by as many new events.
+pub const MIN_EXPLAIN_WINDOW: usize = 1 << 16;
 
 /// The most events [`Records`] keeps per task since its last switch: the
 /// replay of a wakee needs what happened to it since it blocked, which is a
@@ -175,6 +184,9 @@ pub struct AttributionCollector {
     pending: Vec<(Nanos, Nanos, u32, Pid)>,
     lookback_ns: Nanos,
     max_window: usize,
+    /// Window length past which pending stalls are explained (see
+    /// [`MIN_EXPLAIN_WINDOW`]).
+    explain_at: usize,
     /// Stalls not explained: their signal had left the window (a handoff
     /// open longer than [`MAX_WINDOW_EVENTS`] events).
     pub lost: u64,
@@ -196,6 +208,7 @@ impl AttributionCollector {
             pending: Vec::new(),
             lookback_ns: LOOKBACK_NS,
             max_window: MAX_WINDOW_EVENTS,
+            explain_at: MIN_EXPLAIN_WINDOW,
             lost: 0,
         }
     }
@@ -258,7 +271,8 @@ impl AttributionCollector {
             }
         }
         // Fold what no open handoff's or unexplained stall's story can read any more.
-        if self.window.len() > self.max_window {
+        let explained = !self.pending.is_empty() && self.window.len() > self.explain_at.min(self.max_window);
+        if explained {
             self.explain_pending();
         }
         let pending = self.pending.iter().map(|p| p.0).min().unwrap_or(ev.ts);
@@ -267,6 +281,9 @@ impl AttributionCollector {
         while self.window.front().is_some_and(|e| e.1.ts < horizon) || self.window.len() > self.max_window {
             let e = self.window.pop_front().expect("checked");
             self.records.fold(&e);
+        }
+        if explained {
+            self.explain_at = MIN_EXPLAIN_WINDOW.max(2 * self.window.len());
         }
     }
 
@@ -364,6 +381,31 @@ mod tests {
             assert_eq!(v.iter().map(|e| e.0).collect::<Vec<_>>(), want, "{window:?} + {records:?}");
             assert!(v.iter().all(|e| e.1.ts == e.0), "each event travels with its sequence");
         }
+    }
+
+    /// Stalls far apart: each waited for a batch of [`STALL_BATCH`] and
+    /// pinned every event between them (asym_min held 300 MB at 120 s).
+    #[test]
+    fn rare_stalls_are_explained_before_they_pin_seconds_of_events() {
+        let table = process_table(1, &[(1, "wakee"), (2, "waker")], &["efd"]);
+        let opts = AttributionOptions { stall_threshold_ns: 1_000, ..Default::default() };
+        let mut c = AttributionCollector::new(&opts, &table, 2).with_lookback(0);
+        let gap = 4 * MIN_EXPLAIN_WINDOW as u64;
+        let (mut ts, mut largest) = (0u64, 0usize);
+        for _ in 0..8 {
+            c.observe(&marker(ts, 1, 2, UserOp::Signal { obj: 0 }));
+            c.observe(&marker(ts + 5_000, 0, 1, UserOp::WaitDone { obj: 0 }));
+            ts += 5_000;
+            for _ in 0..gap {
+                ts += 1;
+                c.observe(&event(ts, 1, 2, EventKind::Resched { cpu: 1, ipi: false }));
+                largest = largest.max(c.window.len());
+            }
+        }
+        assert!(largest <= MIN_EXPLAIN_WINDOW + 2, "the window reached {largest} events");
+        let told = c.finish();
+        assert_eq!(told.stalls.len(), 8, "every stall is still told once");
+        assert_eq!(told.unexplained, 0);
     }
 
     /// Issue 21: a hog that never switches, marking a loop per nanosecond
