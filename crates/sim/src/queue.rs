@@ -12,12 +12,16 @@
 //!   run time. Replacing gives the same pops in the same order (a superseded
 //!   event did nothing when it popped), without the dead weight.
 //!
-//! One-shot events pushed no earlier than the latest one-shot before them
-//! skip the heap: they join a FIFO lane that is in order by construction.
-//! Sleeps are the common case (every `usleep(100)` of schbench's 512
-//! workers is armed at now + 150 us, later than the last): in the heap they
-//! made its pops the largest entry of the profile (6 % of a schbench-spr
-//! run); in the lane each is O(1). The pop order is the same total order.
+//! One-shot events armed with the same delay are in order among themselves
+//! (the clock only moves forward), so they need no heap: a few FIFO lanes,
+//! each holding the events of one delay while it has any, take them, and
+//! only the rest go to the heap. Sleeps are the common case: every
+//! `usleep(100)` of schbench's 512 workers is armed at now + 150 us; in the
+//! heap they made its pops the largest entry of the profile (6 % of a
+//! schbench-spr run). Keying by delay rather than taking whatever is no
+//! earlier than a lane's last event keeps one far event (the run's end)
+//! from closing a lane to all the near ones. The pop order is the same
+//! total order.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -26,14 +30,26 @@ use std::collections::{BinaryHeap, VecDeque};
 #[derive(Debug)]
 pub struct EventQueue<T> {
     heap: BinaryHeap<Reverse<(u128, Slot<T>)>>,
-    /// One-shot events in ascending order (each pushed no earlier than the
-    /// one before it), outside the heap.
-    lane: VecDeque<(u128, T)>,
+    /// One-shot events outside the heap, each lane in ascending order.
+    lanes: [Lane<T>; LANES],
+    /// The time of the last pop: delays are measured from it.
+    now: u64,
     keyed: KeyedHeap<T>,
     seq: u64,
     /// Latest time of any event that was replaced or cancelled before it
     /// popped: the time a drained queue would have reached had it popped it.
     dropped_max: u64,
+}
+
+/// FIFO lanes for one-shot events: schbench needs one (its sleeps); the
+/// others let a second periodic delay in a scenario skip the heap too.
+const LANES: usize = 4;
+
+/// One-shot events armed with one delay, in push order (so in time order).
+#[derive(Debug)]
+struct Lane<T> {
+    delay: u64,
+    events: VecDeque<(u128, T)>,
 }
 
 /// Wrapper so payloads need no ordering of their own.
@@ -203,34 +219,48 @@ impl<T> EventQueue<T> {
     pub fn with_keys(keys: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(1024),
-            lane: VecDeque::with_capacity(1024),
+            lanes: std::array::from_fn(|_| Lane { delay: 0, events: VecDeque::new() }),
+            now: 0,
             keyed: KeyedHeap::new(keys),
             seq: 0,
             dropped_max: 0,
         }
     }
 
-    /// Queue a one-shot event.
+    /// Queue a one-shot event: in the lane of its delay, or an empty lane
+    /// (which then takes that delay), else in the heap.
     pub fn push(&mut self, at: u64, ev: T) {
         self.seq += 1;
         let o = order(at, self.seq);
-        if self.lane.back().is_none_or(|&(last, _)| last <= o) {
-            self.lane.push_back((o, ev));
-        } else {
-            self.heap.push(Reverse((o, Slot(ev))));
+        let delay = at.wrapping_sub(self.now);
+        let lane = self
+            .lanes
+            .iter()
+            .position(|l| l.delay == delay && !l.events.is_empty())
+            .or_else(|| self.lanes.iter().position(|l| l.events.is_empty()));
+        match lane {
+            Some(i) if at >= self.now => {
+                let l = &mut self.lanes[i];
+                debug_assert!(l.events.back().is_none_or(|&(last, _)| last < o), "a lane stays in order");
+                l.delay = delay;
+                l.events.push_back((o, ev));
+            }
+            _ => self.heap.push(Reverse((o, Slot(ev)))),
         }
     }
 
-    /// The earliest one-shot event's order, and whether it is the lane's.
-    fn one_shot_top(&self) -> Option<(u128, bool)> {
-        let h = self.heap.peek().map(|Reverse((o, _))| *o);
-        let l = self.lane.front().map(|&(o, _)| o);
-        match (h, l) {
-            (Some(h), Some(l)) => Some(if l < h { (l, true) } else { (h, false) }),
-            (Some(h), None) => Some((h, false)),
-            (None, Some(l)) => Some((l, true)),
-            (None, None) => None,
+    /// The earliest one-shot event's order, and where it is: a lane's index,
+    /// or `LANES` for the heap.
+    fn one_shot_top(&self) -> Option<(u128, usize)> {
+        let mut top = self.heap.peek().map(|Reverse((o, _))| (*o, LANES));
+        for (i, l) in self.lanes.iter().enumerate() {
+            if let Some(&(o, _)) = l.events.front() {
+                if top.is_none_or(|(t, _)| o < t) {
+                    top = Some((o, i));
+                }
+            }
         }
+        top
     }
 
     /// Queue `key`'s event, replacing the one pending under `key` if any. It
@@ -250,12 +280,16 @@ impl<T> EventQueue<T> {
     }
 
     pub fn pop(&mut self) -> Option<(u64, T)> {
-        match (self.one_shot_top(), self.keyed.top()) {
+        let popped = match (self.one_shot_top(), self.keyed.top()) {
             (Some((h, _)), Some(k)) if k < h => self.keyed.pop(),
             (None, Some(_)) => self.keyed.pop(),
-            (Some((_, true)), _) => self.lane.pop_front().map(|(o, ev)| (time_of(o), ev)),
+            (Some((_, i)), _) if i < LANES => self.lanes[i].events.pop_front().map(|(o, ev)| (time_of(o), ev)),
             _ => self.heap.pop().map(|Reverse((o, Slot(ev)))| (time_of(o), ev)),
+        };
+        if let Some((at, _)) = popped {
+            self.now = at;
         }
+        popped
     }
 
     pub fn peek_time(&self) -> Option<u64> {
@@ -272,7 +306,7 @@ impl<T> EventQueue<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lane.len() + self.keyed.heap.len()
+        self.heap.len() + self.lanes.iter().map(|l| l.events.len()).sum::<usize>() + self.keyed.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -376,7 +410,7 @@ mod tests {
                 }
             }
             assert_eq!(q.len(), lazy.iter().filter(|Reverse((_, _, k, g))| *k == 99 || gen[*k] == *g).count());
-            lane_used = lane_used.max(q.lane.len());
+            lane_used = lane_used.max(q.lanes.iter().map(|l| l.events.len()).max().unwrap_or(0));
             heap_used = heap_used.max(q.heap.len());
         }
         assert!(lane_used > 1 && heap_used > 1, "both one-shot paths were taken: {lane_used} {heap_used}");
