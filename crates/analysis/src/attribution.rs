@@ -23,7 +23,8 @@
 //! trace without decision events, wakeups count as `select_task_rq()`
 //! placements.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 use schedlab_trace::{BalanceKind, DelayedWhat, Event, EventKind, Nanos, Pid, PrevState, Trace, UserOp, WakePath};
 
@@ -161,15 +162,15 @@ pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution
         events,
         trace,
         timeline: CpuTimeline::build(events, trace.nr_cpus, start, end),
-        by_task: HashMap::new(),
-        migrations: HashMap::new(),
+        by_task: HashMap::default(),
+        migrations: HashMap::default(),
         active_queued: Vec::new(),
         nr_cpus: 0,
     };
     ctx.nr_cpus = ctx.timeline.cpus.len() as u32;
 
     let mut tracker = HandoffTracker::default();
-    let mut signal_idx: HashMap<u32, usize> = HashMap::new();
+    let mut signal_idx: HashMap<u32, usize> = HashMap::default();
     let mut found = Vec::new();
     for (i, ev) in events.iter().enumerate() {
         let mut about = |pid: Pid| {

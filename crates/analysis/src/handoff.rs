@@ -1,6 +1,6 @@
 //! Handoffs between workload threads, from `User` (trace_marker) events.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use schedlab_trace::{Nanos, Pid, UserOp};
 use serde::Serialize;
@@ -53,7 +53,7 @@ impl Default for HandoffTracker {
 impl HandoffTracker {
     pub fn with_threshold(threshold_ns: u64) -> Self {
         HandoffTracker {
-            pending: HashMap::new(),
+            pending: HashMap::default(),
             samples: SketchSet::new(threshold_ns, EXACT_SAMPLES_PER_RUN / 2),
             stalls: Vec::new(),
             unmatched_waits: 0,

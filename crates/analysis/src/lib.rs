@@ -261,9 +261,9 @@ impl MetricsCollector {
         self.tasks.finish(end);
         let threshold = self.threshold;
         let mut handoffs = self.handoffs;
-        let rows = self
-            .tasks
-            .tasks
+        let mut accs: Vec<(Pid, tasks::TaskAcc)> = self.tasks.tasks.drain().collect();
+        accs.sort_unstable_by_key(|&(pid, _)| pid);
+        let rows = accs
             .into_iter()
             .map(|(pid, a)| {
                 let handoff_sketch = handoffs.samples.take(pid);

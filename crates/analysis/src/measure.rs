@@ -4,7 +4,7 @@
 
 use schedlab_trace::{ftrace::user_op_name, EventKind, Nanos, Pid, Trace, UserOp};
 use serde::Serialize;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::stats::percentile;
 

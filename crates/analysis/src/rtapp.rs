@@ -12,7 +12,8 @@
 //! left out: without `rtapp_stats` (rt-app 1.0) there is no wakeup latency
 //! or slack.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, TaskTable, Trace, UserOp};
 

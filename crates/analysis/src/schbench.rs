@@ -26,7 +26,7 @@
 //! names (`schbench-list<m>`, `schbench-wf<m>.<i>`), so a trace captured from
 //! a real run of the same scenario is measured identically.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, TaskTable, Trace, UserOp};
 
@@ -183,13 +183,13 @@ impl SchbenchCollector {
         let n = roles.len();
         SchbenchCollector {
             roles,
-            stamp: HashMap::new(),
+            stamp: HashMap::default(),
             wake_time: vec![None; n],
             posts: vec![0; n],
             waits: vec![0; n],
-            work_start: HashMap::new(),
-            requests: HashMap::new(),
-            woken: HashMap::new(),
+            work_start: HashMap::default(),
+            requests: HashMap::default(),
+            woken: HashMap::default(),
             per_second: Vec::new(),
             wakeup: PlatHistogram::default(),
             request: PlatHistogram::default(),

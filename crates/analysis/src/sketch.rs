@@ -274,7 +274,7 @@ impl LatencySketch {
 #[derive(Clone, Debug)]
 pub(crate) struct SketchSet {
     threshold_ns: u64,
-    pub sketches: std::collections::BTreeMap<i32, LatencySketch>,
+    pub sketches: rustc_hash::FxHashMap<i32, LatencySketch>,
     exact: usize,
     cap: usize,
 }

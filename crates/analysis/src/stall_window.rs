@@ -17,7 +17,8 @@
 //! over all of them. A streamed `run` and `analyze` of a file use
 //! it; the commands that keep a trace attribute on the whole of it.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
+use std::collections::{BTreeMap, VecDeque};
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, TaskTable, Trace, UserOp};
 
@@ -201,7 +202,7 @@ impl AttributionCollector {
             window: VecDeque::new(),
             records: Records::default(),
             seq: 0,
-            signals: HashMap::new(),
+            signals: HashMap::default(),
             open: std::collections::BTreeSet::new(),
             tracker: HandoffTracker::default(),
             stories: Vec::new(),
@@ -302,12 +303,12 @@ impl AttributionCollector {
         let from = start.saturating_sub(self.lookback_ns);
         let mut before = Records {
             cpu_switch: self.records.cpu_switch.clone(),
-            since_switch: HashMap::new(),
+            since_switch: HashMap::default(),
             migration: self.records.migration.clone(),
             active_queued: self.records.active_queued.clone(),
         };
         // Only the wakees' replays read a task's events since its switch.
-        let wakees: std::collections::HashSet<Pid> = pending.iter().map(|p| p.3).collect();
+        let wakees: FxHashSet<Pid> = pending.iter().map(|p| p.3).collect();
         for &w in &wakees {
             if let Some(list) = self.records.since_switch.get(&w) {
                 before.since_switch.insert(w, list.clone());

@@ -23,7 +23,8 @@
 //! [`burst_starts_per_cpu`] gives the per-CPU burst counts of the seed
 //! thread's follow-up ("each starts about half of its bursts on CPU 6 and 7").
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use schedlab_trace::{BalanceKind, EventKind, Nanos, Pid, PrevState, Trace, UserOp, WakePath};
 use serde::{Deserialize, Serialize};
@@ -252,8 +253,8 @@ pub fn stall_breakdown(trace: &Trace, opts: &StallOptions) -> StallBreakdown {
         wakees: &wakees,
         allowed: &allowed,
         curr: vec![0; trace.nr_cpus as usize],
-        arrivals: HashMap::new(),
-        blocked: HashMap::new(),
+        arrivals: HashMap::default(),
+        blocked: HashMap::default(),
         waits: wakees.iter().map(|&p| (p, None)).collect(),
     };
     let mut handoffs = HandoffTracker::default();

@@ -1,7 +1,6 @@
 //! Per-task accounting from `sched_wakeup*`, `sched_switch` and
 //! `sched_migrate_task`: the state machine `perf sched` also runs.
 
-use std::collections::BTreeMap;
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, PrevState};
 
@@ -80,14 +79,15 @@ impl TaskAcc {
 pub(crate) struct TaskTracker {
     /// Set by the window's first event.
     pub start: Nanos,
-    pub tasks: BTreeMap<Pid, TaskAcc>,
+    /// Hashed, not ordered (a per-event lookup): [`crate::MetricsCollector::finish`] sorts the rows.
+    pub tasks: rustc_hash::FxHashMap<Pid, TaskAcc>,
     /// Wakeup latencies, exact for half of [`EXACT_SAMPLES_PER_RUN`].
     pub wakeups: SketchSet,
 }
 
 impl TaskTracker {
     pub fn new(start: Nanos, threshold: u64) -> Self {
-        TaskTracker { start, tasks: BTreeMap::new(), wakeups: SketchSet::new(threshold, EXACT_SAMPLES_PER_RUN / 2) }
+        TaskTracker { start, tasks: Default::default(), wakeups: SketchSet::new(threshold, EXACT_SAMPLES_PER_RUN / 2) }
     }
 
     fn acc(&mut self, pid: Pid) -> &mut TaskAcc {

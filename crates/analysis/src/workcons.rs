@@ -226,7 +226,9 @@ pub struct WorkConsCollector {
     group_ts: Option<Nanos>,
     curr: Vec<Pid>,
     cpus: Vec<CpuAcc>,
-    tasks: BTreeMap<Pid, Waiter>,
+    /// Hashed (a lookup per event); [`Self::finish`] visits them by pid.
+    tasks: rustc_hash::FxHashMap<Pid, Waiter>,
+    /// Ordered, as `dirty`: an instant's tasks are checked by pid.
     waiting: BTreeSet<Pid>,
     dirty: BTreeSet<Pid>,
     cpu_changed: BTreeSet<u32>,
@@ -274,7 +276,7 @@ impl WorkConsCollector {
             group_ts: None,
             curr: initial,
             cpus,
-            tasks: BTreeMap::new(),
+            tasks: Default::default(),
             waiting: BTreeSet::new(),
             dirty: BTreeSet::new(),
             cpu_changed: BTreeSet::new(),
@@ -515,7 +517,9 @@ impl WorkConsCollector {
     pub fn finish(mut self, last_ts: Nanos) -> WorkConservation {
         self.settle();
         let end = self.end.unwrap_or(last_ts).max(self.start);
-        for w in self.tasks.values_mut() {
+        let mut tasks: Vec<(Pid, Waiter)> = std::mem::take(&mut self.tasks).into_iter().collect();
+        tasks.sort_unstable_by_key(|&(pid, _)| pid);
+        for (_, w) in &mut tasks {
             if let Some(since) = w.waiting_since.take() {
                 w.waits += 1;
                 w.wait_ns += end - since;
@@ -541,7 +545,7 @@ impl WorkConsCollector {
             }
         }
         let table = &self.table;
-        let rows: Vec<TaskWorkCons> = std::mem::take(&mut self.tasks)
+        let rows: Vec<TaskWorkCons> = tasks
             .into_iter()
             .filter(|(_, w)| w.waits > 0)
             .map(|(pid, w)| TaskWorkCons {
