@@ -29,8 +29,9 @@ pub struct BenchArgs {
     /// Threads for the seed-000 sweep.
     #[arg(long, default_value_t = 2, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub jobs: usize,
-    /// Only the benchmarks whose name contains this (run in this process;
-    /// without it each block runs in a process of its own).
+    /// Only the blocks whose name contains this: asym_min, rt-pi-push,
+    /// schbench, diff, post-after-wait, cgroups, sweep (run in this
+    /// process; without it each block runs in a process of its own).
     #[arg(long)]
     pub only: Option<String>,
     /// Print the rows only (what each block's child process does).

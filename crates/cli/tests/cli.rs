@@ -497,6 +497,13 @@ fn bench_rows_of_one_block_come_without_the_table_around_them() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("benchmark") && lines[1].starts_with("rt-pi-push"), "{out}");
     assert!(lines.last().unwrap().starts_with("targets (issue 16)"), "{out}");
+    // A row's name is not a block's: an empty table would look like a result.
+    let e = err(&["bench", "--only", "schbench-spr 1s", "--reps", "1"]);
+    assert!(e.contains("names no benchmark block") && e.contains("asym_min, rt-pi-push, schbench"), "{e}");
+    let help = ok(&["bench", "--help"]);
+    for block in schedlab_sweep::bench::BLOCKS {
+        assert!(help.contains(block), "--help names the block {block}");
+    }
 }
 
 #[test]

@@ -115,6 +115,12 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
 /// The rows alone, for the blocks `args.only` selects.
 pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
     let scenario = |name: &str| Scenario::load(&args.root.join("scenarios").join(name)).map_err(failed);
+    if let Some(o) = args.only.as_deref().filter(|o| !BLOCKS.iter().any(|b| b.contains(o))) {
+        return Err(BenchError(format!(
+            "--only {o:?} names no benchmark block; the blocks are {} (a part of a name picks every block containing it)",
+            BLOCKS.join(", ")
+        )));
+    }
     let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
     if wanted("asym_min") {
         let s = scenario("asym_min.toml")?;
