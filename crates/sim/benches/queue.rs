@@ -38,6 +38,25 @@ fn pop_push(bencher: divan::Bencher, n: usize) {
     });
 }
 
+/// As [`pop_push`], but every event is re-armed with one delay, as
+/// schbench's workers arm their sleeps: the FIFO lane takes them all.
+#[divan::bench(args = [64, 1024, 16_384])]
+fn pop_push_fixed_delay(bencher: divan::Bencher, n: usize) {
+    let mut q: EventQueue<u32> = EventQueue::with_keys(0);
+    for (i, t) in times(n).into_iter().enumerate() {
+        q.push(t, i as u32);
+    }
+    // Drain the random start into the lane's order first.
+    for _ in 0..n {
+        let (at, ev) = q.pop().expect("never empty");
+        q.push(at + 150_000, ev);
+    }
+    bencher.bench_local(|| {
+        let (at, ev) = q.pop().expect("never empty");
+        q.push(at + 150_000, ev);
+    });
+}
+
 /// Keyed re-arming (a CPU's next work boundary or tick moved): the old
 /// entry of the key is replaced.
 #[divan::bench(args = [64, 1024])]
