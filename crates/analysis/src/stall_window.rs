@@ -60,7 +60,8 @@ type Seq = (u64, Event);
 /// What the trace said before the window and still holds.
 #[derive(Clone, Default)]
 struct Records {
-    cpu_switch: BTreeMap<u32, Seq>,
+    /// By CPU: each one's last switch (a lookup per switch folded).
+    cpu_switch: Vec<Option<Seq>>,
     /// pid → its last switch and every later event about it.
     since_switch: HashMap<Pid, Vec<Seq>>,
     /// pid → its last `sched_migrate_task` and the balancer's event at that instant.
@@ -92,7 +93,11 @@ impl Records {
         let ev = &se.1;
         match ev.kind {
             EventKind::SchedSwitch { .. } => {
-                self.cpu_switch.insert(ev.cpu, *se);
+                let cpu = ev.cpu as usize;
+                if cpu >= self.cpu_switch.len() {
+                    self.cpu_switch.resize(cpu + 1, None);
+                }
+                self.cpu_switch[cpu] = Some(*se);
                 for pid in about(ev).into_iter().filter(|&p| p != 0) {
                     // The replay starts at the switch and the events at its
                     // instant before it (a dequeue's decision events).
@@ -136,7 +141,7 @@ impl Records {
     }
 
     fn events(&self) -> Vec<Seq> {
-        let mut v: Vec<Seq> = self.cpu_switch.values().copied().collect();
+        let mut v: Vec<Seq> = self.cpu_switch.iter().flatten().copied().collect();
         v.extend(self.since_switch.values().flatten().copied());
         v.extend(self.migration.values().flatten().copied());
         v.extend(self.active_queued.values().copied());
