@@ -280,16 +280,15 @@ impl CpuIdle {
                 return u64::MAX;
             }
             let avg = sum / n;
-            let variance = self
-                .intervals
-                .iter()
-                .filter(|&&v| v <= thresh)
-                .map(|&v| {
-                    let d = (v as i128 - avg as i128).unsigned_abs();
-                    d * d
-                })
-                .sum::<u128>()
-                / n as u128;
+            let kept = self.intervals.iter().copied().filter(|&v| v <= thresh);
+            // Exact in u64 while every square fits eight times over (the
+            // common case, microseconds below 2^30); u128 division is a
+            // library call and this runs at every idle entry.
+            let variance = if max < 1 << 30 {
+                u128::from(kept.map(|v| (u64::from(v).abs_diff(avg)).pow(2)).sum::<u64>() / n)
+            } else {
+                kept.map(|v| u128::from(u64::from(v).abs_diff(avg)).pow(2)).sum::<u128>() / n as u128
+            };
             let avg_sq = avg as u128 * avg as u128;
             let pattern = (avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400;
             if variance <= u64::MAX as u128 / 36 && pattern {
@@ -405,6 +404,51 @@ mod tests {
         }
         c.leave(idle, t + len);
         seen
+    }
+
+    /// The variance in u128 throughout, as before its u64 fast path.
+    fn typical_interval_u128(intervals: &[u32; INTERVALS]) -> u64 {
+        let mut thresh = u32::MAX;
+        loop {
+            let kept: Vec<u32> = intervals.iter().copied().filter(|&v| v <= thresh).collect();
+            let max = kept.iter().copied().max().unwrap_or(0);
+            if max == 0 {
+                return u64::MAX;
+            }
+            let n = kept.len() as u64;
+            let avg = kept.iter().map(|&v| v as u64).sum::<u64>() / n;
+            let variance = kept
+                .iter()
+                .map(|&v| {
+                    let d = (v as i128 - avg as i128).unsigned_abs();
+                    d * d
+                })
+                .sum::<u128>()
+                / n as u128;
+            let avg_sq = avg as u128 * avg as u128;
+            let pattern = (avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400;
+            if variance <= u64::MAX as u128 / 36 && pattern {
+                return avg * 1_000;
+            }
+            if n * 4 <= INTERVALS as u64 * 3 {
+                return u64::MAX;
+            }
+            thresh = max - 1;
+        }
+    }
+
+    #[test]
+    fn the_u64_variance_gives_the_u128_result() {
+        let mut rng = crate::rng::Rng::new(5);
+        for round in 0..50_000u64 {
+            let mut d = CpuIdle::default();
+            // Small, mixed and huge intervals (the fast path's edge is 2^30 us).
+            let scale = [10u64, 1_000, 1 << 29, 1 << 31, u32::MAX as u64][(round % 5) as usize];
+            for v in d.intervals.iter_mut() {
+                *v = rng.below_incl(scale) as u32;
+            }
+            assert_eq!(d.typical_interval(), typical_interval_u128(&d.intervals), "{:?}", d.intervals);
+        }
     }
 
     #[test]
