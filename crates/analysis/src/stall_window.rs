@@ -29,6 +29,13 @@ use crate::handoff::HandoffTracker;
 /// Events kept before a stall's signal.
 pub const LOOKBACK_NS: Nanos = 20_000_000;
 
+/// ... but no more events before the oldest open handoff's signal than
+/// this: 20 ms of a 224-CPU schbench is ~950 k events, most of a 60 s
+/// run's peak memory. The records carry what a story needs from before
+/// its signal (tests/stall_window.rs tells the same stories with no
+/// lookback at all); the lookback is a margin, and this bounds its cost.
+pub const LOOKBACK_EVENTS: usize = 1 << 16;
+
 /// The most events the window holds: a handoff that stays open (a signal
 /// nobody waits for) would otherwise keep every later event. Past it the
 /// oldest are folded anyway, and a stall whose signal went with them is
@@ -284,7 +291,10 @@ impl AttributionCollector {
         let pending = self.pending.iter().map(|p| p.0).min().unwrap_or(ev.ts);
         let oldest = self.open.first().map_or(ev.ts, |&(t, _)| t).min(ev.ts).min(pending);
         let horizon = oldest.saturating_sub(self.lookback_ns);
-        while self.window.front().is_some_and(|e| e.1.ts < horizon) || self.window.len() > self.max_window {
+        while self.window.front().is_some_and(|e| {
+            e.1.ts < horizon || (e.1.ts < oldest && self.window.len() > LOOKBACK_EVENTS)
+        }) || self.window.len() > self.max_window
+        {
             let e = self.window.pop_front().expect("checked");
             self.records.fold(&e);
         }
@@ -412,6 +422,26 @@ mod tests {
         let told = c.finish();
         assert_eq!(told.stalls.len(), 8, "every stall is still told once");
         assert_eq!(told.unexplained, 0);
+    }
+
+    /// A dense trace: 20 ms of it would be millions of events.
+    #[test]
+    fn the_lookback_holds_at_most_its_event_cap_but_never_an_open_handoffs_events() {
+        let table = process_table(1, &[(1, "wakee"), (2, "waker")], &["efd"]);
+        let mut c = AttributionCollector::new(&AttributionOptions::default(), &table, 2);
+        let resched = |ts| event(ts, 1, 2, EventKind::Resched { cpu: 1, ipi: false });
+        let n = 3 * LOOKBACK_EVENTS as u64;
+        for ts in 1..=n {
+            c.observe(&resched(ts));
+        }
+        assert_eq!(c.window.len(), LOOKBACK_EVENTS, "no handoff open: the cap, not 20 ms");
+        // Once a handoff is open, everything since its signal stays.
+        c.observe(&marker(n + 1, 1, 2, UserOp::Signal { obj: 0 }));
+        for ts in n + 2..=2 * n {
+            c.observe(&resched(ts));
+        }
+        assert!(c.window.len() as u64 >= n, "the open handoff's events are kept: {}", c.window.len());
+        assert!(c.window.len() <= n as usize + LOOKBACK_EVENTS, "and at most the cap before its signal");
     }
 
     /// Issue 21: a hog that never switches, marking a loop per nanosecond
