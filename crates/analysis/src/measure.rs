@@ -2,9 +2,9 @@
 //! "from W posting t_w to L's poll returning", matched by comm and object
 //! name so a tracefs capture of a real run is measured the same way.
 
+use rustc_hash::FxHashSet as HashSet;
 use schedlab_trace::{ftrace::user_op_name, EventKind, Nanos, Pid, Trace, UserOp};
 use serde::Serialize;
-use rustc_hash::FxHashSet as HashSet;
 
 use crate::stats::percentile;
 

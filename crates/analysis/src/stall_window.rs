@@ -291,9 +291,11 @@ impl AttributionCollector {
         let pending = self.pending.iter().map(|p| p.0).min().unwrap_or(ev.ts);
         let oldest = self.open.first().map_or(ev.ts, |&(t, _)| t).min(ev.ts).min(pending);
         let horizon = oldest.saturating_sub(self.lookback_ns);
-        while self.window.front().is_some_and(|e| {
-            e.1.ts < horizon || (e.1.ts < oldest && self.window.len() > LOOKBACK_EVENTS)
-        }) || self.window.len() > self.max_window
+        while self
+            .window
+            .front()
+            .is_some_and(|e| e.1.ts < horizon || (e.1.ts < oldest && self.window.len() > LOOKBACK_EVENTS))
+            || self.window.len() > self.max_window
         {
             let e = self.window.pop_front().expect("checked");
             self.records.fold(&e);

@@ -1,7 +1,6 @@
 //! Per-task accounting from `sched_wakeup*`, `sched_switch` and
 //! `sched_migrate_task`: the state machine `perf sched` also runs.
 
-
 use schedlab_trace::{Event, EventKind, Nanos, Pid, PrevState};
 
 use crate::sketch::{SketchSet, EXACT_SAMPLES_PER_RUN};
