@@ -267,6 +267,12 @@ impl CpuIdle {
 
     /// `get_typical_interval()`, in ns; `u64::MAX` when there is no pattern.
     fn typical_interval(&self) -> u64 {
+        self.typical_interval_with(true)
+    }
+
+    /// [`Self::typical_interval`], the variance in u64 when it fits
+    /// (`fast`) or always in u128.
+    fn typical_interval_with(&self, fast: bool) -> u64 {
         let mut thresh = u32::MAX;
         loop {
             let kept = self.intervals.iter().copied().filter(|&v| v <= thresh);
@@ -284,7 +290,7 @@ impl CpuIdle {
             // Exact in u64 while every square fits eight times over (the
             // common case, microseconds below 2^30); u128 division is a
             // library call and this runs at every idle entry.
-            let variance = if max < 1 << 30 {
+            let variance = if fast && max < 1 << 30 {
                 u128::from(kept.map(|v| (u64::from(v).abs_diff(avg)).pow(2)).sum::<u64>() / n)
             } else {
                 kept.map(|v| u128::from(u64::from(v).abs_diff(avg)).pow(2)).sum::<u128>() / n as u128
@@ -406,37 +412,6 @@ mod tests {
         seen
     }
 
-    /// The variance in u128 throughout, as before its u64 fast path.
-    fn typical_interval_u128(intervals: &[u32; INTERVALS]) -> u64 {
-        let mut thresh = u32::MAX;
-        loop {
-            let kept: Vec<u32> = intervals.iter().copied().filter(|&v| v <= thresh).collect();
-            let max = kept.iter().copied().max().unwrap_or(0);
-            if max == 0 {
-                return u64::MAX;
-            }
-            let n = kept.len() as u64;
-            let avg = kept.iter().map(|&v| v as u64).sum::<u64>() / n;
-            let variance = kept
-                .iter()
-                .map(|&v| {
-                    let d = (v as i128 - avg as i128).unsigned_abs();
-                    d * d
-                })
-                .sum::<u128>()
-                / n as u128;
-            let avg_sq = avg as u128 * avg as u128;
-            let pattern = (avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400;
-            if variance <= u64::MAX as u128 / 36 && pattern {
-                return avg * 1_000;
-            }
-            if n * 4 <= INTERVALS as u64 * 3 {
-                return u64::MAX;
-            }
-            thresh = max - 1;
-        }
-    }
-
     #[test]
     fn the_u64_variance_gives_the_u128_result() {
         let mut rng = crate::rng::Rng::new(5);
@@ -447,7 +422,7 @@ mod tests {
             for v in d.intervals.iter_mut() {
                 *v = rng.below_incl(scale) as u32;
             }
-            assert_eq!(d.typical_interval(), typical_interval_u128(&d.intervals), "{:?}", d.intervals);
+            assert_eq!(d.typical_interval(), d.typical_interval_with(false), "{:?}", d.intervals);
         }
     }
 
