@@ -55,9 +55,12 @@ pub(crate) enum Ev {
         gen: u64,
     },
     /// An IPI (or a polling idle CPU noticing its flag) is handled.
+    /// `polled`: a polling idle CPU that only sees its flag (no interrupt
+    /// to take, so no `ipi_receive` time).
     Ipi {
         cpu: usize,
         kind: IpiKind,
+        polled: bool,
     },
     /// A polling idle state's time limit (`poll_idle()`): the governor
     /// chooses again. `gen` is the CPU's idle generation when it was armed.
@@ -222,7 +225,7 @@ impl<'a> Engine<'a> {
         let mut ipis = std::mem::take(&mut self.out.ipis);
         for ipi in ipis.drain(..) {
             let delay = self.hw.ipi_latency(ipi.from, ipi.cpu, ipi.polled, ipi.idle, self.now);
-            self.queue.push(self.now + delay, Ev::Ipi { cpu: ipi.cpu, kind: ipi.kind });
+            self.queue.push(self.now + delay, Ev::Ipi { cpu: ipi.cpu, kind: ipi.kind, polled: ipi.polled });
         }
         self.out.ipis = ipis;
     }
@@ -500,19 +503,25 @@ impl<'a> Engine<'a> {
                 self.drain();
                 self.replan_if_running(w.from);
             }
-            Ev::Ipi { cpu, kind: IpiKind::Resched } => {
-                self.on_interrupt(cpu, |e| {
-                    e.preempt_point(cpu);
-                });
-            }
-            Ev::Ipi { cpu, kind: IpiKind::NohzKick } => {
-                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::nohz_csd_func));
-            }
-            Ev::Ipi { cpu, kind: IpiKind::RtPushWork } => {
-                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::rto_push_irq_work_func));
-            }
-            Ev::Ipi { cpu, kind: IpiKind::CallFunction } => {
-                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::sched_ttwu_pending));
+            Ev::Ipi { cpu, kind, polled } => {
+                if !polled {
+                    // The interrupt's entry, dispatch and exit take the
+                    // CPU's time: its current thread's, or on an idle CPU
+                    // the woken one's (whoever runs next starts that much later).
+                    self.pending_ns[cpu] += self.hw.costs().kernel.ipi_receive_ns;
+                }
+                match kind {
+                    IpiKind::Resched => self.on_interrupt(cpu, |e| {
+                        e.preempt_point(cpu);
+                    }),
+                    IpiKind::NohzKick => self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::nohz_csd_func)),
+                    IpiKind::RtPushWork => self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::rto_push_irq_work_func)),
+                    IpiKind::CallFunction => self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::sched_ttwu_pending)),
+                }
+                if self.kernel.curr(cpu).is_none() {
+                    // Nothing was woken: the idle CPU's time delays nobody.
+                    self.pending_ns[cpu] = 0;
+                }
             }
             Ev::Timer { thread, gen, cpu, exited } => {
                 if gen == self.threads[thread].timer_gen && self.threads[thread].blocked == Blocked::Sleep {

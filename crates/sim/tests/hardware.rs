@@ -554,3 +554,26 @@ fn a_remote_wakeup_lands_after_its_selection_time() {
     let (f, s) = (median(free_handoffs), median(slow_handoffs));
     assert_eq!(s - f, 3_000, "the handoff grows by the selection: {f} ns without, {s} ns with");
 }
+
+#[test]
+fn an_ipis_receipt_delays_the_task_it_wakes_but_a_polled_flag_costs_nothing() {
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let handoff = |idle: &str, kernel: &str, gap: &str| {
+        let r = sim(&with_topology(&format!("{MACHINE}{idle}{kernel}"), &kick_after(gap)), 1);
+        let h = handoffs(&r, "sleeper");
+        assert!(h.len() > 50, "{} handoffs", h.len());
+        (median(h), without_ipi(&r, 1))
+    };
+    let receive = "[costs.kernel]\nipi_receive = \"10us\"\n";
+    // A halted CPU 1 takes the IPI: the sleeper's first op waits for it.
+    let halt = "[idle]\ngovernor = \"none\"\n[[idle.states]]\nname = \"HLT\"\nexit_latency = \"1us\"\n";
+    let ((free, _), (costly, _)) = (handoff(halt, "", "50us"), handoff(halt, receive, "50us"));
+    assert_eq!(costly - free, 10_000, "the handoff is the receipt longer: {free} ns, then {costly} ns");
+    // haltpoll's poll window sees short idles' flags, with no interrupt.
+    let ((free, flags), (costly, _)) = (handoff(HALTPOLL, "", "20us"), handoff(HALTPOLL, receive, "20us"));
+    assert!(flags > 50, "woken by flag: {flags}");
+    assert_eq!(costly, free, "a polled wakeup takes no IPI");
+}

@@ -105,6 +105,8 @@ pub(crate) struct KernelCostsFile {
     pub ipi_send: Option<Spanned<DurationNs>>,
     pub ipi_send_by_idle: Option<Vec<Spanned<ExitPointFile>>>,
     pub remote_rq: Option<Spanned<DurationNs>>,
+    pub balance_per_cpu: Option<Spanned<DurationNs>>,
+    pub ipi_receive: Option<Spanned<DurationNs>>,
 }
 
 /// One `[[noise]]` entry.

@@ -217,6 +217,17 @@ pub struct KernelCosts {
     /// host stops polling for it, its own CPU goes deeper); on bare metal
     /// the APIC write does not care and the curve is left out.
     pub ipi_send_by_idle: Vec<ExitPoint>,
+    /// Each CPU whose runqueue a `sched_balance_rq()` reads
+    /// (`update_sg_lb_stats()` over the domain's span), on the balancing
+    /// CPU: periodic, newidle and nohz idle balancing alike. When set, the
+    /// newidle gate (`avg_idle` against `max_newidle_lb_cost`) weighs this
+    /// instead of `[costs] newidle_balance_ns_per_cpu`, as the kernel
+    /// weighs the time its balance took.
+    pub balance_per_cpu_ns: u64,
+    /// Taking one IPI on the target: entry, the handler's dispatch
+    /// (`scheduler_ipi()`, the call-function queue), exit. None for a
+    /// polling idle CPU, which only sees its flag.
+    pub ipi_receive_ns: u64,
 }
 
 impl KernelCosts {

@@ -234,6 +234,11 @@ impl Kernel {
                 *continue_balancing = false;
                 return self.lb_out_balanced(&mut env, parent_group_id);
             }
+            // The statistics pass reads every CPU of the domain (the
+            // redo after a pinned busiest reads them again).
+            self.charge(
+                self.topo.costs.kernel.balance_per_cpu_ns * self.domains.cpus[this_cpu].domains[sd].span_weight as u64,
+            );
             let Some(group) = self.sched_balance_find_src_group(&mut env) else {
                 return self.lb_out_balanced(&mut env, parent_group_id);
             };

@@ -425,9 +425,14 @@ impl Kernel {
         }
     }
 
-    /// Modeled cost of one newidle `sched_balance_rq()` on domain `sd`.
+    /// Modeled cost of one newidle `sched_balance_rq()` on domain `sd`:
+    /// the CPU time it is charged (`[costs.kernel] balance_per_cpu`) when
+    /// that is set, as the kernel measures its balance's own time, else
+    /// `[costs] newidle_balance_ns_per_cpu` (a figure the gate alone uses).
     fn newidle_cost(&self, cpu: usize, sd: usize) -> u64 {
-        self.topo.costs.newidle_balance_ns_per_cpu * self.domains.cpus[cpu].domains[sd].span_weight as u64
+        let charged = self.topo.costs.kernel.balance_per_cpu_ns;
+        let per_cpu = if charged > 0 { charged } else { self.topo.costs.newidle_balance_ns_per_cpu };
+        per_cpu * self.domains.cpus[cpu].domains[sd].span_weight as u64
     }
 
     /// `sched_balance_newidle()`: a CPU about to go idle tries to pull work,

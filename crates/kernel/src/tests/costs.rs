@@ -154,3 +154,54 @@ fn wakers_selecting_at_once_can_choose_the_same_idle_cpu() {
     assert!(!k.rqs[3].ttwu_pending);
     k.check_invariants().unwrap();
 }
+
+/// CPU 1's only task blocks while three movable tasks share CPU 0: the
+/// newidle balance pulls one. The kernel, and what CPU 1 was charged.
+fn newidle_pull(balance_per_cpu: &str) -> (TestKernel, u64) {
+    let text =
+        MACHINE.replace("[costs.kernel]\n", &format!("[costs.kernel]\nbalance_per_cpu = \"{balance_per_cpu}\"\n"));
+    let topo = Topology::from_toml_str("costs.toml", &text).unwrap();
+    let mut k = super::common::kernel_with(topo, "6.12", &["NO_NI_RANDOM"], 1);
+    let movable: Vec<_> = (1..=3).map(|pid| add(&mut k, pid, "0-1", 0)).collect();
+    let s = add(&mut k, 9, "1", 1);
+    for &t in movable.iter().chain([&s]) {
+        start(&mut k, t, 0);
+    }
+    k.rqs[1].avg_idle = 1_000_000;
+    let ns = block_on_cpu1(&mut k, 200 * US);
+    (k, ns)
+}
+
+/// CPU 1's current task blocks at `now`; what CPU 1 is charged.
+fn block_on_cpu1(k: &mut TestKernel, now: u64) -> u64 {
+    k.sync_curr(1, now);
+    k.cpu_ns.clear();
+    k.events.clear();
+    k.set_current_state(1, TaskState::Interruptible);
+    k.schedule(1, now, false);
+    k.check_invariants().unwrap();
+    charged(k, 1).0
+}
+
+#[test]
+fn balancing_pays_for_each_cpu_it_reads_and_the_newidle_gate_weighs_it() {
+    // The pull at the first domain (CPUs 0-1) read 2 CPUs' statistics.
+    let (k0, base) = newidle_pull("0ns");
+    let (k1, with) = newidle_pull("40ns");
+    assert!(k0.curr(1).is_some() && k1.curr(1).is_some(), "both pulled a task");
+    assert_eq!(with - base, 2 * 40, "{:?} against {:?}", k1.cpu_ns, k0.cpu_ns);
+
+    // At 50 us per CPU read the domain's balance costs 100 us, and the gate
+    // learns that figure: 80 us of expected idle no longer covers it...
+    let (mut k, _) = newidle_pull("50us");
+    assert_eq!(k.sd_state[1][0].max_newidle_lb_cost, 2 * 50 * US);
+    k.rqs[1].avg_idle = 80 * US;
+    let ns = block_on_cpu1(&mut k, 400 * US);
+    assert_eq!(k.curr(1), None, "CPU 1 idles");
+    assert!(ns < 100 * US, "no balance ran: {:?}", k.cpu_ns);
+    // ...and 1 ms does: the same balance pulls again.
+    let (mut k, _) = newidle_pull("50us");
+    let ns = block_on_cpu1(&mut k, 400 * US);
+    assert!(k.curr(1).is_some(), "a task was pulled");
+    assert!(ns >= 100 * US, "{:?}", k.cpu_ns);
+}

@@ -45,6 +45,8 @@ pub(super) fn kernel_costs(ctx: &Ctx, f: KernelCostsFile) -> Result<KernelCosts,
         wakelist_ns: cost(ctx, f.wakelist, "wakelist", 0)?,
         ipi_send_ns: cost(ctx, f.ipi_send, "ipi_send", 0)?,
         ipi_send_by_idle: curve(ctx, f.ipi_send_by_idle, "ipi_send_by_idle")?,
+        balance_per_cpu_ns: cost(ctx, f.balance_per_cpu, "balance_per_cpu", 0)?,
+        ipi_receive_ns: cost(ctx, f.ipi_receive, "ipi_receive", 0)?,
     })
 }
 
