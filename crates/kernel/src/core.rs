@@ -457,8 +457,10 @@ impl Kernel {
         r
     }
 
-    /// Timers go out with the rest of the entry point's requests.
+    /// Timers go out with the rest of the entry point's requests; arming
+    /// one costs the executing CPU `[costs.kernel] hrtimer`.
     pub(crate) fn request_timer(&mut self, t: TimerRequest) {
+        self.charge(self.topo.costs.kernel.hrtimer_ns);
         self.out.timers.push(t);
     }
 

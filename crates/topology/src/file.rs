@@ -107,6 +107,7 @@ pub(crate) struct KernelCostsFile {
     pub remote_rq: Option<Spanned<DurationNs>>,
     pub balance_per_cpu: Option<Spanned<DurationNs>>,
     pub ipi_receive: Option<Spanned<DurationNs>>,
+    pub hrtimer: Option<Spanned<DurationNs>>,
 }
 
 /// One `[[noise]]` entry.

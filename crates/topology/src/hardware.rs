@@ -228,6 +228,11 @@ pub struct KernelCosts {
     /// (`scheduler_ipi()`, the call-function queue), exit. None for a
     /// polling idle CPU, which only sees its flag.
     pub ipi_receive_ns: u64,
+    /// Programming an hrtimer, on the CPU that does it: each start of the
+    /// fair server's timer and of a bandwidth timer (`hrtimer_start()`,
+    /// reprogramming the clock event device). Simplified: cancels
+    /// (`hrtimer_try_to_cancel()` in `dl_server_stop()`) cost nothing.
+    pub hrtimer_ns: u64,
 }
 
 impl KernelCosts {

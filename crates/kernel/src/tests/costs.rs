@@ -205,3 +205,22 @@ fn balancing_pays_for_each_cpu_it_reads_and_the_newidle_gate_weighs_it() {
     assert!(k.curr(1).is_some(), "a task was pulled");
     assert!(ns >= 100 * US, "{:?}", k.cpu_ns);
 }
+
+#[test]
+fn arming_an_hrtimer_costs_the_cpu_that_does_it() {
+    // A fair task's first enqueue on an empty CPU starts the fair server,
+    // deferred: its zero-laxity timer is armed there. What CPU 0 pays.
+    let start = |hrtimer: &str| {
+        let text = MACHINE.replace("[costs.kernel]\n", &format!("[costs.kernel]\nhrtimer = \"{hrtimer}\"\n"));
+        let topo = Topology::from_toml_str("costs.toml", &text).unwrap();
+        let mut k = super::common::kernel_with(topo, "6.12", &[], 1);
+        let a = add(&mut k, 1, "0", 0);
+        k.cpu_ns.clear();
+        k.wake_up_new_task(a, 0, 0);
+        let armed = k.timers.iter().filter(|t| t.what == crate::TimerKind::FairServer && t.cpu == 0).count();
+        (charged(&k, 0).0, armed as u64)
+    };
+    let ((base, armed0), (with, armed)) = (start("0ns"), start("300ns"));
+    assert_eq!((armed0, armed), (1, 1), "the server's timer is armed once");
+    assert_eq!(with - base, 300, "one hrtimer_start()");
+}

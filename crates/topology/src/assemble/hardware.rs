@@ -47,6 +47,7 @@ pub(super) fn kernel_costs(ctx: &Ctx, f: KernelCostsFile) -> Result<KernelCosts,
         ipi_send_by_idle: curve(ctx, f.ipi_send_by_idle, "ipi_send_by_idle")?,
         balance_per_cpu_ns: cost(ctx, f.balance_per_cpu, "balance_per_cpu", 0)?,
         ipi_receive_ns: cost(ctx, f.ipi_receive, "ipi_receive", 0)?,
+        hrtimer_ns: cost(ctx, f.hrtimer, "hrtimer", 0)?,
     })
 }
 

@@ -699,7 +699,8 @@ fn kernel_costs(o: &mut String, m: &Measured) {
 fn other_kernel_costs(o: &mut String) {
     let _ = writeln!(
         o,
-        "# enqueue, dequeue, select, select_per_cpu, wakelist, remote_rq, balance_per_cpu, ipi_receive: 0\n\
+        "# enqueue, dequeue, select, select_per_cpu, wakelist, remote_rq, balance_per_cpu, ipi_receive,\n\
+         # hrtimer: 0\n\
          # [assumed: inside the probed context_switch_ns and syscall_ns, or not measured]"
     );
 }
