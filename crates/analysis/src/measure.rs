@@ -55,7 +55,6 @@ impl MeasureResult {
 
 struct Matcher {
     pids: HashSet<Pid>,
-    comms: Vec<String>,
     op: String,
     object: Option<u32>,
     /// The object is named but absent from this trace: nothing matches.
@@ -68,17 +67,9 @@ impl Matcher {
         let object = m.object.as_ref().map(|o| table.objects.iter().position(|n| n == o));
         Matcher {
             pids,
-            comms: m.comms.clone(),
             op: m.op.clone(),
             object: object.flatten().map(|i| i as u32),
             never: matches!(object, Some(None)),
-        }
-    }
-
-    /// A task created mid-run: its markers count when its comm is one of ours.
-    fn task_new(&mut self, pid: Pid, comm: &str) {
-        if self.comms.iter().any(|c| c == comm) {
-            self.pids.insert(pid);
         }
     }
 
@@ -139,13 +130,6 @@ impl MeasureCollector {
             moved: 0,
             moved_now: false,
         }
-    }
-
-    /// A task created mid-run (`fork`), before its first event: a stream
-    /// learns of it here, as a whole trace's table already lists it.
-    pub fn task_new(&mut self, pid: Pid, info: &schedlab_trace::TaskInfo) {
-        self.from.task_new(pid, &info.comm);
-        self.to.task_new(pid, &info.comm);
     }
 
     pub fn observe(&mut self, ev: &schedlab_trace::Event) {
@@ -282,22 +266,6 @@ mod tests {
         let r = measure(&t, &spec(None), 3000);
         assert_eq!((r.intervals_ns.clone(), r.moved), (vec![300, 300], 1));
         assert!(render_measures(&[r]).contains("moved 1/2"));
-    }
-
-    #[test]
-    fn a_stream_counts_the_markers_of_a_task_it_heard_of_mid_run() {
-        // L (pid 2) forked mid-run: the whole trace's table lists it, a
-        // stream learns of it through task_new() before its first marker.
-        let t = trace(&[(100, 1, UserOp::Post { obj: 0 }), (400, 2, UserOp::PollDone { obj: 0 })]);
-        let whole = measure(&t, &spec(None), 500);
-        assert_eq!(whole.intervals_ns, vec![300]);
-        let mut at_start = t.table.clone();
-        let forked = at_start.tasks.remove(&2).unwrap();
-        let mut c = MeasureCollector::new(&at_start, &spec(None));
-        c.observe(&t.events[0]);
-        c.task_new(2, &forked);
-        c.observe(&t.events[1]);
-        assert_eq!(c.finish(500), whole);
     }
 
     #[test]

@@ -119,7 +119,6 @@ impl DiffCollector {
         self.stream.task_new(run, pid, info);
         let side = self.sides[run].as_mut().expect("start() first");
         side.table.tasks.insert(pid, info.clone());
-        side.measures.iter_mut().for_each(|m| m.task_new(pid, info));
     }
 
     /// Run `run`'s next event.

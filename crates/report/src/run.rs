@@ -101,9 +101,6 @@ impl ReportCollector {
             w.task_new(pid, info, allowed.clone());
         }
         self.attribution.task_new(pid, info, allowed);
-        for m in &mut self.measures {
-            m.task_new(pid, info);
-        }
     }
 
     pub fn observe(&mut self, ev: &schedlab_trace::Event) {
