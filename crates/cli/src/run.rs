@@ -398,11 +398,8 @@ impl TraceObserver for Streamed<'_> {
     }
 
     fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-        // A forked thread may use its table's CPUs (it starts on its
-        // parent's mask for the few instructions before it sets them).
-        let allowed = self.scenario.forked_spec(&info.comm).map(|t| t.affinity.to_u32_vec());
         if let Some(c) = self.collector.as_mut() {
-            c.task_new(pid, info, allowed);
+            c.task_forked(self.scenario, pid, info);
         }
         if let Some(f) = self.ftrace.as_mut() {
             f.task_new(pid, info);

@@ -114,10 +114,8 @@ impl TraceObserver for SideObserver<'_> {
     }
 
     fn task_new(&mut self, pid: Pid, info: &TaskInfo) {
-        let s = self.scenario;
-        let allowed: Option<Vec<u32>> = s.forked_spec(&info.comm).map(|t| t.affinity.to_u32_vec());
         for c in self.full.iter_mut().chain(self.tp.iter_mut()) {
-            c.task_new(pid, info, allowed.clone());
+            c.task_forked(self.scenario, pid, info);
         }
     }
 

@@ -90,6 +90,14 @@ impl ReportCollector {
         }
     }
 
+    /// A thread `scenario`'s run forked, before its first event: it may use
+    /// its template's CPUs (it starts on its parent's mask for the few
+    /// instructions before it sets them).
+    pub fn task_forked(&mut self, scenario: &Scenario, pid: Pid, info: &schedlab_trace::TaskInfo) {
+        let allowed = scenario.forked_spec(&info.comm).map(|t| t.affinity.to_u32_vec());
+        self.task_new(pid, info, allowed);
+    }
+
     /// A task created mid-run (a `fork`), before its first event: its
     /// comm, and the CPUs it may use (`None`: every CPU).
     pub fn task_new(&mut self, pid: Pid, info: &schedlab_trace::TaskInfo, allowed: Option<Vec<u32>>) {

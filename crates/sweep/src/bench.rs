@@ -259,9 +259,8 @@ fn run_and_report(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
             self.collector = Some(ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), grace));
         }
         fn task_new(&mut self, pid: Pid, info: &schedlab_trace::TaskInfo) {
-            let allowed = self.scenario.forked_spec(&info.comm).map(|t| t.affinity.to_u32_vec());
             if let Some(c) = self.collector.as_mut() {
-                c.task_new(pid, info, allowed);
+                c.task_forked(self.scenario, pid, info);
             }
         }
         fn event(&mut self, e: &schedlab_trace::Event) {
