@@ -66,11 +66,11 @@ pub enum CliError {
     /// A real run's capture could take more memory than the budget.
     #[error(
         "the capture may take up to {need}: {cpus} CPUs x {buffer_kb} KB of ring buffer (the kernel's), \
-         read back as text and parsed (about 3.8 times the ring's bytes), more than {budget}. \
+         read back as text and parsed (about {factor:.1} times the ring's bytes), more than {budget}. \
          Lower --buffer-kb or shorten --duration (the default buffer is 2 MB per CPU per second of run), \
          or raise the limit with {raise_with}"
     )]
-    CaptureTooLarge { cpus: u64, buffer_kb: u64, need: String, budget: String, raise_with: String },
+    CaptureTooLarge { cpus: u64, buffer_kb: u64, factor: f64, need: String, budget: String, raise_with: String },
     /// `schedlab bench` could not run one of its blocks.
     #[error("bench: {0}")]
     Bench(String),

@@ -106,6 +106,7 @@ pub(crate) fn real_run(
         return Err(CliError::CaptureTooLarge {
             cpus: size.cpus,
             buffer_kb: size.buffer_kb,
+            factor: schedlab_runner::read_back_factor(),
             need: schedlab_sim::gib(size.bytes),
             budget: format!("{} ({})", schedlab_sim::gib(budget.bytes), budget.origin),
             raise_with: budget.raise_with.clone(),

@@ -161,6 +161,12 @@ pub fn capture_size(scenario: &Scenario, opts: &RealOptions) -> Result<CaptureSi
     Ok(CaptureSize { cpus, buffer_kb, bytes: capture_bytes(cpus, buffer_kb) })
 }
 
+/// What reading a full ring back costs on top of the ring, per ring byte:
+/// its events as text, then parsed (about 3.8).
+pub fn read_back_factor() -> f64 {
+    (TEXT_BYTES_PER_EVENT + PARSED_BYTES_PER_EVENT) as f64 / RING_BYTES_PER_EVENT as f64
+}
+
 /// The memory of `cpus` full ring buffers of `buffer_kb` each, read and parsed.
 pub fn capture_bytes(cpus: u64, buffer_kb: u64) -> u64 {
     let ring = cpus.saturating_mul(buffer_kb).saturating_mul(1024);
@@ -281,10 +287,12 @@ mod tests {
     fn a_full_capture_costs_its_ring_then_its_text_and_parse() {
         // 2 CPUs x 8 MB: the ring itself, then each of its ~53-byte events
         // as a 138-byte line and a 64-byte parsed event: 4.8 times the ring
-        // in all, as the docs say (the error's 3.8 is the text and parse).
+        // in all, as the docs say (the error's read_back_factor, 3.8, is
+        // the text and parse).
         let ring = 2 * 8192 * 1024;
         let ratio = capture_bytes(2, 8192) as f64 / ring as f64;
         assert!((4.7..4.9).contains(&ratio), "{ratio}");
+        assert!((ratio - 1.0 - read_back_factor()).abs() < 0.01, "the ring, then the factor on top");
         assert_eq!(capture_bytes(4, 8192), 2 * capture_bytes(2, 8192), "per CPU");
         assert_eq!(capture_bytes(u64::MAX, u64::MAX), u64::MAX, "saturates instead of wrapping");
     }
