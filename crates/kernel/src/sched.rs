@@ -492,6 +492,10 @@ pub struct Rq {
     pub rto_push_pending: bool,
     /// `rq->fair_server`.
     pub fair_server: crate::deadline::FairServer,
+    /// When the last modeled holder of `rq->__lock` lets it go, by the
+    /// charged time of the CPU that held it (`Kernel::rq_lock`): another
+    /// CPU reaching the lock earlier spins until then.
+    pub lock_free_at: u64,
 }
 
 impl Rq {
@@ -539,6 +543,7 @@ impl Rq {
                 idle_since: Some(0),
                 ..crate::deadline::FairServer::new(crate::deadline::FAIR_SERVER_RUNTIME)
             },
+            lock_free_at: 0,
         }
     }
 }

@@ -81,7 +81,7 @@ impl Kernel {
         }
         let cpu = self.tasks[t as usize].cpu;
         // __task_rq_lock(): the wakee's runqueue, wherever it is.
-        self.charge_rq_lock(cpu);
+        self.rq_lock(cpu);
         self.update_rq_clock(cpu);
         let delayed = self.tasks[t as usize].se.sched_delayed;
         if delayed {
@@ -90,6 +90,7 @@ impl Kernel {
                 let (pid, lag) = (self.tasks[t as usize].pid, self.tasks[t as usize].se.vlag);
                 self.dequeue_task(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED | DEQUEUE_NOCLOCK);
                 self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::DequeuedAtWakeup, lag });
+                self.rq_unlock(cpu);
                 return false;
             }
             self.emit_ttwu(t, WakePath::Runnable { delayed: true }, cpu);
@@ -101,6 +102,7 @@ impl Kernel {
             self.wakeup_preempt(cpu, t, wake_flags);
         }
         self.ttwu_do_wakeup(t);
+        self.rq_unlock(cpu);
         true
     }
 
@@ -179,6 +181,8 @@ impl Kernel {
             if k.rqs[cpu].wake_list.is_empty() {
                 return;
             }
+            // One lock for the whole list: what TTWU_QUEUE saves the wakers.
+            k.rq_lock(cpu);
             k.update_rq_clock(cpu);
             let mut list = std::mem::take(&mut k.rqs[cpu].wake_list);
             for &t in &list {
@@ -213,6 +217,7 @@ impl Kernel {
                 k.rqs[cpu].wake_list = list; // keep the buffer
                 k.rqs[cpu].ttwu_pending = false;
             }
+            k.rq_unlock(cpu);
         })
     }
 
@@ -249,10 +254,11 @@ impl Kernel {
         if self.ttwu_queue_wakelist(t, cpu, wake_flags) {
             return;
         }
-        self.charge_rq_lock(cpu);
+        self.rq_lock(cpu);
         self.update_rq_clock(cpu);
         self.emit_ttwu(t, WakePath::Activate, cpu);
         self.ttwu_do_activate(cpu, t, wake_flags);
+        self.rq_unlock(cpu);
     }
 
     /// `select_task_rq()`: the class's choice when the task may move, then

@@ -224,3 +224,82 @@ fn arming_an_hrtimer_costs_the_cpu_that_does_it() {
     assert_eq!((armed0, armed), (1, 1), "the server's timer is armed once");
     assert_eq!(with - base, 300, "one hrtimer_start()");
 }
+
+/// One LLC of four CPUs: a wakeup onto a busy CPU of it takes the target's
+/// runqueue lock from the waker unless TTWU_QUEUE_DEFAULT sends it through
+/// the wakelist.
+const ONE_LLC: &str = r#"
+hz = 1000
+preempt = "full"
+[layout]
+cores_per_llc = 4
+[costs.kernel]
+enqueue = "100ns"
+remote_rq = "200ns"
+"#;
+
+/// Three sleepers pinned to CPU 0 (no selection to pay), a hog running
+/// there; a time after the setup, whose charges are cleared.
+fn three_sleepers_behind_a_hog(settings: &[&str]) -> (TestKernel, Vec<crate::TaskId>, u64) {
+    let topo = Topology::from_toml_str("one-llc.toml", ONE_LLC).unwrap();
+    let mut k = super::common::kernel_with(topo, "6.12", settings, 1);
+    let sleepers: Vec<_> = (1..=3).map(|pid| add(&mut k, pid, "0", 0)).collect();
+    let mut now = 0;
+    for &t in &sleepers {
+        start(&mut k, t, now);
+        now += 100 * US;
+        k.sync_curr(0, now);
+        if k.curr(0) != Some(t) {
+            k.schedule(0, now, true);
+        }
+        k.set_current_state(0, TaskState::Interruptible);
+        k.schedule(0, now, false);
+        k.finish_task_switch(0);
+    }
+    let hog = add(&mut k, 4, "0", 0);
+    start(&mut k, hog, now);
+    assert_eq!(k.curr(0), Some(hog));
+    k.cpu_ns.clear();
+    k.ipis.clear();
+    (k, sleepers, now + 100 * US)
+}
+
+#[test]
+fn wakers_locking_one_runqueue_at_once_wait_for_each_other() {
+    // CPUs 1-3 wake a task onto busy CPU 0 at the same instant, each
+    // activating it under CPU 0's lock (200 ns of lines + 100 ns of
+    // enqueue): the second spins through the first's hold, the third
+    // through both.
+    let (mut k, sleepers, now) = three_sleepers_behind_a_hog(&["NO_DELAY_DEQUEUE"]);
+    for (waker, &t) in (1..=3).zip(&sleepers) {
+        assert!(k.try_to_wake_up(t, now, waker, 0));
+        assert!(k.tasks[t as usize].se.on_rq, "activated by the waker, not queued on the wakelist");
+    }
+    let paid: Vec<u64> = (1..=3).map(|c| charged(&k, c).0).collect();
+    assert_eq!(paid, [300, 600, 900], "each waker's spin, lines and enqueue: {:?}", k.cpu_ns);
+    assert_eq!(k.rq_lock_wait_ns(), 300 + 600);
+    k.check_invariants().unwrap();
+
+    // A waker that comes once the others are done finds the lock free.
+    let (mut k, sleepers, now) = three_sleepers_behind_a_hog(&["NO_DELAY_DEQUEUE"]);
+    k.try_to_wake_up(sleepers[0], now, 1, 0);
+    k.try_to_wake_up(sleepers[1], now + 300, 2, 0);
+    assert_eq!((charged(&k, 1).0, charged(&k, 2).0, k.rq_lock_wait_ns()), (300, 300, 0));
+}
+
+#[test]
+fn the_wakelist_leaves_the_activations_to_the_target_under_one_lock() {
+    // TTWU_QUEUE_DEFAULT: the same wakeups go through CPU 0's wakelist;
+    // the wakers pay only the list add (free here) and nobody spins, and
+    // CPU 0 does the three enqueues itself when it takes its list.
+    let (mut k, sleepers, now) = three_sleepers_behind_a_hog(&["NO_DELAY_DEQUEUE", "TTWU_QUEUE_DEFAULT"]);
+    for (waker, &t) in (1..=3).zip(&sleepers) {
+        assert!(k.try_to_wake_up(t, now, waker, 0));
+    }
+    assert!(sleepers.iter().all(|&t| !k.tasks[t as usize].se.on_rq) && k.rqs[0].wake_list.len() == 3);
+    assert_eq!((1..=3).map(|c| charged(&k, c).0).sum::<u64>(), 0);
+    k.sched_ttwu_pending(0, now + 2 * US);
+    assert!(sleepers.iter().all(|&t| k.tasks[t as usize].se.on_rq));
+    assert_eq!((charged(&k, 0).0, k.rq_lock_wait_ns()), (300, 0));
+    k.check_invariants().unwrap();
+}
