@@ -91,20 +91,15 @@ fn a_wakelist_wakeup_splits_its_cost_between_waker_and_target() {
     assert_eq!(charged(&k, target as u32).0, 100, "the enqueue, on the target: {:?}", k.cpu_ns);
 }
 
-/// One LLC of four CPUs whose wakeup selection takes time.
-const SLOW_SELECT: &str = r#"
-hz = 1000
-preempt = "full"
-[layout]
-cores_per_llc = 4
-[costs.kernel]
-select = "200ns"
-select_per_cpu = "10ns"
-"#;
+/// One LLC of four CPUs with these `[costs.kernel]` lines.
+fn one_llc(name: &str, kernel_costs: &str) -> Topology {
+    let text = format!("hz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 4\n[costs.kernel]\n{kernel_costs}");
+    Topology::from_toml_str(name, &text).unwrap()
+}
 
 /// Two tasks allowed on CPUs 2-3 that both last ran, and now sleep, on CPU 2.
 fn two_sleepers_of_cpu2() -> (TestKernel, crate::TaskId, crate::TaskId, u64) {
-    let topo = Topology::from_toml_str("slow-select.toml", SLOW_SELECT).unwrap();
+    let topo = one_llc("slow-select.toml", "select = \"200ns\"\nselect_per_cpu = \"10ns\""); // its selection takes time
     let mut k = super::common::kernel_with(topo, "6.12", &["NO_DELAY_DEQUEUE"], 1);
     let (a, b) = (add(&mut k, 1, "2-3", 2), add(&mut k, 2, "2-3", 2));
     let mut now = 0;
@@ -225,23 +220,11 @@ fn arming_an_hrtimer_costs_the_cpu_that_does_it() {
     assert_eq!(with - base, 300, "one hrtimer_start()");
 }
 
-/// One LLC of four CPUs: a wakeup onto a busy CPU of it takes the target's
-/// runqueue lock from the waker unless TTWU_QUEUE_DEFAULT sends it through
-/// the wakelist.
-const ONE_LLC: &str = r#"
-hz = 1000
-preempt = "full"
-[layout]
-cores_per_llc = 4
-[costs.kernel]
-enqueue = "100ns"
-remote_rq = "200ns"
-"#;
-
 /// Three sleepers pinned to CPU 0 (no selection to pay), a hog running
-/// there; a time after the setup, whose charges are cleared.
+/// there, in one LLC: a wakeup onto busy CPU 0 takes its runqueue lock from
+/// the waker unless TTWU_QUEUE_DEFAULT sends it through the wakelist; a time after the setup, whose charges are cleared.
 fn three_sleepers_behind_a_hog(settings: &[&str]) -> (TestKernel, Vec<crate::TaskId>, u64) {
-    let topo = Topology::from_toml_str("one-llc.toml", ONE_LLC).unwrap();
+    let topo = one_llc("one-llc.toml", "enqueue = \"100ns\"\nremote_rq = \"200ns\"");
     let mut k = super::common::kernel_with(topo, "6.12", settings, 1);
     let sleepers: Vec<_> = (1..=3).map(|pid| add(&mut k, pid, "0", 0)).collect();
     let mut now = 0;
