@@ -18,17 +18,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{spin, Calibration};
 use crate::sys::{
-    now_ns, realtime_ns, sched_setattr, set_affinity, sleep_until, EventFd, LockOutcome, PthreadCond, PthreadMutex,
-    SchedAttr, WaitOutcome,
+    now_ns, realtime_ns, sched_setattr, set_affinity, sleep_until, EventFd, Futex, LockOutcome, PthreadCond,
+    PthreadMutex, SchedAttr, WaitOutcome,
 };
 
 /// A workload object, shared by the threads.
 pub enum Obj {
     Eventfd(EventFd),
+    Futex(Futex),
     /// 0 = not posted; else the CLOCK_MONOTONIC ns of the post.
     Flag(AtomicU64),
     Mutex(PthreadMutex),
-    /// schbench's `xlist`: eventfds to post, pushed by `list_add`, taken by `wake_list`.
+    /// schbench's `xlist`: futexes to post, pushed by `list_add`, taken by `wake_list`.
     WakeList(SpinList),
     /// schbench's `per_cpu_locks`: one spin-trylock per possible CPU (1 = held).
     CpuLocks(Vec<AtomicBool>),
@@ -157,6 +158,7 @@ impl Shared {
             .map(|o| {
                 Ok(match o.kind {
                     ObjKind::Eventfd => Obj::Eventfd(EventFd::new()?),
+                    ObjKind::Futex => Obj::Futex(Futex::default()),
                     ObjKind::Flag => Obj::Flag(AtomicU64::new(0)),
                     ObjKind::Mutex { pi } => Obj::Mutex(PthreadMutex::new(pi)?),
                     ObjKind::WakeList => Obj::WakeList(SpinList::default()),
@@ -198,6 +200,7 @@ impl Shared {
                 Obj::Eventfd(e) => {
                     let _ = e.signal(1);
                 }
+                Obj::Futex(f) => f.wake_all(),
                 Obj::Cond(c) | Obj::Barrier { cond: c, .. } => {
                     let _ = c.broadcast();
                 }
@@ -335,6 +338,13 @@ pub fn run_program(sh: &Shared, spec: &ThreadSpec) -> Outcome {
     Outcome { iterations, end, cpu_ns: crate::sys::thread_cpu_ns().saturating_sub(cpu_at_start) }
 }
 
+/// An `fpost` as the simulator makes it: the `signal` marker, then the post.
+fn fpost(sh: &Shared, id: ObjId) -> Result<(), End> {
+    let Obj::Futex(f) = &sh.objs[id as usize] else { unreachable!("validated kind") };
+    sh.markers.op(id, SIGNAL);
+    f.post().map_err(|e| End::Failed(format!("futex wake: {e}")))
+}
+
 fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, local: &mut Local) -> Result<(), End> {
     let Local { held, polled, timer_next, cpu_lock, started_at, forks } = local;
     let failed = |what: &str, e: std::io::Error| End::Failed(format!("{what}: {e}"));
@@ -423,25 +433,36 @@ fn exec(sh: &Shared, op: &Op, resolve: &dyn Fn(&ObjRef) -> Result<ObjId, End>, l
             held.retain(|&h| h != id);
             m.unlock().map_err(|e| failed("pthread_mutex_unlock", e))?;
         }
-        Op::ListAdd { list, efd } => {
-            let (list, efd) = (resolve(list)?, resolve(efd)?);
+        Op::ListAdd { list, futex } => {
+            let (list, futex) = (resolve(list)?, resolve(futex)?);
             let Obj::WakeList(l) = &sh.objs[list as usize] else { unreachable!("validated kind") };
-            l.with(|v| v.push(efd));
+            l.with(|v| v.push(futex));
         }
-        &Op::WakeList { ref list, cost_ns } => {
+        Op::WakeList { list } => {
             // As the simulator: take the list (newest first), one `post`
-            // marker for the batch, then per entry the futex cost and a post.
+            // marker for the batch, then an fpost of each entry.
             let list = resolve(list)?;
             let Obj::WakeList(l) = &sh.objs[list as usize] else { unreachable!("validated kind") };
             let mut batch = l.with(std::mem::take);
             batch.reverse();
             sh.markers.op(list, POST);
-            for efd in batch {
-                spin(sh.calibration.loops_for(cost_ns));
-                let Obj::Eventfd(e) = &sh.objs[efd as usize] else { unreachable!("validated kind") };
-                sh.markers.op(efd, SIGNAL);
-                e.signal(1).map_err(|e| failed("eventfd write", e))?;
+            for futex in batch {
+                fpost(sh, futex)?;
             }
+        }
+        Op::FutexPost { futex } => fpost(sh, resolve(futex)?)?,
+        Op::FutexWait { futex } => {
+            let id = resolve(futex)?;
+            let Obj::Futex(f) = &sh.objs[id as usize] else { unreachable!("validated kind") };
+            f.wait(|| sh.stop.load(Ordering::Relaxed)).map_err(|e| failed("futex wait", e))?;
+            if sh.stop.load(Ordering::Relaxed) {
+                return Err(End::Stopped);
+            }
+            sh.markers.op(id, WAIT_DONE);
+        }
+        Op::FutexReset { futex } => {
+            let Obj::Futex(f) = &sh.objs[resolve(futex)? as usize] else { unreachable!("validated kind") };
+            f.reset();
         }
         Op::Yield => {
             // SAFETY: plain syscall.

@@ -139,6 +139,69 @@ pub fn sleep_until(ns: u64) {
     {}
 }
 
+/// schbench's futex as a binary semaphore (`fpost()` / `fwait()` of
+/// schbench.c, main@24e32b8): 0 is blocked, 1 posted; the syscalls are
+/// made only when the compare-and-swap says they are needed, as there.
+#[derive(Default)]
+pub struct Futex(std::sync::atomic::AtomicU32);
+
+impl Futex {
+    fn futex(&self, op: libc::c_int, val: u32) -> libc::c_long {
+        // SAFETY: the word is a valid, aligned u32 that outlives the call;
+        // no timeout, no second word.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.0.as_ptr(),
+                op | libc::FUTEX_PRIVATE_FLAG,
+                val,
+                std::ptr::null::<libc::timespec>(),
+                std::ptr::null::<u32>(),
+                0u32,
+            )
+        }
+    }
+
+    /// `fpost()`: 0 → 1, and `FUTEX_WAKE` one waiter only if that succeeded.
+    pub fn post(&self) -> io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.0.compare_exchange(0, 1, SeqCst, SeqCst).is_ok() && self.futex(libc::FUTEX_WAKE, 1) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// `fwait()`: take a post (1 → 0), else `FUTEX_WAIT` while the word is
+    /// 0 and try again. Stops waiting once `stop()` says so (the runner's
+    /// stop posts every futex: [`Futex::wake_all`]).
+    pub fn wait(&self, stop: impl Fn() -> bool) -> io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        while self.0.compare_exchange(1, 0, SeqCst, SeqCst).is_err() {
+            if stop() {
+                return Ok(());
+            }
+            if self.futex(libc::FUTEX_WAIT, 0) < 0 {
+                let e = io::Error::last_os_error();
+                if !matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR)) {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A plain store of 0 (schbench's `td->futex = FUTEX_BLOCKED`).
+    pub fn reset(&self) {
+        self.0.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Post the word and wake every waiter (the runner's stop).
+    pub fn wake_all(&self) {
+        self.0.store(1, std::sync::atomic::Ordering::SeqCst);
+        self.futex(libc::FUTEX_WAKE, i32::MAX as u32);
+    }
+}
+
 /// A blocking eventfd with counter semantics (`read` takes the whole count).
 pub struct EventFd(libc::c_int);
 

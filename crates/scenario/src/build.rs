@@ -489,6 +489,7 @@ struct Objects {
 fn kind_name(k: &ObjKind) -> &'static str {
     match k {
         ObjKind::Eventfd => "an eventfd",
+        ObjKind::Futex => "a futex",
         ObjKind::Flag => "a flag",
         ObjKind::Mutex { .. } => "a mutex",
         ObjKind::WakeList => "a wake list",
@@ -618,6 +619,8 @@ fn program(
             OpT::Signal(n, count) => {
                 Op::Signal { efd: resolve(n, ObjKind::Eventfd, "signal", &mut site)?, count: *count }
             }
+            OpT::FutexWait(n) => Op::FutexWait { futex: resolve(n, ObjKind::Futex, "fwait", &mut site)? },
+            OpT::FutexPost(n) => Op::FutexPost { futex: resolve(n, ObjKind::Futex, "fpost", &mut site)? },
             OpT::Post(n) => Op::Post { flag: resolve(n, ObjKind::Flag, "post", &mut site)? },
             OpT::Lock(n) => Op::Lock { mutex: resolve(n, ObjKind::Mutex { pi: false }, "lock", &mut site)? },
             OpT::Unlock(n) => Op::Unlock { mutex: resolve(n, ObjKind::Mutex { pi: false }, "unlock", &mut site)? },

@@ -111,6 +111,8 @@ pub(crate) struct RawOp {
     pub timer: Option<Spanned<Value>>,
     pub wait: Option<Spanned<String>>,
     pub signal: Option<Spanned<String>>,
+    pub fwait: Option<Spanned<String>>,
+    pub fpost: Option<Spanned<String>>,
     pub post: Option<Spanned<String>>,
     pub poll: Option<Spanned<Value>>,
     pub lock: Option<Spanned<String>>,
@@ -166,4 +168,6 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "setpriority",
     "cgroup",
     "fork",
+    "fwait",
+    "fpost",
 ];

@@ -175,11 +175,18 @@ pub type ObjId = u32;
 pub enum ObjKind {
     /// Counter semantics: `signal` adds, `wait` blocks until non-zero then takes all.
     Eventfd,
+    /// A futex used as a binary semaphore, as schbench's `fpost()` /
+    /// `fwait()` use it: a word that is 0 (blocked) or 1 (posted). `fpost`
+    /// sets it with a compare-and-swap and makes the `FUTEX_WAKE` syscall
+    /// only when it was 0; `fwait` takes a 1 with a compare-and-swap and
+    /// makes the `FUTEX_WAIT` syscall only when it finds 0, which returns at
+    /// once (EAGAIN) if a post came meanwhile. Starts at 0.
+    Futex,
     /// Shared-memory flag: `post` sets it with a timestamp, `poll` busy-waits for it.
     Flag,
     /// A pthread mutex (plain now; PI with `pi = true` once the RT class lands).
     Mutex { pi: bool },
-    /// A lock-free list of eventfds to post (schbench's `xlist`): `list_add`
+    /// A lock-free list of futexes to post (schbench's `xlist`): `list_add`
     /// pushes, `wake_list` takes them all. Only the `[schbench]` generator
     /// creates these.
     WakeList,
@@ -278,6 +285,22 @@ pub enum Op {
         efd: ObjRef,
         count: u64,
     },
+    /// schbench's `fwait()` on a [`ObjKind::Futex`]: take a post, or
+    /// `FUTEX_WAIT` until one comes.
+    FutexWait {
+        futex: ObjRef,
+    },
+    /// schbench's `fpost()` on a [`ObjKind::Futex`]: post it and, if it was
+    /// not posted already, `FUTEX_WAKE` one waiter.
+    FutexPost {
+        futex: ObjRef,
+    },
+    /// A plain store of 0 (blocked) to a futex word, dropping a post nobody
+    /// took: schbench's message thread does `td->futex = FUTEX_BLOCKED` at
+    /// the top of each loop. Only the `[schbench]` generator writes it.
+    FutexReset {
+        futex: ObjRef,
+    },
     /// Set a flag with the current time as its payload.
     Post {
         flag: ObjRef,
@@ -304,20 +327,19 @@ pub enum Op {
     Timer {
         period_ns: u64,
     },
-    /// Push eventfd `efd` onto wake list `list` (schbench's `xlist_add()`:
+    /// Push futex `futex` onto wake list `list` (schbench's `xlist_add()`:
     /// a CAS, no syscall).
     ListAdd {
         list: ObjRef,
-        efd: ObjRef,
+        futex: ObjRef,
     },
-    /// Take every eventfd on `list` (`xlist_splice()`, newest first), mark
+    /// Take every futex on `list` (`xlist_splice()`, newest first), mark
     /// the instant once (the `post` marker on the list: schbench's one
-    /// shared `gettimeofday()` per list run), then for each: `cost_ns` of
-    /// CPU work (the futex syscall), a post (a `signal` of 1, waking its
-    /// waiter). schbench's `xlist_wake_all()`.
+    /// shared `gettimeofday()` per list run), then `fpost` each in turn
+    /// ([`Op::FutexPost`]: the waker pays the `FUTEX_WAKE` path each one
+    /// takes). schbench's `xlist_wake_all()`.
     WakeList {
         list: ObjRef,
-        cost_ns: u64,
     },
     /// Take the lock of the CPU the thread runs on from the per-CPU array
     /// `locks`, spinning (`pthread_mutex_trylock()` in a loop, never

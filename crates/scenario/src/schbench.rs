@@ -16,36 +16,46 @@
 //! worker_cpus = "4-223"   # -W: "auto" or a cpulist
 //! auto_pin = "main"       # what `auto` does: "main" (main@24e32b8) or "fixed" (0f4f67b)
 //! requests_per_sec = 0    # -R; only 0 (saturation mode) is modelled
-//! wake_cost = "1us"       # CPU time of one futex wake syscall (the model's assumption)
 //! ```
 //!
 //! What it becomes (schbench's saturation mode, `-R 0`):
-//! * message thread `m` (`sb-msg-<m>`) loops `xlist_wake_all()` then
-//!   `fwait()`: [`Op::WakeList`] on the list object `schbench-list<m>`
-//!   (one shared timestamp, then a post of every listed worker's futex,
-//!   each costing `wake_cost` of CPU first), then [`Op::Wait`] on its own
-//!   futex `schbench-mf<m>`;
+//! * message thread `m` (`sb-msg-<m>`) loops `run_msg_thread()`: a plain
+//!   store of 0 to its futex `schbench-mf<m>` ([`Op::FutexReset`]:
+//!   `td->futex = FUTEX_BLOCKED`), `xlist_wake_all()` ([`Op::WakeList`] on
+//!   the list `schbench-list<m>`: one shared timestamp, then an `fpost` of
+//!   every listed worker's futex, newest first), then `fwait()` on its own
+//!   futex ([`Op::FutexWait`]);
 //! * worker `i` of message thread `m` (`sb-w<m>-<i>`) loops
 //!   `msg_and_wait()` then one request: [`Op::ListAdd`] of its futex
-//!   `schbench-wf<m>.<i>` to the list, `wake_cost` of CPU, [`Op::Signal`]
-//!   of the message thread's futex, [`Op::Wait`] on its own futex, then the
-//!   request — [`Op::Sleep`] of `sleep` by a thread whose timer slack is `timer_slack` and, with
-//!   `operations > 0`, [`Op::Run`] of `operations × op_time`; without
-//!   `no_lock` the run sits between [`Op::LockCpu`] and [`Op::UnlockCpu`] of
-//!   the per-CPU lock array `schbench-cpulocks` (schbench's `do_work()`: a
-//!   worker spins on the lock of its CPU, so one preempted while holding
-//!   it makes the next worker on that CPU spin). The end of a
-//!   program iteration (`loop_end`) is `loop_count++`.
+//!   `schbench-wf<m>.<i>` to the list, `fpost()` of the message thread's
+//!   futex ([`Op::FutexPost`]: a syscall only when the message thread's
+//!   word was 0), `fwait()` on its own ([`Op::FutexWait`]), then the
+//!   request — [`Op::Sleep`] of `sleep` by a thread whose timer slack is
+//!   `timer_slack` and, with `operations > 0`, [`Op::Run`] of
+//!   `operations × op_time`; without `no_lock` the run sits between
+//!   [`Op::LockCpu`] and [`Op::UnlockCpu`] of the per-CPU lock array
+//!   `schbench-cpulocks` (schbench's `do_work()`: a worker spins on the lock
+//!   of its CPU, so one preempted while holding it makes the next worker on
+//!   that CPU spin). The end of a program iteration (`loop_end`) is
+//!   `loop_count++`.
 //!
-//! schbench's futexes are binary semaphores (`fpost` = CAS BLOCKED→RUNNING
-//! and wake; `fwait` = consume or sleep); an eventfd read that resets the
-//! counter has the same semantics, so they are eventfds here.
+//! The futexes are schbench's own binary semaphores ([`ObjKind::Futex`]):
+//! `fpost` is a compare-and-swap from 0 to 1 and a `FUTEX_WAKE` only when
+//! it succeeded, `fwait` a compare-and-swap from 1 to 0 and a `FUTEX_WAIT`
+//! only when it failed. So a message thread that finds a post waiting never
+//! sleeps, and the `FUTEX_WAKE` of a worker that has not reached its
+//! `FUTEX_WAIT` yet wakes nobody. What each syscall costs, and what the
+//! wakeup path it takes costs the waker, come from the topology's
+//! `[costs]` and `[costs.kernel]` (the model's `futex_wait()` /
+//! `futex_wake()` and `try_to_wake_up()`), not from this table.
+//!
+//! A worker's own `td->futex = FUTEX_BLOCKED` before its list add is left
+//! out: its last `fwait` left the word at 0 and only its message thread,
+//! after taking it off the list, posts it.
 //!
 //! Simplified, and said so: the usleep always lasts `sleep + timer_slack`
-//! (an hrtimer whose range no other timer interrupt cuts short); a futex
-//! wake costs a fixed `wake_cost` rather than what `select_task_rq_fair()`
-//! scans; the worker's post to its message thread pays `wake_cost` even when
-//! the CAS fails (no syscall in schbench); `op_time` defaults to 3 ns per
+//! (an hrtimer whose range no other timer interrupt cuts short); the list's
+//! compare-and-swaps cost no CPU time; `op_time` defaults to 3 ns per
 //! multiply-add of the `side³` naive multiply (`side = sqrt(F·1024/3/8)`),
 //! which matches the README's calibration example (`-F 256 -n 5`: ~16.9 ms
 //! per request) — calibrate it for another machine.
@@ -241,10 +251,15 @@ pub(crate) fn expand(
             ));
         }
     }
-    let wake_cost_ns = match &raw.wake_cost {
-        Some(v) => values::duration(ctx, v, "wake_cost", Zero::Allowed)?,
-        None => 1_000,
-    };
+    if let Some(v) = &raw.wake_cost {
+        return Err(ctx.err(
+            v,
+            "`wake_cost` is gone: a futex wake no longer costs a flat time. The waker pays the path it takes \
+             (the FUTEX_WAKE syscall, then try_to_wake_up()'s selection, the wakelist or the remote runqueue \
+             lock, the IPI), with the costs of the topology's [costs] and [costs.kernel]: remove the key \
+             (docs/topology-file.md lists the costs)",
+        ));
+    }
     let fixed_auto = match &raw.auto_pin {
         None => false,
         Some(v) => match v.get_ref().as_str() {
@@ -314,12 +329,13 @@ pub(crate) fn expand(
     let mut msg_futex = Vec::new();
     for (k, cpu) in message_cpus.iter().enumerate() {
         let list = intern(&format!("{LIST_PREFIX}{k}"), ObjKind::WakeList)?;
-        let futex = intern(&format!("{MSG_FUTEX_PREFIX}{k}"), ObjKind::Eventfd)?;
+        let futex = intern(&format!("{MSG_FUTEX_PREFIX}{k}"), ObjKind::Futex)?;
         lists.push(list);
         msg_futex.push(futex);
         let ops = vec![
-            Op::WakeList { list: ObjRef::Fixed(list), cost_ns: wake_cost_ns },
-            Op::Wait { efd: ObjRef::Fixed(futex) },
+            Op::FutexReset { futex: ObjRef::Fixed(futex) },
+            Op::WakeList { list: ObjRef::Fixed(list) },
+            Op::FutexWait { futex: ObjRef::Fixed(futex) },
         ];
         threads.push(thread(
             format!("sb-msg-{k}"),
@@ -333,13 +349,12 @@ pub(crate) fn expand(
     }
     for k in 0..m as usize {
         for i in 0..workers as usize {
-            let own = intern(&format!("{WORKER_FUTEX_PREFIX}{k}.{i}"), ObjKind::Eventfd)?;
-            let mut ops = vec![Op::ListAdd { list: ObjRef::Fixed(lists[k]), efd: ObjRef::Fixed(own) }];
-            if wake_cost_ns > 0 {
-                ops.push(Op::Run { ns: wake_cost_ns });
-            }
-            ops.push(Op::Signal { efd: ObjRef::Fixed(msg_futex[k]), count: 1 });
-            ops.push(Op::Wait { efd: ObjRef::Fixed(own) });
+            let own = intern(&format!("{WORKER_FUTEX_PREFIX}{k}.{i}"), ObjKind::Futex)?;
+            let mut ops = vec![
+                Op::ListAdd { list: ObjRef::Fixed(lists[k]), futex: ObjRef::Fixed(own) },
+                Op::FutexPost { futex: ObjRef::Fixed(msg_futex[k]) },
+                Op::FutexWait { futex: ObjRef::Fixed(own) },
+            ];
             if sleep_ns + timer_slack_ns > 0 {
                 ops.push(Op::Sleep { ns: sleep_ns });
             }

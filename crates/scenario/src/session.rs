@@ -75,10 +75,11 @@ pub(crate) fn op_objects(op: &Op) -> Vec<ObjId> {
     let r = crate::validate::ids;
     match op {
         Op::Wait { efd } | Op::Signal { efd, .. } => r(efd),
+        Op::FutexWait { futex } | Op::FutexPost { futex } | Op::FutexReset { futex } => r(futex),
         Op::Post { flag } => r(flag),
         Op::Poll { flags, .. } => flags.clone(),
         Op::Lock { mutex } | Op::Unlock { mutex } => r(mutex),
-        Op::ListAdd { list, efd } => [r(list), r(efd)].concat(),
+        Op::ListAdd { list, futex } => [r(list), r(futex)].concat(),
         Op::WakeList { list, .. } => r(list),
         Op::LockCpu { locks } | Op::UnlockCpu { locks } => vec![*locks],
         Op::GridTimer { timer, .. } => vec![*timer],

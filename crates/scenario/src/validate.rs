@@ -300,6 +300,7 @@ fn can_finish(ctx: Ctx, s: &Scenario, sites: &[ThreadSites]) -> Result<(), Input
         for op in &th.program.ops {
             match op {
                 Op::Signal { efd, .. } => signalled.extend(ids(efd)),
+                Op::FutexPost { futex } => signalled.extend(ids(futex)),
                 Op::Post { flag } => posted.extend(ids(flag)),
                 Op::CondSignal { cond } | Op::CondBroadcast { cond } => signalled.extend(ids(cond)),
                 _ => {}
@@ -309,13 +310,17 @@ fn can_finish(ctx: Ctx, s: &Scenario, sites: &[ThreadSites]) -> Result<(), Input
     for (th, ts) in s.threads.iter().zip(sites) {
         for (op, site) in th.program.ops.iter().zip(&ts.ops) {
             match op {
-                Op::Wait { efd: waited } | Op::CondWait { cond: waited, .. } => {
-                    let what = if matches!(op, Op::Wait { .. }) { "eventfd" } else { "condition" };
+                Op::Wait { efd: waited } | Op::FutexWait { futex: waited } | Op::CondWait { cond: waited, .. } => {
+                    let (what, verb) = match op {
+                        Op::Wait { .. } => ("eventfd", "signals"),
+                        Op::FutexWait { .. } => ("futex", "posts (`fpost`)"),
+                        _ => ("condition", "signals"),
+                    };
                     if let Some(id) = ids(waited).into_iter().find(|id| !signalled.contains(id)) {
                         return Err(ctx.at(
                             site.at,
                             format!(
-                                "thread `{}` waits on {what} `{}`, which no thread signals; \
+                                "thread `{}` waits on {what} `{}`, which no thread {verb}; \
                                  with no `duration` the scenario could never finish",
                                 th.name, s.objects[id as usize].name
                             ),

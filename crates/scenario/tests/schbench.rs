@@ -23,25 +23,28 @@ fn seed_004_command_line_expands_into_4_pinned_message_threads_and_512_free_work
     for m in 0..4 {
         let t = &s.threads[sb.first_thread + m];
         assert_eq!(t.affinity.iter().collect::<Vec<_>>(), vec![m], "-M auto pins message thread {m} to CPU {m}");
-        assert!(matches!(t.program.ops[0], Op::WakeList { cost_ns: 1_000, .. }));
-        assert!(matches!(t.program.ops[1], Op::Wait { .. }));
+        // run_msg_thread(): td->futex = FUTEX_BLOCKED, xlist_wake_all(), fwait().
+        let [Op::FutexReset { futex: reset }, Op::WakeList { .. }, Op::FutexWait { futex: waited }] =
+            &t.program.ops[..]
+        else {
+            panic!("{:?}", t.program.ops)
+        };
+        assert_eq!(reset, waited, "the message thread resets and waits on its own futex");
     }
     // main@24e32b8's auto pinning leaves the workers every CPU.
     let w = &s.threads[sb.worker_thread(3, 127)];
     assert_eq!(w.name, "sb-w3-127");
     assert_eq!(w.affinity.len(), 224);
-    // list_add, the fpost's syscall, fpost, fwait, usleep(100) by a thread
-    // with 50 us of timer slack; -n 0: no math.
+    // list_add, fpost of the message thread's futex, fwait on its own,
+    // usleep(100) by a thread with 50 us of timer slack; -n 0: no math.
     let ops = &w.program.ops;
-    assert_eq!(ops.len(), 5, "{ops:?}");
-    let (Op::ListAdd { list, efd: own }, Op::Run { ns: 1_000 }, Op::Signal { efd: msg, count: 1 }, Op::Wait { efd }) =
-        (&ops[0], &ops[1], &ops[2], &ops[3])
+    let [Op::ListAdd { list, futex: own }, Op::FutexPost { futex: msg }, Op::FutexWait { futex: waited }, Op::Sleep { ns: 100_000 }] =
+        &ops[..]
     else {
         panic!("{ops:?}")
     };
-    assert_eq!(ops[4], Op::Sleep { ns: 100_000 });
     assert_eq!(w.timer_slack_ns, 50_000);
-    assert_eq!(own, efd);
+    assert_eq!(own, waited);
     let name = |r: &ObjRef| match r {
         ObjRef::Fixed(id) => s.objects[*id as usize].name.clone(),
         other => panic!("{other:?}"),
@@ -51,6 +54,7 @@ fn seed_004_command_line_expands_into_4_pinned_message_threads_and_512_free_work
         ("schbench-list3".into(), "schbench-wf3.127".into(), "schbench-mf3".into())
     );
     assert_eq!(s.objects[s.object_id("schbench-list3").unwrap() as usize].kind, ObjKind::WakeList);
+    assert_eq!(s.objects[s.object_id("schbench-wf3.127").unwrap() as usize].kind, ObjKind::Futex);
 }
 
 #[test]

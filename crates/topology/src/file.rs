@@ -108,6 +108,9 @@ pub(crate) struct KernelCostsFile {
     pub balance_per_cpu: Option<Spanned<DurationNs>>,
     pub ipi_receive: Option<Spanned<DurationNs>>,
     pub hrtimer: Option<Spanned<DurationNs>>,
+    pub futex_wait: Option<Spanned<DurationNs>>,
+    pub futex_wake: Option<Spanned<DurationNs>>,
+    pub schedule_entry: Option<Spanned<DurationNs>>,
 }
 
 /// One `[[noise]]` entry.

@@ -233,6 +233,28 @@ pub struct KernelCosts {
     /// reprogramming the clock event device). Simplified: cancels
     /// (`hrtimer_try_to_cancel()` in `dl_server_stop()`) cost nothing.
     pub hrtimer_ns: u64,
+    /// A blocking wait's kernel work between the syscall's entry and the
+    /// waiter becoming findable by a waker, on the waiter: `futex_wait()`'s
+    /// `futex_wait_setup()` and `futex_queue()` (hash the address, lock the
+    /// bucket, read the user word, queue, unlock), and the same shape for
+    /// an eventfd `read()` or a pthread object (its wait queue's lock, the
+    /// add). The value check comes at its end: a post before it returns at
+    /// once (`-EAGAIN`).
+    pub futex_wait_ns: u64,
+    /// A wake's kernel work before `try_to_wake_up()`, on the waker, when
+    /// a waiter is queued: `futex_wake()`'s bucket lock, matching and
+    /// unqueueing the waiter (`futex_wake_mark()`), or an eventfd
+    /// `write()`'s wait-queue lock. A `FUTEX_WAKE` that finds no waiter
+    /// returns after the hash (`futex_hb_waiters_pending()`), which
+    /// `[costs] syscall_ns` covers.
+    pub futex_wake_ns: u64,
+    /// `schedule()` from the blocking caller's last unlock until
+    /// `__schedule()` dequeues the task (`sched_submit_work()`, the
+    /// runqueue lock, the clock update, `try_to_block_task()`): the window
+    /// in which the task is queued on a wait queue yet still on its
+    /// runqueue and CPU, so a waker takes `ttwu_runnable()` and the task
+    /// does not sleep at all.
+    pub schedule_entry_ns: u64,
 }
 
 impl KernelCosts {

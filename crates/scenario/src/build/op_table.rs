@@ -19,6 +19,8 @@ pub(super) enum OpT {
     Timer(u64),
     Wait(Name),
     Signal(Name, u64),
+    FutexWait(Name),
+    FutexPost(Name),
     Post(Name),
     Poll(Vec<Name>, u64),
     Lock(Name),
@@ -66,6 +68,8 @@ pub(super) fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Res
         r.setpriority.as_ref().map(|v| v.span().start),
         r.cgroup.as_ref().map(|v| v.span().start),
         r.fork.as_ref().map(|v| v.span().start),
+        r.fwait.as_ref().map(|v| v.span().start),
+        r.fpost.as_ref().map(|v| v.span().start),
     ]
     .into_iter()
     .zip(OP_KEYS)
@@ -191,6 +195,8 @@ pub(super) fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Res
             };
             OpT::Signal(name(ctx, r.signal.as_ref().unwrap())?, count)
         }
+        "fwait" => OpT::FutexWait(name(ctx, r.fwait.as_ref().unwrap())?),
+        "fpost" => OpT::FutexPost(name(ctx, r.fpost.as_ref().unwrap())?),
         "post" => OpT::Post(name(ctx, r.post.as_ref().unwrap())?),
         "poll" => {
             let after = match &r.after {

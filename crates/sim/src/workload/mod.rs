@@ -5,6 +5,7 @@
 mod attr;
 mod cond;
 mod fork;
+mod futex;
 mod ops;
 pub mod rtapp_log;
 
@@ -18,12 +19,15 @@ use schedlab_scenario::{ObjId, ObjKind, ObjRef, Scenario};
 pub enum ObjState {
     /// Counter semantics: `write(n)` adds n, a blocking `read()` takes all.
     Eventfd { counter: u64, waiters: Vec<usize> },
+    /// schbench's binary-semaphore futex: the word (`posted`: 1, else 0)
+    /// and the threads queued on its hash bucket, oldest first.
+    Futex { posted: bool, waiters: Vec<usize> },
     /// A shared-memory flag with the time it was last posted.
     Flag { posted_at: Option<u64> },
     /// A mutex: owner thread and FIFO waiters. Unlock hands the lock to the
     /// first waiter directly (a simplification of futex wake + retry).
     Mutex { owner: Option<usize>, waiters: Vec<usize>, pi: bool },
-    /// schbench's `xlist`: eventfds pushed by `list_add`, oldest first.
+    /// schbench's `xlist`: futexes pushed by `list_add`, oldest first.
     WakeList { entries: Vec<ObjId> },
     /// One spin-trylock per CPU: the thread holding each (grown on use).
     CpuLocks { owner: Vec<Option<usize>> },
@@ -40,6 +44,7 @@ impl ObjState {
     pub fn new(kind: ObjKind) -> Self {
         match kind {
             ObjKind::Eventfd => ObjState::Eventfd { counter: 0, waiters: Vec::new() },
+            ObjKind::Futex => ObjState::Futex { posted: false, waiters: Vec::new() },
             ObjKind::Flag => ObjState::Flag { posted_at: None },
             ObjKind::Mutex { pi } => ObjState::Mutex { owner: None, waiters: Vec::new(), pi },
             ObjKind::WakeList => ObjState::WakeList { entries: Vec::new() },
@@ -59,9 +64,41 @@ pub enum Blocked {
     No,
     Sleep,
     Eventfd(ObjId),
+    Futex(ObjId),
     Mutex(ObjId),
     Cond(ObjId),
     Barrier(ObjId),
+}
+
+/// Where a thread is in a blocking wait (`wait` on an eventfd, `fwait`):
+/// the kernel's side of the syscall, step by step, so that each step takes
+/// its CPU time and a waker finds the thread where the kernel would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitStep {
+    /// At the op's start (for `fwait`, its user-space compare-and-swap).
+    Start,
+    /// In the syscall, paying `[costs.kernel] futex_wait` before the
+    /// value check and the queueing.
+    Setup,
+    /// Queued on the object and blocked (or woken in its window).
+    Queued,
+    /// `fwait`: the syscall returns (it slept, or found a post: `-EAGAIN`),
+    /// then the compare-and-swap again.
+    Returning,
+    /// Satisfied: paying the return and the marker.
+    Done,
+}
+
+/// Where a thread is in an `fpost` (also each post of a `wake_list`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostStep {
+    /// The marker and the compare-and-swap.
+    Start,
+    /// The compare-and-swap succeeded: the `FUTEX_WAKE` syscall.
+    Syscall,
+    /// A waiter is queued: `futex_wake()`'s bucket lock and unqueue, then
+    /// the wakeup.
+    Wake,
 }
 
 /// A workload thread and where it is in its program.
@@ -103,8 +140,15 @@ pub struct Thread {
     /// how many have been posted (the buffer is reused between runs).
     pub wake_batch: Vec<ObjId>,
     pub wake_pos: Option<usize>,
-    /// A `wait` took the counter and is paying its syscall and marker.
-    pub wait_consumed: bool,
+    /// Where a `wait` or `fwait` in progress is.
+    pub wait: WaitStep,
+    /// Where an `fpost` in progress is.
+    pub post: PostStep,
+    /// Between becoming findable by a waker (queued on what it waits for,
+    /// TASK_INTERRUPTIBLE) and `__schedule()` dequeuing it: paying
+    /// `[costs.kernel] schedule_entry` before `schedule()` (see
+    /// `Engine::block`).
+    pub in_window: bool,
     /// A `lock_cpu` in progress: the CPU whose lock it spins on (the one
     /// `sched_getcpu()` gave when it started trying).
     pub spin_cpu: Option<usize>,
@@ -139,7 +183,9 @@ impl Thread {
             last_cpu: None,
             wake_batch: Vec::new(),
             wake_pos: None,
-            wait_consumed: false,
+            wait: WaitStep::Start,
+            post: PostStep::Start,
+            in_window: false,
             spin_cpu: None,
             cpu_lock: None,
             forked: None,

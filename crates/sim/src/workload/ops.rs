@@ -3,11 +3,13 @@
 //!
 //! Each op either completes at once (and the thread goes on to the next),
 //! or asks for time (a `run` burst, a `poll` delay: the engine plans the op
-//! boundary), or blocks the thread in the kernel model. Simplifications: a
-//! syscall costs no CPU time unless the op says so (`wake_list`'s
-//! `cost_ns`); the markers of an op carry the time the op completed.
+//! boundary), or blocks the thread in the kernel model. A syscall costs
+//! `[costs] syscall_ns` (its entry and exit) where the op pays it, and a
+//! blocking one its kernel steps (`[costs.kernel] futex_wait`, then
+//! `schedule_entry`: see [`Engine::block`]); the markers of an op carry the
+//! time the op completed.
 
-use super::{resolve, Blocked, ObjState};
+use super::{resolve, Blocked, ObjState, WaitStep};
 use crate::engine::{Engine, Ev};
 use crate::hw::{Hardware, UNITS_PER_NS};
 use crate::SimError;
@@ -58,6 +60,9 @@ impl<'a> Engine<'a> {
 
     /// Execute the op at thread `th`'s program counter.
     fn exec_op(&mut self, cpu: usize, th: usize) -> Flow {
+        if self.threads[th].in_window {
+            return self.schedule_after_window(cpu, th);
+        }
         // The scenario outlives the engine, so ops are borrowed, never cloned.
         if let Some(flow) = self.fork_setup(cpu, th) {
             return flow;
@@ -90,8 +95,11 @@ impl<'a> Engine<'a> {
             }
             Op::Wait { ref efd } => self.op_wait(cpu, th, efd, polled),
             Op::Signal { ref efd, count } => self.op_signal(cpu, th, efd, count, polled),
-            Op::ListAdd { ref list, ref efd } => self.op_list_add(th, list, efd, polled),
-            Op::WakeList { ref list, cost_ns } => self.op_wake_list(cpu, th, list, cost_ns, polled),
+            Op::FutexWait { ref futex } => self.op_fwait(cpu, th, futex, polled),
+            Op::FutexPost { ref futex } => self.op_fpost(cpu, th, futex, polled),
+            Op::FutexReset { ref futex } => self.op_freset(th, futex, polled),
+            Op::ListAdd { ref list, ref futex } => self.op_list_add(th, list, futex, polled),
+            Op::WakeList { ref list } => self.op_wake_list(cpu, th, list, polled),
             Op::Post { ref flag } => self.op_post(cpu, th, flag, polled),
             Op::Poll { ref flags, after_ns } => self.op_poll(cpu, th, flags, after_ns),
             Op::Lock { ref mutex } => self.op_lock(cpu, th, mutex, polled),
@@ -264,26 +272,43 @@ impl<'a> Engine<'a> {
     }
 
     /// `wait`: a blocking eventfd `read()`, which takes the whole counter.
+    /// `eventfd_read()` (fs/eventfd.c, 6.12): the wait queue's lock, the
+    /// counter checked under it, and when it is 0 the reader queued and
+    /// TASK_INTERRUPTIBLE before the unlock and `schedule()`; woken, it
+    /// checks again. The steps are [`WaitStep`]s; the setup costs
+    /// `[costs.kernel] futex_wait`, the syscall's entry and exit
+    /// `[costs] syscall_ns` once the counter is taken.
     fn op_wait(&mut self, cpu: usize, th: usize, efd: &ObjRef, polled: Option<usize>) -> Flow {
         let id = self.operand(th, efd, polled)?;
-        if !self.threads[th].wait_consumed {
-            let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
-            if *counter == 0 {
-                waiters.push(th);
-                self.block(cpu, th, Blocked::Eventfd(id));
-                return NEXT;
+        loop {
+            match self.threads[th].wait {
+                WaitStep::Start => self.threads[th].wait = WaitStep::Setup,
+                WaitStep::Setup | WaitStep::Queued | WaitStep::Returning => {
+                    if self.threads[th].wait == WaitStep::Setup && !self.pay(cpu, th, self.futex_wait_ns()) {
+                        return STOP;
+                    }
+                    let ObjState::Eventfd { counter, waiters } = &mut self.objects[id as usize] else { unreachable!() };
+                    if *counter == 0 {
+                        waiters.push(th);
+                        self.threads[th].wait = WaitStep::Queued;
+                        self.block(cpu, th, Blocked::Eventfd(id));
+                        return NEXT;
+                    }
+                    *counter = 0;
+                    self.threads[th].wait = WaitStep::Done;
+                }
+                WaitStep::Done => {
+                    // read() returns, then the marker is written.
+                    if !self.pay(cpu, th, self.syscall_ns() + self.marker_ns()) {
+                        return STOP;
+                    }
+                    self.threads[th].wait = WaitStep::Start;
+                    self.threads[th].pc += 1;
+                    self.user_event(cpu, th, UserOp::WaitDone { obj: id });
+                    return NEXT;
+                }
             }
-            *counter = 0;
-            self.threads[th].wait_consumed = true;
         }
-        // read() returns, then the marker is written.
-        if !self.pay(cpu, th, self.syscall_ns() + self.marker_ns()) {
-            return STOP;
-        }
-        self.threads[th].wait_consumed = false;
-        self.threads[th].pc += 1;
-        self.user_event(cpu, th, UserOp::WaitDone { obj: id });
-        NEXT
     }
 
     /// `signal`: an eventfd `write()`, then the return to user preempts.
@@ -299,20 +324,20 @@ impl<'a> Engine<'a> {
         NEXT
     }
 
-    /// `list_add`: push an eventfd on a wake list (no syscall, no marker).
-    fn op_list_add(&mut self, th: usize, list: &ObjRef, efd: &ObjRef, polled: Option<usize>) -> Flow {
+    /// `list_add`: push a futex on a wake list (no syscall, no marker).
+    fn op_list_add(&mut self, th: usize, list: &ObjRef, futex: &ObjRef, polled: Option<usize>) -> Flow {
         let list = self.operand(th, list, polled)?;
-        let efd = self.operand(th, efd, polled)?;
+        let futex = self.operand(th, futex, polled)?;
         self.threads[th].pc += 1;
         if let ObjState::WakeList { entries } = &mut self.objects[list as usize] {
-            entries.push(efd);
+            entries.push(futex);
         }
         NEXT
     }
 
-    /// `wake_list`: splice the list, then signal each entry in turn, each
-    /// signal after `cost_ns` of CPU (the futex syscall) and a preemption point.
-    fn op_wake_list(&mut self, cpu: usize, th: usize, list: &ObjRef, cost_ns: u64, polled: Option<usize>) -> Flow {
+    /// `wake_list`: splice the list, then `fpost` each entry in turn, each
+    /// followed by the syscall's return to user space (a preemption point).
+    fn op_wake_list(&mut self, cpu: usize, th: usize, list: &ObjRef, polled: Option<usize>) -> Flow {
         let list = self.operand(th, list, polled)?;
         if self.threads[th].wake_pos.is_none() {
             if !self.pay(cpu, th, self.marker_ns()) {
@@ -334,17 +359,15 @@ impl<'a> Engine<'a> {
         }
         let thread = &mut self.threads[th];
         let pos = thread.wake_pos.unwrap_or(0);
-        let Some(&efd) = thread.wake_batch.get(pos) else {
+        let Some(&futex) = thread.wake_batch.get(pos) else {
             thread.wake_pos = None;
             thread.pc += 1;
             return NEXT;
         };
-        // The futex syscall's CPU time, then the post.
-        if !self.execute(cpu, th, |_| (cost_ns > 0).then(|| cost_ns * UNITS_PER_NS)) {
+        if !self.fpost(cpu, th, futex) {
             return STOP;
         }
         self.threads[th].wake_pos = Some(pos + 1);
-        self.signal(cpu, th, efd, 1);
         self.preempt_point(cpu);
         NEXT
     }
@@ -509,11 +532,40 @@ impl<'a> Engine<'a> {
             .min()
     }
 
-    /// Block the current thread of `cpu` and schedule.
+    /// Block the current thread of `cpu`: it is queued on what it waits
+    /// for, TASK_INTERRUPTIBLE (`set_current_state()`), then `schedule()`.
+    ///
+    /// Between the two it is still on its runqueue and its CPU for
+    /// `[costs.kernel] schedule_entry` (`schedule()`'s way into
+    /// `__schedule()` up to the dequeue): a waker in that window finds
+    /// `p->on_rq` and takes `ttwu_runnable()`, which only sets it
+    /// TASK_RUNNING again, and `__schedule()` then does not block it — the
+    /// wait returns without a sleep. Preemption in the window keeps it
+    /// queued, as SM_PREEMPT does. With no such cost, `schedule()` at once.
     pub(super) fn block(&mut self, cpu: usize, th: usize, why: Blocked) {
         self.threads[th].blocked = why;
         self.kernel.set_current_state(cpu, TaskState::Interruptible);
+        if self.hw.costs().kernel.schedule_entry_ns == 0 {
+            self.do_schedule(cpu, false);
+        } else {
+            self.threads[th].in_window = true;
+        }
+    }
+
+    /// The rest of [`Self::block`]: once the window's CPU time is paid,
+    /// `__schedule()`, which dequeues the thread unless a waker set it
+    /// TASK_RUNNING meanwhile.
+    fn schedule_after_window(&mut self, cpu: usize, th: usize) -> Flow {
+        if !self.pay(cpu, th, self.hw.costs().kernel.schedule_entry_ns) {
+            return STOP;
+        }
+        self.threads[th].in_window = false;
         self.do_schedule(cpu, false);
+        NEXT
+    }
+
+    pub(super) fn futex_wait_ns(&self) -> u64 {
+        self.hw.costs().kernel.futex_wait_ns
     }
 
     pub(crate) fn wake(&mut self, th: usize, cpu: usize) {

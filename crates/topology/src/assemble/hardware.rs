@@ -48,6 +48,9 @@ pub(super) fn kernel_costs(ctx: &Ctx, f: KernelCostsFile) -> Result<KernelCosts,
         balance_per_cpu_ns: cost(ctx, f.balance_per_cpu, "balance_per_cpu", 0)?,
         ipi_receive_ns: cost(ctx, f.ipi_receive, "ipi_receive", 0)?,
         hrtimer_ns: cost(ctx, f.hrtimer, "hrtimer", 0)?,
+        futex_wait_ns: cost(ctx, f.futex_wait, "futex_wait", 0)?,
+        futex_wake_ns: cost(ctx, f.futex_wake, "futex_wake", 0)?,
+        schedule_entry_ns: cost(ctx, f.schedule_entry, "schedule_entry", 0)?,
     })
 }
 
