@@ -60,6 +60,12 @@ pub struct RunArgs {
     /// this always.
     #[arg(long)]
     pub traced: bool,
+    /// Print the model's schedstats: each wakeup path try_to_wake_up() took (select then
+    /// wakelist or direct, a task found still queued, a delayed task requeued, ...) with
+    /// what it cost the wakers, and per class of CPUs the busy and newidle-balancing time.
+    /// Always printed for a [schbench] scenario; always in --json.
+    #[arg(long)]
+    pub why: bool,
     /// Run the simulation and its analysis (the report, --trace, --perfetto) on one thread.
     /// By default they run as a pipeline on two threads when the machine has two CPUs;
     /// the output is the same either way, only the wall time differs.
@@ -259,6 +265,7 @@ pub fn run(args: RunArgs) -> Result {
     let trace_to_stdout = args.trace.trace.as_deref().is_some_and(is_stdout);
     let changed = result.features.diff_from(&result.profile.defaults);
     let groups = group_rows(&result);
+    let why = schedlab_sweep::why::why(&result.kernel_stats, &scenario, result.end_ns);
     if args.json.json {
         let doc = RunJson {
             format: schedlab_report::FORMAT_VERSION,
@@ -270,6 +277,7 @@ pub fn run(args: RunArgs) -> Result {
             simulated_ns: result.end_ns,
             notes: &result.notes,
             cgroups: &groups,
+            why: &why,
             analysis: AnalysisJson::from(&report),
         };
         report_out(&format!("{}\n", schedlab_report::to_json(&doc)?), trace_to_stdout)?;
@@ -300,6 +308,7 @@ pub fn run(args: RunArgs) -> Result {
         report: &report,
         table: &result.trace.table,
         schbench,
+        why: (args.why || scenario.schbench.is_some()).then_some(&why),
         narratives: args.report.stalls,
         trace_file: args.trace.trace.as_deref(),
         perfetto_file: args.perfetto.perfetto.as_deref(),

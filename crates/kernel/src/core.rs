@@ -48,9 +48,11 @@ use schedlab_trace::{Event, EventKind, Pid};
 
 mod queue;
 mod schedule;
+mod stats;
 mod ttwu;
 
 pub use schedule::Switch;
+pub use stats::{KernelStats, PathStat, WakeKind};
 
 /// Static configuration of a kernel instance.
 #[derive(Clone, Debug)]
@@ -153,6 +155,10 @@ pub struct WakeRequest {
     /// The waker's CPU, which runs the queueing.
     pub from: usize,
     pub after_ns: u64,
+    /// What the wakeup charged its waker before the queueing (the
+    /// selection, and a delayed task's dequeue): the model's schedstats
+    /// count it with the rest.
+    pub charged_ns: u64,
 }
 
 impl Outbox {
@@ -275,6 +281,12 @@ pub struct Kernel {
     /// `available_idle_cpu()` calls since the wakeup path last read it:
     /// what `select_idle_sibling()` scanned, and pays for.
     pub(crate) idle_probes: std::cell::Cell<u32>,
+    /// Everything [`Kernel::charge`] has charged, all CPUs: the model's
+    /// schedstats read what a path cost as a difference of it.
+    pub(crate) charged_ns: u64,
+    /// `charged_ns` when the wakeup in progress began.
+    pub(crate) wake_start_ns: u64,
+    pub(crate) stats: KernelStats,
 }
 
 impl Kernel {
@@ -348,6 +360,9 @@ impl Kernel {
             smt_masks: (0..nr_cpus).map(|cpu| topo.smt_mask(cpu)).collect(),
             asym_cpucap_active: domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some()),
             idle_probes: std::cell::Cell::new(0),
+            charged_ns: 0,
+            wake_start_ns: 0,
+            stats: KernelStats::new(nr_cpus),
             rt_mutexes: Vec::new(),
             rds,
             distribute_cursor: 0,
@@ -554,6 +569,7 @@ impl Kernel {
             nivcsw: 0,
             fixed_start: p.fixed_start,
             lb_wakelist: false,
+            wake_kind: None,
             rt_priority: p.rt_priority,
             rt_time_slice: 0,
             on_rt_rq: false,
@@ -608,6 +624,7 @@ impl Kernel {
         if ns == 0 {
             return;
         }
+        self.charged_ns += ns;
         let cpu = self.exec_cpu as u32;
         match self.out.cpu_ns.last_mut() {
             Some((c, acc)) if *c == cpu => *acc += ns,

@@ -50,7 +50,10 @@ pub mod stop_task;
 pub mod syscalls;
 pub mod topology;
 
-pub use crate::core::{IpiKind, IpiRequest, Kernel, KernelConfig, LlcShared, Outbox, Switch, TaskParams, WakeRequest};
+pub use crate::core::{
+    IpiKind, IpiRequest, Kernel, KernelConfig, KernelStats, LlcShared, Outbox, PathStat, Switch, TaskParams, WakeKind,
+    WakeRequest,
+};
 pub use deadline::{TimerKind, TimerRequest};
 pub use features::{Feature, FeatureError, Features};
 pub use invariants::InvariantError;

@@ -192,6 +192,10 @@ pub struct Task {
     pub fixed_start: bool,
     /// On a wakelist as a load-balancer hand-off (LB_FIRST_MIGRATION patch).
     pub lb_wakelist: bool,
+    /// The kind of the wakeup in progress when its start already knows it
+    /// (a delayed task dequeued by the waker): counted at its queueing
+    /// (the model's schedstats, `core::stats`).
+    pub wake_kind: Option<crate::core::WakeKind>,
     /// RT priority as set by the user (1..99; 0 for fair policies).
     pub rt_priority: u32,
     /// `p->rt.time_slice` of SCHED_RR, in ticks.
@@ -496,6 +500,8 @@ pub struct Rq {
     /// charged time of the CPU that held it (`Kernel::rq_lock`): another
     /// CPU reaching the lock earlier spins until then.
     pub lock_free_at: u64,
+    /// Since when a task has been current (the model's schedstats).
+    pub busy_since: Option<u64>,
 }
 
 impl Rq {
@@ -544,6 +550,7 @@ impl Rq {
                 ..crate::deadline::FairServer::new(crate::deadline::FAIR_SERVER_RUNTIME)
             },
             lock_free_at: 0,
+            busy_since: None,
         }
     }
 }

@@ -125,6 +125,8 @@ pub struct RunJson<'a> {
     /// The model's task groups (cgroups and autogroups), as `real` reports them.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub cgroups: &'a [crate::CgroupRow],
+    /// The model's schedstats: wakeups by path, CPU classes' busy and newidle time.
+    pub why: &'a crate::why::Why,
     #[serde(flatten)]
     pub analysis: AnalysisJson<'a>,
 }

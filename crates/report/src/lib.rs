@@ -37,6 +37,7 @@ mod real;
 mod run;
 mod runs;
 mod vm;
+pub mod why;
 pub mod workload;
 
 pub use analyze::{Streamed, TraceFilter, TraceOptions, TraceReport, MAX_LINE_BYTES};

@@ -396,6 +396,9 @@ pub struct RunText<'a> {
     pub table: &'a TaskTable,
     /// schbench's own figures, for a `[schbench]` scenario.
     pub schbench: Option<schedlab_analysis::SchbenchReport>,
+    /// The model's schedstats section, when shown (`--why`, and every
+    /// `[schbench]` run).
+    pub why: Option<&'a crate::why::Why>,
     /// Narratives of the first N stalls.
     pub narratives: usize,
     /// Where `--trace` and `--perfetto` wrote the trace.
@@ -414,6 +417,10 @@ impl RunText<'_> {
             out.push('\n');
             let _ = writeln!(out, "schbench  {} (its own metrics, as it prints them)", sb.command_line());
             out.push_str(&report.render());
+        }
+        if let Some(why) = self.why {
+            out.push('\n');
+            out.push_str(&why.render());
         }
         out.push_str(&render_stalls_and_causes(self.report, self.table, self.narratives));
         if let Some(path) = self.trace_file {

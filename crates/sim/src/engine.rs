@@ -89,6 +89,8 @@ pub(crate) enum Ev {
         cpu: u32,
         from: u32,
         wake_flags: u32,
+        /// What the wakeup charged before (the model's schedstats).
+        charged: u32,
     },
     End,
 }
@@ -175,8 +177,13 @@ impl<'a> Engine<'a> {
         if !self.out.wakes.is_empty() {
             let mut wakes = std::mem::take(&mut self.out.wakes);
             for w in wakes.drain(..) {
-                let ev =
-                    Ev::TtwuQueue { task: w.task, cpu: w.cpu as u32, from: w.from as u32, wake_flags: w.wake_flags };
+                let ev = Ev::TtwuQueue {
+                    task: w.task,
+                    cpu: w.cpu as u32,
+                    from: w.from as u32,
+                    wake_flags: w.wake_flags,
+                    charged: w.charged_ns.min(u64::from(u32::MAX)) as u32,
+                };
                 self.queue.push(self.now + w.after_ns, ev);
             }
             self.out.wakes = wakes;
@@ -494,10 +501,17 @@ impl<'a> Engine<'a> {
                     self.drain();
                 }
             }
-            Ev::TtwuQueue { task, cpu, from, wake_flags } => {
+            Ev::TtwuQueue { task, cpu, from, wake_flags, charged } => {
                 // Still the waker's syscall: no preemption point here, its
                 // next op (planned after the selection's time) comes next.
-                let w = WakeRequest { task, cpu: cpu as usize, wake_flags, from: from as usize, after_ns: 0 };
+                let w = WakeRequest {
+                    task,
+                    cpu: cpu as usize,
+                    wake_flags,
+                    from: from as usize,
+                    after_ns: 0,
+                    charged_ns: u64::from(charged),
+                };
                 self.settle(w.from);
                 self.kernel.ttwu_queue_selected(w, self.now, &mut self.out);
                 self.drain();

@@ -219,6 +219,9 @@ pub struct SimResult {
     /// Per thread, rt-app's log rows (empty unless [`SimOptions::rtapp_log`]
     /// and the thread came from an rt-app file).
     pub rtapp_log: Vec<Vec<RtAppRow>>,
+    /// The model's schedstats: wakeups by path with what they cost their
+    /// wakers, each CPU's busy and newidle time.
+    pub kernel_stats: schedlab_kernel::KernelStats,
 }
 
 /// First pid handed to workload threads (the process itself is `FIRST_PID - 1`).
@@ -605,6 +608,7 @@ fn simulate_inner(
         notes,
         steps,
         rtapp_log,
+        kernel_stats: engine.kernel.stats_at(end_ns),
     })
 }
 

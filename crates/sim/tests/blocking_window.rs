@@ -4,6 +4,7 @@
 //! the window takes `ttwu_runnable()` and the waiter never sleeps, a wake
 //! after it selects a CPU for a sleeping task.
 
+use schedlab_kernel::WakeKind;
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimOptions, SimResult};
 use schedlab_topology::Topology;
@@ -26,6 +27,10 @@ fn topo(futex_wait_ns: u64, schedule_entry_ns: u64) -> Topology {
     t.costs.syscall_ns = 1_000;
     t.costs.kernel.futex_wait_ns = futex_wait_ns;
     t.costs.kernel.schedule_entry_ns = schedule_entry_ns;
+    for l in &mut t.costs.levels {
+        l.remote_rq_ns = 300;
+    }
+    t.costs.kernel.wakelist_ns = 100;
     t
 }
 
@@ -91,6 +96,10 @@ fn a_wake_inside_the_window_finds_the_waiter_queued_and_it_never_sleeps() {
     assert_eq!(paths, vec![WakePath::Runnable { delayed: false }], "ttwu_runnable() of a task still queued");
     assert!(!slept, "a waiter set TASK_RUNNING again in its window is not dequeued");
     assert!(done);
+    // The model's schedstats count it, with the remote runqueue lock its waker paid.
+    let s = &r.kernel_stats;
+    assert_eq!((s.path(WakeKind::Runnable).count, s.path(WakeKind::Runnable).waker_ns), (1, 300));
+    assert_eq!(s.total_wakeups(), 1);
 }
 
 #[test]
@@ -101,6 +110,8 @@ fn a_wake_after_the_window_selects_a_cpu_for_a_sleeping_task() {
     assert_eq!(paths, vec![WakePath::Wakelist], "an idle target's wakeup goes through its wakelist");
     assert!(slept);
     assert!(done);
+    let s = &r.kernel_stats;
+    assert_eq!((s.path(WakeKind::SelectWakelist).count, s.path(WakeKind::SelectWakelist).waker_ns), (1, 100));
 }
 
 #[test]

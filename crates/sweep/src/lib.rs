@@ -87,6 +87,7 @@ mod progress;
 mod run;
 pub mod setting;
 pub mod shard;
+pub mod why;
 mod wire;
 
 use std::path::Path;

@@ -126,6 +126,7 @@ impl Kernel {
                 let rq = &mut k.rqs[cpu];
                 rq.nr_switches += 1;
                 rq.curr = next;
+                k.account_busy(cpu, next.is_some());
                 if from.is_none() && next.is_some() {
                     k.fair_server_idle_exit(cpu);
                 }

@@ -15,7 +15,7 @@
 //! ([`WakeRequest`]), so concurrent wakers can pick the same idle CPU as in
 //! the kernel. A wakeup onto the waker's own CPU completes at once.
 
-use crate::core::{IpiKind, Kernel, Outbox, WakeRequest};
+use crate::core::{IpiKind, Kernel, Outbox, WakeKind, WakeRequest};
 use crate::features::Feature;
 use crate::sched::{qflags::*, wflags::*, OnRq, TaskId, TaskState};
 use schedlab_trace::{DelayedWhat, EventKind, WakePath};
@@ -73,6 +73,7 @@ impl Kernel {
             self.tasks[t as usize].wake_cpu = self.exec_cpu;
             let cpu = self.tasks[t as usize].cpu;
             if self.ttwu_queue_wakelist(t, cpu, wake_flags | WF_DELAYED) {
+                self.wake_done(WakeKind::DelayedWakelist);
                 return true;
             }
         }
@@ -91,6 +92,7 @@ impl Kernel {
                 self.dequeue_task(cpu, t, DEQUEUE_SLEEP | DEQUEUE_DELAYED | DEQUEUE_NOCLOCK);
                 self.emit(cpu, EventKind::Delayed { pid, what: DelayedWhat::DequeuedAtWakeup, lag });
                 self.rq_unlock(cpu);
+                self.tasks[t as usize].wake_kind = Some(WakeKind::DelayedDequeued);
                 return false;
             }
             self.emit_ttwu(t, WakePath::Runnable { delayed: true }, cpu);
@@ -103,6 +105,7 @@ impl Kernel {
         }
         self.ttwu_do_wakeup(t);
         self.rq_unlock(cpu);
+        self.wake_done(if delayed { WakeKind::RunnableDelayed } else { WakeKind::Runnable });
         true
     }
 
@@ -252,6 +255,7 @@ impl Kernel {
     /// runqueue from here and activate directly.
     fn ttwu_queue(&mut self, t: TaskId, cpu: usize, wake_flags: u32) {
         if self.ttwu_queue_wakelist(t, cpu, wake_flags) {
+            self.wake_queued(t, true);
             return;
         }
         self.rq_lock(cpu);
@@ -259,6 +263,7 @@ impl Kernel {
         self.emit_ttwu(t, WakePath::Activate, cpu);
         self.ttwu_do_activate(cpu, t, wake_flags);
         self.rq_unlock(cpu);
+        self.wake_queued(t, false);
     }
 
     /// `select_task_rq()`: the class's choice when the task may move, then
@@ -329,12 +334,14 @@ impl Kernel {
             }
             let (pid, prio, cpu) = (task.pid, task.prio, task.cpu);
             k.emit(cpu, EventKind::SchedWaking { pid, prio, target_cpu: cpu as u32 });
+            k.wake_begin();
             if k.tasks[t as usize].on_rq != OnRq::No && k.ttwu_runnable(t, wake_flags) {
                 return true;
             }
             k.tasks[t as usize].state = TaskState::Waking;
             if k.tasks[t as usize].on_cpu {
                 if k.feat(Feature::TTWU_QUEUE_ON_CPU) && k.ttwu_queue_wakelist(t, cpu, wake_flags | WF_ON_CPU) {
+                    k.wake_done(WakeKind::OnCpuWakelist);
                     return true;
                 }
                 // smp_cond_load_acquire(&p->on_cpu, !VAL): wait out the switch.
@@ -345,7 +352,15 @@ impl Kernel {
             if select_ns > 0 && cpu != exec_cpu {
                 // The scan took time: the chosen CPU learns of the wakee only
                 // once it is over (see WakeRequest).
-                k.out.wakes.push(WakeRequest { task: t, cpu, wake_flags, from: exec_cpu, after_ns: select_ns });
+                let charged_ns = k.wake_charged();
+                k.out.wakes.push(WakeRequest {
+                    task: t,
+                    cpu,
+                    wake_flags,
+                    from: exec_cpu,
+                    after_ns: select_ns,
+                    charged_ns,
+                });
                 return true;
             }
             k.ttwu_set_cpu_and_queue(t, cpu, wake_flags);
@@ -361,6 +376,7 @@ impl Kernel {
     pub fn ttwu_queue_selected(&mut self, w: WakeRequest, now: u64, out: &mut Outbox) {
         self.entry(now, w.from, out, |k| {
             debug_assert_eq!(k.tasks[w.task as usize].state, TaskState::Waking);
+            k.wake_resume(w.charged_ns);
             let allowed = k.tasks[w.task as usize].cpus_mask.contains(w.cpu);
             let cpu = if allowed { w.cpu } else { k.select_fallback_rq(w.task, w.cpu) };
             k.ttwu_set_cpu_and_queue(w.task, cpu, w.wake_flags);

@@ -501,6 +501,7 @@ fn group_entity(cpu: usize, my_q: CfsRqId, parent_tg: usize, slice: u64) -> Task
         nivcsw: 0,
         fixed_start: true,
         lb_wakelist: false,
+        wake_kind: None,
         rt_priority: 0,
         rt_time_slice: 0,
         on_rt_rq: false,

@@ -468,6 +468,8 @@ impl Kernel {
             return out(self, next_balance, 0);
         }
         self.update_blocked_averages(cpu);
+        let charged_before = self.charged_ns;
+        let mut balanced = false;
         let mut curr_cost = 0;
         for sd in 0..ndom {
             let due = self.sd_state[cpu][sd].last_balance + self.get_sd_balance_interval(cpu, sd, false);
@@ -486,6 +488,7 @@ impl Kernel {
                     }
                     weight = (1024 + weight / 2) / weight;
                 }
+                balanced = true;
                 pulled_task = self.sched_balance_rq(
                     cpu,
                     sd,
@@ -503,6 +506,11 @@ impl Kernel {
         }
         if curr_cost > self.rqs[cpu].max_idle_balance_cost {
             self.rqs[cpu].max_idle_balance_cost = curr_cost;
+        }
+        self.stats.cpu_newidle_ns[cpu] += self.charged_ns - charged_before;
+        if balanced {
+            self.stats.newidle_balances[cpu] += 1;
+            self.stats.newidle_failed[cpu] += u64::from(pulled_task == 0);
         }
         if self.rqs[cpu].cfs.h_nr_queued > 0 && pulled_task == 0 {
             pulled_task = 1;
