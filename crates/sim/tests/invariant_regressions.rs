@@ -14,6 +14,41 @@ fn check(name: &str, toml: &str, duration_ns: u64) {
     }
 }
 
+/// A fixture scenario under `tests/fixtures`, with `features` and `seed`.
+fn check_fixture(file: &str, features: &[&str], seed: u64, duration_ns: u64) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(file);
+    let s = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let opts = SimOptions {
+        duration_ns: Some(duration_ns),
+        check_invariants: Some(true),
+        features: features.iter().map(|f| f.to_string()).collect(),
+        seed: Some(seed),
+        ..Default::default()
+    };
+    if let Err(e) = simulate(&s, &opts) {
+        panic!("{file} seed {seed}: {e}");
+    }
+}
+
+/// Issue 40's find: with TTWU_QUEUE_DELAYED, a worker delayed as it
+/// blocked was handed to its own CPU's wakelist while that CPU was still
+/// switching away from it, and `ttwu_delayed()` selected another CPU and
+/// forwarded it there before the switch completed: it ran on two CPUs at
+/// once ("task 32 is switching out but on_cpu=true"; on 40 CPUs, without
+/// the check, a panic in the group pick). The kernel takes the wakelist's
+/// IPI only once the switch is done; `ttwu_delayed()` now completes it
+/// first, as `sched_ttwu_pending()` does for every other entry. Without
+/// the fix every seed below fails within 45 ms.
+#[test]
+fn a_delayed_wakelist_entry_completes_its_tasks_switch_first() {
+    for seed in [5, 8] {
+        check_fixture("issue40-schbench-8cpu.toml", &["TTWU_QUEUE_DELAYED"], seed, 45_000_000);
+    }
+    for seed in [1, 4, 8] {
+        check_fixture("issue40-schbench-40cpu.toml", &["TTWU_QUEUE_DELAYED"], seed, 15_000_000);
+    }
+}
+
 /// Issue 21's find (a fuzzed schbench on the 7950X): a worker preempted on
 /// CPU 23 was still switching out when the next task was preempted by the
 /// migration stopper, and the pick after the stopper chose the first worker

@@ -229,6 +229,11 @@ impl Kernel {
     /// and either activate here (false) or forward to the chosen CPU (true).
     fn ttwu_delayed(&mut self, cpu: usize, t: TaskId, mut wake_flags: u32) -> bool {
         self.tasks[t as usize].sched_remote_delayed = false;
+        // A task delayed as it blocked is still switching out of its CPU
+        // (this one) when the waker queues it: the IPI is taken once that
+        // switch completes, as for every wakelist entry. Selecting and
+        // forwarding it before would run it on two CPUs at once.
+        self.finish_switch_of(t);
         let p_cpu = self.tasks[t as usize].cpu;
         if self.tasks[t as usize].on_rq == OnRq::Queued {
             let (pid, lag) = (self.tasks[t as usize].pid, self.tasks[t as usize].se.vlag);
