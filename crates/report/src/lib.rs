@@ -36,6 +36,7 @@ mod json;
 mod real;
 mod run;
 mod runs;
+pub mod throughput;
 mod vm;
 pub mod why;
 pub mod workload;

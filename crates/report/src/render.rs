@@ -9,7 +9,6 @@ use schedlab_analysis::{Arrival, StallBreakdown};
 use crate::ab::{render_ab, AbReport};
 use crate::measures::{measure_row, MeasureInfo, MeasureRun};
 use crate::results::BurstStarts;
-use crate::stats::mean;
 use crate::{SettingResult, SweepResult};
 
 /// Space between column groups.
@@ -383,35 +382,12 @@ pub fn render(r: &SweepResult) -> String {
             push_line(&mut out, &format!("note      {n}"));
         }
     }
-    out.push_str(&render_schbench_rps(r));
+    out.push_str(&crate::throughput::render_schbench_rps(r));
     for s in r.settings.iter().filter(|s| s.breakdown) {
         out.push('\n');
         out.push_str(&render_breakdown(r, s));
         out.push('\n');
         out.push_str(&render_burst_starts(s));
-    }
-    out
-}
-
-/// `[schbench]` sweeps: schbench's `average rps` per run, one line per
-/// setting and run as seed 004 lists them, then the setting's mean.
-pub fn render_schbench_rps(r: &SweepResult) -> String {
-    if !r.settings.iter().any(|s| s.runs.iter().any(|x| x.schbench_rps.is_some())) {
-        return String::new();
-    }
-    let width = r.settings.iter().map(|s| s.name.len()).max().unwrap_or(7).max(7);
-    let mut out = String::from("\nschbench average rps per run\n");
-    for s in &r.settings {
-        // Each run with its own rps: a run without one is left out, not
-        // given the next run's.
-        let runs: Vec<(u32, f64)> = s.runs.iter().filter_map(|x| Some((x.run, x.schbench_rps?))).collect();
-        for (run, v) in &runs {
-            out.push_str(&format!("{}  run {run}: average rps: {v:.2}\n", pad_right(&s.name, width)));
-        }
-        let rps: Vec<f64> = runs.iter().map(|&(_, v)| v).collect();
-        if let Some(mean) = mean(&rps) {
-            out.push_str(&format!("{}  mean   {mean:.2}\n", pad_right(&s.name, width)));
-        }
     }
     out
 }

@@ -56,6 +56,10 @@ pub struct SettingResult {
     pub handoffs: u64,
     pub median_handoff_ns: Option<u64>,
     pub runs: Vec<RunResult>,
+    /// The published `average rps` of the runs this setting answers
+    /// (`reported_rps` in the sweep file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reported_rps: Vec<f64>,
 }
 
 /// One simulation.
@@ -85,4 +89,7 @@ pub struct RunResult {
     /// `[schbench]` scenarios: schbench's `average rps` (completed requests / runtime).
     #[serde(default)]
     pub schbench_rps: Option<f64>,
+    /// `[schbench]` scenarios: the model's schedstats of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<crate::why::Why>,
 }

@@ -8,7 +8,7 @@
 
 use schedlab_scenario::Scenario;
 use schedlab_topology::CpuSet;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// A named set of CPUs whose figures are summed.
@@ -52,32 +52,44 @@ pub struct SchedStats {
     pub rq_lock_wait_ns: u64,
 }
 
-/// One wakeup path's row.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+/// One wakeup path's row. Integers only, so a sweep's shard files
+/// round-trip it exactly; the percentages are computed from them.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PathRow {
-    pub path: &'static str,
+    pub path: String,
     pub wakeups: u64,
-    /// Of all wakeups, in percent.
-    pub share_pct: f64,
     /// CPU time charged to the wakers, all of this path's wakeups.
     pub waker_ns: u64,
 }
 
 /// One CPU class's row.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ClassRow {
     pub class: String,
     pub cpus: usize,
-    /// Time a task was current, in percent of the class's CPU time.
-    pub busy_pct: f64,
-    /// CPU time charged to newidle balancing, in percent of the class's CPU time.
-    pub newidle_pct: f64,
+    /// The class's CPU time: its CPUs times the run's length.
+    pub span_ns: u64,
+    /// Time a task was current, summed over the class.
+    pub busy_ns: u64,
+    /// CPU time charged to newidle balancing, summed over the class.
+    pub newidle_ns: u64,
     pub newidle_balances: u64,
     pub newidle_failed: u64,
 }
 
+impl ClassRow {
+    /// Busy, in percent of the class's CPU time.
+    pub fn busy_pct(&self) -> f64 {
+        self.busy_ns as f64 * 100.0 / self.span_ns.max(1) as f64
+    }
+    /// Newidle balancing, in percent of the class's CPU time.
+    pub fn newidle_pct(&self) -> f64 {
+        self.newidle_ns as f64 * 100.0 / self.span_ns.max(1) as f64
+    }
+}
+
 /// The whole section, ready for text or JSON.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Why {
     pub paths: Vec<PathRow>,
     pub classes: Vec<ClassRow>,
@@ -86,33 +98,43 @@ pub struct Why {
 
 impl Why {
     pub fn new(stats: &SchedStats, classes: &[CpuClass], elapsed_ns: u64) -> Why {
-        let total = stats.paths.iter().map(|p| p.1).sum::<u64>().max(1) as f64;
         let paths = stats
             .paths
             .iter()
-            .map(|&(path, count, waker_ns)| PathRow {
-                path,
-                wakeups: count,
-                share_pct: count as f64 * 100.0 / total,
-                waker_ns,
-            })
+            .map(|&(path, wakeups, waker_ns)| PathRow { path: path.to_string(), wakeups, waker_ns })
             .collect();
         let classes = classes
             .iter()
             .map(|c| {
                 let sum = |v: &[u64]| c.cpus.iter().filter_map(|cpu| v.get(cpu)).sum::<u64>();
-                let span = (elapsed_ns.max(1) * c.cpus.len() as u64) as f64;
                 ClassRow {
                     class: c.name.clone(),
                     cpus: c.cpus.len(),
-                    busy_pct: sum(&stats.cpu_busy_ns) as f64 * 100.0 / span,
-                    newidle_pct: sum(&stats.cpu_newidle_ns) as f64 * 100.0 / span,
+                    span_ns: elapsed_ns * c.cpus.len() as u64,
+                    busy_ns: sum(&stats.cpu_busy_ns),
+                    newidle_ns: sum(&stats.cpu_newidle_ns),
                     newidle_balances: sum(&stats.newidle_balances),
                     newidle_failed: sum(&stats.newidle_failed),
                 }
             })
             .collect();
         Why { paths, classes, rq_lock_wait_ns: stats.rq_lock_wait_ns }
+    }
+
+    /// Every wakeup counted.
+    pub fn wakeups(&self) -> u64 {
+        self.paths.iter().map(|p| p.wakeups).sum()
+    }
+
+    /// `path`'s share of the wakeups, in percent (0 for a path not listed).
+    pub fn share_pct(&self, path: &str) -> f64 {
+        let n = self.paths.iter().find(|p| p.path == path).map_or(0, |p| p.wakeups);
+        n as f64 * 100.0 / self.wakeups().max(1) as f64
+    }
+
+    /// The wakers' CPU time per wakeup, all paths.
+    pub fn waker_ns_per_wakeup(&self) -> f64 {
+        self.paths.iter().map(|p| p.waker_ns).sum::<u64>() as f64 / self.wakeups().max(1) as f64
     }
 
     /// The text section of `schedlab run`.
@@ -130,7 +152,7 @@ impl Why {
                 "{:<20} {:>10} {:>6.2}% {:>14.0} {:>11.3}",
                 p.path,
                 p.wakeups,
-                p.share_pct,
+                self.share_pct(&p.path),
                 p.waker_ns as f64 / p.wakeups as f64,
                 p.waker_ns as f64 / 1e6
             );
@@ -140,7 +162,11 @@ impl Why {
             let _ = writeln!(
                 out,
                 "{:<28} {:>5.1}% {:>9.2}% {:>10} ({})",
-                c.class, c.busy_pct, c.newidle_pct, c.newidle_balances, c.newidle_failed
+                c.class,
+                c.busy_pct(),
+                c.newidle_pct(),
+                c.newidle_balances,
+                c.newidle_failed
             );
         }
         if self.rq_lock_wait_ns > 0 {
@@ -169,10 +195,11 @@ mod tests {
             CpuClass { name: "b".into(), cpus: [2, 3].into_iter().collect() },
         ];
         let why = Why::new(&s, &classes, 1_000);
-        assert_eq!(why.paths[0].share_pct, 75.0);
-        assert_eq!(why.paths[2].share_pct, 25.0);
-        assert_eq!((why.classes[0].busy_pct, why.classes[0].newidle_pct), (100.0, 0.0));
-        assert_eq!((why.classes[1].busy_pct, why.classes[1].newidle_pct), (0.0, 20.0));
+        assert_eq!(why.share_pct("select+wakelist"), 75.0);
+        assert_eq!(why.share_pct("runnable in place"), 25.0);
+        assert_eq!(why.waker_ns_per_wakeup(), 87.5);
+        assert_eq!((why.classes[0].busy_pct(), why.classes[0].newidle_pct()), (100.0, 0.0));
+        assert_eq!((why.classes[1].busy_pct(), why.classes[1].newidle_pct()), (0.0, 20.0));
         let text = why.render();
         assert!(text.contains("select+wakelist") && text.contains("runnable in place"), "{text}");
         assert!(!text.contains("runnable delayed"), "paths nobody took are left out: {text}");

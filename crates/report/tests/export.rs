@@ -17,6 +17,7 @@ fn run(n: u32, stalls: u64, handoffs: u64, p99: Option<u64>) -> RunResult {
         handoff_samples: vec![],
         measures: vec![],
         schbench_rps: None,
+        why: None,
     }
 }
 
@@ -35,6 +36,7 @@ fn setting(name: &str, topology: &str, runs: Vec<RunResult>) -> SettingResult {
         handoffs: runs.iter().map(|r| r.handoffs).sum(),
         median_handoff_ns: None,
         runs,
+        reported_rps: vec![],
     }
 }
 

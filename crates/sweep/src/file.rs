@@ -59,6 +59,9 @@ struct RawSetting {
     pi: Option<BTreeMap<Spanned<String>, Spanned<bool>>>,
     background: Option<Spanned<String>>,
     fair_server_runtime: Option<Spanned<Value>>,
+    /// A `[schbench]` sweep: the published `average rps` of each run of
+    /// this setting, printed beside the model's with the steps compared.
+    reported_rps: Option<Spanned<Vec<Spanned<f64>>>>,
 }
 
 /// `[[axis]]`: every setting is run once with each of `values`.
@@ -524,6 +527,28 @@ fn setting(ctx: Ctx, parts: &[&RawSetting], base: &Base) -> Result<Setting, Inpu
     if let Some(v) = only_one(ctx, parts, "fair_server_runtime", |p| p.fair_server_runtime.as_ref())? {
         scenario.fair_server_runtime_ns = Some(fair_server_runtime(ctx, v, &scenario)?);
     }
+    let reported_rps = match only_one(ctx, parts, "reported_rps", |p| p.reported_rps.as_ref())? {
+        None => Vec::new(),
+        Some(v) => {
+            if scenario.schbench.is_none() {
+                return Err(ctx.err(v, "`reported_rps` applies only to a [schbench] scenario (its `average rps`)"));
+            }
+            if v.get_ref().is_empty() {
+                return Err(ctx.err(v, "`reported_rps`: expected the published runs' figures, at least one"));
+            }
+            let mut out = Vec::new();
+            for x in v.get_ref() {
+                let f = *x.get_ref();
+                if !(f.is_finite() && f > 0.0) {
+                    return Err(
+                        ctx.err(x, format!("`reported_rps`: {f} is not a positive number of requests per second"))
+                    );
+                }
+                out.push(f);
+            }
+            out
+        }
+    };
     if let Some(t) = topo_ref {
         // The scenario's affinities and start CPUs must exist on the new machine.
         let all = topology.all_cpus();
@@ -565,6 +590,7 @@ fn setting(ctx: Ctx, parts: &[&RawSetting], base: &Base) -> Result<Setting, Inpu
         breakdown: false,
         top_cpu,
         allowed_cpus: allowed,
+        reported_rps,
     })
 }
 

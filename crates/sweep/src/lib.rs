@@ -160,6 +160,8 @@ pub struct Setting {
     pub top_cpu: Option<u32>,
     /// Union of the wakees' affinities.
     pub allowed_cpus: CpuSet,
+    /// `reported_rps`: the published runs this setting answers.
+    pub reported_rps: Vec<f64>,
 }
 
 impl Sweep {

@@ -63,6 +63,9 @@ pub struct JobOutput {
     /// `[schbench]` scenarios: schbench's `average rps`.
     #[serde(default)]
     pub schbench_rps: Option<f64>,
+    /// `[schbench]` scenarios: the model's schedstats.
+    #[serde(default)]
+    pub why: Option<schedlab_report::why::Why>,
 }
 
 impl JobOutput {
@@ -83,6 +86,7 @@ impl JobOutput {
             handoff_samples: s,
             measures: self.measures,
             schbench_rps: self.schbench_rps,
+            why: self.why,
         };
         (run, self.notes)
     }
@@ -164,6 +168,7 @@ pub fn skeleton(sweep: &Sweep) -> SweepResult {
                 handoffs: 0,
                 median_handoff_ns: None,
                 runs: Vec::new(),
+                reported_rps: setting.reported_rps.clone(),
             })
             .collect(),
     }
@@ -303,6 +308,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         notes: result.notes,
         measures,
         schbench_rps: None,
+        why: None,
     })
 }
 
@@ -385,5 +391,6 @@ fn run_schbench_job(
         notes: result.notes,
         measures: Vec::new(),
         schbench_rps: Some(report.average_rps),
+        why: Some(crate::why::why(&result.kernel_stats, scenario, result.end_ns)),
     })
 }

@@ -21,6 +21,7 @@ pub fn run(n: u32, stalls: u64, handoffs: u64, median: u64, p99: u64, max: u64) 
         handoff_samples: vec![],
         measures: vec![],
         schbench_rps: None,
+        why: None,
     }
 }
 
@@ -41,6 +42,7 @@ pub fn setting(name: &str, runs: Vec<RunResult>, median: u64) -> SettingResult {
         handoffs: runs.iter().map(|r| r.handoffs).sum(),
         median_handoff_ns: Some(median),
         runs,
+        reported_rps: vec![],
     }
 }
 
