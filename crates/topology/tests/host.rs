@@ -368,6 +368,10 @@ fn measured() -> Measured {
             interrupts: None,
         }),
         syscall: Some(pct(300, 400, 21)),
+        futex_wait_eagain: Some(pct(400, 500, 21)),
+        futex_wake_none: Some(pct(320, 400, 21)),
+        window: Some(pct(100, 300, 6100)),
+        line: Some(pct(60, 90, 21)),
         marker: Some(pct(500, 700, 21)),
         tracepoint: Some(pct(200, 300, 21)),
         events_per_handoff: Some(2.5),
@@ -399,8 +403,14 @@ fn probe_figures_land_in_the_file_and_load_back() {
     let want: Vec<(u64, u64, u64)> = vec![(5_000, 1_000, 4_000), (1_000_000, 25_000, 65_000)];
     assert_eq!(timer.iter().map(|p| (p.idle_ns, p.p50_ns, p.p99_ns)).collect::<Vec<_>>(), want);
     assert!(text.contains("# [measured: probe timer on CPU 0"), "{text}");
-    // The futex handoff (1.5 us) minus its two syscalls (2 x 300 ns).
-    assert_eq!(topo.costs.context_switch_ns, 900);
+    // The futex handoff (1.5 us) minus its two syscalls (2 x 300 ns) and
+    // its wait's and wake's own steps: FUTEX_WAIT's -EAGAIN (400 ns) minus
+    // the syscall is futex_wait, futex_wake the same; the window's median
+    // end (100 ns) + syscall + futex_wake - futex_wait is schedule_entry.
+    let k = &topo.costs.kernel;
+    assert_eq!((k.futex_wait_ns, k.futex_wake_ns, k.schedule_entry_ns), (100, 100, 400));
+    assert_eq!(topo.costs.context_switch_ns, 1_500 - 600 - 100 - 100 - 400);
+    assert!(text.contains("# [measured: probe line: one-way latency"), "{text}");
     // The interrupt's tail: the captured wakeup-to-switch (1.2 us) minus
     // the wakeup's own tracepoint (200 ns).
     assert_eq!(topo.costs.timer_irq_exit_ns, 1_000);
@@ -408,7 +418,7 @@ fn probe_figures_land_in_the_file_and_load_back() {
     assert_eq!((topo.costs.idle_exit_tail_ns, topo.costs.idle_exit_tail_p99_ns), (800, 3_800));
     assert!(text.contains("sched_wakeup to the sched_switch into the woken task (p50 1.2us"), "{text}");
     // The timer's delivery: the busy oversleep (5 us) minus that switch and the tail.
-    assert_eq!(topo.costs.timer_irq_ns, 3_100);
+    assert_eq!(topo.costs.timer_irq_ns, 5_000 - 300 - 1_000);
     assert_eq!((topo.costs.syscall_ns, topo.costs.trace_marker_ns, topo.costs.tracepoint_ns), (300, 500, 200));
     assert!(text.contains("(2.50 events counted per handoff)"), "{text}");
     // ipi per level = busy median - the probe's whole handoff.
@@ -417,11 +427,11 @@ fn probe_figures_land_in_the_file_and_load_back() {
     assert_eq!(topo.level_costs(Distance::Package).ipi_ns, 4_500);
     assert_eq!(topo.costs.ipi_ns, 1_500, "the flat ipi is the nearest level's");
     // The sender's IPI onto the busy CPU: the nearest level's wake call (1.5 us) minus the plain
-    // syscall (300 ns); onto the idle one, per idle length, the same subtraction.
-    assert_eq!(topo.costs.kernel.ipi_send_ns, 1_200);
+    // syscall (300 ns) and futex_wake (100 ns); onto the idle one, per idle length, the same subtraction.
+    assert_eq!(topo.costs.kernel.ipi_send_ns, 1_100);
     let send: Vec<(u64, u64, u64)> =
         topo.costs.kernel.ipi_send_by_idle.iter().map(|p| (p.idle_ns, p.p50_ns, p.p99_ns)).collect();
-    assert_eq!(send, vec![(5_000, 450, 1_200), (20_000_000, 1_200, 2_700)]);
+    assert_eq!(send, vec![(5_000, 350, 1_100), (20_000_000, 1_100, 2_600)]);
     assert!(text.contains("ipi_send_by_idle = ["), "{text}");
     assert_eq!((topo.costs.kernel.enqueue_ns, topo.costs.kernel.wakelist_ns), (0, 0));
     assert!(text.contains("how long the waker's FUTEX_WAKE took"), "{text}");

@@ -14,21 +14,25 @@
 //! samples.
 
 mod futex;
+mod line;
 mod noise;
 mod switch;
 mod syscall;
 mod timer;
 mod wake;
+mod window;
 
 use std::time::Instant;
 
 use schedlab_topology::host::{HostMachine, Measured};
 
+pub use line::line_probe;
 pub use noise::noise_probe;
 pub use switch::switch_probe;
-pub use syscall::{capture_cost_probe, syscall_probe, CaptureCosts};
+pub use syscall::{capture_cost_probe, futex_probe, syscall_probe, CaptureCosts};
 pub use timer::timer_probe;
 pub use wake::{wake_probe, IDLE_LENGTHS_NS};
+pub use window::window_probe;
 
 /// How much each probe measures.
 #[derive(Clone, Debug)]
@@ -48,6 +52,8 @@ pub struct ProbeBudget {
     pub switch_round_trips: usize,
     /// How long the noise spinners run, ns.
     pub noise_ns: u64,
+    /// The blocking-window probe's samples per delay (61 delays).
+    pub window_samples: usize,
 }
 
 impl ProbeBudget {
@@ -64,6 +70,7 @@ impl ProbeBudget {
             switch_batches: 21,
             switch_round_trips: 1000,
             noise_ns: 1_000_000_000,
+            window_samples: 100,
         }
     }
 
@@ -79,6 +86,7 @@ impl ProbeBudget {
             switch_batches: 5,
             switch_round_trips: 200,
             noise_ns: 100_000_000,
+            window_samples: 10,
         }
     }
 
@@ -126,6 +134,28 @@ pub fn run_probes(host: &HostMachine, budget: &ProbeBudget, progress: &mut dyn F
             Err(e) => m.notes.push(format!("timer probe on CPU {cpu}: {e}")),
         }
     }
+    if let Some((_, waker, waiter)) =
+        host.probe_pairs().into_iter().find(|(_, w, v)| cpus.contains(w) && cpus.contains(v))
+    {
+        progress(&format!("cache line {waker} <-> {waiter}: one-way latency of an atomic ping-pong"));
+        match line_probe(waker, waiter) {
+            Ok(p) => m.line = Some(p),
+            Err(e) => m.notes.push(format!("cache-line probe {waker}<->{waiter}: {e}")),
+        }
+        progress(&format!(
+            "blocking window: FUTEX_WAIT on CPU {waiter}, FUTEX_WAKE from CPU {waker} 0-3 us after its call"
+        ));
+        match window_probe(waker, waiter, budget) {
+            Ok(w) => match w.end() {
+                Some(end) => m.window = Some(end),
+                None => m.notes.push(format!(
+                    "blocking-window probe {waker}->{waiter}: the waits never all slept within 3 us ({:?})",
+                    w.points.last()
+                )),
+            },
+            Err(e) => m.notes.push(format!("blocking-window probe {waker}->{waiter}: {e}")),
+        }
+    }
     if let Some(&cpu) = cpus.last() {
         progress(&format!("context switch: futex ping-pong on CPU {cpu}"));
         match switch_probe(cpu, budget) {
@@ -139,6 +169,14 @@ pub fn run_probes(host: &HostMachine, budget: &ProbeBudget, progress: &mut dyn F
             Ok(Ok(p)) => m.syscall = Some(p),
             Ok(Err(e)) => m.notes.push(format!("syscall probe: {e}")),
             Err(_) => m.notes.push("syscall probe thread panicked".into()),
+        }
+        match std::thread::scope(|s| s.spawn(|| futex_probe(cpu)).join()) {
+            Ok(Ok((wait, wake))) => {
+                m.futex_wait_eagain = Some(wait);
+                m.futex_wake_none = Some(wake);
+            }
+            Ok(Err(e)) => m.notes.push(format!("futex probe: {e}")),
+            Err(_) => m.notes.push("futex probe thread panicked".into()),
         }
         let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != cpu).collect();
         match capture_cost_probe(cpu, &others, budget) {

@@ -216,3 +216,22 @@ fn marker_writes(dir: &std::path::Path, cpu: usize) -> Result<Percentiles, Strin
     // About the length of the runner's markers ("schedlab signal obj=3").
     per_call(|| f.write_all(b"schedlab probe obj=0").map_err(|e| format!("trace_marker write: {e}")))
 }
+
+/// What the futex syscalls cost beyond nothing, per call on `cpu`: a
+/// `FUTEX_WAIT` whose word no longer holds the expected value (it hashes,
+/// locks the bucket, reads the word and returns `-EAGAIN`: the setup every
+/// wait pays before it can sleep) and a `FUTEX_WAKE` with nobody queued
+/// (it hashes and finds no waiter).
+pub fn futex_probe(cpu: usize) -> Result<(Percentiles, Percentiles), String> {
+    set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+    let word = std::sync::atomic::AtomicU32::new(1);
+    let wait = per_call(|| match super::futex::wait(&word, 0, 1_000_000) {
+        super::futex::Waited::Changed => Ok(()),
+        other => Err(format!("FUTEX_WAIT on a changed word returned {other:?}, not EAGAIN")),
+    })?;
+    let wake = per_call(|| {
+        super::futex::wake(&word, 1);
+        Ok(())
+    })?;
+    Ok((wait, wake))
+}

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use super::measured::{
     exit_curve, idle_exit_tail_from_probes, ipi_from_probes, ipi_send_busy_from_probes, ipi_send_curve, irq_shares,
-    split_noise, switch_from_probes, timer_exit_curve, timer_irq_exit_from_probes, timer_irq_from_probes, CurvePoint,
-    Measured, NoiseFigures, TimerProbe, WakeProbe,
+    split_noise, switch_from_probes, switch_net_of_futex, timer_exit_curve, timer_irq_exit_from_probes,
+    timer_irq_from_probes, CurvePoint, Measured, NoiseFigures, TimerProbe, WakeProbe,
 };
 use super::{HostIdleState, HostMachine};
 use crate::{Costs, CpuSet, Topology};
@@ -473,17 +473,27 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
     }
     let syscall = measured.and_then(|m| m.syscall);
     let marker = measured.and_then(|m| m.marker);
+    let futex = measured.and_then(|m| m.futex_costs());
+    let net_switch = |s: &super::measured::Percentiles| {
+        let sw = switch_from_probes(s, syscall.as_ref());
+        futex.map_or(sw, |f| switch_net_of_futex(sw, f.futex_wait_ns, f.schedule_entry_ns, f.futex_wake_ns))
+    };
     match switch {
         Some(s) => {
             let _ = writeln!(
                 o,
                 "# [measured: probe switch: two threads on one CPU ping-pong through futexes; round trip / 2,\n\
-                 # median of {} batches (p99 {}) = {}, minus its two syscalls (2 x syscall_ns below), which the\n\
+                 # median of {} batches (p99 {}) = {}, minus its two syscalls (2 x syscall_ns below){}, which the\n\
                  # model charges on the ops that make them]\ncontext_switch_ns = {}",
                 s.n,
                 dur(s.p99).trim_matches('"'),
                 dur(s.p50).trim_matches('"'),
-                dur(switch_from_probes(&s, syscall.as_ref()))
+                if futex.is_some() {
+                    " and the wait's and wake's\n# futex_wait, schedule_entry and futex_wake ([costs.kernel] below)"
+                } else {
+                    ""
+                },
+                dur(net_switch(&s))
             );
         }
         None => {
@@ -539,7 +549,7 @@ fn costs_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>
             );
         }
     }
-    let model_switch = switch.as_ref().map_or(d.context_switch_ns, |s| switch_from_probes(s, syscall.as_ref()));
+    let model_switch = switch.as_ref().map_or(d.context_switch_ns, net_switch);
     let tracepoint = measured.and_then(|m| m.tracepoint.as_ref());
     let irq_exit = match measured.and_then(|m| m.timer_wake_to_switch.as_ref()) {
         Some(w) => {
@@ -665,7 +675,7 @@ fn kernel_costs(o: &mut String, m: &Measured) {
     let nearest = m.wake.iter().find(|w| w.send_busy.is_some() || !w.send_by_idle.is_empty());
     let Some(w) = nearest else {
         let _ = writeln!(o, "# ipi_send: not measured (no cross-CPU wakeup probe ran): 0");
-        return other_kernel_costs(o);
+        return other_kernel_costs(o, m);
     };
     let busy = w.send_busy.map_or("-".to_string(), |p| {
         format!("p50 {} p99 {}", dur(p.p50).trim_matches('"'), dur(p.p99).trim_matches('"'))
@@ -682,7 +692,8 @@ fn kernel_costs(o: &mut String, m: &Measured) {
         w.wakee,
         w.send_by_idle.iter().map(|(_, p)| p.n.to_string()).collect::<Vec<_>>().join(", "),
     );
-    match ipi_send_busy_from_probes(w, m.syscall.as_ref()) {
+    let futex_wake = m.futex_costs().map_or(0, |f| f.futex_wake_ns);
+    match ipi_send_busy_from_probes(w, m.syscall.as_ref(), futex_wake) {
         Some(b) => {
             let _ = writeln!(o, "ipi_send = {}", dur(b));
         }
@@ -690,13 +701,51 @@ fn kernel_costs(o: &mut String, m: &Measured) {
             let _ = writeln!(o, "# ipi_send: not measured (the busy phase failed): 0 onto busy CPUs");
         }
     }
-    if let Some(c) = ipi_send_curve(w, m.syscall.as_ref()) {
+    if let Some(c) = ipi_send_curve(w, m.syscall.as_ref(), futex_wake) {
         points(o, "ipi_send_by_idle", &c);
     }
-    other_kernel_costs(o);
+    other_kernel_costs(o, m);
 }
 
-fn other_kernel_costs(o: &mut String) {
+/// The blocking handoff's own steps when their probes ran, then the rest (0).
+fn other_kernel_costs(o: &mut String, m: &Measured) {
+    if let (Some(f), Some(eagain), Some(win)) = (m.futex_costs(), m.futex_wait_eagain, m.window) {
+        let _ = writeln!(
+            o,
+            "# [measured: probe futex: a FUTEX_WAIT whose word changed (-EAGAIN: hash, bucket lock, read), median of\n\
+             # {} batches ({}), minus syscall_ns; a FUTEX_WAKE with nobody queued took {}]\nfutex_wait = {}",
+            eagain.n,
+            dur(eagain.p50).trim_matches('"'),
+            m.futex_wake_none.map_or("-".into(), |p| dur(p.p50).trim_matches('"').to_string()),
+            dur(f.futex_wait_ns)
+        );
+        let _ = writeln!(
+            o,
+            "# [derived: the waker's bucket lock and unqueue, the same work as futex_wait's]\nfutex_wake = {}",
+            dur(f.futex_wake_ns)
+        );
+        let _ = writeln!(
+            o,
+            "# [measured: probe window: FUTEX_WAKE from another CPU at a delay after the waiter's call; half of\n\
+             # the waits returned without sleeping at {} (all slept from {}, {} samples). In the model a wake\n\
+             # reaches the waiter syscall_ns + futex_wake after its call and finds it from futex_wait until\n\
+             # schedule_entry later: schedule_entry = {} + syscall_ns + futex_wake - futex_wait]\nschedule_entry = {}",
+            dur(win.p50).trim_matches('"'),
+            dur(win.max).trim_matches('"'),
+            win.n,
+            dur(win.p50).trim_matches('"'),
+            dur(f.schedule_entry_ns)
+        );
+    }
+    if let Some(l) = m.line {
+        let _ = writeln!(
+            o,
+            "# [measured: probe line: one-way latency of a cache line between the nearest CPUs probed, an atomic\n\
+             # ping-pong: p50 {}, p99 {}; not a cost of its own, the unit of the remote paths below]",
+            dur(l.p50).trim_matches('"'),
+            dur(l.p99).trim_matches('"')
+        );
+    }
     let _ = writeln!(
         o,
         "# enqueue, dequeue, select, select_per_cpu, wakelist, remote_rq, balance_per_cpu, ipi_receive,\n\

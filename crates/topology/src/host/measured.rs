@@ -98,6 +98,51 @@ impl NoiseProbe {
     }
 }
 
+/// The blocking-window probe (`schedlab_runner` probe `window`): per delay
+/// of the waker's `FUTEX_WAKE` after the waiter's stamp before its
+/// `FUTEX_WAIT`, how many of the samples returned without sleeping.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowProbe {
+    pub waker: usize,
+    pub waiter: usize,
+    /// (delay ns, samples that did not sleep, samples), by delay.
+    pub points: Vec<(u64, usize, usize)>,
+}
+
+impl WindowProbe {
+    /// The window's end read as a distribution over the delays: its
+    /// quantile `q` is the first delay at which at most a share `1 - q` of
+    /// the waits returned without sleeping, linear between the delays
+    /// around it. `None` when the share never falls that low.
+    pub fn end_quantile(&self, q: f64) -> Option<u64> {
+        let share = |&(_, awake, n): &(u64, usize, usize)| awake as f64 / n.max(1) as f64;
+        let target = 1.0 - q;
+        let mut prev: Option<(u64, f64)> = None;
+        for p in &self.points {
+            let (d, f) = (p.0, share(p));
+            if f <= target {
+                return Some(match prev {
+                    Some((d0, f0)) if f0 > f => (d0 as f64 + (d - d0) as f64 * (f0 - target) / (f0 - f)).round() as u64,
+                    _ => d,
+                });
+            }
+            prev = Some((d, f));
+        }
+        None
+    }
+
+    /// The end's median, p99 and largest (the first delay with no awake
+    /// sample), as [`Percentiles`].
+    pub fn end(&self) -> Option<Percentiles> {
+        Some(Percentiles {
+            n: self.points.iter().map(|p| p.2).sum(),
+            p50: self.end_quantile(0.5)?,
+            p99: self.end_quantile(0.99)?,
+            max: self.end_quantile(1.0)?,
+        })
+    }
+}
+
 /// Everything the probes measured; any part may be missing (skipped or failed).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Measured {
@@ -110,6 +155,14 @@ pub struct Measured {
     pub noise: Option<NoiseProbe>,
     /// An eventfd `write()` with no waiter, per call.
     pub syscall: Option<Percentiles>,
+    /// A `FUTEX_WAIT` that returns `-EAGAIN` (the word changed), per call.
+    pub futex_wait_eagain: Option<Percentiles>,
+    /// A `FUTEX_WAKE` with nobody queued, per call.
+    pub futex_wake_none: Option<Percentiles>,
+    /// The blocking window's end (see [`WindowProbe::end`]).
+    pub window: Option<Percentiles>,
+    /// One-way cache-line latency between the nearest pair of CPUs probed.
+    pub line: Option<Percentiles>,
     /// A `write()` to `trace_marker` while tracing records, per call.
     pub marker: Option<Percentiles>,
     /// One captured sched tracepoint: the switch probe with the capture's
@@ -166,6 +219,49 @@ fn minus_baseline(by_idle: &[(u64, Percentiles)], baseline: u64) -> Option<Vec<C
     (!pts.is_empty()).then_some(pts)
 }
 
+/// The blocking handoff's steps the probes measure, as `[costs.kernel]`
+/// takes them: `futex_wait` (measured), `futex_wake` (derived: the same
+/// bucket lock and list operation, on the waker) and `schedule_entry`
+/// (from the window probe). `None` without the futex or window probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FutexCosts {
+    pub futex_wait_ns: u64,
+    pub futex_wake_ns: u64,
+    pub schedule_entry_ns: u64,
+}
+
+impl Measured {
+    pub fn futex_costs(&self) -> Option<FutexCosts> {
+        let syscall = self.syscall.as_ref();
+        let futex_wait_ns = futex_wait_from_probes(self.futex_wait_eagain.as_ref()?, syscall);
+        let futex_wake_ns = futex_wait_ns;
+        let schedule_entry_ns =
+            schedule_entry_from_probes(self.window?.p50, syscall.map_or(0, |s| s.p50), futex_wait_ns, futex_wake_ns);
+        Some(FutexCosts { futex_wait_ns, futex_wake_ns, schedule_entry_ns })
+    }
+}
+
+/// `[costs.kernel] futex_wait`: the `FUTEX_WAIT` that returns `-EAGAIN`
+/// minus `syscall_ns` (a small syscall's entry, work and exit), floored at
+/// 0: hashing, the bucket lock and the read of the word, the setup every
+/// wait pays before it can be found.
+pub fn futex_wait_from_probes(eagain: &Percentiles, syscall: Option<&Percentiles>) -> u64 {
+    eagain.p50.saturating_sub(syscall.map_or(0, |s| s.p50))
+}
+
+/// `[costs.kernel] schedule_entry`, from the window probe: in the model a
+/// waker's wake reaches the waiter `syscall_ns + futex_wake` after its
+/// call, and the waiter is findable from `futex_wait` after its stamp until
+/// `schedule_entry` later; a wake returns without sleeping when the first
+/// comes before the end of the second. So the window's median end (delay
+/// of the call after the stamp) is `futex_wait + schedule_entry -
+/// syscall_ns - futex_wake`, and `schedule_entry` is that rearranged,
+/// floored at 0. What the model does not split (the waiter's syscall
+/// entry, the waker's path up to `ttwu_runnable()`'s lock) is inside it.
+pub fn schedule_entry_from_probes(window_end_p50: u64, syscall_ns: u64, futex_wait_ns: u64, futex_wake_ns: u64) -> u64 {
+    (window_end_p50 + syscall_ns + futex_wake_ns).saturating_sub(futex_wait_ns)
+}
+
 /// IPI delivery at one level: the busy-CPU wakeup's median minus the
 /// context switch it includes, floored at 0.
 pub fn ipi_from_probes(wake: &WakeProbe, switch: Option<&Percentiles>) -> Option<u64> {
@@ -178,8 +274,8 @@ pub fn ipi_from_probes(wake: &WakeProbe, switch: Option<&Percentiles>) -> Option
 /// pinned): the busy FUTEX_WAKE's median minus the plain syscall it also
 /// is, floored at 0. The whole rest is taken as the IPI's sending: on bare
 /// metal the activation is a few cache lines, in a VM the IPI is an exit.
-pub fn ipi_send_busy_from_probes(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option<u64> {
-    Some(wake.send_busy?.p50.saturating_sub(syscall.map_or(0, |s| s.p50)))
+pub fn ipi_send_busy_from_probes(wake: &WakeProbe, syscall: Option<&Percentiles>, futex_wake_ns: u64) -> Option<u64> {
+    Some(wake.send_busy?.p50.saturating_sub(syscall.map_or(0, |s| s.p50) + futex_wake_ns))
 }
 
 /// `[costs.kernel] ipi_send_by_idle`, the IPI's sending per idle length
@@ -187,8 +283,8 @@ pub fn ipi_send_busy_from_probes(wake: &WakeProbe, syscall: Option<&Percentiles>
 /// and p99 minus the syscall's median, floored at 0. The idle length is
 /// the probe's: from the wakee's last step in user space to the waker's
 /// call, the same clock `exit_curve`'s points use.
-pub fn ipi_send_curve(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option<Vec<CurvePoint>> {
-    minus_baseline(&wake.send_by_idle, syscall.map_or(0, |s| s.p50))
+pub fn ipi_send_curve(wake: &WakeProbe, syscall: Option<&Percentiles>, futex_wake_ns: u64) -> Option<Vec<CurvePoint>> {
+    minus_baseline(&wake.send_by_idle, syscall.map_or(0, |s| s.p50) + futex_wake_ns)
 }
 
 /// The model's own context switch: the probe's same-CPU futex handoff
@@ -197,6 +293,14 @@ pub fn ipi_send_curve(wake: &WakeProbe, syscall: Option<&Percentiles>) -> Option
 /// on their ops, so they are taken out once here.
 pub fn switch_from_probes(switch: &Percentiles, syscall: Option<&Percentiles>) -> u64 {
     switch.p50.saturating_sub(2 * syscall.map_or(0, |s| s.p50))
+}
+
+/// The switch net of what a blocking handoff's other steps cost in the
+/// model when they are measured too: the wait's setup and window and the
+/// wake's bucket work (`[costs.kernel] futex_wait`, `schedule_entry`,
+/// `futex_wake`), each of which the probe's half round trip also holds.
+pub fn switch_net_of_futex(switch_ns: u64, futex_wait_ns: u64, schedule_entry_ns: u64, futex_wake_ns: u64) -> u64 {
+    switch_ns.saturating_sub(futex_wait_ns + schedule_entry_ns + futex_wake_ns)
 }
 
 /// The timer interrupt's delivery: the busy-CPU oversleep's median minus
@@ -294,6 +398,24 @@ pub fn irq_shares(irq: &NoiseFigures, probe: &NoiseProbe, hz: u32) -> IrqShares 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_windows_end_is_read_where_the_share_that_did_not_sleep_crosses() {
+        let w = WindowProbe {
+            waker: 0,
+            waiter: 1,
+            points: vec![(0, 95, 100), (100, 90, 100), (200, 70, 100), (300, 30, 100), (400, 0, 100), (500, 0, 100)],
+        };
+        // 50 % between 200 (70 awake) and 300 (30 awake): 250.
+        assert_eq!(w.end_quantile(0.5), Some(250));
+        assert_eq!(w.end_quantile(0.99), Some(397));
+        assert_eq!(w.end(), Some(Percentiles { n: 600, p50: 250, p99: 397, max: 400 }));
+        // A share that never falls that low has no quantile.
+        let w = WindowProbe { points: vec![(0, 90, 100), (100, 60, 100)], ..w };
+        assert_eq!(w.end_quantile(0.5), None);
+        assert_eq!(w.end(), None);
+    }
+
     use super::*;
 
     fn p(p50: u64, p99: u64) -> Percentiles {
@@ -364,13 +486,14 @@ mod tests {
         assert_eq!(ipi_from_probes(&w, Some(&p(7_000, 8_000))), Some(0));
         assert_eq!(ipi_from_probes(&w, None), Some(6_000));
         // The waker's wake call minus the plain syscall, floored at 0; no figure without the call's.
-        assert_eq!(ipi_send_busy_from_probes(&w, Some(&p(400, 500))), Some(8_600));
-        assert_eq!(ipi_send_busy_from_probes(&w, Some(&p(20_000, 30_000))), Some(0));
-        assert_eq!(ipi_send_busy_from_probes(&WakeProbe { send_busy: None, ..w.clone() }, None), None);
-        let c = ipi_send_curve(&w, Some(&p(400, 500))).unwrap();
+        assert_eq!(ipi_send_busy_from_probes(&w, Some(&p(400, 500)), 0), Some(8_600));
+        assert_eq!(ipi_send_busy_from_probes(&w, Some(&p(400, 500)), 100), Some(8_500), "net of the bucket work");
+        assert_eq!(ipi_send_busy_from_probes(&w, Some(&p(20_000, 30_000)), 0), Some(0));
+        assert_eq!(ipi_send_busy_from_probes(&WakeProbe { send_busy: None, ..w.clone() }, None, 0), None);
+        let c = ipi_send_curve(&w, Some(&p(400, 500)), 0).unwrap();
         let pts: Vec<(u64, u64, u64)> = c.iter().map(|q| (q.idle_ns, q.p50_ns, q.p99_ns)).collect();
         assert_eq!(pts, vec![(5_000, 600, 1_600), (1_000_000, 16_600, 29_600)]);
-        assert!(ipi_send_curve(&WakeProbe { send_by_idle: vec![], ..w }, None).is_none(), "no samples: no curve");
+        assert!(ipi_send_curve(&WakeProbe { send_by_idle: vec![], ..w }, None, 0).is_none(), "no samples: no curve");
     }
 
     #[test]

@@ -27,8 +27,8 @@ pub use cpus::HostCpu;
 pub use emit::{read_on, render, RenderOptions};
 pub use kernel::{Haltpoll, HostIdle, HostIdleState};
 pub use measured::{
-    exit_curve, ipi_from_probes, split_noise, timer_exit_curve, CurvePoint, Measured, NoiseFigures, NoiseProbe,
-    Percentiles, TimerProbe, WakeProbe,
+    exit_curve, futex_wait_from_probes, ipi_from_probes, schedule_entry_from_probes, split_noise, switch_net_of_futex,
+    timer_exit_curve, CurvePoint, Measured, NoiseFigures, NoiseProbe, Percentiles, TimerProbe, WakeProbe, WindowProbe,
 };
 pub use rounds::{median_percentiles, merge_rounds};
 

@@ -108,6 +108,10 @@ pub fn merge_rounds(rounds: &[Measured]) -> Measured {
     let each = |f: fn(&Measured) -> Option<Percentiles>| median_percentiles(&rounds.iter().map(f).collect::<Vec<_>>());
     out.switch = each(|m| m.switch);
     out.syscall = each(|m| m.syscall);
+    out.futex_wait_eagain = each(|m| m.futex_wait_eagain);
+    out.futex_wake_none = each(|m| m.futex_wake_none);
+    out.window = each(|m| m.window);
+    out.line = each(|m| m.line);
     out.marker = each(|m| m.marker);
     out.tracepoint = each(|m| m.tracepoint);
     out.timer_wake_to_switch = each(|m| m.timer_wake_to_switch);
