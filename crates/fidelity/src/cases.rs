@@ -28,6 +28,14 @@ pub struct Case {
     pub trace_kb_per_s: u64,
 }
 
+/// Seed 004's family on 2 CPUs: schbench's figures and the wakeups that
+/// found their task still running.
+const FAMILY: &[Metric] = &[Metric::SchbenchWakeup(Pct::P50), Metric::SchbenchRps, Metric::WokenRunning];
+/// A `-n 0` schbench on 2 CPUs wrote ~200 k sched events per second here
+/// (2026-12-06: 309 k captured and 296 k lost in 3 s with 8 MB per CPU), ~10
+/// MB/s at ~51 bytes each: 16 MB/s per CPU leaves room.
+const FAMILY_TRACE_KB_PER_S: u64 = 16_384;
+
 pub const CASES: &[Case] = &[
     Case {
         name: "schbench",
@@ -36,6 +44,30 @@ pub const CASES: &[Case] = &[
         text: include_str!("../../../scenarios/fidelity/schbench.toml"),
         metrics: &[Metric::SchbenchWakeup(Pct::P50), Metric::SchbenchWakeup(Pct::P99), Metric::SchbenchRps],
         trace_kb_per_s: 8192,
+    },
+    Case {
+        name: "schbench-m1-t2",
+        group: "schbench-family",
+        path: "scenarios/fidelity/schbench-m1-t2.toml",
+        text: include_str!("../../../scenarios/fidelity/schbench-m1-t2.toml"),
+        metrics: FAMILY,
+        trace_kb_per_s: FAMILY_TRACE_KB_PER_S,
+    },
+    Case {
+        name: "schbench-m1-t4",
+        group: "schbench-family",
+        path: "scenarios/fidelity/schbench-m1-t4.toml",
+        text: include_str!("../../../scenarios/fidelity/schbench-m1-t4.toml"),
+        metrics: FAMILY,
+        trace_kb_per_s: FAMILY_TRACE_KB_PER_S,
+    },
+    Case {
+        name: "schbench-m2-t2",
+        group: "schbench-family",
+        path: "scenarios/fidelity/schbench-m2-t2.toml",
+        text: include_str!("../../../scenarios/fidelity/schbench-m2-t2.toml"),
+        metrics: FAMILY,
+        trace_kb_per_s: FAMILY_TRACE_KB_PER_S,
     },
     Case {
         name: "cyclictest",

@@ -93,6 +93,12 @@ pub enum Metric {
     /// `sched_waking` before it (traced in the waker's context). A rule of
     /// the wakeup path, read from the two events alone.
     WakerCpu(&'static str),
+    /// Of the workload threads' wakeups, the percentage whose task was
+    /// still the current task of a CPU at its `sched_waking`: woken inside
+    /// its blocking window, before `__schedule()` dequeued it
+    /// (`ttwu_runnable()`; it returns without sleeping). From the switches
+    /// and wakings alone.
+    WokenRunning,
 }
 
 /// One side of a comparison as the metrics read it.
@@ -126,6 +132,7 @@ impl Metric {
             Metric::LoopRate(t) => format!("{t} loops/s"),
             Metric::Share(t) => format!("{t} share (%)"),
             Metric::WakerCpu(t) => format!("{t} on waker's CPU (%)"),
+            Metric::WokenRunning => "woken still running (%)".into(),
         }
     }
 
@@ -134,7 +141,7 @@ impl Metric {
         match self {
             Metric::SchbenchWakeup(_) | Metric::Wakeup(_) | Metric::Handoff(_) | Metric::TimerToRun(..) => "us",
             Metric::SchbenchRps | Metric::LoopRate(_) => "/s",
-            Metric::StallFraction | Metric::Share(_) | Metric::WakerCpu(_) => "%",
+            Metric::StallFraction | Metric::Share(_) | Metric::WakerCpu(_) | Metric::WokenRunning => "%",
         }
     }
 
@@ -143,7 +150,7 @@ impl Metric {
             Metric::SchbenchWakeup(p) | Metric::Wakeup(p) | Metric::Handoff(p) | Metric::TimerToRun(p, _) => p.band(),
             Metric::SchbenchRps | Metric::LoopRate(_) => Band::Rate,
             Metric::StallFraction => Band::StallFraction,
-            Metric::Share(_) => Band::Share,
+            Metric::Share(_) | Metric::WokenRunning => Band::Share,
             Metric::WakerCpu(_) => Band::Placement,
         }
     }
@@ -268,8 +275,35 @@ impl Metric {
                 }
                 Ok(100.0 * on_waker as f64 / placed as f64)
             }
+            Metric::WokenRunning => {
+                let (woken, running) = woken_running(side);
+                if woken < MIN_EVENTS_RATE {
+                    return Err(format!("{woken} wakeups of the workload (a share needs {MIN_EVENTS_RATE})"));
+                }
+                Ok(100.0 * running as f64 / woken as f64)
+            }
         }
     }
+}
+
+/// The workload's `sched_waking`s in the window, and how many found their
+/// task current on some CPU (the last `sched_switch` there switched it in).
+fn woken_running(side: &Side) -> (u64, u64) {
+    let mut current: std::collections::HashMap<u32, Pid> = std::collections::HashMap::new();
+    let (mut woken, mut running) = (0u64, 0u64);
+    for e in side.trace.in_time_order().iter().filter(|e| e.ts <= side.end_ns) {
+        match e.kind {
+            EventKind::SchedSwitch { next_pid, .. } => {
+                current.insert(e.cpu, next_pid);
+            }
+            EventKind::SchedWaking { pid, .. } if e.ts >= side.start_ns && side.pids.contains(&pid) => {
+                woken += 1;
+                running += u64::from(current.values().any(|&p| p == pid));
+            }
+            _ => {}
+        }
+    }
+    (woken, running)
 }
 
 fn too_few(n: u64, what: &str, p: Pct) -> String {

@@ -204,3 +204,36 @@ fn placement_pairs_each_wakeup_with_the_waking_before_it() {
     let err = Metric::WakerCpu("sleeper").figure(&r.side(1000, &[])).unwrap_err();
     assert!(err.starts_with("9 wakeups of sleeper with their sched_waking"), "{err}");
 }
+
+#[test]
+fn woken_running_counts_the_wakings_of_a_task_still_current_on_a_cpu() {
+    let on = |ts, cpu, kind| Event { ts, cpu, ctx_pid: 0, flags: *b"d..2.", kind };
+    let waking = |ts, cpu, pid| on(ts, cpu, EventKind::SchedWaking { pid, prio: 120, target_cpu: 1 });
+    let sw = |ts, cpu, prev, next, sleeping: bool| {
+        let prev_state = if sleeping { PrevState::Sleeping } else { PrevState::Running { preempt: true } };
+        on(
+            ts,
+            cpu,
+            EventKind::SchedSwitch { prev_pid: prev, prev_prio: 120, prev_state, next_pid: next, next_prio: 120 },
+        )
+    };
+    // B runs on CPU 1; A (on CPU 0) wakes it 40 times: every fourth while it
+    // is still current (its switch out comes after), the rest after it slept.
+    let mut events = vec![sw(0, 1, 0, B, false)];
+    for i in 0..40u64 {
+        let t = 1_000 + i * 10_000;
+        if i % 4 == 0 {
+            events.push(waking(t, 0, B));
+        } else {
+            events.push(sw(t, 1, B, 0, true));
+            events.push(waking(t + 100, 0, B));
+            events.push(sw(t + 200, 1, 0, B, false));
+        }
+    }
+    let r = run("schbench-m1-t2", events, 1_000_000);
+    let share = Metric::WokenRunning.figure(&r.side(1000, &[])).unwrap();
+    assert!((share - 25.0).abs() < 1e-9, "{share}");
+    // Wakings of a thread that is not the workload's are not counted.
+    let r = run("schbench-m1-t2", vec![waking(5, 0, 999); 30], 1_000_000);
+    assert!(Metric::WokenRunning.figure(&r.side(1000, &[])).unwrap_err().starts_with("0 wakeups"));
+}
