@@ -606,10 +606,12 @@ impl Kernel {
     }
 
     /// `idle_cpu()`: the idle task runs, nothing (not even a delayed task) is
-    /// queued, and no wakeup is pending on the wakelist.
+    /// queued, and no wakeup is pending on the wakelist. A CPU still in the
+    /// newidle balance that preceded its idle ([`Rq::newidle_until`]) has
+    /// the blocked task as `rq->curr` in the kernel: not idle.
     pub fn idle_cpu(&self, cpu: usize) -> bool {
         let rq = &self.rqs[cpu];
-        rq.curr.is_none() && rq.nr_running == 0 && !rq.ttwu_pending
+        rq.curr.is_none() && rq.nr_running == 0 && !rq.ttwu_pending && self.now >= rq.newidle_until
     }
 
     /// `available_idle_cpu()`: `idle_cpu()` on a CPU that is not a preempted vCPU

@@ -502,6 +502,11 @@ pub struct Rq {
     pub lock_free_at: u64,
     /// Since when a task has been current (the model's schedstats).
     pub busy_since: Option<u64>,
+    /// Until when a newidle balance that found nothing keeps the CPU: its
+    /// charged time (`[costs.kernel] balance_per_cpu`). The kernel balances
+    /// with the blocked task still `rq->curr`, so `idle_cpu()` is false
+    /// meanwhile and wakers' idle scans pass the CPU by.
+    pub newidle_until: u64,
 }
 
 impl Rq {
@@ -551,6 +556,7 @@ impl Rq {
             },
             lock_free_at: 0,
             busy_since: None,
+            newidle_until: 0,
         }
     }
 }

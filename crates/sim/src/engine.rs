@@ -337,6 +337,12 @@ impl<'a> Engine<'a> {
             self.threads[th].last_cpu = Some(cpu);
             self.hw.set_exec_from(cpu, self.now + cost);
         } else {
+            // What the kernel charged on the way to idle (the newidle
+            // balance) passes before the idle state is entered.
+            let held = std::mem::take(&mut self.pending_ns[cpu]);
+            if held > 0 {
+                self.hw.hold_busy(cpu, self.now, held);
+            }
             self.go_idle(cpu);
         }
         self.update_tick(cpu);

@@ -123,7 +123,13 @@ impl Kernel {
         let hz = self.hz();
         let st = &mut self.sd_state[cpu][sd];
         if cost > st.max_newidle_lb_cost {
-            st.max_newidle_lb_cost = cost;
+            // With NEWIDLE_COST_BUMP the bumps stop at the sysctl, plus a
+            // little (155213a2aed4's cap).
+            st.max_newidle_lb_cost = if self.features.is_set(Feature::NEWIDLE_COST_BUMP) {
+                cost.min(crate::fair::lb::SYSCTL_SCHED_MIGRATION_COST + 200)
+            } else {
+                cost
+            };
             st.last_decay_max_lb_cost = now;
         } else if now > st.last_decay_max_lb_cost + hz {
             st.max_newidle_lb_cost = st.max_newidle_lb_cost * 253 / 256;
@@ -461,7 +467,13 @@ impl Kernel {
             }
             pulled
         };
-        if !self.rds[self.rqs[cpu].rd].overloaded || self.rqs[cpu].avg_idle < self.sd_state[cpu][0].max_newidle_lb_cost
+        // NEWIDLE_MIGRATION_COST: the first term of this gate before
+        // c5b0a7eefc70 removed it (v5.16).
+        let short_idle = self.feat(Feature::NEWIDLE_MIGRATION_COST)
+            && self.rqs[cpu].avg_idle < crate::fair::lb::SYSCTL_SCHED_MIGRATION_COST;
+        if short_idle
+            || !self.rds[self.rqs[cpu].rd].overloaded
+            || self.rqs[cpu].avg_idle < self.sd_state[cpu][0].max_newidle_lb_cost
         {
             let due = self.sd_state[cpu][0].last_balance + self.get_sd_balance_interval(cpu, 0, false);
             next_balance = next_balance.min(due);
@@ -498,7 +510,14 @@ impl Kernel {
                 ) as i32;
                 let domain_cost = self.newidle_cost(cpu, sd);
                 curr_cost += domain_cost;
-                self.update_newidle_cost(cpu, sd, domain_cost, weight * (pulled_task > 0) as u32);
+                // NEWIDLE_COST_BUMP (155213a2aed4): a balance that pulled
+                // nothing is remembered as half again the dearest so far.
+                let fed = if self.feat(Feature::NEWIDLE_COST_BUMP) && pulled_task == 0 {
+                    3 * self.sd_state[cpu][sd].max_newidle_lb_cost / 2
+                } else {
+                    domain_cost
+                };
+                self.update_newidle_cost(cpu, sd, fed, weight * (pulled_task > 0) as u32);
             }
             if pulled_task > 0 || !continue_balancing {
                 break;
@@ -507,7 +526,12 @@ impl Kernel {
         if curr_cost > self.rqs[cpu].max_idle_balance_cost {
             self.rqs[cpu].max_idle_balance_cost = curr_cost;
         }
-        self.stats.cpu_newidle_ns[cpu] += self.charged_ns - charged_before;
+        let charged = self.charged_ns - charged_before;
+        self.stats.cpu_newidle_ns[cpu] += charged;
+        if charged > 0 {
+            // The balance's time passes before the CPU can idle (or run what it found).
+            self.rqs[cpu].newidle_until = self.busy_until[cpu].max(self.now);
+        }
         if balanced {
             self.stats.newidle_balances[cpu] += 1;
             self.stats.newidle_failed[cpu] += u64::from(pulled_task == 0);

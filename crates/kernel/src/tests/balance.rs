@@ -213,3 +213,79 @@ fn newidle_pulls_a_waiting_task_unless_avg_idle_is_short() {
     assert_eq!(k.curr(1), None);
     assert_eq!(k.tasks[b as usize].cpu, 0);
 }
+
+/// CPU 1's task blocks while CPU 0 holds two tasks: a movable one (when
+/// `movable`) or one pinned there, so the root domain is overloaded and
+/// the newidle balance runs; it pulls the movable one, or fails.
+fn newidle_setup(features: &[&str], avg_idle: u64, max_cost: u64, movable: bool) -> TestKernel {
+    let mut k = kernel("qemu-4", "6.12", features);
+    let a = task(&mut k, 1, "0", 0);
+    let b = task(&mut k, 2, if movable { "0-1" } else { "0" }, 0);
+    let s = task(&mut k, 3, "1", 1);
+    for t in [a, b, s] {
+        start(&mut k, t, 0);
+    }
+    k.rqs[1].avg_idle = avg_idle;
+    for st in k.sd_state[1].iter_mut() {
+        st.max_newidle_lb_cost = max_cost;
+    }
+    k
+}
+
+fn block_cpu1(k: &mut TestKernel, now: u64) {
+    k.sync_curr(1, now);
+    k.events.clear();
+    k.set_current_state(1, TaskState::Interruptible);
+    k.schedule(1, now, false);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn newidle_migration_cost_restores_the_gate_c5b0a7eefc_removed() {
+    // 100 us of expected idle covers a balance that costs nothing, so a
+    // stock kernel balances; with the old gate 100 us is below 500 us.
+    for (features, pulls) in [(&["NO_NI_RANDOM"][..], true), (&["NO_NI_RANDOM", "NEWIDLE_MIGRATION_COST"][..], false)] {
+        let mut k = newidle_setup(features, 100 * US, 0, true);
+        block_cpu1(&mut k, 200 * US);
+        assert_eq!(!lb_moves(&k).is_empty(), pulls, "{features:?}");
+        assert_eq!(k.curr(1).is_some(), pulls, "{features:?}");
+    }
+    // 600 us passes the old gate too.
+    let mut k = newidle_setup(&["NO_NI_RANDOM", "NEWIDLE_MIGRATION_COST"], 600 * US, 0, true);
+    block_cpu1(&mut k, 200 * US);
+    assert!(k.curr(1).is_some());
+}
+
+#[test]
+fn newidle_cost_bump_grows_the_cost_of_failing_balances_up_to_the_sysctl() {
+    // Nothing CPU 1 may pull: every balance fails. With the bump the
+    // lowest domain's remembered cost grows by half at each failure, and
+    // stops at sysctl_sched_migration_cost + 200 ns; without it, it stays.
+    let costs = |features: &[&str]| {
+        let mut k = newidle_setup(features, 10_000 * US, 10 * US, false);
+        let mut seen = Vec::new();
+        for i in 0..12u64 {
+            // The balance found nothing to move and cleared the overload;
+            // the test is about what a failure costs, so keep it set.
+            // Likewise the idle time's average, which the short idles pull down.
+            let rd = k.rqs[1].rd;
+            k.rds[rd].overloaded = true;
+            k.rqs[1].avg_idle = 10_000 * US;
+            block_cpu1(&mut k, (200 + 100 * i) * US);
+            seen.push(k.sd_state[1][0].max_newidle_lb_cost);
+            assert!(lb_moves(&k).is_empty() && k.curr(1).is_none());
+            // CPU 1's task wakes again for the next round.
+            let s = k.tasks.iter().position(|t| t.pid == 3).unwrap() as crate::TaskId;
+            let t = (200 + 100 * i) * US + 5 * US;
+            k.try_to_wake_up(s, t, 0, 0);
+            k.sched_ttwu_pending(1, t);
+            k.schedule(1, t, false);
+            assert_eq!(k.curr(1), Some(s));
+        }
+        seen
+    };
+    let bumped = costs(&["NO_NI_RANDOM", "NEWIDLE_COST_BUMP"]);
+    assert_eq!(&bumped[..3], &[15 * US, 22_500, 33_750], "{bumped:?}");
+    assert_eq!(*bumped.last().unwrap(), 500_200, "capped: {bumped:?}");
+    assert!(costs(&["NO_NI_RANDOM"]).iter().all(|&c| c == 10 * US));
+}

@@ -286,3 +286,30 @@ fn the_wakelist_leaves_the_activations_to_the_target_under_one_lock() {
     assert_eq!((charged(&k, 0).0, k.rq_lock_wait_ns()), (300, 0));
     k.check_invariants().unwrap();
 }
+
+#[test]
+fn a_cpu_in_a_newidle_balance_is_not_idle_until_the_balance_is_over() {
+    // CPU 1's only task blocks with nothing to pull (a task pinned to CPU 0
+    // makes the root domain overloaded): the balance reads 2 CPUs at 50 us
+    // each. Until those 100 us have passed, CPU 1 is not idle to a waker
+    // (the kernel balances with the blocked task still rq->curr).
+    let text = MACHINE.replace("[costs.kernel]\n", "[costs.kernel]\nbalance_per_cpu = \"50us\"\n");
+    let topo = Topology::from_toml_str("costs.toml", &text).unwrap();
+    let mut k = super::common::kernel_with(topo, "6.12", &["NO_NI_RANDOM"], 1);
+    let pinned: Vec<_> = (1..=2).map(|pid| add(&mut k, pid, "0", 0)).collect();
+    let s = add(&mut k, 9, "1", 1);
+    for &t in pinned.iter().chain([&s]) {
+        start(&mut k, t, 0);
+    }
+    k.rqs[1].avg_idle = 1_000_000;
+    let rd = k.rqs[1].rd;
+    k.rds[rd].overloaded = true;
+    let now = 200 * US;
+    let ns = block_on_cpu1(&mut k, now);
+    assert_eq!(k.curr(1), None);
+    assert!(ns >= 100 * US, "{:?}", k.cpu_ns);
+    assert!(!k.idle_cpu(1), "still balancing at {now}");
+    // A kernel entry elsewhere after the balance's time sees it idle.
+    k.sync_curr(0, now + ns);
+    assert!(k.idle_cpu(1));
+}

@@ -171,6 +171,13 @@ impl<'a> Hardware<'a> {
         self.cpus[cpu].busy_until += ns;
     }
 
+    /// A CPU about to idle still runs kernel code for `ns` from `now` (the
+    /// newidle balance that found nothing): it idles after that.
+    pub fn hold_busy(&mut self, cpu: usize, now: u64, ns: u64) {
+        let b = &mut self.cpus[cpu].busy_until;
+        *b = (*b).max(now) + ns;
+    }
+
     /// `cpu` goes idle at `now`: the governor picks a state. The engine sets
     /// the kernel's polling flag from it and arms its poll timeout.
     pub fn enter_idle(&mut self, cpu: usize, now: u64) -> IdleEntry {
