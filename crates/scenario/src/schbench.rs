@@ -355,7 +355,9 @@ pub(crate) fn expand(
                 Op::FutexPost { futex: ObjRef::Fixed(msg_futex[k]) },
                 Op::FutexWait { futex: ObjRef::Fixed(own) },
             ];
-            if sleep_ns + timer_slack_ns > 0 {
+            // schbench calls usleep() only for -s > 0: `-s 0` does not sleep
+            // at all (no timer slack either).
+            if sleep_ns > 0 {
                 ops.push(Op::Sleep { ns: sleep_ns });
             }
             // do_work(): the per-CPU lock (without -L) around the multiplies,

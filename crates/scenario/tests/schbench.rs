@@ -131,3 +131,12 @@ fn schbench_threads_may_not_take_a_thread_name_already_used() {
     assert_eq!(e.line, 5, "{e}");
     assert!(e.message.contains("sb-msg-0"), "{e}");
 }
+
+#[test]
+fn sleep_zero_means_no_usleep_at_all() {
+    // schbench calls usleep() only for -s > 0: no timer slack either.
+    let s = parse(&table("no_lock = true\nworkers = 1\noperations = 0\nsleep = \"0us\"")).unwrap();
+    let sb = s.schbench.as_ref().unwrap();
+    let ops = &s.threads[sb.worker_thread(0, 0)].program.ops;
+    assert!(!ops.iter().any(|o| matches!(o, Op::Sleep { .. })), "{ops:?}");
+}

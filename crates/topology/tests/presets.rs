@@ -14,7 +14,7 @@ fn preset(name: &str) -> Topology {
 
 #[test]
 fn every_preset_loads_under_its_own_name() {
-    assert_eq!(Topology::preset_names().len(), 5);
+    assert_eq!(Topology::preset_names().len(), 6);
     for name in Topology::preset_names() {
         let t = preset(name);
         assert_eq!(&t.name, name);
@@ -247,4 +247,14 @@ fn crate_doc_example_parses() {
     assert_eq!(t.nr_cpus(), 32);
     assert_eq!((t.cpus[31].capacity, t.cpus[15].capacity, t.cpus[0].capacity), (980, 980, 1024));
     assert_eq!(t.cpus[20].asym_prio, 211);
+}
+
+#[test]
+fn turin_has_sixteen_ccds_of_sixteen_cpus_on_one_node() {
+    let t = preset("epyc-turin-1s");
+    assert_eq!(t.nr_cpus(), 256);
+    assert_eq!(t.llc_mask(0), set("0-7,128-135"), "CPU 128 is CPU 0's SMT sibling");
+    assert_eq!(t.llc_mask(8), set("8-15,136-143"));
+    assert_eq!(t.node_mask(0), t.all_cpus());
+    assert!(t.costs.kernel.balance_per_cpu_ns > 0);
 }
