@@ -81,7 +81,8 @@ features! {
     LATENCY_WARN = "LATENCY_WARN", false, false, Kernel, NOT_PLANNED, "warn on long need_resched latency";
     NI_RANDOM = "NI_RANDOM", true, true, Kernel, None, "newidle balance in proportion to its success rate";
     TTWU_QUEUE_ON_CPU = "TTWU_QUEUE_ON_CPU", true, true, Patch, None, "(RFC, Peter Zijlstra 2025) gate the on_cpu wakelist path";
-    TTWU_QUEUE_DELAYED = "TTWU_QUEUE_DELAYED", false, false, Patch, None, "(RFC, Peter Zijlstra 2025) wake a delayed task through its own CPU's wakelist, then select_task_rq()";
+    TTWU_QUEUE_DELAYED = "TTWU_QUEUE_DELAYED", false, false, Patch, None, "(series v2, Peter Zijlstra 2025-07-02) wake a delayed task through its own CPU's wakelist, which dequeues it and runs select_task_rq()";
+    TTWU_DELAYED_V1 = "TTWU_DELAYED_V1", false, false, Patch, None, "(RFC v1, Peter Zijlstra 2025-05-20) with TTWU_QUEUE_DELAYED, the delayed task's own CPU requeues it in place instead of running select_task_rq() (v2)";
     TTWU_QUEUE_DEFAULT = "TTWU_QUEUE_DEFAULT", false, false, Patch, None, "(RFC, Peter Zijlstra 2025) queue remote wakeups even to busy same-LLC CPUs";
     TTWU_DEQUEUE = "TTWU_DEQUEUE", false, false, Patch, None, "(RFC, Peter Zijlstra 2025) ttwu_runnable() dequeues a delayed task so select_task_rq() runs";
     DEQUEUE_DELAYED = "DEQUEUE_DELAYED", false, false, Patch, None, "(RFC, Mike Galbraith 2024) dequeue a delayed wakee on a busy CPU so it can be placed elsewhere";

@@ -224,9 +224,12 @@ impl Kernel {
         })
     }
 
-    /// `ttwu_delayed()` (TTWU_QUEUE_DELAYED): on the delayed task's own CPU,
-    /// finish the delayed dequeue, select a CPU as if woken from `wake_cpu`,
-    /// and either activate here (false) or forward to the chosen CPU (true).
+    /// `ttwu_delayed()` (TTWU_QUEUE_DELAYED, v2 of the series, 2025-07-02):
+    /// on the delayed task's own CPU, finish the delayed dequeue, select a
+    /// CPU as if woken from `wake_cpu`, and either activate here (false) or
+    /// forward to the chosen CPU (true). With TTWU_DELAYED_V1 (the RFC's
+    /// first version, 2025-05-20) the owning CPU requeues it in place
+    /// instead, as `ttwu_runnable()` would have (true).
     fn ttwu_delayed(&mut self, cpu: usize, t: TaskId, mut wake_flags: u32) -> bool {
         self.tasks[t as usize].sched_remote_delayed = false;
         // A task delayed as it blocked is still switching out of its CPU
@@ -235,6 +238,15 @@ impl Kernel {
         // forwarding it before would run it on two CPUs at once.
         self.finish_switch_of(t);
         let p_cpu = self.tasks[t as usize].cpu;
+        if self.feat(Feature::TTWU_DELAYED_V1) && self.tasks[t as usize].se.sched_delayed {
+            // RFC v1: the owning CPU only does what ttwu_runnable() would
+            // have done under its lock: requeue in place, no selection.
+            self.update_rq_clock(p_cpu);
+            self.enqueue_task(p_cpu, t, ENQUEUE_DELAYED | ENQUEUE_NOCLOCK);
+            self.wakeup_preempt(p_cpu, t, wake_flags);
+            self.ttwu_do_wakeup(t);
+            return true;
+        }
         if self.tasks[t as usize].on_rq == OnRq::Queued {
             let (pid, lag) = (self.tasks[t as usize].pid, self.tasks[t as usize].se.vlag);
             self.update_rq_clock(p_cpu);

@@ -320,6 +320,21 @@ fn ttwu_queue_delayed_hands_the_wakeup_to_the_tasks_cpu_which_places_it() {
 }
 
 #[test]
+fn ttwu_delayed_v1_requeues_in_place_on_the_owning_cpu() {
+    // The RFC's first version: the wakelist only moves the requeue to the
+    // task's own CPU; no selection, so it stays on busy CPU 0.
+    let (mut k, a, now) = delayed_on_cpu0(&["TTWU_QUEUE_DELAYED", "TTWU_DELAYED_V1"]);
+    k.try_to_wake_up(a, now, 3, 0);
+    assert!(k.rqs[0].ttwu_pending && k.tasks[a as usize].se.sched_delayed);
+    k.sched_ttwu_pending(0, now + 5 * US);
+    let t = &k.tasks[a as usize];
+    assert_eq!(t.cpu, 0, "requeued where it was");
+    assert!(!t.se.sched_delayed && t.se.on_rq && t.state == TaskState::Running);
+    assert!((1..4).all(|c| !k.rqs[c].ttwu_pending), "nothing forwarded");
+    k.check_invariants().unwrap();
+}
+
+#[test]
 fn idle_cpu_is_false_on_a_cpu_holding_only_a_delayed_task() {
     let (mut k, a, now) = delayed_on_cpu0(&[]);
     // An affinity change moves the queued (delayed) task to idle CPU 2.
