@@ -150,19 +150,27 @@ fn wakers_selecting_at_once_can_choose_the_same_idle_cpu() {
     k.check_invariants().unwrap();
 }
 
-/// CPU 1's only task blocks while three movable tasks share CPU 0: the
-/// newidle balance pulls one. The kernel, and what CPU 1 was charged.
-fn newidle_pull(balance_per_cpu: &str) -> (TestKernel, u64) {
+/// Three tasks with affinity `cpu0_tasks` share CPU 0 and CPU 1 runs one
+/// of its own, on a machine whose balances cost `balance_per_cpu` per CPU
+/// read; CPU 1 expects long idles.
+fn cpu0_crowded(balance_per_cpu: &str, cpu0_tasks: &str) -> TestKernel {
     let text =
         MACHINE.replace("[costs.kernel]\n", &format!("[costs.kernel]\nbalance_per_cpu = \"{balance_per_cpu}\"\n"));
     let topo = Topology::from_toml_str("costs.toml", &text).unwrap();
     let mut k = super::common::kernel_with(topo, "6.12", &["NO_NI_RANDOM"], 1);
-    let movable: Vec<_> = (1..=3).map(|pid| add(&mut k, pid, "0-1", 0)).collect();
+    let crowd: Vec<_> = (1..=3).map(|pid| add(&mut k, pid, cpu0_tasks, 0)).collect();
     let s = add(&mut k, 9, "1", 1);
-    for &t in movable.iter().chain([&s]) {
+    for &t in crowd.iter().chain([&s]) {
         start(&mut k, t, 0);
     }
     k.rqs[1].avg_idle = 1_000_000;
+    k
+}
+
+/// CPU 1's only task blocks while three movable tasks share CPU 0: the
+/// newidle balance pulls one. The kernel, and what CPU 1 was charged.
+fn newidle_pull(balance_per_cpu: &str) -> (TestKernel, u64) {
+    let mut k = cpu0_crowded(balance_per_cpu, "0-1");
     let ns = block_on_cpu1(&mut k, 200 * US);
     (k, ns)
 }
@@ -289,19 +297,11 @@ fn the_wakelist_leaves_the_activations_to_the_target_under_one_lock() {
 
 #[test]
 fn a_cpu_in_a_newidle_balance_is_not_idle_until_the_balance_is_over() {
-    // CPU 1's only task blocks with nothing to pull (a task pinned to CPU 0
-    // makes the root domain overloaded): the balance reads 2 CPUs at 50 us
-    // each. Until those 100 us have passed, CPU 1 is not idle to a waker
-    // (the kernel balances with the blocked task still rq->curr).
-    let text = MACHINE.replace("[costs.kernel]\n", "[costs.kernel]\nbalance_per_cpu = \"50us\"\n");
-    let topo = Topology::from_toml_str("costs.toml", &text).unwrap();
-    let mut k = super::common::kernel_with(topo, "6.12", &["NO_NI_RANDOM"], 1);
-    let pinned: Vec<_> = (1..=2).map(|pid| add(&mut k, pid, "0", 0)).collect();
-    let s = add(&mut k, 9, "1", 1);
-    for &t in pinned.iter().chain([&s]) {
-        start(&mut k, t, 0);
-    }
-    k.rqs[1].avg_idle = 1_000_000;
+    // CPU 1's only task blocks with nothing to pull (the tasks crowding CPU
+    // 0 are pinned there): the balance reads 2 CPUs at 50 us each. Until
+    // those 100 us have passed, CPU 1 is not idle to a waker (the kernel
+    // balances with the blocked task still rq->curr).
+    let mut k = cpu0_crowded("50us", "0");
     let rd = k.rqs[1].rd;
     k.rds[rd].overloaded = true;
     let now = 200 * US;
