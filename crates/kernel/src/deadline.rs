@@ -227,6 +227,19 @@ impl Kernel {
         });
     }
 
+    /// 6.12.0-6.16's `dl_server_stop()` from `dequeue_entities()` when the
+    /// CPU's last fair task leaves (the profile's `dl_server_stop_on_empty`,
+    /// unless `DL_SERVER_LAZY_STOP`): the server goes inactive and its timer
+    /// is cancelled, so the next fair enqueue starts and arms it again.
+    pub(crate) fn dl_server_stop_on_empty(&mut self, cpu: usize) {
+        if self.profile.dl_server_stop_on_empty
+            && !self.feat(crate::features::Feature::DL_SERVER_LAZY_STOP)
+            && self.rqs[cpu].fair_server.active
+        {
+            self.dl_server_stop(cpu);
+        }
+    }
+
     /// `dl_server_stop()`: picked with nothing to serve (state D → A).
     fn dl_server_stop(&mut self, cpu: usize) {
         let fs = &mut self.rqs[cpu].fair_server;

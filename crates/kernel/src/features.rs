@@ -88,6 +88,7 @@ features! {
     DEQUEUE_DELAYED = "DEQUEUE_DELAYED", false, false, Patch, None, "(RFC, Mike Galbraith 2024) dequeue a delayed wakee on a busy CPU so it can be placed elsewhere";
     LB_FIRST_MIGRATION = "LB_FIRST_MIGRATION", false, false, Patch, None, "(seed 000, K Prateek Nayak) idle-pull blocks delayed tasks, hands the first migrated task over the wakelist";
     RT_PUSH_ON_BOOST = "RT_PUSH_ON_BOOST", false, false, Patch, None, "(seed 003, Chaosheng Qu) prio_changed_rt() queues a push when a queued RT task is boosted";
+    DL_SERVER_LAZY_STOP = "DL_SERVER_LAZY_STOP", false, false, Patch, None, "(cccb45d7c429, Peter Zijlstra 2025, in 6.17) on the 6.12.0 and 6.15 profiles, stop the fair server only when it is picked with nothing to serve, not whenever the last fair task leaves";
     NEWIDLE_MIGRATION_COST = "NEWIDLE_MIGRATION_COST", false, false, Patch, None, "(revert of c5b0a7eefc70, v5.16; Meta's 6.9 carried it) skip newidle balancing while avg_idle < sysctl_sched_migration_cost (500 us)";
     NEWIDLE_COST_BUMP = "NEWIDLE_COST_BUMP", false, false, Patch, None, "(155213a2aed4, Chris Mason 2025; in 6.17 and 6.12.43-63, reverted by d206fbad9328) a failed newidle balance feeds 3/2 of max_newidle_lb_cost, stored up to sysctl_sched_migration_cost + 200 ns";
 }

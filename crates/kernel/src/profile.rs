@@ -46,6 +46,13 @@ pub struct Profile {
     pub fair_server: bool,
     /// Custom slices (`sched_attr.sched_runtime` for fair tasks) exist (≥6.12).
     pub custom_slices: bool,
+    /// The fair server stops whenever the CPU's last fair task leaves
+    /// (`dl_server_stop()` from `dequeue_entities()`, its timer cancelled)
+    /// and starts again, armed, at the next fair enqueue: 6.12.0 to 6.16.
+    /// cccb45d7c429 ("sched/deadline: Less agressive dl_server handling",
+    /// 6.17, in Debian's 6.12.117) stops it only when it is picked with
+    /// nothing to serve (`DL_SERVER_LAZY_STOP` applies it to these profiles).
+    pub dl_server_stop_on_empty: bool,
     /// CFS bandwidth throttles tasks, not group entities (≥6.18, Aaron Lu's
     /// "sched/fair: Task based throttle" series): a throttled cfs_rq stays
     /// queued, a task picked from it leaves for the cfs_rq's limbo list on
@@ -78,7 +85,7 @@ fn defaults(mainline: bool) -> Features {
 }
 
 impl Profile {
-    pub const NAMES: &'static [&'static str] = &["6.9", "6.12", "6.12.0", "mainline"];
+    pub const NAMES: &'static [&'static str] = &["6.9", "6.12", "6.12.0", "6.15", "mainline"];
 
     /// Refuse a debugfs-style setting (`NAME` / `NO_NAME`) of a feature this
     /// kernel does not have.
@@ -110,6 +117,7 @@ impl Profile {
                 lb_counts_runnable_only: false,
                 fair_server: true,
                 custom_slices: true,
+                dl_server_stop_on_empty: false,
                 task_based_throttle: false,
                 absent: &[],
                 defaults: defaults(false),
@@ -132,9 +140,20 @@ impl Profile {
                 p.name = "6.12.0";
                 p.description = "mainline v6.12 release (0.75 ms base slice, RT_PUSH_IPI on)";
                 p.base_slice_ns = 750_000;
+                p.dl_server_stop_on_empty = true;
                 p.defaults.set(Feature::RT_PUSH_IPI, true);
                 // Proportional newidle balancing is a later stable backport.
                 p.defaults.set(Feature::NI_RANDOM, false);
+                Some(p)
+            }
+            "6.15" | "6.15.0" => {
+                let mut p = Profile::by_name("6.12.0")?;
+                p.name = "6.15";
+                p.description = "mainline v6.15 as these paths read in it: 6.12.0 plus 6.14's delayed-task \
+                                 accounting (h_nr_runnable in the load balancer, delayed tasks migrated only for \
+                                 load); the stop-on-empty dl_server";
+                p.lb_skips_delayed = true;
+                p.lb_counts_runnable_only = true;
                 Some(p)
             }
             "mainline" | "7.x" => Some(Profile {
@@ -149,6 +168,7 @@ impl Profile {
                 lb_counts_runnable_only: true,
                 fair_server: true,
                 custom_slices: true,
+                dl_server_stop_on_empty: false,
                 task_based_throttle: true,
                 absent: &[],
                 defaults: defaults(true),

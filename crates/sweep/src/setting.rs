@@ -8,7 +8,7 @@
 //! sep     := "," | " "                  (runs of separators count as one)
 //! item    := FEATURE | NO_FEATURE       sched_features, debugfs syntax   (features = [..])
 //!          | "itmt=" ("0" | "1")        also sched_itmt_enabled=         (itmt = false | true)
-//!          | "kernel=" PROFILE          6.9, 6.12, 6.12.0, mainline, ... (kernel = "..")
+//!          | "kernel=" PROFILE          6.9, 6.12, 6.12.0, 6.15, mainline, ... (kernel = "..")
 //!          | "defaults" | "-"           nothing: the base state
 //! ```
 //!

@@ -74,7 +74,13 @@ impl SchedClass {
                 k.dequeue_task_rt(cpu, t);
                 true
             }
-            SchedClass::Fair => k.dequeue_task_fair(cpu, t, flags),
+            SchedClass::Fair => {
+                let done = k.dequeue_task_fair(cpu, t, flags);
+                if k.rqs[cpu].cfs.h_nr_queued == 0 {
+                    k.dl_server_stop_on_empty(cpu);
+                }
+                done
+            }
             SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => unreachable!("no {self:?} tasks"),
         }
     }

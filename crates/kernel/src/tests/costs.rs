@@ -313,3 +313,33 @@ fn a_cpu_in_a_newidle_balance_is_not_idle_until_the_balance_is_over() {
     k.sync_curr(0, now + ns);
     assert!(k.idle_cpu(1));
 }
+
+#[test]
+fn the_old_dl_server_stops_at_every_last_fair_dequeue_and_is_armed_again() {
+    // A fair task on CPU 0 blocks and wakes again, ten times. 6.12.0's
+    // fair server stops each time the task leaves and its next start arms
+    // the timer again (10 arms after the first); Debian's 6.12, or 6.12.0
+    // with cccb45d7c429 (DL_SERVER_LAZY_STOP), keeps it started: one arm.
+    let arms = |profile: &str, settings: &[&str]| {
+        let text = MACHINE.replace("[costs.kernel]\n", "[costs.kernel]\nhrtimer = \"100ns\"\n");
+        let topo = Topology::from_toml_str("costs.toml", &text).unwrap();
+        let mut k = super::common::kernel_with(topo, profile, settings, 1);
+        let a = add(&mut k, 1, "0", 0);
+        k.wake_up_new_task(a, 0, 0);
+        k.schedule(0, 0, false);
+        for i in 1..=10u64 {
+            let now = i * 100 * US;
+            k.sync_curr(0, now);
+            k.set_current_state(0, TaskState::Interruptible);
+            k.schedule(0, now, false);
+            assert_eq!(k.rqs[0].fair_server.active, profile == "6.12" || !settings.is_empty());
+            k.try_to_wake_up(a, now + 50 * US, 0, 0);
+            k.schedule(0, now + 50 * US, false);
+            assert_eq!(k.curr(0), Some(a));
+        }
+        k.timers.iter().filter(|t| t.what == crate::TimerKind::FairServer && t.cpu == 0).count()
+    };
+    assert_eq!(arms("6.12.0", &[]), 11);
+    assert_eq!(arms("6.12.0", &["DL_SERVER_LAZY_STOP"]), 1);
+    assert_eq!(arms("6.12", &[]), 1);
+}
