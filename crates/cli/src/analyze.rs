@@ -63,6 +63,18 @@ pub struct AnalyzeArgs {
     pub json: JsonArg,
     #[command(flatten)]
     pub memory: MemoryArg,
+    /// Time limit of each helper a binary trace is read through (`trace-cmd`, `perf`),
+    /// e.g. 1800s; past it the helper is stopped and the input refused. Default: 5 s for
+    /// trace-cmd's header check, 120 s plus 1 s per MB of input for the conversion.
+    #[arg(long, value_name = "DURATION", value_parser = parse_helper_timeout)]
+    pub helper_timeout: Option<std::time::Duration>,
+}
+
+fn parse_helper_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
+    match schedlab_topology::parse_duration(s).map_err(|e| e.to_string())? {
+        0 => Err("must be longer than zero".into()),
+        ns => Ok(std::time::Duration::from_nanos(ns)),
+    }
 }
 
 /// The shortest common event line of a tracefs capture, bytes: a
@@ -149,7 +161,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
     let is_file = std::fs::metadata(&args.trace).is_ok_and(|m| m.is_file());
     let converted = if is_file {
         let kind = input::sniff_file(&args.trace, &path)?;
-        input::convert(&args.trace, &path, kind)?
+        input::convert(&args.trace, &path, kind, input::HelperLimits { each: args.helper_timeout })?
     } else {
         None
     };
