@@ -166,7 +166,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         None
     };
     if let Some(note) = converted.as_ref().and_then(|c| c.note.as_ref()) {
-        eprintln!("note: {note}");
+        stderr_line!("note: {note}");
     }
     let source = converted.as_ref().map_or(args.trace.clone(), |c| c.text.path().to_path_buf());
     // Where a converted file's errors are: lines of the tool's text.
@@ -200,7 +200,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         let open = || std::fs::File::open(&source).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
         match TraceReport::stream_tapped(&located, open, &opts, &mut tap)? {
             Streamed::Report(r) => streamed = Some(*r),
-            Streamed::NotInTimeOrder { line } => eprintln!(
+            Streamed::NotInTimeOrder { line } => stderr_line!(
                 "note: {located}:{line}: events are not in time order from here (per-CPU buffers one after \
                  the other?): reading the whole trace to sort it, within the memory budget"
             ),

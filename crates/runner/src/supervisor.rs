@@ -7,7 +7,7 @@
 //! anything was changed, restores from the state file within a second; if
 //! that was killed too, the state file stays and the next run restores it.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -91,7 +91,11 @@ impl RestoreGuard<'_> {
 impl Drop for RestoreGuard<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            eprintln!("schedlab real: error: restoring tracefs: {e} (the saved state stays for the next run)");
+            // Not eprintln!: a panic here (stderr unwritable) would abort mid-unwind.
+            let _ = writeln!(
+                std::io::stderr(),
+                "schedlab real: error: restoring tracefs: {e} (the saved state stays for the next run)"
+            );
         }
     }
 }
@@ -162,7 +166,7 @@ impl Raised {
 impl Drop for Raised {
     fn drop(&mut self) {
         if let Err(e) = self.lower() {
-            eprintln!("schedlab real: error: {e}");
+            let _ = writeln!(std::io::stderr(), "schedlab real: error: {e}");
         }
     }
 }
