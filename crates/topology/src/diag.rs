@@ -75,9 +75,11 @@ pub fn read_input(path: &std::path::Path, what: &str) -> Result<String, InputErr
             } else if t.is_socket() {
                 "a socket"
             } else {
-                "not a regular file"
+                "something else"
             };
-            return Err(fail(format!("cannot read {what}: it is {kind}; give a file, or - for standard input")));
+            return Err(fail(format!(
+                "cannot read {what}: it is {kind}, not a regular file; give a file, or - for standard input"
+            )));
         }
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
