@@ -92,6 +92,11 @@ fn bad_flags_and_files_get_clear_errors() {
     assert!(err(&["run", "scenarios/two-hogs.toml", "--duration", "ten"]).contains("--duration"));
     assert!(err(&["run", "scenarios/two-hogs.toml", "--kernel", "4.19"]).contains("unknown kernel profile"));
     assert!(err(&["run", "scenarios/two-hogs.toml", "--topology", "nosuch"]).contains("nosuch"));
+    // Issue 40: a likely typo gets the name meant.
+    let e = err(&["run", "scenarios/two-hogs.toml", "--features", "NO_DELAY_DEQUEU"]);
+    assert!(e.contains("did you mean `NO_DELAY_DEQUEUE`?"), "{e}");
+    let e = err(&["run", "scenarios/two-hogs.toml", "--topology", "ryzen-7950"]);
+    assert!(e.contains("did you mean `ryzen-7950x`?"), "{e}");
     assert!(err(&["run", "scenarios/no-such-file.toml"]).contains("no-such-file.toml"));
     // An affinity the overriding topology cannot satisfy.
     let e = err(&["run", "scenarios/asym_min.toml", "--topology", "qemu-4"]);

@@ -606,10 +606,8 @@ impl Scenario {
         if rtapp::looks_like_json(text) {
             return rtapp::parse(path, text, base_dir, topology);
         }
-        let raw: file::RawScenario = toml::from_str(text).map_err(|e| match e.span() {
-            Some(span) => InputError::at_offset(path, text, span.start, e.message().trim()),
-            None => InputError::whole_file(path, e.message().trim()),
-        })?;
+        let raw: file::RawScenario =
+            toml::from_str(text).map_err(|e| schedlab_topology::diag::toml_error(path, text, &e))?;
         let lines = schedlab_topology::diag::LineIndex::new(text);
         build::build(values::Ctx { path, text, lines: &lines, rtapp: false }, raw, base_dir, topology)
     }

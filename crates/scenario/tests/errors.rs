@@ -29,16 +29,33 @@ fn toml_syntax_error() {
 #[test]
 fn unknown_top_level_key() {
     expect_err("topology = \"smt-2x2\"\nduratoin = \"1s\"\n", 2, "duratoin", "unknown field `duratoin`");
+    // Issue 40: with the known key it most likely meant.
+    expect_err("topology = \"smt-2x2\"\nduratoin = \"1s\"\n", 2, "duratoin", "(did you mean `duration`?)");
 }
 
 #[test]
 fn unknown_thread_key() {
     expect_err(&one("program = [{ run = \"1ms\" }]\nnicee = 3"), 6, "nicee", "unknown field `nicee`");
+    expect_err(&one("program = [{ run = \"1ms\" }]\nnicee = 3"), 6, "nicee", "(did you mean `nice`?)");
+    expect_err(&one("program = [{ run = \"1ms\" }]\npriorty = 3"), 6, "priorty", "(did you mean `priority`?)");
 }
 
 #[test]
 fn unknown_op_key() {
     expect_err(&one("program = [{ run = \"1ms\", cpu = 1 }]"), 5, "cpu", "unknown field `cpu`");
+    expect_err(&one("program = [{ runn = \"1ms\" }]"), 5, "runn", "(did you mean `run`?)");
+    // No likely key, no guess.
+    let e = parse(&one("program = [{ run = \"1ms\", colour = 1 }]")).unwrap_err();
+    assert!(!e.message.contains("did you mean"), "{e}");
+}
+
+/// Issue 40: `[thread]` got serde's "invalid type: map, expected a sequence".
+#[test]
+fn a_table_where_an_array_of_tables_belongs_says_how_to_write_it() {
+    let text = "topology = \"smt-2x2\"\nduration = \"1s\"\n[thread]\nname = \"a\"\nprogram = [{ run = \"1ms\" }]\n";
+    expect_err(text, 3, "[thread]", "write [[thread]] (an array of tables)");
+    let text = "topology = \"smt-2x2\"\nduration = \"1s\"\n[[thread]]\nname = \"a\"\nprogram = [{ run = \"1ms\" }]\n[measure]\nname = \"m\"\n";
+    expect_err(text, 6, "[measure]", "write [[measure]] (an array of tables)");
 }
 
 #[test]

@@ -336,7 +336,8 @@ impl Topology {
         Err(InputError::whole_file(
             path.display().to_string(),
             format!(
-                "no topology preset or file named `{reference}` (expected a file path or one of the presets: {})",
+                "no topology preset or file named `{reference}`{} (expected a file path or one of the presets: {})",
+                crate::diag::did_you_mean(reference, Topology::preset_names().iter().copied()),
                 Topology::preset_names().join(", ")
             ),
         ))
