@@ -143,6 +143,28 @@ fn nice_out_of_range() {
     );
 }
 
+/// Issue 40: `priority = 50` on a SCHED_OTHER thread was "out of range:
+/// expected -20..19 (nice value for SCHED_OTHER)", which does not say that
+/// the thread needs an RT policy.
+#[test]
+fn an_rt_priority_on_a_fair_thread_says_which_policies_take_which() {
+    let want = "`priority` = 50 with SCHED_OTHER: an RT priority (1..99) applies to SCHED_FIFO and SCHED_RR, a nice \
+                value (-20..19) to SCHED_OTHER";
+    expect_err(&one("priority = 50\nprogram = [{ run = \"1ms\" }]"), 5, "50", want);
+    expect_err(&one("priority = 50\nprogram = [{ run = \"1ms\" }]"), 5, "50", "set `policy = \"SCHED_FIFO\"`");
+    expect_err(&one("policy = \"batch\"\npriority = 20\nprogram = [{ run = \"1ms\" }]"), 6, "20", "with SCHED_BATCH");
+    // The same in a program's setscheduler.
+    expect_err(
+        &one("program = [{ setscheduler = \"SCHED_OTHER\", priority = 60 }, { run = \"1ms\" }]"),
+        5,
+        "60",
+        "`priority` = 60 with SCHED_OTHER: an RT priority",
+    );
+    // A nice value spelled `priority` stays what rt-app makes it.
+    let s = parse(&one("priority = 5\nprogram = [{ run = \"1ms\" }]")).unwrap();
+    assert_eq!((s.threads[0].nice, s.threads[0].rt_priority), (5, 0));
+}
+
 #[test]
 fn rt_priority_out_of_range() {
     expect_err(&one("policy = \"SCHED_FIFO\"\npriority = 0\nprogram = [{ run = \"1ms\" }]"), 6, "0", "expected 1..99");
