@@ -86,8 +86,10 @@
 //! ```
 //!
 //! Durations are strings with a unit (`ns`, `us`/`µs`, `ms`, `s`) or integer
-//! nanoseconds, as in topology files (careful: rt-app's bare numbers are
-//! microseconds). An object
+//! nanoseconds, as in topology files, except where the tool a key comes from
+//! counts bare numbers otherwise (a program's `run` is rt-app's, in
+//! microseconds): there a bare integer is refused with the unit to write
+//! (`values::bare_integer_elsewhere`). An object
 //! is created on first use and its kind (eventfd, flag, mutex) comes from the
 //! operations that use it; one name used with two kinds is an error. A
 //! `"name{*}"` poll matches every flag posted or polled anywhere in the file

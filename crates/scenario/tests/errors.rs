@@ -116,10 +116,33 @@ fn garbled_duration() {
     expect_err("stall_threshold = \"0us\"\ntopology = \"smt-2x2\"\n", 1, "\"0us\"", "longer than zero");
 }
 
+/// Issue 40: `run = 10` ran for 10 ns. Where the tool a key comes from
+/// counts bare numbers in another unit (rt-app's microseconds, schbench's
+/// and rt-app's seconds), a bare integer is refused with the unit to write;
+/// elsewhere it stays nanoseconds, as documented, and 0 is 0 everywhere.
 #[test]
-fn bare_numbers_are_nanoseconds() {
-    let s = parse(&one("program = [{ run = 1000 }]")).unwrap();
-    assert_eq!(s.threads[0].program.ops, vec![Op::Run { ns: 1000 }]);
+fn bare_numbers_are_nanoseconds_only_where_no_tool_counts_them_otherwise() {
+    let want = "`run` = 10: a bare number here would be nanoseconds, but a program's durations come from rt-app, \
+                whose bare numbers are microseconds: write a duration with its unit, such as \"10us\"";
+    expect_err(&one("program = [{ run = 10 }]"), 5, "10", want);
+    expect_err(&one("program = [{ sleep = 100 }]"), 5, "100", "such as \"100us\"");
+    expect_err(&one("program = [{ run_wall = 5 }]"), 5, "5", "`run_wall` = 5");
+    expect_err(&one("program = [{ timer = 1000, ref = \"t\" }]"), 5, "1000", "`timer` = 1000");
+    expect_err(&one("delay = 50\nprogram = [{ run = \"1ms\" }]"), 5, "50", "`delay` = 50");
+    let poll = "program = [{ post = \"f\" }, { poll = \"f\", after = 10 }, { run = \"1ms\" }]";
+    expect_err(&one(poll), 5, "10 }", "`after` = 10");
+    expect_err("topology = \"smt-2x2\"\nduration = 10\n", 2, "10", "rt-app's `duration` and schbench's -r are seconds");
+    expect_err("topology = \"smt-2x2\"\nduration = 10\n", 2, "10", "such as \"10s\"");
+    // Zero, and the keys whose bare numbers no tool reads otherwise.
+    let s = parse(&one("program = [{ sleep = 0 }, { run = \"1ms\" }]")).unwrap();
+    assert_eq!(s.threads[0].program.ops[0], Op::Sleep { ns: 0 });
+    let s = parse(&format!(
+        "stall_threshold = 200000\n{}",
+        one("slice = 2000000\ntimer_slack = 1000\nprogram = [{ run = \"1ms\" }]")
+    ))
+    .unwrap();
+    assert_eq!(s.stall_threshold_ns, 200_000);
+    assert_eq!((s.threads[0].slice_ns, s.threads[0].timer_slack_ns), (Some(2_000_000), 1000));
     expect_err(&one("program = [{ sleep = -5 }]"), 5, "-5", "`sleep`: negative duration -5");
     expect_err(&one("program = [{ sleep = 1.5 }]"), 5, "1.5", "bare number 1.5 is not a duration");
 }
