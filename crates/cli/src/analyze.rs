@@ -24,9 +24,9 @@ pub struct AnalyzeArgs {
     /// (through `perf script`) or a Perfetto trace; the kind is detected from the file's
     /// first bytes. Switches the capture is missing are put back where each event's header
     /// proves them, and figures they make uncertain are left out (docs/real-traces.md). A
-    /// file is read as a stream, in memory that does not grow with its length; a pipe, a
-    /// trace out of time order (a Perfetto trace) or `--perfetto` read it whole, within
-    /// --max-memory.
+    /// file is read as a stream, in memory that does not grow with its length; a pipe or `-`
+    /// (standard input), a trace out of time order (a Perfetto trace) or `--perfetto` read it
+    /// whole, within --max-memory. Devices, directories and sockets are refused.
     pub trace: PathBuf,
     /// Scenario the trace is a run of: its thread names pick the workload's tasks by comm,
     /// and their affinities, objects, stall threshold and [[measure]]s are used.
@@ -63,6 +63,18 @@ pub struct AnalyzeArgs {
     pub json: JsonArg,
     #[command(flatten)]
     pub memory: MemoryArg,
+    /// Time limit of each helper a binary trace is read through (`trace-cmd`, `perf`),
+    /// e.g. 1800s; past it the helper is stopped and the input refused. Default: 5 s for
+    /// trace-cmd's header check, 120 s plus 1 s per MB of input for the conversion.
+    #[arg(long, value_name = "DURATION", value_parser = parse_helper_timeout)]
+    pub helper_timeout: Option<std::time::Duration>,
+}
+
+fn parse_helper_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
+    match schedlab_topology::parse_duration(s).map_err(|e| e.to_string())? {
+        0 => Err("must be longer than zero".into()),
+        ns => Ok(std::time::Duration::from_nanos(ns)),
+    }
 }
 
 /// The shortest common event line of a tracefs capture, bytes: a
@@ -72,27 +84,124 @@ pub struct AnalyzeArgs {
 /// `1 + TRACE_EVENT_BYTES / SHORT_LINE_BYTES` times the input.
 const SHORT_LINE_BYTES: u64 = 90;
 
-/// Read all of `path`, refusing more than the budget lets the analysis
-/// hold (a huge capture, `/dev/zero`, a FIFO that never ends) before it is
-/// read in full.
-fn read_bounded(path: &std::path::Path, shown: &str, budget: &schedlab_sim::MemoryBudget) -> Result<Vec<u8>> {
+/// The most input the analysis can hold whole within `budget`: the text
+/// and one event per line.
+fn input_limit(budget: &schedlab_sim::MemoryBudget) -> u64 {
+    budget.bytes / (SHORT_LINE_BYTES + schedlab_sim::TRACE_EVENT_BYTES) * SHORT_LINE_BYTES
+}
+
+fn too_large(shown: &str, budget: &schedlab_sim::MemoryBudget) -> CliError {
+    CliError::InputTooLarge {
+        path: shown.to_string(),
+        limit: schedlab_sim::gib(input_limit(budget)),
+        budget: format!("{} ({})", schedlab_sim::gib(budget.bytes), budget.origin),
+        raise_with: budget.raise_with.clone(),
+    }
+}
+
+/// How much of a stream is looked at for NUL bytes before the rest is
+/// read: trace text has none, so `/dev/zero` or a binary file of another
+/// kind through a pipe is refused at once, not after the budget's worth.
+const TEXT_CHECK_BYTES: u64 = 64 << 10;
+
+/// Read all of `input` (`head` already read from it), refusing more than
+/// the budget lets the analysis hold (a huge capture, a pipe that never
+/// ends) before it is read in full, and a NUL byte in its first
+/// [`TEXT_CHECK_BYTES`] at once.
+fn read_bounded(
+    head: &[u8],
+    input: impl std::io::Read,
+    shown: &str,
+    budget: &schedlab_sim::MemoryBudget,
+) -> Result<Vec<u8>> {
     use std::io::Read;
-    let limit = budget.bytes / (SHORT_LINE_BYTES + schedlab_sim::TRACE_EVENT_BYTES) * SHORT_LINE_BYTES;
-    let file = std::fs::File::open(path).map_err(|source| CliError::Read { path: shown.to_string(), source })?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| CliError::Read { path: shown.to_string(), source })?;
+    let limit = input_limit(budget);
+    let read_err = |source| CliError::Read { path: shown.to_string(), source };
+    let mut bytes = head.to_vec();
+    let mut input = input.take(limit.saturating_add(1).saturating_sub(head.len() as u64));
+    (&mut input).take(TEXT_CHECK_BYTES).read_to_end(&mut bytes).map_err(read_err)?;
+    if let Some(offset) = bytes.iter().position(|&b| b == 0) {
+        return Err(CliError::NotTraceText { path: shown.to_string(), offset: offset as u64 }.into());
+    }
+    input.read_to_end(&mut bytes).map_err(read_err)?;
     if bytes.len() as u64 > limit {
-        return Err(CliError::InputTooLarge {
-            path: shown.to_string(),
-            limit: schedlab_sim::gib(limit),
-            budget: format!("{} ({})", schedlab_sim::gib(budget.bytes), budget.origin),
-            raise_with: budget.raise_with.clone(),
-        }
-        .into());
+        return Err(too_large(shown, budget).into());
     }
     Ok(bytes)
+}
+
+/// What the trace argument names, checked before anything is read.
+enum TraceInput {
+    /// A regular file: sniffed, converted when binary, streamed.
+    File,
+    /// Standard input (`-`) or a named pipe: read whole, within the budget.
+    Stream(Box<dyn std::io::Read>),
+}
+
+impl TraceInput {
+    /// Refuses, without reading from it, what is neither a regular file nor
+    /// a pipe: a device never ends (`/dev/zero`), a directory or a socket
+    /// is no trace.
+    fn open(path: &std::path::Path, shown: &str) -> Result<TraceInput> {
+        use std::os::unix::fs::FileTypeExt;
+        if path == std::path::Path::new("-") {
+            return Ok(TraceInput::Stream(Box::new(std::io::stdin())));
+        }
+        let read_err = |source| CliError::Read { path: shown.to_string(), source };
+        let t = std::fs::metadata(path).map_err(read_err)?.file_type();
+        if t.is_file() {
+            return Ok(TraceInput::File);
+        }
+        if t.is_fifo() {
+            return Ok(TraceInput::Stream(Box::new(std::fs::File::open(path).map_err(read_err)?)));
+        }
+        let kind = if t.is_dir() {
+            "a directory"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        Err(CliError::NotAFile { path: shown.to_string(), kind }.into())
+    }
+}
+
+/// A stream's first bytes: enough for [`input::sniff`].
+fn stream_head(stream: &mut dyn std::io::Read, shown: &str) -> Result<Vec<u8>> {
+    let mut head = vec![0u8; 16];
+    let mut n = 0;
+    while n < head.len() {
+        match stream.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => return Err(CliError::Read { path: shown.to_string(), source }.into()),
+        }
+    }
+    head.truncate(n);
+    Ok(head)
+}
+
+/// A binary trace from a stream, copied to a temporary file for its
+/// converter (within the same limit as text read whole).
+fn spool(
+    head: &[u8],
+    stream: impl std::io::Read,
+    shown: &str,
+    budget: &schedlab_sim::MemoryBudget,
+) -> Result<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let write_err = |source| CliError::Spool { path: shown.to_string(), source };
+    let mut file = tempfile::Builder::new().prefix("schedlab-input-").tempfile().map_err(write_err)?;
+    file.write_all(head).map_err(write_err)?;
+    let limit = input_limit(budget);
+    let copied = std::io::copy(&mut stream.take(limit.saturating_add(1)), file.as_file_mut()).map_err(write_err)?;
+    if copied + head.len() as u64 > limit {
+        return Err(too_large(shown, budget).into());
+    }
+    Ok(file)
 }
 
 fn parse_cpus(s: &str) -> std::result::Result<schedlab_topology::CpuSet, String> {
@@ -145,18 +254,30 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         },
     };
     let perfetto = args.perfetto.perfetto.as_deref();
+    let budget = args.memory.budget(1);
+    // A stream's text is read whole now; a binary one is copied to a file.
+    let (mut stream_text, mut spooled) = (None, None);
+    if let TraceInput::Stream(mut stream) = TraceInput::open(&args.trace, &path)? {
+        let head = stream_head(&mut stream, &path)?;
+        match input::sniff(&head) {
+            input::InputKind::Text => stream_text = Some(read_bounded(&head, stream, &path, &budget)?),
+            _ => spooled = Some(spool(&head, stream, &path, &budget)?),
+        }
+    }
+    // The file a binary trace is read from, and whether the trace is a file.
+    let file = spooled.as_ref().map_or(args.trace.clone(), |f| f.path().to_path_buf());
+    let is_file = stream_text.is_none();
     // trace.dat and perf.data become text in a temporary file first.
-    let is_file = std::fs::metadata(&args.trace).is_ok_and(|m| m.is_file());
     let converted = if is_file {
-        let kind = input::sniff_file(&args.trace, &path)?;
-        input::convert(&args.trace, &path, kind)?
+        let kind = input::sniff_file(&file, &path)?;
+        input::convert(&file, &path, kind, input::HelperLimits { each: args.helper_timeout })?
     } else {
         None
     };
     if let Some(note) = converted.as_ref().and_then(|c| c.note.as_ref()) {
-        eprintln!("note: {note}");
+        stderr_line!("note: {note}");
     }
-    let source = converted.as_ref().map_or(args.trace.clone(), |c| c.text.path().to_path_buf());
+    let source = converted.as_ref().map_or(file, |c| c.text.path().to_path_buf());
     // Where a converted file's errors are: lines of the tool's text.
     let located = match &converted {
         Some(c) => format!("{path} (as `{}` text)", c.via),
@@ -188,7 +309,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         let open = || std::fs::File::open(&source).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
         match TraceReport::stream_tapped(&located, open, &opts, &mut tap)? {
             Streamed::Report(r) => streamed = Some(*r),
-            Streamed::NotInTimeOrder { line } => eprintln!(
+            Streamed::NotInTimeOrder { line } => stderr_line!(
                 "note: {located}:{line}: events are not in time order from here (per-CPU buffers one after \
                  the other?): reading the whole trace to sort it, within the memory budget"
             ),
@@ -197,7 +318,14 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
     let mut report = match streamed {
         Some(r) => r,
         None => {
-            let bytes = read_bounded(&source, &path, &args.memory.budget(1))?;
+            let bytes = match stream_text.take() {
+                Some(bytes) => bytes,
+                None => {
+                    let f =
+                        std::fs::File::open(&source).map_err(|source| CliError::Read { path: path.clone(), source })?;
+                    read_bounded(&[], f, &path, &budget)?
+                }
+            };
             let (report, trace) = TraceReport::read(&located, &bytes, &opts)?;
             if let Some(p) = perfetto {
                 write_perfetto(&trace, p)?;

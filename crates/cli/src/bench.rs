@@ -12,6 +12,10 @@ use schedlab_topology::parse_duration;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
+use schedlab_helper::{Helper, HelperError};
 
 use crate::error::{CliError, Result};
 
@@ -69,22 +73,44 @@ pub fn bench(args: BenchArgs) -> Result {
     failed.map_or(Ok(()), Err)
 }
 
+/// How long one block's child may run, per repetition: the slowest block
+/// (the seed-000 sweep) takes well under a minute a repetition here.
+const BLOCK_LIMIT_PER_REP: Duration = Duration::from_secs(20 * 60);
+
 /// Run `block` in a child `schedlab bench`, passing its rows on as they come.
 fn block_in_child(args: &BenchArgs, block: &str, line: &mut dyn FnMut(String)) -> Result {
     let exe = std::env::current_exe().map_err(|e| CliError::Bench(format!("cannot find this program: {e}")))?;
-    let mut child = Command::new(exe)
-        .args(["bench", "--rows-only", "--only", block, "--reps", &args.reps.to_string()])
+    let mut cmd = Command::new(exe);
+    cmd.args(["bench", "--rows-only", "--only", block, "--reps", &args.reps.to_string()])
         .arg("--root")
         .arg(&args.root)
         .args(["--schbench-duration", &format!("{}ns", args.schbench_duration), "--jobs", &args.jobs.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| CliError::Bench(format!("cannot start the `{block}` benchmarks: {e}")))?;
-    let out = child.stdout.take().expect("piped");
-    for l in BufReader::new(out).lines() {
-        line(l.map_err(|e| CliError::Bench(format!("reading the `{block}` benchmarks: {e}")))?);
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    let failed = |e: HelperError| CliError::Bench(format!("the `{block}` benchmarks: {e}"));
+    let mut child = Helper::spawn(&mut cmd, BLOCK_LIMIT_PER_REP * args.reps).map_err(failed)?;
+    // Lines come through a thread, so that the time limit holds while the
+    // child prints nothing.
+    let out = child.stdout().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines() {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(l) => line(l.map_err(|e| CliError::Bench(format!("reading the `{block}` benchmarks: {e}")))?),
+            // Past its limit the child is stopped, which closes its pipe.
+            Err(RecvTimeoutError::Timeout) => {
+                child.try_wait().map_err(failed)?;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
     }
-    let status = child.wait().map_err(|e| CliError::Bench(format!("waiting for the `{block}` benchmarks: {e}")))?;
+    let status = child.wait().map_err(failed)?;
     if !status.success() {
         return Err(CliError::Bench(format!("the `{block}` benchmarks failed ({status}); their error is above")).into());
     }

@@ -88,7 +88,7 @@ pub fn fidelity(args: FidelityArgs) -> Result {
             let text = crate::topologies::host_text(false, rounds as usize, Some(PROBED_NAME))?;
             if let Some(path) = &args.probe_out {
                 crate::output::write_file(path, &text, "--probe-out")?;
-                eprintln!("schedlab: wrote {}", path.display());
+                stderr_line!("schedlab: wrote {}", path.display());
             }
             let source = args.probe_out.as_ref().map_or_else(
                 || format!("probed just now, {rounds} round(s)"),
@@ -122,12 +122,12 @@ pub fn fidelity(args: FidelityArgs) -> Result {
         no_noise: args.seed.no_noise,
     };
     let wall = Instant::now();
-    let suite = run_suite(&opts, &mut |line| eprintln!("{line}"))?;
+    let suite = run_suite(&opts, &mut |line| stderr_line!("{line}"))?;
     let mut topology_source = topology_source;
     let cpu_model = schedlab_topology::host::cpu_model(Path::new("/"));
     let cpu_model = Some(cpu_model.as_str()).filter(|m| !m.is_empty());
     if let Some(note) = other_machine(&opts.topology.description, &suite.kernel, cpu_model) {
-        eprintln!("schedlab: note: {note}");
+        stderr_line!("schedlab: note: {note}");
         topology_source = format!("{topology_source}; {note}");
     }
     let bands = schedlab_fidelity::bands_help();

@@ -144,7 +144,7 @@ pub fn hunt(args: HuntArgs) -> Result {
     let progress = |done: u64, total: u64, found: usize| {
         bar.set(done as usize, &format!("{found} classes found"));
         if log && done >= next_line.load(std::sync::atomic::Ordering::Relaxed) {
-            eprintln!("hunt: {done} of {total} cases, {found} classes found");
+            stderr_line!("hunt: {done} of {total} cases, {found} classes found");
             next_line.store(done + total.div_ceil(10), std::sync::atomic::Ordering::Relaxed);
         }
     };
@@ -163,7 +163,7 @@ pub fn hunt(args: HuntArgs) -> Result {
                 path: path.display().to_string(),
                 why: e.to_string(),
             })?;
-            eprintln!("wrote {}", path.display());
+            stderr_line!("wrote {}", path.display());
         }
     }
     let text = if args.json.json { render::render_json(&report) } else { render::render_text(&opts, &report) };

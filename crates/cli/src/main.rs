@@ -1,6 +1,18 @@
-#![deny(clippy::print_stdout)] // the report goes through output::emit: a full disk is an error, not a panic
+// The report goes through output::emit (a full disk is an error, not a
+// panic) and messages through stderr_line! (an unwritable stderr is not a
+// panic either).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 //! `schedlab`: the command line. It only parses arguments and wires the
 //! library crates together; every rule lives in a crate.
+
+/// `eprintln!` without its panic when standard error cannot be written
+/// (`2>/dev/full`, a closed pipe): the line is dropped, and the exit status
+/// still says how the command ended.
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {
+        $crate::output::to_stderr(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 mod analyze;
 mod args;
@@ -117,7 +129,7 @@ fn main() -> ExitCode {
             return match crate::output::emit(&text) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    eprintln!("schedlab: error: {err}");
+                    stderr_line!("schedlab: error: {err}");
                     ExitCode::from(2)
                 }
             };
@@ -158,7 +170,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("schedlab: error: {e}");
+            stderr_line!("schedlab: error: {e}");
             ExitCode::from(CliError::exit_status(e.as_ref()))
         }
     }
@@ -184,7 +196,7 @@ fn write_man_pages(dir: &std::path::Path) -> Result {
         write(&name, sub.clone().name(name.clone()).version(version.clone()))?;
     }
     write("schedlab", top)?;
-    eprintln!("wrote {}/schedlab.1 and a page per command", dir.display());
+    stderr_line!("wrote {}/schedlab.1 and a page per command", dir.display());
     Ok(())
 }
 

@@ -8,6 +8,11 @@ use tempfile::NamedTempFile;
 
 use crate::error::{CliError, Result};
 
+/// Write `text` to standard error, ignoring failure: see `stderr_line!`.
+pub fn to_stderr(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 fn create(path: &Path, flag: &'static str) -> Result<std::io::BufWriter<std::fs::File>> {
     let file = std::fs::File::create(path).map_err(|e| write_error(path, flag, e))?;
     Ok(std::io::BufWriter::new(file))

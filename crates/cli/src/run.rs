@@ -347,8 +347,9 @@ pub(crate) fn group_rows(result: &schedlab_sim::SimResult) -> Vec<schedlab_repor
 /// The report: on stdout, or on stderr when `--trace -` took stdout.
 fn report_out(text: &str, trace_to_stdout: bool) -> Result {
     if trace_to_stdout {
-        eprint!("{text}");
-        Ok(())
+        // The report itself: a failed write is an error, unlike a message's.
+        let mut err = std::io::stderr().lock();
+        std::io::Write::write_all(&mut err, text.as_bytes()).map_err(|e| CliError::Stdout(e).into())
     } else {
         crate::output::emit(text)
     }

@@ -128,7 +128,7 @@ pub fn sweep_on_slurm(sweep: &Sweep, args: &SweepArgs) -> Result {
     };
     let todo = missing(sweep);
     if todo.is_empty() {
-        eprintln!("all {shards} shards are in {} already: merging them here", dir.display());
+        stderr_line!("all {shards} shards are in {} already: merging them here", dir.display());
         let merged = schedlab_sweep::merge_dir(&dir, Some(sweep))?;
         return crate::sweep::print(&merged.result, sweep.ab.as_ref(), &args.output, None);
     }
@@ -138,7 +138,7 @@ pub fn sweep_on_slurm(sweep: &Sweep, args: &SweepArgs) -> Result {
     } else {
         format!("the {} missing shards of {shards} ({})", todo.len(), list(&todo))
     };
-    eprintln!(
+    stderr_line!(
         "submitted {what} as job array {}, merge job {} after it (in {})",
         sub.array_job,
         sub.merge_job,

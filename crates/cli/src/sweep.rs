@@ -121,7 +121,7 @@ pub fn sweep(args: SweepArgs) -> Result {
         bar.finish();
         let file = file?;
         let path = file.write(dir)?;
-        eprintln!("wrote {} ({} of {}; {})", path.display(), file.len(), sweep.jobs(), timing(file.len()));
+        stderr_line!("wrote {} ({} of {}; {})", path.display(), file.len(), sweep.jobs(), timing(file.len()));
         return Ok(());
     }
 
@@ -131,7 +131,7 @@ pub fn sweep(args: SweepArgs) -> Result {
     let result = result?;
     if let Some(dir) = &args.plot {
         for path in schedlab_plot::write_sweep_plots(dir, &result)? {
-            eprintln!("wrote {}", path.display());
+            stderr_line!("wrote {}", path.display());
         }
     }
     let timing = (!args.no_timing).then(|| timing(sweep.jobs()));
@@ -177,7 +177,7 @@ pub(crate) fn print(
         let doc = SweepJson { format: schedlab_report::FORMAT_VERSION, result, ab: ab.as_ref() };
         crate::output::emit(&format!("{}\n", schedlab_report::to_json(&doc)?))?;
         if let Some(t) = &timing {
-            eprintln!("{t}");
+            stderr_line!("{t}");
         }
     } else {
         crate::output::emit(&render_sweep_text(result, ab.as_ref(), timing.as_deref()))?;

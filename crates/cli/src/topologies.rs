@@ -70,7 +70,7 @@ fn host(no_probe: bool, rounds: usize, out: Option<&Path>) -> Result {
     match out {
         Some(path) => {
             crate::output::write_file(path, &text, "--out")?;
-            eprintln!("schedlab: wrote {}", path.display());
+            stderr_line!("schedlab: wrote {}", path.display());
             Ok(())
         }
         None => crate::output::emit(&text),
@@ -82,7 +82,7 @@ fn host(no_probe: bool, rounds: usize, out: Option<&Path>) -> Result {
 /// the file's `name` line (none: the loader names it after the file).
 pub fn host_text(no_probe: bool, rounds: usize, name: Option<&str>) -> Result<String> {
     let machine = read_host(Path::new("/"))?;
-    eprintln!(
+    stderr_line!(
         "schedlab: read {} CPUs, cpuidle driver {}, HZ={}, preempt={}",
         machine.cpus.len(),
         machine.idle.driver.value,
@@ -98,13 +98,13 @@ pub fn host_text(no_probe: bool, rounds: usize, name: Option<&str>) -> Result<St
                 schedlab_runner::probe::run_probes(
                     &machine,
                     &schedlab_runner::probe::ProbeBudget::full(),
-                    &mut |line| eprintln!("schedlab: probe: {round}{line}"),
+                    &mut |line| stderr_line!("schedlab: probe: {round}{line}"),
                 )
             })
             .collect();
         let m = schedlab_topology::host::merge_rounds(&runs);
         for note in &m.notes {
-            eprintln!("schedlab: probe: skipped/failed: {note}");
+            stderr_line!("schedlab: probe: skipped/failed: {note}");
         }
         Some(m)
     };

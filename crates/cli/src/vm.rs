@@ -151,7 +151,7 @@ pub(crate) fn vm_runs(
         boot_timeout: Duration::from_nanos(vm.boot_timeout),
         real: options(settings, None),
     };
-    let result = run_vm(&scenario, &opts, &mut |line| eprintln!("vm: {line}")).map_err(|e| e.to_string())?;
+    let result = run_vm(&scenario, &opts, &mut |line| stderr_line!("vm: {line}")).map_err(|e| e.to_string())?;
     let n = result.runs.len();
     let mut runs = Vec::new();
     for (i, r) in result.runs.iter().enumerate() {

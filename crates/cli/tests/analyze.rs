@@ -459,3 +459,80 @@ fn forked_threads_keep_their_names_in_the_streamed_trace_files() {
         }
     }
 }
+
+/// `schedlab` with `stdin` as its standard input, within a minute.
+fn with_stdin(args: &[&str], stdin: std::process::Stdio) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"));
+    cmd.args(args).current_dir(root()).stdin(stdin);
+    let mut helper = schedlab_helper::Helper::spawn(
+        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()),
+        std::time::Duration::from_secs(60),
+    )
+    .unwrap();
+    let (mut out, mut err) = (helper.stdout().unwrap(), helper.stderr().unwrap());
+    let stderr = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut s).unwrap();
+        s
+    });
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut out, &mut stdout).unwrap();
+    let status = helper.wait().unwrap();
+    std::process::Output { status, stdout, stderr: stderr.join().unwrap() }
+}
+
+/// Issue 40: `analyze -` read a file named `-`; `run -` and `sweep -`
+/// read standard input, and now so does `analyze`, text and binary traces.
+#[test]
+fn analyze_dash_reads_standard_input() {
+    let file = format!("{DATA}/pingpong.trace");
+    let from_file = json(&["analyze", &file]);
+    let trace = std::fs::File::open(root().join(&file)).unwrap();
+    let out = with_stdin(&["analyze", "-", "--json"], trace.into());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let from_stdin: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_stdin["metrics"], from_file["metrics"], "the same events through a pipe");
+    assert_eq!(from_stdin["trace"], "-");
+    // A named pipe is read the same way.
+    let fifo = tmp("trace.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let (fifo, file) = (fifo.clone(), root().join(&file));
+        std::thread::spawn(move || std::fs::write(&fifo, std::fs::read(file).unwrap()).unwrap())
+    };
+    let from_fifo = json(&["analyze", fifo.to_str().unwrap()]);
+    writer.join().unwrap();
+    assert_eq!(from_fifo["metrics"], from_file["metrics"]);
+    std::fs::remove_file(&fifo).unwrap();
+    // A binary trace on standard input is copied to a file and converted.
+    let pf = tmp("stdin.pftrace");
+    let p = pf.to_str().unwrap();
+    ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "100ms", "--perfetto", p]);
+    let out = with_stdin(&["analyze", "-", "--json"], std::fs::File::open(&pf).unwrap().into());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let from_stdin: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_stdin["trace_format"], "Perfetto trace");
+    assert_eq!(from_stdin["metrics"], json(&["analyze", p])["metrics"]);
+}
+
+/// Issue 40: `analyze /dev/zero` read 2.1 GB (the memory budget's worth)
+/// before refusing it. What is no file nor pipe is refused before it is
+/// read, and a stream that starts with NUL bytes at once.
+#[test]
+fn endless_and_non_regular_inputs_are_refused_up_front() {
+    let start = std::time::Instant::now();
+    let out = schedlab(&["analyze", "/dev/zero"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/dev/zero: it is a device, not a regular file"), "{err}");
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let out = with_stdin(&["analyze", "-"], zero.into());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("-: byte 0 is NUL: not trace text"), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+    let dir = std::env::temp_dir();
+    let err = String::from_utf8_lossy(&schedlab(&["analyze", dir.to_str().unwrap()]).stderr).into_owned();
+    assert!(err.contains("it is a directory, not a regular file"), "{err}");
+}

@@ -92,6 +92,11 @@ fn bad_flags_and_files_get_clear_errors() {
     assert!(err(&["run", "scenarios/two-hogs.toml", "--duration", "ten"]).contains("--duration"));
     assert!(err(&["run", "scenarios/two-hogs.toml", "--kernel", "4.19"]).contains("unknown kernel profile"));
     assert!(err(&["run", "scenarios/two-hogs.toml", "--topology", "nosuch"]).contains("nosuch"));
+    // Issue 40: a likely typo gets the name meant.
+    let e = err(&["run", "scenarios/two-hogs.toml", "--features", "NO_DELAY_DEQUEU"]);
+    assert!(e.contains("did you mean `NO_DELAY_DEQUEUE`?"), "{e}");
+    let e = err(&["run", "scenarios/two-hogs.toml", "--topology", "ryzen-7950"]);
+    assert!(e.contains("did you mean `ryzen-7950x`?"), "{e}");
     assert!(err(&["run", "scenarios/no-such-file.toml"]).contains("no-such-file.toml"));
     // An affinity the overriding topology cannot satisfy.
     let e = err(&["run", "scenarios/asym_min.toml", "--topology", "qemu-4"]);
@@ -456,8 +461,26 @@ fn inputs_that_are_not_files_are_refused_and_dash_is_stdin() {
     if made {
         for cmd in ["run", "sweep"] {
             let e = err(&[cmd, fifo.to_str().unwrap()]);
-            assert!(e.contains("it is a FIFO; give a file, or - for standard input"), "{e}");
+            assert!(e.contains("it is a FIFO, not a regular file; give a file, or - for standard input"), "{e}");
         }
+        // Issue 40: `--topology FIFO` said there was no such file.
+        let e = err(&["run", "scenarios/two-hogs.toml", "--topology", fifo.to_str().unwrap()]);
+        assert!(e.contains("cannot read topology: it is a FIFO, not a regular file"), "{e}");
+        let e = err(&["run", "scenarios/two-hogs.toml", "--topology", "scenarios"]);
+        assert!(e.contains("cannot read topology: it is a directory, not a regular file"), "{e}");
+        // As the message says, `-` is standard input.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(["run", "scenarios/two-hogs.toml", "--topology", "-", "--duration", "10ms"])
+            .current_dir(root())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let topo = std::fs::read(root().join("topologies/smt-2x2.toml")).unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), &topo).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("machine   smt-2x2"));
     }
     let e = err(&["run", "/dev/zero"]);
     assert!(e.contains("/dev/zero: cannot read scenario: it is a device"), "{e}");

@@ -5,7 +5,7 @@
 mod common;
 use common::{ok, root, schedlab, tmp_dir};
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 #[test]
 fn version_names_the_commit() {
@@ -137,5 +137,36 @@ fn a_full_stdout_is_an_error_not_a_panic() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("cannot write the report: No space left on device"), "{args:?}: {err}");
+    }
+}
+
+/// Issue 40: stderr on a full device made every error a panic (exit 101) in
+/// eprintln!. Messages now go through a writer that drops what cannot be
+/// written; the exit status still tells the error (2) from success (0), and
+/// a report sent to stderr (`--trace -`) that cannot be written is an error.
+#[test]
+fn a_full_stderr_still_exits_2_on_an_error_not_101() {
+    if !std::path::Path::new("/dev/full").exists() {
+        println!("skipped: no /dev/full");
+        return;
+    }
+    let cases: [(&[&str], i32); 6] = [
+        (&["run", "no-such-scenario.toml"], 2),
+        (&["run", "scenarios/asym_min-2cpu.toml", "--features", "NO_SUCH_FEATURE"], 2),
+        (&["run", "--no-such-flag"], 2),
+        (&["analyze", "no-such-trace.txt"], 2),
+        (&["run", "scenarios/asym_min-2cpu.toml", "--duration", "20ms", "--trace", "-"], 2),
+        (&["run", "scenarios/asym_min-2cpu.toml", "--duration", "20ms"], 0),
+    ];
+    for (args, code) in cases {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(args)
+            .current_dir(root())
+            .stdout(Stdio::null())
+            .stderr(full)
+            .status()
+            .unwrap();
+        assert_eq!(out.code(), Some(code), "{args:?}");
     }
 }

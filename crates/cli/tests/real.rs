@@ -6,6 +6,8 @@
 //! settings the run touches are byte-identical before and after — starting
 //! from deliberately unusual values, so a restore to defaults would fail.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -285,12 +287,16 @@ fn sigint_to_the_supervisor_stops_the_run_and_restores(state: &Path, sc: &str, b
     assert_eq!(snapshot(), *before, "tracefs not restored after Ctrl-C");
 }
 
+/// The supervisor and its restorer both SIGKILLed (real_sigkill.rs covers
+/// the restorer alone): the saved state stays, and the next run restores it.
 fn sigkill_of_the_supervisor_is_restored_by_the_next_run(state: &Path, sc: &str, before: &BTreeMap<String, String>) {
     // Longer than `wait_for`'s bound: a worker that outlived its supervisor
     // would only end by its own deadline, and fail the wait below.
     let mut child = spawn(state, &["real", sc, "--remap", "--duration", "120s", "--loops-per-us", "300"]);
     wait_for("the workload threads", || workload_threads().len() == 2);
     let supervisor = child.id();
+    let restorer = common::restorer_of(supervisor as i32).expect("the supervisor forked a restorer");
+    kill("-KILL", restorer);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     // PR_SET_PDEATHSIG takes the worker down with its supervisor.

@@ -3,11 +3,14 @@
 //! the kernel's group shares, CFS bandwidth, cpusets and autogroups as the
 //! scenario asks, and every group, session process and changed
 //! `sched_autogroup_enabled` gone afterwards — also after the supervisor is
-//! SIGKILLed (the next run cleans up). Skipped with a message without root
+//! SIGKILLed (its restorer cleans up, or if that was killed too, the next
+//! run). Skipped with a message without root
 //! or cgroups.
 //!
 //! One test function: the cases share the machine (tracefs is global, and
 //! hogs pinned to CPU 0 would disturb each other).
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -386,9 +389,9 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
         println!("skipped the session cases: no {AUTOGROUP} (no SCHED_AUTOGROUP)");
     }
 
-    // SIGKILL of the supervisor: the groups and the autogroup setting stay
-    // (no one could restore them) until the next run, which restores them
-    // first and says so.
+    // SIGKILL of the supervisor and of its restorer (which would otherwise
+    // restore at once: tests/real_sigkill.rs): the groups and the autogroup
+    // setting stay until the next run, which restores them first and says so.
     let killed_head = if autogroup_before.is_some() { "autogroup = false\n[cgroup.g]\n" } else { "[cgroup.g]\n" };
     // On v1 a session process too (v2 refuses sessions with cpu groups): it
     // must die with the worker.
@@ -412,6 +415,8 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
         assert!(t.elapsed() < Duration::from_secs(30), "the run never populated its cgroup");
         std::thread::sleep(Duration::from_millis(50));
     }
+    let restorer = common::restorer_of(supervisor as i32).expect("the supervisor forked a restorer");
+    assert!(Command::new("kill").args(["-KILL", &restorer.to_string()]).status().unwrap().success());
     child.kill().unwrap();
     child.wait().unwrap();
     let t = Instant::now();

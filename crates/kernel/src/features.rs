@@ -123,9 +123,16 @@ impl fmt::Display for FeatureError {
         match self {
             FeatureError::Unknown(s) => {
                 let names: Vec<&str> = FEATURES.iter().map(|f| f.name).collect();
+                // The name is matched without its NO_, which goes back on the suggestion.
+                let (no, bare) = match s.get(..3) {
+                    Some(p) if p.eq_ignore_ascii_case("NO_") => ("NO_", &s[3..]),
+                    _ => ("", s.as_str()),
+                };
+                let hint = schedlab_topology::diag::closest(bare, names.iter().copied())
+                    .map_or(String::new(), |n| format!("did you mean `{no}{n}`? "));
                 write!(
                     f,
-                    "unknown sched feature `{s}` (expected NAME or NO_NAME with NAME one of: {})",
+                    "unknown sched feature `{s}` ({hint}expected NAME or NO_NAME with NAME one of: {})",
                     names.join(", ")
                 )
             }
@@ -216,6 +223,18 @@ mod tests {
         assert!(f.is_set(Feature::DELAY_DEQUEUE));
         f.apply("NO_DELAY_DEQUEUE").unwrap();
         assert!(!f.is_set(Feature::DELAY_DEQUEUE));
+    }
+
+    /// Issue 40: an unknown feature names the one it most likely meant, with its NO_.
+    #[test]
+    fn an_unknown_feature_gets_a_did_you_mean() {
+        let mut f = Features::empty();
+        let e = |f: &mut Features, s: &str| f.apply(s).unwrap_err().to_string();
+        assert!(e(&mut f, "NO_DELAY_DEQUEU").contains("(did you mean `NO_DELAY_DEQUEUE`? expected"));
+        assert!(e(&mut f, "no_delay_dequeue").contains("did you mean `NO_DELAY_DEQUEUE`?"));
+        assert!(e(&mut f, "TTWU_QUEUE_DELAYD").contains("did you mean `TTWU_QUEUE_DELAYED`?"));
+        let banana = e(&mut f, "BANANA");
+        assert!(banana.starts_with("unknown sched feature `BANANA` (expected NAME"), "{banana}");
     }
 
     #[test]

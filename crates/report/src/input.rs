@@ -15,6 +15,15 @@
 //!   reason. Each line is rewritten into `trace-cmd report`'s layout
 //!   (`comm-tid`, the event name without its `sched:` subsystem).
 //!
+//! Both tools run as helpers ([`schedlab_helper`]): with a time limit
+//! ([`HelperLimits`]: by default [`HEADER_CHECK_LIMIT`] for the header check,
+//! and [`CONVERT_BASE_LIMIT`] plus [`CONVERT_LIMIT_PER_MB`] per MB of input
+//! for the conversion; `schedlab analyze --helper-timeout` sets both), in a
+//! process group of their own, killed if schedlab dies. A damaged trace.dat
+//! can make `trace-cmd` spin forever (three changed bytes of its compressed
+//! headers do it to `trace-cmd dump`); it is stopped at its limit and the
+//! error names the file and the step, headers or events.
+//!
 //! Neither tool reports a truncated file reliably: `trace-cmd report`
 //! prints nothing and exits 0 for a trace.dat cut short, and `perf script`
 //! may stop early. So before converting, each file's own header is checked
@@ -34,8 +43,51 @@
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use schedlab_helper::{Helper, HelperError};
 
 use crate::ReportError;
+
+/// How long `trace-cmd dump --flyrecord` may take to list a trace.dat's
+/// per-CPU data: it reads the headers only (22 ms for a 1 MB file on this
+/// project's host, whatever the file's length).
+pub const HEADER_CHECK_LIMIT: Duration = Duration::from_secs(5);
+/// How long a conversion (`trace-cmd report`, `perf script`) may take: this,
+/// plus [`CONVERT_LIMIT_PER_MB`] for each MB of the input.
+pub const CONVERT_BASE_LIMIT: Duration = Duration::from_secs(120);
+/// A 2 GB trace.dat may convert for 120 s + 2000 s: 10 to 100 times what
+/// its events take to print.
+pub const CONVERT_LIMIT_PER_MB: Duration = Duration::from_secs(1);
+
+/// The time limits of the helper programs a binary trace is read through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HelperLimits {
+    /// One limit for every helper (`--helper-timeout`); `None`: the defaults.
+    pub each: Option<Duration>,
+}
+
+impl HelperLimits {
+    fn header_check(&self) -> Duration {
+        self.each.unwrap_or(HEADER_CHECK_LIMIT)
+    }
+
+    /// The conversion's limit for an input of `bytes`.
+    pub fn conversion(&self, bytes: u64) -> Duration {
+        self.each.unwrap_or(CONVERT_BASE_LIMIT + CONVERT_LIMIT_PER_MB * (bytes / 1_000_000).min(u32::MAX as u64) as u32)
+    }
+}
+
+/// `path`'s helper `via` (for the step: `trace-cmd dump --flyrecord`) did
+/// not finish; a missing tool gets the installer's name.
+fn helper_error(shown: &str, kind: &'static str, via: &'static str, source: HelperError) -> ReportError {
+    match source {
+        HelperError::NotFound { program } => {
+            ReportError::Trace(format!("{shown}: a {kind}; {}", install_hint(&program)))
+        }
+        source => ReportError::Helper { path: shown.to_string(), kind, via, source },
+    }
+}
 
 /// What a trace file is, by its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,26 +170,25 @@ pub struct Converted {
 
 /// Convert a binary trace (`kind` from [`sniff`]) to text; `Ok(None)` for
 /// text. Unsupported kinds are an error naming the format.
-pub fn convert(path: &Path, shown: &str, kind: InputKind) -> Result<Option<Converted>, ReportError> {
+pub fn convert(
+    path: &Path,
+    shown: &str,
+    kind: InputKind,
+    limits: HelperLimits,
+) -> Result<Option<Converted>, ReportError> {
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     match kind {
         InputKind::Text => Ok(None),
         InputKind::Unsupported(name) => Err(ReportError::Trace(format!(
             "{shown}: {name}; schedlab reads tracefs text, trace-cmd report text, trace.dat and perf.data"
         ))),
         InputKind::TraceDat => {
-            check_trace_dat(path, shown)?;
+            check_trace_dat(path, shown, limits.header_check())?;
             let args = ["report", "-R", "-t", "-i"];
             let rewrite = |line: &str, out: &mut dyn Write| out.write_all(line.as_bytes());
-            run_converter(
-                shown,
-                "trace-cmd",
-                &args,
-                path,
-                ("trace.dat", "trace-cmd report -R -t"),
-                rewrite,
-                STALL_LIMIT,
-            )
-            .map(Some)
+            let limit = (STALL_LIMIT, limits.conversion(size));
+            run_converter(shown, "trace-cmd", &args, path, ("trace.dat", "trace-cmd report -R -t"), rewrite, limit)
+                .map(Some)
         }
         InputKind::Perfetto => {
             let io = |e: std::io::Error| ReportError::Trace(format!("{shown}: {e}"));
@@ -169,7 +220,8 @@ pub fn convert(path: &Path, shown: &str, kind: InputKind) -> Result<Option<Conve
                 Some(l) => out.write_all(l.as_bytes()),
                 None => out.write_all(line.as_bytes()),
             };
-            run_converter(shown, "perf", &args, path, ("perf.data", "perf script"), rewrite, STALL_LIMIT).map(Some)
+            let limit = (STALL_LIMIT, limits.conversion(size));
+            run_converter(shown, "perf", &args, path, ("perf.data", "perf script"), rewrite, limit).map(Some)
         }
     }
 }
@@ -187,9 +239,10 @@ fn install_hint(tool: &str) -> String {
     format!("`{tool}` is needed to read it and was not found (scripts/install-trace-deps.sh installs it)")
 }
 
-/// Run `tool args.. path`, pass each stdout line through `rewrite` into a
-/// temporary file; a tool silent for `stall_limit` is stopped. A failure
-/// carries the tool's last stderr lines.
+/// Run `tool args.. path` as a helper, pass each stdout line through
+/// `rewrite` into a temporary file; a tool silent for `stall_limit`, or
+/// still running at `time_limit`, is stopped. A failure carries the tool's
+/// last stderr lines.
 fn run_converter(
     shown: &str,
     tool: &str,
@@ -197,23 +250,14 @@ fn run_converter(
     path: &Path,
     (kind, via): (&'static str, &'static str),
     mut rewrite: impl FnMut(&str, &mut dyn Write) -> std::io::Result<()>,
-    stall_limit: std::time::Duration,
+    (stall_limit, time_limit): (Duration, Duration),
 ) -> Result<Converted, ReportError> {
     let io = |e: std::io::Error| ReportError::Trace(format!("{shown}: converting with {via}: {e}"));
-    // Its own process group, so that stopping it stops what it started.
-    let mut child = std::os::unix::process::CommandExt::process_group(&mut Command::new(tool), 0)
-        .args(args)
-        .arg(path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ReportError::Trace(format!("{shown}: {}", install_hint(tool))),
-            _ => io(e),
-        })?;
+    let mut command = Command::new(tool);
+    command.args(args).arg(path).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = Helper::spawn(&mut command, time_limit).map_err(|e| helper_error(shown, kind, via, e))?;
     // Drain stderr on its own thread so a chatty tool cannot block on a full pipe.
-    let stderr = child.stderr.take().expect("piped");
+    let stderr = child.stderr().expect("piped");
     let errs = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = BufReader::new(stderr).take(1 << 20).read_to_string(&mut s);
@@ -221,12 +265,15 @@ fn run_converter(
     });
     let text = converted_file().map_err(io)?;
     let mut out = BufWriter::new(text.as_file());
-    let mut lines = BufReader::new(child.stdout.take().expect("piped"));
-    // A watchdog: a tool that prints nothing for STALL_LIMIT (a damaged file
-    // it loops on) is killed, so the conversion cannot hang.
+    let mut lines = BufReader::new(child.stdout().expect("piped"));
+    // A watchdog: a tool that prints nothing for `stall_limit` (a damaged
+    // file it loops on) or runs past its time limit (one it loops on while
+    // printing) is killed, so the conversion cannot hang. The helper was
+    // started on this thread, whose exit its death signal follows; the
+    // watchdog only waits for it.
     let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let seen = progress.clone();
-    let watchdog = std::thread::spawn(move || -> std::io::Result<(std::process::ExitStatus, bool)> {
+    let watchdog = std::thread::spawn(move || -> Result<(std::process::ExitStatus, bool), HelperError> {
         let (mut last, mut since) = (0, std::time::Instant::now());
         loop {
             if let Some(status) = child.try_wait()? {
@@ -236,12 +283,10 @@ fn run_converter(
             if now != last {
                 (last, since) = (now, std::time::Instant::now());
             } else if since.elapsed() > stall_limit {
-                // SAFETY: kill(2) on the child's own process group (its pid,
-                // from process_group(0)); no memory is involved.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                child.kill();
                 return Ok((child.wait()?, true));
             }
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(50));
         }
     });
     let mut raw = Vec::new();
@@ -255,8 +300,10 @@ fn run_converter(
     }
     out.flush().map_err(io)?;
     drop(out);
-    let (status, stalled) =
-        watchdog.join().map_err(|_| io(std::io::Error::other("watchdog thread panicked")))?.map_err(io)?;
+    let (status, stalled) = watchdog
+        .join()
+        .map_err(|_| io(std::io::Error::other("watchdog thread panicked")))?
+        .map_err(|e| helper_error(shown, kind, via, e))?;
     if stalled {
         return Err(ReportError::Trace(format!(
             "{shown}: `{via}` printed nothing for {} s and was stopped (a damaged file?)",
@@ -316,17 +363,12 @@ fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
 
 /// A trace.dat's per-CPU data must lie inside the file: `trace-cmd
 /// report` reads a cut-short file as if it had no events.
-fn check_trace_dat(path: &Path, shown: &str) -> Result<(), ReportError> {
+fn check_trace_dat(path: &Path, shown: &str, limit: Duration) -> Result<(), ReportError> {
     let len = std::fs::metadata(path).map_err(|e| ReportError::Trace(format!("{shown}: {e}")))?.len();
-    let out =
-        Command::new("trace-cmd").args(["dump", "--flyrecord", "-i"]).arg(path).stdin(Stdio::null()).output().map_err(
-            |e| match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    ReportError::Trace(format!("{shown}: a trace.dat; {}", install_hint("trace-cmd")))
-                }
-                _ => ReportError::Trace(format!("{shown}: trace-cmd dump: {e}")),
-            },
-        )?;
+    let mut dump = Command::new("trace-cmd");
+    dump.args(["dump", "--flyrecord", "-i"]).arg(path);
+    let out = schedlab_helper::output(&mut dump, limit)
+        .map_err(|e| helper_error(shown, "trace.dat", "trace-cmd dump --flyrecord", e))?;
     let text = String::from_utf8_lossy(&out.stdout);
     let cpus = flyrecord_cpus(&text);
     if cpus.is_empty() {
@@ -454,7 +496,7 @@ mod tests {
     fn a_stalled_converter_is_stopped() {
         let start = std::time::Instant::now();
         let args = ["-c", "echo one; sleep 30", "sh"];
-        let limit = std::time::Duration::from_secs(1);
+        let limit = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(60));
         let e = run_converter("x.dat", "sh", &args, Path::new("x"), ("trace.dat", "test"), |_, _| Ok(()), limit)
             .err()
             .unwrap()
@@ -485,6 +527,37 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.starts_with("x.dat: `test` printed nothing from this") && e.contains("damaged"), "{e}");
+    }
+
+    /// One that keeps printing (a loop over damaged data) is stopped at its time limit.
+    #[test]
+    fn a_converter_past_its_time_limit_is_stopped() {
+        let start = std::time::Instant::now();
+        let args = ["-c", "while :; do echo line; done", "sh"];
+        let limits = (Duration::from_secs(60), Duration::from_secs(1));
+        let e = run_converter("x.dat", "sh", &args, Path::new("x"), ("trace.dat", "test"), |_, _| Ok(()), limits)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with("x.dat: a trace.dat that `test` could not read: `sh` was still running after 1 s"),
+            "{e}"
+        );
+        assert!(e.contains("--helper-timeout"), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn the_conversion_limit_grows_with_the_input() {
+        let default = HelperLimits::default();
+        assert_eq!(default.conversion(0), CONVERT_BASE_LIMIT);
+        assert_eq!(default.conversion(2_000_000_000), CONVERT_BASE_LIMIT + Duration::from_secs(2000));
+        assert_eq!(default.header_check(), HEADER_CHECK_LIMIT);
+        let given = HelperLimits { each: Some(Duration::from_secs(7)) };
+        assert_eq!(
+            (given.conversion(u64::MAX), given.header_check()),
+            (Duration::from_secs(7), Duration::from_secs(7))
+        );
     }
 
     #[test]

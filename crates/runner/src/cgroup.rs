@@ -2,8 +2,8 @@
 //! parent per run (`schedlab-<supervisor pid>`), the threads moved in, the
 //! counters read, everything removed — after a normal end, an error, Ctrl-C
 //! or a killed worker (the supervisor removes them), and after a SIGKILLed
-//! supervisor (the directories are listed in the saved state, so the next
-//! run removes them).
+//! supervisor (the directories are listed in the saved state, so its
+//! restorer removes them, or else the next run).
 //!
 //! Two hierarchies, one layout:
 //!

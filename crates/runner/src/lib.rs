@@ -6,8 +6,10 @@
 //! *supervisor* and forks a *worker*:
 //!
 //! * the **supervisor** takes a lock (one real run at a time: the ring
-//!   buffer is machine-wide), restores tracefs settings an earlier run left
-//!   behind (its supervisor was SIGKILLed), saves the settings it will change
+//!   buffer is machine-wide), forks a *restorer* ([`restorer`]: a process
+//!   that puts everything back within a second if the supervisor is
+//!   SIGKILLed), restores tracefs settings an earlier run left behind (its
+//!   supervisor and restorer were both killed), saves the settings it will change
 //!   to `/run/schedlab/tracefs-saved.json`, enables `sched_switch`,
 //!   `sched_waking`, `sched_wakeup`, `sched_wakeup_new`,
 //!   `sched_migrate_task`, `sched_pi_setprio` (and `sched_stat_runtime` on
@@ -47,6 +49,7 @@ mod fork;
 pub mod plan;
 pub mod probe;
 pub mod program;
+pub mod restorer;
 mod session;
 pub mod state;
 mod supervisor;

@@ -4,9 +4,11 @@
 //! The directory is `$SCHEDLAB_STATE_DIR`, else `/run/schedlab` (a tmpfs:
 //! a reboot forgets the state along with the settings), else
 //! `/tmp/schedlab`. `tracefs-saved.json` exists exactly while a run's
-//! settings are in force; if a run finds one and holds the lock, the run that
-//! wrote it died without restoring (its supervisor was SIGKILLed), so it
-//! restores it first.
+//! settings are in force. When a supervisor dies without restoring (it was
+//! SIGKILLed), its restorer ([`crate::restorer`]) restores from it within a
+//! second and appends what it did to `restorer.log`; if a run still finds
+//! one and holds the lock (the restorer was killed too), it restores it
+//! first — the same [`RunLock::restore_leftover`].
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

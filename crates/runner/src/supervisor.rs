@@ -2,10 +2,12 @@
 //! them (in memory and on disk), sets them, forks the worker, waits for it
 //! with a deadline, stops tracing, reads the buffer and restores every
 //! setting whatever happened to the worker: normal exit, failure, Ctrl-C,
-//! SIGKILL, or the watchdog's kill. Only a SIGKILL of the supervisor itself
-//! skips the restore; then the state file stays and the next run restores it.
+//! SIGKILL, or the watchdog's kill. A SIGKILL of the supervisor itself skips
+//! its restore: then its restorer ([`crate::restorer`]), forked before
+//! anything was changed, restores from the state file within a second; if
+//! that was killed too, the state file stays and the next run restores it.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -13,6 +15,7 @@ use schedlab_scenario::Scenario;
 
 use crate::cgroup::{self, HostCgroups, Layout};
 use crate::plan::{Plan, RealOptions};
+use crate::restorer::{Restorer, READ_BACK_ALLOWANCE_NS};
 use crate::state::{state_dir, RunLock};
 use crate::sys::{self, now_ns, sched_getattr, sched_setattr, SchedAttr};
 use crate::tracefs::{restore, CaptureSettings, SavedState, Tracefs};
@@ -88,7 +91,11 @@ impl RestoreGuard<'_> {
 impl Drop for RestoreGuard<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            eprintln!("schedlab real: error: restoring tracefs: {e} (the saved state stays for the next run)");
+            // Not eprintln!: a panic here (stderr unwritable) would abort mid-unwind.
+            let _ = writeln!(
+                std::io::stderr(),
+                "schedlab real: error: restoring tracefs: {e} (the saved state stays for the next run)"
+            );
         }
     }
 }
@@ -159,7 +166,7 @@ impl Raised {
 impl Drop for Raised {
     fn drop(&mut self) {
         if let Err(e) = self.lower() {
-            eprintln!("schedlab real: error: {e}");
+            let _ = writeln!(std::io::stderr(), "schedlab real: error: {e}");
         }
     }
 }
@@ -204,6 +211,11 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
         Some(n) => return Err(RunnerError::Threaded { threads: n }),
     }
     let lock = RunLock::acquire(&state_dir())?;
+    // Before anything is changed, so that whatever is changed is put back
+    // even if this process is SIGKILLed. Declared before `guard`, so it is
+    // dismissed (dropped) only after the guard has restored.
+    let mut restorer =
+        Restorer::start(&lock, worker_deadline(plan.duration_ns).saturating_add(READ_BACK_ALLOWANCE_NS))?;
     // From before the first change to after the last restore, SIGINT, SIGTERM
     // and SIGHUP only set INTERRUPTED: the run stops and restores instead of
     // dying with the settings changed. Declared before `guard`, so it is
@@ -296,6 +308,9 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
         unsafe {
             libc::close(read_fd);
             libc::close(lock.raw_fd());
+            // Only the supervisor may hold the restorer's pipe open: its
+            // end of file is the news that the supervisor died.
+            libc::close(restorer.write_fd());
             for sig in CAUGHT {
                 libc::signal(sig, libc::SIG_DFL);
             }
@@ -320,6 +335,7 @@ pub fn supervise(scenario: &Scenario, plan: &Plan, opts: &RealOptions) -> Result
     let lost_events = if wanted { tracefs.lost_events() } else { 0 };
     let text = if wanted { tracefs.read_trace() } else { Ok(String::new()) };
     guard.restore()?;
+    restorer.dismiss();
     let late = INTERRUPTED.load(Ordering::SeqCst);
     drop(signals);
     lowered?;
@@ -389,6 +405,17 @@ impl Drop for SignalsBlocked {
     }
 }
 
+/// When the supervisor kills a worker that has not ended (`CLOCK_MONOTONIC`):
+/// its setup, the run and the stop's grace, and 3 s more for the worker's
+/// own watchdog to act first.
+fn worker_deadline(duration_ns: u64) -> u64 {
+    now_ns()
+        .saturating_add(SETUP_LIMIT_NS)
+        .saturating_add(duration_ns)
+        .saturating_add(STOP_GRACE_NS)
+        .saturating_add(3_000_000_000)
+}
+
 /// Wait for the worker's exit (a pidfd, so the supervisor does not wake
 /// during the run), collecting its report; kill it on a signal or when it
 /// overruns. Returns the wait status, the report bytes and how it ended.
@@ -396,11 +423,7 @@ fn wait_worker(child: i32, pipe: &mut std::fs::File, duration_ns: u64) -> (i32, 
     use std::os::fd::AsRawFd;
     // SAFETY: plain syscall.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child, 0) } as i32;
-    let deadline = now_ns()
-        .saturating_add(SETUP_LIMIT_NS)
-        .saturating_add(duration_ns)
-        .saturating_add(STOP_GRACE_NS)
-        .saturating_add(3_000_000_000);
+    let deadline = worker_deadline(duration_ns);
     let blocked = SignalsBlocked::new();
     let mut bytes = Vec::new();
     let mut pipe_open = true;

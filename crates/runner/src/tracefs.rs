@@ -5,7 +5,8 @@
 //! the supervisor also writes to disk ([`crate::state`]) before touching
 //! anything, so the settings come back on every exit path: normal end, error,
 //! Ctrl-C (the supervisor catches it), a SIGKILLed worker (the supervisor
-//! restores) and a SIGKILLed supervisor (the next run restores first).
+//! restores) and a SIGKILLed supervisor (its restorer process restores;
+//! failing that, the next run restores first).
 
 use std::fs::OpenOptions;
 use std::io::{self, Read, Write};

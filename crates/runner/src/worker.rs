@@ -151,7 +151,8 @@ fn spawn_watchdog(cpu: usize, deadline: u64, notes: &mut Vec<String>) -> Arc<Ato
             sleep_until(deadline);
         }
         if !d.load(Ordering::SeqCst) {
-            eprintln!("schedlab real: watchdog: the worker overran its deadline; killing it");
+            // Not eprintln!: its panic on an unwritable stderr would skip the kill.
+            let _ = writeln!(std::io::stderr(), "schedlab real: watchdog: the worker overran its deadline; killing it");
             // SAFETY: plain syscalls.
             unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
         }

@@ -86,8 +86,10 @@
 //! ```
 //!
 //! Durations are strings with a unit (`ns`, `us`/`µs`, `ms`, `s`) or integer
-//! nanoseconds, as in topology files (careful: rt-app's bare numbers are
-//! microseconds). An object
+//! nanoseconds, as in topology files, except where the tool a key comes from
+//! counts bare numbers otherwise (a program's `run` is rt-app's, in
+//! microseconds): there a bare integer is refused with the unit to write
+//! (`values::bare_integer_elsewhere`). An object
 //! is created on first use and its kind (eventfd, flag, mutex) comes from the
 //! operations that use it; one name used with two kinds is an error. A
 //! `"name{*}"` poll matches every flag posted or polled anywhere in the file
@@ -606,10 +608,8 @@ impl Scenario {
         if rtapp::looks_like_json(text) {
             return rtapp::parse(path, text, base_dir, topology);
         }
-        let raw: file::RawScenario = toml::from_str(text).map_err(|e| match e.span() {
-            Some(span) => InputError::at_offset(path, text, span.start, e.message().trim()),
-            None => InputError::whole_file(path, e.message().trim()),
-        })?;
+        let raw: file::RawScenario =
+            toml::from_str(text).map_err(|e| schedlab_topology::diag::toml_error(path, text, &e))?;
         let lines = schedlab_topology::diag::LineIndex::new(text);
         build::build(values::Ctx { path, text, lines: &lines, rtapp: false }, raw, base_dir, topology)
     }

@@ -442,10 +442,35 @@ pub(crate) fn unknown_key(ctx: Ctx, p: &Prop, key: &str, place: &str) -> InputEr
     } else {
         " (rt-app would ignore it silently; schedlab refuses it in case it is a typo)"
     };
+    const KNOWN: [&str; 22] = [
+        "instance",
+        "loop",
+        "policy",
+        "priority",
+        "cpus",
+        "delay",
+        "taskgroup",
+        "phases",
+        "run",
+        "runtime",
+        "sleep",
+        "timer",
+        "lock",
+        "unlock",
+        "wait",
+        "signal",
+        "broad",
+        "sync",
+        "barrier",
+        "suspend",
+        "resume",
+        "yield",
+    ];
+    let meant = schedlab_topology::diag::did_you_mean(key, KNOWN);
     ctx.at(
         p.key_at,
         format!(
-            "`{key}` is not a {place} key or an event rt-app knows{hint}: expected instance, loop, policy, \
+            "`{key}` is not a {place} key or an event rt-app knows{meant}{hint}: expected instance, loop, policy, \
              priority, cpus, delay, taskgroup, phases, or events (run, runtime, sleep, timer, lock, unlock, wait, signal, \
              broad, sync, barrier, suspend, resume, yield)"
         ),

@@ -189,17 +189,7 @@ pub(crate) fn expand(
         ));
     }
     let runtime_ns = match &raw.runtime {
-        Some(v) if v.get_ref().is_integer() => {
-            return Err(ctx.err(
-                v,
-                format!(
-                    "`runtime` = {}: a bare number here would be nanoseconds, but schbench's -r is seconds: \
-                     write a duration such as \"{}s\"",
-                    v.get_ref(),
-                    v.get_ref()
-                ),
-            ))
-        }
+        // A bare number is refused there, as schbench's -r counts seconds.
         Some(v) => values::duration(ctx, v, "runtime", Zero::Refused)?,
         None => 30_000_000_000,
     };

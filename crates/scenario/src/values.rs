@@ -65,11 +65,43 @@ pub(crate) enum Zero {
     Refused,
 }
 
+/// Where a bare integer is ambiguous: the keys that the tools scenario
+/// files are written from (rt-app, schbench, the cgroup files) count in
+/// another unit, so `run = 10` meant microseconds and would run 10 ns.
+/// Returns what the number means there and the unit to suggest. Keys not
+/// listed keep integer nanoseconds (the kernel's own unit for `slice`,
+/// `timer_slack`, `fair_server_runtime`; schedlab's for `stall_threshold`,
+/// `within`, `op_time`), and 0 is 0 in every unit.
+fn bare_integer_elsewhere(key: &str) -> Option<(&'static str, &'static str)> {
+    match key {
+        "run" | "run_wall" | "timer" | "delay" | "after" => {
+            Some(("a program's durations come from rt-app, whose bare numbers are microseconds", "us"))
+        }
+        "sleep" => Some(("rt-app's `sleep` and schbench's -s count microseconds", "us")),
+        "duration" => Some(("rt-app's `duration` and schbench's -r are seconds", "s")),
+        "runtime" => Some(("schbench's -r is seconds", "s")),
+        "max" | "period" => Some(("cpu.max and cpu.cfs_*_us count microseconds", "us")),
+        _ => None,
+    }
+}
+
 /// A duration: a string with a unit (`"10us"`, `"1.5ms"`, `"30s"`) or integer
-/// nanoseconds, exactly as topology files accept them.
+/// nanoseconds, as topology files accept them — except where a bare
+/// integer is ambiguous ([`bare_integer_elsewhere`]), which is refused
+/// with the unit to write.
 pub(crate) fn duration(ctx: Ctx, v: &Spanned<Value>, key: &str, zero: Zero) -> Result<u64, InputError> {
     let ns = match v.get_ref() {
         Value::String(s) => parse_duration(s).map_err(|m| ctx.err(v, format!("`{key}`: {m}")))?,
+        Value::Integer(n) if *n > 0 && bare_integer_elsewhere(key).is_some() => {
+            let (why, unit) = bare_integer_elsewhere(key).expect("matched");
+            return Err(ctx.err(
+                v,
+                format!(
+                    "`{key}` = {n}: a bare number here would be nanoseconds, but {why}: write a duration with \
+                     its unit, such as \"{n}{unit}\" (or \"{n}ns\" if nanoseconds were meant)"
+                ),
+            ));
+        }
         // Integer nanoseconds, as in topology files (`DurationNs`).
         Value::Integer(n) => u64::try_from(*n)
             .map_err(|_| ctx.err(v, format!("`{key}`: negative duration {n} (expected a duration >= 0)")))?,

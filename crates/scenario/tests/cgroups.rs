@@ -54,6 +54,9 @@ fn bad_cgroup_tables_are_refused_where_written() {
     expect_err(&file("[cgroup.g]\nmax = \"500us\"\n", t), 4, "\"500us\"", "below 1ms");
     expect_err(&file("[cgroup.g]\nmax = \"5ms\"\nperiod = \"2s\"\n", t), 5, "\"2s\"", "expected 1ms..1s");
     expect_err(&file("[cgroup.g]\nperiod = \"10ms\"\n", t), 4, "\"10ms\"", "`period` without `max`");
+    // cpu.max's numbers are microseconds: a bare one is refused (issue 40).
+    expect_err(&file("[cgroup.g]\nmax = 50000\n", t), 4, "50000", "cpu.max and cpu.cfs_*_us count microseconds");
+    expect_err(&file("[cgroup.g]\nmax = \"50ms\"\nperiod = 100000\n", t), 5, "100000", "such as \"100000us\"");
     expect_err(&file("[cgroup.g]\ncpus = \"7\"\n", t), 4, "\"7\"", "`cpus` names CPU 7 but topology");
     expect_err(&file("[cgroup.g]\nshares = 5\n", t), 4, "shares", "unknown field `shares`");
     expect_err(

@@ -119,7 +119,9 @@ fn bad_keys_are_refused_at_their_line() {
     assert!(e.message.contains("beside 1000 from [[thread]] tables"), "{e}");
     assert!(parse(&table("no_lock = true\nmessage_threads = 16\nworkers = 1000")).is_ok());
     // Values whose sums would overflow (found by the mutation proptest).
-    expect_err(&table("no_lock = true\nsleep = 9223372036854775807"), 4, "9223372036854775807", "too long");
+    expect_err(&table("no_lock = true\nsleep = \"9223372036854775807ns\""), 4, "\"9223372036854775807ns\"", "too long");
+    // schbench's -s counts microseconds: a bare number is refused (issue 40).
+    expect_err(&table("no_lock = true\nsleep = 100"), 4, "100", "such as \"100us\"");
     expect_err(&table("no_lock = true\ntimer_slack = \"11s\""), 4, "\"11s\"", "too long");
     expect_err(&table("no_lock = true\noperations = 1000000\nop_time = \"1ms\""), 4, "1000000", "10s of work");
 }

@@ -34,7 +34,10 @@ pub struct SlurmOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum SlurmError {
     #[error("cannot run `{command}`: {source} (is Slurm installed, and SLURM_CONF set if needed?)")]
-    Spawn { command: String, source: std::io::Error },
+    Spawn { command: String, source: schedlab_helper::HelperError },
+    /// The command started but did not finish in time (a controller that does not answer).
+    #[error("`{command}`: {source} (is slurmctld answering?)")]
+    Stuck { command: String, source: schedlab_helper::HelperError },
     #[error("`{command}` failed ({status}): {stderr}")]
     Failed { command: String, status: String, stderr: String },
     #[error("`{command}` printed `{output}`, expected a job id")]
@@ -241,12 +244,21 @@ fn write(path: &Path, text: &str) -> Result<PathBuf, SlurmError> {
     Ok(path.to_path_buf())
 }
 
+/// How long one Slurm command (`sbatch`, `squeue`, `scancel`) may take: each
+/// is one request to the controller, which answers in well under a second
+/// (Slurm's own MessageTimeout is 10 s), so this only stops a hung one.
+pub const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 fn run(program: &str, args: &[&str]) -> Result<String, SlurmError> {
+    use schedlab_helper::HelperError;
     let command = format!("{program} {}", args.join(" "));
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|source| SlurmError::Spawn { command: command.clone(), source })?;
+    let out =
+        schedlab_helper::output(Command::new(program).args(args), COMMAND_LIMIT).map_err(|source| match source {
+            HelperError::NotFound { .. } | HelperError::Spawn { .. } => {
+                SlurmError::Spawn { command: command.clone(), source }
+            }
+            source => SlurmError::Stuck { command: command.clone(), source },
+        })?;
     if !out.status.success() {
         return Err(SlurmError::Failed {
             command,

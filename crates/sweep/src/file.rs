@@ -98,10 +98,7 @@ impl Ctx<'_> {
 /// `scenario` path is resolved (the sweep file's directory).
 pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, InputError> {
     let ctx = Ctx { path, text };
-    let mut raw: RawSweep = toml::from_str(text).map_err(|e| match e.span() {
-        Some(span) => InputError::at_offset(path, text, span.start, e.message().trim()),
-        None => InputError::whole_file(path, e.message().trim()),
-    })?;
+    let mut raw: RawSweep = toml::from_str(text).map_err(|e| schedlab_topology::diag::toml_error(path, text, &e))?;
     let tables = raw.setting.iter_mut().flat_map(|s| s.get_mut().iter_mut());
     let axis_values = raw.axis.iter_mut().flatten().flat_map(|a| a.get_mut().values.get_mut().iter_mut());
     for rs in tables.chain(axis_values) {

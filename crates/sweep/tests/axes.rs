@@ -126,6 +126,7 @@ fn axes_cross_every_setting() {
     bad(&ax("topology = \"smt-2x2\"", "topology = \"qemu-4\""), 6, "`topology` is set twice");
     bad(&ax("nice = { worker = 1 }", "nice = { worker = 2 }"), 6, "`nice` of group `worker` is set twice");
     bad(&ax("", "colour = 1"), 6, "unknown field `colour`");
+    bad(&ax("", "fetaures = []"), 6, "(did you mean `features`?)");
     bad(&format!("{HEAD}[[setting]]\nname = \"x\"\n[[axis]]\nvalues = []\n"), 5, "`values` is empty");
     bad(
         &format!("{HEAD}[[setting]]\nname = \"x\"\n[[axis]]\nname = \"machine\"\nvalues = []\n"),

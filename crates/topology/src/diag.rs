@@ -75,9 +75,11 @@ pub fn read_input(path: &std::path::Path, what: &str) -> Result<String, InputErr
             } else if t.is_socket() {
                 "a socket"
             } else {
-                "not a regular file"
+                "something else"
             };
-            return Err(fail(format!("cannot read {what}: it is {kind}; give a file, or - for standard input")));
+            return Err(fail(format!(
+                "cannot read {what}: it is {kind}, not a regular file; give a file, or - for standard input"
+            )));
         }
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
@@ -136,9 +138,127 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
     i
 }
 
+/// The candidate closest to `word`, when it is close enough to be what was
+/// meant: at most one edit (insertion, deletion, substitution, or two
+/// neighbours swapped) per three characters, at least one; letter case is
+/// ignored (`no_delay_dequeue` is `NO_DELAY_DEQUEUE`). Ties go to the first.
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let word = word.to_lowercase();
+    let most = (word.chars().count() / 3).max(1);
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(&word, &c.to_lowercase());
+        if d <= most && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// ` (did you mean `X`?)` for [`closest`]'s candidate, or nothing.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    closest(word, candidates).map_or(String::new(), |c| format!(" (did you mean `{c}`?)"))
+}
+
+/// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`:
+/// the optimal string alignment distance, over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // Three rows: the one before the previous (for swaps), the previous, this one.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut row = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            row[j] = (prev[j] + 1).min(row[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(before[j - 2] + 1);
+            }
+        }
+        before = std::mem::replace(&mut prev, row);
+    }
+    prev[b.len()]
+}
+
+/// A TOML file's parse error as an [`InputError`] at its position, with
+/// what serde's words leave out: the known name closest to an unknown key
+/// or value (`unknown field `duraton`, expected one of ... (did you mean
+/// `duration`?)`), and, for a `[NAME]` table where an array of tables
+/// belongs, how to write it.
+pub fn toml_error(path: &str, text: &str, e: &toml::de::Error) -> InputError {
+    let at = e.span().map(|s| s.start);
+    let message = toml_message(e.message().trim(), at.map(|o| &text[o.min(text.len())..]));
+    match at {
+        Some(offset) => InputError::at_offset(path, text, offset, message),
+        None => InputError::whole_file(path, message),
+    }
+}
+
+/// [`toml_error`]'s message for serde's `msg`, `from` being the text at the
+/// error's position.
+fn toml_message(msg: &str, from: Option<&str>) -> String {
+    for what in ["unknown field `", "unknown variant `"] {
+        let Some(rest) = msg.strip_prefix(what) else { continue };
+        let Some((word, expected)) = rest.split_once('`') else { continue };
+        let known = expected.split('`').skip(1).step_by(2);
+        return format!("{msg}{}", did_you_mean(word, known));
+    }
+    if msg.starts_with("invalid type: map, expected a sequence") {
+        // `[thread]` where the key takes `[[thread]]`: serde sees a table
+        // where it wants an array.
+        let header = from.and_then(|t| t.strip_prefix('[')).filter(|t| !t.starts_with('['));
+        if let Some(name) = header.and_then(|t| t.split_once(']')).map(|(n, _)| n.trim()) {
+            return format!(
+                "`[{name}]` is one table, but `{name}` is a list: write [[{name}]] (an array of tables), one per entry"
+            );
+        }
+    }
+    msg.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typo_finds_the_name_meant_and_a_stranger_finds_none() {
+        let keys = ["name", "duration", "seed", "topology", "thread"];
+        assert_eq!(closest("duraton", keys), Some("duration"));
+        assert_eq!(closest("toplogy", keys), Some("topology"));
+        assert_eq!(closest("treahd", keys), Some("thread"), "a swap is one edit");
+        assert_eq!(closest("Seed", keys), Some("seed"));
+        assert_eq!(closest("colour", keys), None);
+        assert_eq!(closest("x", ["y"]), Some("y"), "one edit is always allowed");
+        assert_eq!(closest("NO_DELAY_DEQUEU", ["DELAY_DEQUEUE", "NO_DELAY_DEQUEUE"]), Some("NO_DELAY_DEQUEUE"));
+        assert_eq!(did_you_mean("sede", keys), " (did you mean `seed`?)");
+        assert_eq!(did_you_mean("zzz", keys), "");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+    }
+
+    #[test]
+    fn serde_messages_get_their_hints() {
+        assert_eq!(
+            toml_message("unknown field `duraton`, expected one of `name`, `duration`", None),
+            "unknown field `duraton`, expected one of `name`, `duration` (did you mean `duration`?)"
+        );
+        assert_eq!(
+            toml_message("unknown variant `fifoo`, expected `fifo` or `rr`", None),
+            "unknown variant `fifoo`, expected `fifo` or `rr` (did you mean `fifo`?)"
+        );
+        assert_eq!(toml_message("unknown field `zzz`, expected `name`", None), "unknown field `zzz`, expected `name`");
+        assert_eq!(
+            toml_message("invalid type: map, expected a sequence", Some("[thread]\nname = \"a\"")),
+            "`[thread]` is one table, but `thread` is a list: write [[thread]] (an array of tables), one per entry"
+        );
+        // Not at a table header: serde's words stand.
+        assert_eq!(
+            toml_message("invalid type: map, expected a sequence", Some("{ a = 1 }")),
+            "invalid type: map, expected a sequence"
+        );
+    }
 
     #[test]
     fn the_index_locates_as_the_scan_does() {

@@ -222,8 +222,9 @@ pub(crate) struct JitterFile {
 /// Parse the text into the schema, mapping toml/serde errors to positions.
 pub(crate) fn parse(path: &str, text: &str) -> Result<TopologyFile, crate::InputError> {
     toml::from_str::<TopologyFile>(text).map_err(|e| {
-        let offset = e.span().map(|s| s.start).unwrap_or(0);
-        crate::InputError::at_offset(path, text, offset, polish(e.message()))
+        let mut err = crate::diag::toml_error(path, text, &e);
+        err.message = polish(&err.message);
+        err
     })
 }
 

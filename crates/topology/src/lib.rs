@@ -69,7 +69,7 @@ pub mod hardware;
 pub mod host;
 mod presets;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use cpuset::{parse_cpulist, CpuSet, CpuWrap, CpulistError, MAX_CPUS};
 pub use diag::InputError;
@@ -320,19 +320,24 @@ impl Topology {
 
     /// What a scenario's `topology = "..."` means: a preset name if it is
     /// one, else a file path relative to `base_dir` (the scenario's
-    /// directory). The error for neither lists the presets.
+    /// directory). The error for neither lists the presets; something that
+    /// exists there but is no regular file (a FIFO, a directory) is refused
+    /// as what it is ([`crate::diag::read_input`]).
     pub fn resolve(reference: &str, base_dir: &Path) -> Result<Topology, InputError> {
         if let Some(t) = Topology::preset(reference) {
             return Ok(t);
         }
-        let path = base_dir.join(reference);
-        if path.is_file() {
+        // `-` is standard input, as for every input file (the error below
+        // for a FIFO says so).
+        let path = if reference == "-" { PathBuf::from("-") } else { base_dir.join(reference) };
+        if reference == "-" || std::fs::metadata(&path).is_ok() {
             return Topology::load(&path);
         }
         Err(InputError::whole_file(
             path.display().to_string(),
             format!(
-                "no topology preset or file named `{reference}` (expected a file path or one of the presets: {})",
+                "no topology preset or file named `{reference}`{} (expected a file path or one of the presets: {})",
+                crate::diag::did_you_mean(reference, Topology::preset_names().iter().copied()),
                 Topology::preset_names().join(", ")
             ),
         ))

@@ -52,6 +52,13 @@ fn unknown_key_in_layout_and_costs() {
     check(&format!("{BASE}sockets = 2\n"), 8, 1, "unknown key `sockets`, expected one of `packages`");
     check(&format!("{BASE}[costs]\nipi = \"2us\"\n"), 9, 1, "unknown key `ipi`");
     check(&format!("{BASE}[[cpus]]\nid = 0\nfreq = 3\n"), 10, 1, "unknown key `freq`");
+    // Issue 40: the known key most likely meant.
+    check(
+        &format!("{BASE}[costs]\nipi_ns = \"2us\"\ncontext_swich_ns = 3\n"),
+        10,
+        1,
+        "(did you mean `context_switch_ns`?)",
+    );
 }
 
 #[test]

@@ -57,7 +57,7 @@ pub enum VmError {
     NotBzImage { path: PathBuf },
     /// A helper program (`apt-cache`, `apt-get`, `dpkg-deb`) could not start.
     #[error("{what}: {source}")]
-    Command { what: &'static str, source: io::Error },
+    Command { what: &'static str, source: schedlab_helper::HelperError },
     #[error("{what} failed ({status}): {stderr}")]
     CommandFailed { what: &'static str, status: ExitStatus, stderr: String },
     #[error("finding Debian's 6.12 kernel: {source} ({DOWNLOAD_HINT})")]
@@ -81,7 +81,7 @@ pub enum VmError {
     #[error("this schedlab is dynamically linked and its source tree is gone: pass --guest-bin with a static build")]
     NoSourceTree,
     #[error("running cargo to build the guest binary: {0} (or pass --guest-bin)")]
-    Cargo(io::Error),
+    Cargo(schedlab_helper::HelperError),
     #[error("building the guest binary failed ({0}); pass --guest-bin with a static build")]
     GuestBuild(ExitStatus),
     #[error("copying {}: {source}", path.display())]
@@ -90,9 +90,9 @@ pub enum VmError {
     #[error("qemu-system-x86_64 not found: run scripts/install-vm-deps.sh (Debian's qemu-system-x86)")]
     NoQemu,
     #[error("starting {}: {source}", bin.display())]
-    Spawn { bin: PathBuf, source: io::Error },
+    Spawn { bin: PathBuf, source: schedlab_helper::HelperError },
     #[error("waiting for qemu: {0}")]
-    Wait(io::Error),
+    Wait(schedlab_helper::HelperError),
     /// `console` is the rendered tail of the guest's console.
     #[error("the guest timed out {phase}; killed it. Its console's last lines:\n{console}")]
     Timeout { phase: String, console: String },

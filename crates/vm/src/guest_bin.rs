@@ -65,26 +65,33 @@ pub fn guest_binary(given: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<P
          (a no-op when up to date; the first build takes a few minutes)",
         target_dir.display()
     ));
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo
         .current_dir(&ws)
         .args(["build", "--quiet", "--release", "--target", TARGET, "-p", "schedlab"])
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("RUSTFLAGS", "-C target-feature=+crt-static")
         // No debug info: a faster first build and a smaller initramfs.
-        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
-        .status()
-        .map_err(VmError::Cargo)?;
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "0");
+    let status = schedlab_helper::status(&mut cargo, GUEST_BUILD_LIMIT).map_err(VmError::Cargo)?;
     if !status.success() {
         return Err(VmError::GuestBuild(status));
     }
     check(&target_dir.join(TARGET).join("release/schedlab"), "the guest build")
 }
 
+/// How long the guest binary's build may take: the first one compiles the
+/// workspace for musl, a few minutes on 2 cores.
+const GUEST_BUILD_LIMIT: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+/// How long `strip` may take on it.
+const STRIP_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// The binary without debug info, for a small initramfs (a copy of the
 /// original when `strip` is not installed).
 pub fn stripped_copy(bin: &Path, dest: &Path) -> Result<(), VmError> {
-    let ok =
-        Command::new("strip").arg("--strip-debug").arg("-o").arg(dest).arg(bin).status().is_ok_and(|s| s.success());
+    let mut strip = Command::new("strip");
+    strip.arg("--strip-debug").arg("-o").arg(dest).arg(bin);
+    let ok = schedlab_helper::status(&mut strip, STRIP_LIMIT).is_ok_and(|s| s.success());
     if !ok {
         std::fs::copy(bin, dest).map_err(|e| VmError::Copy { path: bin.to_path_buf(), source: e })?;
     }

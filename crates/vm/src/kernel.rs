@@ -88,8 +88,12 @@ fn debian_612(root: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, VmError>
     Ok(Kernel { image: root.join(&version).join("vmlinuz"), label: format!("Debian {version}-amd64") })
 }
 
+/// How long fetching the kernel may take, per step: `apt-get download` of
+/// a ~100 MB package from a slow mirror is the longest.
+const FETCH_STEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 fn run(cmd: &mut Command, what: &'static str) -> Result<String, VmError> {
-    let out = cmd.output().map_err(|e| VmError::Command { what, source: e })?;
+    let out = schedlab_helper::output(cmd, FETCH_STEP_LIMIT).map_err(|e| VmError::Command { what, source: e })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
         return Err(VmError::CommandFailed { what, status: out.status, stderr });

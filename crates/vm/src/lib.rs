@@ -353,7 +353,12 @@ fn boot_and_run(
 
     let per_run = run_limit(plan_ns, opts.icount, accel.kvm);
     let start = Instant::now();
-    let mut child = qemu::spawn(qemu_bin, &args, &work.join("qemu.stderr"))?;
+    // The phases' deadlines (boot, each run, powering off) stop a stuck
+    // guest first; this bounds QEMU as a whole, whatever the guest says.
+    let boot_runs_and_power_off = opts.boot_timeout
+        + per_run.saturating_mul(opts.runs.saturating_mul(opts.settings.len().max(1) as u32))
+        + Duration::from_secs(120);
+    let mut child = qemu::spawn(qemu_bin, &args, &work.join("qemu.stderr"), boot_runs_and_power_off)?;
     let mut tail = qemu::ConsoleTail::default();
     let mut guest: Option<GuestInfo> = None;
     let mut boot_s = 0.0;

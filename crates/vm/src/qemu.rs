@@ -5,10 +5,11 @@
 
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use schedlab_helper::Helper;
 
 use crate::wire::{Decoder, Frame};
 use crate::VmError;
@@ -140,20 +141,15 @@ pub fn shown(bin: &Path, args: &[String]) -> String {
     std::iter::once(bin.display().to_string()).chain(args.iter().map(|a| q(a))).collect::<Vec<_>>().join(" ")
 }
 
-pub fn spawn(bin: &Path, args: &[String], stderr_file: &Path) -> Result<Child, VmError> {
+/// Start QEMU as a helper ([`schedlab_helper`]): it dies with schedlab, so
+/// an interrupted schedlab never leaves a guest, and it is stopped at
+/// `limit` whatever the phases' own deadlines ([`monitor`]) say.
+pub fn spawn(bin: &Path, args: &[String], stderr_file: &Path, limit: Duration) -> Result<Helper, VmError> {
     let err =
         std::fs::File::create(stderr_file).map_err(|e| VmError::Io { path: stderr_file.to_path_buf(), source: e })?;
     let mut cmd = Command::new(bin);
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(err);
-    // SAFETY: only async-signal-safe prctl in the child before exec. QEMU
-    // dies with schedlab, so an interrupted schedlab never leaves a guest.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    cmd.spawn().map_err(|e| VmError::Spawn { bin: bin.to_path_buf(), source: e })
+    Helper::spawn(&mut cmd, limit).map_err(|e| VmError::Spawn { bin: bin.to_path_buf(), source: e })
 }
 
 /// Reads what was appended to a file since the last call.
@@ -241,7 +237,7 @@ pub enum Wait {
 /// console's tail, enforce the current deadline. Returns QEMU's exit
 /// status, or an error naming the phase that timed out.
 pub fn monitor(
-    child: &mut Child,
+    child: &mut Helper,
     data: &Path,
     console: &Path,
     first: (Duration, String),
@@ -265,8 +261,7 @@ pub fn monitor(
     };
     loop {
         if let Err(e) = drain(tail, &mut deadline, &mut phase) {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
             return Err(e);
         }
         if let Some(status) = child.try_wait().map_err(VmError::Wait)? {
@@ -274,8 +269,7 @@ pub fn monitor(
             return Ok(status);
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
             drain(tail, &mut deadline, &mut phase)?;
             return Err(VmError::Timeout { phase, console: tail.render() });
         }

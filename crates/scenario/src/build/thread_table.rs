@@ -202,6 +202,19 @@ pub(in crate::build) fn sched_params(
         (None, Some(p)) => ("priority", p),
         (None, None) => ("nice", &zero),
     };
+    let n = *v.get_ref();
+    if key == "priority" && (20..=99).contains(&n) {
+        // An RT priority, on a thread left at the default policy.
+        return Err(ctx.err(
+            v,
+            format!(
+                "`priority` = {n} with {}: an RT priority (1..99) applies to SCHED_FIFO and SCHED_RR, a nice value \
+                 (-20..19) to SCHED_OTHER, SCHED_BATCH and SCHED_IDLE; set `policy = \"SCHED_FIFO\"` (or RR) for an \
+                 RT priority, or `nice` (here `priority` is rt-app's name for nice)",
+                policy.name()
+            ),
+        ));
+    }
     Ok((values::int_in(ctx, v, key, -20, 19, &format!("nice value for {}", policy.name()))? as i32, 0))
 }
 

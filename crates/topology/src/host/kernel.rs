@@ -58,17 +58,27 @@ fn parse_config(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn gunzip(path: &std::path::Path) -> Result<String, String> {
-    let out = std::process::Command::new("gzip")
-        .arg("-dc")
-        .arg(path)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("running gzip -dc: {e}"))?;
+/// Why `/proc/config.gz` could not be unpacked (a note, not an error: the
+/// config is one source among others).
+#[derive(Debug, thiserror::Error)]
+enum GunzipError {
+    #[error("gzip -dc: {0}")]
+    Helper(#[from] schedlab_helper::HelperError),
+    #[error("gzip -dc: {0}")]
+    Failed(String),
+    #[error("not UTF-8 text")]
+    NotText,
+}
+
+/// How long `gzip -dc` may take on a kernel config (about 200 KB unpacked).
+const GUNZIP_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn gunzip(path: &std::path::Path) -> Result<String, GunzipError> {
+    let out = schedlab_helper::output(std::process::Command::new("gzip").arg("-dc").arg(path), GUNZIP_LIMIT)?;
     if !out.status.success() {
-        return Err(format!("gzip -dc: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(GunzipError::Failed(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }
-    String::from_utf8(out.stdout).map_err(|_| "not UTF-8 text".to_string())
+    String::from_utf8(out.stdout).map_err(|_| GunzipError::NotText)
 }
 
 pub(crate) fn hz(config: &KernelConfig, notes: &mut Vec<String>) -> Sourced<u32> {
