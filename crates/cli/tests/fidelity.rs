@@ -181,7 +181,11 @@ fn bad_options_are_refused_before_any_run() {
     let out = run(&["fidelity", "--cases", "nice,pingpang"]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("--cases: unknown case `pingpang` (expected one of: schbench, cyclictest"), "{err}");
+    assert!(
+        err.contains("--cases: unknown case `pingpang` (did you mean `pingpong`? expected one of: schbench,"),
+        "{err}"
+    );
+    assert!(err.contains("schbench-family") && err.contains("cyclictest") && err.contains("placement"), "{err}");
     assert!(!err.contains("fidelity: nice"), "a case ran before the bad name was refused: {err}");
 
     let out = run(&["fidelity", "--cases", "nice", "--rounds", "0"]);

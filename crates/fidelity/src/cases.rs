@@ -138,7 +138,9 @@ pub fn select(names: &[String]) -> Result<Vec<&'static Case>, String> {
                     known.push(k);
                 }
             }
-            return Err(format!("--cases: unknown case `{n}` (expected one of: {})", known.join(", ")));
+            let hint = schedlab_topology::diag::closest(n, known.iter().copied())
+                .map_or(String::new(), |c| format!("did you mean `{c}`? "));
+            return Err(format!("--cases: unknown case `{n}` ({hint}expected one of: {})", known.join(", ")));
         }
     }
     Ok(CASES.iter().filter(|c| names.iter().any(|n| c.name == n || c.group == n)).collect())
