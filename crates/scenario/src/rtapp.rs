@@ -2,9 +2,12 @@
 //!
 //! The file is read as rt-app reads it (json-c through its own grammar,
 //! `src/rt-app_parse_config.c`): comments are allowed, keys keep their order,
-//! and a key written twice in one object stays twice, in place (rt-app's
-//! `workgen` preprocessor numbers duplicates so json-c keeps them; the
-//! examples Debian ships rely on it). An event is recognised by the prefix
+//! and a key written twice in one object is one entry, at the first key's
+//! place, holding the last value: json-c replaces the value in place, so
+//! rt-app never sees the earlier one (Debian's `mp3-short.json` writes `run`
+//! twice in one task; rt-app runs 4725 us, not 275 + 4725). Each such key
+//! gets a note; rt-app's `workgen` preprocessor numbers duplicate events to
+//! keep them all, and so can the file (`run0`, `run1`). An event is recognised by the prefix
 //! of its key, tested in rt-app's order (`runtime1` is a `runtime`, `run2`
 //! a `run`). Where rt-app 1.0 (Debian's binary) and master differ, master's
 //! grammar wins for what 1.0 lacks (per-phase `policy`/`priority`, a
@@ -78,12 +81,48 @@ pub(crate) fn parse(
 ) -> Result<Scenario, InputError> {
     let lines = schedlab_topology::diag::LineIndex::new(text);
     let ctx = Ctx { path, text, lines: &lines, rtapp: true };
-    let root = json::parse(ctx)?;
-    let (raw, notes, basename) = translate(ctx, &root)?;
+    let (root, replaced) = json::parse(ctx)?;
+    let (raw, mut notes, basename) = translate(ctx, &root)?;
     let mut scenario = build::build(ctx, raw, base_dir, topology)?;
+    notes.extend(replaced.iter().map(|r| replaced_note(ctx, r)));
     scenario.notes = notes;
     scenario.rtapp_log_basename = Some(basename);
     Ok(scenario)
+}
+
+/// What a reduced duplicate key means for the run, located in the file.
+fn replaced_note(ctx: Ctx, r: &json::Replaced) -> String {
+    // A value quoted when it is short, else named by its line.
+    let value = |range: &std::ops::Range<usize>| {
+        let text = &ctx.text[range.clone()];
+        if text.len() <= 40 && !text.contains('\n') {
+            text.to_string()
+        } else {
+            format!("the value at line {}", ctx.line_of(range.start))
+        }
+    };
+    if ctx.text[r.kept.clone()] == ctx.text[r.dropped.clone()] {
+        return format!(
+            "{}:{}: `{key}` is written again, the same, at line {}; rt-app (json-c) keeps one `{key}` here, so it \
+             happens once, not twice (to keep both, give them different names, e.g. `{key}0` and `{key}1`, as \
+             rt-app's workgen does for events)",
+            ctx.path,
+            ctx.line_of(r.first_at),
+            ctx.line_of(r.kept.start),
+            key = r.key,
+        );
+    }
+    format!(
+        "{}:{}: `{key}` is written again at line {}; rt-app (json-c) keeps one `{key}` here holding the later \
+         value ({}), so {} is never used (to keep both, give them different names, e.g. `{key}0` and `{key}1`, as \
+         rt-app's workgen does for events)",
+        ctx.path,
+        ctx.line_of(r.first_at),
+        ctx.line_of(r.kept.start),
+        value(&r.kept),
+        value(&r.dropped),
+        key = r.key,
+    )
 }
 
 /// rt-app's document → the raw scenario, plus the notes on what was read

@@ -20,23 +20,46 @@ fn event_keys_match_by_prefix_in_rt_apps_order_and_duplicates_stay_in_place() {
         r#"{
         // a comment, as rt-app files have
         "tasks": { "t": { "loop": 2,
-            "run": 100, "runtime1": 200, "sleep": 300, "run": 400, "sleep0": 0, "run": 0 } },
+            "run": 100, "runtime1": 200, "sleep": 300, "run": 400, "sleep0": 0, "sleep": 50 } },
         "global": { "duration": 1 }
     }"#,
     )
     .unwrap();
-    let once = [
-        Op::Run { ns: 100 * US },
-        Op::RunWall { ns: 200 * US },
-        Op::Sleep { ns: 300 * US },
-        Op::Run { ns: 400 * US },
-        Op::Sleep { ns: 0 },
-    ];
-    // A run of 0 does nothing in rt-app and is left out. Without phases a
-    // task's `loop` is its one phase's count (written out), and it then ends.
+    // json-c keeps one entry per key, where the key first appears, holding
+    // its last value: `run` 400 first, `sleep` 50 third.
+    let once = [Op::Run { ns: 400 * US }, Op::RunWall { ns: 200 * US }, Op::Sleep { ns: 50 * US }, Op::Sleep { ns: 0 }];
+    // Without phases a task's `loop` is its one phase's count (written
+    // out), and it then ends.
     assert_eq!(ops_of(&s, "t"), [once.clone(), once].concat());
     assert_eq!(s.thread("t").unwrap().program.repeat, Repeat::Times(1));
     assert_eq!(s.duration_ns, Some(1_000_000_000));
+    // Each reduction is said, at the kept entry's line, with what is lost.
+    let notes: Vec<&String> = s.notes.iter().filter(|n| n.contains("is written again")).collect();
+    assert_eq!(notes.len(), 2, "{:?}", s.notes);
+    assert!(notes[0].contains("`run` is written again at line 4") && notes[0].contains("(400), so 100 is never used"));
+    assert!(notes[1].contains("`sleep` is written again at line 4") && notes[1].contains("(50), so 300"));
+    assert!(notes[0].contains("`run0` and `run1`"), "{}", notes[0]);
+}
+
+#[test]
+fn a_run_of_zero_is_left_out_and_a_replaced_task_is_one_thread() {
+    let s = parse(
+        r#"{ "tasks": { "t": { "loop": 1, "run": 0, "sleep": 10 }, "u": { "run": 5 },
+                        "t": { "loop": 1, "run": 0,
+                               "sleep": 20 } },
+             "global": { "duration": 1 } }"#,
+    )
+    .unwrap();
+    // rt-app does nothing for a run of 0; the second `t` replaces the first.
+    assert_eq!(ops_of(&s, "t"), [Op::Sleep { ns: 20 * US }]);
+    assert_eq!(s.threads.len(), 2);
+    // The kept value spans lines, so it is named by its line; the dropped
+    // one is short enough to quote.
+    let note = s.notes.iter().find(|n| n.contains("`t` is written again at line 2")).expect("a note on `t`");
+    assert!(
+        note.contains("(the value at line 2), so { \"loop\": 1, \"run\": 0, \"sleep\": 10 } is never used"),
+        "{note}"
+    );
 }
 
 #[test]

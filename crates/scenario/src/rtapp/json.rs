@@ -1,6 +1,6 @@
 //! The JSON document rt-app reads, with the byte position of every key and
-//! value, duplicate keys kept in order (jsonc-parser's syntax tree, which
-//! keeps both; a map would lose them).
+//! value, and a key written twice in one object reduced the way json-c
+//! reduces it (one entry, at the first key's place, with the last value).
 
 use std::ops::Range;
 
@@ -61,15 +61,31 @@ fn options() -> jsonc_parser::ParseOptions {
     }
 }
 
-/// Parse the file; its top level must be an object.
-pub(crate) fn parse(ctx: Ctx) -> Result<Obj, InputError> {
+/// A key written more than once in one object: json-c kept one entry, at
+/// the first key's place, with the last value.
+#[derive(Debug)]
+pub(crate) struct Replaced {
+    pub key: String,
+    /// Offset of the first occurrence's key: where the entry stays.
+    pub first_at: usize,
+    /// The value that was replaced (an earlier occurrence's).
+    pub dropped: Range<usize>,
+    /// The value the entry holds now.
+    pub kept: Range<usize>,
+}
+
+/// Parse the file; its top level must be an object. Every key written twice
+/// in one object is reduced as json-c reduces it; each reduction is listed,
+/// in file order, so the reader can say what rt-app will not run.
+pub(crate) fn parse(ctx: Ctx) -> Result<(Obj, Vec<Replaced>), InputError> {
     let parsed = jsonc_parser::parse_to_ast(ctx.text, &Default::default(), &options())
         .map_err(|e| ctx.at(e.range().start, format!("invalid JSON: {}", e.kind())))?;
     let Some(value) = parsed.value else {
         return Err(ctx.at(0, "the file holds no JSON value: expected an rt-app object { \"tasks\": ... }"));
     };
-    match convert(value) {
-        J { kind: Kind::Obj(o), .. } => Ok(o),
+    let mut replaced = Vec::new();
+    match convert(value, &mut replaced) {
+        J { kind: Kind::Obj(o), .. } => Ok((o, replaced)),
         j => {
             Err(ctx
                 .at(j.range.start, format!("expected an rt-app object {{ \"tasks\": ... }}, found {}", j.type_name())))
@@ -77,7 +93,7 @@ pub(crate) fn parse(ctx: Ctx) -> Result<Obj, InputError> {
     }
 }
 
-fn convert(v: ast::Value) -> J {
+fn convert(v: ast::Value, replaced: &mut Vec<Replaced>) -> J {
     let range = {
         let r = jsonc_parser::common::Ranged::range(&v);
         r.start..r.end
@@ -90,14 +106,35 @@ fn convert(v: ast::Value) -> J {
         },
         ast::Value::BooleanLit(b) => Kind::Bool(b.value),
         ast::Value::NullKeyword(_) => Kind::Null,
-        ast::Value::Array(a) => Kind::Arr(a.elements.into_iter().map(convert).collect()),
+        ast::Value::Array(a) => Kind::Arr(a.elements.into_iter().map(|e| convert(e, replaced)).collect()),
         ast::Value::Object(o) => {
             let at = o.range.start;
-            let mut props = Vec::with_capacity(o.properties.len());
+            let mut props: Vec<Prop> = Vec::with_capacity(o.properties.len());
+            // Key -> index in `props`, so a hostile object of many keys stays linear.
+            let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
             for p in o.properties {
                 let key_at = jsonc_parser::common::Ranged::range(&p.name).start;
                 let key = p.name.into_string();
-                props.push(Prop { key, key_at, value: convert(p.value) });
+                let value = convert(p.value, replaced);
+                // json-c's json_object_object_add() looks the key up and, when
+                // it is there, swaps the value in place: the object keeps one
+                // entry per key, at the first one's place, holding the last
+                // value. rt-app walks that object, so that is the workload.
+                match index.get(&key).map(|&i| &mut props[i]) {
+                    Some(first) => {
+                        replaced.push(Replaced {
+                            key: key.clone(),
+                            first_at: first.key_at,
+                            dropped: first.value.range.clone(),
+                            kept: value.range.clone(),
+                        });
+                        first.value = value;
+                    }
+                    None => {
+                        index.insert(key.clone(), props.len());
+                        props.push(Prop { key, key_at, value });
+                    }
+                }
             }
             Kind::Obj(Obj { at, props })
         }
@@ -106,10 +143,9 @@ fn convert(v: ast::Value) -> J {
 }
 
 impl Obj {
-    /// The property `key` (the last one, as json-c keeps the last of a
-    /// duplicated non-event key).
+    /// The property `key` (keys are unique once parsed).
     pub(crate) fn get(&self, key: &str) -> Option<&Prop> {
-        self.props.iter().rev().find(|p| p.key == key)
+        self.props.iter().find(|p| p.key == key)
     }
 
     pub(crate) fn get_object(&self, ctx: Ctx, key: &str) -> Result<Option<&Obj>, InputError> {
