@@ -21,7 +21,7 @@ const MAX_COST_NS: u64 = 1_000_000_000;
 type Span = Range<usize>;
 type CpuTable = Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>;
 
-mod hardware;
+pub(crate) mod hardware;
 
 struct Ctx<'a> {
     path: &'a str,

@@ -443,6 +443,25 @@ fn probe_figures_land_in_the_file_and_load_back() {
     assert_eq!((topo.noise[1].p50_ns, topo.noise[1].max_ns), (3_000_000, 3_000_000));
 }
 
+/// A round disturbed for 145 ms at one idle length (issue 41: such a round
+/// wrote no file at all) is said to be disturbed, and the file still loads,
+/// without that point and with a comment saying it was not measured.
+#[test]
+fn a_disturbed_probe_point_is_left_out_not_fatal() {
+    let t = smt_two_llcs("disturbed");
+    let host = read_host(&t.root).unwrap();
+    let mut m = measured();
+    assert!(m.disturbed().is_empty());
+    m.wake[0].by_idle[1].1 = pct(12_000, 145_271_000, 300);
+    let said = m.disturbed();
+    assert_eq!(said, ["probe wake 4->0: p99 145.3ms after 200us idle"]);
+    let text = host_toml(&host, Some(&m), &RenderOptions::default()).unwrap();
+    let topo = load(&text);
+    let idles: Vec<u64> = topo.idle.states[0].exit_by_idle.iter().map(|p| p.idle_ns).collect();
+    assert_eq!(idles, [5_000, 20_000_000], "the disturbed point is dropped, the others kept");
+    assert!(text.contains("the point at idle 200us not measured: p99 145.268ms"), "{text}");
+}
+
 /// Gaps the kernel's interrupt counters do not account for (a VM's host
 /// running something else) become a busy-only source that wakes no idle
 /// CPU; the counted interrupts beyond the tick stay an irq source.

@@ -12,7 +12,7 @@ use crate::{parse_cpulist, Costs, CpuSet, InputError};
 
 /// The longest idle-state latency or residency accepted (deep package
 /// states are milliseconds; more is a typo).
-const MAX_IDLE_NS: u64 = 100_000_000;
+pub(crate) const MAX_IDLE_NS: u64 = 100_000_000;
 /// Noise may not take more than this share of a CPU (rate × median).
 const MAX_NOISE_SHARE: f64 = 0.5;
 

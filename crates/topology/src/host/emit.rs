@@ -418,9 +418,28 @@ fn idle_section(o: &mut String, host: &HostMachine, measured: Option<&Measured>)
     }
 }
 
+/// A curve, without the points a disturbed round left beyond what a
+/// topology file accepts (each said in a comment, as not measured), so one
+/// noisy point costs that point and not the whole file.
 fn points(o: &mut String, key: &str, c: &[CurvePoint]) {
+    let limit = crate::assemble::hardware::MAX_IDLE_NS;
+    let (kept, dropped): (Vec<&CurvePoint>, Vec<&CurvePoint>) =
+        c.iter().partition(|p| p.p50_ns <= limit && p.p99_ns <= limit);
+    for p in &dropped {
+        let _ = writeln!(
+            o,
+            "# {key}: the point at idle {} not measured: p99 {} is beyond the 100 ms a topology accepts (a disturbed \
+             probe round; run it again on a quiet machine)",
+            dur(p.idle_ns).trim_matches('"'),
+            dur(p.p99_ns).trim_matches('"')
+        );
+    }
+    if kept.is_empty() {
+        let _ = writeln!(o, "# {key}: not measured (no point left)");
+        return;
+    }
     let _ = writeln!(o, "{key} = [");
-    for p in c {
+    for p in kept {
         let _ = writeln!(o, "  {{ idle = {}, p50 = {}, p99 = {} }},", dur(p.idle_ns), dur(p.p50_ns), dur(p.p99_ns));
     }
     let _ = writeln!(o, "]");

@@ -30,7 +30,7 @@ impl KernelConfig {
     pub fn read(fs: &Fs, release: &str, notes: &mut Vec<String>) -> Result<KernelConfig, HostError> {
         let boot = format!("boot/config-{release}");
         if !release.is_empty() {
-            if let Some(text) = fs.read_opt(&boot)? {
+            if let Some(text) = fs.read_or_skip(&boot, notes)? {
                 return Ok(KernelConfig { map: parse_config(&text), source: Some(fs.cite(&boot)) });
             }
         }
@@ -100,7 +100,8 @@ pub(crate) fn preempt(
     notes: &mut Vec<String>,
 ) -> Result<Sourced<PreemptModel>, HostError> {
     let dbg = "sys/kernel/debug/sched/preempt";
-    if let Some(text) = fs.read_opt(dbg)? {
+    let mounted = fs.exists("sys/kernel/debug/sched");
+    if let Some(text) = fs.read_or_skip(dbg, notes)? {
         // "none (voluntary) full lazy": the current model is in parentheses.
         let current = text.split_whitespace().find_map(|w| w.strip_prefix('(').and_then(|w| w.strip_suffix(')')));
         match current.map(str::parse::<PreemptModel>) {
@@ -108,10 +109,13 @@ pub(crate) fn preempt(
             _ => return Err(fs.bad(dbg, format!("expected the current model in parentheses, found `{}`", text.trim()))),
         }
     }
-    notes.push(format!(
-        "{} not read (debugfs not mounted; schedlab does not mount it): preemption model from the command line or config",
-        fs.cite(dbg)
-    ));
+    if !mounted {
+        notes.push(format!(
+            "{} not read (debugfs not mounted; schedlab does not mount it): preemption model from the command line \
+             or config",
+            fs.cite(dbg)
+        ));
+    }
     if let Some(arg) = cmdline.split_whitespace().find_map(|w| w.strip_prefix("preempt=")) {
         if let Ok(m) = arg.parse::<PreemptModel>() {
             return Ok(Sourced::new(m, format!("[/proc/cmdline: preempt={arg}]")));

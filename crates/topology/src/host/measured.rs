@@ -183,6 +183,32 @@ pub struct Measured {
     pub rounds: usize,
 }
 
+impl Measured {
+    /// The figures a disturbed round gives: a wakeup or send percentile
+    /// beyond the longest latency a topology file accepts (100 ms), which
+    /// no idle exit takes; it is another task or the hypervisor holding the
+    /// CPU. Each as "probe wake 0->1: p99 145.3ms after 50us idle".
+    pub fn disturbed(&self) -> Vec<String> {
+        let limit = crate::assemble::hardware::MAX_IDLE_NS;
+        let mut out = Vec::new();
+        let mut check = |what: String, by_idle: &[(u64, Percentiles)]| {
+            for (idle, p) in by_idle {
+                if p.p99 > limit {
+                    out.push(format!("{what}: p99 {:.1}ms after {}us idle", p.p99 as f64 / 1e6, idle / 1000));
+                }
+            }
+        };
+        for w in &self.wake {
+            check(format!("probe wake {}->{}", w.waker, w.wakee), &w.by_idle);
+            check(format!("probe wake {}->{} (the waker's send)", w.waker, w.wakee), &w.send_by_idle);
+        }
+        if let Some(t) = &self.timer {
+            check(format!("probe timer on CPU {}", t.cpu), &t.by_idle);
+        }
+        out
+    }
+}
+
 /// One point of an `exit_latency_by_idle` curve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CurvePoint {

@@ -227,6 +227,20 @@ impl Fs {
         }
     }
 
+    /// A source with a fallback after it: missing is `None` as with
+    /// [`Fs::read_opt`], and so is unreadable (EPERM under lockdown, as
+    /// debugfs is on some kernels; EACCES), with a note saying which file
+    /// was skipped and why, so the next source is used instead of failing.
+    pub fn read_or_skip(&self, rel: &str, notes: &mut Vec<String>) -> Result<Option<String>, HostError> {
+        match self.read_opt(rel) {
+            Err(HostError::Read { source, .. }) if unreadable(&source) => {
+                notes.push(format!("{}: not readable ({source}); using the next source", self.cite(rel)));
+                Ok(None)
+            }
+            other => other,
+        }
+    }
+
     pub fn exists(&self, rel: &str) -> bool {
         self.path(rel).exists()
     }
@@ -273,5 +287,24 @@ impl Fs {
         }
         out.sort();
         Ok(out)
+    }
+}
+
+/// A read refused rather than failed: EPERM (lockdown refuses debugfs
+/// reads even to root) or EACCES.
+fn unreadable(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::PermissionDenied) || e.raw_os_error() == Some(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_read_is_skipped_and_a_failed_one_is_not() {
+        assert!(unreadable(&io::Error::from_raw_os_error(1)), "EPERM");
+        assert!(unreadable(&io::Error::from_raw_os_error(13)), "EACCES");
+        assert!(!unreadable(&io::Error::from_raw_os_error(5)), "EIO is a failure, not a refusal");
+        assert!(!unreadable(&io::Error::from_raw_os_error(2)));
     }
 }
