@@ -153,9 +153,10 @@ impl TraceReport {
         let repairs = repair_trace(&mut trace);
         // The CPUs of the input, as the stream counts them before filtering.
         let cpus_seen = trace.events.iter().map(|e| e.cpu).collect();
+        let span = trace.events.iter().map(|e| e.ts).min().zip(trace.events.iter().map(|e| e.ts).max());
         trace.events.retain(|e| opts.filter.keeps(e));
         if trace.events.is_empty() {
-            return Err(no_events_in_filter(path, &opts.filter));
+            return Err(no_events_in_filter(path, &opts.filter, span));
         }
         let mut workload = select_workload(&mut trace, opts.scenario, opts.wakers, opts.wakees);
         workload.roles.retain(|&pid, _| opts.filter.shows(pid, &trace.table));
@@ -268,7 +269,7 @@ impl TraceReport {
                 pids.forget(e);
             }
         }
-        let Some(last) = last_kept else { return Err(no_events_in_filter(path, &opts.filter)) };
+        let Some(last) = last_kept else { return Err(no_events_in_filter(path, &opts.filter, Some((first, last)))) };
         let mut workload = Workload::choose(&pids, &table, opts.scenario, opts.wakers, opts.wakees);
         workload.roles.retain(|&pid, _| opts.filter.shows(pid, &table));
         // Pass 3.
@@ -519,9 +520,20 @@ impl TraceReport {
     }
 }
 
-/// The error for a filter that leaves no event.
-fn no_events_in_filter(path: &str, filter: &TraceFilter) -> ReportError {
-    ReportError::Trace(format!("{path}: no events left after the filter `{}`", filter.describe()))
+/// The error for a filter that leaves no event, with the trace's time range
+/// (first and last event, in the trace's own seconds), so a `--time`
+/// outside it can be put right.
+fn no_events_in_filter(path: &str, filter: &TraceFilter, span: Option<(Nanos, Nanos)>) -> ReportError {
+    let range = span.map_or(String::new(), |(first, last)| {
+        format!(
+            " (the trace's events run from {}.{:06} to {}.{:06} s)",
+            first / 1_000_000_000,
+            first % 1_000_000_000 / 1_000,
+            last / 1_000_000_000,
+            last % 1_000_000_000 / 1_000
+        )
+    });
+    ReportError::Trace(format!("{path}: no events left after the filter `{}`{range}", filter.describe()))
 }
 
 /// What the trace's switch repair found and what it means for the figures
