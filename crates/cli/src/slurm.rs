@@ -95,6 +95,9 @@ pub fn sweep_on_slurm(sweep: &Sweep, args: &SweepArgs) -> Result {
     let hash = fingerprint(sweep);
     let dir = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("schedlab-slurm-{hash}")));
     let dir = if dir.is_absolute() { dir } else { cwd.join(dir) };
+    // Nothing is written before a controller answers.
+    schedlab_slurm::reachable()?;
+    let created = !dir.exists();
     std::fs::create_dir_all(&dir).map_err(|e| CliError::SlurmSweep(format!("cannot create {}: {e}", dir.display())))?;
     let jobs = sweep.jobs() as u32;
     let shards = s.shards.unwrap_or(jobs.min(64)).min(jobs).max(1);
@@ -132,7 +135,17 @@ pub fn sweep_on_slurm(sweep: &Sweep, args: &SweepArgs) -> Result {
         let merged = schedlab_sweep::merge_dir(&dir, Some(sweep))?;
         return crate::sweep::print(&merged.result, sweep.ab.as_ref(), &args.output, None);
     }
-    let sub = plan.submit(&todo)?;
+    let sub = match plan.submit(&todo) {
+        Ok(sub) => sub,
+        Err(e) => {
+            // A folder this run made holds only the scripts: take it away
+            // again, so a failed submission leaves nothing behind.
+            if created {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            return Err(e.into());
+        }
+    };
     let what = if todo.len() as u32 == shards {
         format!("{shards} shards")
     } else {

@@ -169,3 +169,61 @@ fn shard_auto_reads_the_array_task_or_says_what_is_missing() {
     assert!(text(&o.stderr).contains("expected auto or auto/N"), "{}", text(&o.stderr));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Without a cluster, `--slurm` says how to point at one or start one, and
+/// leaves no `schedlab-slurm-*` folder behind: Slurm not installed, no
+/// controller answering, and a submission that fails after the check.
+#[test]
+fn without_a_cluster_the_sweep_says_how_to_get_one_and_leaves_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::tmp_dir("slurm-none");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = |name: &str, body: &str| {
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let sweep = root().join("scenarios/sweeps/itmt-delay-dequeue.toml");
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(["sweep", sweep.to_str().unwrap(), "--slurm"])
+            .env("PATH", &bin)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let left = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("schedlab-slurm-"))
+            .collect::<Vec<_>>()
+    };
+
+    let out = run();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("Slurm's `sinfo -h -o %P` is not on PATH") && err.contains("install-slurm-deps.sh"), "{err}");
+    assert!(left().is_empty(), "{:?}", left());
+
+    fake("sinfo", "echo 'sinfo: error: Could not establish a configuration source' >&2; exit 1");
+    let out = run();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no Slurm cluster answers") && err.contains("Could not establish a configuration source"),
+        "{err}"
+    );
+    assert!(err.contains("SLURM_CONF=") && err.contains("scripts/slurm-cluster.sh start DIR"), "{err}");
+    assert!(left().is_empty(), "{:?}", left());
+
+    fake("sinfo", "echo debug");
+    fake("sbatch", "echo 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2; exit 1");
+    let out = run();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("Invalid partition name specified"), "{err}");
+    assert!(left().is_empty(), "the scripts' folder was left behind: {:?}", left());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -44,6 +44,30 @@ pub enum SlurmError {
     NoJobId { command: String, output: String },
     #[error("cannot write {path}: {source}")]
     Write { path: String, source: std::io::Error },
+    /// Slurm is installed but no controller answers (no slurm.conf found,
+    /// or slurmctld down): said before anything is written or submitted.
+    #[error(
+        "no Slurm cluster answers: `{command}` said: {stderr}\n  point at one with SLURM_CONF=/path/to/slurm.conf \
+         (your cluster's), or start a one-node test cluster on this machine: scripts/slurm-cluster.sh start DIR \
+         prints the SLURM_CONF to export (root; scripts/install-slurm-deps.sh installs slurmctld, slurmd and munge)"
+    )]
+    NoCluster { command: String, stderr: String },
+    #[error(
+        "Slurm's `{command}` is not on PATH ({source})\n  install Slurm's client commands (Debian: \
+         scripts/install-slurm-deps.sh) or run on a login node of your cluster"
+    )]
+    NotInstalled { command: String, source: schedlab_helper::HelperError },
+}
+
+/// Check that a Slurm controller answers (`sinfo`, one request), before a
+/// sweep writes its scripts or submits anything.
+pub fn reachable() -> Result<(), SlurmError> {
+    match run("sinfo", &["-h", "-o", "%P"]) {
+        Ok(_) => Ok(()),
+        Err(SlurmError::Spawn { command, source }) => Err(SlurmError::NotInstalled { command, source }),
+        Err(SlurmError::Failed { command, stderr, .. }) => Err(SlurmError::NoCluster { command, stderr }),
+        Err(e) => Err(e),
+    }
 }
 
 /// The shard index and count from the environment, for `--shard auto`:
