@@ -62,6 +62,7 @@ fn a_sweep_through_slurm_prints_the_local_report_and_reruns_only_failed_shards()
         Ok(c) => c,
         Err(why) => {
             eprintln!("skipped: no Slurm cluster could be started here:\n{why}");
+            let _ = std::fs::remove_dir_all(&dir);
             return;
         }
     };
