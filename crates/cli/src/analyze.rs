@@ -30,7 +30,7 @@ pub struct AnalyzeArgs {
     pub trace: PathBuf,
     /// Scenario the trace is a run of: its thread names pick the workload's tasks by comm,
     /// and their affinities, objects, stall threshold and [[measure]]s are used.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::args::scenario_path)]
     pub scenario: Option<PathBuf>,
     /// Comm glob patterns (comma-separated, `*` and `?`) of the tasks whose `signal` starts a handoff.
     #[arg(long, value_name = "PATTERNS")]

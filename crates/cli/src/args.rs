@@ -5,6 +5,21 @@ use clap::Args;
 use schedlab_topology::parse_duration;
 use std::path::PathBuf;
 
+/// A scenario argument: the file on disk when there is one, else the
+/// bundled scenario it names (`asym_min`, `scenarios/asym_min.toml` outside
+/// a checkout); anything else is left for the loader to refuse.
+pub fn scenario_path(arg: &str) -> Result<PathBuf, std::convert::Infallible> {
+    let p = PathBuf::from(arg);
+    Ok(schedlab_bundle::find(&p, schedlab_bundle::Kind::Scenario).unwrap_or(p))
+}
+
+/// A sweep argument, as [`scenario_path`] (`rt-pi-push` is the sweep in
+/// `scenarios/sweeps/`).
+pub fn sweep_path(arg: &str) -> Result<PathBuf, std::convert::Infallible> {
+    let p = PathBuf::from(arg);
+    Ok(schedlab_bundle::find(&p, schedlab_bundle::Kind::Sweep).unwrap_or(p))
+}
+
 /// `schedlab_analysis::DEFAULT_GRACE_NS` as `--grace` takes it.
 pub const DEFAULT_GRACE: &str = "100us";
 

@@ -21,7 +21,9 @@ use crate::output::emit;
 
 #[derive(Args)]
 pub struct DiffArgs {
-    /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml.
+    /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml, or a bundled
+    /// scenario's name.
+    #[arg(value_parser = crate::args::scenario_path)]
     pub scenario: PathBuf,
     /// Setting A: sched_features in debugfs syntax, comma-separated, plus optional
     /// `itmt=0|1` and `kernel=NAME` entries, e.g. `NO_DELAY_DEQUEUE,itmt=0`.

@@ -25,6 +25,7 @@ mod hunt;
 mod output;
 mod real;
 mod run;
+mod scenarios;
 mod slurm;
 mod sweep;
 mod topologies;
@@ -99,6 +100,9 @@ enum Cmd {
     },
     /// List the topology presets, print one as TOML, or read this machine into one (--host).
     Topologies(topologies::TopologiesArgs),
+    /// List the scenarios and sweeps built into schedlab (every command takes them by
+    /// name, from any directory), or print one (--show NAME).
+    Scenarios(scenarios::ScenariosArgs),
     /// Print a shell completion script, e.g.
     /// `schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab`.
     Completions {
@@ -159,6 +163,7 @@ fn main() -> ExitCode {
         Cmd::Bench(args) => bench::bench(args),
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies(args) => topologies::topologies(args),
+        Cmd::Scenarios(args) => scenarios::scenarios(args),
         Cmd::Completions { shell } => {
             // Into memory first: clap_complete panics when its writer fails.
             let mut script = Vec::new();

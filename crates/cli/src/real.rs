@@ -15,7 +15,9 @@ use crate::error::{CliError, Result};
 /// The settings of a real run (shared with `schedlab compare`).
 #[derive(Args, Clone)]
 pub struct RealSettings {
-    /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min-2cpu.toml; `-` reads standard input.
+    /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min-2cpu.toml, or a bundled
+    /// scenario's name; `-` reads standard input.
+    #[arg(value_parser = crate::args::scenario_path)]
     pub scenario: PathBuf,
     #[command(flatten)]
     pub duration: DurationArg,

@@ -20,8 +20,9 @@ use schedlab_analysis::perf_sched::{render_sched_latency, Timehist};
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml; `-` reads
-    /// standard input.
+    /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml, or a bundled
+    /// scenario's name (`schedlab scenarios` lists them); `-` reads standard input.
+    #[arg(value_parser = crate::args::scenario_path)]
     pub scenario: PathBuf,
     #[command(flatten)]
     pub seed: SeedArg,

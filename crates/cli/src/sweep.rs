@@ -31,7 +31,9 @@ pub struct OutputArgs {
 
 #[derive(Args)]
 pub struct SweepArgs {
-    /// Sweep file (TOML), e.g. scenarios/sweeps/itmt-delay-dequeue.toml.
+    /// Sweep file (TOML), e.g. scenarios/sweeps/itmt-delay-dequeue.toml, or a bundled sweep's
+    /// name (`schedlab scenarios` lists them).
+    #[arg(value_parser = crate::args::sweep_path)]
     pub sweep: PathBuf,
     /// Rounds per setting (overrides the file's `rounds`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64))]

@@ -170,3 +170,44 @@ fn a_full_stderr_still_exits_2_on_an_error_not_101() {
         assert_eq!(out.code(), Some(code), "{args:?}");
     }
 }
+
+/// The binary carries the bundled scenarios: outside the checkout (an empty
+/// directory as the working directory) they run by name and by their
+/// repository path, a sweep's and a fidelity scenario's relative references
+/// resolve inside the bundle, and a file on disk of the same path wins.
+#[test]
+fn outside_the_checkout_bundled_scenarios_run_by_name() {
+    let dir = tmp_dir("outside");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(&dir).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["run", "asym_min", "--duration", "200ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("scenario  asym_min (scenarios/asym_min.toml)"), "{out}");
+    // A fidelity scenario names its topology as ../topologies/kvm-2.toml.
+    let (code, out, err) = run(&["run", "scenarios/fidelity/pingpong-2cpu.toml", "--duration", "50ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("machine   kvm-2: 2 CPUs"), "{out}");
+    // A sweep names its scenario as ../rt-pi-push.toml.
+    let (code, out, err) = run(&["sweep", "rt-pi-push", "--rounds", "1", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("\"scenario\""), "{out}");
+    let (_, list, _) = run(&["scenarios"]);
+    assert!(list.contains("  fidelity/asym_min ") && list.contains("  itmt-delay-dequeue "), "{list}");
+    let (code, _, err) = run(&["run", "asym_mn"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("did you mean the bundled `asym_min`?"), "{err}");
+    // A file of the bundled path on disk is the one read.
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    let mine = run(&["scenarios", "--show", "two-hogs"]).1.replace("two nice-0 hogs", "my own two hogs");
+    std::fs::write(dir.join("scenarios/two-hogs.toml"), mine).unwrap();
+    let (code, out, err) = run(&["run", "two-hogs", "--duration", "50ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("my own two hogs"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

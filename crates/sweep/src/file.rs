@@ -106,7 +106,7 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
     }
 
     let scenario_path = base_dir.join(raw.scenario.get_ref());
-    if !scenario_path.is_file() {
+    if !scenario_path.is_file() && schedlab_bundle::get(&scenario_path).is_none() {
         return Err(ctx.err(
             &raw.scenario,
             format!("`scenario`: no file {} (paths are relative to the sweep file)", scenario_path.display()),
@@ -266,7 +266,10 @@ pub(crate) fn parse(path: &str, text: &str, base_dir: &Path) -> Result<Sweep, In
 
     // What the results depend on besides the options: both files and the
     // machines as resolved (a topology file may have changed).
-    let scenario_text = std::fs::read(&scenario_path).unwrap_or_default();
+    let scenario_text = std::fs::read(&scenario_path)
+        .ok()
+        .or_else(|| schedlab_bundle::get(&scenario_path).map(|t| t.as_bytes().to_vec()))
+        .unwrap_or_default();
     let mut source_hash = fnv1a(fnv1a(FNV_OFFSET, text.as_bytes()), &scenario_text);
     for s in &settings {
         source_hash = fnv1a(source_hash, format!("{:?}", s.topology).as_bytes());

@@ -49,6 +49,24 @@ pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 /// regular file (a FIFO with no writer would block forever, a device never
 /// ends, a directory) is refused with what it is; at most
 /// [`MAX_INPUT_BYTES`]. `what` names the file's kind in errors ("scenario").
+/// For a scenario or sweep argument that is neither a file nor a bundled
+/// name: where the bundled ones are listed, and the closest of them.
+fn bundled_hint(path: &std::path::Path, what: &str) -> String {
+    let kind = match what {
+        "scenario" => schedlab_bundle::Kind::Scenario,
+        "sweep" => schedlab_bundle::Kind::Sweep,
+        _ => return String::new(),
+    };
+    let Some(arg) = path.to_str().filter(|a| !a.starts_with('/') && !a.starts_with('.')) else {
+        return String::new();
+    };
+    let all = schedlab_bundle::list();
+    let names = all.iter().filter(|e| e.kind == kind).map(|e| e.name.as_str());
+    let near = closest(arg.strip_suffix(".toml").unwrap_or(arg), names)
+        .map_or(String::new(), |n| format!("; did you mean the bundled `{n}`?"));
+    format!(" (nor is it a bundled {what}: `schedlab scenarios` lists them{near})")
+}
+
 pub fn read_input(path: &std::path::Path, what: &str) -> Result<String, InputError> {
     use std::io::Read;
     let shown = path.display().to_string();
@@ -62,7 +80,16 @@ pub fn read_input(path: &std::path::Path, what: &str) -> Result<String, InputErr
             .map_err(|e| fail(format!("cannot read {what} from standard input: {e}")))?;
     } else {
         // Look before opening: opening a FIFO blocks until a writer comes.
-        let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read {what}: {e}")))?;
+        let meta = match std::fs::metadata(path) {
+            Ok(meta) => meta,
+            // Not on disk: a repository path the binary carries
+            // (`scenarios/...`, or a bundled file's relative reference).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match schedlab_bundle::get(path) {
+                Some(text) => return Ok(text.to_string()),
+                None => return Err(fail(format!("cannot read {what}: {e}{}", bundled_hint(path, what)))),
+            },
+            Err(e) => return Err(fail(format!("cannot read {what}: {e}"))),
+        };
         if !meta.is_file() {
             use std::os::unix::fs::FileTypeExt;
             let t = meta.file_type();

@@ -330,7 +330,7 @@ impl Topology {
         // `-` is standard input, as for every input file (the error below
         // for a FIFO says so).
         let path = if reference == "-" { PathBuf::from("-") } else { base_dir.join(reference) };
-        if reference == "-" || std::fs::metadata(&path).is_ok() {
+        if reference == "-" || std::fs::metadata(&path).is_ok() || schedlab_bundle::get(&path).is_some() {
             return Topology::load(&path);
         }
         Err(InputError::whole_file(
