@@ -18,6 +18,7 @@ use crate::error::{CliError, Result};
 use crate::output::write_perfetto;
 
 #[derive(Args)]
+#[command(after_help = crate::examples::ANALYZE)]
 pub struct AnalyzeArgs {
     /// The trace: /sys/kernel/tracing/trace or trace_pipe text, `trace-cmd report` text
     /// (default or -R), a trace.dat (read through `trace-cmd report -R -t`), a perf.data
@@ -30,7 +31,7 @@ pub struct AnalyzeArgs {
     pub trace: PathBuf,
     /// Scenario the trace is a run of: its thread names pick the workload's tasks by comm,
     /// and their affinities, objects, stall threshold and [[measure]]s are used.
-    #[arg(long, value_name = "FILE", value_parser = crate::args::scenario_path)]
+    #[arg(long, value_name = "FILE", value_parser = crate::names::scenario(), hide_possible_values = true)]
     pub scenario: Option<PathBuf>,
     /// Comm glob patterns (comma-separated, `*` and `?`) of the tasks whose `signal` starts a handoff.
     #[arg(long, value_name = "PATTERNS")]

@@ -5,21 +5,6 @@ use clap::Args;
 use schedlab_topology::parse_duration;
 use std::path::PathBuf;
 
-/// A scenario argument: the file on disk when there is one, else the
-/// bundled scenario it names (`asym_min`, `scenarios/asym_min.toml` outside
-/// a checkout); anything else is left for the loader to refuse.
-pub fn scenario_path(arg: &str) -> Result<PathBuf, std::convert::Infallible> {
-    let p = PathBuf::from(arg);
-    Ok(schedlab_bundle::find(&p, schedlab_bundle::Kind::Scenario).unwrap_or(p))
-}
-
-/// A sweep argument, as [`scenario_path`] (`rt-pi-push` is the sweep in
-/// `scenarios/sweeps/`).
-pub fn sweep_path(arg: &str) -> Result<PathBuf, std::convert::Infallible> {
-    let p = PathBuf::from(arg);
-    Ok(schedlab_bundle::find(&p, schedlab_bundle::Kind::Sweep).unwrap_or(p))
-}
-
 /// `schedlab_analysis::DEFAULT_GRACE_NS` as `--grace` takes it.
 pub const DEFAULT_GRACE: &str = "100us";
 
@@ -49,7 +34,8 @@ pub struct FeaturesArg {
     /// sched_features settings in debugfs syntax, comma-separated or repeated:
     /// `--features NO_DELAY_DEQUEUE,NO_RUN_TO_PARITY` (with --vm or in `schedlab vm`,
     /// written in the guest after the scenario's own).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = crate::names::feature(), hide_possible_values = true)]
     pub features: Vec<String>,
 }
 

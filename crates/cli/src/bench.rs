@@ -20,6 +20,7 @@ use schedlab_helper::{Helper, HelperError};
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
+#[command(after_help = crate::examples::BENCH)]
 pub struct BenchArgs {
     /// Repetitions of each benchmark (the median is printed).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]

@@ -23,6 +23,7 @@ use crate::vm::{alternate_sets, guest_runs, run_lines, vm_header, vm_runs, VmSet
 const GRACE_NS: u64 = DEFAULT_GRACE_NS;
 
 #[derive(Args)]
+#[command(after_help = crate::examples::COMPARE)]
 pub struct CompareArgs {
     #[command(flatten)]
     pub settings: RealSettings,

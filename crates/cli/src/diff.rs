@@ -20,10 +20,11 @@ use crate::error::{CliError, Result};
 use crate::output::emit;
 
 #[derive(Args)]
+#[command(after_help = crate::examples::DIFF)]
 pub struct DiffArgs {
     /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml, or a bundled
     /// scenario's name.
-    #[arg(value_parser = crate::args::scenario_path)]
+    #[arg(value_parser = crate::names::scenario(), hide_possible_values = true)]
     pub scenario: PathBuf,
     /// Setting A: sched_features in debugfs syntax, comma-separated, plus optional
     /// `itmt=0|1` and `kernel=NAME` entries, e.g. `NO_DELAY_DEQUEUE,itmt=0`.

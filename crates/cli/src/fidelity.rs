@@ -16,11 +16,12 @@ const PROBED_NAME: &str = "this-host";
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_help = schedlab_fidelity::bands_help())]
+#[command(after_help = format!("{}\n\n{}", schedlab_fidelity::bands_help(), crate::examples::FIDELITY))]
 pub struct FidelityArgs {
     /// The machine the model uses: a preset name or a topology file (each
     /// case's own `topology` line is replaced).
-    #[arg(long, default_value = DEFAULT_TOPOLOGY, conflicts_with = "probe")]
+    #[arg(long, default_value = DEFAULT_TOPOLOGY, conflicts_with = "probe",
+          value_parser = crate::names::topology(), hide_possible_values = true)]
     pub topology: String,
     /// Probe this machine first, as `schedlab topologies --host --rounds N`
     /// does (about 8 s a round on 2 CPUs), and run the model on the fresh
@@ -34,7 +35,8 @@ pub struct FidelityArgs {
     /// Run only these cases (comma-separated): schbench, cyclictest, asym_min,
     /// pingpong (both variants) or pingpong-2cpu / pingpong-1cpu, nice, placement, schbench-family
     /// (seed 004's -n 0 family: schbench-m1-t2, schbench-m1-t4, schbench-m2-t2).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = crate::names::fidelity_case(), hide_possible_values = true)]
     pub cases: Vec<String>,
     /// Length of every case's run, real and model (default: each case's own, 1-3 s).
     #[arg(long, value_parser = parse_duration)]

@@ -25,13 +25,14 @@ use crate::error::{CliError, Result};
 pub struct HuntArgs {
     /// Machines to generate for (comma-separated presets or topology files); case i runs on the
     /// (i mod N)-th.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "ryzen-7950x")]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "ryzen-7950x",
+          value_parser = crate::names::topology(), hide_possible_values = true)]
     pub topology: Vec<String>,
     /// Kernel profile of every case.
-    #[arg(long, default_value = "mainline")]
+    #[arg(long, default_value = "mainline", value_parser = crate::names::kernel_profile(), hide_possible_values = true)]
     pub kernel: String,
     /// sched_features settings of every case (debugfs syntax, comma-separated).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::names::feature(), hide_possible_values = true)]
     pub features: Vec<String>,
     /// Differential hunt: run every case under these features too (empty: the profile's
     /// defaults) and report only classes one set shows and the other does not.

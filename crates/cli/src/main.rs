@@ -20,8 +20,11 @@ mod bench;
 mod compare;
 mod diff;
 mod error;
+mod examples;
 mod fidelity;
 mod hunt;
+mod man;
+mod names;
 mod output;
 mod real;
 mod run;
@@ -65,8 +68,9 @@ enum Cmd {
     /// Run a scenario and seed under two settings (--a, --b) and show the first scheduler
     /// decision where the runs diverge, the CPUs involved, and how far the runs drift apart.
     Diff(diff::DiffArgs),
-    /// Analyse a trace captured elsewhere (tracefs text or `trace-cmd report`): the
-    /// `schedlab run` report for the workload's threads, with lost events and skipped lines accounted for.
+    /// Analyse a trace captured elsewhere (tracefs text, `trace-cmd report` text, trace.dat,
+    /// perf.data or Perfetto): the `schedlab run` report for the workload's threads, or the
+    /// `perf sched` views, with lost events and skipped lines accounted for.
     Analyze(analyze::AnalyzeArgs),
     /// Run a scenario on this machine's kernel (root): real threads, tracefs capture of the
     /// sched tracepoints and the workload's markers, the `schedlab run` report.
@@ -93,9 +97,10 @@ enum Cmd {
     /// peak RSS (median of --reps).
     Bench(bench::BenchArgs),
     /// List the sched_features the model knows, with each kernel profile's defaults.
+    #[command(after_help = examples::FEATURES)]
     Features {
         /// Kernel profile whose defaults to show.
-        #[arg(long, default_value = "6.12")]
+        #[arg(long, default_value = "6.12", value_parser = crate::names::kernel_profile(), hide_possible_values = true)]
         kernel: String,
     },
     /// List the topology presets, print one as TOML, or read this machine into one (--host).
@@ -105,12 +110,14 @@ enum Cmd {
     Scenarios(scenarios::ScenariosArgs),
     /// Print a shell completion script, e.g.
     /// `schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab`.
+    #[command(after_help = examples::COMPLETIONS)]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Write the man pages (schedlab.1 and schedlab-COMMAND.1 for each command) into DIR;
     /// read one with `man -l DIR/schedlab-run.1`.
+    #[command(after_help = examples::MAN)]
     Man {
         #[arg(long, value_name = "DIR", default_value = "man")]
         out: std::path::PathBuf,
@@ -170,7 +177,7 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut Cli::command(), "schedlab", &mut script);
             crate::output::emit(&String::from_utf8_lossy(&script))
         }
-        Cmd::Man { out } => write_man_pages(&out),
+        Cmd::Man { out } => man::write_man_pages(Cli::command(), &out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -179,30 +186,6 @@ fn main() -> ExitCode {
             ExitCode::from(CliError::exit_status(e.as_ref()))
         }
     }
-}
-
-/// `schedlab man`: the top page and one per command, from the clap definitions.
-fn write_man_pages(dir: &std::path::Path) -> Result {
-    let write = |name: &str, cmd: clap::Command| -> Result {
-        let path = dir.join(format!("{name}.1"));
-        let mut page = Vec::new();
-        clap_mangen::Man::new(cmd).render(&mut page).map_err(CliError::Stdout)?;
-        crate::output::write_file(&path, &String::from_utf8_lossy(&page), "man")
-    };
-    std::fs::create_dir_all(dir).map_err(|e| CliError::Write {
-        flag: "man",
-        path: dir.display().to_string(),
-        why: e.to_string(),
-    })?;
-    let top = Cli::command();
-    let version = top.get_version().unwrap_or("").to_string();
-    for sub in top.get_subcommands() {
-        let name = format!("schedlab-{}", sub.get_name());
-        write(&name, sub.clone().name(name.clone()).version(version.clone()))?;
-    }
-    write("schedlab", top)?;
-    stderr_line!("wrote {}/schedlab.1 and a page per command", dir.display());
-    Ok(())
 }
 
 fn features(kernel: &str) -> Result {

@@ -17,7 +17,7 @@ use crate::error::{CliError, Result};
 pub struct RealSettings {
     /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min-2cpu.toml, or a bundled
     /// scenario's name; `-` reads standard input.
-    #[arg(value_parser = crate::args::scenario_path)]
+    #[arg(value_parser = crate::names::scenario(), hide_possible_values = true)]
     pub scenario: PathBuf,
     #[command(flatten)]
     pub duration: DurationArg,
@@ -46,6 +46,7 @@ pub struct RealSettings {
 }
 
 #[derive(Args)]
+#[command(after_help = crate::examples::REAL)]
 pub struct RealArgs {
     #[command(flatten)]
     pub settings: RealSettings,

@@ -19,10 +19,11 @@ use crate::output::{is_stdout, write_ftrace, write_perfetto, FtraceStream, Perfe
 use schedlab_analysis::perf_sched::{render_sched_latency, Timehist};
 
 #[derive(Args)]
+#[command(after_help = crate::examples::RUN)]
 pub struct RunArgs {
     /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml, or a bundled
     /// scenario's name (`schedlab scenarios` lists them); `-` reads standard input.
-    #[arg(value_parser = crate::args::scenario_path)]
+    #[arg(value_parser = crate::names::scenario(), hide_possible_values = true)]
     pub scenario: PathBuf,
     #[command(flatten)]
     pub seed: SeedArg,
@@ -31,10 +32,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub features: FeaturesArg,
     /// Topology preset name or TOML file (overrides the file's `topology`).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::names::topology(), hide_possible_values = true)]
     pub topology: Option<String>,
-    /// Kernel profile: 6.12, 6.12.0 or mainline (overrides the file's `kernel`).
-    #[arg(long)]
+    /// Kernel profile: 6.9, 6.12, 6.15 or mainline (overrides the file's `kernel`).
+    #[arg(long, value_parser = crate::names::kernel_profile(), hide_possible_values = true)]
     pub kernel: Option<String>,
     #[command(flatten)]
     pub threshold: ThresholdArg,

@@ -30,10 +30,11 @@ pub struct OutputArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = crate::examples::SWEEP)]
 pub struct SweepArgs {
     /// Sweep file (TOML), e.g. scenarios/sweeps/itmt-delay-dequeue.toml, or a bundled sweep's
     /// name (`schedlab scenarios` lists them).
-    #[arg(value_parser = crate::args::sweep_path)]
+    #[arg(value_parser = crate::names::sweep(), hide_possible_values = true)]
     pub sweep: PathBuf,
     /// Rounds per setting (overrides the file's `rounds`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64))]
@@ -72,6 +73,7 @@ pub struct SweepArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = crate::examples::SWEEP_MERGE)]
 pub struct MergeArgs {
     /// Directory of shard-I-of-N.json files written by `schedlab sweep FILE --shard I/N --out DIR`.
     pub dir: PathBuf,

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_long_help = HOST_HELP)]
+#[command(after_help = crate::examples::TOPOLOGIES, after_long_help = format!("{HOST_HELP}\n\n{}", crate::examples::TOPOLOGIES))]
 pub struct TopologiesArgs {
     /// A preset name to print in full.
-    #[arg(conflicts_with = "host")]
+    #[arg(conflicts_with = "host", value_parser = crate::names::topology(), hide_possible_values = true)]
     pub name: Option<String>,
     /// Read this machine (sysfs, procfs, kernel config) and measure what sysfs cannot say
     /// with short probes (about 2.5 s per distance level plus 3 s; 5.2 s on a 2-CPU guest), then print it as a topology TOML (see below).

@@ -65,6 +65,7 @@ pub struct VmSettings {
 }
 
 #[derive(Args)]
+#[command(after_help = crate::examples::VM)]
 pub struct VmArgs {
     #[command(flatten)]
     pub settings_real: RealSettings,

@@ -124,6 +124,17 @@ pub const CASES: &[Case] = &[
     },
 ];
 
+/// Every name `--cases` takes: each group, then each case not named like its group.
+pub fn case_names() -> Vec<&'static str> {
+    let mut known: Vec<&str> = Vec::new();
+    for k in CASES.iter().flat_map(|c| [c.group, c.name]) {
+        if !known.contains(&k) {
+            known.push(k);
+        }
+    }
+    known
+}
+
 /// The cases `names` select (each a case or a group name), in suite order;
 /// `None` or an empty list selects all.
 pub fn select(names: &[String]) -> Result<Vec<&'static Case>, String> {
@@ -132,12 +143,7 @@ pub fn select(names: &[String]) -> Result<Vec<&'static Case>, String> {
     }
     for n in names {
         if !CASES.iter().any(|c| c.name == n || c.group == n) {
-            let mut known: Vec<&str> = Vec::new();
-            for k in CASES.iter().flat_map(|c| [c.group, c.name]) {
-                if !known.contains(&k) {
-                    known.push(k);
-                }
-            }
+            let known = case_names();
             let hint = schedlab_topology::diag::closest(n, known.iter().copied())
                 .map_or(String::new(), |c| format!("did you mean `{c}`? "));
             return Err(format!("--cases: unknown case `{n}` ({hint}expected one of: {})", known.join(", ")));
