@@ -96,15 +96,16 @@ mod tests {
             .collect()
     }
 
-    /// Split on blanks, honouring single quotes (the examples use no other quoting).
+    /// Split on blanks, honouring single and double quotes.
     fn shell_words(s: &str) -> Vec<String> {
         let mut words = Vec::new();
         let mut cur = String::new();
-        let mut quoted = false;
+        let mut quote: Option<char> = None;
         for c in s.chars() {
             match c {
-                '\'' => quoted = !quoted,
-                ' ' if !quoted => {
+                '\'' | '"' if quote.is_none() => quote = Some(c),
+                c if quote == Some(c) => quote = None,
+                ' ' if quote.is_none() => {
                     if !cur.is_empty() {
                         words.push(std::mem::take(&mut cur));
                     }
@@ -157,6 +158,84 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The `schedlab` command lines in the code blocks of README.md and
+    /// docs/, synopses (`[--flag X]`, `SCENARIO`) left out, with the page
+    /// and line they come from.
+    fn command_lines_in_docs(root: &Path) -> Vec<(String, Vec<String>)> {
+        let mut pages = vec![root.join("README.md")];
+        let mut docs: Vec<_> = std::fs::read_dir(root.join("docs")).unwrap().map(|e| e.unwrap().path()).collect();
+        docs.sort();
+        pages.extend(docs.into_iter().filter(|p| p.extension().is_some_and(|e| e == "md")));
+        let mut found = Vec::new();
+        for page in pages {
+            let text = std::fs::read_to_string(&page).unwrap();
+            let mut in_block = false;
+            for (n, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("```") {
+                    in_block = !in_block;
+                    continue;
+                }
+                let line = line.trim_start().trim_start_matches("$ ").trim_start_matches("sudo ");
+                if !in_block || !line.starts_with("schedlab ") {
+                    continue;
+                }
+                let line = line.split(" # ").next().unwrap_or(line);
+                // `a; b` and `a && b` are two commands.
+                for command in line.split("; ").flat_map(|c| c.split(" && ")) {
+                    let command = command.trim().trim_start_matches("sudo ");
+                    if !command.starts_with("schedlab ") {
+                        continue;
+                    }
+                    let words: Vec<String> = shell_words(command)
+                        .into_iter()
+                        .take_while(|w| !matches!(w.as_str(), ">" | "|" | "2>&1" | "\\"))
+                        .collect();
+                    let placeholder = |w: &String| {
+                        w.starts_with('[')
+                            || w.contains('|')
+                            || [
+                                "SCENARIO", "FILE", "TRACE", "DIR", "NAME", "LIST", "SETTING", "SWEEP", "PATH", "N",
+                                "D", "COMMAND",
+                            ]
+                            .contains(&w.as_str())
+                    };
+                    if words.iter().any(placeholder) {
+                        continue;
+                    }
+                    let name = page.strip_prefix(root).unwrap().display().to_string();
+                    found.push((format!("{name}:{}", n + 1), words));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn every_command_line_in_the_docs_parses() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let lines = command_lines_in_docs(&root);
+        assert!(lines.len() > 40, "only {} command lines found in the docs", lines.len());
+        let mut bad = Vec::new();
+        for (at, words) in &lines {
+            if let Err(e) = Cli::try_parse_from(words) {
+                // `--help` and `--version` end the parse to print themselves.
+                use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
+                if matches!(e.kind(), DisplayHelp | DisplayVersion) {
+                    continue;
+                }
+                let e = e.to_string();
+                bad.push(format!("{at}: `{}`: {}", words.join(" "), e.lines().next().unwrap_or("")));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{} of {} command lines in the docs do not parse:\n{}",
+            bad.len(),
+            lines.len(),
+            bad.join("\n")
+        );
     }
 
     #[test]

@@ -27,6 +27,19 @@ use schedlab_trace::{TaskInfo, TaskTable, Trace};
 use workload::Thread;
 
 /// Run-time choices that override the scenario file.
+/// Whether a run checks the model's invariants when its options do not
+/// say: in debug builds, unless `SCHEDLAB_CHECK_INVARIANTS=0`;
+/// `SCHEDLAB_CHECK_INVARIANTS=1` turns it on in a release build. The docs
+/// test sets 0: it compares the examples' output, which the checks do not
+/// change, and they would make its simulations minutes long.
+pub fn invariants_by_default() -> bool {
+    match std::env::var("SCHEDLAB_CHECK_INVARIANTS").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => cfg!(debug_assertions),
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct SimOptions {
     pub seed: Option<u64>,
@@ -35,7 +48,8 @@ pub struct SimOptions {
     pub features: Vec<String>,
     /// Replace the scenario's topology.
     pub topology: Option<Topology>,
-    /// Check the model's invariants after every step (default: debug builds).
+    /// Check the model's invariants after every step (default: debug
+    /// builds, or as `SCHEDLAB_CHECK_INVARIANTS` says: [`invariants_by_default`]).
     pub check_invariants: Option<bool>,
     /// With `check_invariants`, the model size (tasks + CPUs, forks
     /// included) up to which every kernel entry is checked; past it, every
@@ -431,7 +445,7 @@ fn simulate_inner(
     let initial_tg: Vec<usize> = tasks.iter().map(|&t| kernel.task_group_of(t)).collect();
     notes.extend(group_notes);
 
-    let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
+    let check = opts.check_invariants.unwrap_or_else(invariants_by_default);
     let mut engine = Engine {
         scenario,
         kernel,
