@@ -355,6 +355,8 @@ pub fn perf_line(line: &str) -> Option<String> {
         "-1" if name == "sched_switch" => (comm_field(fields, "prev_comm=", " prev_pid=")?, field(fields, "prev_pid")?),
         // Run time is charged to the task that ran.
         "-1" if name == "sched_stat_runtime" => (comm_field(fields, "comm=", " pid=")?, field(fields, "pid")?),
+        // Another event of a thread perf lost: its process is the best context known.
+        "-1" if pid.is_some() => (comm.trim(), pid?),
         _ => (comm.trim(), tid),
     };
     if tid.is_empty() || !tid.bytes().all(|b| b.is_ascii_digit()) {
