@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use schedlab_analysis::perf_sched::{render_sched_latency, Timehist};
+use schedlab_analysis::perf_sched::{json_str, SchedLatency, SchedMap, Timehist, TimehistOptions};
 use schedlab_report::{input, Streamed, TraceFilter, TraceOptions, TraceReport};
 use schedlab_scenario::Scenario;
 
@@ -54,6 +54,12 @@ pub struct AnalyzeArgs {
     pub time: Option<(Option<u64>, Option<u64>)>,
     #[command(flatten)]
     pub view: ViewArg,
+    /// `--view timehist`: also a line per wakeup, as `perf sched timehist -w`.
+    #[arg(short = 'w', long)]
+    pub wakeups: bool,
+    /// `--view timehist`: also a line per migration, as `perf sched timehist -M`.
+    #[arg(short = 'M', long)]
+    pub migrations: bool,
     #[command(flatten)]
     pub threshold: ThresholdArg,
     #[command(flatten)]
@@ -284,23 +290,53 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         Some(c) => format!("{path} (as `{}` text)", c.via),
         None => path.clone(),
     };
-    args.view.check(args.json.json)?;
-    // `--view timehist` prints each switch as the analysis sees it.
+    if (args.wakeups || args.migrations) && args.view.view != View::Timehist {
+        return Err(CliError::Usage("-w/--wakeups and -M/--migrations are options of --view timehist".into()).into());
+    }
+    // The `perf sched` views see every event (perf applies its filters its own way).
     let filter = opts.filter.clone();
     let shown = move |pid: i32, table: &schedlab_trace::TaskTable| filter.shows(pid, table);
-    let mut timehist = match args.view.view {
+    let stdout = || std::io::BufWriter::new(std::io::stdout());
+    let mut perf = match args.view.view {
+        View::Report => None,
+        View::Latency => Some(PerfView::Latency(SchedLatency::new())),
+        View::Map => Some(PerfView::Map(None)),
         View::Timehist => {
-            Some(Timehist::new(std::io::BufWriter::new(std::io::stdout()), shown).map_err(CliError::Stdout)?)
+            let th_opts = TimehistOptions {
+                wakeups: args.wakeups,
+                migrations: args.migrations,
+                cpus: opts.filter.cpus.as_ref().map(|c| c.iter().map(|c| c as u32).collect()),
+                time: opts.filter.time,
+                json: args.json.json,
+            };
+            Some(PerfView::Timehist(Timehist::with_options(stdout(), shown, th_opts).map_err(CliError::Stdout)?))
         }
-        _ => None,
     };
-    let mut tap = |ev: &schedlab_trace::Event, table: &schedlab_trace::TaskTable| match timehist.as_mut() {
-        None => Ok(()),
-        Some(th) => match th.observe(ev, table) {
+    let keeps = opts.filter.clone();
+    let json = args.json.json;
+    let mut tap = |ev: &schedlab_trace::Event, table: &schedlab_trace::TaskTable, nr_cpus: u32| {
+        let r = match perf.as_mut() {
+            None => Ok(()),
+            Some(PerfView::Latency(l)) => {
+                if keeps.keeps(ev) {
+                    l.observe(ev);
+                }
+                Ok(())
+            }
+            Some(PerfView::Timehist(th)) => th.observe(ev, table),
+            Some(PerfView::Map(m)) => {
+                if keeps.keeps(ev) {
+                    m.get_or_insert_with(|| SchedMap::new(stdout(), nr_cpus, json)).observe(ev, table)
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        match r {
             // A closed pipe (`| head`) ends the listing, not the run.
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
             r => r,
-        },
+        }
     };
     // A regular file is read as a stream (two or three passes, bounded
     // memory); a pipe, or `--perfetto` (which needs every event), reads it
@@ -332,23 +368,47 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
                 write_perfetto(&trace, p)?;
             }
             for ev in &trace.events {
-                tap(ev, &trace.table).map_err(CliError::Stdout)?;
+                tap(ev, &trace.table, trace.nr_cpus).map_err(CliError::Stdout)?;
             }
             report
         }
     };
     report.via = converted.as_ref().map(|c| (c.kind, c.via));
     report.path = path;
-    if let Some(th) = timehist {
-        let mut out = th.finish().map_err(CliError::Stdout)?;
-        return match std::io::Write::flush(&mut out) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e).into()),
-            _ => Ok(()),
-        };
-    }
-    if args.view.view == View::Latency {
-        let text = render_sched_latency(&report.report.metrics, |pid| report.filter.shows(pid, &report.table));
-        return crate::output::emit(&format!("{}{text}", report.header_only(scenario.as_ref())));
+    let flushed = |out: std::io::Result<std::io::BufWriter<std::io::Stdout>>| match out
+        .and_then(|mut o| std::io::Write::flush(&mut o))
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e).into()),
+        _ => Ok(()),
+    };
+    match perf {
+        None => {}
+        Some(PerfView::Timehist(th)) => return flushed(th.finish()),
+        Some(PerfView::Map(m)) => return m.map_or(Ok(()), |m| flushed(m.finish())),
+        Some(PerfView::Latency(l)) => {
+            let rows = l.rows(&report.table, |pid| report.filter.shows(pid, &report.table));
+            if json {
+                let items: Vec<String> = rows
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{{\"task\":{},\"tid\":{},\"runtime_ns\":{},\"switches\":{},\"avg_delay_ns\":{},\
+                             \"max_delay_ns\":{},\"max_delay_start_ns\":{},\"max_delay_end_ns\":{}}}",
+                            json_str(&r.comm),
+                            r.tid,
+                            r.runtime_ns,
+                            r.switches,
+                            r.avg_delay_ns,
+                            r.max_delay_ns,
+                            r.max_delay_start_ns,
+                            r.max_delay_end_ns
+                        )
+                    })
+                    .collect();
+                return crate::output::emit(&format!("[\n  {}\n]\n", items.join(",\n  ")));
+            }
+            return crate::output::emit(&format!("{}{}", report.header_only(scenario.as_ref()), l.render(&rows)));
+        }
     }
     if args.json.json {
         crate::output::emit(&format!("{}\n", report.to_json(scenario.as_ref())?))?;
@@ -356,4 +416,12 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         crate::output::emit(&report.render(scenario.as_ref(), args.report.stalls, perfetto))?;
     }
     Ok(())
+}
+
+/// A `perf sched` view being made while the trace is read.
+enum PerfView<'a> {
+    Latency(SchedLatency),
+    Timehist(Timehist<'a, std::io::BufWriter<std::io::Stdout>>),
+    /// Made at the first event, when the trace's CPU count is known.
+    Map(Option<SchedMap<std::io::BufWriter<std::io::Stdout>>>),
 }

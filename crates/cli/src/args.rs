@@ -175,20 +175,31 @@ pub enum View {
     Latency,
     /// `perf sched timehist`'s line per switch.
     Timehist,
+    /// `perf sched map`'s line per switch: which task each CPU runs.
+    Map,
 }
 
 #[derive(Args)]
 pub struct ViewArg {
-    /// What to print: the run report; `perf sched latency`'s per-task table (run time,
-    /// delays measured, average and longest runnable-to-running delay with when it happened);
-    /// or `perf sched timehist`'s line per switch (wait, scheduling delay, run time).
+    /// What to print: the run report; `perf sched latency -p`'s per-thread table (run time
+    /// from sched_stat_runtime, switches measured, average and longest wakeup-to-running
+    /// delay with when it happened); `perf sched timehist`'s line per switch (wait,
+    /// scheduling delay, run time); or `perf sched map`'s line per switch (analyze only).
+    /// `analyze` computes them as perf 6.1 does, from the same events (docs/real-traces.md).
     #[arg(long, value_enum, default_value_t = View::Report)]
     pub view: View,
 }
 
 impl ViewArg {
-    /// `--json` is the report's; the views are text.
+    /// `run`: `--json` is the report's; the views are text, and the map is `analyze`'s.
     pub fn check(&self, json: bool) -> Result<(), crate::error::CliError> {
+        if self.view == View::Map {
+            return Err(crate::error::CliError::Usage(
+                "--view map is `analyze`'s: write the run's trace with --trace FILE and run \
+                 `schedlab analyze FILE --view map`"
+                    .into(),
+            ));
+        }
         if json && self.view != View::Report {
             return Err(crate::error::CliError::Usage(
                 "--json prints the report's JSON (its tasks carry the delay figures of --view latency); \

@@ -16,7 +16,7 @@ use crate::args::{
 };
 use crate::error::{CliError, Result};
 use crate::output::{is_stdout, write_ftrace, write_perfetto, FtraceStream, PerfettoStream};
-use schedlab_analysis::perf_sched::{render_sched_latency, Timehist};
+use schedlab_analysis::perf_sched::{SchedLatency, Timehist};
 
 #[derive(Args)]
 #[command(after_help = crate::examples::RUN)]
@@ -158,6 +158,8 @@ pub fn run(args: RunArgs) -> Result {
     // The plots need the whole trace; otherwise the run streams into the
     // report's collectors and the trace files, and its memory stays bounded.
     let keep_trace = args.plot.is_some();
+    // `--view latency`: perf's accounting over the run's events, with its task table.
+    let mut latency = (args.view.view == View::Latency).then(|| (SchedLatency::new(), Default::default()));
     let wall = Instant::now();
     let (result, report, schbench, events) = if keep_trace {
         let result = simulate(&scenario, &opts)?;
@@ -175,6 +177,12 @@ pub fn run(args: RunArgs) -> Result {
         );
         let schbench = schedlab_analysis::schbench_report(&result.trace, result.end_ns);
         let events = result.trace.events.len();
+        if let Some((lat, table)) = latency.as_mut() {
+            for ev in result.trace.in_time_order().iter() {
+                lat.observe(ev);
+            }
+            *table = result.trace.table.clone();
+        }
         if timehist {
             let mut th = listing()?;
             for ev in result.trace.in_time_order().iter() {
@@ -198,6 +206,7 @@ pub fn run(args: RunArgs) -> Result {
             ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
             perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
             timehist: if timehist { Some((listing()?, Default::default(), None)) } else { None },
+            latency: latency.take(),
             events: 0,
         };
         let opts = SimOptions { memory_budget: None, ..opts };
@@ -229,6 +238,7 @@ pub fn run(args: RunArgs) -> Result {
             finish_listing(th)?;
         }
         let (report, schbench) = collector.finish(result.end_ns);
+        latency = obs.latency.take();
         (result, report, schbench, obs.events)
     };
     let wall = wall.elapsed();
@@ -302,7 +312,9 @@ pub fn run(args: RunArgs) -> Result {
     if args.view.view == View::Latency {
         let mut text = header.render();
         text.push('\n');
-        text.push_str(&render_sched_latency(&report.metrics, |_| true));
+        if let Some((lat, table)) = &latency {
+            text.push_str(&lat.render(&lat.rows(table, |_| true)));
+        }
         return report_out(&text, trace_to_stdout);
     }
     let text = RunText {
@@ -368,6 +380,8 @@ struct Streamed<'a> {
     perfetto: Option<PerfettoStream>,
     /// `--view timehist`: the listing, the run's task table, the first write error.
     timehist: Option<(Listing, schedlab_trace::TaskTable, Option<std::io::Error>)>,
+    /// `--view latency`: perf's accounting and the run's task table.
+    latency: Option<(SchedLatency, schedlab_trace::TaskTable)>,
     events: usize,
 }
 
@@ -407,6 +421,9 @@ impl TraceObserver for Streamed<'_> {
         if let Some((_, t, _)) = self.timehist.as_mut() {
             *t = table.clone();
         }
+        if let Some((_, t)) = self.latency.as_mut() {
+            *t = table.clone();
+        }
     }
 
     fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
@@ -422,10 +439,16 @@ impl TraceObserver for Streamed<'_> {
         if let Some((_, t, _)) = self.timehist.as_mut() {
             t.tasks.insert(pid, info.clone());
         }
+        if let Some((_, t)) = self.latency.as_mut() {
+            t.tasks.insert(pid, info.clone());
+        }
     }
 
     fn event(&mut self, e: &schedlab_trace::Event) {
         self.events += 1;
+        if let Some((lat, _)) = self.latency.as_mut() {
+            lat.observe(e);
+        }
         if let Some(c) = self.collector.as_mut() {
             c.observe(e);
         }

@@ -307,9 +307,9 @@ fn perf_style_filters_choose_events_and_rows() {
     }
 }
 
-/// `--view timehist` prints one line per switch, `--view latency` perf's
-/// table whose total is the report's count of measured delays, for a simulated run's
-/// trace as for a capture.
+/// `--view timehist` and `--view map` print one line per switch, `--view
+/// latency` perf's table (run time from the model's `sched_stat_runtime`),
+/// for a simulated run's trace as for a capture, in text or JSON.
 #[test]
 fn perf_sched_views_of_a_simulated_run() {
     let trace = tmp("views.trace");
@@ -317,29 +317,40 @@ fn perf_sched_views_of_a_simulated_run() {
     ok(&["run", "scenarios/sleeper.toml", "--duration", "50ms", "--trace", t]);
     let text = std::fs::read_to_string(&trace).unwrap();
     let switches = text.lines().filter(|l| l.contains(" sched_switch: ")).count();
+    assert!(text.contains(" sched_stat_runtime: "), "the model traces update_curr()'s charges");
     let listing = ok(&["analyze", t, "--view", "timehist"]);
     let lines = listing.lines().skip(3).count();
     assert_eq!(lines, switches, "one line per switch");
-    assert!(!listing.contains(" *\n"), "a simulated trace needs no repair");
+    assert!(!listing.contains("note:"), "a simulated trace needs no repair");
+    let json_lines = ok(&["analyze", t, "--view", "timehist", "--json"]);
+    assert_eq!(json_lines.lines().count(), switches);
+    let first: serde_json::Value = serde_json::from_str(json_lines.lines().next().unwrap()).unwrap();
+    assert!(first["run_ns"].is_u64(), "{first}");
+    let map = ok(&["analyze", t, "--view", "map"]);
+    assert_eq!(map.lines().count(), switches, "{map}");
+    assert!(map.lines().next().unwrap().contains(" => "), "{map}");
 
-    let doc = json(&["analyze", t]);
-    let total: u64 = doc["metrics"]["tasks"].as_array().unwrap().iter().map(|r| r["delays"].as_u64().unwrap()).sum();
     let table = ok(&["analyze", t, "--view", "latency"]);
     let line = table.lines().find(|l| l.contains("TOTAL:")).unwrap();
+    let runtime: f64 = line.split('|').nth(1).unwrap().trim().trim_end_matches(" ms").parse().unwrap();
+    assert!(runtime > 0.0, "run time from sched_stat_runtime: {table}");
     let col: u64 = line.split('|').nth(2).unwrap().trim().parse().unwrap();
+    let rows: serde_json::Value = serde_json::from_str(&ok(&["analyze", t, "--view", "latency", "--json"])).unwrap();
+    let total: u64 = rows.as_array().unwrap().iter().map(|r| r["switches"].as_u64().unwrap()).sum();
     assert_eq!(col, total, "{table}");
-    let e = common::err(&["analyze", t, "--view", "latency", "--json"]);
-    assert!(e.contains("--view latency and timehist are text"), "{e}");
 
     // `run --view` gives the same views straight from the simulation.
     let run_listing = ok(&["run", "scenarios/sleeper.toml", "--duration", "50ms", "--view", "timehist"]);
     assert_eq!(run_listing.lines().skip(3).count(), switches);
     let run_table = ok(&["run", "scenarios/sleeper.toml", "--duration", "50ms", "--view", "latency"]);
-    let total_of =
-        |t: &str| t.lines().find(|l| l.contains("TOTAL:")).map(|l| l.split('|').nth(2).unwrap().trim().to_string());
+    let total_of = |t: &str| t.lines().find(|l| l.contains("TOTAL:")).map(str::to_string);
     assert_eq!(total_of(&run_table), total_of(&table), "{run_table}");
     let e = common::err(&["run", "scenarios/sleeper.toml", "--view", "timehist", "--trace", "-"]);
     assert!(e.contains("both want stdout"), "{e}");
+    let e = common::err(&["run", "scenarios/sleeper.toml", "--view", "map"]);
+    assert!(e.contains("--view map is `analyze`'s"), "{e}");
+    let e = common::err(&["analyze", t, "-w"]);
+    assert!(e.contains("options of --view timehist"), "{e}");
 }
 
 /// A run's Perfetto trace analysed like its ftrace text: the same events

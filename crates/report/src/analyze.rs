@@ -197,17 +197,19 @@ impl TraceReport {
         open: impl FnMut() -> std::io::Result<R>,
         opts: &TraceOptions,
     ) -> Result<Streamed, ReportError> {
-        Self::stream_tapped(path, open, opts, &mut |_, _| Ok(()))
+        Self::stream_tapped(path, open, opts, &mut |_, _, _| Ok(()))
     }
 
-    /// [`TraceReport::stream`], handing each event the analysis sees (the
-    /// repaired events the filter keeps) to `tap` as well, with the task
-    /// table (for `perf sched timehist`).
+    /// [`TraceReport::stream`], handing every event of the last pass to
+    /// `tap` as well, with the task table and the trace's CPU count (for the
+    /// `perf sched` views): the events the switch repair put back included
+    /// (flagged), and before the filter, which perf's views apply their own
+    /// way.
     pub fn stream_tapped<R: BufRead>(
         path: &str,
         mut open: impl FnMut() -> std::io::Result<R>,
         opts: &TraceOptions,
-        tap: &mut dyn FnMut(&Event, &TaskTable) -> std::io::Result<()>,
+        tap: &mut dyn FnMut(&Event, &TaskTable, u32) -> std::io::Result<()>,
     ) -> Result<Streamed, ReportError> {
         let popts = parse_options(opts);
         let io_err = |e: std::io::Error| ReportError::Trace(format!("{path}: {e}"));
@@ -288,11 +290,11 @@ impl TraceReport {
         let mut repair = SwitchRepair::new();
         let mut tap_error = None;
         let mut analyse = |ev: Event| {
+            if tap_error.is_none() {
+                tap_error = tap(&ev, &table, nr_cpus).err();
+            }
             if !opts.filter.keeps(&ev) {
                 return;
-            }
-            if tap_error.is_none() {
-                tap_error = tap(&ev, &table).err();
             }
             if workload.keeps(&ev) {
                 collector.observe(&ev);

@@ -215,7 +215,7 @@ pub fn convert(
         }
         InputKind::PerfData => {
             check_perf_data(path, shown)?;
-            let args = ["script", "-F", "comm,tid,cpu,time,event,trace", "--ns", "-i"];
+            let args = ["script", "-F", "comm,pid,tid,cpu,time,event,trace", "--ns", "-i"];
             let rewrite = |line: &str, out: &mut dyn Write| match perf_line(line) {
                 Some(l) => out.write_all(l.as_bytes()),
                 None => out.write_all(line.as_bytes()),
@@ -329,13 +329,19 @@ fn run_converter(
     Ok(Converted { text, kind, via, note: None })
 }
 
-/// `   comm  tid [cpu] secs.ns:   sched:name: fields` (perf script) as
-/// `comm-tid [cpu] secs.ns: name: fields` (trace-cmd report); `None` for a
-/// line of another shape (left as it is, for the reader to judge).
+/// `   comm  pid/tid [cpu] secs.ns:   sched:name: fields` (perf script) as
+/// `comm-tid (pid) [cpu] secs.ns: name: fields` (trace-cmd report with its
+/// tgid column, which the `perf sched` views need for `comm[tid/pid]`);
+/// `comm  tid` without the pid gives no tgid column. `None` for a line of
+/// another shape (left as it is, for the reader to judge).
 pub fn perf_line(line: &str) -> Option<String> {
     let open = line.find(" [")?;
     let (left, rest) = line.split_at(open);
-    let (comm, tid) = left.trim().rsplit_once(' ')?;
+    let (comm, ids) = left.trim().rsplit_once(' ')?;
+    let (pid, tid) = match ids.split_once('/') {
+        Some((p, t)) => (Some(p).filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())), t),
+        None => (None, ids),
+    };
     // The event name follows the timestamp's colon: drop its subsystem.
     let ts_end = rest.find(": ")?;
     let (head, tail) = rest.split_at(ts_end + 2);
@@ -346,14 +352,25 @@ pub fn perf_line(line: &str) -> Option<String> {
     // perf prints tid -1 (comm `:-1`) for a task it saw exit before the
     // sample; a switch's own fields name the task it ran in.
     let (comm, tid) = match tid {
-        "-1" if name == "sched_switch" => (field(fields, "prev_comm")?, field(fields, "prev_pid")?),
+        "-1" if name == "sched_switch" => (comm_field(fields, "prev_comm=", " prev_pid=")?, field(fields, "prev_pid")?),
+        // Run time is charged to the task that ran.
+        "-1" if name == "sched_stat_runtime" => (comm_field(fields, "comm=", " pid=")?, field(fields, "pid")?),
+        // Another event of a thread perf lost: its process is the best context known.
+        "-1" if pid.is_some() => (comm.trim(), pid?),
         _ => (comm.trim(), tid),
     };
     if tid.is_empty() || !tid.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let nl = if line.ends_with('\n') { "\n" } else { "" };
-    Some(format!("{comm}-{tid}{head}{name}: {fields}{nl}"))
+    let tgid = pid.map_or(String::new(), |p| format!(" ({p})"));
+    Some(format!("{comm}-{tid}{tgid}{head}{name}: {fields}{nl}"))
+}
+
+/// A comm field, which may hold spaces: from `key` up to `next`.
+fn comm_field<'a>(fields: &'a str, key: &str, next: &str) -> Option<&'a str> {
+    let rest = fields.strip_prefix(key).or_else(|| fields.split_once(&format!(" {key}")).map(|(_, r)| r))?;
+    Some(rest.split_once(next)?.0)
 }
 
 /// The value of `key=` in a tracepoint's printed fields.
@@ -489,6 +506,18 @@ mod tests {
         let l =
             "             :-1    -1 [000] 1.000000000:       sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
         assert_eq!(perf_line(l), None, "no context to give it");
+        let l = "             :-1 10481/-1    [000] 13109.793397337:               sched:sched_stat_runtime: comm=lto cgu.13 \
+                 pid=11150 runtime=17693 [ns]";
+        assert!(perf_line(l)
+            .unwrap()
+            .starts_with("lto cgu.13-11150 (10481) [000] 13109.793397337: sched_stat_runtime:"));
+        // With perf script's pid field: the process goes to the tgid column.
+        let l =
+            "     coordinator 10481/10498 [000] 2.000000001: sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
+        assert_eq!(
+            perf_line(l).unwrap(),
+            "coordinator-10498 (10481) [000] 2.000000001: sched_waking: comm=a pid=1 prio=120 target_cpu=000"
+        );
     }
 
     /// A tool that stops printing is stopped, not waited for.

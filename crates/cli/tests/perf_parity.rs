@@ -1,0 +1,135 @@
+//! `analyze --view latency|timehist|map` against `perf sched` itself on a
+//! capture recorded here (root and perf needed; skipped with a message
+//! elsewhere). Compared row by row:
+//!
+//! * latency: every number of every row, and the row order, exactly;
+//! * timehist: time, CPU, tid/pid and the three figures of every line,
+//!   exactly, except where perf lost the task's tid (`:-1[-1/pid]`, a task
+//!   that exited: schedlab names it from the switch, so that line's wait
+//!   may differ; time and CPU still match);
+//! * map: every line up to `secs` (the CPUs' short names and the time),
+//!   exactly, and the tid of each `XY => comm:tid`.
+//!
+//! Comms are not compared: perf prints a task's comm as of each line (and
+//! `/proc`'s name for kthreads), schedlab the comm its events end with, so a
+//! task that exec'd reads `sh` in one and `yes` in the other
+//! (docs/real-traces.md).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+fn perf(args: &[&str], data: &Path) -> String {
+    let out = Command::new("perf").args(args).arg("-i").arg(data).output().unwrap();
+    assert!(out.status.success(), "perf {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn schedlab(view: &[&str], data: &Path) -> String {
+    let mut args = vec!["analyze", data.to_str().unwrap(), "--view"];
+    args.extend(view);
+    common::ok(&args)
+}
+
+/// `comm[tid]`/`comm[tid/pid]` → (tid, pid).
+fn ids(name: &str) -> Option<(String, String)> {
+    let inner = name.trim_end().strip_suffix(']')?.rsplit_once('[')?.1;
+    Some(match inner.split_once('/') {
+        Some((t, p)) => (t.to_string(), p.to_string()),
+        None => (inner.to_string(), inner.to_string()),
+    })
+}
+
+#[test]
+fn the_perf_sched_views_match_perf_on_a_host_capture() {
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: recording with perf needs root");
+        return;
+    }
+    if !Command::new("perf").arg("version").output().is_ok_and(|o| o.status.success()) {
+        println!("skipped: perf is not installed (scripts/install-trace-deps.sh)");
+        return;
+    }
+    let dir = common::tmp_dir("perf-parity");
+    let data = dir.join("perf.data");
+    // Busy loops that preempt each other on the host's CPUs, a pipeline
+    // that wakes its stages, short sleeps; `timeout` bounds perf.
+    let work = "timeout 0.3 yes >/dev/null & timeout 0.3 yes >/dev/null & timeout 0.3 yes >/dev/null & \
+                seq 1 200000 | cat | cat >/dev/null; for i in $(seq 20); do sleep 0.001; done; wait";
+    let status = Command::new("timeout")
+        .args(["120", "perf", "record", "-q", "-e", "sched:*", "-a", "-o"])
+        .arg(&data)
+        .args(["--", "sh", "-c", work])
+        .status()
+        .unwrap();
+    if !status.success() {
+        println!("skipped: perf record failed here ({status})");
+        return;
+    }
+
+    // latency
+    let row = |l: &str| -> Option<(String, String)> {
+        let (name, rest) = l.split_once('|')?;
+        let tid = name.trim().rsplit_once(':')?.1.to_string();
+        tid.parse::<i32>().ok()?;
+        rest.contains("avg:").then(|| (tid, rest.to_string()))
+    };
+    let theirs: Vec<_> = perf(&["sched", "latency", "-p"], &data).lines().filter_map(row).collect();
+    let ours: Vec<_> = schedlab(&["latency"], &data).lines().filter_map(row).collect();
+    let equal = theirs.iter().zip(&ours).filter(|(a, b)| a == b).count();
+    println!("latency: perf {} rows, schedlab {} rows, {equal} equal", theirs.len(), ours.len());
+    assert_eq!(theirs, ours, "perf sched latency -p");
+
+    // timehist
+    let line = |l: &str| -> Option<(String, String, (String, String), String)> {
+        let (head, rest) = l.split_at_checked(22)?;
+        let cols: Vec<&str> = rest.split_whitespace().collect();
+        (cols.len() >= 4 && head.contains(" [")).then(|| {
+            let name = rest[..rest.find(cols[cols.len() - 3]).unwrap()].trim().to_string();
+            (head.to_string(), name.clone(), ids(&name).unwrap_or_default(), cols[cols.len() - 3..].join(" "))
+        })
+    };
+    let theirs: Vec<_> = perf(&["sched", "timehist"], &data).lines().filter_map(line).collect();
+    let ours: Vec<_> = schedlab(&["timehist"], &data).lines().filter_map(line).collect();
+    assert_eq!(theirs.len(), ours.len(), "one line per switch in both");
+    let (mut equal, mut lost_tid, mut same_name) = (0, 0, 0);
+    for (a, b) in theirs.iter().zip(&ours) {
+        same_name += usize::from(a.1 == b.1);
+        if a.1.starts_with(":-1[") {
+            lost_tid += 1;
+            assert_eq!(a.0, b.0, "time and CPU");
+            continue;
+        }
+        assert_eq!((&a.0, &a.2, &a.3), (&b.0, &b.2, &b.3), "perf: {a:?}\nschedlab: {b:?}");
+        equal += 1;
+    }
+    println!(
+        "timehist: {} lines, {equal} equal in time/CPU/tid/pid/wait/delay/run, {lost_tid} where perf lost the tid, \
+         {same_name} with the same name",
+        theirs.len()
+    );
+
+    // map
+    let theirs: Vec<String> =
+        perf(&["sched", "map"], &data).lines().filter(|l| l.contains(" secs")).map(String::from).collect();
+    let ours: Vec<String> =
+        schedlab(&["map"], &data).lines().filter(|l| l.contains(" secs")).map(String::from).collect();
+    assert_eq!(theirs.len(), ours.len());
+    let (mut equal, mut identical) = (0, 0);
+    for (a, b) in theirs.iter().zip(&ours) {
+        let split = |l: &str| {
+            let (cols, note) = l.split_once(" secs").unwrap();
+            (cols.to_string(), note.rsplit_once(':').map(|(_, tid)| tid.to_string()))
+        };
+        let ((ca, ta), (cb, tb)) = (split(a), split(b));
+        assert_eq!(ca, cb, "perf: {a}\nschedlab: {b}");
+        if let (Some(ta), Some(tb)) = (&ta, &tb) {
+            assert_eq!(ta, tb, "perf: {a}\nschedlab: {b}");
+        }
+        equal += 1;
+        identical += usize::from(a == b);
+    }
+    println!("map: {} lines, {equal} equal up to `secs`, {identical} identical", theirs.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
