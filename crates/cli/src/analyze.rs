@@ -252,6 +252,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
             pids: args.pid.clone(),
             tids: args.tid.clone(),
         },
+        kept_stalls: schedlab_report::kept_stalls(args.report.stalls),
     };
     let perfetto = args.perfetto.perfetto.as_deref();
     let budget = args.memory.budget(1);

@@ -38,6 +38,8 @@ pub struct TraceOptions<'a> {
     pub grace_ns: u64,
     /// perf's filters (`-C`, `-p`, `-t`, `--time`).
     pub filter: TraceFilter,
+    /// The stalls and stories kept one by one ([`crate::kept_stalls`]).
+    pub kept_stalls: usize,
 }
 
 /// What part of a trace to report, as perf's options spell it. The CPU and
@@ -162,6 +164,7 @@ impl TraceReport {
         let mut report =
             Report::of(&trace, opts.scenario, threshold(opts), None, workload.allowed.clone(), opts.grace_ns);
         report.leave_out_uncertain(&repairs);
+        report.keep_stalls(opts.kept_stalls);
         let r = TraceReport {
             path: path.to_string(),
             table: trace.table.clone(),
@@ -281,7 +284,8 @@ impl TraceReport {
             Some(last),
             workload.allowed.clone(),
             opts.grace_ns,
-        );
+        )
+        .with_kept_stalls(opts.kept_stalls);
         let mut reader = FtraceReader::new(path, &popts);
         let mut ignored = 0;
         let mut repair = SwitchRepair::new();
