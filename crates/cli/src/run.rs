@@ -200,7 +200,8 @@ pub fn run(args: RunArgs) -> Result {
             timehist: if timehist { Some((listing()?, Default::default(), None)) } else { None },
             events: 0,
         };
-        let opts = SimOptions { memory_budget: None, ..opts };
+        // It keeps no trace: the budget bounds the process's resident memory
+        // (SimError::Resident), looked at as it runs.
         let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
         let result = if args.one_thread || !two_cpus {
             simulate_observed(&scenario, &opts, &mut obs, true)?

@@ -204,7 +204,9 @@ impl TraceReport {
 
     /// [`TraceReport::stream`], handing each event the analysis sees (the
     /// repaired events the filter keeps) to `tap` as well, with the task
-    /// table (for `perf sched timehist`).
+    /// table (for `perf sched timehist`). An error from `tap` stops the
+    /// read; one of kind `OutOfMemory` is the error as it says it (the
+    /// caller's memory budget), any other is writing the listing.
     pub fn stream_tapped<R: BufRead>(
         path: &str,
         mut open: impl FnMut() -> std::io::Result<R>,
@@ -290,12 +292,15 @@ impl TraceReport {
         let mut ignored = 0;
         let mut repair = SwitchRepair::new();
         let mut tap_error = None;
+        // Set once the tap fails: the read stops there.
+        let stop = std::cell::Cell::new(false);
         let mut analyse = |ev: Event| {
             if !opts.filter.keeps(&ev) {
                 return;
             }
             if tap_error.is_none() {
                 tap_error = tap(&ev, &table).err();
+                stop.set(tap_error.is_some());
             }
             if workload.keeps(&ev) {
                 collector.observe(&ev);
@@ -309,11 +314,16 @@ impl TraceReport {
                     repair.push(ev, &mut analyse);
                 }
             }
-            Ok(true)
+            Ok(!stop.get())
         })?;
         let repairs = repair.finish(&mut analyse);
         if let Some(e) = tap_error {
-            return Err(ReportError::Trace(format!("writing the listing: {e}")));
+            // The tap's own verdict (the memory budget), or the listing it writes.
+            return Err(ReportError::Trace(if e.kind() == std::io::ErrorKind::OutOfMemory {
+                e.to_string()
+            } else {
+                format!("writing the listing: {e}")
+            }));
         }
         workload.ignored_markers = ignored;
         let (mut report, _) = collector.finish(last);
