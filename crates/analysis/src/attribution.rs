@@ -61,8 +61,11 @@ pub(crate) struct Ctx<'a> {
     pub events: &'a [Event],
     pub trace: &'a Trace,
     pub timeline: CpuTimeline,
-    /// pid → indices of the events about it.
+    /// pid → indices of the events about it, but its workload markers.
     pub by_task: HashMap<Pid, Vec<usize>>,
+    /// pid → indices of its workload markers (apart: a task that never
+    /// switches marks every loop, and a replay starts at its last switch).
+    pub markers_by_task: HashMap<Pid, Vec<usize>>,
     /// pid → indices of its `sched_migrate_task` events.
     pub migrations: HashMap<Pid, Vec<usize>>,
     /// Indices of `schedlab_active_balance` events.
@@ -163,6 +166,7 @@ pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution
         trace,
         timeline: CpuTimeline::build(events, trace.nr_cpus, start, end),
         by_task: HashMap::default(),
+        markers_by_task: HashMap::default(),
         migrations: HashMap::default(),
         active_queued: Vec::new(),
         nr_cpus: 0,
@@ -173,9 +177,10 @@ pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution
     let mut signal_idx: HashMap<u32, usize> = HashMap::default();
     let mut found = Vec::new();
     for (i, ev) in events.iter().enumerate() {
+        let index = if matches!(ev.kind, EventKind::User { .. }) { &mut ctx.markers_by_task } else { &mut ctx.by_task };
         let mut about = |pid: Pid| {
             if pid != 0 {
-                ctx.by_task.entry(pid).or_default().push(i);
+                index.entry(pid).or_default().push(i);
             }
         };
         for pid in crate::stall_window::about(ev) {
@@ -212,16 +217,36 @@ pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution
         }
     }
 
-    let stalls: Vec<StallStory> = found.into_iter().map(|(s, d, obj)| story(&ctx, opts, s, d, obj)).collect();
-    summarize(opts.stall_threshold_ns, stalls)
+    let mut tally = Tally::new(opts.stall_threshold_ns, usize::MAX);
+    for (s, d, obj) in found {
+        tally.add(story(&ctx, opts, s, d, obj));
+    }
+    tally.finish()
 }
 
-/// The cause table over `stalls`, largest total first.
-pub(crate) fn summarize(threshold_ns: u64, stalls: Vec<StallStory>) -> Attribution {
-    let total_ns: u64 = stalls.iter().map(|s| s.latency_ns).sum();
-    let mut rows: BTreeMap<(Cause, Option<Pid>), CauseRow> = BTreeMap::new();
-    for s in &stalls {
-        let row = rows.entry((s.cause, s.culprit_pid)).or_insert_with(|| CauseRow {
+/// The cause table as stories are told: every story counts, the first
+/// `kept` are kept.
+pub(crate) struct Tally {
+    threshold_ns: u64,
+    total_ns: u64,
+    rows: BTreeMap<(Cause, Option<Pid>), CauseRow>,
+    stalls: Vec<StallStory>,
+    kept: usize,
+    not_kept: u64,
+}
+
+impl Tally {
+    pub fn new(threshold_ns: u64, kept: usize) -> Self {
+        Tally { threshold_ns, total_ns: 0, rows: BTreeMap::new(), stalls: Vec::new(), kept, not_kept: 0 }
+    }
+
+    pub fn keep(&mut self, n: usize) {
+        self.kept = n;
+    }
+
+    pub fn add(&mut self, s: StallStory) {
+        self.total_ns += s.latency_ns;
+        let row = self.rows.entry((s.cause, s.culprit_pid)).or_insert_with(|| CauseRow {
             cause: s.cause,
             label: s.cause.label().to_string(),
             culprit_pid: s.culprit_pid,
@@ -232,15 +257,32 @@ pub(crate) fn summarize(threshold_ns: u64, stalls: Vec<StallStory>) -> Attributi
         });
         row.stalls += 1;
         row.total_ns += s.latency_ns;
+        if self.stalls.len() < self.kept {
+            self.stalls.push(s);
+        } else {
+            self.not_kept += 1;
+        }
     }
-    let mut causes: Vec<CauseRow> = rows.into_values().collect();
-    for r in &mut causes {
-        r.share_pct = if total_ns == 0 { 0.0 } else { 100.0 * r.total_ns as f64 / total_ns as f64 };
+
+    /// The cause table, largest total first.
+    pub fn finish(self) -> Attribution {
+        let total_ns = self.total_ns;
+        let mut causes: Vec<CauseRow> = self.rows.into_values().collect();
+        for r in &mut causes {
+            r.share_pct = if total_ns == 0 { 0.0 } else { 100.0 * r.total_ns as f64 / total_ns as f64 };
+        }
+        causes.sort_by(|a, b| {
+            b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)).then(a.culprit_pid.cmp(&b.culprit_pid))
+        });
+        Attribution {
+            threshold_ns: self.threshold_ns,
+            total_ns,
+            causes,
+            stalls: self.stalls,
+            stalls_not_kept: self.not_kept,
+            unexplained: 0,
+        }
     }
-    causes.sort_by(|a, b| {
-        b.total_ns.cmp(&a.total_ns).then(a.cause.cmp(&b.cause)).then(a.culprit_pid.cmp(&b.culprit_pid))
-    });
-    Attribution { threshold_ns, total_ns, causes, stalls, unexplained: 0 }
 }
 
 /// Explain the handoff signalled at event `s` and received at event `d`.
@@ -269,8 +311,25 @@ fn story(ctx: &Ctx, opts: &AttributionOptions, s: usize, d: usize, obj: u32) -> 
         from -= 1;
     }
 
+    // The wakee's markers from the same point, merged in by index: those
+    // before the signal change nothing (the replay accounts time from the
+    // signal on, and only a wait returning at its end is a step), so they
+    // are skipped without a look.
+    let markers = ctx.markers_by_task.get(&w).unwrap_or(&empty);
+    let start = list.get(from).copied().unwrap_or(s);
+    let m_from = markers.partition_point(|&i| i < start || ev[i].ts < t0);
+    let m_to = markers.partition_point(|&i| i <= d);
+    let (mut sched, mut marks) = (list[from..pos_d].iter().peekable(), markers[m_from..m_to].iter().peekable());
+
     let mut b = Builder::new(ctx, w, t0, t1);
-    for &i in &list[from..pos_d] {
+    loop {
+        let i = match (sched.peek(), marks.peek()) {
+            (Some(&&a), Some(&&m)) if a < m => sched.next(),
+            (Some(_), None) => sched.next(),
+            (_, Some(_)) => marks.next(),
+            (None, None) => break,
+        };
+        let &i = i.expect("peeked");
         b.advance(ev[i].ts);
         b.apply(i);
     }
@@ -282,6 +341,8 @@ fn story(ctx: &Ctx, opts: &AttributionOptions, s: usize, d: usize, obj: u32) -> 
 struct Builder<'c, 'a> {
     ctx: &'c Ctx<'a>,
     w: Pid,
+    /// The wakee's comm, looked up once.
+    wc: std::rc::Rc<str>,
     w_prio: i32,
     t0: Nanos,
     t1: Nanos,
@@ -308,6 +369,7 @@ impl<'c, 'a> Builder<'c, 'a> {
         Builder {
             ctx,
             w,
+            wc: ctx.comm(w).into(),
             w_prio: 120,
             t0,
             t1,
@@ -398,7 +460,7 @@ impl<'c, 'a> Builder<'c, 'a> {
         let ctx = self.ctx;
         let e = &ctx.events[i];
         let (w, ts) = (self.w, e.ts);
-        let wc = ctx.comm(w);
+        let wc = self.wc.clone();
         match e.kind {
             EventKind::Ttwu { path, cpu, .. } => {
                 self.pending = Pending { ttwu: Some((ts, e.ctx_pid, e.cpu, Some(path))), ..Pending::default() };

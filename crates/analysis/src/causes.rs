@@ -257,8 +257,14 @@ pub struct Attribution {
     pub total_ns: u64,
     /// By total time, largest first.
     pub causes: Vec<CauseRow>,
-    /// In the order their waits returned (as [`crate::RunMetrics::stalls`]).
+    /// In the order their waits returned (as [`crate::RunMetrics::stalls`]):
+    /// the first [`crate::KEPT_STALLS`] of a streamed analysis (or as many
+    /// as it was told to keep), every one of [`crate::attribute_stalls`]'s.
     pub stalls: Vec<StallStory>,
+    /// Stories told after those: in `causes` and `total_ns`, not kept
+    /// (serialised only when some were left out).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stalls_not_kept: u64,
     /// Stalls a streamed run could not explain (their signal had left the
     /// bounded window, see `AttributionCollector`): counted in the metrics,
     /// missing from `stalls`, `causes` and `total_ns`.
@@ -271,6 +277,20 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Attribution {
+    /// Stalls explained: the stories kept and those only counted.
+    pub fn explained(&self) -> u64 {
+        self.stalls.len() as u64 + self.stalls_not_kept
+    }
+
+    /// Keep only the first `n` stories (the rest stay in the cause table
+    /// and the totals, counted in `stalls_not_kept`).
+    pub fn keep_stalls(&mut self, n: usize) {
+        if self.stalls.len() > n {
+            self.stalls_not_kept += (self.stalls.len() - n) as u64;
+            self.stalls.truncate(n);
+        }
+    }
+
     /// Stalls per cause (all culprits together).
     pub fn count(&self, cause: Cause) -> u64 {
         self.causes.iter().filter(|r| r.cause == cause).map(|r| r.stalls).sum()

@@ -53,7 +53,7 @@ pub use diff::{
     TaskOnCpu, DEFAULT_DIFF_AFTER, DEFAULT_DIFF_CONTEXT,
 };
 pub use diff_stream::DiffStream;
-pub use handoff::Stall;
+pub use handoff::{Stall, KEPT_STALLS, LONGEST_STALLS};
 pub use measure::{measure, render_measures, MarkerSpec, MeasureCollector, MeasureResult, MeasureSpec};
 pub use narrative::{render_cause_table, render_stall_narratives, render_work_conservation, Step};
 pub use rtapp::{render_rtapp_phases, rtapp_phases, RtAppCollector, RtAppPhase, RtAppReport};
@@ -148,15 +148,40 @@ pub struct RunMetrics {
     pub stall_threshold_ns: u64,
     /// One row per pid seen in an event (except 0), sorted by pid.
     pub tasks: Vec<TaskMetrics>,
-    /// Handoffs ≥ the threshold, in the order they ended.
+    /// Handoffs ≥ the threshold, in the order they ended: the first
+    /// [`KEPT_STALLS`] of a streamed analysis (or as many as it was told to
+    /// keep), every one of [`analyze`]'s.
     pub stalls: Vec<Stall>,
+    /// Stalls after those: counted, not kept (serialised only when some were left out).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stalls_not_kept: u64,
+    /// The [`LONGEST_STALLS`] longest of all, longest first (ties: the earlier signal).
+    #[serde(skip)]
+    pub longest_stalls: Vec<Stall>,
     /// Waits that returned with no signal pending on their object.
     pub unmatched_waits: u64,
     /// Objects signalled whose wait had not returned when the trace ended.
     pub open_handoffs_at_end: u64,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl RunMetrics {
+    /// Every stall, kept or not.
+    pub fn stall_count(&self) -> u64 {
+        self.stalls.len() as u64 + self.stalls_not_kept
+    }
+
+    /// Keep only the first `n` stalls (the rest counted in `stalls_not_kept`).
+    pub fn keep_stalls(&mut self, n: usize) {
+        if self.stalls.len() > n {
+            self.stalls_not_kept += (self.stalls.len() - n) as u64;
+            self.stalls.truncate(n);
+        }
+    }
+
     /// The row for `pid`.
     pub fn task(&self, pid: Pid) -> Option<&TaskMetrics> {
         self.tasks.binary_search_by_key(&pid, |t| t.pid).ok().map(|i| &self.tasks[i])
@@ -186,7 +211,7 @@ impl RunMetrics {
 pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> RunMetrics {
     let events = trace.in_time_order();
     let end = opts.end_ts.unwrap_or_else(|| events.last().map_or(0, |e| e.ts));
-    let mut c = MetricsCollector::new(opts.stall_threshold_ns, Some(end));
+    let mut c = MetricsCollector::new(opts.stall_threshold_ns, Some(end)).with_kept_stalls(usize::MAX);
     for ev in events.iter() {
         c.observe(ev, &trace.table);
     }
@@ -195,8 +220,9 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> RunMetrics {
 
 /// [`analyze`] one event at a time, in bounded memory: per-task counters,
 /// latency sketches (exact while the run's samples are few, see
-/// [`LatencySketch`]), the handoffs in flight and the stalls. Feed events
-/// in timestamp order; the first one opens the window.
+/// [`LatencySketch`]), the handoffs in flight, the first [`KEPT_STALLS`]
+/// stalls and the longest. Feed events in timestamp order; the first one
+/// opens the window.
 pub struct MetricsCollector {
     threshold: u64,
     end: Option<Nanos>,
@@ -225,7 +251,14 @@ impl MetricsCollector {
     /// is [`EXACT_SAMPLES_PER_RUN`].
     pub fn with_exact_samples(mut self, samples: usize) -> Self {
         self.tasks.wakeups = sketch::SketchSet::new(self.threshold, samples / 2);
-        self.handoffs.samples = sketch::SketchSet::new(self.threshold, samples / 2);
+        self.handoffs.samples = Some(sketch::SketchSet::new(self.threshold, samples / 2));
+        self
+    }
+
+    /// Keep the first `n` stalls instead of [`KEPT_STALLS`] (the rest are
+    /// counted; the longest are kept whatever `n`).
+    pub fn with_kept_stalls(mut self, n: usize) -> Self {
+        self.handoffs.keep_stalls(n);
         self
     }
 
@@ -266,7 +299,7 @@ impl MetricsCollector {
         let rows = accs
             .into_iter()
             .map(|(pid, a)| {
-                let handoff_sketch = handoffs.samples.take(pid);
+                let handoff_sketch = handoffs.samples.as_mut().expect("the metrics keep samples").take(pid);
                 let wakeup_sketch = self.tasks.wakeups.take(pid);
                 let info = table.tasks.get(&pid);
                 TaskMetrics {
@@ -300,6 +333,8 @@ impl MetricsCollector {
             tasks: rows,
             open_handoffs_at_end: handoffs.open_at_end(),
             stalls: handoffs.stalls,
+            stalls_not_kept: handoffs.stalls_not_kept,
+            longest_stalls: handoffs.longest,
             unmatched_waits: handoffs.unmatched_waits,
         }
     }

@@ -260,7 +260,7 @@ pub fn render_stall_narratives(a: &Attribution, n: usize) -> String {
         out.push_str(&format!(
             "stall {} of {}: {} waited {} for {} from {} (signal at {}.{:06} s)\n",
             i + 1,
-            a.stalls.len(),
+            a.explained(),
             s.wakee,
             us(s.latency_ns),
             s.obj_name,

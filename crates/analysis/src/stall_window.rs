@@ -22,9 +22,10 @@ use std::collections::{BTreeMap, VecDeque};
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, TaskTable, Trace, UserOp};
 
-use crate::attribution::{attribute_stalls, summarize, AttributionOptions};
+use crate::attribution::{attribute_stalls, AttributionOptions, Tally};
 use crate::causes::{Attribution, StallStory};
 use crate::handoff::HandoffTracker;
+use crate::handoff::KEPT_STALLS;
 
 /// Events kept before a stall's signal.
 pub const LOOKBACK_NS: Nanos = 20_000_000;
@@ -129,9 +130,11 @@ impl Records {
             }
             _ => {}
         }
-        // A workload marker other than a handoff's tells the replay nothing.
-        if matches!(ev.kind, EventKind::User { op, .. } if !matches!(op, UserOp::Signal { .. } | UserOp::WaitDone { .. }))
-        {
+        // A workload marker before the window tells a replay nothing: a
+        // story reads its wakee's markers from its signal on (attribution.rs),
+        // and its signal is in the window. A task that never blocks marks
+        // every loop: they would only fill its list.
+        if matches!(ev.kind, EventKind::User { .. }) {
             return;
         }
         for pid in about(ev).into_iter().filter(|&p| p != 0) {
@@ -191,7 +194,8 @@ pub struct AttributionCollector {
     /// The same, ordered by time: the oldest open handoff bounds the window.
     open: std::collections::BTreeSet<(Nanos, u32)>,
     tracker: HandoffTracker,
-    stories: Vec<StallStory>,
+    /// The stories told: each counted in the cause table, the first kept.
+    tally: Tally,
     /// Stalls ended but not yet explained: `(signal, end, obj, wakee)`, in
     /// the order they ended. Explained together ([`STALL_BATCH`]).
     pending: Vec<(Nanos, Nanos, u32, Pid)>,
@@ -217,7 +221,7 @@ impl AttributionCollector {
             signals: HashMap::default(),
             open: std::collections::BTreeSet::new(),
             tracker: HandoffTracker::default(),
-            stories: Vec::new(),
+            tally: Tally::new(opts.stall_threshold_ns, KEPT_STALLS),
             pending: Vec::new(),
             lookback_ns: LOOKBACK_NS,
             max_window: MAX_WINDOW_EVENTS,
@@ -239,6 +243,13 @@ impl AttributionCollector {
     /// carry the rest: tests run it with none).
     pub fn with_lookback(mut self, ns: Nanos) -> Self {
         self.lookback_ns = ns;
+        self
+    }
+
+    /// Keep the first `n` stories instead of [`KEPT_STALLS`] (every story
+    /// is in the cause table whatever `n`).
+    pub fn with_kept_stalls(mut self, n: usize) -> Self {
+        self.tally.keep(n);
         self
     }
 
@@ -360,7 +371,7 @@ impl AttributionCollector {
                 Some(mut story) => {
                     story.obj_name =
                         self.table.objects.get(obj as usize).cloned().unwrap_or_else(|| format!("obj{obj}"));
-                    self.stories.push(story);
+                    self.tally.add(story);
                 }
                 None => self.lost += 1,
             }
@@ -369,7 +380,7 @@ impl AttributionCollector {
 
     pub fn finish(mut self) -> Attribution {
         self.explain_pending();
-        Attribution { unexplained: self.lost, ..summarize(self.opts.stall_threshold_ns, self.stories) }
+        Attribution { unexplained: self.lost, ..self.tally.finish() }
     }
 }
 

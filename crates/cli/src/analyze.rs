@@ -106,6 +106,20 @@ fn too_large(shown: &str, budget: &schedlab_sim::MemoryBudget) -> CliError {
     }
 }
 
+/// The streamed analysis of `shown` passed the budget at `ev`.
+fn over_budget(shown: &str, ev: &schedlab_trace::Event, resident: u64, budget: &schedlab_sim::MemoryBudget) -> String {
+    format!(
+        "memory budget: {shown}: at {}.{:06} s of the trace the analysis held {} of memory, past {} ({}). \
+         A streamed analysis's memory does not grow with the trace's length: raise the budget ({})",
+        ev.ts / 1_000_000_000,
+        ev.ts % 1_000_000_000 / 1000,
+        schedlab_sim::gib(resident),
+        schedlab_sim::gib(budget.bytes),
+        budget.origin,
+        budget.raise_with
+    )
+}
+
 /// How much of a stream is looked at for NUL bytes before the rest is
 /// read: trace text has none, so `/dev/zero` or a binary file of another
 /// kind through a pipe is refused at once, not after the budget's worth.
@@ -259,6 +273,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
             pids: args.pid.clone(),
             tids: args.tid.clone(),
         },
+        kept_stalls: schedlab_report::kept_stalls(args.report.stalls),
     };
     let perfetto = args.perfetto.perfetto.as_deref();
     let budget = args.memory.budget(1);
@@ -314,7 +329,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
     };
     let keeps = opts.filter.clone();
     let json = args.json.json;
-    let mut tap = |ev: &schedlab_trace::Event, table: &schedlab_trace::TaskTable, nr_cpus: u32| {
+    let mut tap_view = |ev: &schedlab_trace::Event, table: &schedlab_trace::TaskTable, nr_cpus: u32| {
         let r = match perf.as_mut() {
             None => Ok(()),
             Some(PerfView::Latency(l)) => {
@@ -337,6 +352,21 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
             r => r,
         }
+    };
+    // The streamed read holds no trace: the budget bounds the process's
+    // resident memory, looked at every RESIDENT_CHECK_STEPS events.
+    let mut seen = 0u64;
+    let mut tap = |ev: &schedlab_trace::Event, table: &schedlab_trace::TaskTable, nr_cpus: u32| {
+        seen += 1;
+        if seen % schedlab_sim::RESIDENT_CHECK_STEPS == 1 {
+            if let Some(resident) = schedlab_sim::resident_bytes().filter(|&r| r > budget.bytes) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    over_budget(&located, ev, resident, &budget),
+                ));
+            }
+        }
+        tap_view(ev, table, nr_cpus)
     };
     // A regular file is read as a stream (two or three passes, bounded
     // memory); a pipe, or `--perfetto` (which needs every event), reads it
@@ -368,7 +398,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
                 write_perfetto(&trace, p)?;
             }
             for ev in &trace.events {
-                tap(ev, &trace.table, trace.nr_cpus).map_err(CliError::Stdout)?;
+                tap_view(ev, &trace.table, trace.nr_cpus).map_err(CliError::Stdout)?;
             }
             report
         }

@@ -193,7 +193,10 @@ pub(crate) fn real_header<'a>(scenario: &Scenario, run: &'a RealRun, report: &Re
 
 pub fn real(args: RealArgs) -> Result {
     let budget = args.memory.budget(1);
-    let (scenario, run, report) = real_run(&args.settings, args.trace.trace.clone(), &[], args.report.grace, &budget)?;
+    let (scenario, run, mut report) =
+        real_run(&args.settings, args.trace.trace.clone(), &[], args.report.grace, &budget)?;
+    // As a simulated run's report keeps them.
+    report.keep_stalls(schedlab_report::kept_stalls(args.report.stalls));
     if args.json.json {
         let doc = RealJson {
             format: schedlab_report::FORMAT_VERSION,

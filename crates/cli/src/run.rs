@@ -160,8 +160,9 @@ pub fn run(args: RunArgs) -> Result {
     let keep_trace = args.plot.is_some();
     // `--view latency`: perf's accounting over the run's events, with its task table.
     let mut latency = (args.view.view == View::Latency).then(|| (SchedLatency::new(), Default::default()));
+    let kept = schedlab_report::kept_stalls(args.report.stalls);
     let wall = Instant::now();
-    let (result, report, schbench, events) = if keep_trace {
+    let (result, mut report, schbench, events) = if keep_trace {
         let result = simulate(&scenario, &opts)?;
         // Forked threads' pids are known once the run is over.
         let (_, with_forked) = schedlab_fidelity::sides::sim_workload(&scenario, &result);
@@ -202,6 +203,7 @@ pub fn run(args: RunArgs) -> Result {
             scenario: &scenario,
             allowed: &allowed,
             grace_ns: args.report.grace,
+            kept,
             collector: None,
             ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
             perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
@@ -209,7 +211,8 @@ pub fn run(args: RunArgs) -> Result {
             latency: latency.take(),
             events: 0,
         };
-        let opts = SimOptions { memory_budget: None, ..opts };
+        // It keeps no trace: the budget bounds the process's resident memory
+        // (SimError::Resident), looked at as it runs.
         let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
         let result = if args.one_thread || !two_cpus {
             simulate_observed(&scenario, &opts, &mut obs, true)?
@@ -224,6 +227,7 @@ pub fn run(args: RunArgs) -> Result {
                 allowed.clone(),
                 args.report.grace,
             )
+            .with_kept_stalls(kept)
         });
         if let Some(f) = obs.ftrace.take() {
             f.finish()?;
@@ -245,10 +249,7 @@ pub fn run(args: RunArgs) -> Result {
     if let (Some(dir), Some(basename)) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
         write_rtapp_logs(dir, basename, &scenario, &result)?;
     }
-    debug_assert_eq!(
-        report.attribution.stalls.len() as u64 + report.attribution.unexplained,
-        report.metrics.stalls.len() as u64
-    );
+    debug_assert_eq!(report.attribution.explained() + report.attribution.unexplained, report.metrics.stall_count());
 
     let plots = match &args.plot {
         Some(dir) => schedlab_plot::write_run_plots(
@@ -270,6 +271,8 @@ pub fn run(args: RunArgs) -> Result {
         )?,
         None => Vec::new(),
     };
+    // As a streamed run keeps them (the plots above counted them all).
+    report.keep_stalls(kept);
 
     if timehist {
         return Ok(());
@@ -375,6 +378,8 @@ struct Streamed<'a> {
     scenario: &'a Scenario,
     allowed: &'a BTreeMap<i32, Vec<u32>>,
     grace_ns: u64,
+    /// Stalls and stories kept one by one.
+    kept: usize,
     collector: Option<ReportCollector>,
     ftrace: Option<FtraceStream>,
     perfetto: Option<PerfettoStream>,
@@ -411,7 +416,10 @@ fn finish_listing(th: Listing) -> Result {
 impl TraceObserver for Streamed<'_> {
     fn start(&mut self, table: &schedlab_trace::TaskTable) {
         let nr_cpus = self.scenario.topology.nr_cpus() as u32;
-        self.collector = Some(ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), self.grace_ns));
+        self.collector = Some(
+            ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), self.grace_ns)
+                .with_kept_stalls(self.kept),
+        );
         if let Some(f) = self.ftrace.as_mut() {
             f.start(table, nr_cpus);
         }

@@ -192,7 +192,7 @@ pub(crate) fn vm_header(r: &VmResult) -> GuestHeader<'_> {
 
 pub fn vm(args: VmArgs) -> Result {
     let alternate = alternate_sets(&args.settings)?;
-    let (scenario, result, runs) = vm_runs(
+    let (scenario, result, mut runs) = vm_runs(
         &args.settings_real,
         &args.vm,
         &args.features.features,
@@ -200,6 +200,10 @@ pub fn vm(args: VmArgs) -> Result {
         args.trace.trace.as_deref(),
         args.report.grace,
     )?;
+    // As a simulated run's report keeps them.
+    for (_, report) in &mut runs {
+        report.keep_stalls(schedlab_report::kept_stalls(args.report.stalls));
+    }
     if args.json.json {
         let runs_json = result
             .runs

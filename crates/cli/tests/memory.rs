@@ -35,9 +35,54 @@ fn a_run_past_the_budget_stops_early_and_says_what_fits() {
 }
 
 #[test]
-fn a_run_without_trace_files_streams_and_is_not_held_to_the_trace_budget() {
-    let s = ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "10s", "--max-memory", "1MiB"]);
+fn a_streamed_run_is_held_to_the_budget_as_its_resident_memory() {
+    // Without trace files to keep, the budget bounds what the process
+    // holds (issue 40): a budget below what the program itself takes is
+    // refused on the first step, naming the limit and how to raise it ...
+    let e = err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "10s", "--max-memory", "1MiB"]);
+    assert!(e.contains("memory budget: at ") && e.contains("of 10.000 s simulated"), "{e}");
+    assert!(e.contains("past 1 MiB (--max-memory 1 MiB)"), "{e}");
+    assert!(e.contains("raise the budget (--max-memory SIZE"), "{e}");
+    // ... and one it fits in is the same run.
+    let s = ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "10s", "--max-memory", "64MiB"]);
     assert!(s.contains("10.000 s simulated") && s.contains("worker"), "{s}");
+}
+
+/// Runs schedlab with `args`, which must succeed: its peak resident
+/// memory (the child's `ru_maxrss`), in bytes, and its standard output.
+// The child is reaped by wait4 (for its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn peak_rss(args: &[&str]) -> (u64, String) {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .current_dir(common::root())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waits for our own child, which std has not reaped (its handle
+    // was consumed for stdout only); `usage` is a valid rusage.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{args:?} failed: {status}");
+    (usage.ru_maxrss as u64 * 1024, out)
+}
+
+#[test]
+fn run_memory_does_not_grow_with_the_duration() {
+    // asym_min-2cpu stalls ~880 times a simulated second: keeping every
+    // stall and its story took 230 MB at 100 s and 2.2 GB at 1 000 s
+    // (issue 40). The report keeps the first KEPT_STALLS and counts the rest.
+    let (short, a) = peak_rss(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3s", "--json"]);
+    let (long, b) = peak_rss(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "30s", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&b).unwrap();
+    assert!(doc["metrics"]["stalls_not_kept"].as_u64().unwrap() > 10_000, "{}", &b[..b.len().min(2000)]);
+    assert!(a.len() > 1000);
+    eprintln!("peak RSS: {} kiB (3 s), {} kiB (30 s)", short >> 10, long >> 10);
+    assert!(long * 2 < short * 3, "peak RSS grew from {} to {} kiB for 10x the duration", short >> 10, long >> 10);
 }
 
 #[test]
@@ -178,24 +223,10 @@ fn write_pingpong_trace(path: &std::path::Path, cycles: u64) {
 
 /// `schedlab analyze FILE --json` must succeed; its peak resident memory
 /// (the child's `ru_maxrss`), in bytes, and its handoff count.
-// The child is reaped by wait4 (for its rusage), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
 fn analyze_peak_rss(file: &std::path::Path, extra: &[&str]) -> (u64, u64) {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(["analyze", file.to_str().unwrap(), "--json"])
-        .args(extra)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut stdout = child.stdout.unwrap();
-    let mut json = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut json).unwrap();
-    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-    // SAFETY: waits for our own child, which std has not reaped (its handle
-    // was consumed for stdout only); `usage` is a valid rusage.
-    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "analyze failed: {status}");
+    let args: Vec<&str> =
+        ["analyze", file.to_str().unwrap(), "--json"].into_iter().chain(extra.iter().copied()).collect();
+    let (rss, json) = peak_rss(&args);
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     let handoffs = doc["metrics"]["tasks"]
         .as_array()
@@ -203,7 +234,7 @@ fn analyze_peak_rss(file: &std::path::Path, extra: &[&str]) -> (u64, u64) {
         .iter()
         .map(|t| t["handoff_latency"]["count"].as_u64().unwrap())
         .sum();
-    (usage.ru_maxrss as u64 * 1024, handoffs)
+    (rss, handoffs)
 }
 
 #[test]
@@ -235,6 +266,20 @@ fn analyze_memory_does_not_grow_with_the_trace_file() {
         rss_whole > rss_large + (grown.max(1 << 20)) * 2,
         "the whole-file reader should hold the trace: {rss_whole} vs {rss_large}"
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_streamed_analysis_is_held_to_the_budget_as_its_resident_memory() {
+    let dir = common::tmp_dir("analyze-budget");
+    let file = dir.join("t.trace");
+    write_pingpong_trace(&file, 3_000);
+    let f = file.to_str().unwrap();
+    let e = err(&["analyze", f, "--max-memory", "1MiB"]);
+    assert!(e.contains(&format!("memory budget: {f}: at 1.000")), "{e}");
+    assert!(e.contains("past 1 MiB (--max-memory 1 MiB)") && e.contains("raise the budget (--max-memory SIZE"), "{e}");
+    let s = ok(&["analyze", f, "--max-memory", "64MiB"]);
+    assert!(s.contains("ping"), "{s}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -224,7 +224,7 @@ impl Metric {
                 if h < MIN_HANDOFFS_STALLS {
                     return Err(format!("{h} handoffs (a stall fraction needs {MIN_HANDOFFS_STALLS})"));
                 }
-                Ok(100.0 * side.report.metrics.stalls.len() as f64 / h as f64)
+                Ok(100.0 * side.report.metrics.stall_count() as f64 / h as f64)
             }
             Metric::LoopRate(thread) => {
                 let pid = pid_of(side, thread)?;

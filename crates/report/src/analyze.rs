@@ -38,6 +38,8 @@ pub struct TraceOptions<'a> {
     pub grace_ns: u64,
     /// perf's filters (`-C`, `-p`, `-t`, `--time`).
     pub filter: TraceFilter,
+    /// The stalls and stories kept one by one ([`crate::kept_stalls`]).
+    pub kept_stalls: usize,
 }
 
 /// What part of a trace to report, as perf's options spell it. The CPU and
@@ -163,6 +165,7 @@ impl TraceReport {
         let mut report =
             Report::of(&trace, opts.scenario, threshold(opts), None, workload.allowed.clone(), opts.grace_ns);
         report.leave_out_uncertain(&repairs);
+        report.keep_stalls(opts.kept_stalls);
         let r = TraceReport {
             path: path.to_string(),
             table: trace.table.clone(),
@@ -205,6 +208,9 @@ impl TraceReport {
     /// `perf sched` views): the events the switch repair put back included
     /// (flagged), and before the filter, which perf's views apply their own
     /// way.
+    /// An error from `tap` stops the read; one of kind `OutOfMemory` is the
+    /// error as it says it (the caller's memory budget), any other is
+    /// writing the listing.
     pub fn stream_tapped<R: BufRead>(
         path: &str,
         mut open: impl FnMut() -> std::io::Result<R>,
@@ -284,14 +290,18 @@ impl TraceReport {
             Some(last),
             workload.allowed.clone(),
             opts.grace_ns,
-        );
+        )
+        .with_kept_stalls(opts.kept_stalls);
         let mut reader = FtraceReader::new(path, &popts);
         let mut ignored = 0;
         let mut repair = SwitchRepair::new();
         let mut tap_error = None;
+        // Set once the tap fails: the read stops there.
+        let stop = std::cell::Cell::new(false);
         let mut analyse = |ev: Event| {
             if tap_error.is_none() {
                 tap_error = tap(&ev, &table, nr_cpus).err();
+                stop.set(tap_error.is_some());
             }
             if !opts.filter.keeps(&ev) {
                 return;
@@ -308,11 +318,16 @@ impl TraceReport {
                     repair.push(ev, &mut analyse);
                 }
             }
-            Ok(true)
+            Ok(!stop.get())
         })?;
         let repairs = repair.finish(&mut analyse);
         if let Some(e) = tap_error {
-            return Err(ReportError::Trace(format!("writing the listing: {e}")));
+            // The tap's own verdict (the memory budget), or the listing it writes.
+            return Err(ReportError::Trace(if e.kind() == std::io::ErrorKind::OutOfMemory {
+                e.to_string()
+            } else {
+                format!("writing the listing: {e}")
+            }));
         }
         workload.ignored_markers = ignored;
         let (mut report, _) = collector.finish(last);

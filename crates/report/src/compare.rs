@@ -57,7 +57,7 @@ pub fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, Stri
     row("handoff p99 (us)", &|r| us(ho(r).p99_ns));
     row("handoff max (us)", &|r| us(ho(r).max_ns));
     row(&format!("stalls (>= {} us)", threshold / 1000), &|r| {
-        let n = r.metrics.stalls.len();
+        let n = r.metrics.stall_count();
         let h = r.handoffs();
         format!("{n} ({:.3} %)", if h > 0 { 100.0 * n as f64 / h as f64 } else { 0.0 })
     });

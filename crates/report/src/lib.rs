@@ -52,7 +52,7 @@ pub use fidelity::{
 pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
 pub use real::{render_scenario_line, CgroupRow, GuestHeader, RealHeader, RealText};
 pub use run::{
-    cpulist, fmt_secs, render_presets, render_report, render_stalls_and_causes, render_table_and_measures,
+    cpulist, fmt_secs, kept_stalls, render_presets, render_report, render_stalls_and_causes, render_table_and_measures,
     run_plot_title, Report, ReportCollector, RunText, SimHeader,
 };
 pub use runs::{feature_changes, measure_runs, render_runs, render_trace_paths, setting_label, trace_path, RunLine};

@@ -90,6 +90,15 @@ impl ReportCollector {
         }
     }
 
+    /// Keep the first `n` stalls and their stories instead of
+    /// [`schedlab_analysis::KEPT_STALLS`] (every stall is counted, and in the
+    /// cause table and the longest); see [`kept_stalls`].
+    pub fn with_kept_stalls(mut self, n: usize) -> Self {
+        self.metrics = self.metrics.with_kept_stalls(n);
+        self.attribution = self.attribution.with_kept_stalls(n);
+        self
+    }
+
     /// A thread `scenario`'s run forked, before its first event: it may use
     /// its template's CPUs (it starts on its parent's mask for the few
     /// instructions before it sets them).
@@ -151,7 +160,21 @@ pub struct Report {
     pub rtapp: schedlab_analysis::RtAppReport,
 }
 
+/// The stalls a report keeps one by one when `narratives` are to be told:
+/// [`schedlab_analysis::KEPT_STALLS`], or more to tell more.
+pub fn kept_stalls(narratives: usize) -> usize {
+    narratives.max(schedlab_analysis::KEPT_STALLS)
+}
+
 impl Report {
+    /// Keep only the first `n` stalls and stories, as a streamed report
+    /// does (the whole trace's keeps them all): every stall stays counted,
+    /// in the cause table and among the longest.
+    pub fn keep_stalls(&mut self, n: usize) {
+        self.metrics.keep_stalls(n);
+        self.attribution.keep_stalls(n);
+    }
+
     /// Leave out the figures a repaired capture cannot support: the work
     /// conservation of CPUs whose occupant is too often unknown (see
     /// `WorkConservation::leave_out_uncertain`). Wakeup latencies ending at
@@ -248,19 +271,18 @@ pub fn render_report(r: &Report, table: &TaskTable, narratives: usize) -> String
     render_table_and_measures(r) + &render_stalls_and_causes(r, table, narratives)
 }
 
-/// "stalls N of M handoffs took >= T us", then the five longest, one line each.
+/// "stalls N of M handoffs took >= T us", then the longest
+/// ([`schedlab_analysis::LONGEST_STALLS`]), one line each.
 fn render_stalls(metrics: &RunMetrics, handoffs: u64, table: &TaskTable) -> String {
     let mut out = String::from("\n");
     let _ = writeln!(
         out,
         "stalls    {} of {handoffs} handoffs took >= {} us ({:.3} %)",
-        metrics.stalls.len(),
+        metrics.stall_count(),
         metrics.stall_threshold_ns / 1000,
-        100.0 * metrics.stalls.len() as f64 / handoffs as f64
+        100.0 * metrics.stall_count() as f64 / handoffs as f64
     );
-    let mut worst: Vec<_> = metrics.stalls.iter().collect();
-    worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.start_ts.cmp(&b.start_ts)));
-    for s in worst.iter().take(5) {
+    for s in &metrics.longest_stalls {
         let _ = writeln!(
             out,
             "          {:>8} us  {} -> {} on {} at {}.{:06} s",
@@ -295,7 +317,7 @@ fn render_workcons_and_causes(workcons: &WorkConservation, attribution: &Attribu
     } else {
         String::new()
     };
-    if attribution.stalls.is_empty() {
+    if attribution.explained() == 0 {
         if !unexplained.is_empty() {
             out.push('\n');
             out.push_str(&unexplained);
@@ -306,7 +328,7 @@ fn render_workcons_and_causes(workcons: &WorkConservation, attribution: &Attribu
     let _ = writeln!(
         out,
         "stall causes: {} stalls, {}.{:03} ms of handoff time",
-        attribution.stalls.len(),
+        attribution.explained(),
         attribution.total_ns / 1_000_000,
         attribution.total_ns / 1000 % 1000
     );

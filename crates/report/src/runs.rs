@@ -43,9 +43,9 @@ pub fn render_runs(threshold_ns: u64, runs: &[RunLine], labels: &[String]) -> St
                 handoffs,
                 pct(500),
                 pct(990),
-                r.metrics.stalls.len(),
+                r.metrics.stall_count(),
                 threshold_ns / 1000,
-                100.0 * r.metrics.stalls.len() as f64 / handoffs as f64
+                100.0 * r.metrics.stall_count() as f64 / handoffs as f64
             ));
         }
         for m in &r.measures {

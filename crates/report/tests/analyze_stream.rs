@@ -17,7 +17,15 @@ fn sample(name: &str) -> Vec<u8> {
 }
 
 fn opts<'a>(scenario: Option<&'a Scenario>, wakers: Option<&'a str>, wakees: Option<&'a str>) -> TraceOptions<'a> {
-    TraceOptions { scenario, wakers, wakees, threshold_ns: None, grace_ns: 100_000, filter: Default::default() }
+    TraceOptions {
+        scenario,
+        wakers,
+        wakees,
+        threshold_ns: None,
+        grace_ns: 100_000,
+        filter: Default::default(),
+        kept_stalls: schedlab_report::kept_stalls(5),
+    }
 }
 
 fn stream(bytes: &[u8], o: &TraceOptions) -> Streamed {

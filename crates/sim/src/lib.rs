@@ -115,6 +115,18 @@ pub struct MemoryBudget {
     pub raise_with: String,
 }
 
+/// Engine steps between two looks at a streamed run's resident memory
+/// ([`resident_bytes`]): a read of `/proc/self/statm` per 65 k steps is
+/// lost in the run's own work.
+pub const RESIDENT_CHECK_STEPS: u64 = 1 << 16;
+
+/// The process's resident memory, bytes (`None` where `/proc` is not).
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().strip_suffix("kB")?.trim();
+    Some(kb.parse::<u64>().ok()? << 10)
+}
+
 /// Bytes for messages: GiB with one decimal, MiB below 1 GiB.
 pub fn gib(bytes: u64) -> String {
     if bytes >= 1 << 30 {
@@ -144,6 +156,18 @@ pub enum SimError {
     /// The kept trace would outgrow [`SimOptions::memory_budget`].
     #[error("{}", memory_message(.events, .at_ns, .duration_ns, .budget))]
     MemoryBudget { events: u64, at_ns: u64, duration_ns: Option<u64>, budget: MemoryBudget },
+    /// A streamed run (which keeps no trace) took more resident memory than
+    /// [`SimOptions::memory_budget`]: the model, the report's analysis and
+    /// the trace writers together.
+    #[error(
+        "memory budget: at {:.3} s{} simulated the run held {} of memory (the model, its streamed \
+         analysis and the trace writers), past {} ({}). A streamed run's memory does not grow with its \
+         duration (a shorter run needs about as much, fewer threads or CPUs need less): raise the budget ({})",
+        *.at_ns as f64 / 1e9,
+        .duration_ns.map_or(String::new(), |d| format!(" of {:.3} s", d as f64 / 1e9)),
+        gib(*.resident), gib(.budget.bytes), .budget.origin, .budget.raise_with
+    )]
+    Resident { resident: u64, at_ns: u64, duration_ns: Option<u64>, budget: MemoryBudget },
     /// The run would cover more CPUs × simulated seconds than the limit.
     #[error(
         "{cpus} CPUs x {:.3} s of simulated time is {} CPU-seconds, past the limit of {limit} ({why}): \
@@ -545,6 +569,21 @@ fn simulate_inner(
         }
         if let Some(obs) = sink.as_mut() {
             engine.stream_to(&mut |e| obs.event(e));
+            // Nothing is kept, so the budget is the whole process's: looked
+            // at on the first step (a budget below what the program itself
+            // takes) and every RESIDENT_CHECK_STEPS after.
+            if steps % RESIDENT_CHECK_STEPS == 1 {
+                if let Some(budget) = opts.memory_budget.as_ref() {
+                    if let Some(resident) = resident_bytes().filter(|&r| r > budget.bytes) {
+                        return Err(SimError::Resident {
+                            resident,
+                            at_ns: engine.now,
+                            duration_ns: duration,
+                            budget: budget.clone(),
+                        });
+                    }
+                }
+            }
         } else if engine.trace.len() as u64 > max_events {
             return Err(SimError::MemoryBudget {
                 events: engine.trace.len() as u64,

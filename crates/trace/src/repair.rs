@@ -182,9 +182,23 @@ impl SwitchRepair {
             }
             track.current = next_pid;
         }
+        self.make_room();
         self.held.push_back((Some(seq), ev));
         while self.held.len() > self.window {
             self.emit_oldest(out);
+        }
+    }
+
+    /// Room for one more held event, growing the deque to the window and no
+    /// further: it holds the window plus the event just taken (and a switch
+    /// placed before the oldest), and doubling to make room for those would
+    /// hold twice the window's memory for a long trace (the issue 40
+    /// `analyze` growth: 4 MiB of window became 8, and 12 while copied).
+    fn make_room(&mut self) {
+        if self.held.len() == self.held.capacity() {
+            // (A window under 64 events, as the tests use, caps the first step too.)
+            let cap = (self.held.capacity() * 2).max(64).min(self.window + 2).max(self.held.len() + 1);
+            self.held.reserve_exact(cap - self.held.len());
         }
     }
 
@@ -223,6 +237,7 @@ impl SwitchRepair {
         };
         if after_seq < oldest {
             // The event it belongs after is gone: it leaves first.
+            self.make_room();
             self.held.push_front((None, switch));
         } else {
             self.after.entry(after_seq).or_default().push(switch);
