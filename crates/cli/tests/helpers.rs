@@ -9,6 +9,7 @@
 //! with a message otherwise).
 
 mod common;
+use common::is_root;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -115,13 +116,6 @@ fn a_helper_dies_with_a_sigkilled_schedlab() {
     schedlab.wait().unwrap();
     assert!(gone_within(pid, Duration::from_secs(2)), "the helper {pid} outlived a SIGKILLed schedlab");
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
-        .unwrap_or(false)
 }
 
 const TRACEFS: &str = "/sys/kernel/tracing";

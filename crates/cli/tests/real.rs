@@ -7,6 +7,7 @@
 //! from deliberately unusual values, so a restore to defaults would fail.
 
 mod common;
+use common::{is_root, root, tracefs_mounted};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +17,6 @@ use std::time::{Duration, Instant};
 const TRACEFS: &str = "/sys/kernel/tracing";
 /// Comms of the test scenario's threads (unusual, so a /proc scan finds only ours).
 const COMMS: [&str; 2] = ["slt-ping", "slt-pong"];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn tmp_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("schedlab-real-test-{}", std::process::id()));
@@ -63,17 +60,6 @@ fn run(state: &Path, args: &[&str]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
-        .unwrap_or(false)
-}
-
-fn tracefs_mounted() -> bool {
-    Path::new(TRACEFS).join("trace").exists()
 }
 
 /// Every setting a run may touch, as bytes ("not mounted" when tracefs is not).

@@ -11,14 +11,11 @@
 //! hogs pinned to CPU 0 would disturb each other).
 
 mod common;
+use common::root;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn is_root() -> bool {
     // SAFETY: plain syscall.

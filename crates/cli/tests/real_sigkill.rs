@@ -11,6 +11,9 @@
 //! reads the settings before and after, so no other run changes them
 //! between.
 
+mod common;
+use common::{is_root, root, tracefs_mounted};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,21 +30,6 @@ const LOCK_WAIT: Duration = Duration::from_secs(300);
 /// From the supervisor's SIGKILL to every setting back (the issue asks for
 /// a second; the slack is for a loaded CI machine, the time is printed).
 const RESTORED_WITHIN: Duration = Duration::from_secs(2);
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
-        .unwrap_or(false)
-}
-
-fn tracefs_mounted() -> bool {
-    Path::new(TRACEFS).join("trace").exists()
-}
 
 fn read(p: impl AsRef<Path>) -> String {
     std::fs::read_to_string(p).unwrap_or_default()

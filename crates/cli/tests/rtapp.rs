@@ -7,6 +7,9 @@
 //! root; skipped with a message otherwise. The tests share the machine, so
 //! they take turns.
 
+mod common;
+use common::{is_root, root};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -14,17 +17,6 @@ use std::time::{Duration, Instant};
 
 /// One real run at a time: both tests load the CPUs and read latencies.
 static MACHINE: Mutex<()> = Mutex::new(());
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
-        .unwrap_or(false)
-}
 
 /// The report's per-thread rows: name → run ms.
 fn run_ms(report: &str) -> Vec<(String, f64)> {

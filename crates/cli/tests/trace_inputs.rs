@@ -9,6 +9,7 @@
 //! `ftrace_enabled`), hence extract.
 
 mod common;
+use common::is_root;
 
 use std::path::Path;
 use std::process::Command;
@@ -152,7 +153,15 @@ fn text_trace_dat_and_perf_data_give_the_same_figures() {
     // Every task that switched has a row in both, with the same switches.
     for (pid, a) in t.iter().filter(|(_, a)| a[0] > 0) {
         let b = p.get(pid).unwrap_or_else(|| panic!("pid {pid} switched {} times, but has no perf.data row", a[0]));
-        assert_eq!(a[..2], b[..2], "pid {pid}: text {a:?}, perf.data {b:?}");
+        // perf's ring buffer stamps each event itself, a few hundred ns
+        // from the tracefs instance's stamp of the same tracepoint: a switch
+        // that close to one of the window's two ends can fall inside in one
+        // format only (CI under load, 2026-12-06: 191 vs 192 switches).
+        assert!(
+            a[0].abs_diff(b[0]) <= 2,
+            "pid {pid}: switches differ beyond the window's edges: text {a:?}, perf.data {b:?}"
+        );
+        assert_eq!(a[1], b[1], "pid {pid}: text {a:?}, perf.data {b:?}");
     }
     for (pid, b) in p.iter().filter(|(_, b)| b[0] > 0) {
         assert!(t.contains_key(pid), "pid {pid} switched {} times in perf.data only", b[0]);
@@ -170,11 +179,4 @@ fn text_trace_dat_and_perf_data_give_the_same_figures() {
         assert!(err.contains("truncated"), "{what}: {err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
-        .unwrap_or(false)
 }

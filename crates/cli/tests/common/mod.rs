@@ -10,6 +10,19 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Whether the tests run as root (the real-kernel tests skip otherwise).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .unwrap_or(false)
+}
+
+/// Whether tracefs is mounted where the runner looks for it.
+pub fn tracefs_mounted() -> bool {
+    Path::new("/sys/kernel/tracing/trace").exists()
+}
+
 pub fn schedlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
 }
