@@ -15,7 +15,7 @@ mod common;
 use common::{is_root, root, tracefs_mounted};
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

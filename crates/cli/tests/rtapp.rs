@@ -10,7 +10,7 @@
 mod common;
 use common::{is_root, root};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
