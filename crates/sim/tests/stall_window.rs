@@ -19,7 +19,11 @@ fn check(file: &str, duration_ns: u64, seed: u64, lookback_ns: u64) -> usize {
         .collect();
     let opts = AttributionOptions { stall_threshold_ns: s.stall_threshold_ns, end_ts: Some(r.end_ns), allowed };
     let whole = attribute_stalls(&r.trace, &opts);
-    let mut c = AttributionCollector::new(&opts, &r.trace.table, r.trace.nr_cpus).with_lookback(lookback_ns);
+    // Every story, as the whole trace tells them (a report keeps the first
+    // KEPT_STALLS; here all are compared).
+    let mut c = AttributionCollector::new(&opts, &r.trace.table, r.trace.nr_cpus)
+        .with_lookback(lookback_ns)
+        .with_kept_stalls(usize::MAX);
     for e in &r.trace.events {
         c.observe(e);
     }
