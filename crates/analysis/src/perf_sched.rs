@@ -566,13 +566,8 @@ impl<'a, W: Write> Timehist<'a, W> {
 
     /// The closing note, if repaired events were skipped.
     pub fn finish(mut self) -> io::Result<W> {
-        if self.skipped_repaired > 0 && !self.opts.json {
-            writeln!(
-                self.out,
-                "note: {} switches the capture was missing (put back by schedlab's repair) are not listed, as perf \
-                 never sees them (docs/real-traces.md)",
-                self.skipped_repaired
-            )?;
+        if !self.opts.json {
+            note_repaired(&mut self.out, self.skipped_repaired, "listed")?;
         }
         Ok(self.out)
     }
@@ -666,13 +661,8 @@ impl<W: Write> SchedMap<W> {
     }
 
     pub fn finish(mut self) -> io::Result<W> {
-        if self.skipped_repaired > 0 && !self.json {
-            writeln!(
-                self.out,
-                "note: {} switches the capture was missing (put back by schedlab's repair) are not drawn, as perf \
-                 never sees them (docs/real-traces.md)",
-                self.skipped_repaired
-            )?;
+        if !self.json {
+            note_repaired(&mut self.out, self.skipped_repaired, "drawn")?;
         }
         Ok(self.out)
     }
@@ -691,6 +681,19 @@ pub fn json_str(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// The closing note of a text view that left out `n` switches the repair
+/// put back (perf never sees them); nothing when there were none.
+fn note_repaired(out: &mut impl Write, n: u64, left_out: &str) -> io::Result<()> {
+    if n > 0 {
+        writeln!(
+            out,
+            "note: {n} switches the capture was missing (put back by schedlab's repair) are not {left_out}, as perf \
+             never sees them (docs/real-traces.md)"
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

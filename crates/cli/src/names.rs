@@ -45,9 +45,8 @@ pub struct BundledPath {
 impl TypedValueParser for BundledPath {
     type Value = PathBuf;
 
-    fn parse_ref(&self, cmd: &clap::Command, arg: Option<&clap::Arg>, value: &OsStr) -> Result<PathBuf, clap::Error> {
+    fn parse_ref(&self, _: &clap::Command, _: Option<&clap::Arg>, value: &OsStr) -> Result<PathBuf, clap::Error> {
         let p = PathBuf::from(value);
-        let _ = (cmd, arg);
         Ok(schedlab_bundle::find(&p, self.kind).unwrap_or(p))
     }
 

@@ -69,26 +69,7 @@ fn snapshot() -> BTreeMap<String, String> {
         m.insert("mounted".into(), "no".into());
         return m;
     }
-    let mut files: Vec<String> = [
-        "tracing_on",
-        "trace_clock",
-        "buffer_size_kb",
-        "set_event",
-        "current_tracer",
-        "options/markers",
-        "options/record-tgid",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for e in std::fs::read_dir(Path::new(TRACEFS).join("events/sched")).unwrap().flatten() {
-        if e.path().is_dir() {
-            files.push(format!("events/sched/{}/enable", e.file_name().to_string_lossy()));
-        }
-    }
-    for f in files {
-        m.insert(f.clone(), std::fs::read_to_string(Path::new(TRACEFS).join(&f)).unwrap_or_default());
-    }
+    m.extend(common::tracefs_state());
     m.insert("sched_rt_runtime_us".into(), std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap());
     m
 }

@@ -41,18 +41,7 @@ fn read(p: impl AsRef<Path>) -> String {
 fn snapshot() -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     if tracefs_mounted() {
-        let mut files: Vec<String> = ["tracing_on", "trace_clock", "buffer_size_kb", "set_event", "options/markers"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        for e in std::fs::read_dir(Path::new(TRACEFS).join("events/sched")).unwrap().flatten() {
-            if e.path().is_dir() {
-                files.push(format!("events/sched/{}/enable", e.file_name().to_string_lossy()));
-            }
-        }
-        for f in files {
-            m.insert(f.clone(), read(Path::new(TRACEFS).join(&f)));
-        }
+        m.extend(common::tracefs_state());
     } else {
         m.insert("tracefs".into(), "not mounted".into());
     }

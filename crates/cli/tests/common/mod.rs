@@ -23,6 +23,36 @@ pub fn tracefs_mounted() -> bool {
     Path::new("/sys/kernel/tracing/trace").exists()
 }
 
+/// The tracefs files a real run writes, each with its content (empty when
+/// unreadable): what the real-run tests compare before and after a run.
+pub fn tracefs_state() -> std::collections::BTreeMap<String, String> {
+    let root = Path::new("/sys/kernel/tracing");
+    let mut files: Vec<String> = [
+        "tracing_on",
+        "trace_clock",
+        "buffer_size_kb",
+        "set_event",
+        "current_tracer",
+        "options/markers",
+        "options/record-tgid",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for e in std::fs::read_dir(root.join("events/sched")).unwrap().flatten() {
+        if e.path().is_dir() {
+            files.push(format!("events/sched/{}/enable", e.file_name().to_string_lossy()));
+        }
+    }
+    files
+        .into_iter()
+        .map(|f| {
+            let v = std::fs::read_to_string(root.join(&f)).unwrap_or_default();
+            (f, v)
+        })
+        .collect()
+}
+
 pub fn schedlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap()
 }
