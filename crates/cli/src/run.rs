@@ -53,7 +53,9 @@ pub struct RunArgs {
     pub json: JsonArg,
     #[command(flatten)]
     pub view: ViewArg,
-    /// Check the kernel model's invariants after every step (default: only in debug builds).
+    /// Check the kernel model's invariants as it runs: the runqueues and tasks each kernel
+    /// entry touched after every entry, the whole model every (tasks + CPUs)-th entry
+    /// (up to ~2.5x the run's time; default: only in debug builds).
     #[arg(long)]
     pub check_invariants: bool,
     /// Model a run captured like `schedlab real` captures one: each marker
@@ -132,7 +134,7 @@ pub fn run(args: RunArgs) -> Result {
         features: args.features.features.clone(),
         topology: None,
         check_invariants: if args.check_invariants { Some(true) } else { None },
-        invariant_budget: None,
+        invariant_budget: Some(schedlab_sim::INVARIANT_BUDGET),
         no_noise: args.seed.no_noise,
         traced: args.traced,
         memory_budget: Some(args.memory.budget(1)),

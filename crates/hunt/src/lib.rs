@@ -194,7 +194,12 @@ fn run_scenario(text: &str, topo: &Topology, extra: &[String], opts: &HuntOption
         Ok(s) => s,
         Err(e) => return RunOutcome::Refused(e.to_string()),
     };
-    let sim = SimOptions { check_invariants: Some(invariants), features: extra.to_vec(), ..Default::default() };
+    let sim = SimOptions {
+        check_invariants: Some(invariants),
+        invariant_budget: Some(schedlab_sim::INVARIANT_BUDGET),
+        features: extra.to_vec(),
+        ..Default::default()
+    };
     let model_finding = |class, at_ns, message: String| Finding {
         class,
         pid: 0,

@@ -228,6 +228,8 @@ pub struct Kernel {
     pub(crate) tick_ns: u64,
     pub(crate) preempt: PreemptModel,
     pub(crate) trace: bool,
+    /// What entries changed, for [`Kernel::check_touched`] (off by default).
+    pub(crate) touched: crate::invariants::Touched,
     /// The caller's outbox while an entry point runs (swapped in by
     /// `entry()`, swapped back out before it returns); empty otherwise.
     out: Outbox,
@@ -382,6 +384,7 @@ impl Kernel {
             tick_ns,
             preempt: cfg.preempt,
             trace: cfg.trace,
+            touched: Default::default(),
             out: Outbox::new(),
             smt_active: topo.has_smt(),
             topo,
@@ -477,6 +480,7 @@ impl Kernel {
         debug_assert!(self.out.is_empty(), "the kernel wrote to its outbox outside an entry point");
         std::mem::swap(&mut self.out, out);
         self.enter(now, exec_cpu);
+        self.touched.cpu(exec_cpu);
         let r = body(self);
         std::mem::swap(&mut self.out, out);
         r

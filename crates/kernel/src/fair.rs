@@ -116,6 +116,8 @@ impl Kernel {
         cfs.load_weight += w;
         cfs.nr_running += 1;
         let cpu = cfs.cpu;
+        self.touched.cpu(cpu);
+        self.touched.task(e);
         if self.entity_is_task(e) {
             self.rqs[cpu].cfs.tasks.insert(0, e);
         }
@@ -128,6 +130,8 @@ impl Kernel {
         cfs.load_weight -= w;
         cfs.nr_running -= 1;
         let cpu = cfs.cpu;
+        self.touched.cpu(cpu);
+        self.touched.task(e);
         if self.entity_is_task(e) {
             let root = &mut self.rqs[cpu].cfs;
             if let Some(i) = root.tasks.iter().position(|&x| x == e) {
@@ -468,6 +472,7 @@ impl Kernel {
             }
             se = self.cfs(q).se;
         }
+        self.touched.cpu(cpu);
         self.rqs[cpu].nr_running -= counts.queued;
         if let Some(p) = task.filter(|_| task_delayed) {
             debug_assert!(task_sleep);

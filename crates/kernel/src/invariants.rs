@@ -24,6 +24,23 @@ macro_rules! violation {
     };
 }
 
+mod local;
+
+/// Where the runqueues hold one task, as [`Kernel::check_task`] compares it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Places {
+    /// The CPU whose curr it is.
+    running_on: Option<usize>,
+    /// A CPU is switching away from it.
+    switching: bool,
+    /// The cfs_rq whose tree holds it.
+    tree_of: Option<usize>,
+    /// The cfs_rq whose curr it is.
+    curr_of: Option<usize>,
+}
+pub(crate) use local::Touched;
+pub use local::RQ_BUDGET;
+
 impl Kernel {
     /// Recount everything; `Err` describes the first violation found.
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
@@ -61,9 +78,25 @@ impl Kernel {
         // queued), not tasks x runqueues (a 224-CPU machine with thousands of
         // threads checks every step in tests and under the fuzzer).
         let mut switching_out = vec![false; self.tasks.len()];
+        // Each RT task's place in the prio lists, from one pass over them:
+        // asking each list whether it holds a task is O(list) per task.
+        let mut rt_listed_at: Vec<Option<(usize, usize)>> = vec![None; self.tasks.len()];
         for rq in &self.rqs {
             if let Some(t) = rq.switching_out {
                 switching_out[t as usize] = true;
+            }
+            for (prio, list) in rq.rt.queue.iter().enumerate() {
+                for &t in list {
+                    let slot = rt_listed_at
+                        .get_mut(t as usize)
+                        .ok_or_else(|| violation!("CPU {}'s RT list {prio} holds unknown task {t}", rq.cpu))?;
+                    if let Some((cpu, p)) = slot.replace((rq.cpu, prio)) {
+                        return Err(violation!(
+                            "task {t} is in the RT lists of CPU {cpu} prio {p} and CPU {} prio {prio}",
+                            rq.cpu
+                        ));
+                    }
+                }
             }
         }
         let mut tree_of: Vec<Option<usize>> = vec![None; self.tasks.len()];
@@ -86,85 +119,17 @@ impl Kernel {
             }
         }
         for (i, task) in self.tasks.iter().enumerate() {
-            let t = i as TaskId;
             if task.my_q.is_some() {
                 continue;
             }
-            let switching = switching_out[i];
-            if task.on_cpu && running_on[i].is_none() && !switching {
-                return Err(violation!("task {t} has on_cpu set but no CPU runs it or is switching away from it"));
-            }
-            if switching && (!task.on_cpu || running_on[i].is_some()) {
-                return Err(violation!(
-                    "task {t} is switching out but on_cpu={} running_on={:?}",
-                    task.on_cpu,
-                    running_on[i]
-                ));
-            }
-            let queued = task.on_rq == OnRq::Queued;
-            if self.class_of(t) == SchedClass::Rt {
-                if queued != task.on_rt_rq || task.se.on_rq {
-                    return Err(violation!(
-                        "RT task {t}: on_rq={:?} on_rt_rq={} se.on_rq={}",
-                        task.on_rq,
-                        task.on_rt_rq,
-                        task.se.on_rq
-                    ));
-                }
-                let in_queue = self.rqs[task.cpu].rt.queue[task.prio as usize].contains(&t);
-                if in_queue != queued {
-                    return Err(violation!("RT task {t} queued={queued} but in its prio list: {in_queue}"));
-                }
-                continue;
-            }
-            if task.on_rt_rq {
-                return Err(violation!("fair task {t} is on an rt_rq"));
-            }
-            // Task-based throttling: runnable, off every tree, on its cfs_rq's limbo list.
-            let in_limbo = self.cfs(self.cfs_rq_of(t)).limbo.contains(&t);
-            if task.throttled != in_limbo || (task.throttled && (!queued || task.se.on_rq)) {
-                return Err(violation!(
-                    "task {t}: throttled={} but in its cfs_rq's limbo list: {in_limbo} (on_rq={:?}, se.on_rq={})",
-                    task.throttled,
-                    task.on_rq,
-                    task.se.on_rq
-                ));
-            }
-            let queued = queued && !task.throttled;
-            if queued != task.se.on_rq {
-                return Err(violation!("task {t}: p->on_rq={:?} but se.on_rq={}", task.on_rq, task.se.on_rq));
-            }
-            if task.se.sched_delayed && !task.se.on_rq {
-                return Err(violation!("task {t} is sched_delayed but not queued"));
-            }
-            // Queued on exactly one cfs_rq: its group's on its CPU, in the tree or as curr.
-            let home = self.cfs_rq_of(t);
-            if let Some(q) = tree_of[i] {
-                if q != home || !queued {
-                    return Err(violation!(
-                        "task {t} is in cfs_rq {q}'s tree (CPU {}; task_cpu {}, home {home}, queued {queued})",
-                        self.cfs(q).cpu,
-                        task.cpu
-                    ));
-                }
-            }
-            // The home tree's own slot for the task agrees with its list.
-            if self.timeline(home).contains(t) != (tree_of[i] == Some(home)) {
-                return Err(violation!(
-                    "task {t}: cfs_rq {home}'s tree marks it queued but does not list it, or the reverse"
-                ));
-            }
-            let in_tree = tree_of[i] == Some(home);
-            let is_cfs_curr = curr_of[i] == Some(home);
-            if queued && !(in_tree ^ is_cfs_curr) {
-                return Err(violation!("queued task {t} on cfs_rq {home}: in_tree={in_tree} cfs_curr={is_cfs_curr}"));
-            }
-            if let Some(q) = curr_of[i].filter(|&q| q != home) {
-                return Err(violation!(
-                    "task {t} is curr of cfs_rq {q} (CPU {}) but its home is {home}",
-                    self.cfs(q).cpu
-                ));
-            }
+            let listed = rt_listed_at[i] == Some((task.cpu, task.prio as usize));
+            let places = Places {
+                running_on: running_on[i],
+                switching: switching_out[i],
+                tree_of: tree_of[i],
+                curr_of: curr_of[i],
+            };
+            self.check_task(i as TaskId, places, Some(listed))?;
         }
         // Per-CPU recounts from one pass over the tasks.
         let mut rt_queued_on = vec![0u32; self.rqs.len()];
@@ -196,52 +161,7 @@ impl Kernel {
             if listed as u32 != rt_queued {
                 return Err(violation!("CPU {}: {listed} tasks in the RT lists, {rt_queued} queued", rq.cpu));
             }
-            for &p in &rq.rt.pushable {
-                let task = &self.tasks[p as usize];
-                if !task.on_rt_rq || task.cpu != rq.cpu || rq.curr == Some(p) || task.nr_cpus_allowed() < 2 {
-                    return Err(violation!(
-                        "CPU {}: task {p} is pushable but not a queued, waiting, movable RT task here",
-                        rq.cpu
-                    ));
-                }
-            }
-            if rq.rt.overloaded == rq.rt.pushable.is_empty()
-                || rq.rt.overloaded != self.rds[rq.rd].rto_mask.contains(rq.cpu)
-            {
-                return Err(violation!(
-                    "CPU {}: overloaded={} with {} pushable",
-                    rq.cpu,
-                    rq.rt.overloaded,
-                    rq.rt.pushable.len()
-                ));
-            }
-            if rq.ttwu_pending == rq.wake_list.is_empty() {
-                return Err(violation!(
-                    "CPU {}: ttwu_pending={} with {} queued wakeups",
-                    rq.cpu,
-                    rq.ttwu_pending,
-                    rq.wake_list.len()
-                ));
-            }
-            for &t in &rq.wake_list {
-                let task = &self.tasks[t as usize];
-                if task.lb_wakelist {
-                    if task.on_rq != OnRq::Migrating {
-                        return Err(violation!(
-                            "load-balancer hand-off {t} on CPU {}'s wakelist is {:?}",
-                            rq.cpu,
-                            task.on_rq
-                        ));
-                    }
-                    continue;
-                }
-                if task.state != crate::sched::TaskState::Waking {
-                    return Err(violation!("task {t} on CPU {}'s wakelist in state {:?}", rq.cpu, task.state));
-                }
-                if task.on_rq == OnRq::Queued && !task.se.sched_delayed {
-                    return Err(violation!("task {t} on CPU {}'s wakelist is queued and not delayed", rq.cpu));
-                }
-            }
+            self.check_rq_lists(rq)?;
             let (fair_tasks, unthrottled) = (fair_on[rq.cpu], unthrottled_on[rq.cpu]);
             if rq.nr_running != unthrottled as u32 + rt_queued {
                 return Err(violation!(
@@ -253,6 +173,174 @@ impl Kernel {
             if cfs.tasks.len() != fair_tasks {
                 return Err(violation!("CPU {}: cfs_tasks has {}, recount = {fair_tasks}", rq.cpu, cfs.tasks.len()));
             }
+        }
+        Ok(())
+    }
+
+    /// A runqueue's RT pushable list, overload flags and wakelist against
+    /// the tasks they name.
+    pub(crate) fn check_rq_lists(&self, rq: &crate::sched::Rq) -> Result<(), InvariantError> {
+        for &p in &rq.rt.pushable {
+            let task = &self.tasks[p as usize];
+            if !task.on_rt_rq || task.cpu != rq.cpu || rq.curr == Some(p) || task.nr_cpus_allowed() < 2 {
+                return Err(violation!(
+                    "CPU {}: task {p} is pushable but not a queued, waiting, movable RT task here",
+                    rq.cpu
+                ));
+            }
+        }
+        if rq.rt.overloaded == rq.rt.pushable.is_empty()
+            || rq.rt.overloaded != self.rds[rq.rd].rto_mask.contains(rq.cpu)
+        {
+            return Err(violation!(
+                "CPU {}: overloaded={} with {} pushable",
+                rq.cpu,
+                rq.rt.overloaded,
+                rq.rt.pushable.len()
+            ));
+        }
+        if rq.ttwu_pending == rq.wake_list.is_empty() {
+            return Err(violation!(
+                "CPU {}: ttwu_pending={} with {} queued wakeups",
+                rq.cpu,
+                rq.ttwu_pending,
+                rq.wake_list.len()
+            ));
+        }
+        for &t in &rq.wake_list {
+            let task = &self.tasks[t as usize];
+            if task.lb_wakelist {
+                if task.on_rq != OnRq::Migrating {
+                    return Err(violation!(
+                        "load-balancer hand-off {t} on CPU {}'s wakelist is {:?}",
+                        rq.cpu,
+                        task.on_rq
+                    ));
+                }
+                continue;
+            }
+            if task.state != crate::sched::TaskState::Waking {
+                return Err(violation!("task {t} on CPU {}'s wakelist in state {:?}", rq.cpu, task.state));
+            }
+            if task.on_rq == OnRq::Queued && !task.se.sched_delayed {
+                return Err(violation!("task {t} on CPU {}'s wakelist is queued and not delayed", rq.cpu));
+            }
+        }
+        Ok(())
+    }
+
+    /// One cfs_rq's tree: well formed, its entities queued here and unchanged
+    /// since they went in, its vruntime sums recounted, its curr consistent.
+    pub(crate) fn check_cfs_tree(&self, q: crate::sched::CfsRqId) -> Result<(), InvariantError> {
+        let cfs = self.cfs(q);
+        self.timeline(q).check_queued().map_err(|source| InvariantError::Timeline { cpu: cfs.cpu, source })?;
+        let (mut sum, mut load) = (0i64, 0u64);
+        for t in self.timeline(q).iter() {
+            let se = &self.tasks[t as usize].se;
+            if self.cfs_rq_of(t) != q || !se.on_rq {
+                return Err(violation!("cfs_rq {q}: entity {t} in its tree belongs elsewhere or is not queued"));
+            }
+            sum += (se.vruntime - cfs.zero_vruntime) * se.load.weight as i64;
+            load += se.load.weight as u64;
+            let (d, v, s) = self.timeline(q).entity(t).unwrap();
+            if (d, v, s) != (se.deadline, se.vruntime, se.slice) {
+                return Err(violation!("cfs_rq {q} (CPU {}): entity {t} changed while in the tree", cfs.cpu));
+            }
+        }
+        if sum != cfs.avg_vruntime || load != cfs.avg_load {
+            return Err(violation!(
+                "cfs_rq {q} (CPU {}): avg_vruntime {} / avg_load {} but recount {sum} / {load}",
+                cfs.cpu,
+                cfs.avg_vruntime,
+                cfs.avg_load
+            ));
+        }
+        match cfs.curr {
+            Some(c) if self.entity_is_task(c) && self.rqs[cfs.cpu].curr != Some(c) => {
+                return Err(violation!(
+                    "cfs_rq {q}: curr {c} is not CPU {}'s curr {:?}",
+                    cfs.cpu,
+                    self.rqs[cfs.cpu].curr
+                ));
+            }
+            Some(c) if self.cfs_rq_of(c) != q => {
+                return Err(violation!("cfs_rq {q}: curr {c} belongs to cfs_rq {}", self.cfs_rq_of(c)));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One task's own state against where the runqueues hold it; `rt_listed`:
+    /// whether its CPU's RT list of its prio holds it, when known.
+    pub(crate) fn check_task(&self, t: TaskId, places: Places, rt_listed: Option<bool>) -> Result<(), InvariantError> {
+        let Places { running_on, switching, tree_of, curr_of } = places;
+        let task = &self.tasks[t as usize];
+        if task.on_cpu && running_on.is_none() && !switching {
+            return Err(violation!("task {t} has on_cpu set but no CPU runs it or is switching away from it"));
+        }
+        if switching && (!task.on_cpu || running_on.is_some()) {
+            return Err(violation!("task {t} is switching out but on_cpu={} running_on={:?}", task.on_cpu, running_on));
+        }
+        let queued = task.on_rq == OnRq::Queued;
+        if self.class_of(t) == SchedClass::Rt {
+            if queued != task.on_rt_rq || task.se.on_rq {
+                return Err(violation!(
+                    "RT task {t}: on_rq={:?} on_rt_rq={} se.on_rq={}",
+                    task.on_rq,
+                    task.on_rt_rq,
+                    task.se.on_rq
+                ));
+            }
+            if rt_listed.is_some_and(|in_queue| in_queue != queued) {
+                return Err(violation!("RT task {t} queued={queued} but in its prio list: {}", !queued));
+            }
+            return Ok(());
+        }
+        if task.on_rt_rq {
+            return Err(violation!("fair task {t} is on an rt_rq"));
+        }
+        // Task-based throttling: runnable, off every tree, on its cfs_rq's limbo list.
+        let in_limbo = self.cfs(self.cfs_rq_of(t)).limbo.contains(&t);
+        if task.throttled != in_limbo || (task.throttled && (!queued || task.se.on_rq)) {
+            return Err(violation!(
+                "task {t}: throttled={} but in its cfs_rq's limbo list: {in_limbo} (on_rq={:?}, se.on_rq={})",
+                task.throttled,
+                task.on_rq,
+                task.se.on_rq
+            ));
+        }
+        let queued = queued && !task.throttled;
+        if queued != task.se.on_rq {
+            return Err(violation!("task {t}: p->on_rq={:?} but se.on_rq={}", task.on_rq, task.se.on_rq));
+        }
+        if task.se.sched_delayed && !task.se.on_rq {
+            return Err(violation!("task {t} is sched_delayed but not queued"));
+        }
+        // Queued on exactly one cfs_rq: its group's on its CPU, in the tree or as curr.
+        let home = self.cfs_rq_of(t);
+        if let Some(q) = tree_of {
+            if q != home || !queued {
+                return Err(violation!(
+                    "task {t} is in cfs_rq {q}'s tree (CPU {}; task_cpu {}, home {home}, queued {queued})",
+                    self.cfs(q).cpu,
+                    task.cpu
+                ));
+            }
+        }
+        // The home tree's own slot for the task agrees with its list.
+        if self.timeline(home).contains(t) != (tree_of == Some(home)) {
+            return Err(violation!(
+                "task {t}: cfs_rq {home}'s tree marks it queued but does not list it, or the reverse"
+            ));
+        }
+        let in_tree = tree_of == Some(home);
+        let is_cfs_curr = curr_of == Some(home);
+        if queued && !(in_tree ^ is_cfs_curr) {
+            return Err(violation!("queued task {t} on cfs_rq {home}: in_tree={in_tree} cfs_curr={is_cfs_curr}"));
+        }
+        if let Some(q) = curr_of.filter(|&q| q != home) {
+            return Err(violation!("task {t} is curr of cfs_rq {q} (CPU {}) but its home is {home}", self.cfs(q).cpu));
         }
         Ok(())
     }
@@ -299,7 +387,7 @@ impl Kernel {
         }
         for (q, want) in counts.iter().enumerate() {
             let cfs = self.cfs(q);
-            self.timeline(q).check_queued().map_err(|source| InvariantError::Timeline { cpu: cfs.cpu, source })?;
+            self.check_cfs_tree(q)?;
             let checks = [
                 ("nr_running", cfs.nr_running as u64, want.nr as u64),
                 ("load_weight", cfs.load_weight, want.weight),
@@ -312,40 +400,6 @@ impl Kernel {
                 if have != want {
                     return Err(violation!("cfs_rq {q} (CPU {}): {name} = {have}, recount = {want}", cfs.cpu));
                 }
-            }
-            let (mut sum, mut load) = (0i64, 0u64);
-            for t in self.timeline(q).iter() {
-                let se = &self.tasks[t as usize].se;
-                if self.cfs_rq_of(t) != q || !se.on_rq {
-                    return Err(violation!("cfs_rq {q}: entity {t} in its tree belongs elsewhere or is not queued"));
-                }
-                sum += (se.vruntime - cfs.zero_vruntime) * se.load.weight as i64;
-                load += se.load.weight as u64;
-                let (d, v, s) = self.timeline(q).entity(t).unwrap();
-                if (d, v, s) != (se.deadline, se.vruntime, se.slice) {
-                    return Err(violation!("cfs_rq {q} (CPU {}): entity {t} changed while in the tree", cfs.cpu));
-                }
-            }
-            if sum != cfs.avg_vruntime || load != cfs.avg_load {
-                return Err(violation!(
-                    "cfs_rq {q} (CPU {}): avg_vruntime {} / avg_load {} but recount {sum} / {load}",
-                    cfs.cpu,
-                    cfs.avg_vruntime,
-                    cfs.avg_load
-                ));
-            }
-            match cfs.curr {
-                Some(c) if self.entity_is_task(c) && self.rqs[cfs.cpu].curr != Some(c) => {
-                    return Err(violation!(
-                        "cfs_rq {q}: curr {c} is not CPU {}'s curr {:?}",
-                        cfs.cpu,
-                        self.rqs[cfs.cpu].curr
-                    ));
-                }
-                Some(c) if self.cfs_rq_of(c) != q => {
-                    return Err(violation!("cfs_rq {q}: curr {c} belongs to cfs_rq {}", self.cfs_rq_of(c)));
-                }
-                _ => {}
             }
         }
         for (g, tg) in self.task_groups.iter().enumerate().skip(1) {

@@ -7,6 +7,7 @@ mod bandwidth;
 mod common;
 mod costs;
 mod eevdf;
+mod invariants;
 mod rt;
 mod syscalls;
 mod wakeup;

@@ -204,11 +204,22 @@ impl<'a> Engine<'a> {
             self.out.timers = timers;
         }
         if self.check_invariants {
+            // What this entry touched, every entry; the whole model every
+            // size/budget-th (amortized: `budget` tasks or CPUs per entry).
+            if let Err(e) = self.kernel.check_touched() {
+                self.fail_invariant(e);
+            }
             self.unchecked_entries += 1;
             let size = (self.kernel.tasks().len() + self.pending_ns.len()) as u64;
             if self.unchecked_entries >= size / self.invariant_budget {
                 self.check_now();
             }
+        }
+    }
+
+    fn fail_invariant(&mut self, source: schedlab_kernel::invariants::InvariantError) {
+        if self.error.is_none() {
+            self.error = Some(SimError::Invariant { at_ns: self.now, source });
         }
     }
 
@@ -220,9 +231,7 @@ impl<'a> Engine<'a> {
         }
         self.unchecked_entries = 0;
         if let Err(e) = self.kernel.check_invariants() {
-            if self.error.is_none() {
-                self.error = Some(SimError::Invariant { at_ns: self.now, source: e });
-            }
+            self.fail_invariant(e);
         }
     }
 

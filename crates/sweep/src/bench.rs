@@ -85,7 +85,8 @@ struct Sample {
 }
 
 /// The benchmark blocks, in the order they run; `--only` picks by substring.
-pub const BLOCKS: [&str; 7] = ["asym_min", "rt-pi-push", "schbench", "diff", "post-after-wait", "cgroups", "sweep"];
+pub const BLOCKS: [&str; 8] =
+    ["asym_min", "rt-pi-push", "schbench", "diff", "post-after-wait", "cgroups", "invariants", "sweep"];
 
 /// The table's header line.
 pub fn header() -> String {
@@ -211,6 +212,37 @@ pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<(
             peak[1] / peak[0].max(1.0)
         ));
     }
+    if wanted("invariants") {
+        // `--check-invariants` (issue 40: at most ~3x a run without): the
+        // scoped check after every entry plus the full recount every
+        // (tasks + CPUs)-th. The fork chain grows to ~2 000 RT tasks queued
+        // on two CPUs (a full recount after every entry took 167 s for its
+        // 0.56 s); asym_min and schbench-spr are the seeds' own scenarios.
+        let fork_chain = Scenario::from_toml_str("fork-chain.toml", FORK_CHAIN, &args.root).map_err(failed)?;
+        let cases = [
+            ("fork chain 5ms", fork_chain, 5_000_000),
+            ("asym_min 3s", scenario("asym_min.toml")?, 3_000_000_000),
+            ("schbench-spr 20ms", scenario("schbench-spr.toml")?, 20_000_000),
+        ];
+        for (label, s, ns) in cases {
+            let off = SimOptions { duration_ns: Some(ns), check_invariants: Some(false), ..Default::default() };
+            let on = SimOptions {
+                check_invariants: Some(true),
+                invariant_budget: Some(schedlab_sim::INVARIANT_BUDGET),
+                ..off.clone()
+            };
+            let plain = repeat(args.reps, || full(&s, &off))?;
+            let checked = repeat(args.reps, || full(&s, &on))?;
+            line(row(label, &plain));
+            line(row(&format!("{label} checked"), &checked));
+            line(format!(
+                "{:<26} checked / plain CPU time {:.2} (target: <= 3)",
+                "",
+                median(checked.iter().map(|x| x.cpu_s).collect())
+                    / median(plain.iter().map(|x| x.cpu_s).collect()).max(1e-9)
+            ));
+        }
+    }
     if wanted("sweep") {
         let path = args.root.join("scenarios/sweeps/itmt-delay-dequeue.toml");
         let samples = repeat(args.reps, || sweep(&path, args.jobs))?;
@@ -218,6 +250,14 @@ pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<(
     }
     Ok(())
 }
+
+/// Issue 40's fork chain: every child forks another and sleeps, so
+/// thousands of RT tasks are queued within 5 ms.
+const FORK_CHAIN: &str = "topology = \"smt-2x2\"\nduration = \"5ms\"\n\
+    [[thread]]\nname = \"parent\"\naffinity = \"0\"\n\
+    program = [{ run = \"100us\" }, { fork = \"child\" }, { sleep = \"200us\" }]\n\
+    [[thread]]\nname = \"child\"\ninstances = 0\naffinity = \"2-3\"\npolicy = \"fifo\"\nloop = 2\n\
+    program = [{ fork = \"child\" }, { sleep = \"20us\" }]\n";
 
 /// Issue 21's post-after-wait loop: the waiter posts right after each
 /// wakeup, the waker polls for it and signals again.

@@ -20,6 +20,8 @@ impl Kernel {
             self.update_rq_clock(cpu);
         }
         self.charge(self.topo.costs.kernel.enqueue_ns);
+        self.touched.cpu(cpu);
+        self.touched.task(t);
         self.class_of(t).enqueue_task(self, cpu, t, flags);
     }
 
@@ -29,6 +31,8 @@ impl Kernel {
             self.update_rq_clock(cpu);
         }
         self.charge(self.topo.costs.kernel.dequeue_ns);
+        self.touched.cpu(cpu);
+        self.touched.task(t);
         self.class_of(t).dequeue_task(self, cpu, t, flags)
     }
 

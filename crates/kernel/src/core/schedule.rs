@@ -145,6 +145,9 @@ impl Kernel {
                 // when this one starts from idle or from the stopper, whose
                 // pick may be the task still switching out here.
                 k.finish_task_switch(cpu);
+                for t in [from, next].into_iter().flatten() {
+                    k.touched.task(t);
+                }
                 if let Some(p) = from {
                     // prev stays on_cpu until the switch completes.
                     k.rqs[cpu].switching_out = Some(p);
@@ -194,6 +197,8 @@ impl Kernel {
     /// cost has been paid; a wakeup that must wait for it calls it early.
     pub fn finish_task_switch(&mut self, cpu: usize) {
         if let Some(p) = self.rqs[cpu].switching_out.take() {
+            self.touched.cpu(cpu);
+            self.touched.task(p);
             self.tasks[p as usize].on_cpu = false;
         }
     }

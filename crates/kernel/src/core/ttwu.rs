@@ -168,6 +168,8 @@ impl Kernel {
     /// false at once) and queue; the first entry raises the call-function IPI.
     fn __ttwu_queue_wakelist(&mut self, t: TaskId, cpu: usize) {
         self.charge(self.topo.costs.kernel.wakelist_ns);
+        self.touched.cpu(cpu);
+        self.touched.task(t);
         let rq = &mut self.rqs[cpu];
         rq.ttwu_pending = true;
         let first = rq.wake_list.is_empty();
@@ -326,6 +328,9 @@ impl Kernel {
             return;
         }
         let (pid, prio, orig) = (task.pid, task.prio, task.cpu);
+        self.touched.cpu(orig);
+        self.touched.cpu(new_cpu);
+        self.touched.task(t);
         self.emit(orig, EventKind::SchedMigrateTask { pid, prio, orig_cpu: orig as u32, dest_cpu: new_cpu as u32 });
         self.migrate_task_rq_fair(t, new_cpu);
         let task = &mut self.tasks[t as usize];
@@ -345,6 +350,8 @@ impl Kernel {
     ) -> bool {
         self.entry(now, exec_cpu, out, |k| {
             wake_flags |= WF_TTWU;
+            k.touched.task(t);
+            k.touched.cpu(k.tasks[t as usize].cpu);
             let task = &k.tasks[t as usize];
             if !matches!(task.state, TaskState::Interruptible | TaskState::Uninterruptible) {
                 return false;

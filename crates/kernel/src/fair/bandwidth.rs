@@ -353,6 +353,7 @@ impl Kernel {
                 se = self.cfs(pq).se;
             }
             if dequeued_all {
+                self.touched.cpu(cpu);
                 self.rqs[cpu].nr_running -= delta.queued;
             }
         }

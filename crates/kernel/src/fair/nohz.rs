@@ -80,6 +80,7 @@ impl Kernel {
     /// `add_nr_running()`: a second task on a runqueue marks the root domain overloaded.
     pub(crate) fn add_nr_running(&mut self, cpu: usize, n: u32) {
         let prev = self.rqs[cpu].nr_running;
+        self.touched.cpu(cpu);
         self.rqs[cpu].nr_running += n;
         if prev < 2 && self.rqs[cpu].nr_running >= 2 {
             let rd = self.rqs[cpu].rd;

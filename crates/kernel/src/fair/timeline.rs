@@ -400,25 +400,38 @@ impl<'a> TimelineRef<'a> {
     /// inserted), so a kernel with thousands of tasks and hundreds of runqueues can
     /// afford it every step (whether each task's slot agrees is the caller's check).
     pub fn check_queued(self) -> Result<(), TimelineError> {
-        let mut order = Vec::with_capacity(self.t.len);
-        self.check_sub(self.t.root, &mut order, 0)?;
-        if let Some(w) = order.windows(2).find(|w| !self.before(w[0], w[1])) {
-            bail!("in-order keys not increasing at {} -> {}", w[0], w[1]);
+        // The threaded list is walked alongside the tree's in-order walk, so
+        // nothing is collected (this runs after every kernel entry under the
+        // scoped invariant checks).
+        let mut walk = ListWalk { at: self.t.head, prev: NIL, seen: 0 };
+        self.check_sub(self.t.root, &mut walk, 0)?;
+        if walk.at != NIL {
+            bail!("the list goes on at {} after the tree's last node", walk.at);
         }
-        let forward: Vec<u32> = self.iter().take(self.t.len + 1).collect();
-        let mut backward = Vec::with_capacity(self.t.len);
-        let mut cur = self.t.tail;
-        while cur != NIL && backward.len() <= self.t.len {
-            backward.push(cur);
-            cur = self.nodes[cur as usize].prev;
+        if self.t.tail != walk.prev {
+            bail!("tail {} but the tree's last node is {}", self.t.tail, walk.prev);
         }
-        backward.reverse();
-        if forward != order || backward != order {
-            bail!("list {forward:?} / reversed {backward:?} differ from tree {order:?}");
+        if walk.seen != self.t.len {
+            bail!("len {} but {} in tree", self.t.len, walk.seen);
         }
-        if order.len() != self.t.len {
-            bail!("len {} but {} in tree", self.t.len, order.len());
+        Ok(())
+    }
+
+    /// The next node of the in-order walk is `t`: the list must be at it,
+    /// linked back to the one before, with keys increasing.
+    fn visit(self, t: u32, walk: &mut ListWalk) -> Result<(), TimelineError> {
+        if walk.at != t {
+            bail!("the list has {} where the tree's order has {t}", walk.at);
         }
+        if self.nodes[t as usize].prev != walk.prev {
+            bail!("node {t} links back to {} but follows {}", self.nodes[t as usize].prev, walk.prev);
+        }
+        if walk.prev != NIL && !self.before(walk.prev, t) {
+            bail!("in-order keys not increasing at {} -> {t}", walk.prev);
+        }
+        walk.prev = t;
+        walk.at = self.nodes[t as usize].next;
+        walk.seen += 1;
         Ok(())
     }
 
@@ -452,7 +465,7 @@ impl<'a> TimelineRef<'a> {
     }
 
     /// Validate subtree `t`, appending its in-order ids; returns its height.
-    fn check_sub(self, t: u32, order: &mut Vec<u32>, depth: usize) -> Result<u8, TimelineError> {
+    fn check_sub(self, t: u32, walk: &mut ListWalk, depth: usize) -> Result<u8, TimelineError> {
         if t == NIL {
             return Ok(0);
         }
@@ -463,9 +476,9 @@ impl<'a> TimelineRef<'a> {
         if n.owner != self.t.id {
             bail!("node {t} in timeline {}'s tree is marked as timeline {}'s", self.t.id, n.owner);
         }
-        let hl = self.check_sub(n.kid[0], order, depth + 1)?;
-        order.push(t);
-        let hr = self.check_sub(n.kid[1], order, depth + 1)?;
+        let hl = self.check_sub(n.kid[0], walk, depth + 1)?;
+        self.visit(t, walk)?;
+        let hr = self.check_sub(n.kid[1], walk, depth + 1)?;
         if hl.abs_diff(hr) > 1 {
             bail!("node {t}: unbalanced, children heights {hl}/{hr}");
         }
@@ -475,6 +488,15 @@ impl<'a> TimelineRef<'a> {
         }
         Ok(n.height)
     }
+}
+
+/// Where [`TimelineRef::check_queued`]'s walk of the threaded list is.
+struct ListWalk {
+    /// The list's node expected next.
+    at: u32,
+    /// The node visited last.
+    prev: u32,
+    seen: usize,
 }
 
 #[cfg(test)]
@@ -557,6 +579,30 @@ mod tests {
         assert_eq!((t.first(), t.last(), t.len()), (Some(4), Some(3), 5));
         assert_eq!(t.entity(2), Some((20, 0, 1)));
         assert_eq!(t.entity(9), None);
+    }
+
+    #[test]
+    fn check_queued_finds_a_broken_list() {
+        let mut t = Solo::new();
+        for (id, d) in [(3, 30), (1, 10), (4, -5), (2, 20), (0, 25)] {
+            t.insert(id, d, 0, 1);
+        }
+        t.r().check_queued().unwrap();
+        // In order: 4, 1, 2, 0, 3.
+        type Corrupt = fn(&mut Solo);
+        let corruptions: [(&str, Corrupt); 5] = [
+            ("the list has", |t| t.n.nodes[1].next = 0),
+            ("links back", |t| t.n.nodes[2].prev = 4),
+            ("tail", |t| t.t.tail = 0),
+            ("len", |t| t.t.len = 4),
+            ("goes on", |t| t.n.nodes[3].next = 1),
+        ];
+        for (what, corrupt) in corruptions {
+            let mut broken = Solo { t: t.t.clone(), n: t.n.clone() };
+            corrupt(&mut broken);
+            let err = broken.r().check_queued().expect_err(what).to_string();
+            assert!(err.contains(what), "{what}: {err}");
+        }
     }
 
     #[test]

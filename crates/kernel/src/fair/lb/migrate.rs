@@ -243,6 +243,8 @@ impl Kernel {
         debug_assert_eq!(self.tasks[p as usize].on_rq, OnRq::Migrating);
         self.tasks[p as usize].on_rq = OnRq::Migrating;
         self.tasks[p as usize].lb_wakelist = true;
+        self.touched.cpu(cpu);
+        self.touched.task(p);
         let rq = &mut self.rqs[cpu];
         rq.ttwu_pending = true;
         let first = rq.wake_list.is_empty();
