@@ -216,6 +216,8 @@ pub struct SimResult {
     pub notes: Vec<String>,
     /// Number of events processed by the engine.
     pub steps: u64,
+    /// Trace events the run emitted, kept or streamed.
+    pub events: u64,
     /// Per thread, rt-app's log rows (empty unless [`SimOptions::rtapp_log`]
     /// and the thread came from an rt-app file).
     pub rtapp_log: Vec<Vec<RtAppRow>>,
@@ -498,6 +500,7 @@ fn simulate_inner(
         obs.start(&table);
     }
     let mut steps = 0u64;
+    let mut streamed = 0u64;
     let max_events = opts.memory_budget.as_ref().map_or(u64::MAX, |b| b.bytes / TRACE_EVENT_BYTES);
     let (limit, why) = match opts.max_steps_per_us {
         Some(n) => (n, "--max-steps-per-us".to_string()),
@@ -530,6 +533,7 @@ fn simulate_inner(
             return Err(SimError::Livelock { steps: window_steps, at_ns: window_start, limit, why });
         }
         if let Some(obs) = sink.as_mut() {
+            streamed += engine.trace.len() as u64;
             engine.stream_to(&mut |e| obs.event(e));
         } else if engine.trace.len() as u64 > max_events {
             return Err(SimError::MemoryBudget {
@@ -541,6 +545,7 @@ fn simulate_inner(
         }
     }
     if let Some(obs) = sink.as_mut() {
+        streamed += engine.trace.len() as u64;
         engine.stream_to(&mut |e| obs.event(e));
     }
     engine.check_now();
@@ -551,6 +556,7 @@ fn simulate_inner(
     // The trace; what the kernel emitted after the last drain, and emits
     // below while settling the clocks, is left out.
     let events = std::mem::take(&mut engine.trace);
+    let emitted = streamed + events.len() as u64;
     let mut scratch = Outbox::new();
     for cpu in 0..topo.nr_cpus() {
         if engine.kernel.curr(cpu).is_some() {
@@ -607,6 +613,7 @@ fn simulate_inner(
         groups,
         notes,
         steps,
+        events: emitted,
         rtapp_log,
         kernel_stats: engine.kernel.stats_at(end_ns),
     })
