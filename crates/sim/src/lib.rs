@@ -434,16 +434,19 @@ fn simulate_inner(
     notes.extend(group_notes);
 
     let check = opts.check_invariants.unwrap_or(cfg!(debug_assertions));
+    let mut hw = hw::Hardware::new(&topo, seed);
+    let noise_starts = hw.noise_starts();
+    let noise_streams = noise_starts.len();
     let mut engine = Engine {
         scenario,
         kernel,
         out,
         groups: group_map,
-        hw: hw::Hardware::new(&topo, seed),
+        hw,
         threads,
         task_thread,
         objects: workload::initial_objects(scenario),
-        queue: queue::EventQueue::with_keys(engine::KEYS_PER_CPU * topo.nr_cpus()),
+        queue: queue::EventQueue::with_keys(engine::noise_key(topo.nr_cpus(), noise_streams)),
         now: 0,
         trace: Vec::new(),
         check_invariants: check,
@@ -470,8 +473,8 @@ fn simulate_inner(
     }
     // The groups' setup armed their bandwidth timers.
     engine.drain();
-    for (i, (_cpu, at)) in engine.hw.noise_starts().into_iter().enumerate() {
-        engine.queue.push(at, Ev::Noise(i));
+    for (i, (_cpu, at)) in noise_starts.into_iter().enumerate() {
+        engine.queue.push_keyed(engine::noise_key(topo.nr_cpus(), i), at, Ev::Noise(i));
     }
     if scenario.background == Background::Kernel {
         // The real runner starts each thread as SCHED_OTHER and switches it
