@@ -126,6 +126,7 @@ impl RtAppCollector {
                     let acc = self.phases.entry((pid, phase)).or_insert_with(Acc::new);
                     push(&mut acc.wu_lat_us, wu_lat.max(0) as u64);
                     push(&mut acc.slack_us, slack.max(0) as u64);
+                    let slack = i64::from(slack);
                     acc.slack_min_us = Some(acc.slack_min_us.map_or(slack, |m| m.min(slack)));
                     acc.late += u64::from(slack < 0);
                 }

@@ -11,7 +11,7 @@ fn pass(start: bool, phase: u32) -> UserOp {
     UserOp::RtAppLoop { start, thread_loop: 0, phase, phase_loop: 0 }
 }
 
-fn stats(wu_lat: i64, slack: i64) -> UserOp {
+fn stats(wu_lat: i32, slack: i32) -> UserOp {
     UserOp::RtAppStats { period: 10_000, run: 2_000, wu_lat, slack, c_period: 10_000, c_run: 2_000 }
 }
 
@@ -22,7 +22,7 @@ fn passes_pair_by_thread_and_phase_and_stats_belong_to_the_pass_that_ended() {
     for k in 0..2u64 {
         events.push(marker(k * 10_000 * US, 0, 10, pass(true, 0)));
         events.push(marker(k * 10_000 * US + 10_000 * US, 0, 10, pass(false, 0)));
-        events.push(marker(k * 10_000 * US + 10_000 * US, 0, 10, stats(100 + k as i64 * 50, 7_000)));
+        events.push(marker(k * 10_000 * US + 10_000 * US, 0, 10, stats(100 + k as i32 * 50, 7_000)));
     }
     events.push(marker(20_000 * US, 0, 10, pass(true, 1)));
     events.push(marker(23_000 * US, 0, 10, pass(false, 1)));

@@ -7,7 +7,9 @@
 //! would count.
 
 use clap::Args;
-use schedlab_sweep::bench::{bench as run_benchmarks, bench_rows, header, targets, BenchOptions, BLOCKS};
+use schedlab_sweep::bench::{
+    bench as run_benchmarks, bench_rows, header, reference_row, targets, BenchOptions, BLOCKS,
+};
 use schedlab_topology::parse_duration;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -17,7 +19,20 @@ use std::time::Duration;
 
 use schedlab_helper::{Helper, HelperError};
 
-use crate::error::{CliError, Result};
+use crate::error::Result;
+
+/// A block of `schedlab bench` that could not run in its own process.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("bench: cannot find this program: {0}")]
+    Exe(std::io::Error),
+    #[error("bench: the `{block}` benchmarks: {source}")]
+    Child { block: &'static str, source: HelperError },
+    #[error("bench: reading the `{block}` benchmarks: {source}")]
+    Read { block: &'static str, source: std::io::Error },
+    #[error("bench: the `{block}` benchmarks failed ({status}); their error is above")]
+    Failed { block: &'static str, status: std::process::ExitStatus },
+}
 
 #[derive(Args)]
 #[command(after_help = crate::examples::BENCH)]
@@ -42,6 +57,10 @@ pub struct BenchArgs {
     /// Print the rows only (what each block's child process does).
     #[arg(long, hide = true)]
     pub rows_only: bool,
+    /// The reference loop's CPU ns per event, measured by the parent
+    /// `schedlab bench` (what each block's child divides its rows by).
+    #[arg(long, hide = true)]
+    pub reference_ns: Option<f64>,
 }
 
 pub fn bench(args: BenchArgs) -> Result {
@@ -51,6 +70,7 @@ pub fn bench(args: BenchArgs) -> Result {
         schbench_duration: args.schbench_duration,
         jobs: args.jobs,
         only: args.only.clone(),
+        reference_ns: args.reference_ns,
     };
     // Each row as it is measured; the first failed write ends the command.
     let mut failed = None;
@@ -65,8 +85,12 @@ pub fn bench(args: BenchArgs) -> Result {
         run_benchmarks(&opts, &mut line)?;
     } else {
         line(header());
+        // The reference goes first, measured here; each block's process
+        // divides its rows by it.
+        let (reference, ns) = reference_row(args.reps);
+        line(reference);
         for block in BLOCKS {
-            block_in_child(&args, block, &mut line)?;
+            block_in_child(&args, block, ns, &mut line)?;
         }
         line(String::new());
         line(targets());
@@ -79,16 +103,17 @@ pub fn bench(args: BenchArgs) -> Result {
 const BLOCK_LIMIT_PER_REP: Duration = Duration::from_secs(20 * 60);
 
 /// Run `block` in a child `schedlab bench`, passing its rows on as they come.
-fn block_in_child(args: &BenchArgs, block: &str, line: &mut dyn FnMut(String)) -> Result {
-    let exe = std::env::current_exe().map_err(|e| CliError::Bench(format!("cannot find this program: {e}")))?;
+fn block_in_child(args: &BenchArgs, block: &'static str, reference_ns: f64, line: &mut dyn FnMut(String)) -> Result {
+    let exe = std::env::current_exe().map_err(BenchError::Exe)?;
     let mut cmd = Command::new(exe);
     cmd.args(["bench", "--rows-only", "--only", block, "--reps", &args.reps.to_string()])
         .arg("--root")
         .arg(&args.root)
         .args(["--schbench-duration", &format!("{}ns", args.schbench_duration), "--jobs", &args.jobs.to_string()])
+        .args(["--reference-ns", &reference_ns.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped());
-    let failed = |e: HelperError| CliError::Bench(format!("the `{block}` benchmarks: {e}"));
+    let failed = |source: HelperError| BenchError::Child { block, source };
     let mut child = Helper::spawn(&mut cmd, BLOCK_LIMIT_PER_REP * args.reps).map_err(failed)?;
     // Lines come through a thread, so that the time limit holds while the
     // child prints nothing.
@@ -103,7 +128,7 @@ fn block_in_child(args: &BenchArgs, block: &str, line: &mut dyn FnMut(String)) -
     });
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(l) => line(l.map_err(|e| CliError::Bench(format!("reading the `{block}` benchmarks: {e}")))?),
+            Ok(l) => line(l.map_err(|source| BenchError::Read { block, source })?),
             // Past its limit the child is stopped, which closes its pipe.
             Err(RecvTimeoutError::Timeout) => {
                 child.try_wait().map_err(failed)?;
@@ -113,7 +138,7 @@ fn block_in_child(args: &BenchArgs, block: &str, line: &mut dyn FnMut(String)) -
     }
     let status = child.wait().map_err(failed)?;
     if !status.success() {
-        return Err(CliError::Bench(format!("the `{block}` benchmarks failed ({status}); their error is above")).into());
+        return Err(BenchError::Failed { block, status }.into());
     }
     Ok(())
 }

@@ -83,9 +83,6 @@ pub enum CliError {
          or raise the limit with {raise_with}"
     )]
     CaptureTooLarge { cpus: u64, buffer_kb: u64, factor: f64, need: String, budget: String, raise_with: String },
-    /// `schedlab bench` could not run one of its blocks.
-    #[error("bench: {0}")]
-    Bench(String),
     /// A Slurm sweep whose array or merge did not succeed.
     #[error("{0}")]
     SlurmSweep(String),

@@ -94,7 +94,8 @@ enum Cmd {
     Hunt(hunt::HuntArgs),
     /// Measure the simulator on asym_min, rt-pi-push, schbench-spr (alone and as a diff of two settings), post-after-wait, 16 and 64 cgroups of 64 threads, and the seed-000 sweep:
     /// wall and CPU time, simulated time and trace events and engine steps per CPU second,
-    /// peak RSS (median of --reps).
+    /// CPU ns per trace event and its ratio to a reference discrete-event loop measured in the
+    /// same run, peak RSS (median of --reps).
     Bench(bench::BenchArgs),
     /// List the sched_features the model knows, with each kernel profile's defaults.
     #[command(after_help = examples::FEATURES)]

@@ -515,11 +515,27 @@ fn bench_rows_of_one_block_come_without_the_table_around_them() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 1, "{out}");
     assert!(lines[0].starts_with("rt-pi-push (qemu-4)"), "{out}");
-    // With --only in this process: the header, the row, the targets.
+    // With --only in this process: the header, the reference loop, the
+    // row, the targets.
     let out = ok(&["bench", "--only", "rt-pi-push", "--reps", "1"]);
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].starts_with("benchmark") && lines[1].starts_with("rt-pi-push"), "{out}");
-    assert!(lines.last().unwrap().starts_with("targets (issue 16)"), "{out}");
+    assert!(lines[0].starts_with("benchmark") && lines[2].starts_with("rt-pi-push"), "{out}");
+    assert!(lines.last().unwrap().starts_with("targets (issue 39"), "{out}");
+    // Every row has its ns per event and their ratio to the reference's,
+    // measured in the same run: the columns named in the header.
+    // Columns are right-aligned: a cell ends where its heading does.
+    let end_of = |name: &str| lines[0].find(name).unwrap_or_else(|| panic!("no {name} column: {out}")) + name.len();
+    let cell = |line: &str, end: usize| line[..end].split_whitespace().last().unwrap_or_default().to_string();
+    let (ns_end, ref_end) = (end_of("ns/event"), end_of("x ref"));
+    assert!(lines[1].starts_with(schedlab_sweep::bench::REFERENCE_ROW), "{out}");
+    assert_eq!(cell(lines[1], ref_end), "1.0x", "the reference is its own unit: {out}");
+    let ref_ns: f64 = cell(lines[1], ns_end).parse().unwrap_or_else(|_| panic!("reference ns/event: {out}"));
+    let ns: f64 = cell(lines[2], ns_end).parse().unwrap_or_else(|_| panic!("rt-pi-push ns/event: {out}"));
+    let ratio: f64 =
+        cell(lines[2], ref_end).trim_end_matches('x').parse().unwrap_or_else(|_| panic!("rt-pi-push x ref: {out}"));
+    assert!(ref_ns > 0.0 && ns > 0.0, "{out}");
+    // Printed to 0.1 ns and 0.1x: the ratio is the quotient of the two.
+    assert!((ratio - ns / ref_ns).abs() <= 0.05 + 0.1 / ref_ns * ratio, "{ratio} vs {ns} / {ref_ns}: {out}");
     // A row's name is not a block's: an empty table would look like a result.
     let e = err(&["bench", "--only", "schbench-spr 1s", "--reps", "1"]);
     assert!(e.contains("names no benchmark block") && e.contains("asym_min, rt-pi-push, schbench"), "{e}");

@@ -97,6 +97,8 @@ pub(crate) enum Ev {
 
 /// Keys of the per-CPU timers in the event queue, re-armed in place (see
 /// `queue`): the next op boundary, the tick, the end of a context switch.
+/// After them, one key per noise stream (each has one arrival pending,
+/// re-armed as it pops).
 pub(crate) const KEYS_PER_CPU: usize = 3;
 
 fn work_key(cpu: usize) -> usize {
@@ -109,6 +111,11 @@ fn tick_key(cpu: usize) -> usize {
 
 fn switch_key(cpu: usize) -> usize {
     cpu * KEYS_PER_CPU + 2
+}
+
+/// The queue key of noise stream `i` on a machine of `nr_cpus` CPUs.
+pub(crate) fn noise_key(nr_cpus: usize, i: usize) -> usize {
+    nr_cpus * KEYS_PER_CPU + i
 }
 
 pub(crate) struct Engine<'a> {
@@ -402,7 +409,7 @@ impl<'a> Engine<'a> {
     fn noise(&mut self, i: usize) {
         let busy = self.kernel.curr(self.hw.noise_cpu(i)).is_some();
         let (cpu, a) = self.hw.noise_arrives(i, self.now, busy);
-        self.queue.push(a.next_at, Ev::Noise(i));
+        self.queue.push_keyed(noise_key(self.hw.nr_cpus(), i), a.next_at, Ev::Noise(i));
         if a.duration_ns == 0 {
             return;
         }

@@ -262,6 +262,8 @@ pub struct SimResult {
     pub notes: Vec<String>,
     /// Number of events processed by the engine.
     pub steps: u64,
+    /// Trace events the run emitted, kept or streamed.
+    pub events: u64,
     /// Per thread, rt-app's log rows (empty unless [`SimOptions::rtapp_log`]
     /// and the thread came from an rt-app file).
     pub rtapp_log: Vec<Vec<RtAppRow>>,
@@ -479,16 +481,19 @@ fn simulate_inner(
 
     let check = opts.check_invariants.unwrap_or_else(invariants_by_default);
     kernel.track_touched(check);
+    let mut hw = hw::Hardware::new(&topo, seed);
+    let noise_starts = hw.noise_starts();
+    let noise_streams = noise_starts.len();
     let mut engine = Engine {
         scenario,
         kernel,
         out,
         groups: group_map,
-        hw: hw::Hardware::new(&topo, seed),
+        hw,
         threads,
         task_thread,
         objects: workload::initial_objects(scenario),
-        queue: queue::EventQueue::with_keys(engine::KEYS_PER_CPU * topo.nr_cpus()),
+        queue: queue::EventQueue::with_keys(engine::noise_key(topo.nr_cpus(), noise_streams)),
         now: 0,
         trace: Vec::new(),
         check_invariants: check,
@@ -515,8 +520,8 @@ fn simulate_inner(
     }
     // The groups' setup armed their bandwidth timers.
     engine.drain();
-    for (i, (_cpu, at)) in engine.hw.noise_starts().into_iter().enumerate() {
-        engine.queue.push(at, Ev::Noise(i));
+    for (i, (_cpu, at)) in noise_starts.into_iter().enumerate() {
+        engine.queue.push_keyed(engine::noise_key(topo.nr_cpus(), i), at, Ev::Noise(i));
     }
     if scenario.background == Background::Kernel {
         // The real runner starts each thread as SCHED_OTHER and switches it
@@ -545,6 +550,7 @@ fn simulate_inner(
         obs.start(&table);
     }
     let mut steps = 0u64;
+    let mut streamed = 0u64;
     let max_events = opts.memory_budget.as_ref().map_or(u64::MAX, |b| b.bytes / TRACE_EVENT_BYTES);
     let (limit, why) = match opts.max_steps_per_us {
         Some(n) => (n, "--max-steps-per-us".to_string()),
@@ -577,6 +583,7 @@ fn simulate_inner(
             return Err(SimError::Livelock { steps: window_steps, at_ns: window_start, limit, why });
         }
         if let Some(obs) = sink.as_mut() {
+            streamed += engine.trace.len() as u64;
             engine.stream_to(&mut |e| obs.event(e));
             // Nothing is kept, so the budget is the whole process's: looked
             // at on the first step (a budget below what the program itself
@@ -603,6 +610,7 @@ fn simulate_inner(
         }
     }
     if let Some(obs) = sink.as_mut() {
+        streamed += engine.trace.len() as u64;
         engine.stream_to(&mut |e| obs.event(e));
     }
     engine.check_now();
@@ -613,6 +621,7 @@ fn simulate_inner(
     // The trace; what the kernel emitted after the last drain, and emits
     // below while settling the clocks, is left out.
     let events = std::mem::take(&mut engine.trace);
+    let emitted = streamed + events.len() as u64;
     let mut scratch = Outbox::new();
     for cpu in 0..topo.nr_cpus() {
         if engine.kernel.curr(cpu).is_some() {
@@ -669,6 +678,7 @@ fn simulate_inner(
         groups,
         notes,
         steps,
+        events: emitted,
         rtapp_log,
         kernel_stats: engine.kernel.stats_at(end_ns),
     })

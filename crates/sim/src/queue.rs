@@ -22,6 +22,14 @@
 //! earlier than a lane's last event keeps one far event (the run's end)
 //! from closing a lane to all the near ones. The pop order is the same
 //! total order.
+//!
+//! Two shortcuts keep a pop cheap without changing that order: the earliest
+//! one-shot event (heap top or a lane's front) is remembered, and found
+//! again only when a one-shot event pops, so a keyed pop compares two
+//! values; and a popped keyed entry stays at the keyed heap's root until
+//! the next pop, so that re-arming the same key before then (a CPU's next
+//! op boundary after it ran, the next tick after a tick) replaces it in
+//! place with one sift down instead of a removal and an insertion.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -39,6 +47,9 @@ pub struct EventQueue<T> {
     /// Latest time of any event that was replaced or cancelled before it
     /// popped: the time a drained queue would have reached had it popped it.
     dropped_max: u64,
+    /// The earliest one-shot event's order and where it is (a lane's
+    /// index, or `LANES` for the heap); `None` when there is none.
+    one_shot: Option<(u128, usize)>,
 }
 
 /// FIFO lanes for one-shot events: schbench needs one (its sleeps); the
@@ -75,6 +86,12 @@ impl<T> Ord for Slot<T> {
 
 /// An indexed binary min-heap of keys ordered by `(time, seq)`, with each
 /// key's position so that an entry can be moved or removed in O(log n).
+///
+/// A popped entry is not removed at once: it stays at the root, no longer
+/// pending (`popped`), until the next pop removes it, unless its key is
+/// armed again first, which then overwrites it in place. Meanwhile every
+/// other entry armed has a later order than it (a later or equal time and a
+/// larger sequence number), so it stays the root whatever else moves.
 #[derive(Debug)]
 struct KeyedHeap<T> {
     /// `(order, key)`, heap-ordered, where `order` packs `(time, seq)` into
@@ -83,6 +100,8 @@ struct KeyedHeap<T> {
     /// Index in `heap` of each key's entry, or `NONE`.
     pos: Vec<u32>,
     payload: Vec<Option<T>>,
+    /// The key whose entry at the root has popped.
+    popped: Option<u32>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -98,16 +117,50 @@ fn time_of(order: u128) -> u64 {
 
 impl<T> KeyedHeap<T> {
     fn new(keys: usize) -> Self {
-        KeyedHeap { heap: Vec::with_capacity(keys), pos: vec![NONE; keys], payload: (0..keys).map(|_| None).collect() }
+        KeyedHeap {
+            heap: Vec::with_capacity(keys),
+            pos: vec![NONE; keys],
+            payload: (0..keys).map(|_| None).collect(),
+            popped: None,
+        }
     }
 
+    /// The earliest pending entry's order: the root's, or with the root
+    /// popped, the smaller of its children's.
     fn top(&self) -> Option<u128> {
-        self.heap.first().map(|&(o, _)| o)
+        if self.popped.is_none() {
+            return self.heap.first().map(|&(o, _)| o);
+        }
+        match (self.heap.get(1), self.heap.get(2)) {
+            (Some(&(a, _)), Some(&(b, _))) => Some(a.min(b)),
+            (a, _) => a.map(|&(o, _)| o),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.heap.len() - usize::from(self.popped.is_some())
     }
 
     /// Insert or move `key` to `(at, seq)`; returns the time it replaced.
     fn set(&mut self, key: u32, at: u64, seq: u64, ev: T) -> Option<u64> {
         self.payload[key as usize] = Some(ev);
+        if self.popped == Some(key) {
+            // Re-armed after it popped: it takes its own old place at the
+            // root, and its new order (later than every pending one's
+            // predecessor) can only move it down.
+            self.popped = None;
+            self.heap[0] = (order(at, seq), key);
+            self.sift_down(0);
+            return None;
+        }
+        if let Some(gone) = self.popped {
+            // An entry earlier than the popped root would displace it: take
+            // the root out first (the engine never arms one in the past).
+            if order(at, seq) < self.heap[0].0 {
+                self.popped = None;
+                self.remove_root(gone);
+            }
+        }
         let p = self.pos[key as usize];
         if p == NONE {
             let i = self.heap.len();
@@ -133,7 +186,7 @@ impl<T> KeyedHeap<T> {
     /// Remove `key`'s pending entry; returns its time.
     fn remove(&mut self, key: u32) -> Option<u64> {
         let p = self.pos[key as usize];
-        if p == NONE {
+        if p == NONE || self.popped == Some(key) {
             return None;
         }
         let i = p as usize;
@@ -151,18 +204,28 @@ impl<T> KeyedHeap<T> {
         Some(at)
     }
 
+    /// Pop the earliest pending entry; it stays at the root until the
+    /// next pop (or its key's next `set`).
     fn pop(&mut self) -> Option<(u64, T)> {
+        if let Some(gone) = self.popped.take() {
+            self.remove_root(gone);
+        }
         let &(o, key) = self.heap.first()?;
-        let at = time_of(o);
         let ev = self.payload[key as usize].take().expect("a pending key has a payload");
+        self.popped = Some(key);
+        Some((time_of(o), ev))
+    }
+
+    /// Take the popped entry at the root out of the heap.
+    fn remove_root(&mut self, key: u32) {
+        debug_assert_eq!(self.pos[key as usize], 0, "a popped entry stays at the root");
         self.pos[key as usize] = NONE;
-        let last = self.heap.pop().expect("non-empty");
+        let last = self.heap.pop().expect("the popped entry is in the heap");
         if !self.heap.is_empty() {
             self.heap[0] = last;
             self.pos[last.1 as usize] = 0;
             self.sift_down(0);
         }
-        Some((at, ev))
     }
 
     fn sift_up(&mut self, mut i: usize) {
@@ -224,6 +287,7 @@ impl<T> EventQueue<T> {
             keyed: KeyedHeap::new(keys),
             seq: 0,
             dropped_max: 0,
+            one_shot: None,
         }
     }
 
@@ -238,20 +302,28 @@ impl<T> EventQueue<T> {
             .iter()
             .position(|l| l.delay == delay && !l.events.is_empty())
             .or_else(|| self.lanes.iter().position(|l| l.events.is_empty()));
-        match lane {
+        let place = match lane {
             Some(i) if at >= self.now => {
                 let l = &mut self.lanes[i];
                 debug_assert!(l.events.back().is_none_or(|&(last, _)| last < o), "a lane stays in order");
                 l.delay = delay;
                 l.events.push_back((o, ev));
+                i
             }
-            _ => self.heap.push(Reverse((o, Slot(ev)))),
+            _ => {
+                self.heap.push(Reverse((o, Slot(ev))));
+                LANES
+            }
+        };
+        // Behind a lane's front it cannot be the earliest; elsewhere it may.
+        if self.one_shot.is_none_or(|(t, _)| o < t) {
+            self.one_shot = Some((o, place));
         }
     }
 
     /// The earliest one-shot event's order, and where it is: a lane's index,
-    /// or `LANES` for the heap.
-    fn one_shot_top(&self) -> Option<(u128, usize)> {
+    /// or `LANES` for the heap (found again after a one-shot pop).
+    fn find_one_shot_top(&self) -> Option<(u128, usize)> {
         let mut top = self.heap.peek().map(|Reverse((o, _))| (*o, LANES));
         for (i, l) in self.lanes.iter().enumerate() {
             if let Some(&(o, _)) = l.events.front() {
@@ -280,11 +352,19 @@ impl<T> EventQueue<T> {
     }
 
     pub fn pop(&mut self) -> Option<(u64, T)> {
-        let popped = match (self.one_shot_top(), self.keyed.top()) {
+        let popped = match (self.one_shot, self.keyed.top()) {
             (Some((h, _)), Some(k)) if k < h => self.keyed.pop(),
             (None, Some(_)) => self.keyed.pop(),
-            (Some((_, i)), _) if i < LANES => self.lanes[i].events.pop_front().map(|(o, ev)| (time_of(o), ev)),
-            _ => self.heap.pop().map(|Reverse((o, Slot(ev)))| (time_of(o), ev)),
+            (None, None) => None,
+            (Some((_, i)), _) => {
+                let ev = if i < LANES {
+                    self.lanes[i].events.pop_front().map(|(o, ev)| (time_of(o), ev))
+                } else {
+                    self.heap.pop().map(|Reverse((o, Slot(ev)))| (time_of(o), ev))
+                };
+                self.one_shot = self.find_one_shot_top();
+                ev
+            }
         };
         if let Some((at, _)) = popped {
             self.now = at;
@@ -293,7 +373,7 @@ impl<T> EventQueue<T> {
     }
 
     pub fn peek_time(&self) -> Option<u64> {
-        let h = self.one_shot_top().map(|(o, _)| o);
+        let h = self.one_shot.map(|(o, _)| o);
         match (h, self.keyed.top()) {
             (Some(a), Some(b)) => Some(time_of(a.min(b))),
             (a, b) => a.or(b).map(time_of),
@@ -306,7 +386,7 @@ impl<T> EventQueue<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lanes.iter().map(|l| l.events.len()).sum::<usize>() + self.keyed.heap.len()
+        self.heap.len() + self.lanes.iter().map(|l| l.events.len()).sum::<usize>() + self.keyed.len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -24,6 +24,13 @@
 //! rates are per CPU second, so
 //! the figures mean something on a shared, loaded machine.
 //!
+//! The first row is a reference: a bare discrete-event loop of the same
+//! shape as the simulator's (a binary heap of timers, a tiny state update
+//! and a 32-byte record kept per event, [`reference_loop`]). Every row
+//! prints its CPU nanoseconds per trace event and their ratio to the
+//! reference's, measured in the same run, so that a figure taken on a
+//! shared, noisy machine can be judged against what the hardware allows.
+//!
 //! Peak RSS is the process's high-water mark (`VmHWM`, what getrusage's
 //! `ru_maxrss` reports), reset before each benchmark through
 //! `/proc/self/clear_refs` (after `malloc_trim`) so each row shows its own
@@ -37,12 +44,14 @@ use schedlab_analysis::SchbenchCollector;
 use schedlab_report::ReportCollector;
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, simulate_pipelined, simulate_streaming, SimOptions, TraceObserver};
+use schedlab_topology::InputError;
 use schedlab_trace::{Pid, TaskTable};
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::{run_sweep, Sweep};
+use crate::{assemble, run_jobs, skeleton, Sweep, SweepError};
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -57,15 +66,31 @@ pub struct BenchOptions {
     pub jobs: usize,
     /// Only the benchmarks whose name contains this.
     pub only: Option<String>,
+    /// The reference loop's CPU ns per event, measured earlier in the same
+    /// `schedlab bench` (by the parent of the block's process); `None`:
+    /// measure it here.
+    pub reference_ns: Option<f64>,
 }
 
-/// A benchmark that could not run: the library's own message.
+/// A benchmark that could not run.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BenchError(String);
-
-fn failed(e: impl std::fmt::Display) -> BenchError {
-    BenchError(e.to_string())
+pub enum BenchError {
+    /// A bundled scenario or sweep file (or a generated one) did not load.
+    #[error("{0}")]
+    Input(#[from] InputError),
+    #[error("{0}")]
+    Sim(#[from] schedlab_sim::SimError),
+    #[error("{0}")]
+    Sweep(#[from] SweepError),
+    #[error("cannot start the sweep's worker threads: {0}")]
+    Pool(#[from] rayon::ThreadPoolBuildError),
+    #[error("the topology preset `{0}` is missing from this build")]
+    NoPreset(&'static str),
+    #[error(
+        "--only {only:?} names no benchmark block; the blocks are {} (a part of a name picks every block containing it)",
+        BLOCKS.join(", ")
+    )]
+    NoBlock { only: String },
 }
 
 type Result<T> = std::result::Result<T, BenchError>;
@@ -84,6 +109,92 @@ struct Sample {
     rps: f64,
 }
 
+/// Events of one pass of the reference loop (64 MiB of records).
+pub const REFERENCE_EVENTS: u64 = 1 << 21;
+
+/// Timers pending in the reference loop's heap (the simulator has a few
+/// per CPU: asym_min's 32 CPUs keep ~50-100 pending).
+const REFERENCE_TIMERS: usize = 64;
+
+/// What the reference loop keeps per event: 32 bytes.
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    ts: u64,
+    timer: u32,
+    kind: u32,
+    state: u64,
+    draw: u64,
+}
+
+/// The reference: a bare discrete-event loop of the simulator's shape. Each
+/// event pops the earliest of [`REFERENCE_TIMERS`] timers from a binary
+/// heap, updates a word of state, appends a 32-byte record to a vector
+/// that keeps them all (as a kept trace does) and re-arms the timer a
+/// pseudo-random delay later. Returns a checksum so nothing is optimised
+/// away.
+pub fn reference_loop(events: u64) -> u64 {
+    let mut heap = BinaryHeap::with_capacity(REFERENCE_TIMERS);
+    for i in 0..REFERENCE_TIMERS {
+        heap.push(Reverse((i as u64 * 1_000, i as u32)));
+    }
+    let mut state = [0u64; REFERENCE_TIMERS];
+    let mut records: Vec<Record> = Vec::new();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..events {
+        let Some(Reverse((ts, timer))) = heap.pop() else { break };
+        // xorshift64: the "model's" decision for this event.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let s = &mut state[timer as usize];
+        *s = s.wrapping_add(ts) ^ x;
+        records.push(Record { ts, timer, kind: (x & 7) as u32, state: *s, draw: x });
+        heap.push(Reverse((ts + 1 + x % 100_000, timer)));
+    }
+    let records = std::hint::black_box(records);
+    records.iter().fold(0u64, |a, r| a.wrapping_add(r.state ^ r.ts ^ r.draw ^ u64::from(r.kind ^ r.timer)))
+}
+
+/// One repetition of the reference loop (repeated until it has taken 50 ms
+/// of CPU, as [`full`] does).
+fn reference() -> Sample {
+    reset_peak_rss();
+    let (t, c) = (Instant::now(), thread_cpu_s());
+    let mut runs = 0u32;
+    while runs == 0 || (thread_cpu_s() - c < 0.05 && runs < 1_000) {
+        std::hint::black_box(reference_loop(REFERENCE_EVENTS));
+        runs += 1;
+    }
+    let n = f64::from(runs);
+    Sample {
+        wall_s: t.elapsed().as_secs_f64() / n,
+        cpu_s: (thread_cpu_s() - c) / n,
+        events: REFERENCE_EVENTS,
+        steps: REFERENCE_EVENTS,
+        peak_rss_kib: peak_rss_kib(),
+        ..Default::default()
+    }
+}
+
+/// The reference loop measured `reps` times: its row, and its median CPU
+/// ns per event (what the other rows' ratios divide by).
+pub fn reference_row(reps: u32) -> (String, f64) {
+    let samples: Vec<Sample> = (0..reps.max(1)).map(|_| reference()).collect();
+    let ns = median(samples.iter().map(ns_per_event).collect());
+    (row(REFERENCE_ROW, &samples, ns), ns)
+}
+
+/// The reference row's name.
+pub const REFERENCE_ROW: &str = "reference loop (heap)";
+
+fn ns_per_event(s: &Sample) -> f64 {
+    if s.events == 0 {
+        0.0
+    } else {
+        s.cpu_s * 1e9 / s.events as f64
+    }
+}
+
 /// The benchmark blocks, in the order they run; `--only` picks by substring.
 pub const BLOCKS: [&str; 8] =
     ["asym_min", "rt-pi-push", "schbench", "diff", "post-after-wait", "cgroups", "invariants", "sweep"];
@@ -91,23 +202,37 @@ pub const BLOCKS: [&str; 8] =
 /// The table's header line.
 pub fn header() -> String {
     format!(
-        "{:<26} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>9}",
-        "benchmark", "wall ms", "min", "max", "cpu ms", "sim/cpu", "events/cpu-s", "steps/cpu-s", "peak MiB"
+        "{:<26} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>8} {:>7} {:>9}",
+        "benchmark",
+        "wall ms",
+        "min",
+        "max",
+        "cpu ms",
+        "sim/cpu",
+        "events/cpu-s",
+        "steps/cpu-s",
+        "ns/event",
+        "x ref",
+        "peak MiB"
     )
 }
 
 /// The line naming the targets the rows are measured against.
 pub fn targets() -> String {
-    "targets (issue 16): schbench-spr >= 1x real time (sim/cpu); asym_min run+report >= 1000x; \
-     >= 20 M trace events per CPU-second; a 60 s schbench-spr run in <= 1 GiB"
+    "targets (issue 39, quiet machine, --reps 3): asym_min run+report >= 350x real time (sim/cpu); \
+     schbench-spr 1 s >= 0.5x; asym_min >= 12 M trace events per CPU-second; seed-000 sweep <= 1.0 s wall \
+     with 2 threads; a 60 s schbench-spr run in <= 1 GiB"
         .to_string()
 }
 
 /// Run the benchmarks `args` selects, handing `line` the table one line
-/// at a time (a header, a row per benchmark as it finishes, the targets).
+/// at a time (a header, the reference row, a row per benchmark as it
+/// finishes, the targets).
 pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
     line(header());
-    bench_rows(args, line)?;
+    let (reference, ns) = reference_row(args.reps);
+    line(reference);
+    bench_rows(&BenchOptions { reference_ns: Some(ns), ..args.clone() }, line)?;
     line(String::new());
     line(targets());
     Ok(())
@@ -115,13 +240,15 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
 
 /// The rows alone, for the blocks `args.only` selects.
 pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
-    let scenario = |name: &str| Scenario::load(&args.root.join("scenarios").join(name)).map_err(failed);
+    let scenario = |name: &str| Scenario::load(&args.root.join("scenarios").join(name));
     if let Some(o) = args.only.as_deref().filter(|o| !BLOCKS.iter().any(|b| b.contains(o))) {
-        return Err(BenchError(format!(
-            "--only {o:?} names no benchmark block; the blocks are {} (a part of a name picks every block containing it)",
-            BLOCKS.join(", ")
-        )));
+        return Err(BenchError::NoBlock { only: o.to_string() });
     }
+    let ref_ns = match args.reference_ns {
+        Some(ns) => ns,
+        None => reference_row(args.reps).1,
+    };
+    let row = |name: &str, samples: &[Sample]| row(name, samples, ref_ns);
     let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
     if wanted("asym_min") {
         let s = scenario("asym_min.toml")?;
@@ -169,9 +296,8 @@ pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<(
             "post-after-wait.toml",
             POST_AFTER_WAIT,
             &args.root,
-            schedlab_topology::Topology::preset("qemu-4").ok_or_else(|| BenchError("no qemu-4 preset".into()))?,
-        )
-        .map_err(failed)?;
+            schedlab_topology::Topology::preset("qemu-4").ok_or(BenchError::NoPreset("qemu-4"))?,
+        )?;
         let mut cpu = Vec::new();
         for secs in [1u64, 4] {
             let opts = SimOptions {
@@ -192,7 +318,7 @@ pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<(
         ));
         // Issue 40's: two workers post right after their wait returns, a
         // waker polls for both (2.0 s for 16 s against 0.24 s for 4 s, 8.5x).
-        let s = Scenario::from_toml_str("xposts.toml", XPOSTS, &args.root).map_err(failed)?;
+        let s = Scenario::from_toml_str("xposts.toml", XPOSTS, &args.root)?;
         let mut cpu = Vec::new();
         for secs in [4u64, 16] {
             let opts = SimOptions {
@@ -213,7 +339,7 @@ pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<(
         // of the 64-group file peaked at 1034 MB (84 MB with the shared one).
         let mut peak = Vec::new();
         for groups in [16usize, 64] {
-            let s = Scenario::from_toml_str("cgroups.toml", &many_groups(groups, 64), &args.root).map_err(failed)?;
+            let s = Scenario::from_toml_str("cgroups.toml", &many_groups(groups, 64), &args.root)?;
             let opts = SimOptions { duration_ns: Some(2_000_000), check_invariants: Some(false), ..Default::default() };
             let samples = repeat(args.reps, || full(&s, &opts))?;
             line(row(&format!("cgroups {groups}x64 2ms (SPR)"), &samples));
@@ -233,7 +359,7 @@ pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<(
         // (tasks + CPUs)-th. The fork chain grows to ~2 000 RT tasks queued
         // on two CPUs (a full recount after every entry took 167 s for its
         // 0.56 s); asym_min and schbench-spr are the seeds' own scenarios.
-        let fork_chain = Scenario::from_toml_str("fork-chain.toml", FORK_CHAIN, &args.root).map_err(failed)?;
+        let fork_chain = Scenario::from_toml_str("fork-chain.toml", FORK_CHAIN, &args.root)?;
         let cases = [
             ("fork chain 5ms", fork_chain, 5_000_000),
             ("asym_min 3s", scenario("asym_min.toml")?, 3_000_000_000),
@@ -342,7 +468,7 @@ fn run_and_report(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
         .map(|(i, th)| (schedlab_sim::FIRST_PID + i as i32, th.affinity.to_u32_vec()))
         .collect();
     let mut obs = Collect { scenario: s, allowed, collector: None, events: 0 };
-    let r = simulate_pipelined(s, opts, &mut obs, true).map_err(failed)?;
+    let r = simulate_pipelined(s, opts, &mut obs, true)?;
     let report = obs.collector.take().map(|c| c.finish(r.end_ns));
     std::hint::black_box(&report);
     Ok(Sample {
@@ -367,7 +493,7 @@ fn full(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
     let (t, c) = (Instant::now(), thread_cpu_s());
     let mut runs = 0u32;
     let (events, steps, end_ns) = loop {
-        let r = simulate(s, opts).map_err(failed)?;
+        let r = simulate(s, opts)?;
         runs += 1;
         if thread_cpu_s() - c >= 0.05 || runs >= 10_000 {
             break (r.trace.events.len() as u64, r.steps, r.end_ns);
@@ -401,8 +527,7 @@ fn streamed_schbench(s: &Scenario, opts: &SimOptions) -> Result<Sample> {
             collector.observe(e);
         },
         false,
-    )
-    .map_err(failed)?;
+    )?;
     let report = collector.finish(r.end_ns);
     Ok(Sample {
         wall_s: t.elapsed().as_secs_f64(),
@@ -422,7 +547,7 @@ fn diff_pair(s: &Scenario, a: &SimOptions, b: &SimOptions) -> Result<Sample> {
     let (t, c) = (Instant::now(), process_cpu_s());
     let mut collector = schedlab_report::DiffCollector::new(s, &schedlab_analysis::DiffOptions::default());
     let [ra, rb] = crate::simulate_diff((s, a), (s, b), &mut collector);
-    let (ra, rb) = (ra.map_err(failed)?, rb.map_err(failed)?);
+    let (ra, rb) = (ra?, rb?);
     let run = |r: &schedlab_sim::SimResult, setting: &'static str| schedlab_report::DiffRun {
         setting,
         kernel: String::new(),
@@ -443,18 +568,22 @@ fn diff_pair(s: &Scenario, a: &SimOptions, b: &SimOptions) -> Result<Sample> {
     })
 }
 
+/// `run_sweep()`, its jobs' trace events counted on the way.
 fn sweep(path: &Path, jobs: usize) -> Result<Sample> {
-    let sweep = Sweep::load(path).map_err(failed)?;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().map_err(failed)?;
+    let sweep = Sweep::load(path)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     reset_peak_rss();
     let (t, c) = (Instant::now(), process_cpu_s());
-    let result = pool.install(|| run_sweep(&sweep, &|_| {})).map_err(failed)?;
+    let outputs = pool.install(|| run_jobs(&sweep, &|_| true, &|_| {}))?;
+    let events = outputs.iter().map(|o| o.events).sum();
+    let result = assemble(&skeleton(&sweep), outputs);
     let (wall_s, cpu_s) = (t.elapsed().as_secs_f64(), process_cpu_s() - c);
     let simulated_ns: u64 = result.settings.iter().flat_map(|s| s.runs.iter()).map(|r| r.simulated_ns).sum();
     Ok(Sample {
         wall_s,
         cpu_s,
         simulated_s: simulated_ns as f64 / 1e9,
+        events,
         peak_rss_kib: peak_rss_kib(),
         ..Default::default()
     })
@@ -465,8 +594,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// One benchmark's line of the table.
-fn row(name: &str, samples: &[Sample]) -> String {
+/// One benchmark's line of the table; `ref_ns` is the reference loop's
+/// CPU ns per event, which the row's own is divided by.
+fn row(name: &str, samples: &[Sample], ref_ns: f64) -> String {
     let walls: Vec<f64> = samples.iter().map(|s| s.wall_s * 1e3).collect();
     let wall = median(walls.clone());
     let min = walls.iter().copied().fold(f64::INFINITY, f64::min);
@@ -477,10 +607,24 @@ fn row(name: &str, samples: &[Sample]) -> String {
     let events = per_cpu_s(|s| s.events);
     let steps = per_cpu_s(|s| s.steps);
     let rss = samples.iter().map(|s| s.peak_rss_kib).max().unwrap_or(0) as f64 / 1024.0;
+    let ns = median(samples.iter().map(ns_per_event).collect());
     let fmt_rate = |r: f64| if r == 0.0 { "-".to_string() } else { format!("{:.2} M", r / 1e6) };
-    let fmt_ratio = |r: f64| if r >= 10.0 { format!("{r:.0}x") } else { format!("{r:.3}x") };
+    let fmt_ratio = |r: f64| {
+        if r == 0.0 {
+            "-".to_string()
+        } else if r >= 10.0 {
+            format!("{r:.0}x")
+        } else {
+            format!("{r:.3}x")
+        }
+    };
+    let (ns_col, vs_ref) = if ns == 0.0 || ref_ns <= 0.0 {
+        ("-".to_string(), "-".to_string())
+    } else {
+        (format!("{ns:.1}"), format!("{:.1}x", ns / ref_ns))
+    };
     format!(
-        "{name:<26} {wall:>8.1} {min:>8.1} {max:>8.1} {cpu:>8.1} {:>10} {:>12} {:>10} {rss:>9.1}",
+        "{name:<26} {wall:>8.1} {min:>8.1} {max:>8.1} {cpu:>8.1} {:>10} {:>12} {:>10} {ns_col:>8} {vs_ref:>7} {rss:>9.1}",
         fmt_ratio(ratio),
         fmt_rate(events),
         fmt_rate(steps)

@@ -66,6 +66,9 @@ pub struct JobOutput {
     /// `[schbench]` scenarios: the model's schedstats.
     #[serde(default)]
     pub why: Option<schedlab_report::why::Why>,
+    /// Trace events the run emitted (for `schedlab bench`; not in shard files).
+    #[serde(skip)]
+    pub events: u64,
 }
 
 impl JobOutput {
@@ -309,6 +312,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         measures,
         schbench_rps: None,
         why: None,
+        events: result.events,
     })
 }
 
@@ -392,5 +396,6 @@ fn run_schbench_job(
         measures: Vec::new(),
         schbench_rps: Some(report.average_rps),
         why: Some(crate::why::why(&result.kernel_stats, scenario, result.end_ns)),
+        events: result.events,
     })
 }

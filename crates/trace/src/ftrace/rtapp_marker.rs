@@ -31,7 +31,13 @@ pub(super) fn parse_rtapp_marker(text: &str, base: usize) -> Result<Option<UserO
     if let Some(rest) = text.strip_prefix("rtapp_stats:") {
         let keys = ["period", "run", "wu_lat", "slack", "c_period", "c_run"];
         let f = rtapp_fields(rest, base + "rtapp_stats:".len(), &keys)?;
-        let n = |i: usize| num::<i64>((f[i].0, f[i].1), keys[i]);
+        // rt-app writes them with `%d`: a value past a C int is not its.
+        let n = |i: usize| {
+            let v = num::<i64>((f[i].0, f[i].1), keys[i])?;
+            i32::try_from(v).map_err(|_| {
+                perr(f[i].1, format!("`{}={v}` is out of range: rt-app prints it as a C int (%d)", keys[i]))
+            })
+        };
         return Ok(Some(UserOp::RtAppStats {
             period: n(0)?,
             run: n(1)?,

@@ -705,4 +705,16 @@ fn rt_app_markers_of_master_and_1_0_are_read_and_written_in_masters_format() {
     let bad = "      periodic-3001    [001] ...1.     1.000700: tracing_mark_write: rtapp_loop: event=start phase=1";
     let e = parse_ftrace_with("rt.trace", bad, &ParseOptions::default()).unwrap_err();
     assert!(e.to_string().contains("expected `thread_loop=`"), "{e}");
+    // rt-app prints its stats as C ints: the extremes read, one past them is not rt-app's.
+    let stats = |slack: &str| {
+        format!("      periodic-3001    [001] ...1.     1.000800: tracing_mark_write: rtapp_stats: period=1 run=1 wu_lat=0 slack={slack} c_period=1 c_run=1")
+    };
+    for ok in ["-2147483648", "2147483647"] {
+        let p = parse_ftrace_with("rt.trace", &stats(ok), &ParseOptions::default()).unwrap();
+        assert!(
+            matches!(p.trace.events[0].kind, EventKind::User { op: UserOp::RtAppStats { slack, .. }, .. } if slack.to_string() == ok)
+        );
+    }
+    let e = parse_ftrace_with("rt.trace", &stats("2147483648"), &ParseOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("`slack=2147483648` is out of range: rt-app prints it as a C int"), "{e}");
 }
