@@ -159,25 +159,30 @@ impl Records {
     }
 }
 
-/// Merge `tail` (sorted by sequence) into `v` (sorted by sequence), in
-/// place: `v` grows by `tail`'s length and is filled from the back, so the
-/// window is neither copied nor sorted again.
-fn merge_sorted_into(v: &mut Vec<Seq>, tail: &[Seq]) {
-    let Some(&first) = tail.first() else { return };
-    let mut i = v.len();
-    v.resize(v.len() + tail.len(), first);
-    let mut j = tail.len();
-    let mut k = v.len();
-    while j > 0 {
-        k -= 1;
-        if i > 0 && v[i - 1].0 > tail[j - 1].0 {
-            i -= 1;
-            v[k] = v[i];
-        } else {
-            j -= 1;
-            v[k] = tail[j];
+/// The events of `window` (in sequence order) and `records` (sorted by
+/// sequence) as one list in sequence order, each sequence once (a record
+/// may hold an event twice, or one the window holds). Built straight into
+/// events: the window is copied once (it was copied as (seq, event) pairs
+/// first: 13 % of a run's time and twice the window's memory, issue 39).
+fn merged_events<'a>(window: impl Iterator<Item = &'a Seq>, records: &[Seq], capacity: usize) -> Vec<Event> {
+    let mut events = Vec::with_capacity(capacity);
+    let mut kept = window.peekable();
+    let mut told = records.iter().peekable();
+    let mut last = None;
+    loop {
+        let next = match (kept.peek(), told.peek()) {
+            (Some(w), Some(r)) if r.0 < w.0 => told.next(),
+            (Some(_), _) => kept.next(),
+            (None, Some(_)) => told.next(),
+            (None, None) => break,
+        };
+        let &(seq, ev) = next.expect("peeked");
+        if last != Some(seq) {
+            events.push(ev);
+            last = Some(seq);
         }
     }
+    events
 }
 
 /// The attribution of a stream, stall by stall.
@@ -342,23 +347,16 @@ impl AttributionCollector {
                 before.since_switch.insert(w, list.clone());
             }
         }
-        let mut all: Vec<Seq> = Vec::new();
-        for e in &self.window {
-            if e.1.ts < from {
-                before.fold(e);
-            } else {
-                all.push(*e);
-            }
+        for e in self.window.iter().filter(|e| e.1.ts < from) {
+            before.fold(e);
         }
         before.since_switch.retain(|p, _| wakees.contains(p));
         // The stream's own order: the window is in it already, so only the
-        // few records are sorted, then merged in from the back in place (a
-        // record may hold an event twice, or one the window holds).
+        // few records are sorted, then merged with it.
         let mut records = before.events();
         records.sort_unstable_by_key(|e| e.0);
-        merge_sorted_into(&mut all, &records);
-        all.dedup_by_key(|e| e.0);
-        let events = all.into_iter().map(|e| e.1).collect();
+        let kept = self.window.iter().filter(|e| e.1.ts >= from);
+        let events = merged_events(kept, &records, self.window.len() + records.len());
         let trace = Trace { table: self.table.clone(), nr_cpus: self.nr_cpus, events };
         let opts = AttributionOptions { end_ts: Some(end), ..self.opts.clone() };
         let mut told: HashMap<(Nanos, Nanos, Pid), StallStory> = attribute_stalls(&trace, &opts)
@@ -391,24 +389,25 @@ mod tests {
     use schedlab_trace::PrevState;
 
     #[test]
-    fn merging_in_place_gives_the_sorted_union() {
+    fn merging_gives_the_sorted_union_once_each() {
         let ev = |ts| event(ts, 0, 0, schedlab_trace::EventKind::Resched { cpu: 0, ipi: false });
         let seqs = |v: &[u64]| v.iter().map(|&q| (q, ev(q))).collect::<Vec<Seq>>();
-        let cases: [(&[u64], &[u64]); 6] = [
+        let cases: [(&[u64], &[u64]); 7] = [
             (&[], &[]),
             (&[1, 2, 3], &[]),
             (&[], &[4, 5]),
             (&[2, 4, 6, 8], &[1, 5, 9]),
             (&[10, 11], &[1, 2, 3]),
-            (&[1, 3, 5], &[3, 5, 7]), // records repeating window events
+            (&[1, 3, 5], &[3, 5, 7]),    // records repeating window events
+            (&[2, 6], &[1, 1, 4, 4, 6]), // a record holding an event twice
         ];
         for (window, records) in cases {
-            let mut v = seqs(window);
-            merge_sorted_into(&mut v, &seqs(records));
+            let v = merged_events(seqs(window).iter(), &seqs(records), 0);
             let mut want: Vec<u64> = window.iter().chain(records).copied().collect();
             want.sort_unstable();
-            assert_eq!(v.iter().map(|e| e.0).collect::<Vec<_>>(), want, "{window:?} + {records:?}");
-            assert!(v.iter().all(|e| e.1.ts == e.0), "each event travels with its sequence");
+            want.dedup();
+            // Each event is the one of its sequence (here ts == seq).
+            assert_eq!(v.iter().map(|e| e.ts).collect::<Vec<_>>(), want, "{window:?} + {records:?}");
         }
     }
 
