@@ -5,7 +5,7 @@
 use crate::core::Kernel;
 use crate::fair::timeline::TimelineError;
 use crate::sched::class::SchedClass;
-use crate::sched::{OnRq, TaskId};
+use crate::sched::{CfsRqId, OnRq, TaskId};
 
 /// The first inconsistency [`Kernel::check_invariants`] found.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -25,6 +25,17 @@ macro_rules! violation {
 }
 
 mod local;
+
+/// What a cfs_rq's counters should say: its queued entities and their
+/// weight, and the tasks queued at or below it.
+#[derive(Clone, Copy, Default, PartialEq, Debug)]
+pub(crate) struct CfsCounts {
+    nr: u32,
+    weight: u64,
+    h_queued: u32,
+    h_delayed: u32,
+    h_idle: u32,
+}
 
 /// Where the runqueues hold one task, as [`Kernel::check_task`] compares it.
 #[derive(Clone, Copy, Debug)]
@@ -229,9 +240,28 @@ impl Kernel {
         Ok(())
     }
 
+    /// One cfs_rq's counters against `want`, recounted `how`.
+    pub(crate) fn check_cfs_counts(&self, q: CfsRqId, want: &CfsCounts, how: &str) -> Result<(), InvariantError> {
+        let cfs = self.cfs(q);
+        let checks = [
+            ("nr_running", cfs.nr_running as u64, want.nr as u64),
+            ("load_weight", cfs.load_weight, want.weight),
+            ("h_nr_queued", cfs.h_nr_queued as u64, want.h_queued as u64),
+            ("h_nr_delayed", cfs.h_nr_delayed as u64, want.h_delayed as u64),
+            ("h_nr_runnable", cfs.h_nr_runnable as u64, (want.h_queued - want.h_delayed) as u64),
+            ("idle_h_nr_running", cfs.idle_h_nr_running as u64, want.h_idle as u64),
+        ];
+        for (name, have, want) in checks {
+            if have != want {
+                return Err(violation!("cfs_rq {q} (CPU {}): {name} = {have}, {how} = {want}", cfs.cpu));
+            }
+        }
+        Ok(())
+    }
+
     /// One cfs_rq's tree: well formed, its entities queued here and unchanged
     /// since they went in, its vruntime sums recounted, its curr consistent.
-    pub(crate) fn check_cfs_tree(&self, q: crate::sched::CfsRqId) -> Result<(), InvariantError> {
+    pub(crate) fn check_cfs_tree(&self, q: CfsRqId) -> Result<(), InvariantError> {
         let cfs = self.cfs(q);
         self.timeline(q).check_queued().map_err(|source| InvariantError::Timeline { cpu: cfs.cpu, source })?;
         let (mut sum, mut load) = (0i64, 0u64);
@@ -350,15 +380,7 @@ impl Kernel {
     /// up from every queued task, a group's throttle state against its parent's.
     fn check_cfs_rqs(&self) -> Result<(), InvariantError> {
         let nr_cfs = self.rqs.len() + self.group_cfs.len();
-        #[derive(Clone, Copy, Default, PartialEq, Debug)]
-        struct Count {
-            nr: u32,
-            weight: u64,
-            h_queued: u32,
-            h_delayed: u32,
-            h_idle: u32,
-        }
-        let mut counts = vec![Count::default(); nr_cfs];
+        let mut counts = vec![CfsCounts::default(); nr_cfs];
         for (i, e) in self.tasks.iter().enumerate() {
             if !e.se.on_rq {
                 continue;
@@ -386,21 +408,8 @@ impl Kernel {
             }
         }
         for (q, want) in counts.iter().enumerate() {
-            let cfs = self.cfs(q);
             self.check_cfs_tree(q)?;
-            let checks = [
-                ("nr_running", cfs.nr_running as u64, want.nr as u64),
-                ("load_weight", cfs.load_weight, want.weight),
-                ("h_nr_queued", cfs.h_nr_queued as u64, want.h_queued as u64),
-                ("h_nr_delayed", cfs.h_nr_delayed as u64, want.h_delayed as u64),
-                ("h_nr_runnable", cfs.h_nr_runnable as u64, (want.h_queued - want.h_delayed) as u64),
-                ("idle_h_nr_running", cfs.idle_h_nr_running as u64, want.h_idle as u64),
-            ];
-            for (name, have, want) in checks {
-                if have != want {
-                    return Err(violation!("cfs_rq {q} (CPU {}): {name} = {have}, recount = {want}", cfs.cpu));
-                }
-            }
+            self.check_cfs_counts(q, want, "recount")?;
         }
         for (g, tg) in self.task_groups.iter().enumerate().skip(1) {
             let contrib: i64 = tg.cfs_rq.iter().map(|&q| self.cfs(q).tg_load_avg_contrib as i64).sum();

@@ -298,39 +298,16 @@ pub fn bench_rows(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<(
             &args.root,
             schedlab_topology::Topology::preset("qemu-4").ok_or(BenchError::NoPreset("qemu-4"))?,
         )?;
-        let mut cpu = Vec::new();
-        for secs in [1u64, 4] {
-            let opts = SimOptions {
-                duration_ns: Some(secs * 1_000_000_000),
-                check_invariants: Some(false),
-                ..Default::default()
-            };
-            let samples = repeat(args.reps, || run_and_report(&s, &opts))?;
-            line(row(&format!("post-after-wait {secs}s run+report"), &samples));
-            let mut c: Vec<f64> = samples.iter().map(|x| x.cpu_s).collect();
-            c.sort_by(f64::total_cmp);
-            cpu.push(c[c.len() / 2]);
-        }
+        let ratio = run_report_ratio(args, &s, "post-after-wait", [1, 4], ref_ns, line)?;
         line(format!(
-            "{:<26} 4 s / 1 s CPU time {:.2} (linear: 4; the quadratic report of issue 21 gave ~16)",
-            "",
-            cpu[1] / cpu[0].max(1e-9)
+            "{:<26} 4 s / 1 s CPU time {ratio:.2} (linear: 4; the quadratic report of issue 21 gave ~16)",
+            ""
         ));
         // Issue 40's: two workers post right after their wait returns, a
         // waker polls for both (2.0 s for 16 s against 0.24 s for 4 s, 8.5x).
         let s = Scenario::from_toml_str("xposts.toml", XPOSTS, &args.root)?;
-        let mut cpu = Vec::new();
-        for secs in [4u64, 16] {
-            let opts = SimOptions {
-                duration_ns: Some(secs * 1_000_000_000),
-                check_invariants: Some(false),
-                ..Default::default()
-            };
-            let samples = repeat(args.reps, || run_and_report(&s, &opts))?;
-            line(row(&format!("xposts {secs}s run+report"), &samples));
-            cpu.push(median(samples.iter().map(|x| x.cpu_s).collect()));
-        }
-        line(format!("{:<26} 16 s / 4 s CPU time {:.2} (linear: 4; target: <= 5)", "", cpu[1] / cpu[0].max(1e-9)));
+        let ratio = run_report_ratio(args, &s, "xposts", [4, 16], ref_ns, line)?;
+        line(format!("{:<26} 16 s / 4 s CPU time {ratio:.2} (linear: 4; target: <= 5)", ""));
     }
     if wanted("cgroups") {
         // The model's size: 64 threads in each of 16 and 64 cgroups on 224
@@ -407,6 +384,27 @@ const FORK_CHAIN: &str = "topology = \"smt-2x2\"\nduration = \"5ms\"\n\
     program = [{ run = \"100us\" }, { fork = \"child\" }, { sleep = \"200us\" }]\n\
     [[thread]]\nname = \"child\"\ninstances = 0\naffinity = \"2-3\"\npolicy = \"fifo\"\nloop = 2\n\
     program = [{ fork = \"child\" }, { sleep = \"20us\" }]\n";
+
+/// `schedlab run`'s path at two durations (seconds), a row each: the
+/// ratio of their median CPU times.
+fn run_report_ratio(
+    args: &BenchOptions,
+    s: &Scenario,
+    label: &str,
+    secs: [u64; 2],
+    ref_ns: f64,
+    line: &mut dyn FnMut(String),
+) -> Result<f64> {
+    let mut cpu = Vec::new();
+    for secs in secs {
+        let opts =
+            SimOptions { duration_ns: Some(secs * 1_000_000_000), check_invariants: Some(false), ..Default::default() };
+        let samples = repeat(args.reps, || run_and_report(s, &opts))?;
+        line(row(&format!("{label} {secs}s run+report"), &samples, ref_ns));
+        cpu.push(median(samples.iter().map(|x| x.cpu_s).collect()));
+    }
+    Ok(cpu[1] / cpu[0].max(1e-9))
+}
 
 /// Issue 21's post-after-wait loop: the waiter posts right after each
 /// wakeup, the waker polls for it and signals again.

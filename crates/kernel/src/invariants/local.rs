@@ -13,7 +13,7 @@
 //! it; the test suite runs both after every entry, so a scoped check that
 //! fails where the full one passes fails there.
 
-use super::{InvariantError, Places};
+use super::{CfsCounts, InvariantError, Places};
 use crate::core::Kernel;
 use crate::sched::{CfsRqId, TaskId};
 use schedlab_topology::CpuSet;
@@ -145,7 +145,6 @@ impl Kernel {
         let mut root = Below::default();
         for q in self.cfs_rqs_on(cpu) {
             self.check_cfs_tree(q)?;
-            let cfs = self.cfs(q);
             let (mut nr, mut weight) = (0u32, 0u64);
             for e in self.queued_entities(q) {
                 nr += 1;
@@ -156,19 +155,8 @@ impl Kernel {
             if q == cpu {
                 root = below;
             }
-            let checks = [
-                ("nr_running", cfs.nr_running as u64, nr as u64),
-                ("load_weight", cfs.load_weight, weight),
-                ("h_nr_queued", cfs.h_nr_queued as u64, below.queued as u64),
-                ("h_nr_delayed", cfs.h_nr_delayed as u64, below.delayed as u64),
-                ("h_nr_runnable", cfs.h_nr_runnable as u64, (below.queued - below.delayed) as u64),
-                ("idle_h_nr_running", cfs.idle_h_nr_running as u64, below.idle as u64),
-            ];
-            for (name, have, want) in checks {
-                if have != want {
-                    return Err(violation!("cfs_rq {q} (CPU {cpu}): {name} = {have}, recount down its tree = {want}"));
-                }
-            }
+            let want = CfsCounts { nr, weight, h_queued: below.queued, h_delayed: below.delayed, h_idle: below.idle };
+            self.check_cfs_counts(q, &want, "recount down its tree")?;
         }
         if rq.nr_running != root.queued + rt_listed {
             return Err(violation!(
