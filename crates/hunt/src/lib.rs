@@ -1,6 +1,7 @@
 //! `schedlab hunt`: search for scheduler behaviour the kernel should not
 //! have, VOPR-style. Random scenarios from a grammar ([`grammar`]) run in
-//! the model with its invariants checked after every step; each run's
+//! the model with its invariants checked (what each kernel entry touched
+//! after every entry, the whole model every (tasks + CPUs)-th); each run's
 //! trace is checked for the properties in [`check`]; the first case of
 //! each class found is shrunk ([`shrink`]) to a minimal scenario that
 //! still shows it, and printed as a scenario file with the decisions
