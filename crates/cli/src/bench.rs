@@ -50,7 +50,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub jobs: usize,
     /// Only the blocks whose name contains this: asym_min, rt-pi-push,
-    /// schbench, diff, post-after-wait, cgroups, sweep (run in this
+    /// schbench, diff, post-after-wait, cgroups, invariants, sweep (run in this
     /// process; without it each block runs in a process of its own).
     #[arg(long)]
     pub only: Option<String>,
