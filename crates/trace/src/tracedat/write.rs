@@ -21,9 +21,9 @@ use super::format::{all_formats, encode};
 use super::page::{Page, PAGE_SIZE};
 use crate::event::{Event, Pid, TaskInfo, TaskTable, Trace};
 
-/// `trace.dat` version 6 written as the events arrive (in time order).
-pub struct TraceDatWriter<W: Write> {
-    out: W,
+/// `trace.dat` version 6 built as the events arrive (in time order) and
+/// written by [`finish`](Self::finish).
+pub struct TraceDatWriter {
     table: TaskTable,
     /// The page being filled, per CPU.
     pages: Vec<Page>,
@@ -35,14 +35,13 @@ pub struct TraceDatWriter<W: Write> {
     text: String,
 }
 
-impl<W: Write> TraceDatWriter<W> {
-    /// A writer to `out` for a run on `nr_cpus` CPUs, spooling pages to
-    /// `spool` (an empty file open for reading and writing, e.g. a
-    /// temporary file next to the output).
-    pub fn new(out: W, table: TaskTable, nr_cpus: u32, spool: File) -> Self {
+impl TraceDatWriter {
+    /// A writer for a run on `nr_cpus` CPUs, spooling pages to `spool` (an
+    /// empty file open for reading and writing, e.g. a temporary file next
+    /// to the output).
+    pub fn new(table: TaskTable, nr_cpus: u32, spool: File) -> Self {
         let n = nr_cpus.max(1) as usize;
         TraceDatWriter {
-            out,
             table,
             pages: (0..n).map(|_| Page::default()).collect(),
             spooled: vec![Vec::new(); n],
@@ -55,8 +54,8 @@ impl<W: Write> TraceDatWriter<W> {
 
     /// [`new`](Self::new) with an anonymous temporary file in the system's
     /// temporary directory as the spool.
-    pub fn with_temp_spool(out: W, table: TaskTable, nr_cpus: u32) -> io::Result<Self> {
-        Ok(Self::new(out, table, nr_cpus, tempfile::tempfile()?))
+    pub fn with_temp_spool(table: TaskTable, nr_cpus: u32) -> io::Result<Self> {
+        Ok(Self::new(table, nr_cpus, tempfile::tempfile()?))
     }
 
     /// A task created mid-run: its comm for the records and the cmdlines.
@@ -94,8 +93,8 @@ impl<W: Write> TraceDatWriter<W> {
         Ok(())
     }
 
-    /// Write the file and give `out` back.
-    pub fn finish(mut self) -> io::Result<W> {
+    /// Write the file to `out`.
+    pub fn finish(mut self, out: &mut impl Write) -> io::Result<()> {
         for cpu in 0..self.pages.len() {
             if !self.pages[cpu].is_empty() {
                 self.spool_page(cpu)?;
@@ -106,7 +105,6 @@ impl<W: Write> TraceDatWriter<W> {
         // The CPU table follows the header; the pages start at the next page boundary.
         let table_end = head.len() + 16 * self.pages.len();
         let data_start = table_end.div_ceil(PAGE_SIZE) * PAGE_SIZE;
-        let out = &mut self.out;
         out.write_all(&head)?;
         let mut offset = data_start as u64;
         for pages in &self.spooled {
@@ -124,18 +122,17 @@ impl<W: Write> TraceDatWriter<W> {
                 out.write_all(&page)?;
             }
         }
-        out.flush()?;
-        Ok(self.out)
+        out.flush()
     }
 }
 
 /// Write a whole `trace` as trace.dat (spooling through a temporary file).
 pub fn write_tracedat(trace: &Trace, out: &mut impl Write) -> io::Result<()> {
-    let mut w = TraceDatWriter::with_temp_spool(out, trace.table.clone(), trace.nr_cpus)?;
+    let mut w = TraceDatWriter::with_temp_spool(trace.table.clone(), trace.nr_cpus)?;
     for ev in trace.in_time_order().iter() {
         w.event(ev)?;
     }
-    w.finish().map(|_| ())
+    w.finish(out)
 }
 
 fn u32_le(v: usize) -> [u8; 4] {
