@@ -165,6 +165,37 @@ fn trace_cmd_report_shows_the_events_of_the_ftrace_text() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `schedlab analyze` reads the trace.dat back (through `trace-cmd report
+/// -R -t`, where the decision events and markers print as `msg=TEXT`): the
+/// same events, handoffs and stalls as from the text. Only the latency
+/// figures may differ in their last digits: the file has nanoseconds, the
+/// text microseconds.
+#[test]
+fn analyze_reads_the_trace_dat_back() {
+    let dir = tmp_dir("tracedat-analyze");
+    let (txt, dat) = (dir.join("t.txt"), dir.join("t.dat"));
+    ok(&[
+        "run",
+        "scenarios/asym_min-2cpu.toml",
+        "--duration",
+        "200ms",
+        "--trace",
+        txt.to_str().unwrap(),
+        "--trace-dat",
+        dat.to_str().unwrap(),
+    ]);
+    if report(&dat, &["-N"]).is_none() {
+        return;
+    }
+    let (from_text, from_dat) = (ok(&["analyze", txt.to_str().unwrap()]), ok(&["analyze", dat.to_str().unwrap()]));
+    let events = |r: &str| r.lines().next().unwrap().split("): ").nth(1).unwrap().to_string();
+    assert_eq!(events(&from_text), events(&from_dat), "{from_dat}");
+    assert!(from_dat.lines().next().unwrap().contains("trace.dat"), "{from_dat}");
+    let stalls = |r: &str| r.lines().find(|l| l.starts_with("stalls ")).unwrap().to_string();
+    assert_eq!(stalls(&from_text), stalls(&from_dat));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// RT tasks, PI boosts and RT pushes (RT_PUSH_IPI, so the boosted task
 /// migrates): sched_pi_setprio, sched_migrate_task and the schedlab_rt_*
 /// events.
