@@ -114,14 +114,20 @@ fn compare(scenario: &str, duration: &str, extra: &[&str], dir: &Path) -> Option
     ];
     args.extend_from_slice(extra);
     ok(&args);
+    same_events(scenario, &txt, &dat)
+}
+
+/// `trace-cmd report` of `dat` against the ftrace text `txt`, event by
+/// event; `None` when trace-cmd is absent.
+fn same_events(what: &str, txt: &Path, dat: &Path) -> Option<usize> {
     // -N: no plugins, so sched_switch and sched_wakeup print their format's
     // text rather than the sched plugin's compact `comm:pid [prio]` form.
     // -t: nanoseconds, cut here to the microseconds the text has. The one
     // normalisation of a value: report rounds its default microseconds to
     // the nearest (…016789 ns prints as .017) where the kernel's trace
     // file, and so our text, truncates (.016).
-    let reported = report(&dat, &["-N", "-t"])?;
-    let text = std::fs::read_to_string(&txt).unwrap();
+    let reported = report(dat, &["-N", "-t"])?;
+    let text = std::fs::read_to_string(txt).unwrap();
     let (ours, mut theirs) = (per_cpu(&text, "--trace"), per_cpu(&reported, "trace-cmd report"));
     for l in theirs.values_mut().flatten() {
         let (secs, ns) = l.ts.split_once('.').unwrap();
@@ -129,17 +135,17 @@ fn compare(scenario: &str, duration: &str, extra: &[&str], dir: &Path) -> Option
         l.ts = format!("{secs}.{}", &ns[..6]);
     }
     let count = |m: &BTreeMap<u32, Vec<Line>>| m.values().map(Vec::len).sum::<usize>();
-    assert_eq!(count(&ours), count(&theirs), "{scenario}: event count");
-    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "{scenario}: CPUs with events");
+    assert_eq!(count(&ours), count(&theirs), "{what}: event count");
+    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "{what}: CPUs with events");
     for (cpu, evs) in &ours {
         for (i, (a, b)) in evs.iter().zip(&theirs[cpu]).enumerate() {
-            assert_eq!(a, b, "{scenario}: CPU {cpu}, its event {i}");
+            assert_eq!(a, b, "{what}: CPU {cpu}, its event {i}");
         }
     }
     // The flags, with report's latency format.
-    let flags = flags_of(&report(&dat, &["-N", "-l"])?);
+    let flags = flags_of(&report(dat, &["-N", "-l"])?);
     for (cpu, evs) in per_cpu_flags(&text) {
-        assert_eq!(evs, flags[&cpu], "{scenario}: CPU {cpu}'s latency flags");
+        assert_eq!(evs, flags[&cpu], "{what}: CPU {cpu}'s latency flags");
     }
     Some(count(&ours))
 }
@@ -193,6 +199,29 @@ fn analyze_reads_the_trace_dat_back() {
     assert!(from_dat.lines().next().unwrap().contains("trace.dat"), "{from_dat}");
     let stalls = |r: &str| r.lines().find(|l| l.starts_with("stalls ")).unwrap().to_string();
     assert_eq!(stalls(&from_text), stalls(&from_dat));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `analyze TRACE --convert FILE`: a trace read from text becomes a
+/// trace.dat that report prints as the text.
+#[test]
+fn analyze_converts_a_trace_to_trace_dat() {
+    let dir = tmp_dir("tracedat-convert");
+    let (txt, dat) = (dir.join("t.txt"), dir.join("c.dat"));
+    ok(&[
+        "run",
+        "scenarios/rt-pi-push.toml",
+        "--duration",
+        "300ms",
+        "--features",
+        "RT_PUSH_IPI",
+        "--trace",
+        txt.to_str().unwrap(),
+    ]);
+    ok(&["analyze", txt.to_str().unwrap(), "--convert", dat.to_str().unwrap()]);
+    if let Some(n) = same_events("analyze --convert", &txt, &dat) {
+        eprintln!("analyze --convert: {n} events agree");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -264,4 +293,25 @@ fn an_unwritable_trace_dat_is_an_error_naming_it() {
 fn trace_dat_to_stdout_is_refused() {
     let e = common::err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "10ms", "--trace-dat", "-"]);
     assert!(e.contains("--trace-dat -"), "{e}");
+}
+
+/// FILE found unwritable only at the end (a directory): an error naming
+/// it, not a panic, and no spool file left beside it.
+#[test]
+fn a_trace_dat_that_cannot_be_written_at_the_end_is_an_error() {
+    let dir = tmp_dir("tracedat-isdir");
+    let target = dir.join("sub");
+    std::fs::create_dir(&target).unwrap();
+    let e = common::err(&[
+        "run",
+        "scenarios/asym_min-2cpu.toml",
+        "--duration",
+        "10ms",
+        "--trace-dat",
+        target.to_str().unwrap(),
+    ]);
+    assert!(e.contains(&format!("--trace-dat {}", target.display())), "{e}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("sub")]);
+    std::fs::remove_dir_all(&dir).ok();
 }
