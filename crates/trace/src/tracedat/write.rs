@@ -210,3 +210,100 @@ fn header(table: &TaskTable, nr_cpus: u32) -> Vec<u8> {
     h.extend_from_slice(b"flyrecord\0");
     h
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+
+    fn u32_at(b: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    }
+
+    fn u64_at(b: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+    }
+
+    /// Each CPU's records as (time, common_pid), read back from the pages
+    /// the flyrecord table points at.
+    fn records(file: &[u8], nr_cpus: usize) -> Vec<Vec<(u64, i32)>> {
+        let fly = file.windows(10).position(|w| w == b"flyrecord\0").unwrap() + 10;
+        (0..nr_cpus)
+            .map(|cpu| {
+                let (offset, size) = (u64_at(file, fly + 16 * cpu) as usize, u64_at(file, fly + 16 * cpu + 8) as usize);
+                assert_eq!(offset % PAGE_SIZE, 0, "CPU {cpu}'s data is page-aligned");
+                assert_eq!(size % PAGE_SIZE, 0);
+                let mut out = Vec::new();
+                for page in file[offset..offset + size].chunks(PAGE_SIZE) {
+                    let mut ts = u64_at(page, 0);
+                    let end = 16 + u64_at(page, 8) as usize;
+                    let mut at = 16;
+                    while at < end {
+                        let head = u32_at(page, at);
+                        let (type_len, delta) = (head & 31, u64::from(head >> 5));
+                        match type_len {
+                            30 => {
+                                ts += delta | (u64::from(u32_at(page, at + 4)) << 27);
+                                at += 8;
+                            }
+                            0 => {
+                                ts += delta;
+                                out.push((ts, u32_at(page, at + 8 + 4) as i32));
+                                at += 4 + (u32_at(page, at + 4) as usize).div_ceil(4) * 4;
+                            }
+                            n => {
+                                ts += delta;
+                                out.push((ts, u32_at(page, at + 4 + 4) as i32));
+                                at += 4 + 4 * n as usize;
+                            }
+                        }
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// Events alternating between two CPUs fill pages of both in turn (the
+    /// spool interleaves them); each CPU's data holds its own in order,
+    /// gaps over 2^27 ns included, and an idle CPU has none.
+    #[test]
+    fn each_cpu_gets_its_own_pages_back_in_order() {
+        let mut table = TaskTable::default();
+        table.tasks.insert(7, TaskInfo { comm: "seven".into(), tgid: 7 });
+        let mut events = Vec::new();
+        let mut ts = 1_000;
+        for i in 0..600 {
+            // Now and then a gap only a time extend can carry.
+            ts += if i % 97 == 0 { 300_000_000 } else { 1_234 };
+            let kind = if i % 3 == 0 {
+                EventKind::Resched { cpu: i % 2, ipi: false }
+            } else {
+                EventKind::SchedWaking { pid: 7, prio: 120, target_cpu: 0 }
+            };
+            events.push(Event { ts, cpu: i % 2, ctx_pid: i as i32, flags: *b"d..2.", kind });
+        }
+        let trace = Trace { table, nr_cpus: 3, events };
+        let mut file = Vec::new();
+        write_tracedat(&trace, &mut file).unwrap();
+        assert!(file.starts_with(b"\x17\x08\x44tracing6\0"));
+        let got = records(&file, 3);
+        for cpu in 0..3 {
+            let want: Vec<(u64, i32)> =
+                trace.events.iter().filter(|e| e.cpu == cpu).map(|e| (e.ts, e.ctx_pid)).collect();
+            assert_eq!(got[cpu as usize], want, "CPU {cpu}");
+        }
+        assert!(got[0].len() * 40 > 2 * PAGE_SIZE, "several pages per CPU");
+        let cmdlines = b"\x08\x00\x00\x00\x00\x00\x00\x007 seven\n";
+        assert!(file.windows(cmdlines.len()).any(|w| w == cmdlines), "the cmdlines section");
+    }
+
+    #[test]
+    fn an_event_on_a_cpu_beyond_the_run_is_an_error() {
+        let mut w = TraceDatWriter::with_temp_spool(TaskTable::default(), 2).unwrap();
+        let ev = Event { ts: 1, cpu: 2, ctx_pid: 0, flags: *b".....", kind: EventKind::Resched { cpu: 2, ipi: false } };
+        let e = w.event(&ev).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("CPU 2 of a 2-CPU run"), "{e}");
+    }
+}
