@@ -15,7 +15,7 @@ use schedlab_scenario::Scenario;
 
 use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg, View, ViewArg};
 use crate::error::{CliError, Result};
-use crate::output::write_perfetto;
+use crate::output::{write_perfetto, write_tracedat};
 
 #[derive(Args)]
 #[command(after_help = crate::examples::ANALYZE)]
@@ -26,8 +26,8 @@ pub struct AnalyzeArgs {
     /// first bytes. Switches the capture is missing are put back where each event's header
     /// proves them, and figures they make uncertain are left out (docs/real-traces.md). A
     /// file is read as a stream, in memory that does not grow with its length; a pipe or `-`
-    /// (standard input), a trace out of time order (a Perfetto trace) or `--perfetto` read it
-    /// whole, within --max-memory. Devices, directories and sockets are refused.
+    /// (standard input), a trace out of time order (a Perfetto trace), `--perfetto` or
+    /// `--convert` read it whole, within --max-memory. Devices, directories and sockets are refused.
     pub trace: PathBuf,
     /// Scenario the trace is a run of: its thread names pick the workload's tasks by comm,
     /// and their affinities, objects, stall threshold and [[measure]]s are used.
@@ -66,6 +66,13 @@ pub struct AnalyzeArgs {
     pub report: ReportArgs,
     #[command(flatten)]
     pub perfetto: PerfettoArg,
+    /// Write the trace's events as a trace-cmd trace.dat (file format version 6, as
+    /// `run --trace-dat` writes it), for `trace-cmd report` and KernelShark; `trace-cmd
+    /// report -N` prints them as schedlab's ftrace text would. Only the events schedlab
+    /// reads go in (other tracepoints are left out, the switches the repair put back are
+    /// in), with one comm per task (its last). Reads the trace whole.
+    #[arg(long, value_name = "FILE")]
+    pub convert: Option<PathBuf>,
     #[command(flatten)]
     pub json: JsonArg,
     #[command(flatten)]
@@ -369,10 +376,10 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         tap_view(ev, table, nr_cpus)
     };
     // A regular file is read as a stream (two or three passes, bounded
-    // memory); a pipe, or `--perfetto` (which needs every event), reads it
-    // whole within the memory budget, as does a trace out of time order.
+    // memory); a pipe, `--perfetto` or `--convert` (which need every event)
+    // read it whole within the memory budget, as does a trace out of time order.
     let mut streamed = None;
-    if is_file && perfetto.is_none() {
+    if is_file && perfetto.is_none() && args.convert.is_none() {
         let open = || std::fs::File::open(&source).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
         match TraceReport::stream_tapped(&located, open, &opts, &mut tap)? {
             Streamed::Report(r) => streamed = Some(*r),
@@ -396,6 +403,9 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
             let (report, trace) = TraceReport::read(&located, &bytes, &opts)?;
             if let Some(p) = perfetto {
                 write_perfetto(&trace, p)?;
+            }
+            if let Some(p) = &args.convert {
+                write_tracedat(&trace, p)?;
             }
             for ev in &trace.events {
                 tap_view(ev, &trace.table, trace.nr_cpus).map_err(CliError::Stdout)?;

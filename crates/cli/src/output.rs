@@ -1,7 +1,7 @@
 //! Files and streams the commands write: traces and the report itself.
 
 use schedlab_trace::ftrace::{FtraceWriter, WriteOptions};
-use schedlab_trace::{Event, PerfettoWriter, TaskTable, Trace};
+use schedlab_trace::{Event, PerfettoWriter, TaskTable, Trace, TraceDatWriter};
 use std::io::{Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
@@ -43,6 +43,68 @@ pub fn write_perfetto(trace: &Trace, path: &Path) -> Result {
     schedlab_trace::write_perfetto(trace, &mut out)
         .and_then(|()| out.flush())
         .map_err(|e| write_error(path, "--perfetto", e).into())
+}
+
+/// Write `trace` to `path` as trace-cmd's trace.dat (`--trace-dat`).
+pub fn write_tracedat(trace: &Trace, path: &Path) -> Result {
+    let mut out = create(path, "--trace-dat")?;
+    schedlab_trace::write_tracedat(trace, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| write_error(path, "--trace-dat", e).into())
+}
+
+/// `--trace-dat FILE` written as a run goes: each CPU's full ring-buffer
+/// pages wait in a temporary spool file beside FILE (created at once, so a
+/// bad directory fails before the run), and FILE is written at the end:
+/// a run that fails or is interrupted leaves no FILE.
+pub struct TraceDatStream {
+    path: PathBuf,
+    state: StreamState<TraceDatWriter, NamedTempFile>,
+}
+
+impl TraceDatStream {
+    pub fn create(path: &Path) -> Result<Self> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let spool = tempfile::Builder::new()
+            .prefix(".schedlab-tracedat-")
+            .tempfile_in(&dir)
+            .map_err(|e| write_error(path, "--trace-dat", e))?;
+        Ok(TraceDatStream { path: path.to_path_buf(), state: StreamState::Opened(spool) })
+    }
+
+    pub fn start(&mut self, table: &TaskTable, nr_cpus: u32) {
+        // The spool's name goes now; its file stays open until the writer ends.
+        self.state.start(|spool| Ok(TraceDatWriter::new(table.clone(), nr_cpus, spool.into_file())));
+    }
+
+    pub fn event(&mut self, ev: &Event) {
+        self.state.write(|w| w.event(ev));
+    }
+
+    pub fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
+        self.state.write(|w| {
+            w.task_new(pid, info);
+            Ok(())
+        });
+    }
+
+    /// Write FILE: the header, then each CPU's pages.
+    pub fn finish(self) -> Result {
+        let path = &self.path;
+        let done = match self.state {
+            StreamState::Writing(w) => std::fs::File::create(path).and_then(|file| {
+                let mut out = std::io::BufWriter::new(file);
+                w.finish(&mut out)?;
+                out.flush()
+            }),
+            StreamState::Failed(e) => Err(e),
+            StreamState::Opened(_) | StreamState::Taken => Err(std::io::Error::other("the run produced no task table")),
+        };
+        done.map_err(|e| write_error(path, "--trace-dat", e).into())
+    }
 }
 
 /// `--trace FILE` written as a run goes. The header counts the events, so

@@ -15,7 +15,9 @@ use crate::args::{
     ViewArg,
 };
 use crate::error::{CliError, Result};
-use crate::output::{is_stdout, write_ftrace, write_perfetto, FtraceStream, PerfettoStream};
+use crate::output::{
+    is_stdout, write_ftrace, write_perfetto, write_tracedat, FtraceStream, PerfettoStream, TraceDatStream,
+};
 use schedlab_analysis::perf_sched::{SchedLatency, Timehist};
 
 #[derive(Args)]
@@ -45,6 +47,13 @@ pub struct RunArgs {
     pub trace: TraceArg,
     #[command(flatten)]
     pub perfetto: PerfettoArg,
+    /// Write the events as a trace-cmd trace.dat (file format version 6), which
+    /// `trace-cmd report FILE` and KernelShark open like a recorded trace: the sched
+    /// tracepoints with the kernel's fields, schedlab's decision events and the workload
+    /// markers (`tracing_mark_write`) in an event system `schedlab`, each with the text
+    /// --trace prints. `trace-cmd report -N FILE` prints the lines of --trace.
+    #[arg(long, value_name = "FILE")]
+    pub trace_dat: Option<PathBuf>,
     /// Write SVG plots to DIR: handoff-cdf.svg (one curve per wakee thread group) and
     /// stall-1.svg … stall-N.svg (per-CPU occupancy around the first N of --stalls).
     #[arg(long, value_name = "DIR")]
@@ -127,6 +136,12 @@ pub fn run(args: RunArgs) -> Result {
         )
         .into());
     }
+    if args.trace_dat.as_deref().is_some_and(is_stdout) {
+        return Err(CliError::Usage(
+            "--trace-dat -: a trace.dat is binary and is not written to stdout; give a file".into(),
+        )
+        .into());
+    }
     let scenario = load_scenario(&args)?;
     let opts = SimOptions {
         seed: args.seed.seed,
@@ -199,6 +214,9 @@ pub fn run(args: RunArgs) -> Result {
         if let Some(path) = &args.perfetto.perfetto {
             write_perfetto(&result.trace, path)?;
         }
+        if let Some(path) = &args.trace_dat {
+            write_tracedat(&result.trace, path)?;
+        }
         (result, report, schbench, events)
     } else {
         let mut obs = Streamed {
@@ -209,6 +227,7 @@ pub fn run(args: RunArgs) -> Result {
             collector: None,
             ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
             perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
+            trace_dat: args.trace_dat.as_deref().map(TraceDatStream::create).transpose()?,
             timehist: if timehist { Some((listing()?, Default::default(), None)) } else { None },
             latency: latency.take(),
             events: 0,
@@ -235,6 +254,9 @@ pub fn run(args: RunArgs) -> Result {
             f.finish()?;
         }
         if let Some(f) = obs.perfetto.take() {
+            f.finish()?;
+        }
+        if let Some(f) = obs.trace_dat.take() {
             f.finish()?;
         }
         if let Some((th, _, err)) = obs.timehist.take() {
@@ -385,6 +407,7 @@ struct Streamed<'a> {
     collector: Option<ReportCollector>,
     ftrace: Option<FtraceStream>,
     perfetto: Option<PerfettoStream>,
+    trace_dat: Option<TraceDatStream>,
     /// `--view timehist`: the listing, the run's task table, the first write error.
     timehist: Option<(Listing, schedlab_trace::TaskTable, Option<std::io::Error>)>,
     /// `--view latency`: perf's accounting and the run's task table.
@@ -428,6 +451,9 @@ impl TraceObserver for Streamed<'_> {
         if let Some(f) = self.perfetto.as_mut() {
             f.start(table, nr_cpus);
         }
+        if let Some(f) = self.trace_dat.as_mut() {
+            f.start(table, nr_cpus);
+        }
         if let Some((_, t, _)) = self.timehist.as_mut() {
             *t = table.clone();
         }
@@ -444,6 +470,9 @@ impl TraceObserver for Streamed<'_> {
             f.task_new(pid, info);
         }
         if let Some(f) = self.perfetto.as_mut() {
+            f.task_new(pid, info);
+        }
+        if let Some(f) = self.trace_dat.as_mut() {
             f.task_new(pid, info);
         }
         if let Some((_, t, _)) = self.timehist.as_mut() {
@@ -466,6 +495,9 @@ impl TraceObserver for Streamed<'_> {
             f.event(e);
         }
         if let Some(f) = self.perfetto.as_mut() {
+            f.event(e);
+        }
+        if let Some(f) = self.trace_dat.as_mut() {
             f.event(e);
         }
         if let Some((th, table, err @ None)) = self.timehist.as_mut() {

@@ -407,13 +407,19 @@ fn check_trace_dat(path: &Path, shown: &str, limit: Duration) -> Result<(), Repo
 }
 
 /// `   <cpu> <offset>\t<size>\t[id, data offset and size]` lines of
-/// `trace-cmd dump --flyrecord`.
+/// `trace-cmd dump --flyrecord` for a version 7 file, `\t<offset> <size>\t[offset,
+/// size of cpu <cpu>]` for version 6 (what `trace-cmd record --file-version 6`
+/// and `schedlab run --trace-dat` write).
 pub fn flyrecord_cpus(text: &str) -> Vec<(u32, u64, u64)> {
     text.lines()
-        .filter(|l| l.contains("[id, data offset and size]"))
         .filter_map(|l| {
             let mut it = l.split_whitespace();
-            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+            if l.contains("[id, data offset and size]") {
+                Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+            } else {
+                let cpu = l.split_once("[offset, size of cpu ")?.1.strip_suffix(']')?;
+                Some((cpu.trim().parse().ok()?, it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+            }
         })
         .collect()
 }
@@ -593,6 +599,13 @@ mod tests {
     fn flyrecord_listing_is_read() {
         let text = "2 [CPUs]:\n   0 1155072\t28672\t[id, data offset and size]\n   1 1187840\t25625\t[id, data offset and size]\n";
         assert_eq!(flyrecord_cpus(text), vec![(0, 1155072, 28672), (1, 1187840, 25625)]);
+    }
+
+    #[test]
+    fn a_version_6_flyrecord_listing_is_read() {
+        let text = "\t[Flyrecord tracing data]\n\t      12288      98304\t[offset, size of cpu 0]\n\
+                    \t     110592      73728\t[offset, size of cpu 1]\n";
+        assert_eq!(flyrecord_cpus(text), vec![(0, 12288, 98304), (1, 110592, 73728)]);
     }
 
     #[test]

@@ -8,12 +8,14 @@
 //! Events are small `Copy` values that name tasks by pid; comms live once in
 //! the [`TaskTable`]. The ftrace text writer renders exactly the layout of
 //! `/sys/kernel/tracing/trace`; the Perfetto writer gives the same events to
-//! the Perfetto UI as a native protobuf trace.
+//! the Perfetto UI as a native protobuf trace; the trace.dat writer gives them
+//! to `trace-cmd report` and KernelShark.
 
 pub mod event;
 pub mod ftrace;
 pub mod perfetto;
 pub mod repair;
+pub mod tracedat;
 
 #[cfg(any(test, feature = "test-builders"))]
 pub mod testing;
@@ -22,3 +24,4 @@ pub use event::*;
 pub use ftrace::{parse_ftrace, write_ftrace, TraceParseError};
 pub use perfetto::{write_perfetto, PerfettoWriter};
 pub use repair::{RepairStats, SwitchRepair};
+pub use tracedat::{write_tracedat, TraceDatWriter};

@@ -386,7 +386,28 @@ fn comm_of<'a>(comms: &mut Vec<(Pid, &'a str)>, pid: Pid, comm: &'a str) {
 
 /// Decode the payload of event `name`. `Ok(None)`: not an event this crate
 /// models (skipped by the reader). `ctx_pid` is the prefix pid.
+///
+/// In a schedlab trace.dat (`run --trace-dat`) the decision events and the
+/// markers hold their text in one string field `msg`, which `trace-cmd
+/// report -R` prints as `msg=TEXT`: the text is read after it.
 pub(super) fn parse_payload<'a>(
+    name: &str,
+    p: &'a str,
+    ctx_pid: Pid,
+    objects: &mut Objects,
+) -> Result<Option<Decoded<'a>>, PErr> {
+    let ours = name.starts_with("schedlab_") || name == "tracing_mark_write";
+    let t = p.trim_start();
+    match t.strip_prefix("msg=") {
+        Some(text) if ours => {
+            let skip = p.len() - text.len();
+            parse_payload_text(name, text, ctx_pid, objects).map_err(|e| perr(e.off + skip, e.msg))
+        }
+        _ => parse_payload_text(name, p, ctx_pid, objects),
+    }
+}
+
+fn parse_payload_text<'a>(
     name: &str,
     p: &'a str,
     ctx_pid: Pid,

@@ -718,3 +718,29 @@ fn rt_app_markers_of_master_and_1_0_are_read_and_written_in_masters_format() {
     let e = parse_ftrace_with("rt.trace", &stats("2147483648"), &ParseOptions::default()).unwrap_err();
     assert!(e.to_string().contains("`slack=2147483648` is out of range: rt-app prints it as a C int"), "{e}");
 }
+
+/// `trace-cmd report -R` of a schedlab trace.dat: the decision events and
+/// markers print their one string field as `msg=TEXT`; errors still point
+/// into the line.
+#[test]
+fn parses_raw_report_of_a_schedlab_trace_dat() {
+    let text = "\
+cpus=2
+          <idle>-0     [000]     0.000000000: schedlab_resched:      msg=cpu=1 ipi=1
+        worker-0-1001  [001]     0.001008233: tracing_mark_write:    msg=schedlab post obj=done0
+        worker-0-1001  [001]     0.001008233: sched_stat_runtime:    comm=worker-0 pid=1001 runtime=1008233
+";
+    let p = parse_ftrace_with("r.txt", text, &ParseOptions::default()).unwrap();
+    let k: Vec<_> = p.trace.events.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        k,
+        vec![
+            EventKind::Resched { cpu: 1, ipi: true },
+            EventKind::User { pid: 1001, op: UserOp::Post { obj: 0 } },
+            EventKind::SchedStatRuntime { pid: 1001, runtime: 1_008_233 },
+        ]
+    );
+    let bad = "          <idle>-0     [000]     0.000000000: schedlab_resched:      msg=cpu=x ipi=1";
+    let e = parse_ftrace("x", bad).unwrap_err();
+    assert_eq!(e.col, bad.find("x ipi").unwrap() + 1, "{e}");
+}
