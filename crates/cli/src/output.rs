@@ -81,14 +81,11 @@ impl TraceDatStream {
     }
 
     pub fn event(&mut self, ev: &Event) {
-        self.state.write(|w| w.event(ev));
+        self.state.event(ev);
     }
 
     pub fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-        self.state.write(|w| {
-            w.task_new(pid, info);
-            Ok(())
-        });
+        self.state.task_new(pid, info);
     }
 
     /// Write FILE: the header, then each CPU's pages.
@@ -153,6 +150,51 @@ impl<W, F> StreamState<W, F> {
     }
 }
 
+/// What a run streams into each of its trace writers.
+trait Streamed {
+    fn event(&mut self, ev: &Event) -> std::io::Result<()>;
+    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) -> std::io::Result<()>;
+}
+
+impl<B: std::io::Write> Streamed for FtraceWriter<B> {
+    fn event(&mut self, ev: &Event) -> std::io::Result<()> {
+        FtraceWriter::event(self, ev)
+    }
+    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) -> std::io::Result<()> {
+        FtraceWriter::task_new(self, pid, info);
+        Ok(())
+    }
+}
+
+impl Streamed for TraceDatWriter {
+    fn event(&mut self, ev: &Event) -> std::io::Result<()> {
+        TraceDatWriter::event(self, ev)
+    }
+    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) -> std::io::Result<()> {
+        TraceDatWriter::task_new(self, pid, info);
+        Ok(())
+    }
+}
+
+impl<B: std::io::Write> Streamed for PerfettoWriter<B> {
+    fn event(&mut self, ev: &Event) -> std::io::Result<()> {
+        PerfettoWriter::event(self, ev)
+    }
+    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) -> std::io::Result<()> {
+        PerfettoWriter::task_new(self, pid, info)
+    }
+}
+
+impl<W: Streamed, F> StreamState<W, F> {
+    fn event(&mut self, ev: &Event) {
+        self.write(|w| w.event(ev));
+    }
+
+    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
+        self.write(|w| w.task_new(pid, info));
+    }
+}
+
 /// `--trace -`: the trace goes to standard output (and the report to stderr).
 pub fn is_stdout(path: &Path) -> bool {
     path == Path::new("-")
@@ -179,14 +221,11 @@ impl FtraceStream {
     }
 
     pub fn event(&mut self, ev: &Event) {
-        self.state.write(|w| w.event(ev));
+        self.state.event(ev);
     }
 
     pub fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-        self.state.write(|w| {
-            w.task_new(pid, info);
-            Ok(())
-        });
+        self.state.task_new(pid, info);
     }
 
     /// Write FILE: the header, then the lines.
@@ -227,11 +266,11 @@ impl PerfettoStream {
     }
 
     pub fn event(&mut self, ev: &Event) {
-        self.state.write(|w| w.event(ev));
+        self.state.event(ev);
     }
 
     pub fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-        self.state.write(|w| w.task_new(pid, info));
+        self.state.task_new(pid, info);
     }
 
     pub fn finish(self) -> Result {
