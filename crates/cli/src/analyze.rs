@@ -22,8 +22,8 @@ use crate::output::{write_perfetto, write_tracedat};
 pub struct AnalyzeArgs {
     /// The trace: /sys/kernel/tracing/trace or trace_pipe text, `trace-cmd report` text
     /// (default or -R), a trace.dat (read through `trace-cmd report -R -t`), a perf.data
-    /// (through `perf script`) or a Perfetto trace; the kind is detected from the file's
-    /// first bytes. Switches the capture is missing are put back where each event's header
+    /// (through `perf script`), `perf script` text or a Perfetto trace; the kind is
+    /// detected from the file's first bytes (perf script text from its first event line). Switches the capture is missing are put back where each event's header
     /// proves them, and figures they make uncertain are left out (docs/real-traces.md). A
     /// file is read as a stream, in memory that does not grow with its length; a pipe or `-`
     /// (standard input), a trace out of time order (a Perfetto trace), `--perfetto` or
@@ -289,7 +289,16 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
     if let TraceInput::Stream(mut stream) = TraceInput::open(&args.trace, &path)? {
         let head = stream_head(&mut stream, &path)?;
         match input::sniff(&head) {
-            input::InputKind::Text => stream_text = Some(read_bounded(&head, stream, &path, &budget)?),
+            input::InputKind::Text => {
+                let bytes = read_bounded(&head, stream, &path, &budget)?;
+                let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]);
+                // perf script's text from a pipe: rewritten as a perf.data's is.
+                stream_text = Some(if input::is_perf_script(&text) {
+                    input::perf_script_text(&String::from_utf8_lossy(&bytes)).into_bytes()
+                } else {
+                    bytes
+                });
+            }
             _ => spooled = Some(spool(&head, stream, &path, &budget)?),
         }
     }

@@ -131,5 +131,30 @@ fn the_perf_sched_views_match_perf_on_a_host_capture() {
         identical += usize::from(a == b);
     }
     println!("map: {} lines, {equal} equal up to `secs`, {identical} identical", theirs.len());
+
+    // The same capture as `perf script` text, from a file and from a pipe:
+    // the views and the report are the perf.data's (the fields schedlab
+    // asks perf for, so the same nanoseconds).
+    let text = perf(&["script", "-F", "comm,pid,tid,cpu,time,event,trace", "--ns"], &data);
+    let script = dir.join("perf-script.txt");
+    std::fs::write(&script, &text).unwrap();
+    // All but the first line, which names the file and its kind.
+    let body = |r: &str| r.lines().skip(1).collect::<Vec<_>>().join("\n");
+    for view in ["timehist", "latency", "map"] {
+        let (text, binary) = (schedlab(&[view], &script), schedlab(&[view], &data));
+        assert_eq!(body(&text), body(&binary), "--view {view} of perf script text");
+    }
+    let from_data = common::ok(&["analyze", data.to_str().unwrap()]);
+    let from_file = common::ok(&["analyze", script.to_str().unwrap()]);
+    assert!(from_file.starts_with(&format!("trace     {} (perf script output", script.display())), "{from_file}");
+    assert_eq!(body(&from_file), body(&from_data));
+    let piped = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["analyze", "-"])
+        .stdin(std::fs::File::open(&script).unwrap())
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    assert_eq!(body(&String::from_utf8(piped.stdout).unwrap()), body(&from_data), "perf script text on stdin");
+    println!("perf script text: the views and the report equal the perf.data's");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -136,6 +136,7 @@ pub fn perf_script(data: &[u8]) {
     let _ = schedlab_report::input::perf_data_section(data, data.len() as u64);
     let text = String::from_utf8_lossy(data);
     let _ = schedlab_report::input::flyrecord_cpus(&text);
+    let _ = schedlab_report::input::is_perf_script(&text);
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         out.push_str(&schedlab_report::input::perf_line(line).unwrap_or_else(|| line.to_string()));

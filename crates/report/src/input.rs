@@ -98,6 +98,8 @@ pub enum InputKind {
     TraceDat,
     /// perf's `perf.data`.
     PerfData,
+    /// `perf script` text (`comm pid [cpu] secs: sched:name: fields`).
+    PerfScript,
     /// A Perfetto protobuf trace.
     Perfetto,
     /// A format schedlab does not read (its name).
@@ -154,7 +156,56 @@ pub fn sniff_file(path: &Path, shown: &str) -> Result<InputKind, ReportError> {
             Err(e) => return Err(ReportError::Trace(format!("{shown}: {e}"))),
         }
     }
-    Ok(sniff(&head[..n]))
+    let kind = sniff(&head[..n]);
+    if kind != InputKind::Text {
+        return Ok(kind);
+    }
+    // Text: tracefs or trace-cmd's, or perf script's, told by the first event line.
+    let mut start = Vec::with_capacity(PERF_SCRIPT_SNIFF_BYTES);
+    let reopened = std::fs::File::open(path).map_err(|e| ReportError::Trace(format!("{shown}: {e}")))?;
+    reopened
+        .take(PERF_SCRIPT_SNIFF_BYTES as u64)
+        .read_to_end(&mut start)
+        .map_err(|e| ReportError::Trace(format!("{shown}: {e}")))?;
+    Ok(if is_perf_script(&String::from_utf8_lossy(&start)) { InputKind::PerfScript } else { InputKind::Text })
+}
+
+/// `perf script` text rewritten line by line into trace-cmd report's
+/// layout ([`perf_line`]; other lines as they are).
+pub fn perf_script_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.split_inclusive('\n') {
+        match perf_line(line) {
+            Some(l) => out.push_str(&l),
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// How much of a text file is read to tell `perf script` text from ftrace text.
+const PERF_SCRIPT_SNIFF_BYTES: usize = 4096;
+
+/// Whether `text` (a file's start) is `perf script` output: its first line
+/// that is not blank or a `#` comment has a numeric pid after the comm,
+/// separated by spaces (ftrace text joins them: `comm-pid`), and an event
+/// named with its subsystem (`sched:sched_switch:`).
+pub fn is_perf_script(text: &str) -> bool {
+    let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#')) else {
+        return false;
+    };
+    let Some((left, rest)) = line.split_once(" [") else { return false };
+    let Some(ids) = left.split_whitespace().last().filter(|_| left.trim().contains(char::is_whitespace)) else {
+        return false;
+    };
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let ids_ok = match ids.split_once('/') {
+        Some((p, t)) => numeric(p) && (numeric(t) || t == "-1"),
+        None => numeric(ids),
+    };
+    // After `[cpu] secs.ns:` comes `subsystem:name:`.
+    let event = rest.split_once(": ").map(|(_, e)| e.trim_start()).and_then(|e| e.split_whitespace().next());
+    ids_ok && event.is_some_and(|e| e.trim_end_matches(':').contains(':'))
 }
 
 /// A binary trace turned into text: the file to read and how it was made.
@@ -212,6 +263,24 @@ pub fn convert(
             }
             let note = (!parts.is_empty()).then(|| format!("{shown}: {}", parts.join("; ")));
             Ok(Some(Converted { text, kind: "Perfetto trace", via: "schedlab's Perfetto reader", note }))
+        }
+        InputKind::PerfScript => {
+            // Already perf's text: each line rewritten as for perf.data, no helper.
+            let io = |e: std::io::Error| ReportError::Trace(format!("{shown}: {e}"));
+            let input = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+            let text = converted_file().map_err(io)?;
+            let mut out = BufWriter::new(text.as_file());
+            for line in input.lines() {
+                let line = line.map_err(io)?;
+                match perf_line(&line) {
+                    Some(l) => out.write_all(l.as_bytes()).map_err(io)?,
+                    None => out.write_all(line.as_bytes()).map_err(io)?,
+                }
+                out.write_all(b"\n").map_err(io)?;
+            }
+            out.flush().map_err(io)?;
+            drop(out);
+            Ok(Some(Converted { text, kind: "perf script output", via: "perf script", note: None }))
         }
         InputKind::PerfData => {
             check_perf_data(path, shown)?;
@@ -485,6 +554,46 @@ mod tests {
         assert_eq!(sniff(b"cpus=2\n"), InputKind::Text);
         assert!(matches!(sniff(b"\x1f\x8b\x08\0"), InputKind::Unsupported(n) if n.contains("gzip")));
         assert_eq!(sniff(b"\x0a\x87\x01\x52\x04\x08\x01"), InputKind::Perfetto);
+    }
+
+    #[test]
+    fn perf_script_text_is_told_from_ftrace_text_by_its_first_event_line() {
+        let perf = [
+            "            perf 14349 [000] 30171.485988: sched:sched_wakeup: comm=migration/0 pid=18 prio=0 target_cpu=000",
+            "     migration/0    18 [000] 30171.486000: sched:sched_switch: prev_comm=x prev_pid=18",
+            "  kworker/u8:1 x  2041/2041  [001] 30171.486000123:   sched:sched_waking: comm=a pid=1",
+            "# a comment\n\n    swapper     0/0     [001] 1.000000: sched:sched_switch: prev_comm=swapper/1",
+        ];
+        for text in perf {
+            assert!(is_perf_script(text), "{text}");
+        }
+        let not_perf = [
+            "          <idle>-0     [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0",
+            "# tracer: nop\n#\n     kworker/1:1-42    [001] .....  1.0: sched_waking: comm=a pid=1",
+            "  bash-1234  (1234) [000]  1.000000: sched_switch: prev_comm=bash",
+            "cpus=2\n          <idle>-0     [000]     0.000000: sched_wakeup_new: comm=waker pid=1003",
+            "",
+            "hello world [0] 1.0: not an event",
+        ];
+        for text in not_perf {
+            assert!(!is_perf_script(text), "{text}");
+        }
+        // Rewritten into trace-cmd report's layout, other lines kept.
+        let text = "# captured\n            perf 14349 [000] 30171.485988: sched:sched_wakeup: comm=a pid=18 prio=0 target_cpu=000\n";
+        assert_eq!(
+            perf_script_text(text),
+            "# captured\nperf-14349 [000] 30171.485988: sched_wakeup: comm=a pid=18 prio=0 target_cpu=000\n"
+        );
+    }
+
+    #[test]
+    fn a_perf_script_file_is_sniffed_past_its_first_bytes() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        writeln!(f, "            perf 14349 [000] 30171.485988: sched:sched_wakeup: comm=a pid=18").unwrap();
+        assert_eq!(sniff_file(f.path(), "p.txt").unwrap(), InputKind::PerfScript);
+        let mut g = tempfile::NamedTempFile::new().unwrap();
+        writeln!(g, "          <idle>-0     [000]     0.000000: sched_wakeup_new: comm=waker pid=1003").unwrap();
+        assert_eq!(sniff_file(g.path(), "t.txt").unwrap(), InputKind::Text);
     }
 
     #[test]
