@@ -203,7 +203,11 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     // A 50 % quota: half of one CPU, throttled in (nearly) every period.
     // The window is not aligned to the periods (the timer starts with the
     // threads' setup), so it may hold up to one quota more or less than
-    // half its length: over 5 s that is 1 %.
+    // half its length: over 5 s that is 1 %. A cfs_rq also takes its
+    // runtime from the group's pool a slice at a time
+    // (sched_cfs_bandwidth_slice_us, 5 ms by default) and may run out the
+    // slice it holds as the window closes: 0.1 % more (measured once here,
+    // 2026-12-06: 0.5101 CPUs).
     let f = scenario(
         &dir,
         "quota",
@@ -212,13 +216,13 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     );
     let r = rows(&real_json(&state, &f, &["--duration", "5s"]));
     let (_, cpus, _, periods, throttled) = r[0].clone();
-    assert!((cpus - 0.5).abs() <= 0.01, "a 50 % quota used {cpus:.4} CPUs: {r:?}");
+    assert!((cpus - 0.5).abs() <= 0.011, "a 50 % quota used {cpus:.4} CPUs: {r:?}");
     // The periods also count the setup before the window and the stop after it.
     assert!((50..=54).contains(&periods) && throttled + 2 >= periods, "5 s at 100 ms periods: {r:?}");
     // The model: the same half CPU (its window starts with a full pool, so
     // up to one quota more), throttled in every one of its 50 periods.
     let m = model_rows(&state, &f, &["--duration", "5s"]);
-    agree("50 % quota, CPUs used", m[0].1, cpus, 0.01);
+    agree("50 % quota, CPUs used", m[0].1, cpus, 0.011);
     assert!(m[0].3 == 50 && m[0].4 >= 49, "model: 5 s at 100 ms periods: {m:?}");
 
     // Group PELT: `cg-early` ran 100 ms on CPU 0 and sleeps; its blocked
