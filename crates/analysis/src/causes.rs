@@ -263,17 +263,13 @@ pub struct Attribution {
     pub stalls: Vec<StallStory>,
     /// Stories told after those: in `causes` and `total_ns`, not kept
     /// (serialised only when some were left out).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub stalls_not_kept: u64,
     /// Stalls a streamed run could not explain (their signal had left the
     /// bounded window, see `AttributionCollector`): counted in the metrics,
     /// missing from `stalls`, `causes` and `total_ns`.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub unexplained: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl Attribution {
@@ -285,10 +281,7 @@ impl Attribution {
     /// Keep only the first `n` stories (the rest stay in the cause table
     /// and the totals, counted in `stalls_not_kept`).
     pub fn keep_stalls(&mut self, n: usize) {
-        if self.stalls.len() > n {
-            self.stalls_not_kept += (self.stalls.len() - n) as u64;
-            self.stalls.truncate(n);
-        }
+        crate::keep_first(&mut self.stalls, n, &mut self.stalls_not_kept);
     }
 
     /// Stalls per cause (all culprits together).

@@ -164,8 +164,16 @@ pub struct RunMetrics {
     pub open_handoffs_at_end: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// Keep the first `n` of `list`, adding how many went to `not_kept`.
+pub(crate) fn keep_first<T>(list: &mut Vec<T>, n: usize, not_kept: &mut u64) {
+    if list.len() > n {
+        *not_kept += (list.len() - n) as u64;
+        list.truncate(n);
+    }
 }
 
 impl RunMetrics {
@@ -176,10 +184,7 @@ impl RunMetrics {
 
     /// Keep only the first `n` stalls (the rest counted in `stalls_not_kept`).
     pub fn keep_stalls(&mut self, n: usize) {
-        if self.stalls.len() > n {
-            self.stalls_not_kept += (self.stalls.len() - n) as u64;
-            self.stalls.truncate(n);
-        }
+        keep_first(&mut self.stalls, n, &mut self.stalls_not_kept);
     }
 
     /// The row for `pid`.

@@ -87,7 +87,7 @@ impl Kernel {
         let nr_cfs = self.rqs.len() + self.group_cfs.len();
         // Who is where, gathered once: every check below is then O(tasks + CPUs +
         // queued), not tasks x runqueues (a 224-CPU machine with thousands of
-        // threads checks every step in tests and under the fuzzer).
+        // threads checks after every entry in tests).
         let mut switching_out = vec![false; self.tasks.len()];
         // Each RT task's place in the prio lists, from one pass over them:
         // asking each list whether it holds a task is O(list) per task.

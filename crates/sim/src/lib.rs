@@ -48,7 +48,7 @@ pub struct SimOptions {
     pub features: Vec<String>,
     /// Replace the scenario's topology.
     pub topology: Option<Topology>,
-    /// Check the model's invariants after every step (default: debug
+    /// Check the model's invariants as it runs (see `invariant_budget`; default: debug
     /// builds, or as `SCHEDLAB_CHECK_INVARIANTS` says: [`invariants_by_default`]).
     pub check_invariants: Option<bool>,
     /// With `check_invariants`: what each kernel entry touched (its
@@ -58,7 +58,7 @@ pub struct SimOptions {
     /// size/N-th (and at the end), so it costs about N tasks or CPUs per
     /// entry whatever the size. `None`: the full recount after every entry
     /// (tests: it also proves the scoped check never disagrees with it);
-    /// the CLI, hunt and fuzzer set [`INVARIANT_BUDGET`] or less.
+    /// the CLI and the hunt set [`INVARIANT_BUDGET`], the fuzzer its own.
     pub invariant_budget: Option<u64>,
     /// Leave out the topology's `[[noise]]` (interrupts, steal): a quiet machine.
     pub no_noise: bool,
