@@ -35,6 +35,7 @@ fn runqueue(n: usize) -> Kernel {
             cpus_mask: parse_cpulist("0").expect("cpulist"),
             cpu: 0,
             fixed_start: true,
+            dl: None,
         });
         // Staggered starts give the tasks different vruntimes and deadlines.
         k.wake_up_new_task(t, i as u64 * 1_000, 0, &mut out);

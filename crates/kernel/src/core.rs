@@ -87,6 +87,8 @@ pub struct TaskParams {
     pub cpu: usize,
     /// Start on `cpu` without fork balancing (a scenario's `start_cpu`).
     pub fixed_start: bool,
+    /// SCHED_DEADLINE's reservation (admitted by the caller: [`Kernel::dl_admit`]).
+    pub dl: Option<crate::deadline::DlParams>,
 }
 
 /// What an interrupt to another CPU asks it to do.
@@ -522,6 +524,7 @@ impl Kernel {
     /// [`Kernel::wake_up_new_task`].
     pub fn sched_fork(&mut self, parent: TaskId, pid: Pid, cpu: usize) -> TaskId {
         let parent = &self.tasks[parent as usize];
+        debug_assert!(parent.policy != Policy::Deadline, "a deadline task forked");
         let nice = if parent.policy.is_fair() { parent.static_prio - DEFAULT_PRIO } else { 0 };
         let params = TaskParams {
             pid,
@@ -532,6 +535,9 @@ impl Kernel {
             cpus_mask: parent.cpus_mask,
             cpu,
             fixed_start: false,
+            // A deadline task cannot fork (`sched_fork()`: EAGAIN); the
+            // scenario reader refuses it.
+            dl: None,
         };
         let tg = parent.tg;
         let child = self.add_task(params);
@@ -544,6 +550,7 @@ impl Kernel {
     pub fn add_task(&mut self, p: TaskParams) -> TaskId {
         let id = self.tasks.len() as TaskId;
         let (static_prio, normal_prio, weight) = match p.policy {
+            Policy::Deadline => (DEFAULT_PRIO, crate::deadline::MAX_DL_PRIO - 1, NICE_0_WEIGHT),
             Policy::Fifo | Policy::Rr => (DEFAULT_PRIO, MAX_RT_PRIO - 1 - p.rt_priority as i32, NICE_0_WEIGHT),
             Policy::Idle => (DEFAULT_PRIO + p.nice, DEFAULT_PRIO + p.nice, WEIGHT_IDLEPRIO),
             Policy::Normal | Policy::Batch => {
@@ -568,6 +575,7 @@ impl Kernel {
             sched_remote_wakeup: false,
             sched_remote_delayed: false,
             throttled: false,
+            dl: p.dl.map(crate::deadline::DlEntity::new).unwrap_or_default(),
             se: SchedEntity::new(weight, slice, p.slice_ns.is_some()),
             nvcsw: 0,
             nivcsw: 0,

@@ -1,384 +1,669 @@
-//! The fair server (`kernel/sched/deadline.c`: `rq->fair_server`, a
-//! deferred `dl_server`): fair tasks starved by RT tasks get 50 ms of every
-//! 1 s period, once they have waited for the rest of it.
+//! The deadline class (`kernel/sched/deadline.c`): SCHED_DEADLINE tasks
+//! under the constant bandwidth server (CBS) and global EDF, and the fair
+//! server, the class's other entity (submodule [`server`]).
 //!
-//! Follows Debian's 6.12.117, whose deadline.c carries the 2025-26 stable
-//! fixes (the "stuck dl_server" fix, the revised-wakeup case): the server
-//! starts when the first fair task is queued on an empty fair runqueue
-//! (`enqueue_task_fair()`), and stays active while the CPU idles or runs
-//! RT; it stops only when it is picked with no fair task to run. Its states
-//! are deadline.c's own diagram:
-//! * B, zero-laxity wait: throttled and `defer_armed`, the timer at
-//!   `deadline - runtime`. Fair tasks running in the background (and idle
-//!   time, `dl_server_update_idle_time()`) consume the runtime; once it is
-//!   used up the period starts over, pushing the timer 950 ms on.
-//! * D, running: the timer fired with runtime left, so fair tasks were
-//!   starved; the server is queued as a deadline entity and runs fair tasks
-//!   above RT until its runtime is used (then E) or no fair task is left
-//!   (then A).
-//! * E, replenish wait: throttled until the next period, then D again; fair
-//!   time in the background that uses up the runtime returns it to B.
-//! * A, inactive.
+//! Follows 6.12.x. A task has a reservation (`dl_runtime` every
+//! `dl_period`, to be used by `dl_deadline` after each period starts):
+//! * **CBS.** Running consumes `runtime`; at zero the task is throttled
+//!   and leaves the runqueue until the replenishment timer fires at its
+//!   next period (`update_curr_dl()` → `start_dl_timer()` →
+//!   `dl_task_timer()` → `replenish_dl_entity()`, which moves the deadline
+//!   a period on per runtime refill).
+//! * **The wakeup rule** (`update_dl_entity()`): a task waking after its
+//!   deadline, or whose runtime left would exceed its bandwidth over the
+//!   time to its deadline (`dl_entity_overflow()`), gets a new period from
+//!   now; a constrained task (`dl_deadline < dl_period`) inside its deadline
+//!   keeps it with the runtime cut to its density times the laxity
+//!   (`update_dl_revised_wakeup()`), and one woken between its deadline and
+//!   its next period waits throttled for that period (`dl_check_constrained_dl()`).
+//! * **EDF**: each CPU runs its earliest deadline (the fair server
+//!   competes by its own deadline); across CPUs, wakeup placement
+//!   (`select_task_rq_dl()` → `find_later_rq()` over [`cpudl`]), push of
+//!   the earliest waiting task to a CPU with a later deadline
+//!   (`push_dl_task()`) and pull by a CPU whose deadline got later
+//!   (`pull_dl_task()`).
+//! * **Admission** ([`admission`]): `sched_setattr()`'s parameter checks
+//!   (`__checkparam_dl()`, EINVAL), the affinity rule (EPERM) and the root
+//!   domain's bandwidth (`sched_dl_overflow()`, EBUSY).
 //!
-//! Simplified: no deadline class beyond this server (so it always outranks
-//! the running task when queued); CBS arithmetic in whole nanoseconds
-//! without DL_SCALE's 1 us granularity; the revised-wakeup rule
-//! (`update_dl_revised_wakeup()`) for a server restarted within a period it
-//! was running in scales the runtime to the time left; hrtimers fire at
-//! their expiry (the timer interrupt's delivery is the hardware model's).
-//! The 6.9 profile has no fair server. Its instants are the model's time
-//! (`Kernel::now`), not the runqueue clock (which runs `RQ_CLOCK_BASE`
-//! ahead), because its timer is the simulator's.
+//! Simplified: no GRUB reclaiming (SCHED_FLAG_RECLAIM), no
+//! SCHED_FLAG_DL_OVERRUN signal, no deadline inheritance through rt_mutex
+//! (the scenario reader refuses a deadline task on a PI lock), no
+//! `running_bw`/`this_bw` accounting (only GRUB and schedutil read them),
+//! no capacity-aware placement (asymmetric CPUs); the runtime is charged in
+//! wall nanoseconds scaled by the CPU's capacity (`dl_scaled_delta_exec()`
+//! at the maximum frequency). Deadlines are kept in the model's time
+//! (`Kernel::now`), as the fair server's are, since the hrtimers are the
+//! simulator's. Equal deadlines keep their queueing order (the rb-tree's).
+
+mod admission;
+mod cpudl;
+mod server;
+
+pub use admission::{DlAdmissionError, DlBandwidth};
+pub use server::*;
 
 use crate::core::{Kernel, Outbox};
+use crate::sched::class::SchedClass;
+use crate::sched::{qflags::*, wflags::*, OnRq, TaskId};
+use std::collections::BTreeSet;
 
-/// Default `fair_server` runtime and period (deadline.c `dl_server_start()`).
-pub const FAIR_SERVER_RUNTIME: u64 = 50_000_000;
-pub const FAIR_SERVER_PERIOD: u64 = 1_000_000_000;
-/// `dl_server_min_res`: a zero-laxity timer is pushed on only by more.
-const DL_SERVER_MIN_RES: u64 = 1_000_000;
+/// `MAX_DL_PRIO`: a deadline task's priority is `MAX_DL_PRIO - 1`.
+pub const MAX_DL_PRIO: i32 = 0;
+/// `DL_SCALE`: `dl_entity_overflow()` compares in ~1 us units.
+const DL_SCALE: u32 = 10;
+/// `BW_SHIFT`: bandwidths are fixed point with 20 fractional bits.
+pub const BW_SHIFT: u32 = 20;
+/// `BW_UNIT`: a bandwidth of one whole CPU.
+pub const BW_UNIT: u64 = 1 << BW_SHIFT;
 
-/// Per-CPU state of the fair server (`struct sched_dl_entity` fields).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FairServer {
-    /// `dl_runtime`: the runtime it may use per period (0 disables it, as
-    /// writing 0 to `/sys/kernel/debug/sched/fair_server/cpuN/runtime` does).
-    pub dl_runtime: u64,
-    /// `dl_server`: set up by its first start (`setup_new_dl_entity()`).
-    pub initialized: bool,
-    /// `dl_server_active`.
-    pub active: bool,
-    /// `dl_throttled`: waiting for its timer (zero-laxity or replenish).
-    pub throttled: bool,
-    /// `dl_defer_armed`: the timer is the zero-laxity one.
-    pub defer_armed: bool,
-    /// `dl_defer_running`: the server is handling a starvation.
-    pub defer_running: bool,
-    /// Runtime left in this period, ns (negative once overrun).
-    pub runtime: i64,
-    /// Absolute deadline of the current period.
-    pub deadline: u64,
-    /// Expiry of the pending `dl_timer`; `None` when it is not queued.
-    pub timer_at: Option<u64>,
-    /// The idle task's `se.exec_start`: idle time since then counts against
-    /// the runtime (`dl_server_update_idle_time()`); `None` while busy.
-    pub idle_since: Option<u64>,
+/// `to_ratio(period, runtime)`: `runtime / period` in BW_SHIFT fixed point.
+pub fn to_ratio(period: u64, runtime: u64) -> u64 {
+    if period == 0 {
+        return 0;
+    }
+    ((runtime as u128) << BW_SHIFT).checked_div(period as u128).unwrap_or(0).min(u64::MAX as u128) as u64
 }
 
-impl FairServer {
-    pub fn new(dl_runtime: u64) -> Self {
-        FairServer { dl_runtime, ..Default::default() }
+/// `sched_attr`'s deadline fields, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DlParams {
+    pub runtime: u64,
+    pub deadline: u64,
+    pub period: u64,
+}
+
+/// `struct sched_dl_entity` of a task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DlEntity {
+    /// The reservation: `dl_runtime`, `dl_deadline`, `dl_period` (ns).
+    pub dl_runtime: u64,
+    pub dl_deadline: u64,
+    pub dl_period: u64,
+    /// `dl_bw` = runtime/period and `dl_density` = runtime/deadline (BW_SHIFT).
+    pub dl_bw: u64,
+    pub dl_density: u64,
+    /// Runtime left in this period (negative after an overrun).
+    pub runtime: i64,
+    /// Absolute deadline of this period (0: never set up).
+    pub deadline: u64,
+    /// `dl_throttled`: out of runtime, waiting for the replenishment timer.
+    pub throttled: bool,
+    /// `dl_yielded`: gave up the rest of this period's runtime.
+    pub yielded: bool,
+    /// On its CPU's deadline runqueue (`on_dl_rq()`).
+    pub on_dl_rq: bool,
+    /// Expiry of the pending replenishment timer.
+    pub timer_at: Option<u64>,
+    /// Throttle count and throttled time (the model's record, for reports).
+    pub nr_throttled: u64,
+    pub throttled_since: Option<u64>,
+    pub throttled_ns: u64,
+    /// Queueing order, to keep equal deadlines in FIFO order.
+    seq: u64,
+}
+
+impl DlEntity {
+    /// `__setparam_dl()`: the reservation of `p`, no period started yet.
+    pub fn new(p: DlParams) -> Self {
+        let period = if p.period == 0 { p.deadline } else { p.period };
+        DlEntity {
+            dl_runtime: p.runtime,
+            dl_deadline: p.deadline,
+            dl_period: period,
+            dl_bw: to_ratio(period, p.runtime),
+            dl_density: to_ratio(p.deadline, p.runtime),
+            ..Default::default()
+        }
     }
 
-    /// Queued as a deadline entity: it runs fair tasks above RT (state D).
-    pub fn queued(&self) -> bool {
-        self.active && !self.throttled
+    /// `dl_is_implicit()`: the relative deadline is the period.
+    fn is_implicit(&self) -> bool {
+        self.dl_deadline == self.dl_period
     }
 
-    /// `dl_entity_overflow()`: would the runtime left, used by the
-    /// deadline, exceed the reserved bandwidth?
-    fn overflow(&self, now: u64) -> bool {
-        let left = FAIR_SERVER_PERIOD as u128 * self.runtime.max(0) as u128;
-        let right = self.deadline.saturating_sub(now) as u128 * self.dl_runtime as u128;
+    /// `dl_entity_overflow()`: would the runtime left, used up by the
+    /// deadline, exceed the reserved bandwidth (runtime/dl_deadline)? In
+    /// DL_SCALE units, as the kernel compares (to stay in 64 bits).
+    fn overflow(&self, t: u64) -> bool {
+        let left = (self.dl_deadline >> DL_SCALE) as u128 * ((self.runtime.max(0) as u64) >> DL_SCALE) as u128;
+        let right = (self.deadline.saturating_sub(t) >> DL_SCALE) as u128 * (self.dl_runtime >> DL_SCALE) as u128;
         right < left
     }
 
     /// `replenish_dl_new_period()`.
     fn new_period(&mut self, now: u64) {
-        self.deadline = now + FAIR_SERVER_PERIOD;
+        self.deadline = now + self.dl_deadline;
         self.runtime = self.dl_runtime as i64;
-        if !self.defer_running {
-            self.throttled = true;
-            self.defer_armed = true;
-        }
     }
 
-    /// `start_dl_timer()`: the zero-laxity instant when armed, else the
-    /// next period. False (nothing queued) when that is already past.
-    fn timer_expiry(&self, now: u64) -> Option<u64> {
-        let at =
-            if self.defer_armed { self.deadline.saturating_sub(self.runtime.max(0) as u64) } else { self.deadline };
-        (at >= now).then_some(at)
+    /// `dl_next_period()`: the start of the next period.
+    fn next_period(&self) -> u64 {
+        self.deadline.saturating_sub(self.dl_deadline) + self.dl_period
     }
+}
+
+/// `struct dl_rq`: the CPU's deadline tasks by deadline, and those that may
+/// be pushed elsewhere.
+#[derive(Clone, Debug, Default)]
+pub struct DlRq {
+    /// `root`: queued tasks by (deadline, queueing order).
+    pub queue: BTreeSet<(u64, u64, TaskId)>,
+    /// `pushable_dl_tasks_root`: queued, not running, may move.
+    pub pushable: BTreeSet<(u64, u64, TaskId)>,
+    pub dl_nr_running: u32,
+    /// `overloaded`: has pushable tasks (in the root domain's `dlo_mask`).
+    pub overloaded: bool,
+    /// A push is queued as a balance callback.
+    pub push_callback: bool,
+    next_seq: u64,
+}
+
+impl DlRq {
+    /// `earliest_dl.curr`: the earliest queued deadline.
+    pub fn earliest(&self) -> Option<u64> {
+        self.queue.first().map(|e| e.0)
+    }
+
+    /// `earliest_dl.next`: the earliest pushable deadline.
+    pub fn earliest_pushable(&self) -> Option<u64> {
+        self.pushable.first().map(|e| e.0)
+    }
+}
+
+/// `dl_time_before(a, b)`.
+fn before(a: u64, b: u64) -> bool {
+    (a as i64).wrapping_sub(b as i64) < 0
 }
 
 impl Kernel {
-    fn start_dl_timer(&mut self, cpu: usize) -> bool {
-        let now = self.now;
-        match self.rqs[cpu].fair_server.timer_expiry(now) {
-            // hrtimer_is_queued(): already pending for that instant.
-            Some(at) if self.rqs[cpu].fair_server.timer_at == Some(at) => true,
-            Some(at) => {
-                self.rqs[cpu].fair_server.timer_at = Some(at);
-                self.request_timer(TimerRequest { cpu, at, what: TimerKind::FairServer });
-                true
-            }
-            None => false,
-        }
+    fn dl(&self, p: TaskId) -> &DlEntity {
+        &self.tasks[p as usize].dl
     }
 
-    /// `enqueue_dl_entity()` of the server: `wakeup` is ENQUEUE_WAKEUP
-    /// (`update_dl_entity()`), else ENQUEUE_REPLENISH. A throttled server
-    /// whose timer could be started stays off the runqueue.
-    fn enqueue_fair_server(&mut self, cpu: usize, wakeup: bool) {
+    fn dl_mut(&mut self, p: TaskId) -> &mut DlEntity {
+        &mut self.tasks[p as usize].dl
+    }
+
+    /// `dl_task(rq->curr)`: the deadline of the CPU's running deadline task.
+    fn curr_dl_deadline(&self, cpu: usize) -> Option<u64> {
+        let c = self.rqs[cpu].curr?;
+        (self.class_of(c) == SchedClass::Dl).then(|| self.dl(c).deadline)
+    }
+
+    /// `dl_entity_preempt(p, curr)` for `cpu`'s running task: true when
+    /// nothing of the deadline class runs there or `p`'s deadline is earlier.
+    fn dl_preempts_curr(&self, cpu: usize, deadline: u64) -> bool {
+        self.curr_dl_deadline(cpu).is_none_or(|d| before(deadline, d))
+    }
+
+    /// `dl_task_is_earliest_deadline()`: `p` would be the first on `cpu`.
+    fn dl_is_earliest_on(&self, p: TaskId, cpu: usize) -> bool {
+        self.rqs[cpu].dl.earliest().is_none_or(|e| before(self.dl(p).deadline, e))
+    }
+
+    // ---- enqueue / dequeue ----
+
+    /// `enqueue_task_dl()` → `enqueue_dl_entity()`: a waking task's period
+    /// by the wakeup rule, a replenished one's from the timer; a throttled
+    /// task stays off the queue (its timer will enqueue it).
+    pub(crate) fn enqueue_task_dl(&mut self, cpu: usize, p: TaskId, flags: u32) {
         let now = self.now;
-        let fs = &mut self.rqs[cpu].fair_server;
-        if wakeup {
+        if !self.dl(p).throttled && !self.dl(p).is_implicit() {
+            self.dl_check_constrained_dl(p);
+        }
+        // Throttled, it waits for its timer off the queue.
+        if self.dl(p).throttled && flags & ENQUEUE_REPLENISH == 0 {
+            return;
+        }
+        if self.dl(p).deadline == 0 {
+            self.dl_mut(p).new_period(now);
+        } else if flags & ENQUEUE_WAKEUP != 0 {
             // update_dl_entity()
-            if fs.deadline < now || fs.overflow(now) {
-                if fs.defer_running && fs.deadline >= now {
-                    // update_dl_revised_wakeup(): keep the deadline, scale the runtime.
-                    let laxity = fs.deadline - now;
-                    fs.runtime = (fs.dl_runtime as u128 * laxity as u128 / FAIR_SERVER_PERIOD as u128) as i64;
+            let dl = self.dl_mut(p);
+            if before(dl.deadline, now) || dl.overflow(now) {
+                if !dl.is_implicit() && !before(dl.deadline, now) {
+                    let laxity = dl.deadline - now;
+                    dl.runtime = ((dl.dl_density as u128 * laxity as u128) >> BW_SHIFT) as i64;
                 } else {
-                    fs.defer_running = false;
-                    fs.new_period(now);
-                }
-            } else if !fs.defer_running {
-                fs.defer_armed = true;
-                fs.throttled = true;
-            }
-        } else {
-            // replenish_dl_entity()
-            if fs.defer_armed && fs.overflow(now) {
-                fs.deadline = now + FAIR_SERVER_PERIOD;
-                fs.runtime = fs.dl_runtime as i64;
-            }
-            while fs.runtime <= 0 {
-                fs.deadline += FAIR_SERVER_PERIOD;
-                fs.runtime += fs.dl_runtime as i64;
-            }
-            if fs.deadline < now {
-                fs.new_period(now);
-            }
-            fs.throttled = false;
-            if fs.defer_armed {
-                fs.defer_armed = false;
-            } else if !fs.defer_running && now < fs.deadline.saturating_sub(fs.runtime as u64) {
-                fs.defer_armed = true;
-                fs.throttled = true;
-                if !self.start_dl_timer(cpu) {
-                    let fs = &mut self.rqs[cpu].fair_server;
-                    fs.timer_at = None;
-                    fs.defer_armed = false;
-                    fs.throttled = false;
+                    dl.new_period(now);
                 }
             }
+        } else if flags & ENQUEUE_REPLENISH != 0 {
+            self.replenish_dl_entity(p);
+        } else if flags & ENQUEUE_RESTORE != 0 && before(self.dl(p).deadline, now) {
+            self.dl_mut(p).new_period(now);
         }
-        if self.rqs[cpu].fair_server.throttled && self.start_dl_timer(cpu) {
-            return;
-        }
-        let fs = &mut self.rqs[cpu].fair_server;
-        if fs.throttled {
-            fs.timer_at = None;
-            fs.defer_armed = false;
-            fs.throttled = false;
-        }
-        // __enqueue_dl_entity(): queued above RT.
-        self.resched_curr(cpu);
-    }
-
-    /// `dl_server_start()`, from `enqueue_task_fair()` when the fair
-    /// runqueue was empty (`was_empty`). On a CPU that had nothing queued
-    /// (`was_idle`: `rq->nr_running` before the enqueue) the idle time since
-    /// the last accounting counts against the runtime first.
-    pub(crate) fn dl_server_start(&mut self, cpu: usize, was_empty: bool, was_idle: bool) {
-        if !was_empty || self.rqs[cpu].cfs.h_nr_queued == 0 {
-            return;
-        }
-        self.dl_server_activate(cpu, was_idle);
-    }
-
-    /// `dl_server_start()` past its test for a fair task: set the server up
-    /// on its first start, then queue it (deferred) unless it is active.
-    fn dl_server_activate(&mut self, cpu: usize, was_idle: bool) {
-        if was_idle {
-            self.dl_server_update_idle_time(cpu);
-        }
-        let now = self.now;
-        let fs = &mut self.rqs[cpu].fair_server;
-        if !fs.initialized {
-            // The first start sets the server up: a first period from now.
-            fs.initialized = true;
-            fs.new_period(now);
-        }
-        if fs.dl_runtime == 0 || fs.active {
-            return;
-        }
-        fs.active = true;
-        self.enqueue_fair_server(cpu, true);
-        // dl_server_start() reschedules whether or not the server is queued
-        // (no deadline task is ever curr here).
-        self.resched_curr(cpu);
-    }
-
-    /// A fair task passed through `cpu` and left the fair class before
-    /// `now` without running there: its enqueue started the fair server
-    /// (`dl_server_start()` from `enqueue_task_fair()`), and leaving the
-    /// class does not stop it (6.12: only a pick with nothing to serve
-    /// does). This is what the real runner's setup leaves behind: each
-    /// thread starts as SCHED_OTHER, moves to its CPU and switches to its
-    /// policy before the run's t0 (`schedlab_runner::worker`). A profile
-    /// without a fair server has nothing to start.
-    pub fn fair_task_passed_through(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
-        self.entry(now, cpu, out, |k| {
-            let was_idle = k.rqs[cpu].nr_running == 0;
-            k.dl_server_activate(cpu, was_idle);
-        });
-    }
-
-    /// 6.12.0-6.16's `dl_server_stop()` from `dequeue_entities()` when the
-    /// CPU's last fair task leaves (the profile's `dl_server_stop_on_empty`,
-    /// unless `DL_SERVER_LAZY_STOP`): the server goes inactive and its timer
-    /// is cancelled, so the next fair enqueue starts and arms it again.
-    pub(crate) fn dl_server_stop_on_empty(&mut self, cpu: usize) {
-        if self.profile.dl_server_stop_on_empty
-            && !self.feat(crate::features::Feature::DL_SERVER_LAZY_STOP)
-            && self.rqs[cpu].fair_server.active
-        {
-            self.dl_server_stop(cpu);
-        }
-    }
-
-    /// `dl_server_stop()`: picked with nothing to serve (state D → A).
-    fn dl_server_stop(&mut self, cpu: usize) {
-        let fs = &mut self.rqs[cpu].fair_server;
-        if fs.dl_runtime == 0 {
-            return;
-        }
-        fs.timer_at = None;
-        fs.defer_armed = false;
-        fs.throttled = false;
-        fs.active = false;
-    }
-
-    /// The idle task is switched in (`set_next_task_idle()`: its exec_start).
-    pub(crate) fn fair_server_idle_enter(&mut self, cpu: usize) {
-        self.rqs[cpu].fair_server.idle_since = Some(self.now);
-    }
-
-    /// The idle task is switched out (`put_prev_task_idle()`).
-    pub(crate) fn fair_server_idle_exit(&mut self, cpu: usize) {
-        self.dl_server_update_idle_time(cpu);
-        self.rqs[cpu].fair_server.idle_since = None;
-    }
-
-    /// `dl_server_update_idle_time()`: idle time counts as runtime the
-    /// deferred server did not need.
-    fn dl_server_update_idle_time(&mut self, cpu: usize) {
-        let now = self.now;
-        let fs = &mut self.rqs[cpu].fair_server;
-        let Some(since) = fs.idle_since else { return };
-        if fs.runtime < 0 {
-            return;
-        }
-        fs.runtime -= now.saturating_sub(since) as i64;
-        if fs.runtime < 0 {
-            fs.defer_running = false;
-            fs.runtime = 0;
-        }
-        fs.idle_since = Some(now);
-    }
-
-    /// `dl_server_update()` → `update_curr_dl_se()`: fair runtime, inside
-    /// the server or in the background, is charged to an active server.
-    pub(crate) fn dl_server_update(&mut self, cpu: usize, delta: u64) {
-        let now = self.now;
-        let fs = &mut self.rqs[cpu].fair_server;
-        if !fs.active || fs.dl_runtime == 0 || delta == 0 {
-            return;
-        }
-        fs.runtime -= delta as i64;
-        if fs.runtime > 0 {
-            return;
-        }
-        if fs.throttled {
-            // Used up in the background: not needed this period (B/E → B).
-            fs.defer_running = false;
-            fs.timer_at = None;
-            fs.new_period(now);
-            self.start_dl_timer(cpu);
-            return;
-        }
-        // Running out of runtime while serving (D → E).
-        fs.throttled = true;
-        if !self.start_dl_timer(cpu) {
-            self.enqueue_fair_server(cpu, false);
-        }
-        self.resched_curr(cpu);
-    }
-
-    /// The server's `dl_timer` on `cpu` (`dl_server_timer()`): at the
-    /// zero-laxity instant, start serving unless the runtime was consumed in
-    /// the background meanwhile (then push the timer on); at a replenish
-    /// instant, serve again.
-    pub fn dl_server_timer(&mut self, cpu: usize, now: u64, out: &mut Outbox) {
-        self.entry(now, cpu, out, |k| {
-            // An event for a timer since cancelled or re-armed later is stale
-            // (the interrupt may be taken after the expiry).
-            if k.rqs[cpu].fair_server.timer_at.is_none_or(|at| at > now) {
+        if self.dl(p).throttled {
+            if self.start_dl_task_timer(p) {
                 return;
             }
-            k.rqs[cpu].fair_server.timer_at = None;
-            k.update_rq_clock(cpu);
-            let fs = k.rqs[cpu].fair_server;
-            if !fs.throttled || fs.dl_runtime == 0 {
-                return;
-            }
-            if fs.defer_armed {
-                let zero_laxity = fs.deadline.saturating_sub(fs.runtime.max(0) as u64);
-                if now + DL_SERVER_MIN_RES < zero_laxity {
-                    k.rqs[cpu].fair_server.timer_at = Some(zero_laxity);
-                    k.request_timer(TimerRequest { cpu, at: zero_laxity, what: TimerKind::FairServer });
-                    return;
-                }
-                k.rqs[cpu].fair_server.defer_running = true;
-            }
-            k.enqueue_fair_server(cpu, false);
-        })
+            self.dl_mut(p).throttled = false;
+        }
+        self.__enqueue_dl_entity(cpu, p);
+        if self.rqs[cpu].curr != Some(p) && self.tasks[p as usize].nr_cpus_allowed() > 1 {
+            self.enqueue_pushable_dl_task(cpu, p);
+        }
     }
 
-    /// The deadline class's pick with only the server in it (`__pick_task_dl()`):
-    /// true when it serves a fair task now; a queued server with no fair
-    /// task to run is stopped.
-    pub(crate) fn fair_server_pick(&mut self, cpu: usize) -> bool {
-        if !self.rqs[cpu].fair_server.queued() {
+    /// `setup_new_dl_entity()` of a task about to start as SCHED_DEADLINE
+    /// (the model's threads get their policy before they first run, as
+    /// `sched_setattr()` on a just-created thread would give it): its first
+    /// period starts now, before its placement compares deadlines.
+    pub(crate) fn setup_new_dl_entity(&mut self, p: TaskId) {
+        if self.tasks[p as usize].policy == crate::sched::Policy::Deadline && self.dl(p).deadline == 0 {
+            let now = self.now;
+            self.dl_mut(p).new_period(now);
+        }
+    }
+
+    /// `dl_check_constrained_dl()`: a constrained task woken after its
+    /// deadline but before its next period waits for that period, throttled.
+    fn dl_check_constrained_dl(&mut self, p: TaskId) {
+        let now = self.now;
+        let dl = *self.dl(p);
+        if dl.is_implicit() || dl.deadline == 0 || !before(dl.deadline, now) || !before(now, dl.next_period()) {
+            return;
+        }
+        if !self.start_dl_task_timer(p) {
+            return;
+        }
+        let dl = self.dl_mut(p);
+        dl.throttled = true;
+        dl.throttled_since = Some(now);
+        dl.nr_throttled += 1;
+        if dl.runtime > 0 {
+            dl.runtime = 0;
+        }
+    }
+
+    fn __enqueue_dl_entity(&mut self, cpu: usize, p: TaskId) {
+        let rq = &mut self.rqs[cpu].dl;
+        let seq = rq.next_seq;
+        rq.next_seq += 1;
+        let dl = &mut self.tasks[p as usize].dl;
+        dl.seq = seq;
+        dl.on_dl_rq = true;
+        rq.queue.insert((dl.deadline, seq, p));
+        rq.dl_nr_running += 1;
+        self.add_nr_running(cpu, 1);
+    }
+
+    fn __dequeue_dl_entity(&mut self, cpu: usize, p: TaskId) {
+        let dl = &mut self.tasks[p as usize].dl;
+        if !dl.on_dl_rq {
+            return;
+        }
+        dl.on_dl_rq = false;
+        let key = (dl.deadline, dl.seq, p);
+        let rq = &mut self.rqs[cpu];
+        rq.dl.queue.remove(&key);
+        rq.dl.dl_nr_running -= 1;
+        rq.nr_running -= 1;
+    }
+
+    /// `dequeue_task_dl()`. A throttled task is already off its queue (and,
+    /// as in the kernel, out of `nr_running`, though still `on_rq`).
+    pub(crate) fn dequeue_task_dl(&mut self, cpu: usize, p: TaskId) {
+        self.update_curr_dl(cpu);
+        self.__dequeue_dl_entity(cpu, p);
+        self.dequeue_pushable_dl_task(cpu, p);
+    }
+
+    /// `enqueue_pushable_dl_task()`.
+    fn enqueue_pushable_dl_task(&mut self, cpu: usize, p: TaskId) {
+        let dl = self.dl(p);
+        let key = (dl.deadline, dl.seq, p);
+        self.rqs[cpu].dl.pushable.insert(key);
+        self.rqs[cpu].dl.overloaded = true;
+    }
+
+    /// `dequeue_pushable_dl_task()`.
+    fn dequeue_pushable_dl_task(&mut self, cpu: usize, p: TaskId) {
+        let rq = &mut self.rqs[cpu].dl;
+        rq.pushable.retain(|&(_, _, t)| t != p);
+        rq.overloaded = !rq.pushable.is_empty();
+    }
+
+    // ---- runtime: CBS ----
+
+    /// `update_curr_dl()`: charge the running deadline task; out of runtime
+    /// (or yielded), it is throttled until its next period, or replenished
+    /// at once when that is already past.
+    pub(crate) fn update_curr_dl(&mut self, cpu: usize) {
+        let Some(c) = self.rqs[cpu].curr else { return };
+        if self.class_of(c) != SchedClass::Dl {
+            return;
+        }
+        let Some(delta) = self.update_curr_common(cpu, c) else { return };
+        let capacity = self.topo.cpus[cpu].capacity as u64;
+        let scaled = ((delta as u128 * capacity as u128) >> 10) as i64;
+        let now = self.now;
+        let dl = self.dl_mut(c);
+        dl.runtime -= scaled;
+        if dl.runtime > 0 && !dl.yielded {
+            return;
+        }
+        dl.throttled = true;
+        dl.throttled_since = Some(now);
+        dl.nr_throttled += 1;
+        self.__dequeue_dl_entity(cpu, c);
+        self.dequeue_pushable_dl_task(cpu, c);
+        if !self.start_dl_task_timer(c) {
+            self.enqueue_task_dl(cpu, c, ENQUEUE_REPLENISH);
+        }
+        if self.rqs[cpu].dl.queue.first().is_none_or(|&(_, _, t)| t != c) {
+            self.resched_curr(cpu);
+        }
+    }
+
+    /// `replenish_dl_entity()`: refill the runtime a period at a time; a
+    /// task lagging past its deadline even so starts a period from now.
+    fn replenish_dl_entity(&mut self, p: TaskId) {
+        let now = self.now;
+        let dl = self.dl_mut(p);
+        if dl.deadline == 0 {
+            dl.new_period(now);
+        }
+        if dl.yielded && dl.runtime > 0 {
+            dl.runtime = 0;
+        }
+        while dl.runtime <= 0 {
+            dl.deadline += dl.dl_period;
+            dl.runtime += dl.dl_runtime as i64;
+        }
+        if before(dl.deadline, now) {
+            dl.new_period(now);
+        }
+        dl.yielded = false;
+        if dl.throttled {
+            dl.throttled = false;
+            if let Some(since) = dl.throttled_since.take() {
+                dl.throttled_ns += now.saturating_sub(since);
+            }
+        }
+    }
+
+    /// `start_dl_timer()`: arm the replenishment timer at the next period;
+    /// false when that instant has passed.
+    fn start_dl_task_timer(&mut self, p: TaskId) -> bool {
+        let at = self.dl(p).next_period();
+        if !before(self.now, at) {
             return false;
         }
-        if self.rqs[cpu].cfs.h_nr_runnable > 0 {
+        if self.dl(p).timer_at == Some(at) {
             return true;
         }
-        self.dl_server_stop(cpu);
-        false
+        self.dl_mut(p).timer_at = Some(at);
+        let cpu = self.tasks[p as usize].cpu;
+        self.request_timer(TimerRequest { cpu, at, what: TimerKind::DlTask(p) });
+        true
     }
 
-    /// Disable or re-enable the fair server on every CPU (runtime in ns),
-    /// as the debugfs write does: a running server is stopped first.
-    pub fn set_fair_server_runtime(&mut self, runtime: u64) {
-        for cpu in 0..self.rqs.len() {
-            if self.rqs[cpu].fair_server.active {
-                self.dl_server_stop(cpu);
-            }
-            self.rqs[cpu].fair_server.dl_runtime = runtime;
+    /// `dl_task_timer()`: the replenishment instant of `p`. A sleeping task
+    /// is only replenished; a queued one goes back on its runqueue and
+    /// preempts by deadline; then the CPU pushes what it cannot run.
+    pub(crate) fn dl_task_timer(&mut self, p: TaskId) {
+        let now = self.now;
+        if self.dl(p).timer_at.is_none_or(|at| at > now) {
+            return;
+        }
+        self.dl_mut(p).timer_at = None;
+        if self.class_of(p) != SchedClass::Dl || !self.dl(p).throttled {
+            return;
+        }
+        let cpu = self.tasks[p as usize].cpu;
+        self.update_rq_clock(cpu);
+        if self.tasks[p as usize].on_rq != OnRq::Queued {
+            self.replenish_dl_entity(p);
+            return;
+        }
+        self.enqueue_task_dl(cpu, p, ENQUEUE_REPLENISH);
+        if self.curr_dl_deadline(cpu).is_some() {
+            self.wakeup_preempt_dl(cpu, p);
+        } else {
+            self.resched_curr(cpu);
+        }
+        if self.rqs[cpu].dl.overloaded {
+            self.push_dl_tasks(cpu);
         }
     }
-}
 
-/// A timer the kernel model asks the simulator to fire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimerRequest {
-    pub cpu: usize,
-    pub at: u64,
-    pub what: TimerKind,
-}
+    // ---- pick / put / tick / preempt ----
 
-/// Whose hrtimer a [`TimerRequest`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimerKind {
-    /// The CPU's fair server (`dl_server_timer()`): [`Kernel::dl_server_timer`].
-    FairServer,
-    /// Task group N's CFS bandwidth period timer: [`Kernel::cfs_bandwidth_timer`].
-    CfsPeriod(usize),
-    /// Task group N's CFS bandwidth slack timer: [`Kernel::cfs_bandwidth_timer`].
-    CfsSlack(usize),
+    /// `pick_task_dl()`'s choice among tasks: the earliest deadline.
+    pub(crate) fn pick_task_dl(&self, cpu: usize) -> Option<(TaskId, u64)> {
+        self.rqs[cpu].dl.queue.first().map(|&(d, _, t)| (t, d))
+    }
+
+    /// `set_next_task_dl()`: the running task is not pushable; a real switch
+    /// (`first`) queues a push of the rest.
+    pub(crate) fn set_next_task_dl(&mut self, cpu: usize, p: TaskId, first: bool) {
+        self.tasks[p as usize].se.exec_start = self.rqs[cpu].clock;
+        self.dequeue_pushable_dl_task(cpu, p);
+        if first && self.rqs[cpu].dl.overloaded {
+            self.rqs[cpu].dl.push_callback = true;
+        }
+    }
+
+    /// `put_prev_task_dl()`: still queued and movable → pushable again.
+    pub(crate) fn put_prev_task_dl(&mut self, cpu: usize, p: TaskId) {
+        self.update_curr_dl(cpu);
+        if self.dl(p).on_dl_rq && self.tasks[p as usize].nr_cpus_allowed() > 1 {
+            self.enqueue_pushable_dl_task(cpu, p);
+        }
+    }
+
+    /// `task_tick_dl()`.
+    pub(crate) fn task_tick_dl(&mut self, cpu: usize) {
+        self.update_curr_dl(cpu);
+    }
+
+    /// `yield_task_dl()`: the rest of this period's runtime is given up.
+    pub(crate) fn yield_task_dl(&mut self, cpu: usize) {
+        if let Some(c) = self.rqs[cpu].curr {
+            self.dl_mut(c).yielded = true;
+        }
+        self.update_rq_clock(cpu);
+        self.update_curr_dl(cpu);
+    }
+
+    /// `wakeup_preempt_dl()`: an earlier deadline preempts. Simplified: the
+    /// equal-deadline case (`check_preempt_equal_dl()`) does not reschedule.
+    pub(crate) fn wakeup_preempt_dl(&mut self, cpu: usize, p: TaskId) {
+        if self.dl_preempts_curr(cpu, self.dl(p).deadline) {
+            self.resched_curr(cpu);
+        }
+    }
+
+    /// Whether the fair server, queued with deadline `deadline`, outranks
+    /// what runs on `cpu` (`dl_server_start()`'s resched test).
+    pub(crate) fn dl_server_preempts(&self, cpu: usize, deadline: u64) -> bool {
+        self.dl_preempts_curr(cpu, deadline)
+    }
+
+    // ---- placement ----
+
+    /// `select_task_rq_dl()`: a task woken where an earlier (or pinned)
+    /// deadline task runs looks for a CPU with a later deadline.
+    pub(crate) fn select_task_rq_dl(&mut self, p: TaskId, cpu: usize, wake_flags: u32) -> usize {
+        if wake_flags & (WF_TTWU | WF_FORK) == 0 {
+            return cpu;
+        }
+        let select = self.rqs[cpu].curr.is_some_and(|c| {
+            self.class_of(c) == SchedClass::Dl
+                && (self.tasks[c as usize].nr_cpus_allowed() < 2 || !before(self.dl(p).deadline, self.dl(c).deadline))
+        }) && self.tasks[p as usize].nr_cpus_allowed() > 1;
+        if select {
+            if let Some(target) = self.find_later_rq(p) {
+                if self.dl_is_earliest_on(p, target) {
+                    return target;
+                }
+            }
+        }
+        cpu
+    }
+
+    /// `task_woken_dl()`: a woken task that will not run here soon is pushed.
+    pub(crate) fn task_woken_dl(&mut self, cpu: usize, p: TaskId) {
+        let Some(curr) = self.rqs[cpu].curr else { return };
+        let push = !self.tasks[p as usize].on_cpu
+            && !self.rqs[cpu].need_resched
+            && self.tasks[p as usize].nr_cpus_allowed() > 1
+            && self.class_of(curr) == SchedClass::Dl
+            && (self.tasks[curr as usize].nr_cpus_allowed() < 2
+                || !before(self.dl(p).deadline, self.dl(curr).deadline));
+        if push {
+            self.push_dl_tasks(cpu);
+        }
+    }
+
+    /// `find_later_rq()`: where `p` would run earliest — the task's own CPU
+    /// when it qualifies, else the executing CPU or one spread over the
+    /// first wake-affine domain holding a candidate.
+    fn find_later_rq(&mut self, p: TaskId) -> Option<usize> {
+        if self.tasks[p as usize].nr_cpus_allowed() == 1 {
+            return None;
+        }
+        let later = self.cpudl_find(p)?;
+        let cpu = self.tasks[p as usize].cpu;
+        if later.contains(cpu) {
+            return Some(cpu);
+        }
+        let this_cpu = Some(self.exec_cpu).filter(|c| later.contains(*c));
+        for d in 0..self.domains.cpus[cpu].domains.len() {
+            let dom = &self.domains.cpus[cpu].domains[d];
+            if dom.flags & crate::topology::sd_flags::SD_WAKE_AFFINE != 0 {
+                let span = dom.span;
+                if let Some(t) = this_cpu.filter(|c| span.contains(*c)) {
+                    return Some(t);
+                }
+                if let Some(best) = self.any_distribute(&later.and(&span)) {
+                    return Some(best);
+                }
+            }
+        }
+        if let Some(t) = this_cpu {
+            return Some(t);
+        }
+        self.any_distribute(&later)
+    }
+
+    // ---- push / pull ----
+
+    /// `push_dl_task()`: move the earliest waiting task to a CPU where it
+    /// would run first; reschedule instead when it beats the running task
+    /// here and that one can move.
+    fn push_dl_task(&mut self, cpu: usize) -> bool {
+        let Some(&(deadline, _, next)) = self.rqs[cpu].dl.pushable.first() else { return false };
+        if let Some(c) = self.rqs[cpu].curr {
+            if self.class_of(c) == SchedClass::Dl
+                && before(deadline, self.dl(c).deadline)
+                && self.tasks[c as usize].nr_cpus_allowed() > 1
+            {
+                self.resched_curr(cpu);
+                return false;
+            }
+        }
+        if self.rqs[cpu].curr == Some(next) {
+            return false;
+        }
+        // find_lock_later_rq(): its retries are for runqueues that change
+        // while it takes their locks, which cannot happen here.
+        let Some(later) = self.find_later_rq(next).filter(|&t| t != cpu && self.dl_is_earliest_on(next, t)) else {
+            return false;
+        };
+        self.finish_switch_of(next);
+        self.update_rq_clock(cpu);
+        self.deactivate_task(cpu, next, 0);
+        self.set_task_cpu(next, later);
+        self.update_rq_clock(later);
+        self.activate_task(later, next, 0);
+        self.resched_curr(later);
+        true
+    }
+
+    /// `push_dl_tasks()`.
+    pub(crate) fn push_dl_tasks(&mut self, cpu: usize) {
+        while self.push_dl_task(cpu) {}
+    }
+
+    /// `pull_dl_task()`: from each overloaded CPU of the root domain, pull
+    /// the earliest pushable task allowed here that would run first here and
+    /// is not beaten by the task running there.
+    pub(crate) fn pull_dl_task(&mut self, this_cpu: usize) {
+        let rd = self.rqs[this_cpu].rd;
+        let sources: Vec<usize> =
+            self.rds[rd].span.iter().filter(|&c| c != this_cpu && self.rqs[c].dl.overloaded).collect();
+        let mut dmin = i64::MAX as u64;
+        let mut resched = false;
+        for src in sources {
+            // Nothing there would run before what this CPU has.
+            if let (Some(mine), Some(next)) = (self.rqs[this_cpu].dl.earliest(), self.rqs[src].dl.earliest_pushable()) {
+                if before(mine, next) {
+                    continue;
+                }
+            }
+            self.pull_dl_from(src, this_cpu, &mut dmin, &mut resched);
+        }
+        if resched {
+            self.resched_curr(this_cpu);
+        }
+    }
+
+    fn pull_dl_from(&mut self, src: usize, this_cpu: usize, dmin: &mut u64, resched: &mut bool) {
+        if self.rqs[src].dl.dl_nr_running <= 1 {
+            return;
+        }
+        let Some(p) = self.rqs[src]
+            .dl
+            .pushable
+            .iter()
+            .map(|e| e.2)
+            .find(|&t| !self.tasks[t as usize].on_cpu && self.tasks[t as usize].cpus_mask.contains(this_cpu))
+        else {
+            return;
+        };
+        let d = self.dl(p).deadline;
+        if !before(d, *dmin) || !self.dl_is_earliest_on(p, this_cpu) {
+            return;
+        }
+        if self.curr_dl_deadline(src).is_some_and(|c| before(d, c)) {
+            return;
+        }
+        self.finish_switch_of(p);
+        self.update_rq_clock(src);
+        self.deactivate_task(src, p, 0);
+        self.set_task_cpu(p, this_cpu);
+        self.update_rq_clock(this_cpu);
+        self.activate_task(this_cpu, p, 0);
+        *dmin = d;
+        *resched = true;
+    }
+
+    /// `balance_dl()`: a CPU whose deadline task left pulls.
+    pub(crate) fn balance_dl(&mut self, cpu: usize, prev: TaskId) {
+        if !self.dl(prev).on_dl_rq {
+            self.pull_dl_task(cpu);
+        }
+    }
+
+    /// The queued push callback of `cpu`, if any (`__balance_callbacks()`).
+    pub(crate) fn dl_balance_callback(&mut self, cpu: usize) {
+        if std::mem::take(&mut self.rqs[cpu].dl.push_callback) {
+            self.push_dl_tasks(cpu);
+        }
+    }
+
+    /// A deadline task's replenishment timer fired on `cpu` at `now`.
+    pub fn dl_timer(&mut self, p: TaskId, cpu: usize, now: u64, out: &mut Outbox) {
+        self.entry(now, cpu, out, |k| k.dl_task_timer(p))
+    }
+
+    /// Deadline statistics of task `t`: (throttles, throttled ns).
+    pub fn dl_stats(&self, t: TaskId) -> (u64, u64) {
+        let dl = self.dl(t);
+        let open = dl.throttled_since.map_or(0, |s| self.now.saturating_sub(s));
+        (dl.nr_throttled, dl.throttled_ns + open)
+    }
 }

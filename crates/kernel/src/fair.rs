@@ -65,10 +65,11 @@ impl Kernel {
 
     /// `update_curr_common()`: the runtime accounting every class shares,
     /// used as is by the RT class (6.12.x; 6.14 renames it `update_se()`).
-    pub(crate) fn update_curr_common(&mut self, cpu: usize, t: TaskId) {
-        if let Some(delta) = self.update_curr_se(cpu, t) {
-            self.update_curr_task(cpu, t, delta);
-        }
+    /// Returns the time charged (`None` when the clock has not moved).
+    pub(crate) fn update_curr_common(&mut self, cpu: usize, t: TaskId) -> Option<u64> {
+        let delta = self.update_curr_se(cpu, t)?;
+        self.update_curr_task(cpu, t, delta);
+        Some(delta)
     }
 
     /// `update_curr()` of cfs_rq `q`: charge its running entity for the time

@@ -144,11 +144,18 @@ impl Kernel {
         }
         // Per-CPU recounts from one pass over the tasks.
         let mut rt_queued_on = vec![0u32; self.rqs.len()];
+        let mut dl_queued_on = vec![0u32; self.rqs.len()];
         let mut fair_on = vec![0usize; self.rqs.len()];
         let mut unthrottled_on = vec![0usize; self.rqs.len()];
         for (i, p) in self.tasks.iter().enumerate() {
             if p.on_rt_rq {
                 rt_queued_on[p.cpu] += 1;
+            }
+            if p.dl.on_dl_rq {
+                dl_queued_on[p.cpu] += 1;
+                if p.policy != crate::sched::Policy::Deadline || p.on_rq != crate::sched::OnRq::Queued {
+                    return Err(violation!("task {i} is on CPU {}'s dl_rq but is not a queued deadline task", p.cpu));
+                }
             }
             if p.my_q.is_none() && p.se.on_rq {
                 fair_on[p.cpu] += 1;
@@ -173,10 +180,20 @@ impl Kernel {
                 return Err(violation!("CPU {}: {listed} tasks in the RT lists, {rt_queued} queued", rq.cpu));
             }
             self.check_rq_lists(rq)?;
-            let (fair_tasks, unthrottled) = (fair_on[rq.cpu], unthrottled_on[rq.cpu]);
-            if rq.nr_running != unthrottled as u32 + rt_queued {
+            let dl_queued = dl_queued_on[rq.cpu];
+            if rq.dl.dl_nr_running != dl_queued || rq.dl.queue.len() as u32 != dl_queued {
                 return Err(violation!(
-                    "CPU {}: rq.nr_running = {}, recount = {unthrottled} fair (not throttled) + {rt_queued} RT",
+                    "CPU {}: dl_nr_running {}, {} in the dl tree, {dl_queued} tasks on its dl_rq",
+                    rq.cpu,
+                    rq.dl.dl_nr_running,
+                    rq.dl.queue.len()
+                ));
+            }
+            let (fair_tasks, unthrottled) = (fair_on[rq.cpu], unthrottled_on[rq.cpu]);
+            if rq.nr_running != unthrottled as u32 + rt_queued + dl_queued {
+                return Err(violation!(
+                    "CPU {}: rq.nr_running = {}, recount = {unthrottled} fair (not throttled) + {rt_queued} RT + \
+                     {dl_queued} deadline",
                     rq.cpu,
                     rq.nr_running
                 ));
@@ -327,8 +344,23 @@ impl Kernel {
             }
             return Ok(());
         }
-        if task.on_rt_rq {
-            return Err(violation!("fair task {t} is on an rt_rq"));
+        if self.class_of(t) == SchedClass::Dl {
+            // A throttled deadline task stays on_rq but leaves its dl_rq.
+            let dl = &task.dl;
+            if task.on_rt_rq || task.se.on_rq || (dl.on_dl_rq && !queued) || (queued && !dl.on_dl_rq && !dl.throttled) {
+                return Err(violation!(
+                    "deadline task {t}: on_rq={:?} on_dl_rq={} throttled={} on_rt_rq={} se.on_rq={}",
+                    task.on_rq,
+                    dl.on_dl_rq,
+                    dl.throttled,
+                    task.on_rt_rq,
+                    task.se.on_rq
+                ));
+            }
+            return Ok(());
+        }
+        if task.on_rt_rq || task.dl.on_dl_rq {
+            return Err(violation!("fair task {t} is on an rt_rq or a dl_rq"));
         }
         // Task-based throttling: runnable, off every tree, on its cfs_rq's limbo list.
         let in_limbo = self.cfs(self.cfs_rq_of(t)).limbo.contains(&t);

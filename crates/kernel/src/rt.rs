@@ -6,7 +6,8 @@
 //!
 //! Follows 6.12.x. Simplified: no RT_GROUP_SCHED (and so no RT throttling by
 //! `sched_rt_runtime_us`, as in 6.12 without it), no migrate-disable
-//! (`push_cpu_stop`), no asymmetric-capacity fitness, no deadline tasks.
+//! (`push_cpu_stop`), no asymmetric-capacity fitness. A running deadline
+//! task counts as above every RT priority (`rt_task()` is true for it).
 
 use crate::core::{IpiKind, Kernel, Outbox};
 use crate::features::Feature;
@@ -298,7 +299,7 @@ impl Kernel {
             return cpu;
         }
         let test = self.rqs[cpu].curr.is_some_and(|c| {
-            self.task_is_rt(c)
+            self.task_has_rt_prio(c)
                 && (self.tasks[c as usize].nr_cpus_allowed() < 2
                     || self.tasks[c as usize].prio <= self.tasks[p as usize].prio)
         });
@@ -318,7 +319,7 @@ impl Kernel {
         let need_to_push = !self.tasks[p as usize].on_cpu
             && !self.rqs[cpu].need_resched
             && self.tasks[p as usize].nr_cpus_allowed() > 1
-            && self.task_is_rt(curr)
+            && self.task_has_rt_prio(curr)
             && (self.tasks[curr as usize].nr_cpus_allowed() < 2
                 || self.tasks[curr as usize].prio <= self.tasks[p as usize].prio);
         if need_to_push {
@@ -348,6 +349,7 @@ impl Kernel {
         if std::mem::take(&mut self.rqs[cpu].pull_callback) {
             self.pull_rt_task(cpu);
         }
+        self.dl_balance_callback(cpu);
     }
 
     /// `need_pull_rt_task()` + `balance_rt()`: a CPU lowering its RT level pulls.

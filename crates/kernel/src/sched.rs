@@ -4,8 +4,8 @@
 //! The class table, sched.h's `struct sched_class`, is the submodule
 //! [`class`].
 //!
-//! Follows 6.12.x. Simplified: a task is in the RT or the fair class (no
-//! deadline tasks; the stopper and the fair server are not tasks), no
+//! Follows 6.12.x. Simplified: a task is in the deadline, RT or fair class
+//! (the stopper and the fair server are not tasks), no
 //! util_est, no uclamp. Task groups (FAIR_GROUP_SCHED) are in
 //! [`crate::fair::group`]: a group's entity on a CPU is a [`Task`] slot whose
 //! `my_q` names the group's cfs_rq there, so entity ids stay `TaskId`s.
@@ -66,6 +66,8 @@ pub enum Policy {
     Idle,
     Fifo,
     Rr,
+    /// SCHED_DEADLINE: the reservation is the task's [`crate::deadline::DlEntity`].
+    Deadline,
 }
 
 impl Policy {
@@ -181,6 +183,8 @@ pub struct Task {
     pub sched_remote_wakeup: bool,
     /// Queued on its own CPU's wakelist as a delayed task (TTWU_QUEUE_DELAYED).
     pub sched_remote_delayed: bool,
+    /// `p->dl`: the deadline reservation and its state (zero unless SCHED_DEADLINE).
+    pub dl: crate::deadline::DlEntity,
     /// `p->throttled`: on its cfs_rq's limbo list (task-based throttling):
     /// runnable (`on_rq`) but off the fair tree until the unthrottle.
     pub throttled: bool,
@@ -496,6 +500,8 @@ pub struct Rq {
     pub rto_push_pending: bool,
     /// `rq->fair_server`.
     pub fair_server: crate::deadline::FairServer,
+    /// `rq->dl`: the CPU's deadline tasks.
+    pub dl: crate::deadline::DlRq,
     /// When the last modeled holder of `rq->__lock` lets it go, by the
     /// charged time of the CPU that held it (`Kernel::rq_lock`): another
     /// CPU reaching the lock earlier spins until then.
@@ -549,6 +555,7 @@ impl Rq {
             push_callback: false,
             pull_callback: false,
             rto_push_pending: false,
+            dl: crate::deadline::DlRq::default(),
             // Every CPU starts in the idle task.
             fair_server: crate::deadline::FairServer {
                 idle_since: Some(0),

@@ -1,7 +1,8 @@
 //! The model's `kernel/sched/syscalls.c`: `sched_setattr()` on a task, i.e.
 //! `__sched_setscheduler()` with its policy, nice and RT priority.
 //!
-//! Follows 6.12.x. Simplified: no deadline policy, no uclamp, no
+//! Follows 6.12.x. Simplified: no change to or from SCHED_DEADLINE at run
+//! time (a deadline task gets its reservation at creation), no uclamp, no
 //! `SCHED_FLAG_KEEP_PARAMS` or `RESET_ON_FORK`; the permission and
 //! bandwidth checks are the caller's (the scenario parser refuses what the
 //! kernel would refuse); a fair task's custom slice is cleared, as a
@@ -26,6 +27,7 @@ impl SchedAttr {
     /// `__normal_prio()`.
     fn normal_prio(&self) -> i32 {
         match self.policy {
+            Policy::Deadline => crate::deadline::MAX_DL_PRIO - 1,
             Policy::Fifo | Policy::Rr => MAX_RT_PRIO - 1 - self.rt_priority as i32,
             Policy::Normal | Policy::Batch | Policy::Idle => DEFAULT_PRIO + self.nice,
         }
@@ -36,7 +38,9 @@ impl SchedAttr {
     fn weight(&self, static_prio: i32) -> u32 {
         match self.policy {
             Policy::Idle => WEIGHT_IDLEPRIO,
-            Policy::Fifo | Policy::Rr => SCHED_PRIO_TO_WEIGHT[(static_prio - DEFAULT_PRIO + 20) as usize],
+            Policy::Fifo | Policy::Rr | Policy::Deadline => {
+                SCHED_PRIO_TO_WEIGHT[(static_prio - DEFAULT_PRIO + 20) as usize]
+            }
             Policy::Normal | Policy::Batch => SCHED_PRIO_TO_WEIGHT[(self.nice + 20) as usize],
         }
     }

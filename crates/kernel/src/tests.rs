@@ -6,6 +6,7 @@ mod balance;
 mod bandwidth;
 mod common;
 mod costs;
+mod deadline;
 mod eevdf;
 mod invariants;
 mod rt;

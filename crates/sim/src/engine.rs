@@ -40,6 +40,11 @@ pub(crate) enum Ev {
     FairServer {
         cpu: usize,
     },
+    /// A deadline task's replenishment timer, on the CPU that armed it.
+    DlTimer {
+        cpu: usize,
+        task: schedlab_kernel::TaskId,
+    },
     /// A task group's CFS bandwidth timer (period or slack), pinned to `cpu`.
     CfsBandwidth {
         cpu: usize,
@@ -204,6 +209,7 @@ impl<'a> Engine<'a> {
             for t in timers.drain(..) {
                 let ev = match t.what {
                     TimerKind::FairServer => Ev::FairServer { cpu: t.cpu },
+                    TimerKind::DlTask(task) => Ev::DlTimer { cpu: t.cpu, task },
                     what => Ev::CfsBandwidth { cpu: t.cpu, what },
                 };
                 self.queue.push(t.at, ev);
@@ -491,6 +497,9 @@ impl<'a> Engine<'a> {
             }
             Ev::FairServer { cpu } => {
                 self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::dl_server_timer));
+            }
+            Ev::DlTimer { cpu, task } => {
+                self.on_interrupt(cpu, |e| e.irq_on(cpu, |k, c, now, out| k.dl_timer(task, c, now, out)));
             }
             Ev::CfsBandwidth { cpu, what } => {
                 self.on_interrupt(cpu, |e| e.irq_on(cpu, |k, c, now, out| k.cfs_bandwidth_timer(what, c, now, out)));

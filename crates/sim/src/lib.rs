@@ -461,6 +461,7 @@ fn simulate_inner(
             cpus_mask: spec.affinity,
             cpu,
             fixed_start: spec.start_cpu.is_some(),
+            dl: None,
         });
         table.tasks.insert(pid, TaskInfo { comm: spec.name.clone(), tgid: FIRST_PID - 1 });
         task_thread.push(i);

@@ -424,6 +424,7 @@ impl Kernel {
             k.tasks[t as usize].state = TaskState::Running;
             let prev = k.tasks[t as usize].cpu;
             k.tasks[t as usize].recent_used_cpu = prev;
+            k.setup_new_dl_entity(t);
             let mut wake_flags = WF_FORK;
             let cpu = if k.tasks[t as usize].fixed_start { prev } else { k.select_task_rq(t, prev, &mut wake_flags) };
             // __set_task_cpu(): no migration event for a task that never ran.

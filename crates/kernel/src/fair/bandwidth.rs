@@ -608,7 +608,7 @@ impl Kernel {
         self.entry(now, cpu, out, |k| match what {
             TimerKind::CfsPeriod(tg) => k.sched_cfs_period_timer(tg),
             TimerKind::CfsSlack(tg) => k.sched_cfs_slack_timer(tg),
-            TimerKind::FairServer => unreachable!("the fair server's timer has its own handler"),
+            TimerKind::FairServer | TimerKind::DlTask(_) => unreachable!("{what:?} has its own handler"),
         })
     }
 

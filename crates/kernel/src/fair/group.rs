@@ -496,6 +496,7 @@ fn group_entity(cpu: usize, my_q: CfsRqId, parent_tg: usize, slice: u64) -> Task
         sched_remote_wakeup: false,
         sched_remote_delayed: false,
         throttled: false,
+        dl: Default::default(),
         se: SchedEntity::new(NICE_0_WEIGHT, slice, false),
         nvcsw: 0,
         nivcsw: 0,

@@ -158,9 +158,24 @@ impl Kernel {
             let want = CfsCounts { nr, weight, h_queued: below.queued, h_delayed: below.delayed, h_idle: below.idle };
             self.check_cfs_counts(q, &want, "recount down its tree")?;
         }
-        if rq.nr_running != root.queued + rt_listed {
+        let dl_listed = rq.dl.queue.len() as u32;
+        if rq.dl.dl_nr_running != dl_listed {
+            return Err(violation!("CPU {cpu}: dl_nr_running {} but {dl_listed} in the dl tree", rq.dl.dl_nr_running));
+        }
+        for &(deadline, _, p) in &rq.dl.queue {
+            let dl = &self.tasks[p as usize].dl;
+            if !dl.on_dl_rq || dl.deadline != deadline || self.tasks[p as usize].cpu != cpu {
+                return Err(violation!(
+                    "CPU {cpu}: task {p} in the dl tree at deadline {deadline} has on_dl_rq={} deadline={} cpu={}",
+                    dl.on_dl_rq,
+                    dl.deadline,
+                    self.tasks[p as usize].cpu
+                ));
+            }
+        }
+        if rq.nr_running != root.queued + rt_listed + dl_listed {
             return Err(violation!(
-                "CPU {cpu}: rq.nr_running = {}, recount = {} fair + {rt_listed} RT",
+                "CPU {cpu}: rq.nr_running = {}, recount = {} fair + {rt_listed} RT + {dl_listed} deadline",
                 rq.nr_running,
                 root.queued
             ));

@@ -7,13 +7,14 @@
 //! class's own code) asks whether a task is RT.
 //!
 //! Follows 6.12.x. Simplified: the stopper and the fair server are not tasks,
-//! so no task is ever in the stop or dl class ([`Kernel::class_of`] returns
-//! rt or fair, and idle stands for "no task"). The stop class's turn is taken
+//! so no task is ever in the stop class ([`Kernel::class_of`] returns dl, rt
+//! or fair, and idle stands for "no task"). The stop class's turn is taken
 //! by `__schedule()` before the pick (its work is queued as
-//! `stop_work_pending`, see [`crate::stop_task`]); the dl class's only
-//! entity is the fair server, which picks from the fair class.
+//! `stop_work_pending`, see [`crate::stop_task`]); the dl class holds the
+//! SCHED_DEADLINE tasks and the fair server, which picks from the fair class.
 
 use crate::core::Kernel;
+use crate::deadline::MAX_DL_PRIO;
 use crate::sched::{TaskId, MAX_RT_PRIO};
 
 /// `struct sched_class`, in priority order: a lower variant outranks a
@@ -22,7 +23,7 @@ use crate::sched::{TaskId, MAX_RT_PRIO};
 pub enum SchedClass {
     /// `stop_sched_class`: the `migration/N` stopper.
     Stop,
-    /// `dl_sched_class`: here only `rq->fair_server`.
+    /// `dl_sched_class`: SCHED_DEADLINE tasks and `rq->fair_server`.
     Dl,
     /// `rt_sched_class`: SCHED_FIFO, SCHED_RR and PI-boosted tasks.
     Rt,
@@ -38,9 +39,11 @@ impl SchedClass {
     pub const PICK_ORDER: [SchedClass; 4] = [SchedClass::Dl, SchedClass::Rt, SchedClass::Fair, SchedClass::Idle];
 
     /// `__setscheduler_class()` for a task of effective priority `prio`
-    /// (`rt_prio()`; no deadline tasks).
+    /// (`dl_prio()`, `rt_prio()`).
     pub fn of_prio(prio: i32) -> SchedClass {
-        if prio < MAX_RT_PRIO {
+        if prio < MAX_DL_PRIO {
+            SchedClass::Dl
+        } else if prio < MAX_RT_PRIO {
             SchedClass::Rt
         } else {
             SchedClass::Fair
@@ -56,13 +59,14 @@ impl SchedClass {
     /// (`dl_server_start()` in `enqueue_task_fair()`).
     pub(crate) fn enqueue_task(self, k: &mut Kernel, cpu: usize, t: TaskId, flags: u32) {
         match self {
+            SchedClass::Dl => k.enqueue_task_dl(cpu, t, flags),
             SchedClass::Rt => k.enqueue_task_rt(cpu, t, flags),
             SchedClass::Fair => {
                 let (was_empty, was_idle) = (k.rqs[cpu].cfs.h_nr_queued == 0, k.rqs[cpu].nr_running == 0);
                 k.enqueue_task_fair(cpu, t, flags);
                 k.dl_server_start(cpu, was_empty, was_idle);
             }
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => unreachable!("no {self:?} tasks"),
+            SchedClass::Stop | SchedClass::Idle => unreachable!("no {self:?} tasks"),
         }
     }
 
@@ -70,6 +74,10 @@ impl SchedClass {
     /// (fair's DELAY_DEQUEUE).
     pub(crate) fn dequeue_task(self, k: &mut Kernel, cpu: usize, t: TaskId, flags: u32) -> bool {
         match self {
+            SchedClass::Dl => {
+                k.dequeue_task_dl(cpu, t);
+                true
+            }
             SchedClass::Rt => {
                 k.dequeue_task_rt(cpu, t);
                 true
@@ -81,16 +89,17 @@ impl SchedClass {
                 }
                 done
             }
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => unreachable!("no {self:?} tasks"),
+            SchedClass::Stop | SchedClass::Idle => unreachable!("no {self:?} tasks"),
         }
     }
 
     /// `class->yield_task()` for the running task of `cpu` (idle: nothing).
     pub(crate) fn yield_task(self, k: &mut Kernel, cpu: usize) {
         match self {
+            SchedClass::Dl => k.yield_task_dl(cpu),
             SchedClass::Rt => k.yield_task_rt(cpu),
             SchedClass::Fair => k.yield_task_fair(cpu),
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => {}
+            SchedClass::Stop | SchedClass::Idle => {}
         }
     }
 
@@ -98,10 +107,11 @@ impl SchedClass {
     /// the same class runs. The idle class's always reschedules.
     pub(crate) fn wakeup_preempt(self, k: &mut Kernel, cpu: usize, p: TaskId, wake_flags: u32) {
         match self {
+            SchedClass::Dl => k.wakeup_preempt_dl(cpu, p),
             SchedClass::Rt => k.wakeup_preempt_rt(cpu, p),
             SchedClass::Fair => k.check_preempt_wakeup_fair(cpu, p, wake_flags),
             SchedClass::Idle => k.resched_curr(cpu),
-            SchedClass::Stop | SchedClass::Dl => unreachable!("no {self:?} tasks"),
+            SchedClass::Stop => unreachable!("no {self:?} tasks"),
         }
     }
 
@@ -109,8 +119,10 @@ impl SchedClass {
     /// Fair's newidle balance runs inside its own pick, as
     /// `pick_next_task_fair()` does.
     pub(crate) fn balance(self, k: &mut Kernel, cpu: usize, prev: TaskId) {
-        if self == SchedClass::Rt {
-            k.balance_rt(cpu, prev);
+        match self {
+            SchedClass::Dl => k.balance_dl(cpu, prev),
+            SchedClass::Rt => k.balance_rt(cpu, prev),
+            _ => {}
         }
     }
 
@@ -127,11 +139,24 @@ impl SchedClass {
         match self {
             SchedClass::Stop => None,
             SchedClass::Dl => {
-                if k.fair_server_pick(cpu) {
-                    SchedClass::Fair.pick_next_task(k, cpu, prev)
-                } else {
-                    None
+                // The earliest deadline among the tasks and the fair server
+                // (`__pick_task_dl()`); a server with nothing to serve stops
+                // and the tasks are looked at again.
+                let task = k.pick_task_dl(cpu);
+                let server_first =
+                    task.is_none_or(|(_, d)| (k.rqs[cpu].fair_server.deadline as i64).wrapping_sub(d as i64) < 0);
+                if server_first && k.fair_server_pick(cpu) {
+                    return SchedClass::Fair.pick_next_task(k, cpu, prev);
                 }
+                let (next, _) = task?;
+                if prev != Some(next) {
+                    if let Some(p) = prev {
+                        k.put_prev_task(cpu, p);
+                    }
+                    k.set_next_task_dl(cpu, next, true);
+                }
+                k.rqs[cpu].curr = Some(next);
+                Some(next)
             }
             SchedClass::Rt => {
                 if !k.rt_runnable(cpu) {
@@ -170,9 +195,10 @@ impl SchedClass {
     /// `class->put_prev_task()`.
     pub(crate) fn put_prev_task(self, k: &mut Kernel, cpu: usize, p: TaskId) {
         match self {
+            SchedClass::Dl => k.put_prev_task_dl(cpu, p),
             SchedClass::Rt => k.put_prev_task_rt(cpu, p),
             SchedClass::Fair => k.put_prev_task_fair(cpu, p),
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => unreachable!("no {self:?} tasks"),
+            SchedClass::Stop | SchedClass::Idle => unreachable!("no {self:?} tasks"),
         }
     }
 
@@ -180,43 +206,49 @@ impl SchedClass {
     /// this class, e.g. when a PI boost starts or ends.
     pub(crate) fn set_next_task_running(self, k: &mut Kernel, cpu: usize, p: TaskId) {
         match self {
+            SchedClass::Dl => k.set_next_task_dl(cpu, p, false),
             SchedClass::Rt => k.set_next_task_rt(cpu, p, false),
             SchedClass::Fair => k.set_next_task_fair_running(cpu, p),
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => unreachable!("no {self:?} tasks"),
+            SchedClass::Stop | SchedClass::Idle => unreachable!("no {self:?} tasks"),
         }
     }
 
     /// `class->task_tick()` for `cpu`'s running task `curr` (idle: nothing).
     pub(crate) fn task_tick(self, k: &mut Kernel, cpu: usize, curr: TaskId) {
         match self {
+            SchedClass::Dl => k.task_tick_dl(cpu),
             SchedClass::Rt => k.task_tick_rt(cpu, curr),
             SchedClass::Fair => k.task_tick_fair(cpu),
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => {}
+            SchedClass::Stop | SchedClass::Idle => {}
         }
     }
 
     /// `class->update_curr()`: charge the running task up to the rq clock.
     pub(crate) fn update_curr(self, k: &mut Kernel, cpu: usize) {
         match self {
+            SchedClass::Dl => k.update_curr_dl(cpu),
             SchedClass::Rt => k.update_curr_rt(cpu),
             SchedClass::Fair => k.update_curr_fair(cpu),
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => {}
+            SchedClass::Stop | SchedClass::Idle => {}
         }
     }
 
-    /// `class->task_woken()`: after a wakeup's enqueue (only RT has one).
+    /// `class->task_woken()`: after a wakeup's enqueue (dl and rt have one).
     pub(crate) fn task_woken(self, k: &mut Kernel, cpu: usize, p: TaskId) {
-        if self == SchedClass::Rt {
-            k.task_woken_rt(cpu, p);
+        match self {
+            SchedClass::Dl => k.task_woken_dl(cpu, p),
+            SchedClass::Rt => k.task_woken_rt(cpu, p),
+            _ => {}
         }
     }
 
     /// `class->select_task_rq()`.
     pub(crate) fn select_task_rq(self, k: &mut Kernel, p: TaskId, cpu: usize, wake_flags: u32) -> usize {
         match self {
+            SchedClass::Dl => k.select_task_rq_dl(p, cpu, wake_flags),
             SchedClass::Rt => k.select_task_rq_rt(p, cpu, wake_flags),
             SchedClass::Fair => k.select_task_rq_fair(p, cpu, wake_flags),
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => unreachable!("no {self:?} tasks"),
+            SchedClass::Stop | SchedClass::Idle => unreachable!("no {self:?} tasks"),
         }
     }
 
@@ -265,8 +297,14 @@ impl Kernel {
         self.rqs[cpu].curr.map_or(SchedClass::Idle, |c| self.class_of(c))
     }
 
-    /// `rt_task(p)`, for the RT class's own code.
+    /// `p->sched_class == &rt_sched_class`, for the RT class's own code.
     pub(crate) fn task_is_rt(&self, t: TaskId) -> bool {
         self.class_of(t) == SchedClass::Rt
+    }
+
+    /// `rt_task(p)`: an RT *priority*, which deadline tasks have too (the
+    /// RT class's placement treats a running deadline task as above it).
+    pub(crate) fn task_has_rt_prio(&self, t: TaskId) -> bool {
+        self.tasks[t as usize].prio < MAX_RT_PRIO
     }
 }

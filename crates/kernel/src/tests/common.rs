@@ -178,6 +178,10 @@ impl TestKernel {
     pub fn dl_server_timer(&mut self, cpu: usize, now: u64) {
         self.call(|k, o| k.dl_server_timer(cpu, now, o))
     }
+
+    pub fn dl_timer(&mut self, t: TaskId, cpu: usize, now: u64) {
+        self.call(|k, o| k.dl_timer(t, cpu, now, o))
+    }
 }
 
 /// A kernel of `profile` on `topology` with `settings` (debugfs syntax)
@@ -214,6 +218,22 @@ pub fn task_with(k: &mut TestKernel, pid: i32, policy: Policy, rt_priority: u32,
         cpus_mask: parse_cpulist(mask).unwrap(),
         cpu,
         fixed_start: true,
+        dl: None,
+    })
+}
+
+/// A SCHED_DEADLINE task with reservation `dl` allowed on `mask`, starting on `cpu`.
+pub fn dl_task(k: &mut TestKernel, pid: i32, dl: crate::deadline::DlParams, mask: &str, cpu: usize) -> TaskId {
+    k.add_task(TaskParams {
+        pid,
+        policy: Policy::Deadline,
+        nice: 0,
+        rt_priority: 0,
+        slice_ns: None,
+        cpus_mask: parse_cpulist(mask).unwrap(),
+        cpu,
+        fixed_start: true,
+        dl: Some(dl),
     })
 }
 

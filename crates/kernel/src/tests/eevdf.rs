@@ -26,6 +26,7 @@ fn task(k: &mut TestKernel, pid: i32, nice: i32, slice_ns: Option<u64>) -> TaskI
         cpus_mask: CpuSet::single(0),
         cpu: 0,
         fixed_start: true,
+        dl: None,
     })
 }
 

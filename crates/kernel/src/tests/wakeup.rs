@@ -366,6 +366,7 @@ fn fork_balancing_spreads_new_tasks_over_idle_cpus() {
             cpus_mask: CpuSet::first_n(4),
             cpu: 0,
             fixed_start: false,
+            dl: None,
         });
         start(&mut k, t, i as u64 * MS);
         cpus.push(k.tasks[t as usize].cpu);
