@@ -22,6 +22,7 @@
 
 mod attribution;
 mod causes;
+mod deadline;
 mod diff;
 mod diff_stream;
 mod handoff;
@@ -47,6 +48,7 @@ pub use attribution::{attribute_stalls, AttributionOptions};
 pub use causes::{
     Attribution, Cause, CauseRow, Component, CpuArrival, CpuIdle, Part, PreemptCheck, StallStory, WakeDecision,
 };
+pub use deadline::{render_deadline, DeadlineCollector, DeadlineReport, DeadlineTask, DlReservation};
 pub use diff::{
     cpu_states, describe_event, diff_traces, drift_rows, is_decision, render_cpu_state, render_divergence,
     render_drift, same_step, CpuState, DiffLine, DiffOptions, Divergence, DivergentSide, DriftRow, NextDecision,

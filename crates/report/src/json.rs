@@ -25,6 +25,10 @@ pub struct AnalysisJson<'a> {
     /// Per-phase figures from rt-app's own markers; only when the trace has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtapp: Option<RtAppJson>,
+    /// SCHED_DEADLINE tasks' jobs, misses and throttled time; only when
+    /// the scenario has deadline tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<&'a schedlab_analysis::DeadlineReport>,
 }
 
 impl<'a> From<&'a Report> for AnalysisJson<'a> {
@@ -35,6 +39,7 @@ impl<'a> From<&'a Report> for AnalysisJson<'a> {
             attribution: &r.attribution,
             measures: &r.measures,
             rtapp: (!r.rtapp.is_empty()).then(|| RtAppJson::from(&r.rtapp)),
+            deadline: (!r.deadline.is_empty()).then_some(&r.deadline),
         }
     }
 }

@@ -29,6 +29,7 @@ pub struct ReportCollector {
     measures: Vec<MeasureCollector>,
     schbench: Option<SchbenchCollector>,
     rtapp: schedlab_analysis::RtAppCollector,
+    deadline: Option<schedlab_analysis::DeadlineCollector>,
     table: TaskTable,
     workcons_opts: WorkConsOptions,
     /// Each CPU's task when the stream begins (0: idle).
@@ -84,6 +85,9 @@ impl ReportCollector {
             measures: specs.iter().map(|m| MeasureCollector::new(table, m)).collect(),
             schbench: None,
             rtapp: Default::default(),
+            deadline: scenario
+                .map(|s| deadline_collector(s, table, nr_cpus, &allowed, grace_ns, end_ns))
+                .filter(|d| d.applies()),
             table: table.clone(),
             workcons_opts: WorkConsOptions { allowed, grace_ns, end_ts: end_ns },
             initial,
@@ -132,6 +136,9 @@ impl ReportCollector {
             s.observe(ev);
         }
         self.rtapp.observe(ev);
+        if let Some(d) = self.deadline.as_mut() {
+            d.observe(ev);
+        }
     }
 
     /// The report of the run that ended at `end_ns`, and schbench's figures.
@@ -145,7 +152,8 @@ impl ReportCollector {
         let measures = self.measures.into_iter().map(|m| m.finish(end_ns)).collect();
         let schbench = self.schbench.map(|s| s.finish(end_ns));
         let rtapp = self.rtapp.finish(&self.table);
-        (Report { metrics, workcons, attribution, measures, rtapp }, schbench)
+        let deadline = self.deadline.map(|d| d.finish(end_ns, &self.table)).unwrap_or_default();
+        (Report { metrics, workcons, attribution, measures, rtapp, deadline }, schbench)
     }
 }
 
@@ -158,6 +166,37 @@ pub struct Report {
     /// Per-phase figures from rt-app's own trace markers (empty unless the
     /// trace is of an rt-app run with `ftrace` on).
     pub rtapp: schedlab_analysis::RtAppReport,
+    /// SCHED_DEADLINE tasks' jobs, misses and throttled time (empty
+    /// without deadline tasks in the scenario).
+    pub deadline: schedlab_analysis::DeadlineReport,
+}
+
+/// The deadline collector of `scenario`'s SCHED_DEADLINE threads, found in
+/// `table` by name (a real run's tids are not the model's pids).
+fn deadline_collector(
+    scenario: &Scenario,
+    table: &TaskTable,
+    nr_cpus: u32,
+    allowed: &BTreeMap<Pid, Vec<u32>>,
+    grace_ns: u64,
+    end_ns: Option<u64>,
+) -> schedlab_analysis::DeadlineCollector {
+    let mut res = BTreeMap::new();
+    for spec in &scenario.threads {
+        let Some(d) = spec.dl else { continue };
+        let r = schedlab_analysis::DlReservation {
+            runtime_ns: d.runtime_ns,
+            deadline_ns: d.deadline_ns,
+            period_ns: d.period_ns,
+        };
+        for (&pid, info) in &table.tasks {
+            if info.comm == spec.name {
+                let cpus = allowed.get(&pid).cloned().unwrap_or_else(|| spec.affinity.to_u32_vec());
+                res.insert(pid, (r, cpus));
+            }
+        }
+    }
+    schedlab_analysis::DeadlineCollector::new(res, nr_cpus, grace_ns, end_ns)
 }
 
 /// The stalls a report keeps one by one when `narratives` are to be told:
@@ -198,13 +237,25 @@ impl Report {
         let metrics = analyze(trace, &AnalysisOptions { stall_threshold_ns: threshold_ns, end_ts: end_ns });
         let workcons =
             work_conservation(trace, &WorkConsOptions { allowed: allowed.clone(), grace_ns, end_ts: end_ns });
+        let allowed_for_deadline = allowed.clone();
         let attribution =
             attribute_stalls(trace, &AttributionOptions { stall_threshold_ns: threshold_ns, end_ts: end_ns, allowed });
         let end = end_ns.unwrap_or(metrics.end_ts);
         let specs = scenario.map(measure_specs).unwrap_or_default();
         let measures = specs.iter().map(|m| measure(trace, m, end)).collect();
         let rtapp = schedlab_analysis::rtapp_phases(trace);
-        Report { metrics, workcons, attribution, measures, rtapp }
+        let deadline = match scenario {
+            Some(s) => {
+                let nr_cpus = trace.events.iter().map(|e| e.cpu + 1).max().unwrap_or(0);
+                let mut d = deadline_collector(s, &trace.table, nr_cpus, &allowed_for_deadline, grace_ns, end_ns);
+                for ev in &trace.events {
+                    d.observe(ev);
+                }
+                d.finish(end, &trace.table)
+            }
+            None => Default::default(),
+        };
+        Report { metrics, workcons, attribution, measures, rtapp, deadline }
     }
 
     /// [`Report::of`] a run of `scenario` up to `end_ns` at the scenario's
@@ -248,6 +299,15 @@ pub fn render_table_and_measures(r: &Report) -> String {
         out.push('\n');
         out.push_str("rt-app    per phase, from rt-app's own trace markers (rtapp_loop / rtapp_stats)\n");
         out.push_str(&schedlab_analysis::render_rtapp_phases(&r.rtapp));
+    }
+    if !r.deadline.is_empty() {
+        out.push('\n');
+        out.push_str(
+            "deadline  SCHED_DEADLINE tasks: a job runs from a wakeup to the next block and misses when it ends past \
+             wakeup + deadline;\n          throttled = runnable while a CPU it may use ran no deadline task (>= the \
+             work-conservation grace)\n",
+        );
+        out.push_str(&schedlab_analysis::render_deadline(&r.deadline));
     }
     out
 }

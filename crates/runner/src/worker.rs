@@ -77,6 +77,7 @@ pub(crate) fn policy_number(p: Policy) -> u32 {
         Policy::Idle => libc::SCHED_IDLE,
         Policy::Fifo => libc::SCHED_FIFO,
         Policy::Rr => libc::SCHED_RR,
+        Policy::Deadline => libc::SCHED_DEADLINE,
     }) as u32
 }
 
@@ -84,7 +85,7 @@ pub(crate) fn policy_number(p: Policy) -> u32 {
 /// what fails is returned as notes and the thread runs with what it got.
 pub(crate) fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
     let mut notes = Vec::new();
-    if !spec.policy.is_rt() {
+    if !spec.policy.is_rt_or_dl() {
         // Set explicitly rather than inherited, so the model's slack is the
         // thread's whatever the runner's own was. prctl() takes 0 as "back to
         // the default", so a requested 0 becomes the closest it allows: 1 ns.
@@ -103,7 +104,15 @@ pub(crate) fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
         return notes;
     }
     let mut attr = SchedAttr { policy: policy_number(spec.policy), ..Default::default() };
-    let what = if spec.policy.is_rt() {
+    let what = if let Some(dl) = spec.dl {
+        (attr.runtime, attr.deadline, attr.period) = (dl.runtime_ns, dl.deadline_ns, dl.period_ns);
+        format!(
+            "SCHED_DEADLINE runtime {} us, deadline {} us, period {} us",
+            dl.runtime_ns / 1000,
+            dl.deadline_ns / 1000,
+            dl.period_ns / 1000
+        )
+    } else if spec.policy.is_rt() {
         attr.priority = spec.rt_priority;
         format!("{} priority {}", spec.policy.name(), spec.rt_priority)
     } else {
@@ -380,7 +389,12 @@ impl Crew {
                     unattached.lock().unwrap().get_or_insert(format!("{}: cannot join its cgroup: {e}", spec.name));
                 }
                 let mut setup = Vec::new();
-                let first = tp.start_cpu.map(|c| vec![c]).unwrap_or_else(|| tp.cpus.clone());
+                // A deadline task may not be narrowed below its root domain
+                // (sched_setattr() returns EPERM): it keeps all its CPUs.
+                let first = match tp.start_cpu {
+                    Some(c) if spec.dl.is_none() => vec![c],
+                    _ => tp.cpus.clone(),
+                };
                 if let Err(e) = set_affinity(&first) {
                     setup.push(format!("{}: sched_setaffinity({:?}) failed: {e}", spec.name, first));
                 }

@@ -84,6 +84,10 @@ pub(crate) struct RawThread {
     pub nice: Option<Spanned<i64>>,
     pub priority: Option<Spanned<i64>>,
     pub slice: Option<Spanned<Value>>,
+    /// SCHED_DEADLINE's reservation: `runtime` every `period`, by `deadline`.
+    pub runtime: Option<Spanned<Value>>,
+    pub deadline: Option<Spanned<Value>>,
+    pub period: Option<Spanned<Value>>,
     pub timer_slack: Option<Spanned<Value>>,
     #[serde(alias = "cpus")]
     pub affinity: Option<Spanned<Value>>,

@@ -153,11 +153,17 @@ pub enum Policy {
     Idle,
     Fifo,
     Rr,
+    /// SCHED_DEADLINE, with the reservation in [`ThreadSpec::dl`].
+    Deadline,
 }
 
 impl Policy {
     pub fn is_rt(&self) -> bool {
         matches!(self, Policy::Fifo | Policy::Rr)
+    }
+    /// The kernel's `rt_or_dl_task_policy()`: no nice, no timer slack.
+    pub fn is_rt_or_dl(&self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr | Policy::Deadline)
     }
     pub fn name(&self) -> &'static str {
         match self {
@@ -166,6 +172,7 @@ impl Policy {
             Policy::Idle => "SCHED_IDLE",
             Policy::Fifo => "SCHED_FIFO",
             Policy::Rr => "SCHED_RR",
+            Policy::Deadline => "SCHED_DEADLINE",
         }
     }
 }
@@ -481,8 +488,11 @@ pub struct ThreadSpec {
     pub slice_ns: Option<u64>,
     /// `timer_slack_ns` (`prctl(PR_SET_TIMERSLACK)`): a sleep's hrtimer may
     /// expire this much late, and on an otherwise quiet CPU it does. 50 us
-    /// for fair policies by default; always 0 for RT (`__setscheduler_params()`).
+    /// for fair policies by default; always 0 for RT and deadline
+    /// (`__setscheduler_params()`).
     pub timer_slack_ns: u64,
+    /// SCHED_DEADLINE's reservation; `None` for every other policy.
+    pub dl: Option<DlSpec>,
     pub affinity: CpuSet,
     /// CPU the thread starts on (always in `affinity`); `None` lets the
     /// simulator choose, e.g. the first CPU of its affinity.
@@ -500,6 +510,16 @@ pub struct ThreadSpec {
     pub program: Program,
     /// Where the `[[thread]]` table starts.
     pub line: usize,
+}
+
+/// A SCHED_DEADLINE reservation as `sched_setattr()` takes it
+/// (`sched_runtime`, `sched_deadline`, `sched_period`), in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DlSpec {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    /// 0: the deadline (the kernel's rule for `sched_period` = 0).
+    pub period_ns: u64,
 }
 
 /// A session (see [`ThreadSpec::session`]) and its `[session.NAME]` options.

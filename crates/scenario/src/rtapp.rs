@@ -322,9 +322,6 @@ fn schedlab_section(ctx: Ctx, own: &Obj, raw: &mut RawScenario) -> Result<(), In
 /// Task keys rt-app reads that the model does not: refused where written.
 const UNMODELED_TASK_KEYS: &[(&str, &str)] = &[
     ("nodes_membind", "NUMA memory binding is not modeled"),
-    ("dl-runtime", "SCHED_DEADLINE is not modeled"),
-    ("dl-period", "SCHED_DEADLINE is not modeled"),
-    ("dl-deadline", "SCHED_DEADLINE is not modeled"),
     ("util_min", "uclamp is not modeled"),
     ("util_max", "uclamp is not modeled"),
 ];
@@ -339,6 +336,9 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
         nice: None,
         priority: None,
         slice: None,
+        runtime: None,
+        deadline: None,
+        period: None,
         timer_slack: None,
         affinity: None,
         start_cpu: None,
@@ -352,6 +352,10 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
     let mut task_loop: Option<&Prop> = None;
     let mut phases: Option<&Prop> = None;
     let mut group: Option<&Prop> = None;
+    // dl-runtime / dl-period / dl-deadline (us), with their values' spans;
+    // where the first of them is written.
+    let mut dl: [Option<(i64, std::ops::Range<usize>)>; 3] = [None, None, None];
+    let mut dl_key_at = None;
     for p in &body.props {
         if events::is_event(&p.key) {
             continue;
@@ -369,12 +373,18 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
             "loop" => task_loop = Some(p),
             "phases" => phases = Some(p),
             "taskgroup" => group = Some(p),
+            "dl-runtime" | "dl-period" | "dl-deadline" => {
+                let i = ["dl-runtime", "dl-period", "dl-deadline"].iter().position(|k| *k == p.key).unwrap_or(0);
+                dl[i] = Some((p.value.as_int(ctx, &p.key)?, p.value.span()));
+                dl_key_at.get_or_insert(p.key_at);
+            }
             key => return Err(unknown_key(ctx, p, key, "task")),
         }
     }
     if let Some(p) = group {
         thread.cgroup = taskgroup(ctx, p, thread.policy.as_ref())?;
     }
+    deadline_keys(ctx, &mut thread, dl, dl_key_at.unwrap_or(task.key_at))?;
     let phase_list: Vec<Phase> = match phases {
         Some(ph) => {
             let obj = ph.value.as_object(ctx, "phases")?;
@@ -414,6 +424,40 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
         thread.affinity = Some(first);
     }
     Ok((thread, ops))
+}
+
+/// rt-app's deadline keys (us) as the scenario's `runtime`, `period` and
+/// `deadline`: the period defaults to the runtime and the deadline to the
+/// period, as rt-app fills them in; a policy other than SCHED_DEADLINE makes
+/// rt-app ignore them, which would run another workload than the file
+/// says, so they are refused there.
+fn deadline_keys(
+    ctx: Ctx,
+    thread: &mut RawThread,
+    dl: [Option<(i64, std::ops::Range<usize>)>; 3],
+    key_at: usize,
+) -> Result<(), InputError> {
+    let Some(first) = dl.iter().flatten().next().cloned() else { return Ok(()) };
+    let is_dl = thread.policy.as_ref().is_some_and(|p| {
+        let s = p.get_ref().trim().to_ascii_uppercase();
+        s == "SCHED_DEADLINE" || s == "DEADLINE"
+    });
+    if !is_dl {
+        return Err(ctx.at(
+            key_at,
+            "dl-runtime, dl-period and dl-deadline apply to \"policy\": \"SCHED_DEADLINE\" only (rt-app ignores them \
+             otherwise)",
+        ));
+    }
+    let [runtime, period, deadline] = dl;
+    let runtime = runtime.unwrap_or((0, first.1.clone()));
+    let period = period.unwrap_or(runtime.clone());
+    let deadline = deadline.unwrap_or(period.clone());
+    let us = |(v, span): (i64, std::ops::Range<usize>)| Spanned::new(span, Value::String(format!("{}us", v.max(0))));
+    thread.runtime = Some(us(runtime));
+    thread.period = Some(us(period));
+    thread.deadline = Some(us(deadline));
+    Ok(())
 }
 
 /// A task's `taskgroup`: rt-app's cgroup path under the cpu controller

@@ -397,6 +397,7 @@ fn thread(
         rt_priority: 0,
         slice_ns: None,
         timer_slack_ns,
+        dl: None,
         affinity,
         start_cpu: None,
         start_delay_ns: 0,

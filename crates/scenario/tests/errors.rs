@@ -213,7 +213,12 @@ fn unknown_and_deadline_policies() {
         "\"SCHED_FAST\"",
         "expected SCHED_OTHER",
     );
-    expect_err(&one("policy = \"SCHED_DEADLINE\"\nprogram = [{ run = \"1ms\" }]"), 5, "\"SCHED", "not modelled");
+    expect_err(
+        &one("policy = \"SCHED_DEADLINE\"\nprogram = [{ run = \"1ms\" }]"),
+        5,
+        "\"SCHED",
+        "SCHED_DEADLINE needs `runtime` and `deadline`",
+    );
 }
 
 #[test]

@@ -198,7 +198,12 @@ fn what_the_model_cannot_follow_is_refused_where_it_is_written() {
     expect_err(&one("\"run\": 100,\n \"mem\": 1000"), 2, "\"mem\"", "memory and I/O load is not modeled");
     expect_err(&one("\"run\": 100,\n \"iorun\": 1000"), 2, "\"iorun\"", "not modeled");
     expect_err(&one("\"run\": 100,\n \"sem_wait\": \"x\""), 2, "\"sem_wait\"", "semaphores");
-    expect_err(&one("\"run\": 100,\n \"dl-runtime\": 1000"), 2, "\"dl-runtime\"", "SCHED_DEADLINE");
+    expect_err(
+        &one("\"run\": 100,\n \"dl-runtime\": 1000"),
+        2,
+        "\"dl-runtime\"",
+        "apply to \"policy\": \"SCHED_DEADLINE\" only",
+    );
     expect_err(
         "{ \"tasks\": { \"t\": { \"policy\": \"SCHED_FIFO\", \"phases\": { \"p\": { \"run\": 100,\n \"taskgroup\": \"/a\" } } } } }",
         2,

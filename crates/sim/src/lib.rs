@@ -451,6 +451,7 @@ fn simulate_inner(
             .into());
         }
         let cpu = spec.start_cpu.filter(|c| spec.affinity.contains(*c)).or(spec.affinity.first()).unwrap_or(0);
+        let dl = deadline_reservation(scenario, spec, &kernel, cpu)?;
         let pid = FIRST_PID + i as i32;
         let task = kernel.add_task(TaskParams {
             pid,
@@ -461,7 +462,7 @@ fn simulate_inner(
             cpus_mask: spec.affinity,
             cpu,
             fixed_start: spec.start_cpu.is_some(),
-            dl: None,
+            dl,
         });
         table.tasks.insert(pid, TaskInfo { comm: spec.name.clone(), tgid: FIRST_PID - 1 });
         task_thread.push(i);
@@ -529,7 +530,7 @@ fn simulate_inner(
         // to its policy on its CPU before t0: there the fair server runs.
         let mut visited = CpuSet::empty();
         for (th, spec) in engine.threads.iter().zip(&scenario.threads) {
-            if spec.policy.is_rt() {
+            if spec.policy.is_rt_or_dl() {
                 visited.insert(engine.kernel.task(th.task).cpu);
             }
         }
@@ -689,6 +690,57 @@ fn simulate_inner(
 /// `kworker/N:1` (SCHED_OTHER, pinned) that runs briefly once a second, like
 /// vmstat's per-CPU update, each with its own seeded phase. The watchdog
 /// stopper is added by the engine.
+/// A SCHED_DEADLINE thread's reservation, admitted as `sched_setattr()`
+/// admits it before the thread first runs (its parameters, its affinity
+/// against the root domain, the root domain's bandwidth with the threads
+/// admitted before it), or the error the kernel would return, at the
+/// thread's line. Also refuses what such a thread may not do in the model:
+/// operations the kernel refuses a deadline task (`fork`: EAGAIN) or that
+/// the model does not follow for one (affinity, policy, nice or cgroup
+/// changes; a PI mutex, whose deadline inheritance is not modeled).
+fn deadline_reservation(
+    scenario: &Scenario,
+    spec: &ThreadSpec,
+    kernel: &Kernel,
+    cpu: usize,
+) -> Result<Option<schedlab_kernel::deadline::DlParams>, SimError> {
+    let Some(d) = spec.dl else { return Ok(None) };
+    let refuse = |what: String| -> SimError {
+        InputError::new(scenario.path.clone(), spec.line, 1, format!("SCHED_DEADLINE thread {}: {what}", spec.name))
+            .into()
+    };
+    for op in &spec.program.ops {
+        let why = match op {
+            Op::Fork { .. } => "it forks, which sched_fork() refuses a deadline task (EAGAIN)",
+            Op::SetAffinity { .. } => "`setaffinity` on a deadline task is not modeled",
+            Op::SetScheduler { .. } | Op::SetPriority { .. } => "changing its policy or nice is not modeled",
+            Op::SetCgroup { .. } => "moving a deadline task between cgroups is not modeled",
+            Op::Lock { mutex } | Op::CondWait { mutex, .. } if refs_pi_mutex(scenario, mutex) => {
+                "it takes a PI mutex: deadline inheritance through rt_mutex is not modeled yet"
+            }
+            _ => continue,
+        };
+        return Err(refuse(why.to_string()));
+    }
+    let p = schedlab_kernel::deadline::DlParams { runtime: d.runtime_ns, deadline: d.deadline_ns, period: d.period_ns };
+    kernel.dl_admit(&p, &spec.affinity, cpu).map_err(|e| refuse(format!("sched_setattr() fails with {e}")))?;
+    Ok(Some(p))
+}
+
+/// Whether a mutex reference can name a PI mutex.
+fn refs_pi_mutex(scenario: &Scenario, r: &schedlab_scenario::ObjRef) -> bool {
+    let ids: &[schedlab_scenario::ObjId] = match r {
+        schedlab_scenario::ObjRef::Fixed(id) => std::slice::from_ref(id),
+        schedlab_scenario::ObjRef::ByPolled(ids) => ids,
+    };
+    ids.iter().any(|&id| {
+        scenario
+            .objects
+            .get(id as usize)
+            .is_some_and(|o| matches!(o.kind, schedlab_scenario::ObjKind::Mutex { pi: true }))
+    })
+}
+
 /// The kernel model's policy for a scenario's.
 pub(crate) fn kernel_policy(p: SPolicy) -> Policy {
     match p {
@@ -697,6 +749,7 @@ pub(crate) fn kernel_policy(p: SPolicy) -> Policy {
         SPolicy::Idle => Policy::Idle,
         SPolicy::Fifo => Policy::Fifo,
         SPolicy::Rr => Policy::Rr,
+        SPolicy::Deadline => Policy::Deadline,
     }
 }
 
@@ -714,6 +767,7 @@ fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Sce
             rt_priority: 0,
             slice_ns: None,
             timer_slack_ns: schedlab_scenario::DEFAULT_TIMER_SLACK_NS,
+            dl: None,
             affinity: CpuSet::single(cpu),
             start_cpu: Some(cpu),
             start_delay_ns: phase,

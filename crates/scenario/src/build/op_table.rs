@@ -166,6 +166,13 @@ pub(super) fn op_template(ctx: Ctx, op: &Spanned<RawOp>, topo: &Topology) -> Res
         "setscheduler" => {
             let p = r.setscheduler.as_ref().unwrap();
             let policy = policy(ctx, p)?;
+            if policy == Policy::Deadline {
+                return Err(ctx.err(
+                    p,
+                    "`setscheduler` to SCHED_DEADLINE is not modeled: give the thread `policy = \"SCHED_DEADLINE\"` \
+                     with its `runtime`, `deadline` and `period` instead",
+                ));
+            }
             let (nice, prio) = sched_params(ctx, policy, r.nice.as_ref(), r.priority.as_ref())?;
             OpT::SetScheduler(policy, nice, prio)
         }

@@ -37,8 +37,9 @@ pub(super) fn group(
         None => Policy::Other,
     };
     let (nice, rt_priority) = sched_params(ctx, policy, raw.nice.as_ref(), raw.priority.as_ref())?;
+    let dl = deadline_params(ctx, policy, raw)?;
     let slice_ns = match &raw.slice {
-        Some(s) if policy.is_rt() => {
+        Some(s) if policy.is_rt_or_dl() => {
             return Err(ctx.err(s, format!("`slice` applies only to fair policies, not {}", policy.name())))
         }
         Some(s) => {
@@ -57,11 +58,12 @@ pub(super) fn group(
         None => None,
     };
     let timer_slack_ns = match &raw.timer_slack {
-        Some(s) if policy.is_rt() => {
+        Some(s) if policy.is_rt_or_dl() => {
             return Err(ctx.err(
                 s,
                 format!(
-                    "`timer_slack` does not apply to {}: the kernel gives RT tasks no timer slack (it sets it to 0)",
+                    "`timer_slack` does not apply to {}: the kernel gives RT and deadline tasks no timer slack (it \
+                     sets it to 0)",
                     policy.name()
                 ),
             ))
@@ -73,7 +75,7 @@ pub(super) fn group(
             }
             ns
         }
-        None if policy.is_rt() => 0,
+        None if policy.is_rt_or_dl() => 0,
         None => DEFAULT_TIMER_SLACK_NS,
     };
     let cgroup = match &raw.cgroup {
@@ -91,6 +93,13 @@ pub(super) fn group(
         }
     };
     let start_cpu = match &raw.start_cpu {
+        Some(c) if policy == Policy::Deadline => {
+            return Err(ctx.err(
+                c,
+                "`start_cpu` does not apply to SCHED_DEADLINE: a deadline task may not be narrowed below its root \
+                 domain (sched_setattr() fails with EPERM), so the kernel chooses where it runs",
+            ))
+        }
         Some(c) => {
             let n = *c.get_ref();
             if n < 0 || !affinity.contains(n as usize) {
@@ -158,6 +167,7 @@ pub(super) fn group(
         rt_priority,
         slice_ns,
         timer_slack_ns,
+        dl,
         affinity,
         start_cpu,
         delay_ns,
@@ -176,6 +186,37 @@ pub(super) fn group(
     })
 }
 
+/// SCHED_DEADLINE's `runtime`, `deadline` and `period` (durations): the
+/// first two required with that policy, `period` defaulting to the
+/// deadline; all three refused with any other. The kernel's own checks
+/// (`__checkparam_dl()` and the bandwidth) are the simulator's, at start.
+fn deadline_params(ctx: Ctx, policy: Policy, raw: &RawThread) -> Result<Option<crate::DlSpec>, InputError> {
+    let keys = [("runtime", &raw.runtime), ("deadline", &raw.deadline), ("period", &raw.period)];
+    if policy != Policy::Deadline {
+        if let Some((key, Some(v))) = keys.iter().find(|(_, v)| v.is_some()) {
+            return Err(
+                ctx.err(v, format!("`{key}` is a SCHED_DEADLINE parameter; this thread's policy is {}", policy.name()))
+            );
+        }
+        return Ok(None);
+    }
+    let get = |key: &str, v: &Option<Spanned<toml::Value>>, zero| -> Result<Option<u64>, InputError> {
+        v.as_ref().map(|v| values::duration(ctx, v, key, zero)).transpose()
+    };
+    let (Some(runtime_ns), Some(deadline_ns)) =
+        (get("runtime", &raw.runtime, Zero::Refused)?, get("deadline", &raw.deadline, Zero::Refused)?)
+    else {
+        let at = raw.policy.as_ref().map_or(raw.name.span().start, |p| p.span().start);
+        return Err(ctx.at(
+            at,
+            "SCHED_DEADLINE needs `runtime` and `deadline` (durations; `period` defaults to the deadline), e.g. \
+             runtime = \"2ms\", deadline = \"10ms\", period = \"10ms\"",
+        ));
+    };
+    let period_ns = get("period", &raw.period, Zero::Refused)?.unwrap_or(0);
+    Ok(Some(crate::DlSpec { runtime_ns, deadline_ns, period_ns }))
+}
+
 /// A policy's nice value and RT priority from `nice` and `priority` (for
 /// fair policies rt-app's name for nice; for FIFO/RR 1..99, default 10).
 pub(in crate::build) fn sched_params(
@@ -184,6 +225,16 @@ pub(in crate::build) fn sched_params(
     nice: Option<&Spanned<i64>>,
     priority: Option<&Spanned<i64>>,
 ) -> Result<(i32, u32), InputError> {
+    if policy == Policy::Deadline {
+        if let Some(v) = nice.or(priority) {
+            return Err(ctx.err(
+                v,
+                "`nice` and `priority` do not apply to SCHED_DEADLINE: its reservation (`runtime`, `deadline`, \
+                 `period`) is all it has",
+            ));
+        }
+        return Ok((0, 0));
+    }
     if policy.is_rt() {
         if let Some(n) = nice {
             return Err(ctx.err(n, format!("`nice` does not apply to {}: set `priority` (1..99)", policy.name())));
@@ -227,16 +278,13 @@ pub(in crate::build) fn policy(ctx: Ctx, p: &Spanned<String>) -> Result<Policy, 
         "IDLE" => Policy::Idle,
         "FIFO" => Policy::Fifo,
         "RR" => Policy::Rr,
-        "DEADLINE" => {
-            return Err(
-                ctx.err(p, "SCHED_DEADLINE is not modelled; for an EEVDF custom slice use SCHED_OTHER with `slice`")
-            )
-        }
+        "DEADLINE" => Policy::Deadline,
         _ => {
             return Err(ctx.err(
                 p,
                 format!(
-                    "unknown policy `{}`: expected SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO or SCHED_RR",
+                    "unknown policy `{}`: expected SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR or \
+                     SCHED_DEADLINE",
                     p.get_ref()
                 ),
             ))

@@ -1,0 +1,78 @@
+//! SCHED_DEADLINE threads end to end: admission as sched_setattr() does it
+//! (the error at the thread's line), a reservation that holds an overrunning
+//! task to its bandwidth, and EDF across CPUs.
+
+use schedlab_scenario::Scenario;
+use schedlab_sim::{simulate, SimOptions};
+use std::path::Path;
+
+fn scenario(threads: &str, extra: &str) -> Scenario {
+    let text = format!("name = \"dl\"\ntopology = \"qemu-4\"\nduration = \"1s\"\n{extra}\n{threads}");
+    Scenario::from_toml_str("dl.toml", &text, Path::new(".")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn dl_thread(name: &str, runtime: &str, period: &str, program: &str) -> String {
+    format!(
+        "[[thread]]\nname = \"{name}\"\npolicy = \"SCHED_DEADLINE\"\nruntime = \"{runtime}\"\ndeadline = \
+         \"{period}\"\nperiod = \"{period}\"\nprogram = [{program}]\n"
+    )
+}
+
+#[test]
+fn admission_refuses_the_thread_that_does_not_fit_with_the_kernels_errno_at_its_line() {
+    // 0.95 x 4 CPUs, less the four fair servers' 0.05 each: 3.6.
+    let mut threads: String = (0..4).map(|i| dl_thread(&format!("d{i}"), "9ms", "10ms", "{ run = \"1ms\" }")).collect();
+    simulate(&scenario(&threads, ""), &SimOptions::default()).expect("3.6 CPUs fit");
+    threads.push_str(&dl_thread("d4", "1ms", "10ms", "{ run = \"1ms\" }"));
+    let err = simulate(&scenario(&threads, ""), &SimOptions::default()).unwrap_err().to_string();
+    // The fifth table starts on line 4 + 4 x 7 + 1.
+    assert!(err.starts_with("dl.toml:33:"), "{err}");
+    assert!(err.contains("SCHED_DEADLINE thread d4") && err.contains("EBUSY"), "{err}");
+    // Without fair servers (the debugfs knob at 0) it fits.
+    simulate(&scenario(&threads, "fair_server_runtime = \"0\""), &SimOptions::default()).expect("no servers");
+    // A deadline task narrowed below the root domain: EPERM.
+    let pinned = dl_thread("p", "1ms", "10ms", "{ run = \"1ms\" }") + "affinity = \"0-1\"\n";
+    let err = simulate(&scenario(&pinned, ""), &SimOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("EPERM"), "{err}");
+    // Parameters the kernel refuses: EINVAL (period below 100 us).
+    let tiny = dl_thread("t", "10us", "50us", "{ run = \"1ms\" }");
+    let err = simulate(&scenario(&tiny, ""), &SimOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("EINVAL"), "{err}");
+    // fork is refused to a deadline task (EAGAIN in sched_fork()).
+    let forks = dl_thread("f", "1ms", "10ms", "{ fork = \"c\" }")
+        + "[[thread]]\nname = \"c\"\ninstances = 0\nprogram = [{ run = \"1ms\" }]\n";
+    let err = simulate(&scenario(&forks, ""), &SimOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("EAGAIN"), "{err}");
+}
+
+#[test]
+fn an_overrunning_task_gets_its_reservation_and_no_more_beside_hogs() {
+    // 2 ms every 10 ms, asking for all of it: 20 % of the run, the rest
+    // throttled, while four hogs keep every CPU busy.
+    let threads = "[[thread]]\nname = \"hog\"\ninstances = 4\nprogram = [{ run = \"10s\" }]\n".to_string()
+        + &dl_thread("cbs", "2ms", "10ms", "{ run = \"10s\" }");
+    let r = simulate(&scenario(&threads, ""), &SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let cbs = r.threads.iter().find(|t| t.name == "cbs").unwrap();
+    let share = cbs.runtime_ns as f64 / 1e9;
+    // The tick (HZ of qemu-4) notices the overrun: at most one tick more per period.
+    assert!((0.195..=0.30).contains(&share), "cbs ran {share:.3} of the run");
+    let hogs: u64 = r.threads.iter().filter(|t| t.name.starts_with("hog")).map(|t| t.runtime_ns).sum();
+    assert!(hogs as f64 / 1e9 > 3.6, "the hogs ran {:.3} CPU-s", hogs as f64 / 1e9);
+}
+
+#[test]
+fn periodic_deadline_tasks_get_their_work_done_each_period_beside_hogs_on_every_cpu() {
+    // Three periodic deadline tasks (3 ms every 10 ms within 4 ms
+    // reservations) and four hogs on four CPUs: each task's work fits its
+    // reservation, so it runs 30 % of the time whatever the hogs do.
+    let threads = dl_thread("a", "4ms", "10ms", "{ run = \"3ms\" }, { timer = \"10ms\" }")
+        + &dl_thread("b", "4ms", "10ms", "{ run = \"3ms\" }, { timer = \"10ms\" }")
+        + &dl_thread("c", "4ms", "10ms", "{ run = \"3ms\" }, { timer = \"10ms\" }")
+        + "[[thread]]\nname = \"hog\"\ninstances = 4\nprogram = [{ run = \"10s\" }]\n";
+    let r = simulate(&scenario(&threads, ""), &SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    for name in ["a", "b", "c"] {
+        let t = r.threads.iter().find(|t| t.name == name).unwrap();
+        let share = t.runtime_ns as f64 / 1e9;
+        assert!((0.28..=0.31).contains(&share), "{name} ran {share:.3} of the run (3 ms per 10 ms)");
+    }
+}
