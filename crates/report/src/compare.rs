@@ -84,6 +84,34 @@ pub fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, Stri
     rows
 }
 
+/// SCHED_DEADLINE tasks side by side: per task (matched by name), its jobs,
+/// misses, throttles and throttled ms in each run of each side, in run
+/// order. Empty without deadline tasks.
+pub fn deadline_rows(sims: &[&Report], reals: &[&Report]) -> Vec<(String, String, String)> {
+    let Some(first) = sims.first().or(reals.first()) else { return Vec::new() };
+    let mut rows = Vec::new();
+    for task in &first.deadline.tasks {
+        let per_run = |reports: &[&Report], f: &dyn Fn(&schedlab_analysis::DeadlineTask) -> String| {
+            let v: Vec<String> = reports
+                .iter()
+                .map(|r| r.deadline.tasks.iter().find(|t| t.comm == task.comm).map_or("-".to_string(), f))
+                .collect();
+            v.join(" ")
+        };
+        let figures: [(&str, &dyn Fn(&schedlab_analysis::DeadlineTask) -> String); 5] = [
+            ("jobs", &|t| t.jobs.to_string()),
+            ("missed", &|t| t.misses.to_string()),
+            ("max late ms", &|t| format!("{:.1}", t.max_lateness_ns as f64 / 1e6)),
+            ("throttles", &|t| t.throttles.to_string()),
+            ("throttled ms", &|t| format!("{:.1}", t.throttled_ns as f64 / 1e6)),
+        ];
+        for (name, f) in figures {
+            rows.push((format!("{} {name}", task.comm), per_run(sims, f), per_run(reals, f)));
+        }
+    }
+    rows
+}
+
 /// One row per cause either side has, with its stall count on each side.
 pub fn cause_rows(sim: &Attribution, real: &Attribution) -> Vec<(String, String, String)> {
     Cause::ALL
@@ -174,6 +202,15 @@ impl CompareText<'_> {
             let _ = writeln!(out, "figures of the first run (seed {seed}) and the guest's run 1");
         }
         out.push_str(&side_by_side(&figures(sim, real, threshold)));
+        let dl = deadline_rows(
+            &self.sims.iter().collect::<Vec<_>>(),
+            &self.runs.iter().map(|r| r.report).collect::<Vec<_>>(),
+        );
+        if !dl.is_empty() {
+            out.push_str("
+SCHED_DEADLINE tasks, every run of each side (jobs from wakeup to block; throttled = runnable while a CPU ran no deadline task)\n");
+            out.push_str(&side_by_side(&dl));
+        }
 
         let (sa, ra) = (&sim.attribution, &real.attribution);
         if !sa.causes.is_empty() || !ra.causes.is_empty() {

@@ -4,8 +4,16 @@
 use crate::Topology;
 
 /// Preset names, in the order `--help` should list them.
-pub(crate) const NAMES: &[&str] =
-    &["ryzen-7950x", "ryzen-5800x", "sapphire-rapids-2s", "skylake-sp-1s", "epyc-turin-1s", "qemu-4", "smt-2x2"];
+pub(crate) const NAMES: &[&str] = &[
+    "ryzen-7950x",
+    "ryzen-5800x",
+    "sapphire-rapids-2s",
+    "skylake-sp-1s",
+    "epyc-turin-1s",
+    "qemu-4",
+    "qemu-2",
+    "smt-2x2",
+];
 
 /// The TOML text of a preset.
 pub(crate) fn text(name: &str) -> Option<&'static str> {
@@ -15,6 +23,7 @@ pub(crate) fn text(name: &str) -> Option<&'static str> {
         "epyc-turin-1s" => include_str!("../../../topologies/epyc-turin-1s.toml"),
         "skylake-sp-1s" => include_str!("../../../topologies/skylake-sp-1s.toml"),
         "qemu-4" => include_str!("../../../topologies/qemu-4.toml"),
+        "qemu-2" => include_str!("../../../topologies/qemu-2.toml"),
         "smt-2x2" => include_str!("../../../topologies/smt-2x2.toml"),
         "ryzen-5800x" => include_str!("../../../topologies/ryzen-5800x.toml"),
         _ => return None,

@@ -14,7 +14,7 @@ fn preset(name: &str) -> Topology {
 
 #[test]
 fn every_preset_loads_under_its_own_name() {
-    assert_eq!(Topology::preset_names().len(), 7);
+    assert_eq!(Topology::preset_names().len(), 8);
     for name in Topology::preset_names() {
         let t = preset(name);
         assert_eq!(&t.name, name);
