@@ -38,9 +38,10 @@ fn perf_comm(table: &TaskTable, pid: Pid) -> String {
 
 /// `timehist_get_commstr()` (perf 6.1): `comm[tid]` for a process's main
 /// thread, `comm[tid/pid]` for another thread, the bare comm for the idle
-/// task (pid 0); cut to 31 characters as perf's buffer does.
-fn commstr(table: &TaskTable, tid: Pid) -> String {
-    let comm = perf_comm(table, tid);
+/// task (pid 0), with the comm the task had at `ts`; cut to 31 characters
+/// as perf's buffer does.
+fn commstr(table: &TaskTable, tid: Pid, ts: Nanos) -> String {
+    let comm: String = table.comm_at(tid, ts).chars().take(31).collect();
     let pid = if tid == 0 { 0 } else { table.tgid(tid) };
     let s = if pid == 0 {
         comm
@@ -412,9 +413,9 @@ impl<'a, W: Write> Timehist<'a, W> {
         self.opts.time.0.is_none_or(|s| ts >= s) && self.opts.time.1.is_none_or(|e| ts <= e)
     }
 
-    /// The name column, widening it as perf does for a longer name.
-    fn name(&mut self, table: &TaskTable, tid: Pid) -> String {
-        let s = if tid == 0 { "swapper".to_string() } else { commstr(table, tid) };
+    /// The name column at `ts`, widening it as perf does for a longer name.
+    fn name(&mut self, table: &TaskTable, tid: Pid, ts: Nanos) -> String {
+        let s = if tid == 0 { "swapper".to_string() } else { commstr(table, tid, ts) };
         self.comm_width = self.comm_width.max(s.chars().count());
         s
     }
@@ -424,8 +425,8 @@ impl<'a, W: Write> Timehist<'a, W> {
         if !(self.shown)(ev.ctx_pid, table) && !(self.shown)(whom, table) {
             return Ok(());
         }
-        let actor = self.name(table, ev.ctx_pid);
-        let target = if whom == 0 { "swapper".to_string() } else { commstr(table, whom) };
+        let actor = self.name(table, ev.ctx_pid, ev.ts);
+        let target = if whom == 0 { "swapper".to_string() } else { commstr(table, whom, ev.ts) };
         if self.opts.json {
             return writeln!(
                 self.out,
@@ -534,7 +535,7 @@ impl<'a, W: Write> Timehist<'a, W> {
             line = Some((wait, delay, run));
         }
         if let Some((wait, delay, run)) = line {
-            let name = if tid == 0 { "<idle>".to_string() } else { self.name(table, tid) };
+            let name = if tid == 0 { "<idle>".to_string() } else { self.name(table, tid, ev.ts) };
             if self.opts.json {
                 writeln!(
                     self.out,
@@ -579,13 +580,16 @@ impl<'a, W: Write> Timehist<'a, W> {
 /// `XY => comm:tid` when a task gets its short name (A0..Z0, A1.., in order
 /// of first switch-in). The columns are the trace's CPUs (perf: the CPUs
 /// of the host it runs on; the same for a capture read where it was made).
-/// perf also prints the name again when a task's comm changes; schedlab's
-/// events carry one comm per task, so that line is not drawn.
+/// The comm is the task's at that switch, and the note comes again at a
+/// task's first switch-in after its comm was set (an exec, a rename), as
+/// perf's does.
 pub struct SchedMap<W: Write> {
     out: W,
     cpus: u32,
     curr: BTreeMap<u32, Pid>,
     names: BTreeMap<Pid, String>,
+    /// Each task's last switch-in.
+    last_in: BTreeMap<Pid, Nanos>,
     next: (u8, u8),
     json: bool,
     skipped_repaired: u64,
@@ -598,6 +602,7 @@ impl<W: Write> SchedMap<W> {
             cpus,
             curr: BTreeMap::new(),
             names: BTreeMap::new(),
+            last_in: BTreeMap::new(),
             next: (b'A', b'0'),
             json,
             skipped_repaired: 0,
@@ -630,14 +635,23 @@ impl<W: Write> SchedMap<W> {
         }
         self.curr.insert(ev.cpu, next_pid);
         let short = &self.names[&next_pid];
-        let comm = if next_pid == 0 { "swapper".to_string() } else { perf_comm(table, next_pid) };
+        // perf notes the name again after the task's comm was set.
+        let renamed = self
+            .last_in
+            .insert(next_pid, ev.ts)
+            .is_some_and(|last| next_pid != 0 && table.comm_set_between(next_pid, last, ev.ts));
+        let comm = if next_pid == 0 {
+            "swapper".to_string()
+        } else {
+            table.comm_at(next_pid, ev.ts).chars().take(31).collect()
+        };
         if self.json {
             let cpus: Vec<String> = (0..self.cpus)
                 .map(|c| self.curr.get(&c).map_or("null".to_string(), |p| json_str(self.names[p].trim())))
                 .collect();
             return writeln!(
                 self.out,
-                "{{\"time_ns\":{},\"cpu\":{},\"next_tid\":{next_pid},\"next\":{},\"short\":{},\"new\":{new_name},\"cpus\":[{}]}}",
+                "{{\"time_ns\":{},\"cpu\":{},\"next_tid\":{next_pid},\"next\":{},\"short\":{},\"new\":{new_name},\"renamed\":{renamed},\"cpus\":[{}]}}",
                 ev.ts,
                 ev.cpu,
                 json_str(&comm),
@@ -654,7 +668,7 @@ impl<W: Write> SchedMap<W> {
             }
         }
         line.push_str(&format!("  {:>12} secs ", secs_usec(ev.ts)));
-        if new_name {
+        if new_name || renamed {
             line.push_str(&format!("{short} => {comm}:{next_pid}"));
         }
         writeln!(self.out, "{line}")
@@ -747,7 +761,7 @@ mod tests {
         // Preempted at 500, back at 800: wait, not delay, as perf 6.1 counts it.
         assert!(lines[2].ends_with("     0.300      0.000      0.100 "), "{text}");
         let table = schedlab_trace::testing::table(&[(2, "a", 2)], &[]);
-        assert_eq!(commstr(&table, 2), "a[2]");
+        assert_eq!(commstr(&table, 2, 0), "a[2]");
     }
 
     #[test]
@@ -790,6 +804,25 @@ mod tests {
         assert_eq!(lines[0], "  *A0           0.000010 secs A0 => a:2");
         assert_eq!(lines[1], "  *.            0.000100 secs .  => swapper:0");
         assert_eq!(lines[3], "  *B0           0.000500 secs B0 => b:3");
+        // A (2) exec'd `yes` at 400 us: the comm as of each switch, and the
+        // note again at its first switch-in after the change, as perf draws it.
+        let mut table = table;
+        table.comm_history.insert(2, vec![(0, "a".into()), (400_000, "yes".into())]);
+        let mut map = SchedMap::new(Vec::new(), 2, false);
+        for e in perf_scene() {
+            map.observe(&e, &table).unwrap();
+        }
+        let text = String::from_utf8(map.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[2], "  *A0           0.000350 secs ", "{text}");
+        assert_eq!(lines[4], "  *A0           0.000800 secs A0 => yes:2", "{text}");
+        let mut th = Timehist::new(Vec::new(), |p, _| p == 2).unwrap();
+        for e in perf_scene() {
+            th.observe(&e, &table).unwrap();
+        }
+        let text = String::from_utf8(th.finish().unwrap()).unwrap();
+        let names: Vec<&str> = text.lines().skip(3).map(|l| l[24..].split_whitespace().next().unwrap()).collect();
+        assert_eq!(names, ["a[2]", "yes[2]", "yes[2]"], "switched out at 100, 500, 900 us: {text}");
     }
 
     /// schedlab's own figures (the report's), unlike perf 6.1, count the time
