@@ -142,13 +142,40 @@ impl LatTask {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LatencyRow {
     pub comm: String,
+    /// The thread's tid; for a row of several threads merged by comm, the
+    /// highest tid among them (perf prints `comm:(N)` instead).
     pub tid: Pid,
+    /// How many threads the row merges (1: a thread's own row). perf counts
+    /// every thread of that comm it saw, with or without a switch measured.
+    pub threads: u32,
     pub runtime_ns: u64,
     pub switches: u64,
     pub avg_delay_ns: u64,
     pub max_delay_ns: u64,
     pub max_delay_start_ns: Nanos,
     pub max_delay_end_ns: Nanos,
+    #[serde(skip)]
+    total_delay_ns: u64,
+}
+
+impl LatencyRow {
+    /// perf's first column: `comm:tid`, or `comm:(N)` for N threads merged.
+    pub fn label(&self) -> String {
+        if self.threads > 1 {
+            format!("{}:({})", self.comm, self.threads)
+        } else {
+            format!("{}:{}", self.comm, self.tid)
+        }
+    }
+}
+
+/// Rows of [`SchedLatency`]: one per comm, as `perf sched latency` prints
+/// by default, or one per thread, as with its `-p`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LatencyRows {
+    #[default]
+    ByComm,
+    PerThread,
 }
 
 impl SchedLatency {
@@ -212,31 +239,72 @@ impl SchedLatency {
         }
     }
 
-    /// The rows `shown` keeps, in perf's order (idle and rows without a
-    /// switch measured are left out, as perf does).
+    /// The per-thread rows `shown` keeps, in perf's order (idle and rows
+    /// without a switch measured are left out, as perf does): `perf sched
+    /// latency -p`.
     pub fn rows(&self, table: &TaskTable, shown: impl Fn(Pid) -> bool) -> Vec<LatencyRow> {
-        let mut rows: Vec<LatencyRow> = self
-            .tasks
-            .iter()
-            .filter(|(&pid, t)| pid != 0 && t.switches > 0 && shown(pid))
-            .map(|(&pid, t)| LatencyRow {
-                comm: perf_comm(table, pid),
-                tid: pid,
-                runtime_ns: t.runtime,
-                switches: t.switches,
-                avg_delay_ns: t.total_delay / t.switches,
-                max_delay_ns: t.max_delay,
-                max_delay_start_ns: t.max_start,
-                max_delay_end_ns: t.max_end,
-            })
-            .collect();
+        self.rows_by(table, shown, LatencyRows::PerThread)
+    }
+
+    /// The rows `shown` keeps, one per thread or one per comm, in perf's
+    /// order. Merged by comm as perf 6.1 merges (its comm at the end of the
+    /// trace): run times, switches and delays are summed, the average is
+    /// the summed delay over the summed switches, and the longest delay is
+    /// the longest of any thread with its start and end (on a tie, the
+    /// thread of higher tid). Rows sort by average, maximum, switches, run
+    /// time, all descending; equal rows by descending tid per thread, by
+    /// descending comm (byte order) per comm.
+    pub fn rows_by(&self, table: &TaskTable, shown: impl Fn(Pid) -> bool, by: LatencyRows) -> Vec<LatencyRow> {
+        // Highest tid first: the order perf merges its threads in.
+        let threads = self.tasks.iter().rev().filter(|(&pid, _)| pid != 0 && shown(pid)).map(|(&pid, t)| LatencyRow {
+            comm: perf_comm(table, pid),
+            tid: pid,
+            threads: 1,
+            runtime_ns: t.runtime,
+            switches: t.switches,
+            avg_delay_ns: 0,
+            max_delay_ns: t.max_delay,
+            max_delay_start_ns: t.max_start,
+            max_delay_end_ns: t.max_end,
+            total_delay_ns: t.total_delay,
+        });
+        let mut rows: Vec<LatencyRow> = match by {
+            LatencyRows::PerThread => threads.collect(),
+            LatencyRows::ByComm => {
+                let mut merged: BTreeMap<String, LatencyRow> = BTreeMap::new();
+                for r in threads {
+                    match merged.get_mut(&r.comm) {
+                        None => {
+                            merged.insert(r.comm.clone(), r);
+                        }
+                        Some(m) => {
+                            m.threads += 1;
+                            m.runtime_ns += r.runtime_ns;
+                            m.switches += r.switches;
+                            m.total_delay_ns += r.total_delay_ns;
+                            if r.max_delay_ns > m.max_delay_ns {
+                                (m.max_delay_ns, m.max_delay_start_ns, m.max_delay_end_ns) =
+                                    (r.max_delay_ns, r.max_delay_start_ns, r.max_delay_end_ns);
+                            }
+                        }
+                    }
+                }
+                // Descending comm: the order ties keep.
+                merged.into_values().rev().collect()
+            }
+        };
+        // perf leaves out its idle task (comm `swapper`) and rows with no switch.
+        rows.retain(|r| r.switches > 0 && r.comm != "swapper");
+        for r in &mut rows {
+            r.avg_delay_ns = r.total_delay_ns / r.switches;
+        }
+        // Stable: ties keep the order above.
         rows.sort_by(|a, b| {
-            (b.avg_delay_ns, b.max_delay_ns, b.switches, b.runtime_ns, b.tid).cmp(&(
+            (b.avg_delay_ns, b.max_delay_ns, b.switches, b.runtime_ns).cmp(&(
                 a.avg_delay_ns,
                 a.max_delay_ns,
                 a.switches,
                 a.runtime_ns,
-                a.tid,
             ))
         });
         rows
@@ -256,7 +324,7 @@ impl SchedLatency {
         for r in rows {
             runtime += r.runtime_ns;
             switches += r.switches;
-            let name = format!("  {}:{} ", r.comm, r.tid);
+            let name = format!("  {} ", r.label());
             out.push_str(&format!(
                 "{name:<24}|{:>11} ms |{:>9} | avg:{:>8} ms | max:{:>8} ms | max start: {:>12} s | max end: {:>12} s\n",
                 f(r.runtime_ns),
@@ -790,6 +858,33 @@ mod tests {
         let text = lat.render(&rows);
         assert!(text.contains("  a:2                   |      0.123 ms |        2 | avg:   0.025 ms | max:   0.050 ms | max start:     0.000300 s | max end:     0.000350 s\n"), "{text}");
         assert!(text.contains("  TOTAL:                |      0.123 ms |        3 |\n"), "{text}");
+    }
+
+    /// perf's default: the threads of one comm in one row, `comm:(N)`
+    /// counting every thread of that comm seen, switches measured or not.
+    #[test]
+    fn sched_latency_merges_threads_by_comm_as_perf_does() {
+        let table = schedlab_trace::testing::table(&[(2, "a", 2), (3, "a", 3), (9, "a", 9), (4, "b", 4)], &[]);
+        let mut lat = SchedLatency::new();
+        for e in perf_scene() {
+            lat.observe(&e);
+        }
+        // 9 is woken and never runs; 4 runs once, first seen switched in.
+        lat.observe(&wakeup(950_000, 0, 0, 9, 0));
+        lat.observe(&switch(960_000, 0, 0, S, 4));
+        let rows = lat.rows_by(&table, |_| true, LatencyRows::ByComm);
+        assert_eq!(rows.len(), 2);
+        let a = &rows[0];
+        assert_eq!((a.label(), a.threads, a.tid), ("a:(3)".to_string(), 3, 9));
+        // A's 2 switches and B's 1, A's 50 us over the 3; A's longest delay.
+        assert_eq!((a.switches, a.avg_delay_ns, a.max_delay_ns), (3, 16_666, 50_000));
+        assert_eq!((a.max_delay_start_ns, a.max_delay_end_ns), (300_000, 350_000));
+        assert_eq!((rows[1].label(), rows[1].switches), ("b:4".to_string(), 1));
+        let text = lat.render(&rows);
+        assert!(text.contains("\n  a:(3)                 |      0.000 ms |        3 | avg:   0.017 ms |"), "{text}");
+        // Per thread (perf's -p): A, then the two single switches, higher tid first.
+        let per: Vec<Pid> = lat.rows_by(&table, |_| true, LatencyRows::PerThread).iter().map(|r| r.tid).collect();
+        assert_eq!(per, [2, 4, 3]);
     }
 
     #[test]

@@ -42,9 +42,10 @@ pub struct AnalyzeArgs {
     /// Only the events on these CPUs (a cpulist: `1`, `0-3,8`), as `perf sched -C`.
     #[arg(short = 'C', long = "cpu", value_name = "CPULIST", value_parser = parse_cpus)]
     pub cpu: Option<schedlab_topology::CpuSet>,
-    /// Only the rows of these processes' threads (comma-separated tgids), as perf's `-p`.
-    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',')]
-    pub pid: Vec<i32>,
+    /// Only the rows of these processes' threads (comma-separated tgids), as `perf sched
+    /// timehist -p`. Without PIDS (after the trace), --pids: `perf sched latency -p`.
+    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',', num_args = 0..=1)]
+    pub pid: Option<Vec<i32>>,
     /// Only the rows of these threads (comma-separated tids), as perf's `-t`.
     #[arg(short = 't', long = "tid", value_name = "TIDS", value_delimiter = ',')]
     pub tid: Vec<i32>,
@@ -277,7 +278,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         filter: TraceFilter {
             cpus: args.cpu,
             time: args.time.unwrap_or((None, None)),
-            pids: args.pid.clone(),
+            pids: args.pid.clone().unwrap_or_default(),
             tids: args.tid.clone(),
         },
         kept_stalls: schedlab_report::kept_stalls(args.report.stalls),
@@ -321,14 +322,28 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         Some(c) => format!("{path} (as `{}` text)", c.via),
         None => path.clone(),
     };
-    if (args.wakeups || args.migrations) && args.view.view != View::Timehist {
+    // `-p` alone is `perf sched latency -p`: one row per thread.
+    let mut view = args.view;
+    if args.pid.as_ref().is_some_and(|p| p.is_empty()) {
+        if view.view != View::Latency {
+            return Err(CliError::Usage(
+                "-p without PIDS is `perf sched latency -p` (one row per thread, also --pids), an option of \
+                 --view latency; to choose processes give their pids: -p 1234,5678"
+                    .into(),
+            )
+            .into());
+        }
+        view.pids = true;
+    }
+    view.check_pids()?;
+    if (args.wakeups || args.migrations) && view.view != View::Timehist {
         return Err(CliError::Usage("-w/--wakeups and -M/--migrations are options of --view timehist".into()).into());
     }
     // The `perf sched` views see every event (perf applies its filters its own way).
     let filter = opts.filter.clone();
     let shown = move |pid: i32, table: &schedlab_trace::TaskTable| filter.shows(pid, table);
     let stdout = || std::io::BufWriter::new(std::io::stdout());
-    let mut perf = match args.view.view {
+    let mut perf = match view.view {
         View::Report => None,
         View::Latency => Some(PerfView::Latency(SchedLatency::new())),
         View::Map => Some(PerfView::Map(None)),
@@ -435,16 +450,17 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         Some(PerfView::Timehist(th)) => return flushed(th.finish()),
         Some(PerfView::Map(m)) => return m.map_or(Ok(()), |m| flushed(m.finish())),
         Some(PerfView::Latency(l)) => {
-            let rows = l.rows(&report.table, |pid| report.filter.shows(pid, &report.table));
+            let rows = l.rows_by(&report.table, |pid| report.filter.shows(pid, &report.table), view.latency_rows());
             if json {
                 let items: Vec<String> = rows
                     .iter()
                     .map(|r| {
                         format!(
-                            "{{\"task\":{},\"tid\":{},\"runtime_ns\":{},\"switches\":{},\"avg_delay_ns\":{},\
+                            "{{\"task\":{},\"tid\":{},\"threads\":{},\"runtime_ns\":{},\"switches\":{},\"avg_delay_ns\":{},\
                              \"max_delay_ns\":{},\"max_delay_start_ns\":{},\"max_delay_end_ns\":{}}}",
                             json_str(&r.comm),
                             r.tid,
+                            r.threads,
                             r.runtime_ns,
                             r.switches,
                             r.avg_delay_ns,

@@ -340,7 +340,7 @@ pub fn run(args: RunArgs) -> Result {
         let mut text = header.render();
         text.push('\n');
         if let Some((lat, table)) = &latency {
-            text.push_str(&lat.render(&lat.rows(table, |_| true)));
+            text.push_str(&lat.render(&lat.rows_by(table, |_| true, args.view.latency_rows())));
         }
         return report_out(&text, trace_to_stdout);
     }
