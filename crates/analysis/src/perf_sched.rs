@@ -379,6 +379,11 @@ pub struct TimehistOptions {
     pub time: (Option<Nanos>, Option<Nanos>),
     /// One JSON object per line instead of perf's text.
     pub json: bool,
+    /// `-V`: a column per CPU marking the one the line is on (`s` a
+    /// switch, `i` the idle task's, `m` a migration).
+    pub cpu_visual: bool,
+    /// `-n`: the task switched in, as the switch names it.
+    pub next: bool,
 }
 
 /// A task's timehist state (perf's `thread_runtime`).
@@ -415,6 +420,9 @@ type Shown<'a> = dyn Fn(Pid, &TaskTable) -> bool + Send + 'a;
 pub struct Timehist<'a, W: Write> {
     out: W,
     opts: TimehistOptions,
+    /// `-V`'s columns.
+    ncpus: u32,
+    header_done: bool,
     tasks: BTreeMap<Pid, ThTask>,
     idle: BTreeMap<u32, ThTask>,
     /// Each CPU's last switch.
@@ -433,44 +441,81 @@ impl<'a, W: Write> Timehist<'a, W> {
     }
 
     pub fn with_options(
-        mut out: W,
+        out: W,
         shown: impl Fn(Pid, &TaskTable) -> bool + Send + 'a,
         opts: TimehistOptions,
     ) -> io::Result<Self> {
-        let w = 30;
-        if !opts.json {
-            writeln!(
-                out,
-                "{:>15} {:>6}  {:<w$}  {:>9}  {:>9}  {:>9}",
-                "time", "cpu", "task name", "wait time", "sch delay", "run time"
-            )?;
-            writeln!(
-                out,
-                "{:>15} {:<6}  {:<w$}  {:>9}  {:>9}  {:>9}",
-                "", "", "[tid/pid]", "(msec)", "(msec)", "(msec)"
-            )?;
-            writeln!(
-                out,
-                "{} {}  {}  {}  {}  {}",
-                "-".repeat(15),
-                "-".repeat(6),
-                "-".repeat(w),
-                "-".repeat(9),
-                "-".repeat(9),
-                "-".repeat(9)
-            )?;
-        }
-        Ok(Timehist {
+        let mut th = Timehist {
             out,
             opts,
+            ncpus: 0,
+            header_done: false,
             tasks: BTreeMap::new(),
             idle: BTreeMap::new(),
             last_switch: BTreeMap::new(),
             shown: Box::new(shown),
-            comm_width: w,
+            comm_width: 30,
             waking_seen: false,
             skipped_repaired: 0,
-        })
+        };
+        // With -V the header waits for the CPU count ([`Timehist::set_cpus`]).
+        if !th.opts.cpu_visual {
+            th.header()?;
+        }
+        Ok(th)
+    }
+
+    /// The trace's CPU count, for `-V`'s columns: perf draws one more than
+    /// the CPUs (its highest CPU number is the CPU count).
+    pub fn set_cpus(&mut self, nr_cpus: u32) {
+        if !self.header_done {
+            self.ncpus = nr_cpus + 1;
+        }
+    }
+
+    fn header(&mut self) -> io::Result<()> {
+        if std::mem::replace(&mut self.header_done, true) || self.opts.json {
+            return Ok(());
+        }
+        let w = self.comm_width;
+        let n = self.ncpus as usize;
+        let (digits, blank, dashes) = if self.opts.cpu_visual {
+            let digits: String = (0..n).map(|i| char::from_digit((i % 16) as u32, 16).unwrap()).collect();
+            (format!(" {digits} "), format!(" {:n$} ", ""), format!(" {} ", "-".repeat(n)))
+        } else {
+            Default::default()
+        };
+        let out = &mut self.out;
+        writeln!(
+            out,
+            "{:>15} {:>6} {digits} {:<w$}  {:>9}  {:>9}  {:>9}",
+            "time", "cpu", "task name", "wait time", "sch delay", "run time"
+        )?;
+        writeln!(
+            out,
+            "{:>15} {:<6} {blank} {:<w$}  {:>9}  {:>9}  {:>9}",
+            "", "", "[tid/pid]", "(msec)", "(msec)", "(msec)"
+        )?;
+        writeln!(
+            out,
+            "{} {} {dashes} {}  {}  {}  {}",
+            "-".repeat(15),
+            "-".repeat(6),
+            "-".repeat(w),
+            "-".repeat(9),
+            "-".repeat(9),
+            "-".repeat(9)
+        )
+    }
+
+    /// `-V`'s columns for a line on `cpu`, marked `c` (none: blank), with
+    /// `pad` spaces either side.
+    fn visual(&self, cpu: u32, c: Option<char>, pad: usize) -> String {
+        if !self.opts.cpu_visual {
+            return String::new();
+        }
+        let cols: String = (0..self.ncpus).map(|i| if i == cpu { c.unwrap_or(' ') } else { ' ' }).collect();
+        format!("{:pad$}{cols}{:pad$}", "", "")
     }
 
     fn cpu_shown(&self, cpu: u32) -> bool {
@@ -493,6 +538,8 @@ impl<'a, W: Write> Timehist<'a, W> {
         if !(self.shown)(ev.ctx_pid, table) && !(self.shown)(whom, table) {
             return Ok(());
         }
+        // perf's migration lines draw -V's columns one space wider each side.
+        let visual = if what == "migrated" { self.visual(ev.cpu, Some('m'), 2) } else { self.visual(ev.cpu, None, 1) };
         let actor = self.name(table, ev.ctx_pid, ev.ts);
         let target = if whom == 0 { "swapper".to_string() } else { commstr(table, whom, ev.ts) };
         if self.opts.json {
@@ -510,7 +557,7 @@ impl<'a, W: Write> Timehist<'a, W> {
         }
         writeln!(
             self.out,
-            "{:>15} [{:04}]  {:<w$}   {:9}  {:9}  {:9} {what}: {target}{tail}",
+            "{:>15} [{:04}] {visual} {:<w$}   {:9}  {:9}  {:9} {what}: {target}{tail}",
             secs_usec(ev.ts),
             ev.cpu,
             actor,
@@ -523,6 +570,7 @@ impl<'a, W: Write> Timehist<'a, W> {
 
     /// Take the next event (in time order); `table` names the tasks.
     pub fn observe(&mut self, ev: &Event, table: &TaskTable) -> io::Result<()> {
+        self.header()?;
         if ev.is_repaired() {
             self.skipped_repaired += 1;
             return Ok(());
@@ -548,13 +596,13 @@ impl<'a, W: Write> Timehist<'a, W> {
             EventKind::SchedMigrateTask { pid, orig_cpu, dest_cpu, .. } if self.opts.migrations => {
                 self.note_line(ev, table, "migrated", pid, &format!(" cpu {orig_cpu} => {dest_cpu}"))?;
             }
-            EventKind::SchedSwitch { prev_pid, .. } => self.switch(ev, prev_pid, table)?,
+            EventKind::SchedSwitch { prev_pid, next_pid, .. } => self.switch(ev, prev_pid, next_pid, table)?,
             _ => {}
         }
         Ok(())
     }
 
-    fn switch(&mut self, ev: &Event, prev_pid: Pid, table: &TaskTable) -> io::Result<()> {
+    fn switch(&mut self, ev: &Event, prev_pid: Pid, next_pid: Pid, table: &TaskTable) -> io::Result<()> {
         // perf names the task by the sample's tid; the idle task per CPU.
         let tid = if prev_pid == 0 {
             0
@@ -604,26 +652,43 @@ impl<'a, W: Write> Timehist<'a, W> {
         }
         if let Some((wait, delay, run)) = line {
             let name = if tid == 0 { "<idle>".to_string() } else { self.name(table, tid, ev.ts) };
+            // -n: the switch's own name for the next task, `comm[tid]`.
+            let next = if next_pid == 0 {
+                format!("swapper/{}[0]", ev.cpu)
+            } else {
+                format!("{}[{next_pid}]", table.field_comm_at(next_pid, ev.ts))
+            };
             if self.opts.json {
+                let next_json = if self.opts.next {
+                    format!(",\"next\":{},\"next_tid\":{next_pid}", json_str(&next))
+                } else {
+                    String::new()
+                };
                 writeln!(
                     self.out,
-                    "{{\"time_ns\":{t},\"cpu\":{},\"task\":{},\"tid\":{tid},\"pid\":{},\"wait_ns\":{wait},\"sch_delay_ns\":{delay},\"run_ns\":{run}}}",
+                    "{{\"time_ns\":{t},\"cpu\":{},\"task\":{},\"tid\":{tid},\"pid\":{},\"wait_ns\":{wait},\"sch_delay_ns\":{delay},\"run_ns\":{run}{next_json}}}",
                     ev.cpu,
                     json_str(&name),
                     if tid == 0 { 0 } else { table.tgid(tid) },
                 )?;
             } else {
-                let pad = if self.opts.wakeups { format!("  {:w$}", "", w = self.comm_width) } else { String::new() };
+                let w = self.comm_width;
+                let mut pad = String::new();
+                if self.opts.next {
+                    pad = format!(" {:<w$}", format!("next: {next}"));
+                } else if self.opts.wakeups {
+                    pad = format!("  {:w$}", "");
+                }
+                let visual = self.visual(ev.cpu, Some(if tid == 0 { 'i' } else { 's' }), 1);
                 writeln!(
                     self.out,
-                    "{:>15} [{:04}]  {:<w$} {}{}{}{pad}",
+                    "{:>15} [{:04}] {visual} {:<w$} {}{}{}{pad}",
                     secs_usec(t),
                     ev.cpu,
                     name,
                     sched_time(wait, 6),
                     sched_time(delay, 6),
                     sched_time(run, 6),
-                    w = self.comm_width
                 )?;
             }
         }
@@ -635,6 +700,7 @@ impl<'a, W: Write> Timehist<'a, W> {
 
     /// The closing note, if repaired events were skipped.
     pub fn finish(mut self) -> io::Result<W> {
+        self.header()?;
         if !self.opts.json {
             note_repaired(&mut self.out, self.skipped_repaired, "listed")?;
         }

@@ -214,20 +214,13 @@ impl ViewArg {
         }
     }
 
-    /// `run`: `--json` is the report's; the views are text, and the map is `analyze`'s.
-    pub fn check(&self, json: bool) -> Result<(), crate::error::CliError> {
+    /// `run`: the map is `analyze`'s.
+    pub fn check(&self) -> Result<(), crate::error::CliError> {
         self.check_pids()?;
         if self.view == View::Map {
             return Err(crate::error::CliError::Usage(
                 "--view map is `analyze`'s: write the run's trace with --trace FILE and run \
                  `schedlab analyze FILE --view map`"
-                    .into(),
-            ));
-        }
-        if json && self.view != View::Report {
-            return Err(crate::error::CliError::Usage(
-                "--json prints the report's JSON (its tasks carry the delay figures of --view latency); \
-                 --view latency and timehist are text"
                     .into(),
             ));
         }

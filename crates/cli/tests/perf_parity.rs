@@ -42,6 +42,17 @@ fn ids(name: &str) -> Option<(String, String)> {
     })
 }
 
+/// Whether perf's line names a thread by `:TID` (a comm perf never
+/// learned), as a task (`:95[95]`) or as the one woken or moved (`: :95`).
+fn perf_unnamed(line: &str) -> bool {
+    line.split(' ').any(|w| {
+        w.strip_prefix(':').is_some_and(|d| {
+            let d = d.split('[').next().unwrap();
+            !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+        })
+    })
+}
+
 #[test]
 fn the_perf_sched_views_match_perf_on_a_host_capture() {
     if unsafe { libc::geteuid() } != 0 {
@@ -134,6 +145,32 @@ fn the_perf_sched_views_match_perf_on_a_host_capture() {
          the tid, {unnamed} of a thread perf could not name",
         theirs.len()
     );
+
+    // timehist's options, line for line (the header included).
+    for opts in [&["-V"][..], &["-n"], &["-w", "-M"], &["-V", "-n", "-w", "-M"]] {
+        let theirs = perf(&[&["sched", "timehist"][..], opts].concat(), &data);
+        let ours = schedlab(&[&["timehist"][..], opts].concat(), &data);
+        let ours: Vec<&str> = ours.lines().filter(|l| !l.starts_with("note:")).collect();
+        let theirs: Vec<&str> = theirs.lines().collect();
+        assert_eq!(theirs.len(), ours.len(), "timehist {opts:?}");
+        let (mut identical, mut lost_tid, mut unnamed) = (0, 0, 0);
+        for (a, b) in theirs.iter().zip(&ours) {
+            if a == b {
+                identical += 1;
+            } else if a.contains(" :-1[-1") {
+                assert_eq!(a.get(..22), b.get(..22), "time and CPU: perf: {a}\nschedlab: {b}");
+                lost_tid += 1;
+            } else {
+                assert!(perf_unnamed(a), "timehist {opts:?}: perf: {a}\nschedlab: {b}");
+                unnamed += 1;
+            }
+        }
+        println!(
+            "timehist {opts:?}: {} lines, {identical} identical, {lost_tid} where perf lost the tid, {unnamed} naming \
+             a thread perf could not name",
+            theirs.len()
+        );
+    }
 
     // map
     let theirs: Vec<String> =

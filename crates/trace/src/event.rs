@@ -384,6 +384,11 @@ pub struct TaskTable {
     /// being the comm the pid was first known by. `tasks` keeps the last.
     /// Pids with one comm throughout are not listed.
     pub comm_history: BTreeMap<Pid, Vec<(Nanos, String)>>,
+    /// The comms over time the events' own fields give (`next_comm=`,
+    /// `comm=`), for the pids where they differ from `comm_history` (a
+    /// capture whose line columns name the task otherwise: perf's name of a
+    /// kthread from `/proc`, longer than the kernel's).
+    pub field_comms: BTreeMap<Pid, Vec<(Nanos, String)>>,
 }
 
 /// The sched tracepoints a capture by `schedlab real` enables, by their
@@ -419,6 +424,14 @@ impl TaskTable {
         match self.comm_history.get(&pid) {
             Some(h) if !h.is_empty() => &h[h.partition_point(|(t, _)| *t <= ts).saturating_sub(1)].1,
             _ => self.comm(pid),
+        }
+    }
+
+    /// The comm the events' fields gave `pid` at `ts` (as [`TaskTable::comm_at`]).
+    pub fn field_comm_at(&self, pid: Pid, ts: Nanos) -> &str {
+        match self.field_comms.get(&pid) {
+            Some(h) if !h.is_empty() => &h[h.partition_point(|(t, _)| *t <= ts).saturating_sub(1)].1,
+            _ => self.comm_at(pid, ts),
         }
     }
 

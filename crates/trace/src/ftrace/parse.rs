@@ -367,7 +367,15 @@ impl FtraceReader {
         }
         let mut histories = prefix_history;
         for (pid, payload) in self.payload_history {
-            histories.entry(pid).or_insert(payload);
+            match histories.get(&pid) {
+                None => {
+                    histories.insert(pid, payload);
+                }
+                Some(h) if table.tasks.contains_key(&pid) && !same_names(h, &payload) => {
+                    table.field_comms.insert(pid, payload);
+                }
+                Some(_) => {}
+            }
         }
         histories.retain(|pid, h| h.len() > 1 && table.tasks.contains_key(pid));
         table.comm_history = histories;
@@ -381,6 +389,11 @@ impl FtraceReader {
         let nr_cpus = stats.header_cpus.unwrap_or(0).max(seen);
         (table, nr_cpus, stats)
     }
+}
+
+/// Whether two comm histories name the same comms in the same order.
+fn same_names(a: &[(Nanos, String)], b: &[(Nanos, String)]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.1 == y.1)
 }
 
 /// `sched_process_fork`'s child: `child_comm` (which may hold spaces) and

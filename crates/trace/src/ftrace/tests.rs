@@ -395,6 +395,7 @@ fn arb_trace() -> impl Strategy<Value = (Trace, bool)> {
                 tasks: comms.iter().map(|(&p, c)| (p, TaskInfo { comm: c.clone(), tgid: p })).collect(),
                 objects: (0..nobj).map(|i| format!("obj-{i}.x")).collect(),
                 comm_history: Default::default(),
+                field_comms: Default::default(),
             };
             let ctx = prop::sample::select(pids.clone());
             let one = (0u64..2_000_000_000_000, 0u32..300, ctx, arb_flags(), arb_kind(pids, nobj));
@@ -773,4 +774,6 @@ fn comms_over_time_come_from_the_fields_or_from_current_line_columns() {
     assert!(t.comm_set_between(11, 1_000_010_000, 1_000_030_000));
     assert_eq!(t.comm(12), "kworker/0:1-eve", "perf's name");
     assert_eq!(t.comm_at(12, 1_000_020_000), "kworker/0:1-eve", "before its first line too");
+    assert_eq!(t.field_comm_at(12, 1_000_020_000), "kworker/0:1", "the switch's own next_comm");
+    assert_eq!(t.field_comm_at(11, 1_000_030_000), "sleep");
 }
