@@ -4,14 +4,15 @@
 //! read by `schedlab analyze` prints what `perf sched` prints for it, and a
 //! simulated run prints what perf would print for its trace:
 //!
-//! * [`SchedLatency`]: `perf sched latency -p`;
-//! * [`Timehist`]: `perf sched timehist` (with `-w`, `-M`, `-C`, `--time`);
+//! * [`SchedLatency`]: `perf sched latency`, per comm or (`-p`) per thread;
+//! * [`Timehist`]: `perf sched timehist` (with `-w`, `-M`, `-V`, `-n`, `-C`,
+//!   `--time`);
 //! * [`SchedMap`]: `perf sched map`.
 //!
 //! Each type's doc says which rules of perf it follows, in this project's
-//! words. Where schedlab differs on purpose (an exited task that perf
-//! names `:-1`, comms that changed during the capture), docs/real-traces.md
-//! lists it. The switches schedlab's repair puts back (`schedlab_trace::repair`)
+//! words. Comms are as of each event ([`TaskTable::comm_at`]). Where
+//! schedlab differs (an exited task that perf names `:-1`, a thread perf
+//! never learned the comm of), docs/real-traces.md lists it. The switches schedlab's repair puts back (`schedlab_trace::repair`)
 //! are not perf's: the views skip them and say how many there were.
 
 use std::collections::BTreeMap;
@@ -53,9 +54,9 @@ fn commstr(table: &TaskTable, tid: Pid, ts: Nanos) -> String {
     s.chars().take(31).collect()
 }
 
-/// `perf sched latency -p` as perf 6.1 computes it (`latency_switch_event`,
+/// `perf sched latency` as perf 6.1 computes it (`latency_switch_event`,
 /// `latency_runtime_event`, `latency_wakeup_event`, `add_sched_in_event`),
-/// one thread per row:
+/// per thread (merged by comm in [`SchedLatency::rows_by`]):
 ///
 /// * a switch-out opens a new period for the task; it is runnable from that
 ///   moment only when `prev_state` is plain `R` (perf 6.1 reads the state

@@ -94,6 +94,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::print_stdout)] // the skip says why, as the integration tests' do
     fn bash_completes_the_item_after_the_last_comma() {
         let script = script(clap_complete::Shell::Bash, &mut crate::Cli::command());
         let Some(one) = complete(&script, &["schedlab", "run", "asym_min", "--features", "NO_RUN_TO"]) else {
