@@ -44,7 +44,8 @@ pub struct AnalyzeArgs {
     pub cpu: Option<schedlab_topology::CpuSet>,
     /// Only the rows of these processes' threads (comma-separated tgids), as `perf sched
     /// timehist -p`. Without PIDS (after the trace), --pids: `perf sched latency -p`.
-    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',', num_args = 0..=1)]
+    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',', num_args = 0..=1,
+          value_parser = parse_pid)]
     pub pid: Option<Vec<i32>>,
     /// Only the rows of these threads (comma-separated tids), as perf's `-t`.
     #[arg(short = 't', long = "tid", value_name = "TIDS", value_delimiter = ',')]
@@ -102,6 +103,17 @@ pub struct AnalyzeArgs {
     /// trace-cmd's header check, 120 s plus 1 s per MB of input for the conversion.
     #[arg(long, value_name = "DURATION", value_parser = parse_helper_timeout)]
     pub helper_timeout: Option<std::time::Duration>,
+}
+
+/// A pid of `-p PIDS`; a word that is not one is most likely the trace
+/// after a bare `-p`.
+fn parse_pid(s: &str) -> std::result::Result<i32, String> {
+    s.trim().parse().map_err(|_| {
+        format!(
+            "`{s}` is not a pid: -p takes comma-separated pids (perf sched timehist -p); for one latency row \
+             per thread (perf sched latency -p) put -p after the trace, or use --pids"
+        )
+    })
 }
 
 fn parse_helper_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
@@ -282,7 +294,29 @@ fn parse_time_range(s: &str) -> std::result::Result<(Option<u64>, Option<u64>), 
     Ok((start, end))
 }
 
-pub fn analyze_trace(args: AnalyzeArgs) -> Result {
+pub fn analyze_trace(mut args: AnalyzeArgs) -> Result {
+    // The options are checked before the trace is read.
+    refuse_timehist_options(&args)?;
+    // `-p` alone is `perf sched latency -p`: one row per thread.
+    if args.pid.as_ref().is_some_and(|p| p.is_empty()) {
+        if args.view.view != View::Latency {
+            return Err(CliError::Usage(
+                "-p without PIDS is `perf sched latency -p` (one row per thread, also --pids), an option of \
+                 --view latency; to choose processes give their pids: -p 1234,5678"
+                    .into(),
+            )
+            .into());
+        }
+        args.view.pids = true;
+    }
+    args.view.check_pids()?;
+    if (args.wakeups || args.migrations || args.cpu_visual || args.next) && args.view.view != View::Timehist {
+        return Err(CliError::Usage(
+            "-w/--wakeups, -M/--migrations, -V/--cpu-visual and -n/--next are options of --view timehist".into(),
+        )
+        .into());
+    }
+    let view = args.view;
     let scenario = match &args.scenario {
         Some(p) => Some(Scenario::load(p)?),
         None => None,
@@ -341,27 +375,6 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         Some(c) => format!("{path} (as `{}` text)", c.via),
         None => path.clone(),
     };
-    refuse_timehist_options(&args)?;
-    // `-p` alone is `perf sched latency -p`: one row per thread.
-    let mut view = args.view;
-    if args.pid.as_ref().is_some_and(|p| p.is_empty()) {
-        if view.view != View::Latency {
-            return Err(CliError::Usage(
-                "-p without PIDS is `perf sched latency -p` (one row per thread, also --pids), an option of \
-                 --view latency; to choose processes give their pids: -p 1234,5678"
-                    .into(),
-            )
-            .into());
-        }
-        view.pids = true;
-    }
-    view.check_pids()?;
-    if (args.wakeups || args.migrations || args.cpu_visual || args.next) && view.view != View::Timehist {
-        return Err(CliError::Usage(
-            "-w/--wakeups, -M/--migrations, -V/--cpu-visual and -n/--next are options of --view timehist".into(),
-        )
-        .into());
-    }
     // The `perf sched` views see every event (perf applies its filters its own way).
     let filter = opts.filter.clone();
     let shown = move |pid: i32, table: &schedlab_trace::TaskTable| filter.shows(pid, table);

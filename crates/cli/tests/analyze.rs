@@ -414,6 +414,11 @@ fn timehist_options_and_latency_rows_per_thread() {
     assert!(by_comm.contains("  sleeper:(2) "), "{by_comm}");
     let e = common::err(&["analyze", t, "--view", "timehist", "-p"]);
     assert!(e.contains("-p without PIDS"), "{e}");
+    let e = common::err(&["analyze", "-p", t, "--view", "latency"]);
+    assert!(e.contains("is not a pid") && e.contains("put -p after the trace"), "{e}");
+    // Refused before the trace is read.
+    let e = common::err(&["analyze", "/no/such/trace", "--view", "timehist", "--state"]);
+    assert!(e.contains("--state is not offered"), "{e}");
     let e = common::err(&["analyze", t, "--view", "map", "--pids"]);
     assert!(e.contains("option of --view latency"), "{e}");
 }

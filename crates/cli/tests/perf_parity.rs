@@ -9,6 +9,8 @@
 //!   (`:-1[-1/pid]`, a task that had exited when perf looked it up: perf
 //!   has no comm and no last switch-out for it, schedlab names it from the
 //!   switch, so that line's wait may differ; time and CPU still match);
+//! * timehist with `-V`, `-n`, `-w -M` and all four: every line, the header
+//!   included, with the same two exceptions;
 //! * map: every line exactly, the `XY => comm:tid` notes included (with the
 //!   comm at that switch, and again after an exec, as perf draws them).
 //!
