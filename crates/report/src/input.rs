@@ -434,8 +434,9 @@ pub fn perf_line(line: &str) -> Option<String> {
         "-1" if name == "sched_switch" => (comm_field(fields, "prev_comm=", " prev_pid=")?, field(fields, "prev_pid")?),
         // Run time is charged to the task that ran.
         "-1" if name == "sched_stat_runtime" => (comm_field(fields, "comm=", " pid=")?, field(fields, "pid")?),
-        // Another event of a thread perf lost: its process is the best context known.
-        "-1" if pid.is_some() => (comm.trim(), pid?),
+        // Another event of a thread perf lost: its process is the best context
+        // known, with no name (perf's `:-1` is not the process's comm).
+        "-1" if pid.is_some() => ("<...>", pid?),
         _ => (comm.trim(), tid),
     };
     if tid.is_empty() || !tid.bytes().all(|b| b.is_ascii_digit()) {
@@ -632,6 +633,11 @@ mod tests {
         let l =
             "             :-1    -1 [000] 1.000000000:       sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
         assert_eq!(perf_line(l), None, "no context to give it");
+        let l = "             :-1 10481/-1    [000] 1.000000000:       sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
+        assert!(
+            perf_line(l).unwrap().starts_with("<...>-10481 (10481) [000]"),
+            "the process as context, not named `:-1`"
+        );
         let l = "             :-1 10481/-1    [000] 13109.793397337:               sched:sched_stat_runtime: comm=lto cgu.13 \
                  pid=11150 runtime=17693 [ns]";
         assert!(perf_line(l)
