@@ -82,36 +82,48 @@ fn the_perf_sched_views_match_perf_on_a_host_capture() {
         return;
     }
 
-    // latency: per comm (perf's default) and per thread (-p).
+    // latency: per thread (-p), then per comm (perf's default).
     let row = |l: &str| -> Option<(String, String)> {
         let (name, rest) = l.split_once('|')?;
         rest.contains("avg:").then(|| (name.trim().to_string(), rest.to_string()))
     };
-    for (perf_args, ours_args) in
-        [(&["sched", "latency"][..], &["latency"][..]), (&["sched", "latency", "-p"], &["latency", "-p"])]
-    {
-        let theirs: Vec<_> = perf(perf_args, &data).lines().filter_map(row).collect();
-        let ours: Vec<_> = schedlab(ours_args, &data).lines().filter_map(row).collect();
-        assert_eq!(theirs.len(), ours.len(), "perf {perf_args:?}: rows");
-        let (mut equal, mut unnamed) = (0, 0);
-        for (a, b) in theirs.iter().zip(&ours) {
-            if a == b {
-                equal += 1;
-                continue;
-            }
-            // `:TID:TID`: perf never learned the thread's comm.
-            let (comm, tid) = a.0.rsplit_once(':').unwrap();
-            assert!(
-                comm == format!(":{tid}") && b.0.ends_with(&format!(":{tid}")) && a.1 == b.1,
-                "perf: {a:?}\nschedlab: {b:?}"
-            );
-            unnamed += 1;
+    // `:TID:TID`: a thread perf never learned the comm of.
+    let unnamed_tid = |name: &str| -> Option<String> {
+        let (comm, tid) = name.rsplit_once(':')?;
+        (comm == format!(":{tid}")).then(|| tid.to_string())
+    };
+    let theirs: Vec<_> = perf(&["sched", "latency", "-p"], &data).lines().filter_map(row).collect();
+    let ours: Vec<_> = schedlab(&["latency", "-p"], &data).lines().filter_map(row).collect();
+    assert_eq!(theirs.len(), ours.len(), "perf sched latency -p: rows");
+    let (mut equal, mut unnamed_comms) = (0, std::collections::BTreeSet::new());
+    for (a, b) in theirs.iter().zip(&ours) {
+        if a == b {
+            equal += 1;
+            continue;
         }
-        println!(
-            "perf {perf_args:?}: {} rows, {equal} identical, {unnamed} with a thread perf could not name",
-            theirs.len()
-        );
+        let tid = unnamed_tid(&a.0).unwrap_or_else(|| panic!("perf: {a:?}\nschedlab: {b:?}"));
+        let (comm, b_tid) = b.0.rsplit_once(':').unwrap();
+        assert!(b_tid == tid && a.1 == b.1, "perf: {a:?}\nschedlab: {b:?}");
+        unnamed_comms.insert(comm.to_string());
     }
+    println!(
+        "perf sched latency -p: {} rows, {equal} identical, {} with a thread perf could not name",
+        theirs.len(),
+        theirs.len() - equal
+    );
+    // Per comm: the threads perf could not name make rows of their own in
+    // perf's table and join their comm's in schedlab's; those rows left out.
+    let theirs: Vec<_> = perf(&["sched", "latency"], &data).lines().filter_map(row).collect();
+    let ours: Vec<_> = schedlab(&["latency"], &data).lines().filter_map(row).collect();
+    let kept_theirs: Vec<_> = theirs.iter().filter(|r| unnamed_tid(&r.0).is_none()).collect();
+    let kept_ours: Vec<_> = ours.iter().filter(|r| !unnamed_comms.contains(r.0.rsplit_once(':').unwrap().0)).collect();
+    assert_eq!(kept_theirs, kept_ours, "perf sched latency (per comm)");
+    println!(
+        "perf sched latency: {} rows, {} identical, {} with a thread perf could not name",
+        theirs.len(),
+        kept_theirs.len(),
+        theirs.len() - kept_theirs.len()
+    );
 
     // timehist
     let line = |l: &str| -> Option<(String, String, (String, String), String)> {
