@@ -4,14 +4,15 @@
 //! read by `schedlab analyze` prints what `perf sched` prints for it, and a
 //! simulated run prints what perf would print for its trace:
 //!
-//! * [`SchedLatency`]: `perf sched latency -p`;
-//! * [`Timehist`]: `perf sched timehist` (with `-w`, `-M`, `-C`, `--time`);
+//! * [`SchedLatency`]: `perf sched latency`, per comm or (`-p`) per thread;
+//! * [`Timehist`]: `perf sched timehist` (with `-w`, `-M`, `-V`, `-n`, `-C`,
+//!   `--time`);
 //! * [`SchedMap`]: `perf sched map`.
 //!
 //! Each type's doc says which rules of perf it follows, in this project's
-//! words. Where schedlab differs on purpose (an exited task that perf
-//! names `:-1`, comms that changed during the capture), docs/real-traces.md
-//! lists it. The switches schedlab's repair puts back (`schedlab_trace::repair`)
+//! words. Comms are as of each event ([`TaskTable::comm_at`]). Where
+//! schedlab differs (an exited task that perf names `:-1`, a thread perf
+//! never learned the comm of), docs/real-traces.md lists it. The switches schedlab's repair puts back (`schedlab_trace::repair`)
 //! are not perf's: the views skip them and say how many there were.
 
 use std::collections::BTreeMap;
@@ -38,9 +39,10 @@ fn perf_comm(table: &TaskTable, pid: Pid) -> String {
 
 /// `timehist_get_commstr()` (perf 6.1): `comm[tid]` for a process's main
 /// thread, `comm[tid/pid]` for another thread, the bare comm for the idle
-/// task (pid 0); cut to 31 characters as perf's buffer does.
-fn commstr(table: &TaskTable, tid: Pid) -> String {
-    let comm = perf_comm(table, tid);
+/// task (pid 0), with the comm the task had at `ts`; cut to 31 characters
+/// as perf's buffer does.
+fn commstr(table: &TaskTable, tid: Pid, ts: Nanos) -> String {
+    let comm: String = table.comm_at(tid, ts).chars().take(31).collect();
     let pid = if tid == 0 { 0 } else { table.tgid(tid) };
     let s = if pid == 0 {
         comm
@@ -52,9 +54,9 @@ fn commstr(table: &TaskTable, tid: Pid) -> String {
     s.chars().take(31).collect()
 }
 
-/// `perf sched latency -p` as perf 6.1 computes it (`latency_switch_event`,
+/// `perf sched latency` as perf 6.1 computes it (`latency_switch_event`,
 /// `latency_runtime_event`, `latency_wakeup_event`, `add_sched_in_event`),
-/// one thread per row:
+/// per thread (merged by comm in [`SchedLatency::rows_by`]):
 ///
 /// * a switch-out opens a new period for the task; it is runnable from that
 ///   moment only when `prev_state` is plain `R` (perf 6.1 reads the state
@@ -141,13 +143,40 @@ impl LatTask {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LatencyRow {
     pub comm: String,
+    /// The thread's tid; for a row of several threads merged by comm, the
+    /// highest tid among them (perf prints `comm:(N)` instead).
     pub tid: Pid,
+    /// How many threads the row merges (1: a thread's own row). perf counts
+    /// every thread of that comm it saw, with or without a switch measured.
+    pub threads: u32,
     pub runtime_ns: u64,
     pub switches: u64,
     pub avg_delay_ns: u64,
     pub max_delay_ns: u64,
     pub max_delay_start_ns: Nanos,
     pub max_delay_end_ns: Nanos,
+    #[serde(skip)]
+    total_delay_ns: u64,
+}
+
+impl LatencyRow {
+    /// perf's first column: `comm:tid`, or `comm:(N)` for N threads merged.
+    pub fn label(&self) -> String {
+        if self.threads > 1 {
+            format!("{}:({})", self.comm, self.threads)
+        } else {
+            format!("{}:{}", self.comm, self.tid)
+        }
+    }
+}
+
+/// Rows of [`SchedLatency`]: one per comm, as `perf sched latency` prints
+/// by default, or one per thread, as with its `-p`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LatencyRows {
+    #[default]
+    ByComm,
+    PerThread,
 }
 
 impl SchedLatency {
@@ -211,31 +240,72 @@ impl SchedLatency {
         }
     }
 
-    /// The rows `shown` keeps, in perf's order (idle and rows without a
-    /// switch measured are left out, as perf does).
+    /// The per-thread rows `shown` keeps, in perf's order (idle and rows
+    /// without a switch measured are left out, as perf does): `perf sched
+    /// latency -p`.
     pub fn rows(&self, table: &TaskTable, shown: impl Fn(Pid) -> bool) -> Vec<LatencyRow> {
-        let mut rows: Vec<LatencyRow> = self
-            .tasks
-            .iter()
-            .filter(|(&pid, t)| pid != 0 && t.switches > 0 && shown(pid))
-            .map(|(&pid, t)| LatencyRow {
-                comm: perf_comm(table, pid),
-                tid: pid,
-                runtime_ns: t.runtime,
-                switches: t.switches,
-                avg_delay_ns: t.total_delay / t.switches,
-                max_delay_ns: t.max_delay,
-                max_delay_start_ns: t.max_start,
-                max_delay_end_ns: t.max_end,
-            })
-            .collect();
+        self.rows_by(table, shown, LatencyRows::PerThread)
+    }
+
+    /// The rows `shown` keeps, one per thread or one per comm, in perf's
+    /// order. Merged by comm as perf 6.1 merges (its comm at the end of the
+    /// trace): run times, switches and delays are summed, the average is
+    /// the summed delay over the summed switches, and the longest delay is
+    /// the longest of any thread with its start and end (on a tie, the
+    /// thread of higher tid). Rows sort by average, maximum, switches, run
+    /// time, all descending; equal rows by descending tid per thread, by
+    /// descending comm (byte order) per comm.
+    pub fn rows_by(&self, table: &TaskTable, shown: impl Fn(Pid) -> bool, by: LatencyRows) -> Vec<LatencyRow> {
+        // Highest tid first: the order perf merges its threads in.
+        let threads = self.tasks.iter().rev().filter(|(&pid, _)| pid != 0 && shown(pid)).map(|(&pid, t)| LatencyRow {
+            comm: perf_comm(table, pid),
+            tid: pid,
+            threads: 1,
+            runtime_ns: t.runtime,
+            switches: t.switches,
+            avg_delay_ns: 0,
+            max_delay_ns: t.max_delay,
+            max_delay_start_ns: t.max_start,
+            max_delay_end_ns: t.max_end,
+            total_delay_ns: t.total_delay,
+        });
+        let mut rows: Vec<LatencyRow> = match by {
+            LatencyRows::PerThread => threads.collect(),
+            LatencyRows::ByComm => {
+                let mut merged: BTreeMap<String, LatencyRow> = BTreeMap::new();
+                for r in threads {
+                    match merged.get_mut(&r.comm) {
+                        None => {
+                            merged.insert(r.comm.clone(), r);
+                        }
+                        Some(m) => {
+                            m.threads += 1;
+                            m.runtime_ns += r.runtime_ns;
+                            m.switches += r.switches;
+                            m.total_delay_ns += r.total_delay_ns;
+                            if r.max_delay_ns > m.max_delay_ns {
+                                (m.max_delay_ns, m.max_delay_start_ns, m.max_delay_end_ns) =
+                                    (r.max_delay_ns, r.max_delay_start_ns, r.max_delay_end_ns);
+                            }
+                        }
+                    }
+                }
+                // Descending comm: the order ties keep.
+                merged.into_values().rev().collect()
+            }
+        };
+        // perf leaves out its idle task (comm `swapper`) and rows with no switch.
+        rows.retain(|r| r.switches > 0 && r.comm != "swapper");
+        for r in &mut rows {
+            r.avg_delay_ns = r.total_delay_ns / r.switches;
+        }
+        // Stable: ties keep the order above.
         rows.sort_by(|a, b| {
-            (b.avg_delay_ns, b.max_delay_ns, b.switches, b.runtime_ns, b.tid).cmp(&(
+            (b.avg_delay_ns, b.max_delay_ns, b.switches, b.runtime_ns).cmp(&(
                 a.avg_delay_ns,
                 a.max_delay_ns,
                 a.switches,
                 a.runtime_ns,
-                a.tid,
             ))
         });
         rows
@@ -255,7 +325,7 @@ impl SchedLatency {
         for r in rows {
             runtime += r.runtime_ns;
             switches += r.switches;
-            let name = format!("  {}:{} ", r.comm, r.tid);
+            let name = format!("  {} ", r.label());
             out.push_str(&format!(
                 "{name:<24}|{:>11} ms |{:>9} | avg:{:>8} ms | max:{:>8} ms | max start: {:>12} s | max end: {:>12} s\n",
                 f(r.runtime_ns),
@@ -310,6 +380,11 @@ pub struct TimehistOptions {
     pub time: (Option<Nanos>, Option<Nanos>),
     /// One JSON object per line instead of perf's text.
     pub json: bool,
+    /// `-V`: a column per CPU marking the one the line is on (`s` a
+    /// switch, `i` the idle task's, `m` a migration).
+    pub cpu_visual: bool,
+    /// `-n`: the task switched in, as the switch names it.
+    pub next: bool,
 }
 
 /// A task's timehist state (perf's `thread_runtime`).
@@ -346,6 +421,9 @@ type Shown<'a> = dyn Fn(Pid, &TaskTable) -> bool + Send + 'a;
 pub struct Timehist<'a, W: Write> {
     out: W,
     opts: TimehistOptions,
+    /// `-V`'s columns.
+    ncpus: u32,
+    header_done: bool,
     tasks: BTreeMap<Pid, ThTask>,
     idle: BTreeMap<u32, ThTask>,
     /// Each CPU's last switch.
@@ -364,44 +442,81 @@ impl<'a, W: Write> Timehist<'a, W> {
     }
 
     pub fn with_options(
-        mut out: W,
+        out: W,
         shown: impl Fn(Pid, &TaskTable) -> bool + Send + 'a,
         opts: TimehistOptions,
     ) -> io::Result<Self> {
-        let w = 30;
-        if !opts.json {
-            writeln!(
-                out,
-                "{:>15} {:>6}  {:<w$}  {:>9}  {:>9}  {:>9}",
-                "time", "cpu", "task name", "wait time", "sch delay", "run time"
-            )?;
-            writeln!(
-                out,
-                "{:>15} {:<6}  {:<w$}  {:>9}  {:>9}  {:>9}",
-                "", "", "[tid/pid]", "(msec)", "(msec)", "(msec)"
-            )?;
-            writeln!(
-                out,
-                "{} {}  {}  {}  {}  {}",
-                "-".repeat(15),
-                "-".repeat(6),
-                "-".repeat(w),
-                "-".repeat(9),
-                "-".repeat(9),
-                "-".repeat(9)
-            )?;
-        }
-        Ok(Timehist {
+        let mut th = Timehist {
             out,
             opts,
+            ncpus: 0,
+            header_done: false,
             tasks: BTreeMap::new(),
             idle: BTreeMap::new(),
             last_switch: BTreeMap::new(),
             shown: Box::new(shown),
-            comm_width: w,
+            comm_width: 30,
             waking_seen: false,
             skipped_repaired: 0,
-        })
+        };
+        // With -V the header waits for the CPU count ([`Timehist::set_cpus`]).
+        if !th.opts.cpu_visual {
+            th.header()?;
+        }
+        Ok(th)
+    }
+
+    /// The trace's CPU count, for `-V`'s columns: perf draws one more than
+    /// the CPUs (its highest CPU number is the CPU count).
+    pub fn set_cpus(&mut self, nr_cpus: u32) {
+        if !self.header_done {
+            self.ncpus = nr_cpus + 1;
+        }
+    }
+
+    fn header(&mut self) -> io::Result<()> {
+        if std::mem::replace(&mut self.header_done, true) || self.opts.json {
+            return Ok(());
+        }
+        let w = self.comm_width;
+        let n = self.ncpus as usize;
+        let (digits, blank, dashes) = if self.opts.cpu_visual {
+            let digits: String = (0..n).map(|i| char::from_digit((i % 16) as u32, 16).unwrap()).collect();
+            (format!(" {digits} "), format!(" {:n$} ", ""), format!(" {} ", "-".repeat(n)))
+        } else {
+            Default::default()
+        };
+        let out = &mut self.out;
+        writeln!(
+            out,
+            "{:>15} {:>6} {digits} {:<w$}  {:>9}  {:>9}  {:>9}",
+            "time", "cpu", "task name", "wait time", "sch delay", "run time"
+        )?;
+        writeln!(
+            out,
+            "{:>15} {:<6} {blank} {:<w$}  {:>9}  {:>9}  {:>9}",
+            "", "", "[tid/pid]", "(msec)", "(msec)", "(msec)"
+        )?;
+        writeln!(
+            out,
+            "{} {} {dashes} {}  {}  {}  {}",
+            "-".repeat(15),
+            "-".repeat(6),
+            "-".repeat(w),
+            "-".repeat(9),
+            "-".repeat(9),
+            "-".repeat(9)
+        )
+    }
+
+    /// `-V`'s columns for a line on `cpu`, marked `c` (none: blank), with
+    /// `pad` spaces either side.
+    fn visual(&self, cpu: u32, c: Option<char>, pad: usize) -> String {
+        if !self.opts.cpu_visual {
+            return String::new();
+        }
+        let cols: String = (0..self.ncpus).map(|i| if i == cpu { c.unwrap_or(' ') } else { ' ' }).collect();
+        format!("{:pad$}{cols}{:pad$}", "", "")
     }
 
     fn cpu_shown(&self, cpu: u32) -> bool {
@@ -412,9 +527,9 @@ impl<'a, W: Write> Timehist<'a, W> {
         self.opts.time.0.is_none_or(|s| ts >= s) && self.opts.time.1.is_none_or(|e| ts <= e)
     }
 
-    /// The name column, widening it as perf does for a longer name.
-    fn name(&mut self, table: &TaskTable, tid: Pid) -> String {
-        let s = if tid == 0 { "swapper".to_string() } else { commstr(table, tid) };
+    /// The name column at `ts`, widening it as perf does for a longer name.
+    fn name(&mut self, table: &TaskTable, tid: Pid, ts: Nanos) -> String {
+        let s = if tid == 0 { "swapper".to_string() } else { commstr(table, tid, ts) };
         self.comm_width = self.comm_width.max(s.chars().count());
         s
     }
@@ -424,8 +539,10 @@ impl<'a, W: Write> Timehist<'a, W> {
         if !(self.shown)(ev.ctx_pid, table) && !(self.shown)(whom, table) {
             return Ok(());
         }
-        let actor = self.name(table, ev.ctx_pid);
-        let target = if whom == 0 { "swapper".to_string() } else { commstr(table, whom) };
+        // perf's migration lines draw -V's columns one space wider each side.
+        let visual = if what == "migrated" { self.visual(ev.cpu, Some('m'), 2) } else { self.visual(ev.cpu, None, 1) };
+        let actor = self.name(table, ev.ctx_pid, ev.ts);
+        let target = if whom == 0 { "swapper".to_string() } else { commstr(table, whom, ev.ts) };
         if self.opts.json {
             return writeln!(
                 self.out,
@@ -441,7 +558,7 @@ impl<'a, W: Write> Timehist<'a, W> {
         }
         writeln!(
             self.out,
-            "{:>15} [{:04}]  {:<w$}   {:9}  {:9}  {:9} {what}: {target}{tail}",
+            "{:>15} [{:04}] {visual} {:<w$}   {:9}  {:9}  {:9} {what}: {target}{tail}",
             secs_usec(ev.ts),
             ev.cpu,
             actor,
@@ -454,6 +571,7 @@ impl<'a, W: Write> Timehist<'a, W> {
 
     /// Take the next event (in time order); `table` names the tasks.
     pub fn observe(&mut self, ev: &Event, table: &TaskTable) -> io::Result<()> {
+        self.header()?;
         if ev.is_repaired() {
             self.skipped_repaired += 1;
             return Ok(());
@@ -479,13 +597,13 @@ impl<'a, W: Write> Timehist<'a, W> {
             EventKind::SchedMigrateTask { pid, orig_cpu, dest_cpu, .. } if self.opts.migrations => {
                 self.note_line(ev, table, "migrated", pid, &format!(" cpu {orig_cpu} => {dest_cpu}"))?;
             }
-            EventKind::SchedSwitch { prev_pid, .. } => self.switch(ev, prev_pid, table)?,
+            EventKind::SchedSwitch { prev_pid, next_pid, .. } => self.switch(ev, prev_pid, next_pid, table)?,
             _ => {}
         }
         Ok(())
     }
 
-    fn switch(&mut self, ev: &Event, prev_pid: Pid, table: &TaskTable) -> io::Result<()> {
+    fn switch(&mut self, ev: &Event, prev_pid: Pid, next_pid: Pid, table: &TaskTable) -> io::Result<()> {
         // perf names the task by the sample's tid; the idle task per CPU.
         let tid = if prev_pid == 0 {
             0
@@ -534,27 +652,44 @@ impl<'a, W: Write> Timehist<'a, W> {
             line = Some((wait, delay, run));
         }
         if let Some((wait, delay, run)) = line {
-            let name = if tid == 0 { "<idle>".to_string() } else { self.name(table, tid) };
+            let name = if tid == 0 { "<idle>".to_string() } else { self.name(table, tid, ev.ts) };
+            // -n: the switch's own name for the next task, `comm[tid]`.
+            let next = if next_pid == 0 {
+                format!("swapper/{}[0]", ev.cpu)
+            } else {
+                format!("{}[{next_pid}]", table.field_comm_at(next_pid, ev.ts))
+            };
             if self.opts.json {
+                let next_json = if self.opts.next {
+                    format!(",\"next\":{},\"next_tid\":{next_pid}", json_str(&next))
+                } else {
+                    String::new()
+                };
                 writeln!(
                     self.out,
-                    "{{\"time_ns\":{t},\"cpu\":{},\"task\":{},\"tid\":{tid},\"pid\":{},\"wait_ns\":{wait},\"sch_delay_ns\":{delay},\"run_ns\":{run}}}",
+                    "{{\"time_ns\":{t},\"cpu\":{},\"task\":{},\"tid\":{tid},\"pid\":{},\"wait_ns\":{wait},\"sch_delay_ns\":{delay},\"run_ns\":{run}{next_json}}}",
                     ev.cpu,
                     json_str(&name),
                     if tid == 0 { 0 } else { table.tgid(tid) },
                 )?;
             } else {
-                let pad = if self.opts.wakeups { format!("  {:w$}", "", w = self.comm_width) } else { String::new() };
+                let w = self.comm_width;
+                let mut pad = String::new();
+                if self.opts.next {
+                    pad = format!(" {:<w$}", format!("next: {next}"));
+                } else if self.opts.wakeups {
+                    pad = format!("  {:w$}", "");
+                }
+                let visual = self.visual(ev.cpu, Some(if tid == 0 { 'i' } else { 's' }), 1);
                 writeln!(
                     self.out,
-                    "{:>15} [{:04}]  {:<w$} {}{}{}{pad}",
+                    "{:>15} [{:04}] {visual} {:<w$} {}{}{}{pad}",
                     secs_usec(t),
                     ev.cpu,
                     name,
                     sched_time(wait, 6),
                     sched_time(delay, 6),
                     sched_time(run, 6),
-                    w = self.comm_width
                 )?;
             }
         }
@@ -566,6 +701,7 @@ impl<'a, W: Write> Timehist<'a, W> {
 
     /// The closing note, if repaired events were skipped.
     pub fn finish(mut self) -> io::Result<W> {
+        self.header()?;
         if !self.opts.json {
             note_repaired(&mut self.out, self.skipped_repaired, "listed")?;
         }
@@ -579,13 +715,16 @@ impl<'a, W: Write> Timehist<'a, W> {
 /// `XY => comm:tid` when a task gets its short name (A0..Z0, A1.., in order
 /// of first switch-in). The columns are the trace's CPUs (perf: the CPUs
 /// of the host it runs on; the same for a capture read where it was made).
-/// perf also prints the name again when a task's comm changes; schedlab's
-/// events carry one comm per task, so that line is not drawn.
+/// The comm is the task's at that switch, and the note comes again at a
+/// task's first switch-in after its comm was set (an exec, a rename), as
+/// perf's does.
 pub struct SchedMap<W: Write> {
     out: W,
     cpus: u32,
     curr: BTreeMap<u32, Pid>,
     names: BTreeMap<Pid, String>,
+    /// Each task's last switch-in.
+    last_in: BTreeMap<Pid, Nanos>,
     next: (u8, u8),
     json: bool,
     skipped_repaired: u64,
@@ -598,6 +737,7 @@ impl<W: Write> SchedMap<W> {
             cpus,
             curr: BTreeMap::new(),
             names: BTreeMap::new(),
+            last_in: BTreeMap::new(),
             next: (b'A', b'0'),
             json,
             skipped_repaired: 0,
@@ -630,14 +770,23 @@ impl<W: Write> SchedMap<W> {
         }
         self.curr.insert(ev.cpu, next_pid);
         let short = &self.names[&next_pid];
-        let comm = if next_pid == 0 { "swapper".to_string() } else { perf_comm(table, next_pid) };
+        // perf notes the name again after the task's comm was set.
+        let renamed = self
+            .last_in
+            .insert(next_pid, ev.ts)
+            .is_some_and(|last| next_pid != 0 && table.comm_set_between(next_pid, last, ev.ts));
+        let comm = if next_pid == 0 {
+            "swapper".to_string()
+        } else {
+            table.comm_at(next_pid, ev.ts).chars().take(31).collect()
+        };
         if self.json {
             let cpus: Vec<String> = (0..self.cpus)
                 .map(|c| self.curr.get(&c).map_or("null".to_string(), |p| json_str(self.names[p].trim())))
                 .collect();
             return writeln!(
                 self.out,
-                "{{\"time_ns\":{},\"cpu\":{},\"next_tid\":{next_pid},\"next\":{},\"short\":{},\"new\":{new_name},\"cpus\":[{}]}}",
+                "{{\"time_ns\":{},\"cpu\":{},\"next_tid\":{next_pid},\"next\":{},\"short\":{},\"new\":{new_name},\"renamed\":{renamed},\"cpus\":[{}]}}",
                 ev.ts,
                 ev.cpu,
                 json_str(&comm),
@@ -654,7 +803,7 @@ impl<W: Write> SchedMap<W> {
             }
         }
         line.push_str(&format!("  {:>12} secs ", secs_usec(ev.ts)));
-        if new_name {
+        if new_name || renamed {
             line.push_str(&format!("{short} => {comm}:{next_pid}"));
         }
         writeln!(self.out, "{line}")
@@ -747,7 +896,7 @@ mod tests {
         // Preempted at 500, back at 800: wait, not delay, as perf 6.1 counts it.
         assert!(lines[2].ends_with("     0.300      0.000      0.100 "), "{text}");
         let table = schedlab_trace::testing::table(&[(2, "a", 2)], &[]);
-        assert_eq!(commstr(&table, 2), "a[2]");
+        assert_eq!(commstr(&table, 2, 0), "a[2]");
     }
 
     #[test]
@@ -778,6 +927,33 @@ mod tests {
         assert!(text.contains("  TOTAL:                |      0.123 ms |        3 |\n"), "{text}");
     }
 
+    /// perf's default: the threads of one comm in one row, `comm:(N)`
+    /// counting every thread of that comm seen, switches measured or not.
+    #[test]
+    fn sched_latency_merges_threads_by_comm_as_perf_does() {
+        let table = schedlab_trace::testing::table(&[(2, "a", 2), (3, "a", 3), (9, "a", 9), (4, "b", 4)], &[]);
+        let mut lat = SchedLatency::new();
+        for e in perf_scene() {
+            lat.observe(&e);
+        }
+        // 9 is woken and never runs; 4 runs once, first seen switched in.
+        lat.observe(&wakeup(950_000, 0, 0, 9, 0));
+        lat.observe(&switch(960_000, 0, 0, S, 4));
+        let rows = lat.rows_by(&table, |_| true, LatencyRows::ByComm);
+        assert_eq!(rows.len(), 2);
+        let a = &rows[0];
+        assert_eq!((a.label(), a.threads, a.tid), ("a:(3)".to_string(), 3, 9));
+        // A's 2 switches and B's 1, A's 50 us over the 3; A's longest delay.
+        assert_eq!((a.switches, a.avg_delay_ns, a.max_delay_ns), (3, 16_666, 50_000));
+        assert_eq!((a.max_delay_start_ns, a.max_delay_end_ns), (300_000, 350_000));
+        assert_eq!((rows[1].label(), rows[1].switches), ("b:4".to_string(), 1));
+        let text = lat.render(&rows);
+        assert!(text.contains("\n  a:(3)                 |      0.000 ms |        3 | avg:   0.017 ms |"), "{text}");
+        // Per thread (perf's -p): A, then the two single switches, higher tid first.
+        let per: Vec<Pid> = lat.rows_by(&table, |_| true, LatencyRows::PerThread).iter().map(|r| r.tid).collect();
+        assert_eq!(per, [2, 4, 3]);
+    }
+
     #[test]
     fn sched_map_names_tasks_in_order_of_first_switch_in() {
         let table = schedlab_trace::testing::table(&[(2, "a", 2), (3, "b", 3)], &[]);
@@ -790,6 +966,25 @@ mod tests {
         assert_eq!(lines[0], "  *A0           0.000010 secs A0 => a:2");
         assert_eq!(lines[1], "  *.            0.000100 secs .  => swapper:0");
         assert_eq!(lines[3], "  *B0           0.000500 secs B0 => b:3");
+        // A (2) exec'd `yes` at 400 us: the comm as of each switch, and the
+        // note again at its first switch-in after the change, as perf draws it.
+        let mut table = table;
+        table.comm_history.insert(2, vec![(0, "a".into()), (400_000, "yes".into())]);
+        let mut map = SchedMap::new(Vec::new(), 2, false);
+        for e in perf_scene() {
+            map.observe(&e, &table).unwrap();
+        }
+        let text = String::from_utf8(map.finish().unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[2], "  *A0           0.000350 secs ", "{text}");
+        assert_eq!(lines[4], "  *A0           0.000800 secs A0 => yes:2", "{text}");
+        let mut th = Timehist::new(Vec::new(), |p, _| p == 2).unwrap();
+        for e in perf_scene() {
+            th.observe(&e, &table).unwrap();
+        }
+        let text = String::from_utf8(th.finish().unwrap()).unwrap();
+        let names: Vec<&str> = text.lines().skip(3).map(|l| l[24..].split_whitespace().next().unwrap()).collect();
+        assert_eq!(names, ["a[2]", "yes[2]", "yes[2]"], "switched out at 100, 500, 900 us: {text}");
     }
 
     /// schedlab's own figures (the report's), unlike perf 6.1, count the time

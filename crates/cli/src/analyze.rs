@@ -42,9 +42,11 @@ pub struct AnalyzeArgs {
     /// Only the events on these CPUs (a cpulist: `1`, `0-3,8`), as `perf sched -C`.
     #[arg(short = 'C', long = "cpu", value_name = "CPULIST", value_parser = parse_cpus)]
     pub cpu: Option<schedlab_topology::CpuSet>,
-    /// Only the rows of these processes' threads (comma-separated tgids), as perf's `-p`.
-    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',')]
-    pub pid: Vec<i32>,
+    /// Only the rows of these processes' threads (comma-separated tgids), as `perf sched
+    /// timehist -p`. Without PIDS (after the trace), --pids: `perf sched latency -p`.
+    #[arg(short = 'p', long = "pid", value_name = "PIDS", value_delimiter = ',', num_args = 0..=1,
+          value_parser = parse_pid)]
+    pub pid: Option<Vec<i32>>,
     /// Only the rows of these threads (comma-separated tids), as perf's `-t`.
     #[arg(short = 't', long = "tid", value_name = "TIDS", value_delimiter = ',')]
     pub tid: Vec<i32>,
@@ -60,6 +62,25 @@ pub struct AnalyzeArgs {
     /// `--view timehist`: also a line per migration, as `perf sched timehist -M`.
     #[arg(short = 'M', long)]
     pub migrations: bool,
+    /// `--view timehist`: a column per CPU marking the line's (s a switch, i the idle
+    /// task's, m a migration), as `perf sched timehist -V`.
+    #[arg(short = 'V', long)]
+    pub cpu_visual: bool,
+    /// `--view timehist`: the task switched in, as `perf sched timehist -n`.
+    #[arg(short = 'n', long)]
+    pub next: bool,
+    /// Not offered: perf's `timehist -s` (summary only); refused with the reason.
+    #[arg(short = 's', long, hide = true)]
+    pub summary: bool,
+    /// Not offered: perf's `timehist -S` (lines and summary); refused with the reason.
+    #[arg(short = 'S', long, hide = true)]
+    pub with_summary: bool,
+    /// Not offered: perf's `timehist -I` (idle-hist); refused with the reason.
+    #[arg(short = 'I', long, hide = true)]
+    pub idle_hist: bool,
+    /// Not offered: perf's `timehist --state`; refused with the reason.
+    #[arg(long, hide = true)]
+    pub state: bool,
     #[command(flatten)]
     pub threshold: ThresholdArg,
     #[command(flatten)]
@@ -82,6 +103,17 @@ pub struct AnalyzeArgs {
     /// trace-cmd's header check, 120 s plus 1 s per MB of input for the conversion.
     #[arg(long, value_name = "DURATION", value_parser = parse_helper_timeout)]
     pub helper_timeout: Option<std::time::Duration>,
+}
+
+/// A pid of `-p PIDS`; a word that is not one is most likely the trace
+/// after a bare `-p`.
+fn parse_pid(s: &str) -> std::result::Result<i32, String> {
+    s.trim().parse().map_err(|_| {
+        format!(
+            "`{s}` is not a pid: -p takes comma-separated pids (perf sched timehist -p); for one latency row \
+             per thread (perf sched latency -p) put -p after the trace, or use --pids"
+        )
+    })
 }
 
 fn parse_helper_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
@@ -262,7 +294,29 @@ fn parse_time_range(s: &str) -> std::result::Result<(Option<u64>, Option<u64>), 
     Ok((start, end))
 }
 
-pub fn analyze_trace(args: AnalyzeArgs) -> Result {
+pub fn analyze_trace(mut args: AnalyzeArgs) -> Result {
+    // The options are checked before the trace is read.
+    refuse_timehist_options(&args)?;
+    // `-p` alone is `perf sched latency -p`: one row per thread.
+    if args.pid.as_ref().is_some_and(|p| p.is_empty()) {
+        if args.view.view != View::Latency {
+            return Err(CliError::Usage(
+                "-p without PIDS is `perf sched latency -p` (one row per thread, also --pids), an option of \
+                 --view latency; to choose processes give their pids: -p 1234,5678"
+                    .into(),
+            )
+            .into());
+        }
+        args.view.pids = true;
+    }
+    args.view.check_pids()?;
+    if (args.wakeups || args.migrations || args.cpu_visual || args.next) && args.view.view != View::Timehist {
+        return Err(CliError::Usage(
+            "-w/--wakeups, -M/--migrations, -V/--cpu-visual and -n/--next are options of --view timehist".into(),
+        )
+        .into());
+    }
+    let view = args.view;
     let scenario = match &args.scenario {
         Some(p) => Some(Scenario::load(p)?),
         None => None,
@@ -277,7 +331,7 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         filter: TraceFilter {
             cpus: args.cpu,
             time: args.time.unwrap_or((None, None)),
-            pids: args.pid.clone(),
+            pids: args.pid.clone().unwrap_or_default(),
             tids: args.tid.clone(),
         },
         kept_stalls: schedlab_report::kept_stalls(args.report.stalls),
@@ -321,14 +375,11 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         Some(c) => format!("{path} (as `{}` text)", c.via),
         None => path.clone(),
     };
-    if (args.wakeups || args.migrations) && args.view.view != View::Timehist {
-        return Err(CliError::Usage("-w/--wakeups and -M/--migrations are options of --view timehist".into()).into());
-    }
     // The `perf sched` views see every event (perf applies its filters its own way).
     let filter = opts.filter.clone();
     let shown = move |pid: i32, table: &schedlab_trace::TaskTable| filter.shows(pid, table);
     let stdout = || std::io::BufWriter::new(std::io::stdout());
-    let mut perf = match args.view.view {
+    let mut perf = match view.view {
         View::Report => None,
         View::Latency => Some(PerfView::Latency(SchedLatency::new())),
         View::Map => Some(PerfView::Map(None)),
@@ -339,6 +390,8 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
                 cpus: opts.filter.cpus.as_ref().map(|c| c.iter().map(|c| c as u32).collect()),
                 time: opts.filter.time,
                 json: args.json.json,
+                cpu_visual: args.cpu_visual,
+                next: args.next,
             };
             Some(PerfView::Timehist(Timehist::with_options(stdout(), shown, th_opts).map_err(CliError::Stdout)?))
         }
@@ -354,7 +407,10 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
                 }
                 Ok(())
             }
-            Some(PerfView::Timehist(th)) => th.observe(ev, table),
+            Some(PerfView::Timehist(th)) => {
+                th.set_cpus(nr_cpus);
+                th.observe(ev, table)
+            }
             Some(PerfView::Map(m)) => {
                 if keeps.keeps(ev) {
                     m.get_or_insert_with(|| SchedMap::new(stdout(), nr_cpus, json)).observe(ev, table)
@@ -435,26 +491,9 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         Some(PerfView::Timehist(th)) => return flushed(th.finish()),
         Some(PerfView::Map(m)) => return m.map_or(Ok(()), |m| flushed(m.finish())),
         Some(PerfView::Latency(l)) => {
-            let rows = l.rows(&report.table, |pid| report.filter.shows(pid, &report.table));
+            let rows = l.rows_by(&report.table, |pid| report.filter.shows(pid, &report.table), view.latency_rows());
             if json {
-                let items: Vec<String> = rows
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "{{\"task\":{},\"tid\":{},\"runtime_ns\":{},\"switches\":{},\"avg_delay_ns\":{},\
-                             \"max_delay_ns\":{},\"max_delay_start_ns\":{},\"max_delay_end_ns\":{}}}",
-                            json_str(&r.comm),
-                            r.tid,
-                            r.runtime_ns,
-                            r.switches,
-                            r.avg_delay_ns,
-                            r.max_delay_ns,
-                            r.max_delay_start_ns,
-                            r.max_delay_end_ns
-                        )
-                    })
-                    .collect();
-                return crate::output::emit(&format!("[\n  {}\n]\n", items.join(",\n  ")));
+                return crate::output::emit(&latency_json(&rows));
             }
             return crate::output::emit(&format!("{}{}", report.header_only(scenario.as_ref()), l.render(&rows)));
         }
@@ -465,6 +504,50 @@ pub fn analyze_trace(args: AnalyzeArgs) -> Result {
         crate::output::emit(&report.render(scenario.as_ref(), args.report.stalls, perfetto))?;
     }
     Ok(())
+}
+
+/// `--view latency --json`: the rows as an array.
+pub fn latency_json(rows: &[schedlab_analysis::perf_sched::LatencyRow]) -> String {
+    let items: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{{\"task\":{},\"tid\":{},\"threads\":{},\"runtime_ns\":{},\"switches\":{},\"avg_delay_ns\":{},\
+                             \"max_delay_ns\":{},\"max_delay_start_ns\":{},\"max_delay_end_ns\":{}}}",
+                json_str(&r.comm),
+                r.tid,
+                r.threads,
+                r.runtime_ns,
+                r.switches,
+                r.avg_delay_ns,
+                r.max_delay_ns,
+                r.max_delay_start_ns,
+                r.max_delay_end_ns
+            )
+        })
+        .collect();
+    format!("[\n  {}\n]\n", items.join(",\n  "))
+}
+
+/// perf's timehist options schedlab does not offer, each refused with why.
+fn refuse_timehist_options(args: &AnalyzeArgs) -> Result {
+    let why = if args.summary || args.with_summary {
+        "-s/--summary and -S/--with-summary (perf sched timehist's per-task summary) are not offered: perf's \
+         summary has a parent column it takes from its own fork records and from /proc when recording, which \
+         no trace schedlab reads holds, so its rows could not equal perf's; --view latency gives the per-task \
+         delays and the report (no --view) the run times"
+    } else if args.idle_hist {
+        "-I/--idle-hist (perf sched timehist's idle-time lines) is not offered: it is built on the idle task's \
+         switches, which the kernel of this project's host does not trace (docs/real-traces.md), so it could \
+         not be checked against perf; the report (no --view) gives each CPU's idle time"
+    } else if args.state {
+        "--state is not offered: perf prints the kernel's state letter of each switched-out task (I, Z, T, ...), \
+         and schedlab keeps only the states its analysis uses (R, R+, S, D, X), so its column could not equal \
+         perf's"
+    } else {
+        return Ok(());
+    };
+    Err(CliError::Usage(why.into()).into())
 }
 
 /// A `perf sched` view being made while the trace is read.

@@ -171,7 +171,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 pub enum View {
     /// The run report.
     Report,
-    /// `perf sched latency -p`'s per-task table.
+    /// `perf sched latency`'s table: per comm, or per thread with --pids (perf's -p).
     Latency,
     /// `perf sched timehist`'s line per switch.
     Timehist,
@@ -181,29 +181,46 @@ pub enum View {
 
 #[derive(Args)]
 pub struct ViewArg {
-    /// What to print: the run report; `perf sched latency -p`'s per-thread table (run time
+    /// What to print: the run report; `perf sched latency`'s table, per comm or per thread (run time
     /// from sched_stat_runtime, switches measured, average and longest wakeup-to-running
     /// delay with when it happened); `perf sched timehist`'s line per switch (wait,
     /// scheduling delay, run time); or `perf sched map`'s line per switch (analyze only).
     /// `analyze` computes them as perf 6.1 does, from the same events (docs/real-traces.md).
     #[arg(long, value_enum, default_value_t = View::Report)]
     pub view: View,
+    /// `--view latency`: one row per thread, as `perf sched latency -p`, instead of one
+    /// per comm (perf's default: the threads of one comm summed into `comm:(N)`).
+    #[arg(long)]
+    pub pids: bool,
 }
 
 impl ViewArg {
-    /// `run`: `--json` is the report's; the views are text, and the map is `analyze`'s.
-    pub fn check(&self, json: bool) -> Result<(), crate::error::CliError> {
+    /// `--pids` is the latency view's.
+    pub fn check_pids(&self) -> Result<(), crate::error::CliError> {
+        if self.pids && self.view != View::Latency {
+            return Err(crate::error::CliError::Usage(
+                "--pids (one row per thread, as `perf sched latency -p`) is an option of --view latency".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// How the latency view's rows go.
+    pub fn latency_rows(&self) -> schedlab_analysis::perf_sched::LatencyRows {
+        if self.pids {
+            schedlab_analysis::perf_sched::LatencyRows::PerThread
+        } else {
+            schedlab_analysis::perf_sched::LatencyRows::ByComm
+        }
+    }
+
+    /// `run`: the map is `analyze`'s.
+    pub fn check(&self) -> Result<(), crate::error::CliError> {
+        self.check_pids()?;
         if self.view == View::Map {
             return Err(crate::error::CliError::Usage(
                 "--view map is `analyze`'s: write the run's trace with --trace FILE and run \
                  `schedlab analyze FILE --view map`"
-                    .into(),
-            ));
-        }
-        if json && self.view != View::Report {
-            return Err(crate::error::CliError::Usage(
-                "--json prints the report's JSON (its tasks carry the delay figures of --view latency); \
-                 --view latency and timehist are text"
                     .into(),
             ));
         }

@@ -18,6 +18,7 @@ mod analyze;
 mod args;
 mod bench;
 mod compare;
+mod completions;
 mod diff;
 mod error;
 mod examples;
@@ -172,12 +173,7 @@ fn main() -> ExitCode {
         Cmd::Features { kernel } => features(&kernel),
         Cmd::Topologies(args) => topologies::topologies(args),
         Cmd::Scenarios(args) => scenarios::scenarios(args),
-        Cmd::Completions { shell } => {
-            // Into memory first: clap_complete panics when its writer fails.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "schedlab", &mut script);
-            crate::output::emit(&String::from_utf8_lossy(&script))
-        }
+        Cmd::Completions { shell } => crate::output::emit(&completions::script(shell, &mut Cli::command())),
         Cmd::Man { out } => man::write_man_pages(Cli::command(), &out),
     };
     match result {

@@ -128,7 +128,7 @@ fn load_scenario(args: &RunArgs) -> Result<Scenario> {
 }
 
 pub fn run(args: RunArgs) -> Result {
-    args.view.check(args.json.json)?;
+    args.view.check()?;
     let timehist = args.view.view == View::Timehist;
     if timehist && args.trace.trace.as_deref().is_some_and(is_stdout) {
         return Err(CliError::Usage(
@@ -202,7 +202,7 @@ pub fn run(args: RunArgs) -> Result {
             *table = result.trace.table.clone();
         }
         if timehist {
-            let mut th = listing()?;
+            let mut th = listing(args.json.json)?;
             for ev in result.trace.in_time_order().iter() {
                 listing_line(&mut th, ev, &result.trace.table)?;
             }
@@ -228,7 +228,7 @@ pub fn run(args: RunArgs) -> Result {
             ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
             perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
             trace_dat: args.trace_dat.as_deref().map(TraceDatStream::create).transpose()?,
-            timehist: if timehist { Some((listing()?, Default::default(), None)) } else { None },
+            timehist: if timehist { Some((listing(args.json.json)?, Default::default(), None)) } else { None },
             latency: latency.take(),
             events: 0,
         };
@@ -305,6 +305,10 @@ pub fn run(args: RunArgs) -> Result {
     let changed = result.features.diff_from(&result.profile.defaults);
     let groups = group_rows(&result);
     let why = schedlab_sweep::why::why(&result.kernel_stats, &scenario, result.end_ns);
+    if let (true, Some((lat, table))) = (args.json.json, &latency) {
+        let rows = lat.rows_by(table, |_| true, args.view.latency_rows());
+        return report_out(&crate::analyze::latency_json(&rows), trace_to_stdout);
+    }
     if args.json.json {
         let doc = RunJson {
             format: schedlab_report::FORMAT_VERSION,
@@ -340,7 +344,7 @@ pub fn run(args: RunArgs) -> Result {
         let mut text = header.render();
         text.push('\n');
         if let Some((lat, table)) = &latency {
-            text.push_str(&lat.render(&lat.rows(table, |_| true)));
+            text.push_str(&lat.render(&lat.rows_by(table, |_| true, args.view.latency_rows())));
         }
         return report_out(&text, trace_to_stdout);
     }
@@ -417,9 +421,11 @@ struct Streamed<'a> {
 
 type Listing = Timehist<'static, std::io::BufWriter<std::io::Stdout>>;
 
-/// `--view timehist`'s listing on stdout, every switch.
-fn listing() -> Result<Listing> {
-    Ok(Timehist::new(std::io::BufWriter::new(std::io::stdout()), |_, _| true).map_err(CliError::Stdout)?)
+/// `--view timehist`'s listing on stdout, every switch (a JSON object a line with `json`).
+fn listing(json: bool) -> Result<Listing> {
+    let opts = schedlab_analysis::perf_sched::TimehistOptions { json, ..Default::default() };
+    Ok(Timehist::with_options(std::io::BufWriter::new(std::io::stdout()), |_, _| true, opts)
+        .map_err(CliError::Stdout)?)
 }
 
 /// One event into the listing; a closed pipe (`| head`) ends it quietly.

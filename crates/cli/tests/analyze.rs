@@ -351,6 +351,76 @@ fn perf_sched_views_of_a_simulated_run() {
     assert!(e.contains("--view map is `analyze`'s"), "{e}");
     let e = common::err(&["analyze", t, "-w"]);
     assert!(e.contains("options of --view timehist"), "{e}");
+
+    // --json for every view: the map's lines too.
+    let map_json = ok(&["analyze", t, "--view", "map", "--json"]);
+    assert_eq!(map_json.lines().count(), switches);
+    let first: serde_json::Value = serde_json::from_str(map_json.lines().next().unwrap()).unwrap();
+    assert!(first["next_tid"].is_i64() && first["cpus"].is_array() && first["new"] == true, "{first}");
+    // and `run`'s views.
+    let run_rows: serde_json::Value = serde_json::from_str(&ok(&[
+        "run",
+        "scenarios/sleeper.toml",
+        "--duration",
+        "50ms",
+        "--view",
+        "latency",
+        "--json",
+    ]))
+    .unwrap();
+    // (the trace's text has microseconds, the run nanoseconds: the rows, not every figure)
+    let tids = |v: &serde_json::Value| -> Vec<(i64, u64)> {
+        v.as_array().unwrap().iter().map(|r| (r["tid"].as_i64().unwrap(), r["switches"].as_u64().unwrap())).collect()
+    };
+    assert_eq!(tids(&run_rows), tids(&rows), "run --view latency --json: the rows of analyze's");
+    let run_lines = ok(&["run", "scenarios/sleeper.toml", "--duration", "50ms", "--view", "timehist", "--json"]);
+    assert_eq!(run_lines.lines().count(), switches);
+    let first: serde_json::Value = serde_json::from_str(run_lines.lines().next().unwrap()).unwrap();
+    assert!(first["run_ns"].is_u64() && first["task"].is_string(), "{first}");
+}
+
+/// perf's other timehist options: -V and -n drawn as perf draws them
+/// (compared with perf itself in the root test perf_parity), the rest
+/// refused with the reason; `--pids` or `-p` alone give latency per thread.
+#[test]
+fn timehist_options_and_latency_rows_per_thread() {
+    let trace = tmp("options.trace");
+    let t = trace.to_str().unwrap();
+    ok(&["run", "scenarios/sleeper.toml", "--duration", "20ms", "--trace", t]);
+    let plain = ok(&["analyze", t, "--view", "timehist"]);
+    let visual = ok(&["analyze", t, "--view", "timehist", "-V", "-n"]);
+    assert_eq!(plain.lines().count(), visual.lines().count());
+    // sleeper.toml's topology has 4 CPUs.
+    let header = visual.lines().next().unwrap();
+    assert!(header.starts_with("           time    cpu  01234  task name"), "a column per CPU and one more: {header}");
+    let line = visual.lines().nth(3).unwrap();
+    assert!(line.contains("  i      <idle>") && line.contains("  next: hog[1001] "), "{line}");
+    for (flag, why) in
+        [("-s", "parent column"), ("-S", "parent column"), ("-I", "idle task's switches"), ("--state", "state letter")]
+    {
+        let e = common::err(&["analyze", t, "--view", "timehist", flag]);
+        assert!(e.contains("not offered") && e.contains(why), "{flag}: {e}");
+    }
+    let e = common::err(&["analyze", t, "--view", "map", "-V"]);
+    assert!(e.contains("options of --view timehist"), "{e}");
+    // The hog renamed `sleeper`: two threads of one comm.
+    let text = std::fs::read_to_string(&trace).unwrap().replace("hog", "sleeper");
+    std::fs::write(&trace, text).unwrap();
+    let by_comm = ok(&["analyze", t, "--view", "latency"]);
+    let per_pid = ok(&["analyze", t, "--view", "latency", "--pids"]);
+    assert_eq!(ok(&["analyze", t, "--view", "latency", "-p"]), per_pid);
+    let rows = |s: &str| s.lines().filter(|l| l.contains("avg:")).count();
+    assert!(rows(&by_comm) < rows(&per_pid), "the sleeper's threads share comms:\n{by_comm}\n{per_pid}");
+    assert!(by_comm.contains("  sleeper:(2) "), "{by_comm}");
+    let e = common::err(&["analyze", t, "--view", "timehist", "-p"]);
+    assert!(e.contains("-p without PIDS"), "{e}");
+    let e = common::err(&["analyze", "-p", t, "--view", "latency"]);
+    assert!(e.contains("is not a pid") && e.contains("put -p after the trace"), "{e}");
+    // Refused before the trace is read.
+    let e = common::err(&["analyze", "/no/such/trace", "--view", "timehist", "--state"]);
+    assert!(e.contains("--state is not offered"), "{e}");
+    let e = common::err(&["analyze", t, "--view", "map", "--pids"]);
+    assert!(e.contains("option of --view latency"), "{e}");
 }
 
 /// A run's Perfetto trace analysed like its ftrace text: the same events

@@ -46,6 +46,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use schedlab_helper::{Helper, HelperError};
+use schedlab_trace::ftrace::PREFIX_COMMS_ARE_CURRENT;
 
 use crate::ReportError;
 
@@ -174,6 +175,8 @@ pub fn sniff_file(path: &Path, shown: &str) -> Result<InputKind, ReportError> {
 /// layout ([`perf_line`]; other lines as they are).
 pub fn perf_script_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
+    out.push_str(PREFIX_COMMS_ARE_CURRENT);
+    out.push('\n');
     for line in text.split_inclusive('\n') {
         match perf_line(line) {
             Some(l) => out.push_str(&l),
@@ -270,6 +273,7 @@ pub fn convert(
             let input = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
             let text = converted_file().map_err(io)?;
             let mut out = BufWriter::new(text.as_file());
+            writeln!(out, "{PREFIX_COMMS_ARE_CURRENT}").map_err(io)?;
             for line in input.lines() {
                 let line = line.map_err(io)?;
                 match perf_line(&line) {
@@ -285,9 +289,15 @@ pub fn convert(
         InputKind::PerfData => {
             check_perf_data(path, shown)?;
             let args = ["script", "-F", "comm,pid,tid,cpu,time,event,trace", "--ns", "-i"];
-            let rewrite = |line: &str, out: &mut dyn Write| match perf_line(line) {
-                Some(l) => out.write_all(l.as_bytes()),
-                None => out.write_all(line.as_bytes()),
+            let mut first = true;
+            let rewrite = |line: &str, out: &mut dyn Write| {
+                if std::mem::take(&mut first) {
+                    writeln!(out, "{PREFIX_COMMS_ARE_CURRENT}")?;
+                }
+                match perf_line(line) {
+                    Some(l) => out.write_all(l.as_bytes()),
+                    None => out.write_all(line.as_bytes()),
+                }
             };
             let limit = (STALL_LIMIT, limits.conversion(size));
             run_converter(shown, "perf", &args, path, ("perf.data", "perf script"), rewrite, limit).map(Some)
@@ -424,8 +434,9 @@ pub fn perf_line(line: &str) -> Option<String> {
         "-1" if name == "sched_switch" => (comm_field(fields, "prev_comm=", " prev_pid=")?, field(fields, "prev_pid")?),
         // Run time is charged to the task that ran.
         "-1" if name == "sched_stat_runtime" => (comm_field(fields, "comm=", " pid=")?, field(fields, "pid")?),
-        // Another event of a thread perf lost: its process is the best context known.
-        "-1" if pid.is_some() => (comm.trim(), pid?),
+        // Another event of a thread perf lost: its process is the best context
+        // known, with no name (perf's `:-1` is not the process's comm).
+        "-1" if pid.is_some() => ("<...>", pid?),
         _ => (comm.trim(), tid),
     };
     if tid.is_empty() || !tid.bytes().all(|b| b.is_ascii_digit()) {
@@ -582,7 +593,8 @@ mod tests {
         let text = "# captured\n            perf 14349 [000] 30171.485988: sched:sched_wakeup: comm=a pid=18 prio=0 target_cpu=000\n";
         assert_eq!(
             perf_script_text(text),
-            "# captured\nperf-14349 [000] 30171.485988: sched_wakeup: comm=a pid=18 prio=0 target_cpu=000\n"
+            PREFIX_COMMS_ARE_CURRENT.to_string()
+                + "\n# captured\nperf-14349 [000] 30171.485988: sched_wakeup: comm=a pid=18 prio=0 target_cpu=000\n"
         );
     }
 
@@ -621,6 +633,11 @@ mod tests {
         let l =
             "             :-1    -1 [000] 1.000000000:       sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
         assert_eq!(perf_line(l), None, "no context to give it");
+        let l = "             :-1 10481/-1    [000] 1.000000000:       sched:sched_waking: comm=a pid=1 prio=120 target_cpu=000";
+        assert!(
+            perf_line(l).unwrap().starts_with("<...>-10481 (10481) [000]"),
+            "the process as context, not named `:-1`"
+        );
         let l = "             :-1 10481/-1    [000] 13109.793397337:               sched:sched_stat_runtime: comm=lto cgu.13 \
                  pid=11150 runtime=17693 [ns]";
         assert!(perf_line(l)

@@ -82,7 +82,7 @@ pub struct Markers {
 impl Markers {
     pub fn new(file: File, scenario: &Scenario) -> Markers {
         let table =
-            TaskTable { tasks: Default::default(), objects: scenario.objects.iter().map(|o| o.name.clone()).collect() };
+            TaskTable { objects: scenario.objects.iter().map(|o| o.name.clone()).collect(), ..Default::default() };
         let texts = (0..scenario.objects.len() as u32)
             .map(|obj| {
                 [

@@ -379,6 +379,16 @@ pub struct TaskTable {
     pub tasks: BTreeMap<Pid, TaskInfo>,
     /// Names of eventfds/flags/mutexes indexed by `obj`.
     pub objects: Vec<String>,
+    /// The comms of the pids whose comm was set during the trace (exec,
+    /// `prctl(PR_SET_NAME)`): from when each held, in time order, the first
+    /// being the comm the pid was first known by. `tasks` keeps the last.
+    /// Pids with one comm throughout are not listed.
+    pub comm_history: BTreeMap<Pid, Vec<(Nanos, String)>>,
+    /// The comms over time the events' own fields give (`next_comm=`,
+    /// `comm=`), for the pids where they differ from `comm_history` (a
+    /// capture whose line columns name the task otherwise: perf's name of a
+    /// kthread from `/proc`, longer than the kernel's).
+    pub field_comms: BTreeMap<Pid, Vec<(Nanos, String)>>,
 }
 
 /// The sched tracepoints a capture by `schedlab real` enables, by their
@@ -406,6 +416,29 @@ impl TaskTable {
     /// The comm the kernel would print for `pid` (`swapper/N` for idle inside payloads).
     pub fn comm(&self, pid: Pid) -> &str {
         self.tasks.get(&pid).map(|t| t.comm.as_str()).unwrap_or("<...>")
+    }
+
+    /// The comm `pid` had at `ts`: the one set last at or before `ts`, the
+    /// first known before that (a task first named later).
+    pub fn comm_at(&self, pid: Pid, ts: Nanos) -> &str {
+        match self.comm_history.get(&pid) {
+            Some(h) if !h.is_empty() => &h[h.partition_point(|(t, _)| *t <= ts).saturating_sub(1)].1,
+            _ => self.comm(pid),
+        }
+    }
+
+    /// The comm the events' fields gave `pid` at `ts` (as [`TaskTable::comm_at`]).
+    pub fn field_comm_at(&self, pid: Pid, ts: Nanos) -> &str {
+        match self.field_comms.get(&pid) {
+            Some(h) if !h.is_empty() => &h[h.partition_point(|(t, _)| *t <= ts).saturating_sub(1)].1,
+            _ => self.comm_at(pid, ts),
+        }
+    }
+
+    /// Whether `pid`'s comm was set (to a new name, or again by an exec) in
+    /// `(after, upto]`.
+    pub fn comm_set_between(&self, pid: Pid, after: Nanos, upto: Nanos) -> bool {
+        self.comm_history.get(&pid).is_some_and(|h| h.iter().skip(1).any(|(t, _)| *t > after && *t <= upto))
     }
 
     /// The process `pid` belongs to (itself when the trace did not say).
@@ -495,6 +528,23 @@ mod tests {
     /// Every trace event is as large as the largest variant, and a run
     /// writes, copies and keeps millions of them: 88 bytes while
     /// `RtAppStats` held six i64s, 56 since.
+    #[test]
+    fn comm_at_gives_the_comm_set_last_and_the_first_before_it() {
+        let mut t = table(&[(7, "yes", 7), (8, "cat", 8)], &[]);
+        t.comm_history.insert(7, vec![(100, "sh".into()), (250, "timeout".into()), (400, "yes".into())]);
+        assert_eq!(
+            [50, 100, 249, 250, 399, 400, 9_999].map(|ts| t.comm_at(7, ts)),
+            ["sh", "sh", "sh", "timeout", "timeout", "yes", "yes"]
+        );
+        assert_eq!(t.comm_at(8, 0), "cat");
+        assert_eq!(t.comm_at(9, 0), "<...>");
+        // The first entry is the comm first known, not a change.
+        assert!(!t.comm_set_between(7, 0, 100));
+        assert!(t.comm_set_between(7, 100, 250));
+        assert!(!t.comm_set_between(7, 250, 399));
+        assert!(!t.comm_set_between(8, 0, 9_999));
+    }
+
     #[test]
     fn an_event_stays_small() {
         assert!(std::mem::size_of::<Event>() <= 56, "{} bytes", std::mem::size_of::<Event>());

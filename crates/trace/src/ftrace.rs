@@ -122,6 +122,14 @@ pub use write::{format_line, header, write_ftrace, write_ftrace_with, FtraceWrit
 /// of real machines.)
 pub const MAX_CPUS: u32 = 8192;
 
+/// The comment line that tells the reader each line's `comm-pid` is the
+/// task's comm as of that line (text rewritten from `perf script`, whose
+/// comm column is perf's name of the thread at each sample), not a name
+/// looked up when the buffer was read (tracefs's `saved_cmdlines`, stale
+/// for a task that exec'd). The reader then takes the comms over time from
+/// those columns rather than from the events' fields.
+pub const PREFIX_COMMS_ARE_CURRENT: &str = "# schedlab: each line's comm is the task's comm at that moment (perf)";
+
 /// A syntax error in trace text: `file:line:col: message`.
 ///
 /// `line` and `col` are 1-based (`col` counts characters); 0 means the whole

@@ -79,6 +79,8 @@ pub fn table(tasks: &[(Pid, &str, Pid)], objects: &[&str]) -> TaskTable {
     TaskTable {
         tasks: tasks.iter().map(|&(p, c, g)| (p, TaskInfo { comm: c.to_string(), tgid: g })).collect(),
         objects: objects.iter().map(|s| s.to_string()).collect(),
+        comm_history: Default::default(),
+        field_comms: Default::default(),
     }
 }
 

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::payload::{parse_payload, Objects, PErr};
-use super::{TraceParseError, MAX_CPUS};
+use super::{TraceParseError, MAX_CPUS, PREFIX_COMMS_ARE_CURRENT};
 use crate::event::{Event, Nanos, Pid, TaskInfo, TaskTable, Trace};
 
 /// Reader settings.
@@ -157,6 +157,24 @@ pub struct FtraceReader {
     with_flags: usize,
     without_flags: usize,
     trace_cmd_header: bool,
+    /// The text said its `comm-pid` columns are current
+    /// ([`PREFIX_COMMS_ARE_CURRENT`]).
+    prefix_current: bool,
+    /// Each pid's comms over time as its events' fields give them (a
+    /// fork's `child_comm` first), and as the lines' `comm-pid` columns
+    /// give them (kept when those are current).
+    payload_history: BTreeMap<Pid, Vec<(Nanos, String)>>,
+    prefix_history: BTreeMap<Pid, Vec<(Nanos, String)>>,
+}
+
+/// Add `comm` from `ts` to a pid's comms over time when it differs from the
+/// last. (An exec to the same name is not seen: `sched_process_exec` comes
+/// at the end of an exec, which may be after a switch, while the comm was
+/// set at its start.)
+fn note_comm(history: &mut Vec<(Nanos, String)>, ts: Nanos, comm: &str) {
+    if history.last().is_none_or(|(_, c)| c != comm) {
+        history.push((ts, comm.to_string()));
+    }
 }
 
 impl FtraceReader {
@@ -175,6 +193,9 @@ impl FtraceReader {
             with_flags: 0,
             without_flags: 0,
             trace_cmd_header: false,
+            prefix_current: false,
+            payload_history: BTreeMap::new(),
+            prefix_history: BTreeMap::new(),
         }
     }
 
@@ -206,6 +227,9 @@ impl FtraceReader {
         // Offset of `t` in `line`, for errors about header lines.
         let t_off = line.len() - t.len();
         if t.is_empty() || t.starts_with('#') {
+            if t == PREFIX_COMMS_ARE_CURRENT {
+                self.prefix_current = true;
+            }
             header_comment(t, stats).map_err(|e| err(t_off + e.off, e.msg))?;
             stats.comment_lines += 1;
             return Ok(None);
@@ -267,6 +291,19 @@ impl FtraceReader {
             *stats.skipped_by_event.entry(String::new()).or_default() += 1;
             return Ok(None);
         };
+        // Comms over time.
+        if self.prefix_current && pre.pid != 0 && pre.comm != "<...>" {
+            note_comm(self.prefix_history.entry(pre.pid).or_default(), pre.ts, pre.comm);
+        }
+        if ev.name == "sched_process_fork" {
+            // The child starts with the comm its parent had: a name before
+            // any event of its own.
+            if let Some((comm, pid)) = fork_child(ev.payload) {
+                for h in [&mut self.payload_history, &mut self.prefix_history] {
+                    note_comm(h.entry(pid).or_default(), pre.ts, comm);
+                }
+            }
+        }
         let decoded = parse_payload(ev.name, ev.payload, pre.pid, &mut self.objects)
             .map_err(|e| err(ev.payload_off + e.off, format!("{}: {}", ev.name, e.msg)))?;
         let Some(d) = decoded else {
@@ -291,6 +328,9 @@ impl FtraceReader {
             return Ok(None);
         };
         for (pid, comm) in d.comms {
+            if pid != 0 {
+                note_comm(self.payload_history.entry(pid).or_default(), pre.ts, comm);
+            }
             match self.payload_comms.get_mut(&pid) {
                 Some(old) if old != comm => {
                     stats.renamed.entry(pid).or_insert_with(|| vec![old.clone()]).push(comm.to_string());
@@ -309,11 +349,36 @@ impl FtraceReader {
     /// `events`: how many events the caller kept.
     pub fn finish(self, events: usize) -> (TaskTable, u32, ParseStats) {
         let mut stats = self.stats;
-        let mut table = TaskTable { tasks: BTreeMap::new(), objects: self.objects.names };
+        let mut table = TaskTable { objects: self.objects.names, ..TaskTable::default() };
         for (pid, comm) in self.prefix_comms.into_iter().chain(self.payload_comms) {
             let tgid = self.tgids.get(&pid).copied().unwrap_or(pid);
             table.tasks.insert(pid, TaskInfo { comm, tgid });
         }
+        // Comms over time: from the `comm-pid` columns when they are
+        // current (a pid they never name: from the fields), else from the
+        // fields, which the kernel fills in at each event.
+        // With current columns, the last one is the task's comm too (perf's
+        // name for it, which for a kthread is `/proc`'s longer one).
+        let prefix_history = if self.prefix_current { self.prefix_history } else { BTreeMap::new() };
+        for (pid, history) in &prefix_history {
+            if let (Some(info), Some((_, last))) = (table.tasks.get_mut(pid), history.last()) {
+                info.comm.clone_from(last);
+            }
+        }
+        let mut histories = prefix_history;
+        for (pid, payload) in self.payload_history {
+            match histories.get(&pid) {
+                None => {
+                    histories.insert(pid, payload);
+                }
+                Some(h) if table.tasks.contains_key(&pid) && !same_names(h, &payload) => {
+                    table.field_comms.insert(pid, payload);
+                }
+                Some(_) => {}
+            }
+        }
+        histories.retain(|pid, h| h.len() > 1 && table.tasks.contains_key(pid));
+        table.comm_history = histories;
         stats.events = events;
         if self.trace_cmd_header || !stats.buffers.is_empty() || self.without_flags > self.with_flags {
             stats.format = TraceFormat::TraceCmdReport;
@@ -324,6 +389,19 @@ impl FtraceReader {
         let nr_cpus = stats.header_cpus.unwrap_or(0).max(seen);
         (table, nr_cpus, stats)
     }
+}
+
+/// Whether two comm histories name the same comms in the same order.
+fn same_names(a: &[(Nanos, String)], b: &[(Nanos, String)]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.1 == y.1)
+}
+
+/// `sched_process_fork`'s child: `child_comm` (which may hold spaces) and
+/// `child_pid`.
+fn fork_child(payload: &str) -> Option<(&str, Pid)> {
+    let (_, rest) = payload.split_once("child_comm=")?;
+    let (comm, pid) = rest.rsplit_once(" child_pid=")?;
+    Some((comm, pid.trim().parse().ok().filter(|&p| p > 0)?))
 }
 
 /// A header's CPU count (`#P:N`, `cpus=N`; `digits` non-empty, all ASCII

@@ -394,6 +394,8 @@ fn arb_trace() -> impl Strategy<Value = (Trace, bool)> {
             let table = TaskTable {
                 tasks: comms.iter().map(|(&p, c)| (p, TaskInfo { comm: c.clone(), tgid: p })).collect(),
                 objects: (0..nobj).map(|i| format!("obj-{i}.x")).collect(),
+                comm_history: Default::default(),
+                field_comms: Default::default(),
             };
             let ctx = prop::sample::select(pids.clone());
             let one = (0u64..2_000_000_000_000, 0u32..300, ctx, arb_flags(), arb_kind(pids, nobj));
@@ -743,4 +745,35 @@ cpus=2
     let bad = "          <idle>-0     [000]     0.000000000: schedlab_resched:      msg=cpu=x ipi=1";
     let e = parse_ftrace("x", bad).unwrap_err();
     assert_eq!(e.col, bad.find("x ipi").unwrap() + 1, "{e}");
+}
+
+/// A task forked as `sh` that exec'd `sleep`, and a kworker whose line
+/// columns (perf's name, from `/proc`) are longer than its events' fields.
+const RENAMES: &str = "\
+cpus=1
+              sh-10    [000]   1.000000: sched_process_fork: comm=sh pid=10 child_comm=sh child_pid=11
+              sh-10    [000]   1.000010: sched_switch: prev_comm=sh prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=sh next_pid=11 next_prio=120
+           sleep-11    [000]   1.000020: sched_switch: prev_comm=sleep prev_pid=11 prev_prio=120 prev_state=R+ ==> next_comm=kworker/0:1 next_pid=12 next_prio=120
+ kworker/0:1-eve-12    [000]   1.000030: sched_switch: prev_comm=kworker/0:1 prev_pid=12 prev_prio=120 prev_state=I ==> next_comm=sleep next_pid=11 next_prio=120
+";
+
+#[test]
+fn comms_over_time_come_from_the_fields_or_from_current_line_columns() {
+    // tracefs / trace-cmd text: the fields, which the kernel fills in at
+    // each event; the columns may be names looked up later.
+    let t = parse_ftrace("t", RENAMES).unwrap().table;
+    assert_eq!(t.comm_history[&11], [(1_000_000_000, "sh".to_string()), (1_000_020_000, "sleep".to_string())]);
+    assert_eq!((t.comm_at(11, 1_000_010_000), t.comm_at(11, 1_000_020_000)), ("sh", "sleep"));
+    assert_eq!((t.comm(11), t.comm(12)), ("sleep", "kworker/0:1"));
+    assert!(!t.comm_history.contains_key(&12));
+    // perf's text says its columns are current: they are the comms, the
+    // fork's child_comm before the task's first line.
+    let perf = format!("{PREFIX_COMMS_ARE_CURRENT}\n{RENAMES}");
+    let t = parse_ftrace("p", &perf).unwrap().table;
+    assert_eq!((t.comm_at(11, 1_000_010_000), t.comm_at(11, 1_000_020_000)), ("sh", "sleep"));
+    assert!(t.comm_set_between(11, 1_000_010_000, 1_000_030_000));
+    assert_eq!(t.comm(12), "kworker/0:1-eve", "perf's name");
+    assert_eq!(t.comm_at(12, 1_000_020_000), "kworker/0:1-eve", "before its first line too");
+    assert_eq!(t.field_comm_at(12, 1_000_020_000), "kworker/0:1", "the switch's own next_comm");
+    assert_eq!(t.field_comm_at(11, 1_000_030_000), "sleep");
 }
