@@ -99,6 +99,9 @@ pub struct DlEntity {
     pub nr_throttled: u64,
     pub throttled_since: Option<u64>,
     pub throttled_ns: u64,
+    /// `pi_se`: whose reservation this entity runs with while boosted by a
+    /// deadline waiter (deadline inheritance); `None`: its own.
+    pub pi_se: Option<TaskId>,
     /// Queueing order, to keep equal deadlines in FIFO order.
     seq: u64,
 }
@@ -123,24 +126,37 @@ impl DlEntity {
     }
 
     /// `dl_entity_overflow()`: would the runtime left, used up by the
-    /// deadline, exceed the reserved bandwidth (runtime/dl_deadline)? In
-    /// DL_SCALE units, as the kernel compares (to stay in 64 bits).
-    fn overflow(&self, t: u64) -> bool {
-        let left = (self.dl_deadline >> DL_SCALE) as u128 * ((self.runtime.max(0) as u64) >> DL_SCALE) as u128;
-        let right = (self.deadline.saturating_sub(t) >> DL_SCALE) as u128 * (self.dl_runtime >> DL_SCALE) as u128;
+    /// deadline, exceed the reserved bandwidth (runtime/dl_deadline of `pi`,
+    /// the reservation in force)? In DL_SCALE units, as the kernel compares
+    /// (to stay in 64 bits).
+    fn overflow(&self, pi: &Reservation, t: u64) -> bool {
+        let left = (pi.dl_deadline >> DL_SCALE) as u128 * ((self.runtime.max(0) as u64) >> DL_SCALE) as u128;
+        let right = (self.deadline.saturating_sub(t) >> DL_SCALE) as u128 * (pi.dl_runtime >> DL_SCALE) as u128;
         right < left
     }
 
-    /// `replenish_dl_new_period()`.
-    fn new_period(&mut self, now: u64) {
-        self.deadline = now + self.dl_deadline;
-        self.runtime = self.dl_runtime as i64;
+    /// `replenish_dl_new_period()` under reservation `pi`.
+    fn new_period(&mut self, pi: &Reservation, now: u64) {
+        self.deadline = now + pi.dl_deadline;
+        self.runtime = pi.dl_runtime as i64;
+    }
+
+    fn reservation(&self) -> Reservation {
+        Reservation { dl_runtime: self.dl_runtime, dl_deadline: self.dl_deadline, dl_period: self.dl_period }
     }
 
     /// `dl_next_period()`: the start of the next period.
     fn next_period(&self) -> u64 {
         self.deadline.saturating_sub(self.dl_deadline) + self.dl_period
     }
+}
+
+/// The static part of a reservation, as `pi_of()` gives it.
+#[derive(Clone, Copy, Debug)]
+struct Reservation {
+    dl_runtime: u64,
+    dl_deadline: u64,
+    dl_period: u64,
 }
 
 /// `struct dl_rq`: the CPU's deadline tasks by deadline, and those that may
@@ -154,8 +170,9 @@ pub struct DlRq {
     pub dl_nr_running: u32,
     /// `overloaded`: has pushable tasks (in the root domain's `dlo_mask`).
     pub overloaded: bool,
-    /// A push is queued as a balance callback.
+    /// A push, a pull is queued as a balance callback.
     pub push_callback: bool,
+    pub pull_callback: bool,
     next_seq: u64,
 }
 
@@ -185,6 +202,17 @@ impl Kernel {
         &mut self.tasks[p as usize].dl
     }
 
+    /// `pi_of()`: the reservation `p` runs with, its donor's while boosted.
+    fn pi_of(&self, p: TaskId) -> Reservation {
+        let dl = self.dl(p);
+        dl.pi_se.map_or(dl, |d| self.dl(d)).reservation()
+    }
+
+    /// `is_dl_boosted()`.
+    fn is_dl_boosted(&self, p: TaskId) -> bool {
+        self.dl(p).pi_se.is_some()
+    }
+
     /// `dl_task(rq->curr)`: the deadline of the CPU's running deadline task.
     fn curr_dl_deadline(&self, cpu: usize) -> Option<u64> {
         let c = self.rqs[cpu].curr?;
@@ -209,6 +237,18 @@ impl Kernel {
     /// task stays off the queue (its timer will enqueue it).
     pub(crate) fn enqueue_task_dl(&mut self, cpu: usize, p: TaskId, flags: u32) {
         let now = self.now;
+        if self.is_dl_boosted(p) {
+            // A boosted task is never throttled: its donor's reservation is
+            // replenished at once.
+            let dl = self.dl_mut(p);
+            dl.throttled = false;
+            dl.timer_at = None;
+        } else if self.tasks[p as usize].normal_prio >= MAX_DL_PRIO {
+            // Being deboosted while out of runtime: no point replenishing a
+            // task about to leave the class.
+            self.dl_mut(p).throttled = false;
+            return;
+        }
         if !self.dl(p).throttled && !self.dl(p).is_implicit() {
             self.dl_check_constrained_dl(p);
         }
@@ -216,23 +256,25 @@ impl Kernel {
         if self.dl(p).throttled && flags & ENQUEUE_REPLENISH == 0 {
             return;
         }
-        if self.dl(p).deadline == 0 {
-            self.dl_mut(p).new_period(now);
+        let pi = self.pi_of(p);
+        let boosted = self.is_dl_boosted(p);
+        if self.dl(p).deadline == 0 && flags & ENQUEUE_REPLENISH == 0 {
+            self.dl_mut(p).new_period(&pi, now);
         } else if flags & ENQUEUE_WAKEUP != 0 {
             // update_dl_entity()
             let dl = self.dl_mut(p);
-            if before(dl.deadline, now) || dl.overflow(now) {
-                if !dl.is_implicit() && !before(dl.deadline, now) {
+            if before(dl.deadline, now) || dl.overflow(&pi, now) {
+                if !dl.is_implicit() && !before(dl.deadline, now) && !boosted {
                     let laxity = dl.deadline - now;
                     dl.runtime = ((dl.dl_density as u128 * laxity as u128) >> BW_SHIFT) as i64;
                 } else {
-                    dl.new_period(now);
+                    dl.new_period(&pi, now);
                 }
             }
         } else if flags & ENQUEUE_REPLENISH != 0 {
             self.replenish_dl_entity(p);
-        } else if flags & ENQUEUE_RESTORE != 0 && before(self.dl(p).deadline, now) {
-            self.dl_mut(p).new_period(now);
+        } else if flags & ENQUEUE_RESTORE != 0 && !boosted && before(self.dl(p).deadline, now) {
+            self.dl_mut(p).new_period(&pi, now);
         }
         if self.dl(p).throttled {
             if self.start_dl_task_timer(p) {
@@ -252,8 +294,8 @@ impl Kernel {
     /// period starts now, before its placement compares deadlines.
     pub(crate) fn setup_new_dl_entity(&mut self, p: TaskId) {
         if self.tasks[p as usize].policy == crate::sched::Policy::Deadline && self.dl(p).deadline == 0 {
-            let now = self.now;
-            self.dl_mut(p).new_period(now);
+            let (now, pi) = (self.now, self.pi_of(p));
+            self.dl_mut(p).new_period(&pi, now);
         }
     }
 
@@ -262,7 +304,12 @@ impl Kernel {
     fn dl_check_constrained_dl(&mut self, p: TaskId) {
         let now = self.now;
         let dl = *self.dl(p);
-        if dl.is_implicit() || dl.deadline == 0 || !before(dl.deadline, now) || !before(now, dl.next_period()) {
+        if dl.is_implicit()
+            || dl.deadline == 0
+            || self.is_dl_boosted(p)
+            || !before(dl.deadline, now)
+            || !before(now, dl.next_period())
+        {
             return;
         }
         if !self.start_dl_task_timer(p) {
@@ -349,7 +396,7 @@ impl Kernel {
         dl.nr_throttled += 1;
         self.__dequeue_dl_entity(cpu, c);
         self.dequeue_pushable_dl_task(cpu, c);
-        if !self.start_dl_task_timer(c) {
+        if self.is_dl_boosted(c) || !self.start_dl_task_timer(c) {
             self.enqueue_task_dl(cpu, c, ENQUEUE_REPLENISH);
         }
         if self.rqs[cpu].dl.queue.first().is_none_or(|&(_, _, t)| t != c) {
@@ -360,20 +407,22 @@ impl Kernel {
     /// `replenish_dl_entity()`: refill the runtime a period at a time; a
     /// task lagging past its deadline even so starts a period from now.
     fn replenish_dl_entity(&mut self, p: TaskId) {
-        let now = self.now;
+        let (now, pi) = (self.now, self.pi_of(p));
         let dl = self.dl_mut(p);
-        if dl.deadline == 0 {
-            dl.new_period(now);
+        // A task boosted from below the class has no reservation of its
+        // own (`dl_deadline` 0): each replenishment is a period from now.
+        if dl.deadline == 0 || dl.dl_deadline == 0 {
+            dl.new_period(&pi, now);
         }
         if dl.yielded && dl.runtime > 0 {
             dl.runtime = 0;
         }
         while dl.runtime <= 0 {
-            dl.deadline += dl.dl_period;
-            dl.runtime += dl.dl_runtime as i64;
+            dl.deadline += pi.dl_period;
+            dl.runtime += pi.dl_runtime as i64;
         }
         if before(dl.deadline, now) {
-            dl.new_period(now);
+            dl.new_period(&pi, now);
         }
         dl.yielded = false;
         if dl.throttled {
@@ -648,10 +697,58 @@ impl Kernel {
         }
     }
 
-    /// The queued push callback of `cpu`, if any (`__balance_callbacks()`).
+    /// The queued push and pull callbacks of `cpu` (`__balance_callbacks()`).
     pub(crate) fn dl_balance_callback(&mut self, cpu: usize) {
         if std::mem::take(&mut self.rqs[cpu].dl.push_callback) {
             self.push_dl_tasks(cpu);
+        }
+        if std::mem::take(&mut self.rqs[cpu].dl.pull_callback) {
+            self.pull_dl_task(cpu);
+        }
+    }
+
+    // ---- class changes (PI boosts) ----
+
+    /// `switched_to_dl()`: a queued task that entered the class (a boost)
+    /// preempts by deadline, or is pushed.
+    pub(crate) fn switched_to_dl(&mut self, cpu: usize, p: TaskId) {
+        if self.tasks[p as usize].on_rq != OnRq::Queued || self.rqs[cpu].curr == Some(p) {
+            return;
+        }
+        if self.tasks[p as usize].nr_cpus_allowed() > 1 && self.rqs[cpu].dl.overloaded {
+            self.rqs[cpu].dl.push_callback = true;
+        }
+        if self.curr_dl_deadline(cpu).is_some() {
+            self.wakeup_preempt_dl(cpu, p);
+        } else {
+            self.resched_curr(cpu);
+        }
+    }
+
+    /// `switched_from_dl()`: the CPU may have lost its last deadline task;
+    /// it pulls one from an overloaded CPU.
+    pub(crate) fn switched_from_dl(&mut self, cpu: usize, p: TaskId) {
+        if self.tasks[p as usize].on_rq == OnRq::Queued && self.rqs[cpu].dl.dl_nr_running == 0 {
+            self.rqs[cpu].dl.pull_callback = true;
+        }
+    }
+
+    /// `prio_changed_dl()`: the deadline may have moved either way: pull
+    /// when not overloaded, and reschedule when the order changed.
+    pub(crate) fn prio_changed_dl(&mut self, cpu: usize, p: TaskId) {
+        if self.tasks[p as usize].on_rq != OnRq::Queued {
+            return;
+        }
+        if !self.rqs[cpu].dl.overloaded {
+            self.rqs[cpu].dl.pull_callback = true;
+        }
+        let deadline = self.dl(p).deadline;
+        if self.rqs[cpu].curr == Some(p) {
+            if self.rqs[cpu].dl.earliest().is_some_and(|e| before(e, deadline)) {
+                self.resched_curr(cpu);
+            }
+        } else if self.dl_preempts_curr(cpu, deadline) {
+            self.resched_curr(cpu);
         }
     }
 

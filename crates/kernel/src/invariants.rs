@@ -153,8 +153,12 @@ impl Kernel {
             }
             if p.dl.on_dl_rq {
                 dl_queued_on[p.cpu] += 1;
-                if p.policy != crate::sched::Policy::Deadline || p.on_rq != crate::sched::OnRq::Queued {
-                    return Err(violation!("task {i} is on CPU {}'s dl_rq but is not a queued deadline task", p.cpu));
+                let dl_task = p.policy == crate::sched::Policy::Deadline || p.dl.pi_se.is_some();
+                if !dl_task || p.on_rq != crate::sched::OnRq::Queued {
+                    return Err(violation!(
+                        "task {i} is on CPU {}'s dl_rq but is not a queued deadline (or boosted) task",
+                        p.cpu
+                    ));
                 }
             }
             if p.my_q.is_none() && p.se.on_rq {

@@ -6,8 +6,12 @@
 //! Follows 6.12.x. Simplified: ownership passes straight to the top waiter at unlock (the
 //! kernel wakes it and lets it take the lock, which a higher-priority task
 //! could steal in between); no deadlock detection (scenarios with lock-order
-//! cycles are refused when parsed); waiters are ordered by priority, FIFO
+//! cycles are refused when parsed); waiters are ordered by priority, deadline
+//! waiters among themselves by deadline (`rt_waiter_node_less()`), FIFO
 //! among equals, and non-RT waiters all rank as DEFAULT_PRIO as in the kernel.
+//! A deadline waiter boosts the owner into the deadline class with its own
+//! reservation (deadline inheritance, `p->dl.pi_se`: see
+//! [`Kernel::rt_mutex_setprio`]).
 
 use crate::core::{Kernel, Outbox};
 use crate::sched::{TaskId, DEFAULT_PRIO, MAX_RT_PRIO};
@@ -40,29 +44,42 @@ impl Kernel {
         }
     }
 
-    /// `rt_mutex_enqueue()`: into the waiter tree by priority, FIFO among equals.
+    /// `rt_waiter_node_less(a, b)`: a better priority, or among deadline
+    /// waiters an earlier deadline.
+    fn waiter_less(&self, a: TaskId, b: TaskId) -> bool {
+        let (pa, pb) = (self.waiter_prio(a), self.waiter_prio(b));
+        if pa != pb {
+            return pa < pb;
+        }
+        pa < crate::deadline::MAX_DL_PRIO
+            && (self.tasks[a as usize].dl.deadline as i64).wrapping_sub(self.tasks[b as usize].dl.deadline as i64) < 0
+    }
+
+    /// `rt_mutex_enqueue()`: into the waiter tree by priority (deadline
+    /// waiters by deadline), FIFO among equals.
     fn enqueue_waiter(&mut self, lock: u32, t: TaskId) {
-        let prio = self.waiter_prio(t);
         let pos = {
             let w = &self.rt_mutexes[lock as usize].waiters;
-            w.iter().position(|&q| self.waiter_prio(q) > prio).unwrap_or(w.len())
+            w.iter().position(|&q| self.waiter_less(t, q)).unwrap_or(w.len())
         };
         self.rt_mutexes[lock as usize].waiters.insert(pos, t);
     }
 
     /// The best top waiter over all locks `owner` holds (`task_top_pi_waiter()`).
-    fn top_pi_waiter_prio(&self, owner: TaskId) -> Option<i32> {
-        self.tasks[owner as usize]
-            .pi_locks_held
-            .iter()
-            .filter_map(|&l| self.rt_mutexes[l as usize].waiters.first())
-            .map(|&w| self.tasks[w as usize].prio)
-            .min()
+    fn top_pi_waiter(&self, owner: TaskId) -> Option<TaskId> {
+        let tops = self.tasks[owner as usize].pi_locks_held.iter();
+        tops.filter_map(|&l| self.rt_mutexes[l as usize].waiters.first().copied()).reduce(|best, w| {
+            if self.waiter_less(w, best) {
+                w
+            } else {
+                best
+            }
+        })
     }
 
-    /// `rt_mutex_adjust_prio()`: owner's prio = min(normal, best waiter).
+    /// `rt_mutex_adjust_prio()`: owner's prio = min(normal, best waiter's).
     fn rt_mutex_adjust_prio(&mut self, owner: TaskId) {
-        let pi = self.top_pi_waiter_prio(owner);
+        let pi = self.top_pi_waiter(owner);
         self.rt_mutex_setprio(owner, pi);
     }
 
@@ -98,9 +115,11 @@ impl Kernel {
     fn rt_mutex_adjust_prio_chain(&mut self, mut lock: u32) {
         for _ in 0..MAX_LOCK_DEPTH {
             let Some(owner) = self.rt_mutexes[lock as usize].owner else { return };
-            let before = self.tasks[owner as usize].prio;
+            let before = (self.tasks[owner as usize].prio, self.tasks[owner as usize].dl.pi_se);
             self.rt_mutex_adjust_prio(owner);
-            if self.tasks[owner as usize].prio == before {
+            if (self.tasks[owner as usize].prio, self.tasks[owner as usize].dl.pi_se) == before
+                && before.0 >= crate::deadline::MAX_DL_PRIO
+            {
                 return;
             }
             let Some(next) = self.tasks[owner as usize].pi_blocked_on else { return };

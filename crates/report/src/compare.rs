@@ -84,6 +84,9 @@ pub fn figures(sim: &Report, real: &Report, threshold: u64) -> Vec<(String, Stri
     rows
 }
 
+/// One figure of a deadline task, as printed.
+type DeadlineFigure = dyn Fn(&schedlab_analysis::DeadlineTask) -> String;
+
 /// SCHED_DEADLINE tasks side by side: per task (matched by name), its jobs,
 /// misses, throttles and throttled ms in each run of each side, in run
 /// order. Empty without deadline tasks.
@@ -91,14 +94,14 @@ pub fn deadline_rows(sims: &[&Report], reals: &[&Report]) -> Vec<(String, String
     let Some(first) = sims.first().or(reals.first()) else { return Vec::new() };
     let mut rows = Vec::new();
     for task in &first.deadline.tasks {
-        let per_run = |reports: &[&Report], f: &dyn Fn(&schedlab_analysis::DeadlineTask) -> String| {
+        let per_run = |reports: &[&Report], f: &DeadlineFigure| {
             let v: Vec<String> = reports
                 .iter()
                 .map(|r| r.deadline.tasks.iter().find(|t| t.comm == task.comm).map_or("-".to_string(), f))
                 .collect();
             v.join(" ")
         };
-        let figures: [(&str, &dyn Fn(&schedlab_analysis::DeadlineTask) -> String); 5] = [
+        let figures: [(&str, &DeadlineFigure); 5] = [
             ("jobs", &|t| t.jobs.to_string()),
             ("missed", &|t| t.misses.to_string()),
             ("max late ms", &|t| format!("{:.1}", t.max_lateness_ns as f64 / 1e6)),

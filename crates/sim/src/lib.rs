@@ -697,7 +697,7 @@ fn simulate_inner(
 /// thread's line. Also refuses what such a thread may not do in the model:
 /// operations the kernel refuses a deadline task (`fork`: EAGAIN) or that
 /// the model does not follow for one (affinity, policy, nice or cgroup
-/// changes; a PI mutex, whose deadline inheritance is not modeled).
+/// changes).
 fn deadline_reservation(
     scenario: &Scenario,
     spec: &ThreadSpec,
@@ -715,9 +715,6 @@ fn deadline_reservation(
             Op::SetAffinity { .. } => "`setaffinity` on a deadline task is not modeled",
             Op::SetScheduler { .. } | Op::SetPriority { .. } => "changing its policy or nice is not modeled",
             Op::SetCgroup { .. } => "moving a deadline task between cgroups is not modeled",
-            Op::Lock { mutex } | Op::CondWait { mutex, .. } if refs_pi_mutex(scenario, mutex) => {
-                "it takes a PI mutex: deadline inheritance through rt_mutex is not modeled yet"
-            }
             _ => continue,
         };
         return Err(refuse(why.to_string()));
@@ -725,20 +722,6 @@ fn deadline_reservation(
     let p = schedlab_kernel::deadline::DlParams { runtime: d.runtime_ns, deadline: d.deadline_ns, period: d.period_ns };
     kernel.dl_admit(&p, &spec.affinity, cpu).map_err(|e| refuse(format!("sched_setattr() fails with {e}")))?;
     Ok(Some(p))
-}
-
-/// Whether a mutex reference can name a PI mutex.
-fn refs_pi_mutex(scenario: &Scenario, r: &schedlab_scenario::ObjRef) -> bool {
-    let ids: &[schedlab_scenario::ObjId] = match r {
-        schedlab_scenario::ObjRef::Fixed(id) => std::slice::from_ref(id),
-        schedlab_scenario::ObjRef::ByPolled(ids) => ids,
-    };
-    ids.iter().any(|&id| {
-        scenario
-            .objects
-            .get(id as usize)
-            .is_some_and(|o| matches!(o.kind, schedlab_scenario::ObjKind::Mutex { pi: true }))
-    })
 }
 
 /// The kernel model's policy for a scenario's.

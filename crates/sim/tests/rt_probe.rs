@@ -185,3 +185,36 @@ fn seed_003_trace_shows_the_mechanism() {
     let (t_push, _) = push_of_l(&r, t_boost).expect("the queued push moves L");
     assert!(t_push - t_boost < 100_000, "push {} ns after the boost", t_push - t_boost);
 }
+
+/// Seed 003 with W as a SCHED_DEADLINE task (scenarios/rt-pi-push-dl.toml):
+/// L inherits the deadline class with W's reservation, the deadline class's
+/// own push moves it to CPU 3 (free of deadline tasks) and it runs at
+/// once, whether or not the RT push IPI chain is on; PRIO_NONE keeps L
+/// behind X for the dwell.
+#[test]
+fn seed_003_with_a_deadline_waiter() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/rt-pi-push-dl.toml");
+    let load = |edit: &dyn Fn(String) -> String| {
+        let text = edit(std::fs::read_to_string(&path).unwrap());
+        Scenario::from_toml_str(path.to_str().unwrap(), &text, path.parent().unwrap()).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let s = load(&|t| t);
+    for f in ["NO_RT_PUSH_IPI", "RT_PUSH_IPI"] {
+        let (timely, median, migrated) = table_row(&s, &[f]);
+        eprintln!(
+            "deadline W, {f:<15} {timely}/8 timely, median {:.3} ms, {migrated} migrated",
+            median as f64 / MS as f64
+        );
+        assert!(timely == 8 && median < MS && migrated == 8, "{f}");
+    }
+    let r = simulate(&s, &SimOptions::default()).unwrap();
+    let l = *r.trace.table.tasks.iter().find(|(_, t)| t.comm == "L").unwrap().0;
+    assert!(r
+        .trace
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::SchedPiSetprio { pid, newprio: -1, .. } if pid == l)));
+    let control = load(&|t| t.replace("pi = true", "pi = false"));
+    let (timely, _, migrated) = table_row(&control, &["NO_RT_PUSH_IPI"]);
+    assert!(timely == 0 && migrated == 0, "PRIO_NONE: L waits behind X");
+}

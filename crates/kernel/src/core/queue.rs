@@ -138,14 +138,15 @@ impl Kernel {
     }
 
     /// `rt_mutex_setprio()`: change `p`'s effective priority to the best of
-    /// its normal priority and `pi_prio` (a PI waiter's), moving it between
-    /// the fair and RT classes when the boost crosses MAX_RT_PRIO.
-    /// Simplified: no deadline tasks, so no dl boost.
-    pub(crate) fn rt_mutex_setprio(&mut self, p: TaskId, pi_prio: Option<i32>) {
+    /// its normal priority and its top PI waiter `pi_task`'s, moving it
+    /// between classes when the boost crosses MAX_RT_PRIO or MAX_DL_PRIO; a
+    /// deadline donor lends its reservation (deadline inheritance).
+    pub(crate) fn rt_mutex_setprio(&mut self, p: TaskId, pi_task: Option<TaskId>) {
         let normal = self.tasks[p as usize].normal_prio;
-        let prio = pi_prio.map_or(normal, |pp| pp.min(normal));
+        let prio = pi_task.map_or(normal, |t| self.tasks[t as usize].prio.min(normal));
         let oldprio = self.tasks[p as usize].prio;
-        if prio == oldprio {
+        let dl_prio = |prio: i32| prio < crate::deadline::MAX_DL_PRIO;
+        if prio == oldprio && !dl_prio(prio) {
             return;
         }
         let cpu = self.tasks[p as usize].cpu;
@@ -167,12 +168,33 @@ impl Kernel {
         if running {
             self.put_prev_task(cpu, p);
         }
+        // Deadline inheritance: a task below the deadline class, or a
+        // deadline task whose donor's deadline is earlier, runs with the
+        // donor's reservation (`p->dl.pi_se = pi_task->dl.pi_se`) from a
+        // replenishment; otherwise with its own.
+        let mut replenish = false;
+        self.tasks[p as usize].dl.pi_se = None;
+        if dl_prio(prio) {
+            if let Some(d) = pi_task.filter(|&d| {
+                !dl_prio(normal)
+                    || (dl_prio(self.tasks[d as usize].prio)
+                        && (self.tasks[d as usize].dl.deadline as i64)
+                            .wrapping_sub(self.tasks[p as usize].dl.deadline as i64)
+                            < 0)
+            }) {
+                self.tasks[p as usize].dl.pi_se = Some(self.tasks[d as usize].dl.pi_se.unwrap_or(d));
+                replenish = true;
+            }
+        }
         self.tasks[p as usize].prio = prio;
         // check_class_changing()
         if prev_class != next_class {
             next_class.switching_to(self, p);
         }
         queue_flags = qflags::ENQUEUE_RESTORE | qflags::ENQUEUE_NOCLOCK;
+        if replenish {
+            queue_flags |= qflags::ENQUEUE_REPLENISH;
+        }
         if next_class == SchedClass::Rt && oldprio < prio {
             // A deboosted RT task goes to the head of its new level.
             queue_flags |= qflags::ENQUEUE_HEAD;

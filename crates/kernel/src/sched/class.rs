@@ -262,26 +262,30 @@ impl SchedClass {
 
     /// `class->switched_from()`: `p` left this class.
     pub(crate) fn switched_from(self, k: &mut Kernel, cpu: usize, p: TaskId) {
-        if self == SchedClass::Rt {
-            k.switched_from_rt(cpu, p);
+        match self {
+            SchedClass::Dl => k.switched_from_dl(cpu, p),
+            SchedClass::Rt => k.switched_from_rt(cpu, p),
+            _ => {}
         }
     }
 
     /// `class->switched_to()`: `p` entered this class.
     pub(crate) fn switched_to(self, k: &mut Kernel, cpu: usize, p: TaskId) {
         match self {
+            SchedClass::Dl => k.switched_to_dl(cpu, p),
             SchedClass::Rt => k.switched_to_rt(cpu, p),
             SchedClass::Fair => k.switched_to_fair(cpu, p),
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => {}
+            SchedClass::Stop | SchedClass::Idle => {}
         }
     }
 
     /// `class->prio_changed()`: `p` stayed in this class at a new priority.
     pub(crate) fn prio_changed(self, k: &mut Kernel, cpu: usize, p: TaskId, oldprio: i32) {
         match self {
+            SchedClass::Dl => k.prio_changed_dl(cpu, p),
             SchedClass::Rt => k.prio_changed_rt(cpu, p, oldprio),
             SchedClass::Fair => k.prio_changed_fair(cpu, p, oldprio),
-            SchedClass::Stop | SchedClass::Dl | SchedClass::Idle => {}
+            SchedClass::Stop | SchedClass::Idle => {}
         }
     }
 }

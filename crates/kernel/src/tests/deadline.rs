@@ -232,3 +232,61 @@ fn admission_refuses_bad_parameters_partial_affinity_and_too_much_bandwidth() {
     }
     k.dl_admit(&res(1, 10, 10), &all, 0).unwrap();
 }
+
+#[test]
+fn a_deadline_waiter_lends_its_reservation_to_the_fair_lock_holder() {
+    // Seed 003's shape with a deadline donor: fair L holds the lock, a fair
+    // hog shares CPU 0 with it, and deadline D (3 ms every 10 ms) blocks on
+    // the lock from CPU 1.
+    let mut k = kernel("6.12");
+    let l = fair_task(&mut k, 1, "0", 0);
+    let hog = fair_task(&mut k, 2, "0", 0);
+    let d = dl_task(&mut k, 3, res(3, 10, 10), "0-3", 1);
+    start(&mut k, l, 0);
+    start(&mut k, hog, 0);
+    start(&mut k, d, 0);
+    assert!(k.rt_mutex_lock(l, 0, MS, 0));
+    k.sync_curr(0, 5 * MS);
+    k.schedule(0, 5 * MS, true);
+    k.finish_task_switch(0);
+    assert_eq!(k.curr(0), Some(hog));
+    assert!(!k.rt_mutex_lock(d, 0, 6 * MS, 1));
+    block(&mut k, 1, 6 * MS);
+    // L now runs in the deadline class with D's reservation, from a fresh
+    // period (its own dl_deadline is 0): deadline 6 + 10 ms, 3 ms of runtime.
+    assert_eq!(k.class_of(l), SchedClass::Dl);
+    assert_eq!(k.tasks[l as usize].dl.pi_se, Some(d));
+    assert_eq!((k.tasks[l as usize].dl.deadline, k.tasks[l as usize].dl.runtime), (16 * MS, 3 * MS as i64));
+    assert_eq!(k.curr(0), Some(l), "the boosted holder preempts the fair hog");
+    // Boosted, it is never throttled: out of runtime it is replenished at once.
+    k.sched_tick(0, 10 * MS);
+    settle(&mut k, 10 * MS);
+    assert_eq!(k.curr(0), Some(l));
+    assert!(!k.tasks[l as usize].dl.throttled);
+    assert!(k.tasks[l as usize].dl.deadline > 16 * MS, "a replenishment moved its deadline on");
+    // The unlock deboosts L and hands the lock to D.
+    assert_eq!(k.rt_mutex_unlock(l, 0, 11 * MS, 0), Some(d));
+    assert_eq!((k.class_of(l), k.tasks[l as usize].dl.pi_se), (SchedClass::Fair, None));
+    settle(&mut k, 11 * MS);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn deadline_waiters_queue_by_deadline_and_the_earliest_boosts() {
+    let mut k = kernel("6.12");
+    let owner = fair_task(&mut k, 1, "0", 0);
+    let late = dl_task(&mut k, 2, res(1, 40, 40), "0-3", 1);
+    let early = dl_task(&mut k, 3, res(1, 20, 20), "0-3", 2);
+    start(&mut k, owner, 0);
+    start(&mut k, late, 0);
+    start(&mut k, early, 0);
+    assert!(k.rt_mutex_lock(owner, 0, 0, 0));
+    assert!(!k.rt_mutex_lock(late, 0, 0, 1));
+    block(&mut k, 1, 0);
+    assert_eq!(k.tasks[owner as usize].dl.pi_se, Some(late));
+    assert!(!k.rt_mutex_lock(early, 0, 0, 2));
+    block(&mut k, 2, 0);
+    assert_eq!(k.tasks[owner as usize].dl.pi_se, Some(early), "the earlier deadline is the top waiter");
+    assert_eq!(k.rt_mutex_unlock(owner, 0, MS, 0), Some(early));
+    k.check_invariants().unwrap();
+}
