@@ -618,7 +618,11 @@ impl Kernel {
             return false;
         }
         // find_lock_later_rq(): its retries are for runqueues that change
-        // while it takes their locks, which cannot happen here.
+        // while it takes their locks. With CONFIG_PREEMPTION (PREEMPT_DYNAMIC
+        // kernels) double_lock_balance() always drops this runqueue's lock,
+        // and a CPU told to reschedule may pick the task in that window (the
+        // push then gives up on it). Simplified: an entry here is atomic, so
+        // the push always proceeds.
         let Some(later) = self.find_later_rq(next).filter(|&t| t != cpu && self.dl_is_earliest_on(next, t)) else {
             return false;
         };
