@@ -1,0 +1,72 @@
+//! SCHED_DEADLINE threads on this machine's kernel (root): the real runner
+//! gives a thread its reservation with `sched_setattr()`, the kernel's CBS
+//! holds an overrunning task to it (throttled every period), and the
+//! kernel's admission refuses what the model refuses (EBUSY). Skipped with
+//! a message without root.
+
+mod common;
+use common::root;
+
+use std::process::Command;
+
+fn is_root() -> bool {
+    // SAFETY: plain syscall.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_kernel_holds_a_deadline_task_to_its_reservation_and_refuses_one_that_does_not_fit() {
+    if !is_root() {
+        eprintln!("skipped: needs root (sched_setattr SCHED_DEADLINE, tracefs)");
+        return;
+    }
+    // dl-cbs-overrun: 2 ms every 10 ms asked for 5 ms per job, beside a hog.
+    let d = json_of(&["real", "dl-cbs-overrun", "--duration", "2s", "--json"]);
+    let cbs = &d["deadline"]["tasks"][0];
+    assert_eq!(cbs["comm"], "cbs", "{d}");
+    let window = d["window_ns"][1].as_f64().unwrap() - d["window_ns"][0].as_f64().unwrap();
+    let share = cbs["run_ns"].as_f64().unwrap() / window;
+    // The reservation, plus what the tick (HZ up to 1000 here) lets through.
+    assert!((0.15..=0.30).contains(&share), "cbs ran {share:.3} of the window");
+    // Two throttles per 5 ms job (the model counts 96 in 2 s); at least
+    // 40 on a shared machine, whose other load stretches the jobs.
+    assert!(cbs["throttles"].as_u64().unwrap() >= 40, "throttled {} times in 2 s", cbs["throttles"]);
+    assert!(cbs["misses"].as_u64().unwrap() >= 20, "{cbs}");
+
+    // Two reservations of 0.95 CPU on a machine whose limit, with the fair
+    // servers' 0.05 per CPU, leaves 0.95 x nr_cpus - 0.05 x nr_cpus: the
+    // second no longer fits on 2 CPUs. The model refuses the file; the
+    // kernel refuses the thread (EBUSY), which then runs as SCHED_OTHER.
+    let nr_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if nr_cpus != 2 {
+        eprintln!("admission half skipped: written for 2 CPUs, this machine has {nr_cpus}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("busy.toml");
+    let thread = |name: &str| {
+        format!(
+            "[[thread]]\nname = \"{name}\"\npolicy = \"SCHED_DEADLINE\"\nruntime = \"9500us\"\ndeadline = \"10ms\"\n\
+             program = [{{ run = \"1ms\" }}, {{ timer = \"10ms\" }}]\n"
+        )
+    };
+    let topo = root().join("scenarios/topologies/kvm-2.toml");
+    std::fs::write(
+        &file,
+        format!("topology = \"{}\"\nduration = \"300ms\"\n{}{}", topo.display(), thread("d0"), thread("d1")),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let sim = Command::new(env!("CARGO_BIN_EXE_schedlab")).args(["run", path]).output().unwrap();
+    assert!(!sim.status.success() && String::from_utf8_lossy(&sim.stderr).contains("EBUSY"));
+    let d = json_of(&["real", path, "--json"]);
+    let notes = |i: usize| d["threads"][i]["setup_notes"].to_string();
+    assert_eq!(notes(0), "[]", "d0 is admitted");
+    assert!(notes(1).contains("os error 16"), "d1: {}", notes(1));
+}
