@@ -626,12 +626,7 @@ impl Kernel {
         let Some(later) = self.find_later_rq(next).filter(|&t| t != cpu && self.dl_is_earliest_on(next, t)) else {
             return false;
         };
-        self.finish_switch_of(next);
-        self.update_rq_clock(cpu);
-        self.deactivate_task(cpu, next, 0);
-        self.set_task_cpu(next, later);
-        self.update_rq_clock(later);
-        self.activate_task(later, next, 0);
+        self.move_queued_for_balance(next, cpu, later);
         self.resched_curr(later);
         true
     }
@@ -684,12 +679,7 @@ impl Kernel {
         if self.curr_dl_deadline(src).is_some_and(|c| before(d, c)) {
             return;
         }
-        self.finish_switch_of(p);
-        self.update_rq_clock(src);
-        self.deactivate_task(src, p, 0);
-        self.set_task_cpu(p, this_cpu);
-        self.update_rq_clock(this_cpu);
-        self.activate_task(this_cpu, p, 0);
+        self.move_queued_for_balance(p, src, this_cpu);
         *dmin = d;
         *resched = true;
     }

@@ -409,12 +409,7 @@ impl Kernel {
             match self.find_lock_lowest_rq(next, cpu) {
                 Some(lowest) => {
                     self.emit_rt_push(cpu, next, Some(lowest), RtBalanceResult::Moved);
-                    self.finish_switch_of(next);
-                    self.update_rq_clock(cpu);
-                    self.deactivate_task(cpu, next, 0);
-                    self.set_task_cpu(next, lowest);
-                    self.update_rq_clock(lowest);
-                    self.activate_task(lowest, next, 0);
+                    self.move_queued_for_balance(next, cpu, lowest);
                     self.resched_curr(lowest);
                     return true;
                 }
@@ -492,12 +487,7 @@ impl Kernel {
                 let result = if pulled { RtBalanceResult::Moved } else { NotHigher };
                 self.emit(this_cpu, EventKind::RtPull { src_cpu: src as u32, pid, result });
                 if pulled {
-                    self.finish_switch_of(p);
-                    self.update_rq_clock(src);
-                    self.deactivate_task(src, p, 0);
-                    self.set_task_cpu(p, this_cpu);
-                    self.update_rq_clock(this_cpu);
-                    self.activate_task(this_cpu, p, 0);
+                    self.move_queued_for_balance(p, src, this_cpu);
                     resched = true;
                 }
             }

@@ -71,6 +71,18 @@ impl Kernel {
         self.dequeue_task(cpu, t, flags);
     }
 
+    /// A push or pull's move of queued task `p` from `src` to `dst`, both
+    /// runqueue locks held (rt.c's and deadline.c's `deactivate_task()` →
+    /// `set_task_cpu()` → `activate_task()`); the caller reschedules.
+    pub(crate) fn move_queued_for_balance(&mut self, p: TaskId, src: usize, dst: usize) {
+        self.finish_switch_of(p);
+        self.update_rq_clock(src);
+        self.deactivate_task(src, p, 0);
+        self.set_task_cpu(p, dst);
+        self.update_rq_clock(dst);
+        self.activate_task(dst, p, 0);
+    }
+
     /// `move_queued_task()`: move a queued, not running task to `new_cpu`.
     /// A delayed task stays delayed on its new runqueue.
     pub(crate) fn move_queued_task(&mut self, t: TaskId, new_cpu: usize) {
