@@ -128,8 +128,8 @@ pub fn diff(args: DiffArgs) -> Result {
     let res_a = res_a.map_err(|e| side_error(&ra, e))?;
     let res_b = res_b.map_err(|e| side_error(&rb, e))?;
     // The scenario's own threads and those their forks created, in either run.
-    let (pids_a, _) = schedlab_fidelity::sides::sim_workload(&base, &res_a);
-    let (pids_b, _) = schedlab_fidelity::sides::sim_workload(&base, &res_b);
+    let (pids_a, _) = schedlab_sides::sim_workload(&base, &res_a);
+    let (pids_b, _) = schedlab_sides::sim_workload(&base, &res_b);
     let workload = move |pid: i32| pids_a.contains(&pid) || pids_b.contains(&pid);
     let report = collector.finish(&base, res_a.seed, &workload, side(&ra, &res_a), side(&rb, &res_b));
     if args.json.json {

@@ -182,7 +182,7 @@ pub fn run(args: RunArgs) -> Result {
     let (result, mut report, schbench, events) = if keep_trace {
         let result = simulate(&scenario, &opts)?;
         // Forked threads' pids are known once the run is over.
-        let (_, with_forked) = schedlab_fidelity::sides::sim_workload(&scenario, &result);
+        let (_, with_forked) = schedlab_sides::sim_workload(&scenario, &result);
         let mut allowed = allowed.clone();
         allowed.extend(with_forked);
         let report = Report::of(
@@ -303,7 +303,7 @@ pub fn run(args: RunArgs) -> Result {
     }
     let trace_to_stdout = args.trace.trace.as_deref().is_some_and(is_stdout);
     let changed = result.features.diff_from(&result.profile.defaults);
-    let groups = group_rows(&result);
+    let groups = schedlab_sides::model::group_rows(&result);
     let why = schedlab_sweep::why::why(&result.kernel_stats, &scenario, result.end_ns);
     if args.json.json {
         let doc = RunJson {
@@ -357,32 +357,6 @@ pub fn run(args: RunArgs) -> Result {
     };
     report_out(&text.render(), trace_to_stdout)?;
     Ok(())
-}
-
-/// The model's task groups as `real` reports cgroups: CPU time from the
-/// tasks' `sum_exec_runtime` (the trace's runtime is the same figure here).
-pub(crate) fn group_rows(result: &schedlab_sim::SimResult) -> Vec<schedlab_report::CgroupRow> {
-    let total: u64 = result.threads.iter().map(|t| t.runtime_ns).sum();
-    let secs = result.end_ns.max(1) as f64;
-    result
-        .groups
-        .iter()
-        .map(|g| {
-            let (nr_periods, nr_throttled, throttled_ns) = g.bandwidth.unwrap_or_default();
-            schedlab_report::CgroupRow {
-                name: g.name.clone(),
-                threads: g.threads,
-                cpu_time_ns: g.runtime_ns,
-                traced_runtime_ns: g.runtime_ns,
-                cpus_used: g.runtime_ns as f64 / secs,
-                share_of_workload: if total > 0 { g.runtime_ns as f64 / total as f64 } else { 0.0 },
-                nr_periods,
-                nr_throttled,
-                throttled_ns,
-                by_starting_group: false,
-            }
-        })
-        .collect()
 }
 
 /// The report: on stdout, or on stderr when `--trace -` took stdout.
