@@ -24,7 +24,7 @@ pub mod sides;
 use std::path::Path;
 
 use schedlab_analysis::DEFAULT_GRACE_NS;
-use schedlab_report::{FidelityLoad, FidelityRow};
+use schedlab_report::{FidelityLoad, FidelityRow, Figure};
 use schedlab_runner::RealOptions;
 use schedlab_scenario::Scenario;
 use schedlab_sides::{sim_workload, AnalysedRun, Host, Model, Side as _, SideError, SimSide};
@@ -162,8 +162,8 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
         let secs = duration.div_ceil(1_000_000_000);
         let first_seed = opts.seed.unwrap_or(scenario.seed);
         let n = case.metrics.len();
-        let mut real: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
-        let mut model: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
+        let mut real: Vec<Vec<Figure>> = vec![Vec::new(); n];
+        let mut model: Vec<Vec<Figure>> = vec![Vec::new(); n];
         let mut loads: Vec<load::Load> = Vec::new();
         let mut speeds: Vec<f64> = Vec::new();
         let mut repairs: Vec<schedlab_trace::RepairStats> = Vec::new();
@@ -273,12 +273,7 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
 }
 
 /// One row from each side's per-round figures: medians, ratio, verdict.
-pub fn row(
-    case: &str,
-    metric: Metric,
-    real_rounds: Vec<Result<f64, String>>,
-    model_rounds: Vec<Result<f64, String>>,
-) -> FidelityRow {
+pub fn row(case: &str, metric: Metric, real_rounds: Vec<Figure>, model_rounds: Vec<Figure>) -> FidelityRow {
     let real = bands::median_of_rounds(&real_rounds);
     let model = bands::median_of_rounds(&model_rounds);
     let band = metric.band();
