@@ -13,6 +13,7 @@
 //! topology (`schedlab_topology::host`), where it is tested on synthetic
 //! samples.
 
+mod error;
 mod futex;
 mod line;
 mod noise;
@@ -26,6 +27,7 @@ use std::time::Instant;
 
 use schedlab_topology::host::{HostMachine, Measured};
 
+pub use error::ProbeError;
 pub use line::line_probe;
 pub use noise::noise_probe;
 pub use switch::switch_probe;
