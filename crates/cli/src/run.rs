@@ -2,11 +2,11 @@
 
 use clap::Args;
 use schedlab_kernel::Profile;
-use schedlab_report::{run_plot_title, AnalysisJson, Report, ReportCollector, RunJson, RunText, SimHeader};
+use schedlab_report::{run_plot_title, AnalysisJson, RunJson, RunText, SimHeader};
 use schedlab_scenario::{Scenario, Spanned};
-use schedlab_sim::{simulate, simulate_observed, simulate_pipelined, SimOptions, TraceObserver};
+use schedlab_sides::reported::{simulate_reported, Events, Reported};
+use schedlab_sim::{SimOptions, TraceObserver};
 use schedlab_topology::Topology;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -164,14 +164,6 @@ pub fn run(args: RunArgs) -> Result {
         ))
         .into());
     }
-    // The trace has no affinities: each scenario thread's comes from the
-    // scenario (pids are handed out in thread order).
-    let allowed: BTreeMap<i32, Vec<u32>> = scenario
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.to_u32_vec()))
-        .collect();
     // The plots need the whole trace; otherwise the run streams into the
     // report's collectors and the trace files, and its memory stays bounded.
     let keep_trace = args.plot.is_some();
@@ -179,22 +171,10 @@ pub fn run(args: RunArgs) -> Result {
     let mut latency = (args.view.view == View::Latency).then(|| (SchedLatency::new(), Default::default()));
     let kept = schedlab_report::kept_stalls(args.report.stalls);
     let wall = Instant::now();
-    let (result, mut report, schbench, events) = if keep_trace {
-        let result = simulate(&scenario, &opts)?;
-        // Forked threads' pids are known once the run is over.
-        let (_, with_forked) = schedlab_sides::sim_workload(&scenario, &result);
-        let mut allowed = allowed.clone();
-        allowed.extend(with_forked);
-        let report = Report::of(
-            &result.trace,
-            Some(&scenario),
-            scenario.stall_threshold_ns,
-            Some(result.end_ns),
-            allowed,
-            args.report.grace,
-        );
-        let schbench = schedlab_analysis::schbench_report(&result.trace, result.end_ns);
-        let events = result.trace.events.len();
+    let grace = args.report.grace;
+    let Reported { result, mut report, schbench, events, allowed } = if keep_trace {
+        let run = simulate_reported(&scenario, &opts, grace, kept, Events::Kept)?;
+        let result = &run.result;
         if let Some((lat, table)) = latency.as_mut() {
             for ev in result.trace.in_time_order().iter() {
                 lat.observe(ev);
@@ -217,39 +197,19 @@ pub fn run(args: RunArgs) -> Result {
         if let Some(path) = &args.trace_dat {
             write_tracedat(&result.trace, path)?;
         }
-        (result, report, schbench, events)
+        run
     } else {
         let mut obs = Streamed {
-            scenario: &scenario,
-            allowed: &allowed,
-            grace_ns: args.report.grace,
-            kept,
-            collector: None,
+            nr_cpus: scenario.topology.nr_cpus() as u32,
             ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
             perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
             trace_dat: args.trace_dat.as_deref().map(TraceDatStream::create).transpose()?,
             timehist: if timehist { Some((listing()?, Default::default(), None)) } else { None },
             latency: latency.take(),
-            events: 0,
         };
-        // It keeps no trace: the budget bounds the process's resident memory
-        // (SimError::Resident), looked at as it runs.
         let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        let result = if args.one_thread || !two_cpus {
-            simulate_observed(&scenario, &opts, &mut obs, true)?
-        } else {
-            simulate_pipelined(&scenario, &opts, &mut obs, true)?
-        };
-        let collector = obs.collector.take().unwrap_or_else(|| {
-            ReportCollector::new(
-                &scenario,
-                &result.trace.table,
-                scenario.topology.nr_cpus() as u32,
-                allowed.clone(),
-                args.report.grace,
-            )
-            .with_kept_stalls(kept)
-        });
+        let pipelined = !args.one_thread && two_cpus;
+        let run = simulate_reported(&scenario, &opts, grace, kept, Events::Streamed { also: &mut obs, pipelined })?;
         if let Some(f) = obs.ftrace.take() {
             f.finish()?;
         }
@@ -265,9 +225,8 @@ pub fn run(args: RunArgs) -> Result {
             }
             finish_listing(th)?;
         }
-        let (report, schbench) = collector.finish(result.end_ns);
         latency = obs.latency.take();
-        (result, report, schbench, obs.events)
+        run
     };
     let wall = wall.elapsed();
     if let (Some(dir), Some(basename)) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
@@ -370,15 +329,10 @@ fn report_out(text: &str, trace_to_stdout: bool) -> Result {
     }
 }
 
-/// A streamed run's report and trace files, started once the run's task
-/// table is known.
-struct Streamed<'a> {
-    scenario: &'a Scenario,
-    allowed: &'a BTreeMap<i32, Vec<u32>>,
-    grace_ns: u64,
-    /// Stalls and stories kept one by one.
-    kept: usize,
-    collector: Option<ReportCollector>,
+/// A streamed run's trace files and perf views, started once the run's
+/// task table is known (the report's collector is the side's).
+struct Streamed {
+    nr_cpus: u32,
     ftrace: Option<FtraceStream>,
     perfetto: Option<PerfettoStream>,
     trace_dat: Option<TraceDatStream>,
@@ -386,7 +340,6 @@ struct Streamed<'a> {
     timehist: Option<(Listing, schedlab_trace::TaskTable, Option<std::io::Error>)>,
     /// `--view latency`: perf's accounting and the run's task table.
     latency: Option<(SchedLatency, schedlab_trace::TaskTable)>,
-    events: usize,
 }
 
 type Listing = Timehist<'static, std::io::BufWriter<std::io::Stdout>>;
@@ -412,13 +365,9 @@ fn finish_listing(th: Listing) -> Result {
     }
 }
 
-impl TraceObserver for Streamed<'_> {
+impl TraceObserver for Streamed {
     fn start(&mut self, table: &schedlab_trace::TaskTable) {
-        let nr_cpus = self.scenario.topology.nr_cpus() as u32;
-        self.collector = Some(
-            ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), self.grace_ns)
-                .with_kept_stalls(self.kept),
-        );
+        let nr_cpus = self.nr_cpus;
         if let Some(f) = self.ftrace.as_mut() {
             f.start(table, nr_cpus);
         }
@@ -437,9 +386,6 @@ impl TraceObserver for Streamed<'_> {
     }
 
     fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-        if let Some(c) = self.collector.as_mut() {
-            c.task_forked(self.scenario, pid, info);
-        }
         if let Some(f) = self.ftrace.as_mut() {
             f.task_new(pid, info);
         }
@@ -458,12 +404,8 @@ impl TraceObserver for Streamed<'_> {
     }
 
     fn event(&mut self, e: &schedlab_trace::Event) {
-        self.events += 1;
         if let Some((lat, _)) = self.latency.as_mut() {
             lat.observe(e);
-        }
-        if let Some(c) = self.collector.as_mut() {
-            c.observe(e);
         }
         if let Some(f) = self.ftrace.as_mut() {
             f.event(e);

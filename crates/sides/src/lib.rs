@@ -7,7 +7,9 @@
 //! (or the hardware), not between two measuring tools. Every [`Side`]
 //! takes a loaded scenario and gives its analysed runs:
 //!
-//! * [`Model`]: the simulator, over consecutive seeds ([`SimSide`] per run).
+//! * [`Model`]: the simulator, over consecutive seeds ([`SimSide`] per run);
+//!   [`reported`] is `schedlab run`'s one run, streamed into its report and
+//!   the caller's trace files and views.
 //! * [`Host`]: this machine's kernel through the real runner ([`AnalysedRun`]).
 //! * [`Guest`]: a kernel booted under QEMU, one boot and several runs
 //!   ([`GuestSession`]).
@@ -25,6 +27,7 @@ pub mod guest;
 pub mod headers;
 pub mod host;
 pub mod model;
+pub mod reported;
 
 use std::path::Path;
 
