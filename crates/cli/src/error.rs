@@ -52,9 +52,6 @@ pub enum CliError {
     SettingNeedsVm,
     #[error("--loops-per-us {0}: expected a positive number of iterations per microsecond")]
     LoopsPerUs(f64),
-    /// A `diff` side whose setting the model rejects, or whose run failed.
-    #[error("{flag} {text}: {why}")]
-    Side { flag: &'static str, text: String, why: String },
     /// `fidelity --cases` naming no case.
     #[error("{0}")]
     Fidelity(String),

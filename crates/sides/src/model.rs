@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use schedlab_report::{CgroupRow, Report, ReportCollector};
 use schedlab_scenario::Scenario;
+pub use schedlab_sim::sim_workload;
 use schedlab_sim::{simulate, SimOptions, SimResult, TraceObserver};
 use schedlab_trace::{Event, Pid, TaskInfo, TaskTable};
 
@@ -60,22 +61,6 @@ impl Side for Model {
             })
             .collect()
     }
-}
-
-/// A simulated run's workload: the scenario's threads and those its
-/// `fork`s created (not the model's own kworkers), with the CPUs each may
-/// use. The simulation runs on the scenario's CPUs; with `--remap` a real
-/// run's are the host's, so each run has its own affinities.
-pub fn sim_workload(scenario: &Scenario, result: &SimResult) -> (Vec<Pid>, BTreeMap<Pid, Vec<u32>>) {
-    let mut pids = Vec::new();
-    let mut allowed = BTreeMap::new();
-    for t in &result.threads {
-        if let Some(spec) = scenario.workload_spec(&t.name) {
-            pids.push(t.pid);
-            allowed.insert(t.pid, spec.affinity.to_u32_vec());
-        }
-    }
-    (pids, allowed)
 }
 
 /// The analysis of a simulated run: its workload threads' rows only.
