@@ -81,6 +81,7 @@
 //! jobs can also be split over processes or machines and merged ([`shard`]).
 
 pub mod bench;
+pub mod cluster;
 mod diff;
 mod file;
 mod progress;
