@@ -18,6 +18,7 @@
 pub mod bands;
 pub mod cases;
 pub mod load;
+pub mod machine;
 pub mod metrics;
 pub mod sides;
 
