@@ -230,7 +230,11 @@ pub fn run(args: RunArgs) -> Result {
     };
     let wall = wall.elapsed();
     if let (Some(dir), Some(basename)) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
-        write_rtapp_logs(dir, basename, &scenario, &result)?;
+        schedlab_sim::write_rtapp_logs(dir, basename, &scenario, &result).map_err(|e| CliError::Write {
+            flag: "--rtapp-log",
+            path: e.path.display().to_string(),
+            why: e.source.to_string(),
+        })?;
     }
     debug_assert_eq!(report.attribution.explained() + report.attribution.unexplained, report.metrics.stall_count());
 
@@ -424,34 +428,4 @@ impl TraceObserver for Streamed {
             }
         }
     }
-}
-
-/// `--rtapp-log`: one file per thread, as rt-app names them.
-/// A forked thread's log is named as rt-app names it, `<task>-<index>-<nnnn>`
-/// (its index among all threads, then the fork's number).
-fn write_rtapp_logs(dir: &Path, basename: &str, scenario: &Scenario, result: &schedlab_sim::SimResult) -> Result {
-    let rows = &result.rtapp_log;
-    let failed = |path: &Path, e: std::io::Error| CliError::Write {
-        flag: "--rtapp-log",
-        path: path.display().to_string(),
-        why: e.to_string(),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
-    for (i, t) in scenario.threads.iter().enumerate() {
-        let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
-        let text = schedlab_sim::render_rtapp_log(i, t.policy.name(), priority, rows.get(i).map_or(&[][..], |r| r));
-        let path = dir.join(format!("{basename}-{}-{i}.log", t.group));
-        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
-    }
-    for (i, outcome) in result.threads.iter().enumerate().skip(scenario.threads.len()) {
-        let Some(t) = scenario.forked_spec(&outcome.name) else { continue };
-        let Some(r) = rows.get(i).filter(|r| !r.is_empty()) else { continue };
-        let n = outcome.name.rsplit('-').next().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
-        let n = n.saturating_sub(u64::from(t.instance));
-        let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
-        let text = schedlab_sim::render_rtapp_log(i, t.policy.name(), priority, r);
-        let path = dir.join(format!("{basename}-{}-{i}-{n:04}.log", t.group));
-        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
-    }
-    Ok(())
 }

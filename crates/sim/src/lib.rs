@@ -13,7 +13,9 @@ mod groups;
 mod hw;
 pub mod pipeline;
 pub use pipeline::{simulate_pair, simulate_pipelined, PairObserver};
-pub use workload::rtapp_log::{render_log as render_rtapp_log, RtAppRow};
+pub use workload::rtapp_log::{
+    render_log as render_rtapp_log, write_logs as write_rtapp_logs, RtAppLogError, RtAppRow,
+};
 pub mod queue;
 pub mod rng;
 pub mod workload;
