@@ -156,12 +156,21 @@ fn mem_available() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Why `--max-memory` is not a size clap can take.
+#[derive(Debug, thiserror::Error)]
+enum SizeError {
+    /// bytesize's own reason is text.
+    #[error("`{text}` is not a size ({why}); expected e.g. 512MiB, 8GiB, 2G")]
+    NotASize { text: String, why: String },
+    #[error("`{0}` is under 1 MiB: too little for any run")]
+    TooSmall(String),
+}
+
 /// A size as `bytesize` reads it (`512MiB`, `8GiB`, `2G`, `1000000`): at least 1 MiB.
-fn parse_size(s: &str) -> Result<u64, String> {
-    let b: bytesize::ByteSize =
-        s.trim().parse().map_err(|e| format!("`{s}` is not a size ({e}); expected e.g. 512MiB, 8GiB, 2G"))?;
+fn parse_size(s: &str) -> Result<u64, SizeError> {
+    let b: bytesize::ByteSize = s.trim().parse().map_err(|why| SizeError::NotASize { text: s.to_string(), why })?;
     if b.as_u64() < 1 << 20 {
-        return Err(format!("`{s}` is under 1 MiB: too little for any run"));
+        return Err(SizeError::TooSmall(s.to_string()));
     }
     Ok(b.as_u64())
 }

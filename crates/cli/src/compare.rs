@@ -7,16 +7,16 @@
 
 use clap::Args;
 use schedlab_analysis::DEFAULT_GRACE_NS;
-use schedlab_fidelity::sides::{analyze_kept, simulate_analyzed, SimSide};
-use schedlab_report::{CompareSettingsText, CompareText, RealSide, Report};
-use schedlab_sim::{simulate, SimOptions};
+use schedlab_sides::compare::{compare_settings, Real};
+use schedlab_sides::{self as sides, Model};
+use schedlab_sim::SimOptions;
 use std::path::PathBuf;
 
 use crate::args::{FeaturesArg, MemoryArg, SeedArg, TraceArg};
 use crate::error::{CliError, Result};
 use crate::output::write_ftrace;
-use crate::real::{real_header, real_run, RealSettings};
-use crate::vm::{alternate_sets, guest_runs, run_lines, vm_header, vm_runs, VmSettings};
+use crate::real::{host, load, RealSettings};
+use crate::vm::{alternate_sets, guest, vm_log, VmSettings};
 
 /// The analysis's grace window: compare shows only the strict unclaimed-idle
 /// figure, which no grace window changes, so it has no `--grace`.
@@ -51,133 +51,50 @@ pub struct CompareArgs {
     pub memory: MemoryArg,
 }
 
-/// The scenario simulated over `n` consecutive seeds from --seed (or the
-/// file's), each analysed as it streams; the first also from its
-/// tracepoints alone when `tracepoints` asks, and kept whole (within
-/// --max-memory) only when `keep_first` (--sim-trace) needs its trace.
-fn simulate_seeds(
-    scenario: &schedlab_scenario::Scenario,
-    args: &CompareArgs,
-    features: &[String],
-    n: u64,
-    tracepoints: bool,
-    keep_first: bool,
-) -> Result<Vec<SimSide>> {
-    let first = args.seed.seed.unwrap_or(scenario.seed);
-    (0..n)
-        .map(|i| {
-            let opts = SimOptions {
-                no_noise: args.seed.no_noise,
-                // The real side is traced by the runner: model its capture costs too.
-                traced: true,
-                seed: Some(first + i),
-                duration_ns: args.settings.duration.duration,
-                features: features.to_vec(),
-                memory_budget: Some(args.memory.budget(1)),
-                ..Default::default()
-            };
-            let tp = tracepoints && i == 0;
-            Ok(if keep_first && i == 0 {
-                analyze_kept(scenario, simulate(scenario, &opts)?, GRACE_NS, tp)
-            } else {
-                simulate_analyzed(scenario, &opts, GRACE_NS, tp)?
-            })
-        })
-        .collect()
+/// The model side: the run's options as `compare` sets them, one seed
+/// (the comparison asks for as many runs as the real side made).
+fn model(args: &CompareArgs, seeds: u64, keep_first: bool) -> Model {
+    Model {
+        options: SimOptions {
+            no_noise: args.seed.no_noise,
+            // The real side is traced by the runner: model its capture costs too.
+            traced: true,
+            seed: args.seed.seed,
+            duration_ns: args.settings.duration.duration,
+            features: args.features.features.clone(),
+            memory_budget: Some(args.memory.budget(1)),
+            ..Default::default()
+        },
+        seeds,
+        grace_ns: GRACE_NS,
+        tracepoints_first: false,
+        keep_first,
+    }
 }
 
 pub fn compare(args: CompareArgs) -> Result {
+    let trace = args.trace.trace.as_deref();
+    let features = &args.features.features;
     if !args.settings_alt.is_empty() {
         if !args.vm {
             return Err(CliError::SettingNeedsVm.into());
         }
-        return compare_settings(&args);
+        let sets = alternate_sets(&args.settings_alt)?;
+        let guest = guest(&args.settings, &args.guest, features, &sets, trace, GRACE_NS)?;
+        let scenario = load(&args.settings)?;
+        let model = model(&args, u64::from(args.guest.runs), false);
+        let done = compare_settings(&scenario, &guest, &model, &sets, &mut vm_log)?;
+        return crate::output::emit(&done.text(&scenario, &sets, trace));
     }
-    // The real run first: it forks, so the process must still be single-threaded.
-    let (scenario, real_runs, vm_result) = if args.vm {
-        let (scenario, vm, runs) =
-            vm_runs(&args.settings, &args.guest, &args.features.features, &[], args.trace.trace.as_deref(), GRACE_NS)?;
-        (scenario, runs, Some(vm))
+    let real = if args.vm {
+        Real::Guest(guest(&args.settings, &args.guest, features, &[], trace, GRACE_NS)?)
     } else {
-        let (scenario, run, report) = real_run(
-            &args.settings,
-            args.trace.trace.clone(),
-            &args.features.features,
-            GRACE_NS,
-            &args.memory.budget(1),
-        )?;
-        (scenario, vec![(run, report)], None)
+        Real::Host(host(&args.settings, args.trace.trace.clone(), features, GRACE_NS, args.memory.budget(1))?)
     };
-    let nruns = real_runs.len();
-    let first_seed = args.seed.seed.unwrap_or(scenario.seed);
-    // Like with like: the real kernel's trace has only tracepoints and
-    // markers, so the first simulated run is also attributed from those alone.
-    let mut sims =
-        simulate_seeds(&scenario, &args, &args.features.features, nruns as u64, true, args.sim_trace.is_some())?;
+    let scenario = load(&args.settings)?;
+    let done = sides::compare::compare(&scenario, &real, &model(&args, 1, args.sim_trace.is_some()), &mut vm_log)?;
     if let Some(path) = &args.sim_trace {
-        write_ftrace(&sims[0].result.trace, path, "--sim-trace")?;
+        write_ftrace(&done.first_sim().trace, path, "--sim-trace")?;
     }
-    let sim_tp = sims[0].tracepoints.take().expect("the first run was asked for its tracepoints' report");
-    let (results, sim_reports): (Vec<schedlab_sim::SimResult>, Vec<Report>) =
-        sims.into_iter().map(|s| (s.result, s.report)).unzip();
-    let sim_result = &results[0];
-
-    let text = CompareText {
-        scenario: &scenario,
-        machine: &sim_result.topology,
-        profile: sim_result.profile.name,
-        seed: first_seed,
-        notes: &sim_result.notes,
-        groups: &crate::run::group_rows(sim_result),
-        real: match &vm_result {
-            Some(vm) => RealSide::Guest(vm_header(vm)),
-            None => RealSide::Host(real_header(&scenario, &real_runs[0].0, &real_runs[0].1)),
-        },
-        sims: &sim_reports,
-        sim_tracepoints: &sim_tp,
-        runs: &run_lines(&real_runs),
-        trace_file: args.trace.trace.as_deref(),
-        sim_trace_file: args.sim_trace.as_deref(),
-    };
-    crate::output::emit(&text.render())?;
-    Ok(())
-}
-
-/// `compare --vm --setting A --setting B`: one boot alternating the sets;
-/// the model runs each set over the same seeds; a model row and a guest row
-/// per set, then each set's first run side by side.
-fn compare_settings(args: &CompareArgs) -> Result {
-    let alternate = alternate_sets(&args.settings_alt)?;
-    let (scenario, vm, real_runs) = vm_runs(
-        &args.settings,
-        &args.guest,
-        &args.features.features,
-        &alternate,
-        args.trace.trace.as_deref(),
-        GRACE_NS,
-    )?;
-    let first_seed = args.seed.seed.unwrap_or(scenario.seed);
-    let rounds = u64::from(args.guest.runs);
-    let mut per_set: Vec<Vec<Report>> = Vec::new();
-    let mut profile = String::new();
-    for set in &alternate {
-        let features: Vec<String> = args.features.features.iter().chain(set).cloned().collect();
-        let sims = simulate_seeds(&scenario, args, &features, rounds, false, false)?;
-        profile = sims[0].result.profile.name.to_string();
-        per_set.push(sims.into_iter().map(|s| s.report).collect());
-    }
-
-    let text = CompareSettingsText {
-        scenario: &scenario,
-        profile: &profile,
-        first_seed,
-        rounds,
-        header: vm_header(&vm),
-        sets: &alternate,
-        runs: &guest_runs(&scenario, &vm, &real_runs),
-        sims: &per_set,
-        trace_file: args.trace.trace.as_deref(),
-    };
-    crate::output::emit(&text.render())?;
-    Ok(())
+    crate::output::emit(&done.text(&scenario, trace, args.sim_trace.as_deref()))
 }

@@ -52,37 +52,20 @@ pub enum CliError {
     SettingNeedsVm,
     #[error("--loops-per-us {0}: expected a positive number of iterations per microsecond")]
     LoopsPerUs(f64),
-    /// A `diff` side whose setting the model rejects, or whose run failed.
-    #[error("{flag} {text}: {why}")]
-    Side { flag: &'static str, text: String, why: String },
     /// `fidelity --cases` naming no case.
     #[error("{0}")]
     Fidelity(String),
     /// `fidelity --check` with rows outside their bands (or without a verdict).
     #[error("fidelity check failed: {n} of {of} rows did not pass: {rows}")]
     FidelityCheck { n: usize, of: usize, rows: String },
-    /// One run of a VM session whose capture cannot be read.
-    #[error("run {run}: {why}")]
-    Run { run: usize, why: String },
     #[error("{0}")]
     Slurm(#[from] schedlab_slurm::SlurmError),
-    /// `--trace -` where stdout carries a report that cannot move.
-    #[error("--trace -: only `schedlab run` writes its trace to standard output; give a file")]
-    TraceToStdout,
     /// `--shard auto` without the environment to say which.
     #[error("{0}")]
     ShardAuto(String),
     /// Options that do not go together (beyond what clap checks).
     #[error("{0}")]
     Usage(String),
-    /// A real run's capture could take more memory than the budget.
-    #[error(
-        "the capture may take up to {need}: {cpus} CPUs x {buffer_kb} KB of ring buffer (the kernel's), \
-         read back as text and parsed (about {factor:.1} times the ring's bytes), more than {budget}. \
-         Lower --buffer-kb or shorten --duration (the default buffer is 2 MB per CPU per second of run), \
-         or raise the limit with {raise_with}"
-    )]
-    CaptureTooLarge { cpus: u64, buffer_kb: u64, factor: f64, need: String, budget: String, raise_with: String },
     /// A Slurm sweep whose array or merge did not succeed.
     #[error("{0}")]
     SlurmSweep(String),

@@ -58,26 +58,6 @@ pub struct FidelityArgs {
     pub json: JsonArg,
 }
 
-/// A note when the topology is another machine's `--host` reading: its
-/// description names the CPU model and kernel it was read on, and this
-/// host has another (`cpu_model`: /proc/cpuinfo's, when readable).
-fn other_machine(description: &str, kernel: &str, cpu_model: Option<&str>) -> Option<String> {
-    let (read_model, read_kernel) = schedlab_topology::host::read_on(description)?;
-    let mut differs = Vec::new();
-    if let Some(m) = cpu_model.filter(|m| *m != read_model) {
-        differs.push(format!("CPU {read_model}, this host's {m}"));
-    }
-    if read_kernel != kernel {
-        differs.push(format!("kernel {read_kernel}, this host runs {kernel}"));
-    }
-    (!differs.is_empty()).then(|| {
-        format!(
-            "the topology was read on {}: its costs may describe another machine (--probe measures this one)",
-            differs.join("; ")
-        )
-    })
-}
-
 pub fn fidelity(args: FidelityArgs) -> Result {
     let selected = cases::select(&args.cases).map_err(CliError::Fidelity)?;
     if let Some(l) = args.loops_per_us {
@@ -128,7 +108,8 @@ pub fn fidelity(args: FidelityArgs) -> Result {
     let mut topology_source = topology_source;
     let cpu_model = schedlab_topology::host::cpu_model(Path::new("/"));
     let cpu_model = Some(cpu_model.as_str()).filter(|m| !m.is_empty());
-    if let Some(note) = other_machine(&opts.topology.description, &suite.kernel, cpu_model) {
+    if let Some(note) = schedlab_fidelity::machine::other_machine(&opts.topology.description, &suite.kernel, cpu_model)
+    {
         stderr_line!("schedlab: note: {note}");
         topology_source = format!("{topology_source}; {note}");
     }
@@ -156,22 +137,4 @@ pub fn fidelity(args: FidelityArgs) -> Result {
         return Err(CliError::FidelityCheck { n: failed.len(), of: suite.rows.len(), rows: failed.join("; ") }.into());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::other_machine;
-
-    #[test]
-    fn a_host_file_read_on_another_kernel_gets_a_note() {
-        let d = "this host: AMD EPYC (2 CPUs, guest), kernel 6.18.44-fc-v1147 (HZ=250, preempt=none), read by schedlab topologies --host";
-        assert_eq!(other_machine(d, "6.18.44-fc-v1147", Some("AMD EPYC")), None, "the same machine");
-        assert_eq!(other_machine(d, "6.18.44-fc-v1147", None), None, "no cpuinfo: the kernel alone");
-        let note = other_machine(d, "6.12.118+deb12-amd64", Some("AMD EPYC")).expect("another kernel");
-        assert!(note.contains("read on kernel 6.18.44-fc-v1147, this host runs 6.12.118+deb12-amd64:"), "{note}");
-        let note = other_machine(d, "6.18.44-fc-v1147", Some("Intel(R) Xeon(R) Processor")).expect("another CPU");
-        assert!(note.contains("read on CPU AMD EPYC, this host's Intel(R) Xeon(R) Processor:"), "{note}");
-        let preset = "AMD Ryzen 9 7950X, kernel 6.12 (a preset)";
-        assert_eq!(other_machine(preset, "6.18", Some("AMD EPYC")), None, "not a --host file");
-    }
 }

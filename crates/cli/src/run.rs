@@ -2,11 +2,11 @@
 
 use clap::Args;
 use schedlab_kernel::Profile;
-use schedlab_report::{run_plot_title, AnalysisJson, Report, ReportCollector, RunJson, RunText, SimHeader};
+use schedlab_report::{run_plot_title, AnalysisJson, RunJson, RunText, SimHeader};
 use schedlab_scenario::{Scenario, Spanned};
-use schedlab_sim::{simulate, simulate_observed, simulate_pipelined, SimOptions, TraceObserver};
+use schedlab_sides::reported::{simulate_reported, Events, Reported};
+use schedlab_sim::{SimOptions, TraceObserver};
 use schedlab_topology::Topology;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -164,14 +164,6 @@ pub fn run(args: RunArgs) -> Result {
         ))
         .into());
     }
-    // The trace has no affinities: each scenario thread's comes from the
-    // scenario (pids are handed out in thread order).
-    let allowed: BTreeMap<i32, Vec<u32>> = scenario
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.affinity.to_u32_vec()))
-        .collect();
     // The plots need the whole trace; otherwise the run streams into the
     // report's collectors and the trace files, and its memory stays bounded.
     let keep_trace = args.plot.is_some();
@@ -179,22 +171,10 @@ pub fn run(args: RunArgs) -> Result {
     let mut latency = (args.view.view == View::Latency).then(|| (SchedLatency::new(), Default::default()));
     let kept = schedlab_report::kept_stalls(args.report.stalls);
     let wall = Instant::now();
-    let (result, mut report, schbench, events) = if keep_trace {
-        let result = simulate(&scenario, &opts)?;
-        // Forked threads' pids are known once the run is over.
-        let (_, with_forked) = schedlab_fidelity::sides::sim_workload(&scenario, &result);
-        let mut allowed = allowed.clone();
-        allowed.extend(with_forked);
-        let report = Report::of(
-            &result.trace,
-            Some(&scenario),
-            scenario.stall_threshold_ns,
-            Some(result.end_ns),
-            allowed,
-            args.report.grace,
-        );
-        let schbench = schedlab_analysis::schbench_report(&result.trace, result.end_ns);
-        let events = result.trace.events.len();
+    let grace = args.report.grace;
+    let Reported { result, mut report, schbench, events, allowed } = if keep_trace {
+        let run = simulate_reported(&scenario, &opts, grace, kept, Events::Kept)?;
+        let result = &run.result;
         if let Some((lat, table)) = latency.as_mut() {
             for ev in result.trace.in_time_order().iter() {
                 lat.observe(ev);
@@ -217,39 +197,19 @@ pub fn run(args: RunArgs) -> Result {
         if let Some(path) = &args.trace_dat {
             write_tracedat(&result.trace, path)?;
         }
-        (result, report, schbench, events)
+        run
     } else {
         let mut obs = Streamed {
-            scenario: &scenario,
-            allowed: &allowed,
-            grace_ns: args.report.grace,
-            kept,
-            collector: None,
+            nr_cpus: scenario.topology.nr_cpus() as u32,
             ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
             perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
             trace_dat: args.trace_dat.as_deref().map(TraceDatStream::create).transpose()?,
             timehist: if timehist { Some((listing(args.json.json)?, Default::default(), None)) } else { None },
             latency: latency.take(),
-            events: 0,
         };
-        // It keeps no trace: the budget bounds the process's resident memory
-        // (SimError::Resident), looked at as it runs.
         let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        let result = if args.one_thread || !two_cpus {
-            simulate_observed(&scenario, &opts, &mut obs, true)?
-        } else {
-            simulate_pipelined(&scenario, &opts, &mut obs, true)?
-        };
-        let collector = obs.collector.take().unwrap_or_else(|| {
-            ReportCollector::new(
-                &scenario,
-                &result.trace.table,
-                scenario.topology.nr_cpus() as u32,
-                allowed.clone(),
-                args.report.grace,
-            )
-            .with_kept_stalls(kept)
-        });
+        let pipelined = !args.one_thread && two_cpus;
+        let run = simulate_reported(&scenario, &opts, grace, kept, Events::Streamed { also: &mut obs, pipelined })?;
         if let Some(f) = obs.ftrace.take() {
             f.finish()?;
         }
@@ -265,13 +225,16 @@ pub fn run(args: RunArgs) -> Result {
             }
             finish_listing(th)?;
         }
-        let (report, schbench) = collector.finish(result.end_ns);
         latency = obs.latency.take();
-        (result, report, schbench, obs.events)
+        run
     };
     let wall = wall.elapsed();
     if let (Some(dir), Some(basename)) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
-        write_rtapp_logs(dir, basename, &scenario, &result)?;
+        schedlab_sim::write_rtapp_logs(dir, basename, &scenario, &result).map_err(|e| CliError::Write {
+            flag: "--rtapp-log",
+            path: e.path.display().to_string(),
+            why: e.source.to_string(),
+        })?;
     }
     debug_assert_eq!(report.attribution.explained() + report.attribution.unexplained, report.metrics.stall_count());
 
@@ -303,7 +266,7 @@ pub fn run(args: RunArgs) -> Result {
     }
     let trace_to_stdout = args.trace.trace.as_deref().is_some_and(is_stdout);
     let changed = result.features.diff_from(&result.profile.defaults);
-    let groups = group_rows(&result);
+    let groups = schedlab_sides::model::group_rows(&result);
     let why = schedlab_sweep::why::why(&result.kernel_stats, &scenario, result.end_ns);
     if let (true, Some((lat, table))) = (args.json.json, &latency) {
         let rows = lat.rows_by(table, |_| true, args.view.latency_rows());
@@ -363,32 +326,6 @@ pub fn run(args: RunArgs) -> Result {
     Ok(())
 }
 
-/// The model's task groups as `real` reports cgroups: CPU time from the
-/// tasks' `sum_exec_runtime` (the trace's runtime is the same figure here).
-pub(crate) fn group_rows(result: &schedlab_sim::SimResult) -> Vec<schedlab_report::CgroupRow> {
-    let total: u64 = result.threads.iter().map(|t| t.runtime_ns).sum();
-    let secs = result.end_ns.max(1) as f64;
-    result
-        .groups
-        .iter()
-        .map(|g| {
-            let (nr_periods, nr_throttled, throttled_ns) = g.bandwidth.unwrap_or_default();
-            schedlab_report::CgroupRow {
-                name: g.name.clone(),
-                threads: g.threads,
-                cpu_time_ns: g.runtime_ns,
-                traced_runtime_ns: g.runtime_ns,
-                cpus_used: g.runtime_ns as f64 / secs,
-                share_of_workload: if total > 0 { g.runtime_ns as f64 / total as f64 } else { 0.0 },
-                nr_periods,
-                nr_throttled,
-                throttled_ns,
-                by_starting_group: false,
-            }
-        })
-        .collect()
-}
-
 /// The report: on stdout, or on stderr when `--trace -` took stdout.
 fn report_out(text: &str, trace_to_stdout: bool) -> Result {
     if trace_to_stdout {
@@ -400,15 +337,10 @@ fn report_out(text: &str, trace_to_stdout: bool) -> Result {
     }
 }
 
-/// A streamed run's report and trace files, started once the run's task
-/// table is known.
-struct Streamed<'a> {
-    scenario: &'a Scenario,
-    allowed: &'a BTreeMap<i32, Vec<u32>>,
-    grace_ns: u64,
-    /// Stalls and stories kept one by one.
-    kept: usize,
-    collector: Option<ReportCollector>,
+/// A streamed run's trace files and perf views, started once the run's
+/// task table is known (the report's collector is the side's).
+struct Streamed {
+    nr_cpus: u32,
     ftrace: Option<FtraceStream>,
     perfetto: Option<PerfettoStream>,
     trace_dat: Option<TraceDatStream>,
@@ -416,7 +348,6 @@ struct Streamed<'a> {
     timehist: Option<(Listing, schedlab_trace::TaskTable, Option<std::io::Error>)>,
     /// `--view latency`: perf's accounting and the run's task table.
     latency: Option<(SchedLatency, schedlab_trace::TaskTable)>,
-    events: usize,
 }
 
 type Listing = Timehist<'static, std::io::BufWriter<std::io::Stdout>>;
@@ -444,13 +375,9 @@ fn finish_listing(th: Listing) -> Result {
     }
 }
 
-impl TraceObserver for Streamed<'_> {
+impl TraceObserver for Streamed {
     fn start(&mut self, table: &schedlab_trace::TaskTable) {
-        let nr_cpus = self.scenario.topology.nr_cpus() as u32;
-        self.collector = Some(
-            ReportCollector::new(self.scenario, table, nr_cpus, self.allowed.clone(), self.grace_ns)
-                .with_kept_stalls(self.kept),
-        );
+        let nr_cpus = self.nr_cpus;
         if let Some(f) = self.ftrace.as_mut() {
             f.start(table, nr_cpus);
         }
@@ -469,9 +396,6 @@ impl TraceObserver for Streamed<'_> {
     }
 
     fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-        if let Some(c) = self.collector.as_mut() {
-            c.task_forked(self.scenario, pid, info);
-        }
         if let Some(f) = self.ftrace.as_mut() {
             f.task_new(pid, info);
         }
@@ -490,12 +414,8 @@ impl TraceObserver for Streamed<'_> {
     }
 
     fn event(&mut self, e: &schedlab_trace::Event) {
-        self.events += 1;
         if let Some((lat, _)) = self.latency.as_mut() {
             lat.observe(e);
-        }
-        if let Some(c) = self.collector.as_mut() {
-            c.observe(e);
         }
         if let Some(f) = self.ftrace.as_mut() {
             f.event(e);
@@ -514,34 +434,4 @@ impl TraceObserver for Streamed<'_> {
             }
         }
     }
-}
-
-/// `--rtapp-log`: one file per thread, as rt-app names them.
-/// A forked thread's log is named as rt-app names it, `<task>-<index>-<nnnn>`
-/// (its index among all threads, then the fork's number).
-fn write_rtapp_logs(dir: &Path, basename: &str, scenario: &Scenario, result: &schedlab_sim::SimResult) -> Result {
-    let rows = &result.rtapp_log;
-    let failed = |path: &Path, e: std::io::Error| CliError::Write {
-        flag: "--rtapp-log",
-        path: path.display().to_string(),
-        why: e.to_string(),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
-    for (i, t) in scenario.threads.iter().enumerate() {
-        let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
-        let text = schedlab_sim::render_rtapp_log(i, t.policy.name(), priority, rows.get(i).map_or(&[][..], |r| r));
-        let path = dir.join(format!("{basename}-{}-{i}.log", t.group));
-        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
-    }
-    for (i, outcome) in result.threads.iter().enumerate().skip(scenario.threads.len()) {
-        let Some(t) = scenario.forked_spec(&outcome.name) else { continue };
-        let Some(r) = rows.get(i).filter(|r| !r.is_empty()) else { continue };
-        let n = outcome.name.rsplit('-').next().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
-        let n = n.saturating_sub(u64::from(t.instance));
-        let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
-        let text = schedlab_sim::render_rtapp_log(i, t.policy.name(), priority, r);
-        let path = dir.join(format!("{basename}-{}-{i}-{n:04}.log", t.group));
-        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
-    }
-    Ok(())
 }

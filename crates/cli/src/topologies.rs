@@ -78,8 +78,6 @@ fn host(no_probe: bool, rounds: usize, out: Option<&Path>) -> Result {
 }
 
 /// Tries per probe round before a disturbed figure is written as not measured.
-const PROBE_ATTEMPTS: usize = 3;
-
 /// This machine as a topology TOML: sysfs and procfs, and unless
 /// `no_probe` the probes, `rounds` times (progress on stderr). `name` is
 /// the file's `name` line (none: the loader names it after the file).
@@ -95,40 +93,8 @@ pub fn host_text(no_probe: bool, rounds: usize, name: Option<&str>) -> Result<St
     let measured = if no_probe {
         None
     } else {
-        let runs: Vec<_> = (1..=rounds)
-            .map(|k| {
-                let round = if rounds > 1 { format!("round {k}/{rounds}: ") } else { String::new() };
-                let probe = || {
-                    schedlab_runner::probe::run_probes(
-                        &machine,
-                        &schedlab_runner::probe::ProbeBudget::full(),
-                        &mut |line| stderr_line!("schedlab: probe: {round}{line}"),
-                    )
-                };
-                // A round another task or the hypervisor disturbed (a
-                // wakeup of 100 ms or more) is run again, at most twice;
-                // what is still beyond bounds after that is written as
-                // not measured.
-                let mut m = probe();
-                for attempt in 2..=PROBE_ATTEMPTS {
-                    let disturbed = m.disturbed();
-                    if disturbed.is_empty() {
-                        break;
-                    }
-                    stderr_line!(
-                        "schedlab: probe: {round}disturbed ({}); running it again ({attempt} of {PROBE_ATTEMPTS})",
-                        disturbed.join("; ")
-                    );
-                    m = probe();
-                }
-                m
-            })
-            .collect();
-        let m = schedlab_topology::host::merge_rounds(&runs);
-        for note in &m.notes {
-            stderr_line!("schedlab: probe: skipped/failed: {note}");
-        }
-        Some(m)
+        let log = &mut |line: &str| stderr_line!("schedlab: probe: {line}");
+        Some(schedlab_runner::probe::measure_rounds(&machine, rounds, log))
     };
     let opts = RenderOptions {
         name: name.map(str::to_string),

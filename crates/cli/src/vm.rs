@@ -4,20 +4,15 @@
 //! row per run when there are several.
 
 use clap::Args;
-use schedlab_fidelity::sides::analyze_real;
-use schedlab_report::{
-    setting_label, trace_path, AnalysisJson, GuestHeader, GuestRun, Report, RunLine, VmJson, VmRunJson, VmText,
-};
-use schedlab_runner::{assemble, RealRun};
-use schedlab_scenario::Scenario;
+use schedlab_sides::{Guest, Side as _};
 use schedlab_sweep::feature_sets;
 use schedlab_topology::parse_duration;
-use schedlab_vm::{run_vm, Accel, VmOptions, VmResult};
+use schedlab_vm::{Accel, VmOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::args::{FeaturesArg, JsonArg, ReportArgs, TraceArg};
-use crate::error::{CliError, Result};
+use crate::error::Result;
 use crate::real::{load, options, RealSettings};
 /// The guest machine (shared with `schedlab compare --vm`).
 #[derive(Args, Clone)]
@@ -89,54 +84,22 @@ pub struct VmArgs {
     pub trace: TraceArg,
 }
 
-/// A guest run and its analysis.
-pub(crate) type AnalysedRun = (RealRun, Report);
-
-/// The runs as the runs table takes them.
-pub(crate) fn run_lines(runs: &[AnalysedRun]) -> Vec<RunLine<'_>> {
-    runs.iter()
-        .map(|(run, r)| RunLine { events: run.trace.events.len(), lost_events: run.lost_events, report: r })
-        .collect()
-}
-
-/// The session's runs as the report takes them: the VM's record of each
-/// beside its analysis.
-pub(crate) fn guest_runs<'a>(scenario: &Scenario, result: &'a VmResult, runs: &'a [AnalysedRun]) -> Vec<GuestRun<'a>> {
-    result
-        .runs
-        .iter()
-        .zip(runs)
-        .map(|(r, (run, report))| GuestRun {
-            cgroups: crate::real::cgroup_rows(scenario, run, report),
-            setting: r.setting,
-            events: run.trace.events.len(),
-            lost_events: run.lost_events,
-            notes: &run.notes,
-            table: &run.trace.table,
-            report,
-        })
-        .collect()
-}
-
 /// The feature sets of `--setting`.
 pub(crate) fn alternate_sets(raw: &[String]) -> Result<Vec<Vec<String>>> {
     Ok(feature_sets("--setting", raw)?)
 }
 
-/// Boot, run, and analyse each run as a real one (work conservation with
-/// `grace_ns`); with `trace`, run `i` of `n` is written to [`trace_path`].
-pub(crate) fn vm_runs(
+/// The guest side of `vm` and `compare --vm`: `features` set inside it,
+/// `alternate` sets taken in turn; with `trace`, run `i` of `n` is written
+/// to `schedlab_report::trace_path`.
+pub(crate) fn guest(
     settings: &RealSettings,
     vm: &VmSettings,
     features: &[String],
     alternate: &[Vec<String>],
     trace: Option<&Path>,
     grace_ns: u64,
-) -> Result<(Scenario, VmResult, Vec<AnalysedRun>)> {
-    if trace.is_some_and(crate::output::is_stdout) {
-        return Err(CliError::TraceToStdout.into());
-    }
-    let scenario = load(settings)?;
+) -> Result<Guest> {
     let opts = VmOptions {
         kernel: vm.kernel.clone(),
         cpus: vm.cpus,
@@ -150,107 +113,30 @@ pub(crate) fn vm_runs(
         settings: alternate.to_vec(),
         guest_bin: vm.guest_bin.clone(),
         boot_timeout: Duration::from_nanos(vm.boot_timeout),
-        real: options(settings, None),
+        real: options(settings, None, &[]),
     };
-    let result = run_vm(&scenario, &opts, &mut |line| stderr_line!("vm: {line}")).map_err(|e| e.to_string())?;
-    let n = result.runs.len();
-    let mut runs = Vec::new();
-    for (i, r) in result.runs.iter().enumerate() {
-        let mut o = opts.real.clone();
-        o.kernel_settings_applied = true;
-        o.trace_out = trace.map(|t| trace_path(t, i, n));
-        let run =
-            assemble(&scenario, &o, r.capture.clone()).map_err(|e| CliError::Run { run: i + 1, why: e.to_string() })?;
-        let report = analyze_real(&scenario, &run, grace_ns);
-        runs.push((run, report));
-    }
-    Ok((scenario, result, runs))
+    Ok(Guest::new(opts, trace.map(Path::to_path_buf), grace_ns)?)
 }
 
-/// The guest's header lines: kernel, machine, accelerator, command line,
-/// settings as read back, timing.
-pub(crate) fn vm_header(r: &VmResult) -> GuestHeader<'_> {
-    GuestHeader {
-        kernel_label: &r.kernel_label,
-        kernel: &r.guest.kernel,
-        cpus: r.cpus,
-        memory_mb: r.memory_mb,
-        accel: &r.accel.why,
-        icount: r.icount,
-        kernel_cmdline: &r.kernel_cmdline,
-        applied: &r.guest.applied,
-        features_before: &r.guest.features_before,
-        features_after: &r.guest.features_after,
-        notes: &r.notes,
-        boot_s: r.boot_s,
-        uptime_at_init_s: r.guest.uptime_at_init_s,
-        run_walls_s: r.runs.iter().map(|r| r.wall_s).collect(),
-        total_s: r.total_s,
-        qemu_command: &r.qemu_command,
-    }
+/// The guest's boot log, line by line on stderr.
+pub(crate) fn vm_log(line: &str) {
+    stderr_line!("vm: {line}");
 }
 
 pub fn vm(args: VmArgs) -> Result {
     let alternate = alternate_sets(&args.settings)?;
-    let (scenario, result, mut runs) = vm_runs(
-        &args.settings_real,
-        &args.vm,
-        &args.features.features,
-        &alternate,
-        args.trace.trace.as_deref(),
-        args.report.grace,
-    )?;
+    let trace = args.trace.trace.as_deref();
+    let guest = guest(&args.settings_real, &args.vm, &args.features.features, &alternate, trace, args.report.grace)?;
+    let scenario = load(&args.settings_real)?;
+    let mut session = guest.run(&scenario, &mut vm_log)?;
     // As a simulated run's report keeps them.
-    for (_, report) in &mut runs {
-        report.keep_stalls(schedlab_report::kept_stalls(args.report.stalls));
+    for a in &mut session.runs {
+        a.report.keep_stalls(schedlab_report::kept_stalls(args.report.stalls));
     }
-    if args.json.json {
-        let runs_json = result
-            .runs
-            .iter()
-            .zip(&runs)
-            .map(|(r, (run, report))| VmRunJson {
-                setting: alternate.get(r.setting).map(|s| setting_label(s)),
-                features: &r.features,
-                wall_s: r.wall_s,
-                window_ns: [run.start_ns, run.end_ns],
-                events: run.trace.events.len(),
-                lost_events: run.lost_events,
-                notes: &run.notes,
-                threads: &run.threads,
-                cgroups: crate::real::cgroup_rows(&scenario, run, report),
-                analysis: AnalysisJson::from(report),
-            })
-            .collect();
-        let doc = VmJson {
-            format: schedlab_report::FORMAT_VERSION,
-            scenario: &scenario.name,
-            kernel: &result.kernel_label,
-            guest: &result.guest,
-            accel: &result.accel.why,
-            icount: result.icount,
-            cpus: result.cpus,
-            memory_mb: result.memory_mb,
-            kernel_cmdline: &result.kernel_cmdline,
-            qemu_command: &result.qemu_command,
-            boot_s: result.boot_s,
-            total_s: result.total_s,
-            notes: &result.notes,
-            settings: &alternate,
-            runs: runs_json,
-        };
-        crate::output::emit(&format!("{}\n", schedlab_report::to_json(&doc)?))?;
-        return Ok(());
-    }
-    let text = VmText {
-        scenario: &scenario,
-        header: vm_header(&result),
-        sets: &alternate,
-        rounds: args.vm.runs,
-        runs: &guest_runs(&scenario, &result, &runs),
-        narratives: args.report.stalls,
-        trace_file: args.trace.trace.as_deref(),
+    let out = if args.json.json {
+        session.json(&scenario, &alternate)?
+    } else {
+        session.text(&scenario, &alternate, args.vm.runs, args.report.stalls, trace)
     };
-    crate::output::emit(&text.render())?;
-    Ok(())
+    crate::output::emit(&out)
 }

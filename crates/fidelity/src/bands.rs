@@ -20,6 +20,7 @@
 //! `--rounds` on a quiet machine, and read the per-round figures (`--json`).
 
 pub use schedlab_report::Verdict;
+use schedlab_report::{Figure, NoFigure};
 
 /// Which band a metric is judged by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,7 +142,7 @@ impl Band {
     /// Judge a model figure against a real one: the ratio model/real (when
     /// the real one is not zero) and the verdict. Either figure missing
     /// gives n/a with the side's reason.
-    pub fn judge(self, real: &Result<f64, String>, model: &Result<f64, String>) -> (Option<f64>, Verdict) {
+    pub fn judge(self, real: &Figure, model: &Figure) -> (Option<f64>, Verdict) {
         let (r, m) = match (real, model) {
             (Ok(r), Ok(m)) => (*r, *m),
             (Err(r), Err(m)) => return (None, Verdict::NotApplicable(format!("real: {r}; model: {m}"))),
@@ -184,7 +185,7 @@ impl Band {
     /// range, the row
     /// is `Unsteady`, not `Fail`. `None` when it stays a failure. Only the
     /// ratio bands and the share can be unsteady; one round cannot.
-    pub fn unsteady(self, real_rounds: &[Result<f64, String>], model: f64) -> Option<Verdict> {
+    pub fn unsteady(self, real_rounds: &[Figure], model: f64) -> Option<Verdict> {
         let real: Vec<f64> = real_rounds.iter().map(|r| r.as_ref().ok().copied()).collect::<Option<_>>()?;
         if real.len() < 2 {
             return None;
@@ -232,17 +233,17 @@ fn short(x: f64) -> String {
 /// count). Any round without a figure makes the whole row's side n/a: a
 /// median of the rounds that happened to work would hide why the others
 /// did not.
-pub fn median_of_rounds(rounds: &[Result<f64, String>]) -> Result<f64, String> {
+pub fn median_of_rounds(rounds: &[Figure]) -> Figure {
     let mut v = Vec::with_capacity(rounds.len());
     for (i, r) in rounds.iter().enumerate() {
         match r {
             Ok(x) => v.push(*x),
-            Err(why) if rounds.len() > 1 => return Err(format!("round {}: {why}", i + 1)),
+            Err(why) if rounds.len() > 1 => return Err(NoFigure::from(format!("round {}: {why}", i + 1))),
             Err(why) => return Err(why.clone()),
         }
     }
     if v.is_empty() {
-        return Err("no rounds".into());
+        return Err(NoFigure::from("no rounds"));
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -253,7 +254,7 @@ pub fn median_of_rounds(rounds: &[Result<f64, String>]) -> Result<f64, String> {
 mod tests {
     use super::*;
 
-    fn ok(x: f64) -> Result<f64, String> {
+    fn ok(x: f64) -> Figure {
         Ok(x)
     }
 

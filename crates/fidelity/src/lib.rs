@@ -1,7 +1,8 @@
 //! The model against a real kernel.
 //!
-//! * [`sides`]: one scenario analysed the same way whether it ran on the
-//!   model or on this host's kernel (`schedlab real`, `compare`, `fidelity`).
+//! * The suite runs each case on two of [`schedlab_sides`]' sides, the
+//!   model and this host's kernel, through one analysis ([`sides`] names
+//!   the analyses as they were named here before).
 //! * The fidelity suite (`schedlab fidelity`, docs/fidelity.md): a set of
 //!   micro-workloads ([`cases::CASES`], bundled scenario files under
 //!   `scenarios/fidelity/`), each run on this host's kernel by the real
@@ -17,16 +18,18 @@
 pub mod bands;
 pub mod cases;
 pub mod load;
+pub mod machine;
 pub mod metrics;
 pub mod sides;
 
 use std::path::Path;
 
 use schedlab_analysis::DEFAULT_GRACE_NS;
-use schedlab_report::{FidelityLoad, FidelityRow};
-use schedlab_runner::{run_real, RealOptions, RunnerError};
+use schedlab_report::{FidelityLoad, FidelityRow, Figure};
+use schedlab_runner::RealOptions;
 use schedlab_scenario::Scenario;
-use schedlab_sim::{simulate, SimError, SimOptions};
+use schedlab_sides::{sim_workload, AnalysedRun, Host, Model, Side as _, SideError, SimSide};
+use schedlab_sim::SimOptions;
 use schedlab_topology::{InputError, Topology};
 
 pub use bands::{bands_help, Band};
@@ -49,9 +52,9 @@ pub enum FidelityError {
     #[error("{0}")]
     Input(#[from] InputError),
     #[error("{case}: real run: {source}")]
-    Real { case: &'static str, source: RunnerError },
+    Real { case: &'static str, source: Box<SideError> },
     #[error("{case}: model: {source}")]
-    Model { case: &'static str, source: SimError },
+    Model { case: &'static str, source: Box<SideError> },
     #[error("{0}")]
     Options(String),
 }
@@ -160,8 +163,8 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
         let secs = duration.div_ceil(1_000_000_000);
         let first_seed = opts.seed.unwrap_or(scenario.seed);
         let n = case.metrics.len();
-        let mut real: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
-        let mut model: Vec<Vec<Result<f64, String>>> = vec![Vec::new(); n];
+        let mut real: Vec<Vec<Figure>> = vec![Vec::new(); n];
+        let mut model: Vec<Vec<Figure>> = vec![Vec::new(); n];
         let mut loads: Vec<load::Load> = Vec::new();
         let mut speeds: Vec<f64> = Vec::new();
         let mut repairs: Vec<schedlab_trace::RepairStats> = Vec::new();
@@ -180,7 +183,10 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
             // moves between rounds with no steal or other work to show it.
             speeds.push(schedlab_runner::calibrate::calibrate(0).loops_per_us);
             let before = load::now();
-            let run = run_real(&scenario, &ropts).map_err(|source| FidelityError::Real { case: case.name, source })?;
+            let host = Host { options: ropts, grace_ns: GRACE_NS, budget: None };
+            let AnalysedRun { run, report } = host
+                .run(&scenario, &mut |_| {})
+                .map_err(|source| FidelityError::Real { case: case.name, source: Box::new(source) })?;
             if let Some(l) = before.zip(load::now()).and_then(|(a, b)| load::between(a, b)) {
                 loads.push(l);
             }
@@ -195,7 +201,6 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
                 }
             }
             repairs.push(run.repairs.clone());
-            let report = sides::analyze_real(&scenario, &run, GRACE_NS);
             let problems = capture_problems(&run);
             let tids = run.tids();
             let side = Side {
@@ -223,12 +228,17 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
                 traced: true,
                 ..Default::default()
             };
-            let sim = simulate(&scenario, &sopts).map_err(|source| FidelityError::Model { case: case.name, source })?;
+            // One seed, its trace kept: the metrics read it.
+            let sim_side =
+                Model { options: sopts, seeds: 1, grace_ns: GRACE_NS, tracepoints_first: false, keep_first: true };
+            let SimSide { result: sim, report, .. } = sim_side
+                .run(&scenario, &mut |_| {})
+                .map_err(|source| FidelityError::Model { case: case.name, source: Box::new(source) })?
+                .remove(0);
             if !suite.profiles.iter().any(|p| p == sim.profile.name) {
                 suite.profiles.push(sim.profile.name.to_string());
             }
-            let report = sides::analyze_sim(&scenario, &sim, GRACE_NS);
-            let (pids, _) = sides::sim_workload(&scenario, &sim);
+            let (pids, _) = sim_workload(&scenario, &sim);
             let side = Side {
                 scenario: &scenario,
                 trace: &sim.trace,
@@ -264,12 +274,7 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> Result<
 }
 
 /// One row from each side's per-round figures: medians, ratio, verdict.
-pub fn row(
-    case: &str,
-    metric: Metric,
-    real_rounds: Vec<Result<f64, String>>,
-    model_rounds: Vec<Result<f64, String>>,
-) -> FidelityRow {
+pub fn row(case: &str, metric: Metric, real_rounds: Vec<Figure>, model_rounds: Vec<Figure>) -> FidelityRow {
     let real = bands::median_of_rounds(&real_rounds);
     let model = bands::median_of_rounds(&model_rounds);
     let band = metric.band();

@@ -3,7 +3,7 @@
 //! data each needs before it is a figure at all.
 
 use schedlab_analysis::{percentile, SchbenchCollector};
-use schedlab_report::Report;
+use schedlab_report::{Figure, NoFigure, Report};
 use schedlab_scenario::Scenario;
 use schedlab_trace::{EventKind, Pid, Trace, UserOp};
 
@@ -156,20 +156,20 @@ impl Metric {
     }
 
     /// The figure on one side, or why the side cannot give it.
-    pub fn figure(self, side: &Side) -> Result<f64, String> {
+    pub fn figure(self, side: &Side) -> Figure {
         if !side.problems.is_empty() {
-            return Err(side.problems.join("; "));
+            return Err(NoFigure::from(side.problems.join("; ")));
         }
         let secs = side.end_ns.saturating_sub(side.start_ns) as f64 / 1e9;
         if secs <= 0.0 {
-            return Err("empty window".into());
+            return Err(NoFigure::from("empty window"));
         }
         match self {
             Metric::SchbenchWakeup(p) => {
                 let sb = schbench(side)?;
                 let n = sb.wakeup.nr_samples;
                 if n < p.min_samples() {
-                    return Err(too_few(n, "wakeups", p));
+                    return Err(NoFigure::from(too_few(n, "wakeups", p)));
                 }
                 let v = sb.wakeup.percentiles(&[p.per_mille() as f64 / 10.0])[0] as f64;
                 // schbench's histogram is in whole microseconds on both sides.
@@ -178,7 +178,10 @@ impl Metric {
             Metric::SchbenchRps => {
                 let sb = schbench(side)?;
                 if sb.completed < MIN_EVENTS_RATE {
-                    return Err(format!("{} requests completed (a rate needs {MIN_EVENTS_RATE})", sb.completed));
+                    return Err(NoFigure::from(format!(
+                        "{} requests completed (a rate needs {MIN_EVENTS_RATE})",
+                        sb.completed
+                    )));
                 }
                 Ok(sb.completed as f64 / secs)
             }
@@ -187,10 +190,10 @@ impl Metric {
                 let wakeups: u64 = tasks.iter().map(|t| t.wakeups).sum();
                 let seen = tasks.iter().map(|t| t.wakeup_sketch.count()).sum::<u64>();
                 if wakeups > 0 && (100 * seen) as f64 / (wakeups as f64) < MIN_WAKEUP_COVERAGE_PCT {
-                    return Err(format!(
+                    return Err(NoFigure::from(format!(
                         "{seen} of {wakeups} wakeups have a traced switch-in (the capture misses switches; \
                          needs {MIN_WAKEUP_COVERAGE_PCT} %)"
-                    ));
+                    )));
                 }
                 latency(side, p, "wakeups", |t| &t.wakeup_sketch, self.band())
             }
@@ -199,7 +202,7 @@ impl Metric {
                 let idx = side.scenario.threads.iter().position(|t| t.name == thread).unwrap_or(0);
                 let sleep = match side.scenario.threads[idx].program.ops.as_slice() {
                     [schedlab_scenario::Op::Sleep { ns }] => *ns,
-                    _ => return Err(format!("{thread}'s program is not a single `sleep`")),
+                    _ => return Err(NoFigure::from(format!("{thread}'s program is not a single `sleep`"))),
                 };
                 let ends: Vec<u64> = side
                     .trace
@@ -213,7 +216,7 @@ impl Metric {
                 late.sort_unstable();
                 let n = late.len() as u64;
                 if n < p.min_samples() {
-                    return Err(too_few(n, "periods", p));
+                    return Err(NoFigure::from(too_few(n, "periods", p)));
                 }
                 let ns = percentile(&late, p.per_mille()).unwrap_or(0);
                 resolved(self.band(), ns as f64 / 1000.0, side.resolution_ns as f64 / 1000.0, p)
@@ -222,7 +225,7 @@ impl Metric {
             Metric::StallFraction => {
                 let h = side.report.handoffs();
                 if h < MIN_HANDOFFS_STALLS {
-                    return Err(format!("{h} handoffs (a stall fraction needs {MIN_HANDOFFS_STALLS})"));
+                    return Err(NoFigure::from(format!("{h} handoffs (a stall fraction needs {MIN_HANDOFFS_STALLS})")));
                 }
                 Ok(100.0 * side.report.metrics.stall_count() as f64 / h as f64)
             }
@@ -236,7 +239,7 @@ impl Metric {
                     .filter(|e| matches!(e.kind, EventKind::User { pid: p, op: UserOp::LoopEnd { .. } } if p == pid))
                     .count() as u64;
                 if n < MIN_EVENTS_RATE {
-                    return Err(format!("{thread} ended {n} loops (a rate needs {MIN_EVENTS_RATE})"));
+                    return Err(NoFigure::from(format!("{thread} ended {n} loops (a rate needs {MIN_EVENTS_RATE})")));
                 }
                 Ok(n as f64 / secs)
             }
@@ -246,9 +249,9 @@ impl Metric {
                 let total: u64 = tasks.iter().map(|t| t.runtime_ns).sum();
                 let busy = 100.0 * total as f64 / (secs * 1e9);
                 if busy < MIN_SHARE_BUSY_PCT {
-                    return Err(format!(
+                    return Err(NoFigure::from(format!(
                         "the workload ran {busy:.0} % of the window (a share needs {MIN_SHARE_BUSY_PCT} %)"
-                    ));
+                    )));
                 }
                 let mine = side.report.metrics.task(pid).map_or(0, |t| t.runtime_ns);
                 Ok(100.0 * mine as f64 / total as f64)
@@ -269,16 +272,18 @@ impl Metric {
                     }
                 }
                 if placed < MIN_EVENTS_RATE {
-                    return Err(format!(
+                    return Err(NoFigure::from(format!(
                         "{placed} wakeups of {thread} with their sched_waking (a placement needs {MIN_EVENTS_RATE})"
-                    ));
+                    )));
                 }
                 Ok(100.0 * on_waker as f64 / placed as f64)
             }
             Metric::WokenRunning => {
                 let (woken, running) = woken_running(side);
                 if woken < MIN_EVENTS_RATE {
-                    return Err(format!("{woken} wakeups of the workload (a share needs {MIN_EVENTS_RATE})"));
+                    return Err(NoFigure::from(format!(
+                        "{woken} wakeups of the workload (a share needs {MIN_EVENTS_RATE})"
+                    )));
                 }
                 Ok(100.0 * running as f64 / woken as f64)
             }
@@ -313,15 +318,15 @@ fn too_few(n: u64, what: &str, p: Pct) -> String {
 /// `v` µs, unless a step of `resolution_us` is too coarse for the band. A
 /// nanosecond step (the model's) is exact for every band: even a 0 is a
 /// figure there (its ratio fails a latency band, as it should).
-fn resolved(band: Band, v: f64, resolution_us: f64, p: Pct) -> Result<f64, String> {
+fn resolved(band: Band, v: f64, resolution_us: f64, p: Pct) -> Figure {
     if resolution_us <= 0.001 {
         return Ok(v);
     }
     match band.min_resolved(resolution_us) {
-        Some(min) if v < min => Err(format!(
+        Some(min) if v < min => Err(NoFigure::from(format!(
             "{} {v:.1} us is below {min:.1} us, where the trace's {resolution_us} us steps alone could cross the band",
             p.name()
-        )),
+        ))),
         _ => Ok(v),
     }
 }
@@ -332,39 +337,39 @@ fn latency(
     what: &str,
     samples: impl Fn(&schedlab_analysis::TaskMetrics) -> &schedlab_analysis::LatencySketch,
     band: Band,
-) -> Result<f64, String> {
+) -> Figure {
     let all = side.report.metrics.merged(samples);
     let n = all.count();
     if n < p.min_samples() {
-        return Err(too_few(n, what, p));
+        return Err(NoFigure::from(too_few(n, what, p)));
     }
     let ns = all.percentile(p.per_mille()).unwrap_or(0);
     resolved(band, ns as f64 / 1000.0, side.resolution_ns as f64 / 1000.0, p)
 }
 
-fn pid_of(side: &Side, thread: &str) -> Result<Pid, String> {
+fn pid_of(side: &Side, thread: &str) -> Result<Pid, NoFigure> {
     side.scenario
         .threads
         .iter()
         .position(|t| t.name == thread)
         .and_then(|i| side.pids.get(i).copied())
-        .ok_or_else(|| format!("the scenario has no thread `{thread}`"))
+        .ok_or_else(|| NoFigure(format!("the scenario has no thread `{thread}`")))
 }
 
 /// schbench's figures over the run's window; a broken invariant (a worker
 /// run without a post) means the markers are not schbench's and no figure
 /// is taken from them.
-fn schbench(side: &Side) -> Result<schedlab_analysis::SchbenchReport, String> {
+fn schbench(side: &Side) -> Result<schedlab_analysis::SchbenchReport, NoFigure> {
     let mut c = SchbenchCollector::new(&side.trace.table, Some(side.end_ns));
     if !c.applies() {
-        return Err("the run has no schbench markers".into());
+        return Err(NoFigure::from("the run has no schbench markers"));
     }
     for ev in side.trace.in_time_order().iter().filter(|e| e.ts >= side.start_ns) {
         c.observe(ev);
     }
     let r = c.finish(side.end_ns - side.start_ns);
     if !r.problems.is_empty() {
-        return Err(format!("schbench invariant broken: {}", r.problems.join("; ")));
+        return Err(NoFigure::from(format!("schbench invariant broken: {}", r.problems.join("; "))));
     }
     Ok(r)
 }

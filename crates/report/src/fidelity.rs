@@ -34,6 +34,43 @@ impl fmt::Display for Verdict {
     }
 }
 
+/// Why a side has no figure for a metric in a round (its capture lost
+/// events, too few wakeups for a percentile): the row prints it as the
+/// reason for its n/a, so it is a sentence, not a code.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoFigure(pub String);
+
+/// A side's figure for a metric in one round, or why it has none.
+pub type Figure = Result<f64, NoFigure>;
+
+impl From<String> for NoFigure {
+    fn from(why: String) -> Self {
+        NoFigure(why)
+    }
+}
+
+impl From<&str> for NoFigure {
+    fn from(why: &str) -> Self {
+        NoFigure(why.to_string())
+    }
+}
+
+/// A reason compares with the sentence it is.
+impl PartialEq<&str> for NoFigure {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+/// The reason reads as text (`why.contains(..)`, `&why[..]`).
+impl std::ops::Deref for NoFigure {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 /// One row: a case's metric on both sides.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FidelityRow {
@@ -51,8 +88,8 @@ pub struct FidelityRow {
     pub band: String,
     pub verdict: Verdict,
     /// Each round's figure, or why it has none.
-    pub real_rounds: Vec<Result<f64, String>>,
-    pub model_rounds: Vec<Result<f64, String>>,
+    pub real_rounds: Vec<Figure>,
+    pub model_rounds: Vec<Figure>,
 }
 
 /// The rest of the machine during one case's real runs.
@@ -281,7 +318,7 @@ pub struct FidelityJson<'a> {
     pub wall_s: f64,
 }
 
-fn rounds_json(v: &[Result<f64, String>]) -> Vec<RoundJson<'_>> {
+fn rounds_json(v: &[Figure]) -> Vec<RoundJson<'_>> {
     v.iter()
         .map(|r| match r {
             Ok(x) => RoundJson { value: Some(*x), reason: None },
@@ -344,8 +381,8 @@ mod tests {
                 _ => None,
             },
             band: "ratio 0.5-1.5".into(),
-            real_rounds: vec![real.ok_or_else(|| "12 wakeups (a p99 needs 200)".to_string())],
-            model_rounds: vec![model.ok_or_else(|| "none".to_string())],
+            real_rounds: vec![real.ok_or_else(|| NoFigure::from("12 wakeups (a p99 needs 200)"))],
+            model_rounds: vec![model.ok_or_else(|| NoFigure::from("none"))],
             verdict: v,
         }
     }

@@ -47,7 +47,7 @@ pub use diff::{DiffCollector, DiffMeasures, DiffReport, DiffRun, DiffSide};
 pub use error::ReportError;
 pub use fidelity::{
     fidelity_failures, fidelity_summary, fidelity_value, render_fidelity_table, FidelityJson, FidelityLoad,
-    FidelityRow, FidelityRowJson, FidelityText, RoundJson, Verdict,
+    FidelityRow, FidelityRowJson, FidelityText, Figure, NoFigure, RoundJson, Verdict,
 };
 pub use json::{AnalysisJson, RealJson, RunJson, SweepJson, VmJson, VmRunJson, FORMAT_VERSION};
 pub use real::{render_scenario_line, CgroupRow, GuestHeader, RealHeader, RealText};

@@ -22,7 +22,7 @@ use std::sync::{mpsc, Arc};
 
 use crate::program::{Outcome, Shared};
 use crate::sys::now_ns;
-use crate::worker::{Crew, ThreadReport, WorkerArgs};
+use crate::worker::{Crew, SetupError, ThreadReport, WorkerArgs};
 
 /// The worker's handle on one session process.
 pub(crate) struct SessionChild {
@@ -33,11 +33,11 @@ pub(crate) struct SessionChild {
     deadline: u64,
 }
 
-fn pipe() -> Result<(i32, i32), String> {
+fn pipe() -> Result<(i32, i32), SetupError> {
     let mut fds = [0i32; 2];
     // SAFETY: `fds` has room for two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
+        return Err(SetupError::Os { call: "pipe2".into(), source: std::io::Error::last_os_error() });
     }
     Ok((fds[0], fds[1]))
 }
@@ -68,7 +68,7 @@ pub(crate) fn start(
     shared: &Arc<Shared>,
     k: usize,
     deadline: u64,
-) -> Result<SessionChild, String> {
+) -> Result<SessionChild, SetupError> {
     let name = args.scenario.sessions[k].name.clone();
     let (go_r, go_w) = pipe()?;
     let (back_r, back_w) = pipe()?;
@@ -78,7 +78,10 @@ pub(crate) fn start(
     // the child only creates threads and runs the same code the worker does.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(format!("fork for session `{name}`: {}", std::io::Error::last_os_error()));
+        return Err(SetupError::Os {
+            call: format!("fork for session `{name}`"),
+            source: std::io::Error::last_os_error(),
+        });
     }
     if pid == 0 {
         // SAFETY: the ends that belong to the worker.
@@ -99,26 +102,26 @@ pub(crate) fn start(
 }
 
 impl SessionChild {
-    fn line(&mut self, by: u64) -> Result<String, String> {
+    fn line(&mut self, by: u64) -> Result<String, SetupError> {
         use std::os::fd::AsRawFd;
         if self.from.buffer().is_empty() && !readable_by(self.from.get_ref().as_raw_fd(), by) {
-            return Err(format!("session `{}` (pid {}) did not answer in time", self.name, self.pid));
+            return Err(SetupError::NoAnswer { name: self.name.clone(), pid: self.pid });
         }
         let mut s = String::new();
         match self.from.read_line(&mut s) {
-            Ok(0) | Err(_) => Err(format!("session `{}` (pid {}) ended early", self.name, self.pid)),
+            Ok(0) | Err(_) => Err(SetupError::EndedEarly { name: self.name.clone(), pid: self.pid }),
             Ok(_) => Ok(s),
         }
     }
 
     /// Wait for the child's threads to be set up.
-    pub fn ready(&mut self) -> Result<(), String> {
+    pub fn ready(&mut self) -> Result<(), SetupError> {
         let by = now_ns().saturating_add(crate::worker::SETUP_LIMIT_NS).min(self.deadline);
         let l = self.line(by)?;
         match l.trim_end().strip_prefix('E') {
-            Some(e) => Err(format!("session `{}`: {}", self.name, e.trim())),
+            Some(e) => Err(SetupError::Session { name: self.name.clone(), why: e.trim().to_string() }),
             None if l.trim_end() == "R" => Ok(()),
-            None => Err(format!("session `{}`: unexpected `{}`", self.name, l.trim())),
+            None => Err(SetupError::Unexpected { name: self.name.clone(), line: l.trim().to_string() }),
         }
     }
 
@@ -128,10 +131,10 @@ impl SessionChild {
     }
 
     /// The child's thread reports (scenario index, report); the child is reaped.
-    pub fn report(mut self, by: u64) -> Result<Vec<(usize, ThreadReport)>, String> {
+    pub fn report(mut self, by: u64) -> Result<Vec<(usize, ThreadReport)>, SetupError> {
         let got = self.line(by.min(self.deadline)).and_then(|l| {
             serde_json::from_str::<Vec<(usize, ThreadReport)>>(&l)
-                .map_err(|e| format!("session `{}`: unreadable report: {e}", self.name))
+                .map_err(|source| SetupError::Report { name: self.name.clone(), source })
         });
         let mut status = 0;
         // SAFETY: our child; killed first unless it already reported (then it exits at once).

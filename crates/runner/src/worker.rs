@@ -196,6 +196,30 @@ pub fn worker_main(args: WorkerArgs<'_>, report_fd: i32) -> ! {
     unsafe { libc::_exit(0) }
 }
 
+/// Why the worker could not set its run up: it goes back to the supervisor
+/// as the report's error text, which names the thread or session.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{call}: {source}")]
+    Os { call: String, source: std::io::Error },
+    #[error("cannot create thread {name}: {source}")]
+    Thread { name: String, source: std::io::Error },
+    /// A thread that could not join its cgroup (the thread's own words).
+    #[error("{0}")]
+    Cgroup(String),
+    #[error("session `{name}` (pid {pid}) did not answer in time")]
+    NoAnswer { name: String, pid: i32 },
+    #[error("session `{name}` (pid {pid}) ended early")]
+    EndedEarly { name: String, pid: i32 },
+    /// A session process's own error line.
+    #[error("session `{name}`: {why}")]
+    Session { name: String, why: String },
+    #[error("session `{name}`: unexpected `{line}`")]
+    Unexpected { name: String, line: String },
+    #[error("session `{name}`: unreadable report: {source}")]
+    Report { name: String, source: serde_json::Error },
+}
+
 fn failed_report(error: String) -> WorkerReport {
     WorkerReport {
         calibration: None,
@@ -262,7 +286,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     for k in 0..scenario.sessions.len() {
         match crate::session::start(args, &shared, k, deadline) {
             Ok(c) => children.push(c),
-            Err(e) => return failed_report(e),
+            Err(e) => return failed_report(e.to_string()),
         }
     }
     let n = scenario.threads.len();
@@ -271,14 +295,14 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     shared.forks.link(&shared, done_tx.clone());
     let crew = match Crew::spawn(args, &shared, &own, done_tx) {
         Ok(c) => c,
-        Err(e) => return failed_report(e),
+        Err(e) => return failed_report(e.to_string()),
     };
     if let Err(e) = crew.ready() {
-        return failed_report(e);
+        return failed_report(e.to_string());
     }
     for c in &mut children {
         if let Err(e) = c.ready() {
-            return failed_report(e);
+            return failed_report(e.to_string());
         }
     }
 
@@ -305,7 +329,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
                     }
                 }
             }
-            Err(e) => notes.push(e),
+            Err(e) => notes.push(e.to_string()),
         }
     }
     disarmed.store(true, Ordering::SeqCst);
@@ -366,7 +390,7 @@ impl Crew {
         shared: &Arc<Shared>,
         members: &[usize],
         done_tx: mpsc::Sender<(usize, Outcome)>,
-    ) -> Result<Crew, String> {
+    ) -> Result<Crew, SetupError> {
         let (scenario, plan) = (args.scenario, args.plan);
         let crew = Crew {
             go: Arc::new(Barrier::new(members.len() + 1)),
@@ -413,18 +437,18 @@ impl Crew {
             });
             if let Err(e) = spawned {
                 // The process exits when the report is sent; the threads spawned so far die with it.
-                return Err(format!("cannot create thread {}: {e}", scenario.threads[i].name));
+                return Err(SetupError::Thread { name: scenario.threads[i].name.clone(), source: e });
             }
         }
         Ok(crew)
     }
 
     /// Wait until every member is set up; an error if one could not join its cgroup.
-    pub fn ready(&self) -> Result<(), String> {
+    pub fn ready(&self) -> Result<(), SetupError> {
         self.ready.wait();
         match self.unattached.lock().unwrap().take() {
             // The threads wait at `go` and die with the process.
-            Some(e) => Err(e),
+            Some(e) => Err(SetupError::Cgroup(e)),
             None => Ok(()),
         }
     }

@@ -13,7 +13,9 @@ mod groups;
 mod hw;
 pub mod pipeline;
 pub use pipeline::{simulate_pair, simulate_pipelined, PairObserver};
-pub use workload::rtapp_log::{render_log as render_rtapp_log, RtAppRow};
+pub use workload::rtapp_log::{
+    render_log as render_rtapp_log, write_logs as write_rtapp_logs, RtAppLogError, RtAppRow,
+};
 pub mod queue;
 pub mod rng;
 pub mod workload;
@@ -274,6 +276,25 @@ pub struct SimResult {
 
 /// First pid handed to workload threads (the process itself is `FIRST_PID - 1`).
 pub const FIRST_PID: i32 = 1001;
+
+/// A run's workload: the scenario's threads and those its `fork`s created
+/// (not the model's own kworkers), with the CPUs each may use. The
+/// simulation runs on the scenario's CPUs; a real run's (with `--remap`)
+/// are the host's, so each run has its own affinities.
+pub fn sim_workload(
+    scenario: &Scenario,
+    result: &SimResult,
+) -> (Vec<schedlab_trace::Pid>, std::collections::BTreeMap<schedlab_trace::Pid, Vec<u32>>) {
+    let mut pids = Vec::new();
+    let mut allowed = std::collections::BTreeMap::new();
+    for t in &result.threads {
+        if let Some(spec) = scenario.workload_spec(&t.name) {
+            pids.push(t.pid);
+            allowed.insert(t.pid, spec.affinity.to_u32_vec());
+        }
+    }
+    (pids, allowed)
+}
 
 /// Resolve the kernel profile and features of a scenario plus overrides.
 pub fn kernel_settings(scenario: &Scenario, extra: &[String]) -> Result<(Profile, Features), SimError> {

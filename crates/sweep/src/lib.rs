@@ -81,6 +81,7 @@
 //! jobs can also be split over processes or machines and merged ([`shard`]).
 
 pub mod bench;
+pub mod cluster;
 mod diff;
 mod file;
 mod progress;
@@ -96,7 +97,7 @@ use schedlab_report::AbSpec;
 use schedlab_scenario::{CpuSet, InputError, Scenario};
 use schedlab_topology::Topology;
 
-pub use diff::simulate_diff;
+pub use diff::{run_diff, simulate_diff, DiffRuns, DiffSideError};
 pub use file::{AXIS_JOIN, MAX_SETTINGS};
 pub use progress::Bar;
 pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress};

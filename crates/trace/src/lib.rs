@@ -12,6 +12,7 @@
 //! to `trace-cmd report` and KernelShark.
 
 pub mod event;
+pub mod files;
 pub mod ftrace;
 pub mod perfetto;
 pub mod repair;

@@ -3,6 +3,7 @@
 //! has written it (the core-to-core latency tools' ping-pong). One-way
 //! latency = round trip / 2, the median and p99 over batches.
 
+use super::error::ProbeError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 
 use schedlab_topology::host::Percentiles;
@@ -13,13 +14,13 @@ const BATCHES: usize = 21;
 const TRIPS: u64 = 2_000;
 
 /// One-way cache-line latency from `a` to `b`.
-pub fn line_probe(a: usize, b: usize) -> Result<Percentiles, String> {
+pub fn line_probe(a: usize, b: usize) -> Result<Percentiles, ProbeError> {
     let word = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let deadline = now_ns() + 5_000_000_000;
     std::thread::scope(|s| {
-        let partner = s.spawn(|| -> Result<(), String> {
-            set_affinity(&[b]).map_err(|e| format!("pinning to CPU {b}: {e}"))?;
+        let partner = s.spawn(|| -> Result<(), ProbeError> {
+            set_affinity(&[b]).map_err(|source| ProbeError::Pin { who: "", cpu: b, source })?;
             set_comm("schedlab-pong");
             let mut spins = 0u32;
             loop {
@@ -36,8 +37,8 @@ pub fn line_probe(a: usize, b: usize) -> Result<Percentiles, String> {
                 std::hint::spin_loop();
             }
         });
-        let main = s.spawn(|| -> Result<Vec<u64>, String> {
-            set_affinity(&[a]).map_err(|e| format!("pinning to CPU {a}: {e}"))?;
+        let main = s.spawn(|| -> Result<Vec<u64>, ProbeError> {
+            set_affinity(&[a]).map_err(|source| ProbeError::Pin { who: "", cpu: a, source })?;
             set_comm("schedlab-ping");
             let mut per = Vec::with_capacity(BATCHES);
             for batch in 0..=BATCHES {
@@ -49,7 +50,7 @@ pub fn line_probe(a: usize, b: usize) -> Result<Percentiles, String> {
                     while word.load(SeqCst) == v + 1 {
                         spins = spins.wrapping_add(1);
                         if spins.is_multiple_of(4096) && now_ns() >= deadline {
-                            return Err("the partner stopped answering (deadline)".into());
+                            return Err(ProbeError::Timeout("the partner stopped answering (deadline)"));
                         }
                         std::hint::spin_loop();
                     }
@@ -60,11 +61,11 @@ pub fn line_probe(a: usize, b: usize) -> Result<Percentiles, String> {
             }
             Ok(per)
         });
-        let r = main.join().map_err(|_| "the ping thread panicked".to_string()).and_then(|r| r);
+        let r = main.join().map_err(|_| ProbeError::Panicked("the ping thread")).and_then(|r| r);
         stop.store(true, SeqCst);
-        let p = partner.join().map_err(|_| "the pong thread panicked".to_string()).and_then(|r| r);
+        let p = partner.join().map_err(|_| ProbeError::Panicked("the pong thread")).and_then(|r| r);
         let v = r?;
         p?;
-        Percentiles::of(&v).ok_or_else(|| "no batch finished".to_string())
+        Percentiles::of(&v).ok_or(ProbeError::Empty("no batch finished"))
     })
 }

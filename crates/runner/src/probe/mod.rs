@@ -13,6 +13,7 @@
 //! topology (`schedlab_topology::host`), where it is tested on synthetic
 //! samples.
 
+mod error;
 mod futex;
 mod line;
 mod noise;
@@ -26,6 +27,7 @@ use std::time::Instant;
 
 use schedlab_topology::host::{HostMachine, Measured};
 
+pub use error::ProbeError;
 pub use line::line_probe;
 pub use noise::noise_probe;
 pub use switch::switch_probe;
@@ -207,5 +209,43 @@ pub fn run_probes(host: &HostMachine, budget: &ProbeBudget, progress: &mut dyn F
         }
     }
     m.elapsed_ns = start.elapsed().as_nanos() as u64;
+    m
+}
+
+/// Times a round is run at most when it keeps coming back disturbed.
+pub const PROBE_ATTEMPTS: usize = 3;
+
+/// `rounds` rounds of [`run_probes`] with the full budget, merged
+/// (`schedlab topologies --host`, `fidelity --probe`). A round another task
+/// or the hypervisor disturbed (a wakeup of 100 ms or more) is run again,
+/// at most twice; what is still beyond bounds after that is written as not
+/// measured. `log` hears each probe's line (after "round K/N: " when there
+/// are several rounds), each rerun, and each note of the merged result.
+pub fn measure_rounds(machine: &HostMachine, rounds: usize, log: &mut dyn FnMut(&str)) -> Measured {
+    let runs: Vec<Measured> = (1..=rounds)
+        .map(|k| {
+            let round = if rounds > 1 { format!("round {k}/{rounds}: ") } else { String::new() };
+            let probe = |log: &mut dyn FnMut(&str)| {
+                run_probes(machine, &ProbeBudget::full(), &mut |line| log(&format!("{round}{line}")))
+            };
+            let mut m = probe(log);
+            for attempt in 2..=PROBE_ATTEMPTS {
+                let disturbed = m.disturbed();
+                if disturbed.is_empty() {
+                    break;
+                }
+                log(&format!(
+                    "{round}disturbed ({}); running it again ({attempt} of {PROBE_ATTEMPTS})",
+                    disturbed.join("; ")
+                ));
+                m = probe(log);
+            }
+            m
+        })
+        .collect();
+    let m = schedlab_topology::host::merge_rounds(&runs);
+    for note in &m.notes {
+        log(&format!("skipped/failed: {note}"));
+    }
     m
 }

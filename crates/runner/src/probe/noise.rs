@@ -7,6 +7,7 @@
 //! /proc/stat's per-CPU steal column over the same time, less one
 //! tick per CPU of rounding.
 
+use super::error::ProbeError;
 use schedlab_topology::host::NoiseProbe;
 
 use crate::sys::{now_ns, set_affinity, set_comm};
@@ -27,8 +28,8 @@ fn involuntary_switches() -> i64 {
 }
 
 /// (gaps, gaps with another task inside) of one spinner.
-fn spin(cpu: usize, duration_ns: u64) -> Result<(Vec<u64>, usize), String> {
-    set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+fn spin(cpu: usize, duration_ns: u64) -> Result<(Vec<u64>, usize), ProbeError> {
+    set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "", cpu, source })?;
     set_comm("schedlab-noise");
     let mut gaps = Vec::new();
     let mut preempted = 0;
@@ -112,12 +113,12 @@ pub fn steal_beyond_resolution(before: &[u64], after: &[u64], tick_ns: u64) -> (
 }
 
 /// Run one spinner per CPU in `cpus` for `duration_ns`.
-pub fn noise_probe(cpus: &[usize], duration_ns: u64) -> Result<NoiseProbe, String> {
+pub fn noise_probe(cpus: &[usize], duration_ns: u64) -> Result<NoiseProbe, ProbeError> {
     let before = steal_ticks(cpus);
     let irqs_before = read_interrupts(cpus);
-    let results: Vec<Result<(Vec<u64>, usize), String>> = std::thread::scope(|s| {
+    let results: Vec<Result<(Vec<u64>, usize), ProbeError>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus.iter().map(|&c| s.spawn(move || spin(c, duration_ns))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a spinner panicked".into()))).collect()
+        handles.into_iter().map(|h| h.join().unwrap_or(Err(ProbeError::Panicked("a spinner")))).collect()
     });
     let after = steal_ticks(cpus);
     let interrupts = match (irqs_before, read_interrupts(cpus)) {

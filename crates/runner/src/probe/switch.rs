@@ -2,6 +2,7 @@
 //! on one CPU hand a token back and forth through a futex; each handoff is
 //! a wakeup, a sleep and a switch, so one switch costs a round trip / 2.
 
+use super::error::ProbeError;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 
 use schedlab_topology::host::Percentiles;
@@ -27,13 +28,13 @@ fn await_turn(turn: &AtomicU32, mine: u32, stop: &AtomicBool, deadline: u64) -> 
 }
 
 /// Per-switch cost on `cpu`: the median (and p99) over batches of round trips.
-pub fn switch_probe(cpu: usize, budget: &ProbeBudget) -> Result<Percentiles, String> {
+pub fn switch_probe(cpu: usize, budget: &ProbeBudget) -> Result<Percentiles, ProbeError> {
     let turn = AtomicU32::new(0);
     let stop = AtomicBool::new(false);
     let deadline = now_ns() + 5_000_000_000;
     std::thread::scope(|s| {
-        let partner = s.spawn(|| -> Result<(), String> {
-            set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+        let partner = s.spawn(|| -> Result<(), ProbeError> {
+            set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "", cpu, source })?;
             set_comm("schedlab-pong");
             while await_turn(&turn, 1, &stop, deadline) {
                 turn.store(0, SeqCst);
@@ -41,8 +42,8 @@ pub fn switch_probe(cpu: usize, budget: &ProbeBudget) -> Result<Percentiles, Str
             }
             Ok(())
         });
-        let main = s.spawn(|| -> Result<Vec<u64>, String> {
-            set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+        let main = s.spawn(|| -> Result<Vec<u64>, ProbeError> {
+            set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "", cpu, source })?;
             set_comm("schedlab-ping");
             let mut per_switch = Vec::new();
             // One warm-up batch, not counted.
@@ -52,7 +53,7 @@ pub fn switch_probe(cpu: usize, budget: &ProbeBudget) -> Result<Percentiles, Str
                     turn.store(1, SeqCst);
                     futex::wake(&turn, 1);
                     if !await_turn(&turn, 0, &stop, deadline) {
-                        return Err("the partner stopped answering (deadline)".into());
+                        return Err(ProbeError::Timeout("the partner stopped answering (deadline)"));
                     }
                 }
                 if batch > 0 {
@@ -61,13 +62,13 @@ pub fn switch_probe(cpu: usize, budget: &ProbeBudget) -> Result<Percentiles, Str
             }
             Ok(per_switch)
         });
-        let r = main.join().map_err(|_| "the ping thread panicked".to_string()).and_then(|r| r);
+        let r = main.join().map_err(|_| ProbeError::Panicked("the ping thread")).and_then(|r| r);
         stop.store(true, SeqCst);
         turn.store(1, SeqCst);
         futex::wake(&turn, 1);
-        let p = partner.join().map_err(|_| "the pong thread panicked".to_string()).and_then(|r| r);
+        let p = partner.join().map_err(|_| ProbeError::Panicked("the pong thread")).and_then(|r| r);
         let v = r?;
         p?;
-        Percentiles::of(&v).ok_or_else(|| "no batch finished".to_string())
+        Percentiles::of(&v).ok_or(ProbeError::Empty("no batch finished"))
     })
 }

@@ -4,6 +4,7 @@
 //! the capture records (each marker of a captured run), and of one sched
 //! tracepoint. Batches of calls on one pinned thread.
 
+use super::error::ProbeError;
 use std::io::Write;
 
 use schedlab_topology::host::Percentiles;
@@ -14,7 +15,7 @@ const BATCHES: usize = 21;
 const CALLS: u64 = 500;
 
 /// Per-call cost of `f`, median and p99 over batches.
-fn per_call(mut f: impl FnMut() -> Result<(), String>) -> Result<Percentiles, String> {
+fn per_call(mut f: impl FnMut() -> Result<(), ProbeError>) -> Result<Percentiles, ProbeError> {
     let mut per = Vec::with_capacity(BATCHES);
     for _ in 0..BATCHES {
         let t0 = now_ns();
@@ -23,16 +24,16 @@ fn per_call(mut f: impl FnMut() -> Result<(), String>) -> Result<Percentiles, St
         }
         per.push((now_ns() - t0) / CALLS);
     }
-    Percentiles::of(&per).ok_or_else(|| "no samples".to_string())
+    Percentiles::of(&per).ok_or(ProbeError::Empty("no samples"))
 }
 
 /// The eventfd `write()` cost on `cpu`.
-pub fn syscall_probe(cpu: usize) -> Result<Percentiles, String> {
-    set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+pub fn syscall_probe(cpu: usize) -> Result<Percentiles, ProbeError> {
+    set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "", cpu, source })?;
     // SAFETY: plain syscalls on a descriptor this function owns.
     let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     if fd < 0 {
-        return Err(format!("eventfd: {}", std::io::Error::last_os_error()));
+        return Err(ProbeError::os("eventfd"));
     }
     let one = 1u64.to_ne_bytes();
     let result = per_call(|| {
@@ -41,7 +42,7 @@ pub fn syscall_probe(cpu: usize) -> Result<Percentiles, String> {
         if n == 8 {
             Ok(())
         } else {
-            Err(format!("eventfd write: {}", std::io::Error::last_os_error()))
+            Err(ProbeError::os("eventfd write"))
         }
     });
     // SAFETY: closing our own descriptor.
@@ -61,11 +62,11 @@ pub struct CaptureCosts {
     /// A timer wakeup onto the busy CPU: its `sched_wakeup` to the
     /// `sched_switch` into the sleeper, from the capture's own records;
     /// `None` (with the reason) when too few pairs were recorded.
-    pub timer_wake_to_switch: Result<Percentiles, String>,
+    pub timer_wake_to_switch: Result<Percentiles, ProbeError>,
     /// The same for a timer ending the idle of a CPU (the switch out of the
     /// idle task), with the CPU it was recorded on: the first of the CPUs
     /// tried whose capture has those switches.
-    pub timer_idle_wake_to_switch: Result<(usize, Percentiles), String>,
+    pub timer_idle_wake_to_switch: Result<(usize, Percentiles), ProbeError>,
 }
 
 /// Measure [`CaptureCosts`] on `cpu` with the real runner's own protocol:
@@ -75,31 +76,35 @@ pub struct CaptureCosts {
 /// midway is undone by the next `schedlab real` or probe, as for a run.
 /// Needs root. Refused when tracing is in use by someone else (a tracer,
 /// or events enabled): its trace would get the probe's events.
-pub fn capture_cost_probe(cpu: usize, others: &[usize], budget: &super::ProbeBudget) -> Result<CaptureCosts, String> {
+pub fn capture_cost_probe(
+    cpu: usize,
+    others: &[usize],
+    budget: &super::ProbeBudget,
+) -> Result<CaptureCosts, ProbeError> {
     use crate::state::{state_dir, RunLock};
     use crate::tracefs::{restore, CaptureSettings, Tracefs};
-    let lock = RunLock::acquire(&state_dir()).map_err(|e| e.to_string())?;
-    lock.restore_leftover().map_err(|e| e.to_string())?;
-    let tracefs = Tracefs::open().map_err(|e| format!("tracefs: {e}"))?;
+    let lock = RunLock::acquire(&state_dir())?;
+    lock.restore_leftover()?;
+    let tracefs = Tracefs::open().map_err(ProbeError::Tracefs)?;
     let settings = CaptureSettings { buffer_kb: 8192, stat_runtime: false, rt_runtime_us: None, autogroup: None };
-    let saved = tracefs.save(&settings).map_err(|e| e.to_string())?;
-    let read = |f: &str| tracefs.read(f).map(|s| s.trim().to_string()).map_err(|e| e.to_string());
+    let saved = tracefs.save(&settings)?;
+    let read = |f: &str| tracefs.read(f).map(|s| s.trim().to_string());
     if read("current_tracer")? != "nop" || !matches!(read("events/enable")?.as_str(), "0" | "") {
         if tracefs.mounted_by_us {
             let _ = restore(&saved);
         }
-        return Err("tracing is in use (a tracer or events enabled): not touched".into());
+        return Err(ProbeError::TracingInUse);
     }
     let untraced = super::switch_probe(cpu, budget);
-    lock.write_state(&saved).map_err(|e| e.to_string())?;
-    let measured = tracefs.configure(&settings).map_err(|e| e.to_string()).and_then(|()| {
+    lock.write_state(&saved)?;
+    let measured = tracefs.configure(&settings).map_err(ProbeError::from).and_then(|()| {
         let traced = super::switch_probe(cpu, budget)?;
         let stats = read(&format!("per_cpu/cpu{cpu}/stats"))?;
         let count =
             |key: &str| stats.lines().find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok()).unwrap_or(0);
         let events = count("entries:") + count("overrun:");
         let marker = std::thread::scope(|s| s.spawn(|| marker_writes(&tracefs.root, cpu)).join())
-            .map_err(|_| "marker probe panicked".to_string())??;
+            .map_err(|_| ProbeError::Panicked("marker probe"))??;
         let samples = budget.busy_samples;
         let tail = timer_wake_to_switch(&tracefs, cpu, false, |d| super::timer::traced_busy_timer(cpu, samples, d));
         // A short pilot finds a CPU whose capture has switches out of idle;
@@ -107,7 +112,7 @@ pub fn capture_cost_probe(cpu: usize, others: &[usize], budget: &super::ProbeBud
         // busy samples, because its p99 is what the model draws the tail
         // from (a p99 of 500 samples is their 5th largest; four runs of 500
         // gave 8 to 70 us).
-        let mut idle_tail = Err("no CPU tried".to_string());
+        let mut idle_tail = Err(ProbeError::Empty("no CPU tried"));
         let mut missing = Vec::new();
         for &c in std::iter::once(&cpu).chain(others) {
             let pilot = MIN_TAIL_PAIRS * 2;
@@ -121,18 +126,18 @@ pub fn capture_cost_probe(cpu: usize, others: &[usize], budget: &super::ProbeBud
                     idle_tail = Ok((c, p));
                     break;
                 }
-                Err(e) => {
-                    missing.push(format!("CPU {c}: {e}"));
-                    idle_tail = Err(missing.join("; "));
-                }
+                Err(e) => missing.push((c, e)),
             }
         }
-        tracefs.write("tracing_on", "1").map_err(|e| e.to_string())?;
+        if !missing.is_empty() && idle_tail.is_err() {
+            idle_tail = Err(ProbeError::NoIdleTail { tried: missing });
+        }
+        tracefs.write("tracing_on", "1")?;
         Ok((traced, events, marker, tail, idle_tail))
     });
     let restored = restore(&saved);
     lock.clear_state();
-    restored.map_err(|e| format!("restoring tracefs: {e}"))?;
+    restored.map_err(ProbeError::Restore)?;
     let (traced, events, marker, timer_wake_to_switch, timer_idle_wake_to_switch) = measured?;
     let untraced = untraced?;
     let handoffs = (budget.switch_batches * budget.switch_round_trips * 2) as f64;
@@ -168,18 +173,18 @@ fn timer_wake_to_switch(
     tracefs: &crate::tracefs::Tracefs,
     cpu: usize,
     from_idle: bool,
-    run: impl FnOnce(u64) -> Result<i32, String>,
-) -> Result<Percentiles, String> {
+    run: impl FnOnce(u64) -> Result<i32, ProbeError>,
+) -> Result<Percentiles, ProbeError> {
     use schedlab_trace::{parse_ftrace, EventKind};
-    tracefs.write("tracing_on", "0").map_err(|e| e.to_string())?;
-    tracefs.clear().map_err(|e| e.to_string())?;
-    tracefs.write("tracing_on", "1").map_err(|e| e.to_string())?;
+    tracefs.write("tracing_on", "0")?;
+    tracefs.clear()?;
+    tracefs.write("tracing_on", "1")?;
     let deadline = now_ns() + 10_000_000_000;
     let tid = run(deadline)?;
-    tracefs.write("tracing_on", "0").map_err(|e| e.to_string())?;
+    tracefs.write("tracing_on", "0")?;
     let file = format!("per_cpu/cpu{cpu}/trace");
-    let text = tracefs.read(&file).map_err(|e| e.to_string())?;
-    let trace = parse_ftrace(&file, &text).map_err(|e| e.to_string())?;
+    let text = tracefs.read(&file)?;
+    let trace = parse_ftrace(&file, &text)?;
     let mut woke_at = None;
     let mut gaps = Vec::new();
     for e in trace.in_time_order().iter().filter(|e| e.cpu as usize == cpu) {
@@ -198,23 +203,23 @@ fn timer_wake_to_switch(
         }
     }
     if gaps.len() < MIN_TAIL_PAIRS {
-        return Err(format!(
-            "{} wakeup-to-switch pairs of the timer sleeper recorded on CPU {cpu} (a median needs {MIN_TAIL_PAIRS})",
-            gaps.len()
-        ));
+        return Err(ProbeError::TooFewPairs { found: gaps.len(), cpu, need: MIN_TAIL_PAIRS });
     }
-    Percentiles::of(&gaps).ok_or_else(|| "no samples".to_string())
+    Percentiles::of(&gaps).ok_or(ProbeError::Empty("no samples"))
 }
 
 /// `trace_marker` writes on `cpu` while the capture is configured.
-fn marker_writes(dir: &std::path::Path, cpu: usize) -> Result<Percentiles, String> {
-    set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+fn marker_writes(dir: &std::path::Path, cpu: usize) -> Result<Percentiles, ProbeError> {
+    set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "", cpu, source })?;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .open(dir.join("trace_marker"))
-        .map_err(|e| format!("trace_marker: {e}"))?;
+        .map_err(|source| ProbeError::Os { call: "trace_marker".into(), source })?;
     // About the length of the runner's markers ("schedlab signal obj=3").
-    per_call(|| f.write_all(b"schedlab probe obj=0").map_err(|e| format!("trace_marker write: {e}")))
+    per_call(|| {
+        f.write_all(b"schedlab probe obj=0")
+            .map_err(|source| ProbeError::Os { call: "trace_marker write".into(), source })
+    })
 }
 
 /// What the futex syscalls cost beyond nothing, per call on `cpu`: a
@@ -222,12 +227,12 @@ fn marker_writes(dir: &std::path::Path, cpu: usize) -> Result<Percentiles, Strin
 /// locks the bucket, reads the word and returns `-EAGAIN`: the setup every
 /// wait pays before it can sleep) and a `FUTEX_WAKE` with nobody queued
 /// (it hashes and finds no waiter).
-pub fn futex_probe(cpu: usize) -> Result<(Percentiles, Percentiles), String> {
-    set_affinity(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+pub fn futex_probe(cpu: usize) -> Result<(Percentiles, Percentiles), ProbeError> {
+    set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "", cpu, source })?;
     let word = std::sync::atomic::AtomicU32::new(1);
     let wait = per_call(|| match super::futex::wait(&word, 0, 1_000_000) {
         super::futex::Waited::Changed => Ok(()),
-        other => Err(format!("FUTEX_WAIT on a changed word returned {other:?}, not EAGAIN")),
+        other => Err(ProbeError::Futex(format!("{other:?}"))),
     })?;
     let wake = per_call(|| {
         super::futex::wake(&word, 1);

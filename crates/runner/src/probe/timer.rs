@@ -13,6 +13,7 @@
 //! TIMER_ABSTIME until the idle length after it last woke and records its
 //! oversleep: the CLOCK_MONOTONIC stamp on waking minus the requested time.
 
+use super::error::ProbeError;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
 use schedlab_topology::host::{Percentiles, TimerProbe};
@@ -37,12 +38,12 @@ fn sleeper(
     lengths: &[u64],
     order: &[Round],
     deadline: u64,
-) -> Result<Vec<Vec<u64>>, String> {
-    set_affinity(&[cpu]).map_err(|e| format!("pinning the sleeper to CPU {cpu}: {e}"))?;
+) -> Result<Vec<Vec<u64>>, ProbeError> {
+    set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "the sleeper ", cpu, source })?;
     set_comm("schedlab-timer");
     // SAFETY: a plain prctl on the calling thread.
     if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, SLACK_NS as libc::c_ulong, 0, 0, 0) } != 0 {
-        return Err(format!("prctl(PR_SET_TIMERSLACK, {SLACK_NS}): {}", std::io::Error::last_os_error()));
+        return Err(ProbeError::os(format!("prctl(PR_SET_TIMERSLACK, {SLACK_NS})")));
     }
     sleep_until(now_ns() + settle_ns);
     let mut samples = vec![Vec::new(); lengths.len()];
@@ -50,7 +51,7 @@ fn sleeper(
     for &(len, keep) in order {
         let target = woke + len;
         if target > deadline {
-            return Err("the timer probe ran past its deadline".into());
+            return Err(ProbeError::Timeout("the timer probe ran past its deadline"));
         }
         sleep_until(target);
         woke = now_ns();
@@ -72,7 +73,7 @@ fn plan(len: u64, rounds: usize) -> Vec<Round> {
 /// The busy phase: a nice-19 spinner holds `cpu`; the sleeper's timer
 /// interrupts it and the wakeup preempts it. The sleeper's tid and its
 /// oversleeps.
-fn busy_phase(cpu: usize, order: &[Round], deadline: u64) -> Result<(i32, Vec<u64>), String> {
+fn busy_phase(cpu: usize, order: &[Round], deadline: u64) -> Result<(i32, Vec<u64>), ProbeError> {
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         let spin = s.spawn(|| spinner(&stop, cpu, deadline));
@@ -81,30 +82,30 @@ fn busy_phase(cpu: usize, order: &[Round], deadline: u64) -> Result<(i32, Vec<u6
             let tid = crate::sys::gettid();
             sleeper(cpu, 5_000_000, &[BUSY_SLEEP_NS], order, deadline).map(|mut v| (tid, v.remove(0)))
         });
-        let slept = sleep.join().map_err(|_| "the sleeper panicked".to_string()).and_then(|r| r);
+        let slept = sleep.join().map_err(|_| ProbeError::Panicked("the sleeper")).and_then(|r| r);
         stop.store(true, SeqCst);
-        spin.join().map_err(|_| "the spinner panicked".to_string()).and_then(|r| r)?;
+        spin.join().map_err(|_| ProbeError::Panicked("the spinner")).and_then(|r| r)?;
         slept
     })
 }
 
 /// The sleeper alone on `cpu` (the CPU idles between its timers): its tid
 /// and oversleeps per length.
-fn idle_phase(cpu: usize, lengths: &[u64], order: &[Round], deadline: u64) -> Result<(i32, Vec<Vec<u64>>), String> {
+fn idle_phase(cpu: usize, lengths: &[u64], order: &[Round], deadline: u64) -> Result<(i32, Vec<Vec<u64>>), ProbeError> {
     std::thread::scope(|s| {
         s.spawn(|| {
             let tid = crate::sys::gettid();
             sleeper(cpu, 0, lengths, order, deadline).map(|v| (tid, v))
         })
         .join()
-        .map_err(|_| "the sleeper panicked".to_string())?
+        .map_err(|_| ProbeError::Panicked("the sleeper"))?
     })
 }
 
 /// The busy phase once more, for the capture probe while the runner's
 /// capture records, `samples` times. Returns the sleeper's tid: the caller
 /// reads its `sched_wakeup` and `sched_switch` pairs from the CPU's buffer.
-pub fn traced_busy_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, String> {
+pub fn traced_busy_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, ProbeError> {
     busy_phase(cpu, &plan(BUSY_SLEEP_NS, samples), deadline).map(|(tid, _)| tid)
 }
 
@@ -114,14 +115,14 @@ pub const TRACED_IDLE_SLEEP_NS: u64 = 1_000_000;
 
 /// The same for an idle `cpu`: the sleeper alone sleeps
 /// [`TRACED_IDLE_SLEEP_NS`] `samples` times. Returns its tid.
-pub fn traced_idle_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, String> {
+pub fn traced_idle_timer(cpu: usize, samples: usize, deadline: u64) -> Result<i32, ProbeError> {
     let len = TRACED_IDLE_SLEEP_NS;
     idle_phase(cpu, &[len], &plan(len, samples), deadline).map(|(tid, _)| tid)
 }
 
 /// Timer wakeups on `cpu` (a kernel CPU number, where nothing else of ours
 /// runs) after each idle length of `budget`, then on the busy `cpu`.
-pub fn timer_probe(cpu: usize, budget: &ProbeBudget) -> Result<TimerProbe, String> {
+pub fn timer_probe(cpu: usize, budget: &ProbeBudget) -> Result<TimerProbe, ProbeError> {
     let lengths = &budget.idle_lengths_ns;
     // Blocks of one length after warm-up rounds, spread over `passes`
     // sweeps, as the wake probe does and for the same reasons (the host

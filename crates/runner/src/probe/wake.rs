@@ -8,6 +8,7 @@
 //! stamps the clock as soon as it runs. A round in which the wakee never
 //! slept (the word changed before it got into the futex) is dropped.
 
+use super::error::ProbeError;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 
 use schedlab_topology::host::{Percentiles, WakeProbe};
@@ -52,8 +53,8 @@ struct Slot {
     stop: AtomicBool,
 }
 
-fn wakee(slot: &Slot, cpu: usize, deadline: u64) -> Result<(), String> {
-    set_affinity(&[cpu]).map_err(|e| format!("pinning the wakee to CPU {cpu}: {e}"))?;
+fn wakee(slot: &Slot, cpu: usize, deadline: u64) -> Result<(), ProbeError> {
+    set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "the wakee ", cpu, source })?;
     set_comm("schedlab-wakee");
     while !slot.stop.load(SeqCst) && now_ns() < deadline {
         slot.armed.store(true, SeqCst);
@@ -75,12 +76,12 @@ fn wakee(slot: &Slot, cpu: usize, deadline: u64) -> Result<(), String> {
 }
 
 /// A SCHED_OTHER nice-19 thread that keeps `cpu` busy until told to stop.
-pub(super) fn spinner(stop: &AtomicBool, cpu: usize, deadline: u64) -> Result<(), String> {
-    set_affinity(&[cpu]).map_err(|e| format!("pinning the spinner to CPU {cpu}: {e}"))?;
+pub(super) fn spinner(stop: &AtomicBool, cpu: usize, deadline: u64) -> Result<(), ProbeError> {
+    set_affinity(&[cpu]).map_err(|source| ProbeError::Pin { who: "the spinner ", cpu, source })?;
     set_comm("schedlab-spin19");
     // SAFETY: plain syscall on this thread; raising nice needs no privilege.
     if unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) } != 0 {
-        return Err(format!("setpriority(nice 19): {}", std::io::Error::last_os_error()));
+        return Err(ProbeError::os("setpriority(nice 19)"));
     }
     while !stop.load(SeqCst) && now_ns() < deadline {
         for _ in 0..256 {
@@ -92,11 +93,11 @@ pub(super) fn spinner(stop: &AtomicBool, cpu: usize, deadline: u64) -> Result<()
 
 /// One wakeup after `idle_ns` of spinning: (latency, how long the waker's
 /// FUTEX_WAKE took); `None` if the wakee never slept.
-fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<(u64, u64)>, String> {
+fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<(u64, u64)>, ProbeError> {
     let t = now_ns();
     while !slot.armed.load(SeqCst) {
         if now_ns() > t + HANDSHAKE_NS || now_ns() > deadline {
-            return Err("the wakee did not get ready in 500 ms".into());
+            return Err(ProbeError::Timeout("the wakee did not get ready in 500 ms"));
         }
         std::hint::spin_loop();
     }
@@ -111,7 +112,7 @@ fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<(u64, u64)>, S
     let sent = now_ns() - t0;
     while slot.seq.load(SeqCst) == seq {
         if now_ns() > t0 + HANDSHAKE_NS {
-            return Err("the wakee did not run within 500 ms of its wakeup".into());
+            return Err(ProbeError::Timeout("the wakee did not run within 500 ms of its wakeup"));
         }
         std::hint::spin_loop();
     }
@@ -120,7 +121,12 @@ fn one(slot: &Slot, idle_ns: u64, deadline: u64) -> Result<Option<(u64, u64)>, S
 
 /// Wakeups from `waker` to `wakee` (kernel CPU numbers) after each idle
 /// length of `budget`, then onto the busy `wakee`.
-pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &ProbeBudget) -> Result<WakeProbe, String> {
+pub fn wake_probe(
+    level: Distance,
+    waker: usize,
+    wakee_cpu: usize,
+    budget: &ProbeBudget,
+) -> Result<WakeProbe, ProbeError> {
     let lengths = &budget.idle_lengths_ns;
     let counts: Vec<usize> = lengths.iter().map(|&l| budget.samples_for(l)).collect();
     // Blocks of one idle length, shortest first, each after a few unrecorded
@@ -151,8 +157,12 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
         let wakee_h = s.spawn(|| wakee(&slot, wakee_cpu, deadline));
         let result = std::thread::scope(|inner| {
             inner
-                .spawn(|| -> Result<WakeProbe, String> {
-                    set_affinity(&[waker]).map_err(|e| format!("pinning the waker to CPU {waker}: {e}"))?;
+                .spawn(|| -> Result<WakeProbe, ProbeError> {
+                    set_affinity(&[waker]).map_err(|source| ProbeError::Pin {
+                        who: "the waker ",
+                        cpu: waker,
+                        source,
+                    })?;
                     set_comm("schedlab-waker");
                     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); lengths.len()];
                     let mut sent_by_idle: Vec<Vec<u64>> = vec![Vec::new(); lengths.len()];
@@ -189,7 +199,7 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                             }
                         }
                         spin_stop.store(true, SeqCst);
-                        let spun = spin.join().map_err(|_| "the spinner panicked".to_string()).and_then(|r| r);
+                        let spun = spin.join().map_err(|_| ProbeError::Panicked("the spinner")).and_then(|r| r);
                         match (err, spun) {
                             (Some(e), _) | (None, Err(e)) => Err(e),
                             (None, Ok(())) => Ok((Percentiles::of(&v), Percentiles::of(&busy_sends))),
@@ -204,13 +214,13 @@ pub fn wake_probe(level: Distance, waker: usize, wakee_cpu: usize, budget: &Prob
                     Ok(WakeProbe { level, waker, wakee: wakee_cpu, by_idle, busy, send_by_idle, send_busy })
                 })
                 .join()
-                .map_err(|_| "the waker panicked".to_string())
+                .map_err(|_| ProbeError::Panicked("the waker"))
                 .and_then(|r| r)
         });
         slot.stop.store(true, SeqCst);
         slot.word.store(1, SeqCst);
         futex::wake(&slot.word, 1);
-        let woke = wakee_h.join().map_err(|_| "the wakee panicked".to_string()).and_then(|r| r);
+        let woke = wakee_h.join().map_err(|_| ProbeError::Panicked("the wakee")).and_then(|r| r);
         let probe = result?;
         woke?;
         Ok(probe)

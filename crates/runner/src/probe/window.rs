@@ -12,6 +12,7 @@
 //! distribution of the window's end, measured from the waiter's stamp to
 //! the waker's call.
 
+use super::error::ProbeError;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 
 use schedlab_topology::host::WindowProbe;
@@ -35,7 +36,7 @@ fn voluntary_switches() -> i64 {
 }
 
 /// Run the probe with the waiter on `waiter` and the waker on `waker`.
-pub fn window_probe(waker: usize, waiter: usize, budget: &ProbeBudget) -> Result<WindowProbe, String> {
+pub fn window_probe(waker: usize, waiter: usize, budget: &ProbeBudget) -> Result<WindowProbe, ProbeError> {
     let word = AtomicU32::new(0);
     let stamp = AtomicU64::new(0);
     let delay = AtomicU64::new(0);
@@ -44,8 +45,8 @@ pub fn window_probe(waker: usize, waiter: usize, budget: &ProbeBudget) -> Result
     let deadline = now_ns() + 20_000_000_000;
     let samples = budget.window_samples.max(1);
     std::thread::scope(|s| {
-        let w = s.spawn(|| -> Result<(), String> {
-            set_affinity(&[waker]).map_err(|e| format!("pinning to CPU {waker}: {e}"))?;
+        let w = s.spawn(|| -> Result<(), ProbeError> {
+            set_affinity(&[waker]).map_err(|source| ProbeError::Pin { who: "", cpu: waker, source })?;
             set_comm("schedlab-waker");
             loop {
                 // Wait for the waiter's stamp (or the end).
@@ -68,8 +69,8 @@ pub fn window_probe(waker: usize, waiter: usize, budget: &ProbeBudget) -> Result
                 posted.fetch_add(1, SeqCst);
             }
         });
-        let main = s.spawn(|| -> Result<Vec<(u64, usize, usize)>, String> {
-            set_affinity(&[waiter]).map_err(|e| format!("pinning to CPU {waiter}: {e}"))?;
+        let main = s.spawn(|| -> Result<Vec<(u64, usize, usize)>, ProbeError> {
+            set_affinity(&[waiter]).map_err(|source| ProbeError::Pin { who: "", cpu: waiter, source })?;
             set_comm("schedlab-waiter");
             let mut points = Vec::new();
             for k in WINDOW_DELAYS_NS {
@@ -78,7 +79,7 @@ pub fn window_probe(waker: usize, waiter: usize, budget: &ProbeBudget) -> Result
                 let mut awake = 0;
                 for _ in 0..samples {
                     if now_ns() >= deadline {
-                        return Err("the probe ran past its deadline".into());
+                        return Err(ProbeError::Timeout("the probe ran past its deadline"));
                     }
                     word.store(0, SeqCst);
                     let before_posts = posted.load(SeqCst);
@@ -86,7 +87,7 @@ pub fn window_probe(waker: usize, waiter: usize, budget: &ProbeBudget) -> Result
                     stamp.store(now_ns(), SeqCst);
                     while word.load(SeqCst) == 0 {
                         if futex::wait(&word, 0, SAMPLE_TIMEOUT_NS) == futex::Waited::TimedOut {
-                            return Err("the waker did not answer within 100 ms".into());
+                            return Err(ProbeError::Timeout("the waker did not answer within 100 ms"));
                         }
                     }
                     if voluntary_switches() == before {
@@ -103,9 +104,9 @@ pub fn window_probe(waker: usize, waiter: usize, budget: &ProbeBudget) -> Result
             }
             Ok(points)
         });
-        let r = main.join().map_err(|_| "the waiter thread panicked".to_string()).and_then(|r| r);
+        let r = main.join().map_err(|_| ProbeError::Panicked("the waiter thread")).and_then(|r| r);
         stop.store(true, SeqCst);
-        let wr = w.join().map_err(|_| "the waker thread panicked".to_string()).and_then(|r| r);
+        let wr = w.join().map_err(|_| ProbeError::Panicked("the waker thread")).and_then(|r| r);
         let points = r?;
         wr?;
         Ok(WindowProbe { waker, waiter, points })

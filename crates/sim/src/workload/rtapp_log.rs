@@ -134,3 +134,43 @@ pub fn render_log(idx: usize, policy: &str, priority: i64, rows: &[RtAppRow]) ->
     }
     out
 }
+
+/// A log file that could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct RtAppLogError {
+    pub path: std::path::PathBuf,
+    pub source: std::io::Error,
+}
+
+/// `--rtapp-log DIR`: one file per thread of `result`, named as rt-app
+/// names them (`<basename>-<task>-<index>.log`). A forked thread's log is
+/// named as rt-app names it, `<task>-<index>-<nnnn>` (its index among all
+/// threads, then the fork's number).
+pub fn write_logs(
+    dir: &std::path::Path,
+    basename: &str,
+    scenario: &schedlab_scenario::Scenario,
+    result: &crate::SimResult,
+) -> Result<(), RtAppLogError> {
+    let rows = &result.rtapp_log;
+    let failed = |path: &std::path::Path, source| RtAppLogError { path: path.to_path_buf(), source };
+    std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
+    for (i, t) in scenario.threads.iter().enumerate() {
+        let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
+        let text = render_log(i, t.policy.name(), priority, rows.get(i).map_or(&[][..], |r| r));
+        let path = dir.join(format!("{basename}-{}-{i}.log", t.group));
+        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
+    }
+    for (i, outcome) in result.threads.iter().enumerate().skip(scenario.threads.len()) {
+        let Some(t) = scenario.forked_spec(&outcome.name) else { continue };
+        let Some(r) = rows.get(i).filter(|r| !r.is_empty()) else { continue };
+        let n = outcome.name.rsplit('-').next().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
+        let n = n.saturating_sub(u64::from(t.instance));
+        let priority = if t.policy.is_rt() { i64::from(t.rt_priority) } else { i64::from(t.nice) };
+        let text = render_log(i, t.policy.name(), priority, r);
+        let path = dir.join(format!("{basename}-{}-{i}-{n:04}.log", t.group));
+        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
+    }
+    Ok(())
+}
