@@ -76,3 +76,80 @@ fn periodic_deadline_tasks_get_their_work_done_each_period_beside_hogs_on_every_
         assert!((0.28..=0.31).contains(&share), "{name} ran {share:.3} of the run (3 ms per 10 ms)");
     }
 }
+
+/// xorshift64*: a fixed generator, so the cases are the same on every run.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Deadline tasks mixed with fair and FIFO ones, PI mutexes held by any of
+/// them, timers, sleeps and yields, on several machines and kernels: the
+/// model's invariants (checked at every step in a debug build) hold, and
+/// every deadline task runs.
+#[test]
+fn random_mixes_with_deadline_tasks_keep_the_invariants() {
+    for case in 0..24u64 {
+        let mut g = Gen(0x9e37_79b9_7f4a_7c15 ^ (case + 1));
+        let (topo, ncpu) = [("qemu-4", 4.0), ("qemu-2", 2.0), ("smt-2x2", 4.0)][g.below(3) as usize];
+        let kernel = ["6.12", "6.9", "mainline"][g.below(3) as usize];
+        let mut threads = String::new();
+        let mut used = 0.0;
+        let mut uses_lock = false;
+        for i in 0..1 + g.below(4) {
+            let period = [2.0, 5.0, 10.0, 20.0][g.below(4) as usize];
+            let runtime = (period * (5 + g.below(50)) as f64 / 100.0 * 10.0).round() / 10.0;
+            if used + runtime / period > 0.85 * ncpu {
+                break;
+            }
+            used += runtime / period;
+            let deadline = if g.below(2) == 0 { period } else { runtime.max(period * 0.6) };
+            let work = runtime * (3 + g.below(15)) as f64 / 10.0;
+            let mut ops = vec![format!("{{ run = \"{work:.2}ms\" }}")];
+            if g.below(3) == 0 {
+                uses_lock = true;
+                ops = vec![
+                    "{ lock = \"M\" }".into(),
+                    format!("{{ run = \"{:.2}ms\" }}", work / 2.0),
+                    "{ unlock = \"M\" }".into(),
+                ];
+            }
+            ops.push(
+                ["{ timer = \"PERIODms\" }", "{ sleep = \"1ms\" }", "{ yield = true }"][g.below(3) as usize]
+                    .replace("PERIOD", &period.to_string()),
+            );
+            threads += &format!(
+                "[[thread]]\nname = \"d{i}\"\npolicy = \"SCHED_DEADLINE\"\nruntime = \"{runtime}ms\"\ndeadline = \
+                 \"{deadline}ms\"\nperiod = \"{period}ms\"\ndelay = \"{}ms\"\nprogram = [{}]\n",
+                g.below(4),
+                ops.join(", ")
+            );
+        }
+        for i in 0..g.below(4) {
+            let policy = if g.below(2) == 0 { "policy = \"SCHED_FIFO\"\npriority = 50\n" } else { "" };
+            let lock = g.below(2) == 0;
+            uses_lock |= lock;
+            let body =
+                if lock { "{ lock = \"M\" }, { run = \"2ms\" }, { unlock = \"M\" }" } else { "{ run = \"3ms\" }" };
+            threads += &format!("[[thread]]\nname = \"t{i}\"\n{policy}program = [{body}, {{ sleep = \"2ms\" }}]\n");
+        }
+        let mutex = if uses_lock { "[mutex.M]\npi = true\n" } else { "" };
+        let text = format!(
+            "name = \"mix\"\ntopology = \"{topo}\"\nkernel = \"{kernel}\"\nduration = \"300ms\"\n{mutex}{threads}"
+        );
+        let s = Scenario::from_toml_str("mix.toml", &text, Path::new(".")).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let r = simulate(&s, &SimOptions::default()).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
+        for t in r.threads.iter().filter(|t| t.name.starts_with('d')) {
+            assert!(t.runtime_ns > 0, "case {case}: {} never ran\n{text}", t.name);
+        }
+    }
+}
