@@ -95,10 +95,6 @@ pub struct DlEntity {
     pub on_dl_rq: bool,
     /// Expiry of the pending replenishment timer.
     pub timer_at: Option<u64>,
-    /// Throttle count and throttled time (the model's record, for reports).
-    pub nr_throttled: u64,
-    pub throttled_since: Option<u64>,
-    pub throttled_ns: u64,
     /// `pi_se`: whose reservation this entity runs with while boosted by a
     /// deadline waiter (deadline inheritance); `None`: its own.
     pub pi_se: Option<TaskId>,
@@ -129,34 +125,22 @@ impl DlEntity {
     /// deadline, exceed the reserved bandwidth (runtime/dl_deadline of `pi`,
     /// the reservation in force)? In DL_SCALE units, as the kernel compares
     /// (to stay in 64 bits).
-    fn overflow(&self, pi: &Reservation, t: u64) -> bool {
+    fn overflow(&self, pi: &DlEntity, t: u64) -> bool {
         let left = (pi.dl_deadline >> DL_SCALE) as u128 * ((self.runtime.max(0) as u64) >> DL_SCALE) as u128;
         let right = (self.deadline.saturating_sub(t) >> DL_SCALE) as u128 * (pi.dl_runtime >> DL_SCALE) as u128;
         right < left
     }
 
     /// `replenish_dl_new_period()` under reservation `pi`.
-    fn new_period(&mut self, pi: &Reservation, now: u64) {
+    fn new_period(&mut self, pi: &DlEntity, now: u64) {
         self.deadline = now + pi.dl_deadline;
         self.runtime = pi.dl_runtime as i64;
-    }
-
-    fn reservation(&self) -> Reservation {
-        Reservation { dl_runtime: self.dl_runtime, dl_deadline: self.dl_deadline, dl_period: self.dl_period }
     }
 
     /// `dl_next_period()`: the start of the next period.
     fn next_period(&self) -> u64 {
         self.deadline.saturating_sub(self.dl_deadline) + self.dl_period
     }
-}
-
-/// The static part of a reservation, as `pi_of()` gives it.
-#[derive(Clone, Copy, Debug)]
-struct Reservation {
-    dl_runtime: u64,
-    dl_deadline: u64,
-    dl_period: u64,
 }
 
 /// `struct dl_rq`: the CPU's deadline tasks by deadline, and those that may
@@ -168,8 +152,6 @@ pub struct DlRq {
     /// `pushable_dl_tasks_root`: queued, not running, may move.
     pub pushable: BTreeSet<(u64, u64, TaskId)>,
     pub dl_nr_running: u32,
-    /// `overloaded`: has pushable tasks (in the root domain's `dlo_mask`).
-    pub overloaded: bool,
     /// A push, a pull is queued as a balance callback.
     pub push_callback: bool,
     pub pull_callback: bool,
@@ -182,14 +164,19 @@ impl DlRq {
         self.queue.first().map(|e| e.0)
     }
 
+    /// `overloaded`: it has pushable tasks (in the root domain's `dlo_mask`).
+    pub fn overloaded(&self) -> bool {
+        !self.pushable.is_empty()
+    }
+
     /// `earliest_dl.next`: the earliest pushable deadline.
     pub fn earliest_pushable(&self) -> Option<u64> {
         self.pushable.first().map(|e| e.0)
     }
 }
 
-/// `dl_time_before(a, b)`.
-fn before(a: u64, b: u64) -> bool {
+/// `dl_time_before(a, b)`: `a` is earlier, wrap-safe.
+pub(crate) fn dl_time_before(a: u64, b: u64) -> bool {
     (a as i64).wrapping_sub(b as i64) < 0
 }
 
@@ -202,10 +189,11 @@ impl Kernel {
         &mut self.tasks[p as usize].dl
     }
 
-    /// `pi_of()`: the reservation `p` runs with, its donor's while boosted.
-    fn pi_of(&self, p: TaskId) -> Reservation {
+    /// `pi_of()`: the entity whose reservation (`dl_runtime`,
+    /// `dl_deadline`, `dl_period`) `p` runs with: its donor's while boosted.
+    fn pi_of(&self, p: TaskId) -> DlEntity {
         let dl = self.dl(p);
-        dl.pi_se.map_or(dl, |d| self.dl(d)).reservation()
+        *dl.pi_se.map_or(dl, |d| self.dl(d))
     }
 
     /// `is_dl_boosted()`.
@@ -221,13 +209,13 @@ impl Kernel {
 
     /// `dl_entity_preempt(p, curr)` for `cpu`'s running task: true when
     /// nothing of the deadline class runs there or `p`'s deadline is earlier.
-    fn dl_preempts_curr(&self, cpu: usize, deadline: u64) -> bool {
-        self.curr_dl_deadline(cpu).is_none_or(|d| before(deadline, d))
+    pub(crate) fn dl_preempts_curr(&self, cpu: usize, deadline: u64) -> bool {
+        self.curr_dl_deadline(cpu).is_none_or(|d| dl_time_before(deadline, d))
     }
 
     /// `dl_task_is_earliest_deadline()`: `p` would be the first on `cpu`.
     fn dl_is_earliest_on(&self, p: TaskId, cpu: usize) -> bool {
-        self.rqs[cpu].dl.earliest().is_none_or(|e| before(self.dl(p).deadline, e))
+        self.rqs[cpu].dl.earliest().is_none_or(|e| dl_time_before(self.dl(p).deadline, e))
     }
 
     // ---- enqueue / dequeue ----
@@ -258,13 +246,11 @@ impl Kernel {
         }
         let pi = self.pi_of(p);
         let boosted = self.is_dl_boosted(p);
-        if self.dl(p).deadline == 0 && flags & ENQUEUE_REPLENISH == 0 {
-            self.dl_mut(p).new_period(&pi, now);
-        } else if flags & ENQUEUE_WAKEUP != 0 {
+        if flags & ENQUEUE_WAKEUP != 0 {
             // update_dl_entity()
             let dl = self.dl_mut(p);
-            if before(dl.deadline, now) || dl.overflow(&pi, now) {
-                if !dl.is_implicit() && !before(dl.deadline, now) && !boosted {
+            if dl_time_before(dl.deadline, now) || dl.overflow(&pi, now) {
+                if !dl.is_implicit() && !dl_time_before(dl.deadline, now) && !boosted {
                     let laxity = dl.deadline - now;
                     dl.runtime = ((dl.dl_density as u128 * laxity as u128) >> BW_SHIFT) as i64;
                 } else {
@@ -273,7 +259,7 @@ impl Kernel {
             }
         } else if flags & ENQUEUE_REPLENISH != 0 {
             self.replenish_dl_entity(p);
-        } else if flags & ENQUEUE_RESTORE != 0 && !boosted && before(self.dl(p).deadline, now) {
+        } else if flags & ENQUEUE_RESTORE != 0 && !boosted && dl_time_before(self.dl(p).deadline, now) {
             self.dl_mut(p).new_period(&pi, now);
         }
         if self.dl(p).throttled {
@@ -307,8 +293,8 @@ impl Kernel {
         if dl.is_implicit()
             || dl.deadline == 0
             || self.is_dl_boosted(p)
-            || !before(dl.deadline, now)
-            || !before(now, dl.next_period())
+            || !dl_time_before(dl.deadline, now)
+            || !dl_time_before(now, dl.next_period())
         {
             return;
         }
@@ -317,8 +303,6 @@ impl Kernel {
         }
         let dl = self.dl_mut(p);
         dl.throttled = true;
-        dl.throttled_since = Some(now);
-        dl.nr_throttled += 1;
         if dl.runtime > 0 {
             dl.runtime = 0;
         }
@@ -362,14 +346,11 @@ impl Kernel {
         let dl = self.dl(p);
         let key = (dl.deadline, dl.seq, p);
         self.rqs[cpu].dl.pushable.insert(key);
-        self.rqs[cpu].dl.overloaded = true;
     }
 
     /// `dequeue_pushable_dl_task()`.
     fn dequeue_pushable_dl_task(&mut self, cpu: usize, p: TaskId) {
-        let rq = &mut self.rqs[cpu].dl;
-        rq.pushable.retain(|&(_, _, t)| t != p);
-        rq.overloaded = !rq.pushable.is_empty();
+        self.rqs[cpu].dl.pushable.retain(|&(_, _, t)| t != p);
     }
 
     // ---- runtime: CBS ----
@@ -385,15 +366,12 @@ impl Kernel {
         let Some(delta) = self.update_curr_common(cpu, c) else { return };
         let capacity = self.topo.cpus[cpu].capacity as u64;
         let scaled = ((delta as u128 * capacity as u128) >> 10) as i64;
-        let now = self.now;
         let dl = self.dl_mut(c);
         dl.runtime -= scaled;
         if dl.runtime > 0 && !dl.yielded {
             return;
         }
         dl.throttled = true;
-        dl.throttled_since = Some(now);
-        dl.nr_throttled += 1;
         self.__dequeue_dl_entity(cpu, c);
         self.dequeue_pushable_dl_task(cpu, c);
         if self.is_dl_boosted(c) || !self.start_dl_task_timer(c) {
@@ -411,7 +389,7 @@ impl Kernel {
         let dl = self.dl_mut(p);
         // A task boosted from below the class has no reservation of its
         // own (`dl_deadline` 0): each replenishment is a period from now.
-        if dl.deadline == 0 || dl.dl_deadline == 0 {
+        if dl.dl_deadline == 0 {
             dl.new_period(&pi, now);
         }
         if dl.yielded && dl.runtime > 0 {
@@ -421,23 +399,18 @@ impl Kernel {
             dl.deadline += pi.dl_period;
             dl.runtime += pi.dl_runtime as i64;
         }
-        if before(dl.deadline, now) {
+        if dl_time_before(dl.deadline, now) {
             dl.new_period(&pi, now);
         }
         dl.yielded = false;
-        if dl.throttled {
-            dl.throttled = false;
-            if let Some(since) = dl.throttled_since.take() {
-                dl.throttled_ns += now.saturating_sub(since);
-            }
-        }
+        dl.throttled = false;
     }
 
     /// `start_dl_timer()`: arm the replenishment timer at the next period;
     /// false when that instant has passed.
     fn start_dl_task_timer(&mut self, p: TaskId) -> bool {
         let at = self.dl(p).next_period();
-        if !before(self.now, at) {
+        if !dl_time_before(self.now, at) {
             return false;
         }
         if self.dl(p).timer_at == Some(at) {
@@ -473,7 +446,7 @@ impl Kernel {
         } else {
             self.resched_curr(cpu);
         }
-        if self.rqs[cpu].dl.overloaded {
+        if self.rqs[cpu].dl.overloaded() {
             self.push_dl_tasks(cpu);
         }
     }
@@ -490,7 +463,7 @@ impl Kernel {
     pub(crate) fn set_next_task_dl(&mut self, cpu: usize, p: TaskId, first: bool) {
         self.tasks[p as usize].se.exec_start = self.rqs[cpu].clock;
         self.dequeue_pushable_dl_task(cpu, p);
-        if first && self.rqs[cpu].dl.overloaded {
+        if first && self.rqs[cpu].dl.overloaded() {
             self.rqs[cpu].dl.push_callback = true;
         }
     }
@@ -525,12 +498,6 @@ impl Kernel {
         }
     }
 
-    /// Whether the fair server, queued with deadline `deadline`, outranks
-    /// what runs on `cpu` (`dl_server_start()`'s resched test).
-    pub(crate) fn dl_server_preempts(&self, cpu: usize, deadline: u64) -> bool {
-        self.dl_preempts_curr(cpu, deadline)
-    }
-
     // ---- placement ----
 
     /// `select_task_rq_dl()`: a task woken where an earlier (or pinned)
@@ -541,7 +508,8 @@ impl Kernel {
         }
         let select = self.rqs[cpu].curr.is_some_and(|c| {
             self.class_of(c) == SchedClass::Dl
-                && (self.tasks[c as usize].nr_cpus_allowed() < 2 || !before(self.dl(p).deadline, self.dl(c).deadline))
+                && (self.tasks[c as usize].nr_cpus_allowed() < 2
+                    || !dl_time_before(self.dl(p).deadline, self.dl(c).deadline))
         }) && self.tasks[p as usize].nr_cpus_allowed() > 1;
         if select {
             if let Some(target) = self.find_later_rq(p) {
@@ -561,7 +529,7 @@ impl Kernel {
             && self.tasks[p as usize].nr_cpus_allowed() > 1
             && self.class_of(curr) == SchedClass::Dl
             && (self.tasks[curr as usize].nr_cpus_allowed() < 2
-                || !before(self.dl(p).deadline, self.dl(curr).deadline));
+                || !dl_time_before(self.dl(p).deadline, self.dl(curr).deadline));
         if push {
             self.push_dl_tasks(cpu);
         }
@@ -607,7 +575,7 @@ impl Kernel {
         let Some(&(deadline, _, next)) = self.rqs[cpu].dl.pushable.first() else { return false };
         if let Some(c) = self.rqs[cpu].curr {
             if self.class_of(c) == SchedClass::Dl
-                && before(deadline, self.dl(c).deadline)
+                && dl_time_before(deadline, self.dl(c).deadline)
                 && self.tasks[c as usize].nr_cpus_allowed() > 1
             {
                 self.resched_curr(cpu);
@@ -642,13 +610,13 @@ impl Kernel {
     pub(crate) fn pull_dl_task(&mut self, this_cpu: usize) {
         let rd = self.rqs[this_cpu].rd;
         let sources: Vec<usize> =
-            self.rds[rd].span.iter().filter(|&c| c != this_cpu && self.rqs[c].dl.overloaded).collect();
+            self.rds[rd].span.iter().filter(|&c| c != this_cpu && self.rqs[c].dl.overloaded()).collect();
         let mut dmin = i64::MAX as u64;
         let mut resched = false;
         for src in sources {
             // Nothing there would run before what this CPU has.
             if let (Some(mine), Some(next)) = (self.rqs[this_cpu].dl.earliest(), self.rqs[src].dl.earliest_pushable()) {
-                if before(mine, next) {
+                if dl_time_before(mine, next) {
                     continue;
                 }
             }
@@ -673,10 +641,10 @@ impl Kernel {
             return;
         };
         let d = self.dl(p).deadline;
-        if !before(d, *dmin) || !self.dl_is_earliest_on(p, this_cpu) {
+        if !dl_time_before(d, *dmin) || !self.dl_is_earliest_on(p, this_cpu) {
             return;
         }
-        if self.curr_dl_deadline(src).is_some_and(|c| before(d, c)) {
+        if self.curr_dl_deadline(src).is_some_and(|c| dl_time_before(d, c)) {
             return;
         }
         self.move_queued_for_balance(p, src, this_cpu);
@@ -709,7 +677,7 @@ impl Kernel {
         if self.tasks[p as usize].on_rq != OnRq::Queued || self.rqs[cpu].curr == Some(p) {
             return;
         }
-        if self.tasks[p as usize].nr_cpus_allowed() > 1 && self.rqs[cpu].dl.overloaded {
+        if self.tasks[p as usize].nr_cpus_allowed() > 1 && self.rqs[cpu].dl.overloaded() {
             self.rqs[cpu].dl.push_callback = true;
         }
         if self.curr_dl_deadline(cpu).is_some() {
@@ -733,12 +701,12 @@ impl Kernel {
         if self.tasks[p as usize].on_rq != OnRq::Queued {
             return;
         }
-        if !self.rqs[cpu].dl.overloaded {
+        if !self.rqs[cpu].dl.overloaded() {
             self.rqs[cpu].dl.pull_callback = true;
         }
         let deadline = self.dl(p).deadline;
         if self.rqs[cpu].curr == Some(p) {
-            if self.rqs[cpu].dl.earliest().is_some_and(|e| before(e, deadline)) {
+            if self.rqs[cpu].dl.earliest().is_some_and(|e| dl_time_before(e, deadline)) {
                 self.resched_curr(cpu);
             }
         } else if self.dl_preempts_curr(cpu, deadline) {
@@ -749,12 +717,5 @@ impl Kernel {
     /// A deadline task's replenishment timer fired on `cpu` at `now`.
     pub fn dl_timer(&mut self, p: TaskId, cpu: usize, now: u64, out: &mut Outbox) {
         self.entry(now, cpu, out, |k| k.dl_task_timer(p))
-    }
-
-    /// Deadline statistics of task `t`: (throttles, throttled ns).
-    pub fn dl_stats(&self, t: TaskId) -> (u64, u64) {
-        let dl = self.dl(t);
-        let open = dl.throttled_since.map_or(0, |s| self.now.saturating_sub(s));
-        (dl.nr_throttled, dl.throttled_ns + open)
     }
 }

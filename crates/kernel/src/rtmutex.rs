@@ -52,7 +52,7 @@ impl Kernel {
             return pa < pb;
         }
         pa < crate::deadline::MAX_DL_PRIO
-            && (self.tasks[a as usize].dl.deadline as i64).wrapping_sub(self.tasks[b as usize].dl.deadline as i64) < 0
+            && crate::deadline::dl_time_before(self.tasks[a as usize].dl.deadline, self.tasks[b as usize].dl.deadline)
     }
 
     /// `rt_mutex_enqueue()`: into the waiter tree by priority (deadline

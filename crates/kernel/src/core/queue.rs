@@ -190,9 +190,10 @@ impl Kernel {
             if let Some(d) = pi_task.filter(|&d| {
                 !dl_prio(normal)
                     || (dl_prio(self.tasks[d as usize].prio)
-                        && (self.tasks[d as usize].dl.deadline as i64)
-                            .wrapping_sub(self.tasks[p as usize].dl.deadline as i64)
-                            < 0)
+                        && crate::deadline::dl_time_before(
+                            self.tasks[d as usize].dl.deadline,
+                            self.tasks[p as usize].dl.deadline,
+                        ))
             }) {
                 self.tasks[p as usize].dl.pi_se = Some(self.tasks[d as usize].dl.pi_se.unwrap_or(d));
                 replenish = true;

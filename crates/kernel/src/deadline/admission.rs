@@ -14,7 +14,6 @@
 
 use super::{to_ratio, DlParams, DL_SCALE};
 use crate::core::Kernel;
-use crate::sched::TaskId;
 use schedlab_topology::CpuSet;
 
 /// `sysctl_sched_dl_period_min` / `_max` (us), the kernel's defaults.
@@ -120,10 +119,5 @@ impl Kernel {
             });
         }
         Ok(())
-    }
-
-    /// Whether task `t` is a deadline task (`dl_policy()`).
-    pub fn is_dl_task(&self, t: TaskId) -> bool {
-        self.tasks[t as usize].policy == crate::sched::Policy::Deadline
     }
 }

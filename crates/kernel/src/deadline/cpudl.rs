@@ -27,13 +27,13 @@ impl Kernel {
         let mut latest: Option<(u64, usize)> = None;
         for c in span.iter() {
             if let Some(e) = self.rqs[c].dl.earliest() {
-                if latest.is_none_or(|(d, _)| (e as i64).wrapping_sub(d as i64) > 0) {
+                if latest.is_none_or(|(d, _)| super::dl_time_before(d, e)) {
                     latest = Some((e, c));
                 }
             }
         }
         let (d, cpu) = latest?;
-        let earlier = (task.dl.deadline as i64).wrapping_sub(d as i64) < 0;
+        let earlier = super::dl_time_before(task.dl.deadline, d);
         (task.cpus_mask.contains(cpu) && earlier).then(|| std::iter::once(cpu).collect())
     }
 }

@@ -176,7 +176,7 @@ impl Kernel {
         // __enqueue_dl_entity(): queued above RT, and above a deadline task
         // whose deadline is later.
         let deadline = self.rqs[cpu].fair_server.deadline;
-        if self.dl_server_preempts(cpu, deadline) {
+        if self.dl_preempts_curr(cpu, deadline) {
             self.resched_curr(cpu);
         }
     }
@@ -213,7 +213,7 @@ impl Kernel {
         // dl_server_start() reschedules whether or not the server is queued,
         // unless a deadline task with an earlier deadline runs.
         let deadline = self.rqs[cpu].fair_server.deadline;
-        if self.dl_server_preempts(cpu, deadline) {
+        if self.dl_preempts_curr(cpu, deadline) {
             self.resched_curr(cpu);
         }
     }

@@ -144,7 +144,7 @@ impl SchedClass {
                 // and the tasks are looked at again.
                 let task = k.pick_task_dl(cpu);
                 let server_first =
-                    task.is_none_or(|(_, d)| (k.rqs[cpu].fair_server.deadline as i64).wrapping_sub(d as i64) < 0);
+                    task.is_none_or(|(_, d)| crate::deadline::dl_time_before(k.rqs[cpu].fair_server.deadline, d));
                 if server_first && k.fair_server_pick(cpu) {
                     return SchedClass::Fair.pick_next_task(k, cpu, prev);
                 }
