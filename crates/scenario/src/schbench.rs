@@ -53,8 +53,10 @@
 //! out: its last `fwait` left the word at 0 and only its message thread,
 //! after taking it off the list, posts it.
 //!
-//! Simplified, and said so: the usleep always lasts `sleep + timer_slack`
-//! (an hrtimer whose range no other timer interrupt cuts short); the list's
+//! The usleep's hrtimer ranges over [`sleep`, `sleep + timer_slack`]: it
+//! ends at the hard end unless another hrtimer interrupt on its CPU (another
+//! worker's, the tick) falls inside the range first (the simulator's
+//! `hrtimer` module). Simplified, and said so: the list's
 //! compare-and-swaps cost no CPU time; `op_time` defaults to 3 ns per
 //! multiply-add of the `side³` naive multiply (`side = sqrt(F·1024/3/8)`),
 //! which matches the README's calibration example (`-F 256 -n 5`: ~16.9 ms

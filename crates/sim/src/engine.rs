@@ -9,6 +9,7 @@
 //! happened. Simplification: the kernel runs in zero time between events
 //! (only the switch cost is charged, by the hardware model).
 
+use crate::hrtimer::{HrtimerBases, SleepTimer};
 use crate::hw::Hardware;
 use crate::queue::EventQueue;
 use crate::workload::{Blocked, ObjState, Thread};
@@ -158,6 +159,10 @@ pub(crate) struct Engine<'a> {
     /// Per CPU, the part of a timer's idle exit held back until after its
     /// handler (`idle_exit_tail_ns`, at most the drawn exit).
     pub idle_exit_tail: Vec<u64>,
+    /// The sleeps' hrtimers per CPU, with their ranges (`hrtimer`).
+    pub hrtimers: HrtimerBases,
+    /// What one `hrtimer_run_queues()` expired (kept to reuse its buffer).
+    pub hrtimer_expired: Vec<SleepTimer>,
     pub end: Option<u64>,
     pub error: Option<SimError>,
     pub forks: crate::workload::Forks,
@@ -489,6 +494,10 @@ impl<'a> Engine<'a> {
                     self.settle(cpu);
                     self.kernel.sched_tick(cpu, self.now, &mut self.out);
                     self.drain();
+                    // The tick is an hrtimer of the same base: the sleeps
+                    // whose range it falls into end in its interrupt.
+                    let next_tick = self.hw.tick_after(self.now);
+                    self.hrtimer_run_queues(cpu, Some(next_tick));
                     if !self.preempt_point(cpu) {
                         self.replan(cpu);
                     }
@@ -496,16 +505,18 @@ impl<'a> Engine<'a> {
                 }
             }
             Ev::FairServer { cpu } => {
-                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::dl_server_timer));
+                self.on_interrupt(cpu, |e| e.hrtimer_irq_on(cpu, Kernel::dl_server_timer));
             }
             Ev::DlTimer { cpu, task } => {
-                self.on_interrupt(cpu, |e| e.irq_on(cpu, |k, c, now, out| k.dl_timer(task, c, now, out)));
+                self.on_interrupt(cpu, |e| e.hrtimer_irq_on(cpu, |k, c, now, out| k.dl_timer(task, c, now, out)));
             }
             Ev::CfsBandwidth { cpu, what } => {
-                self.on_interrupt(cpu, |e| e.irq_on(cpu, |k, c, now, out| k.cfs_bandwidth_timer(what, c, now, out)));
+                self.on_interrupt(cpu, |e| {
+                    e.hrtimer_irq_on(cpu, |k, c, now, out| k.cfs_bandwidth_timer(what, c, now, out))
+                });
             }
             Ev::Watchdog { cpu } => {
-                self.on_interrupt(cpu, |e| e.irq_on(cpu, Kernel::watchdog_kick));
+                self.on_interrupt(cpu, |e| e.hrtimer_irq_on(cpu, Kernel::watchdog_kick));
                 self.queue.push(self.now + WATCHDOG_PERIOD_NS, Ev::Watchdog { cpu });
             }
             Ev::IdleTimeout { cpu, gen } => {
@@ -594,7 +605,8 @@ impl<'a> Engine<'a> {
                     } else {
                         self.on_interrupt(cpu, |e| {
                             e.settle(cpu);
-                            e.wake(thread, cpu);
+                            let next_tick = e.hw.next_tick(cpu, e.now);
+                            e.hrtimer_run_queues(cpu, next_tick);
                             e.timer_irq_exit(cpu);
                         });
                     }
@@ -625,6 +637,41 @@ impl<'a> Engine<'a> {
         }
         self.irq_exit_at[cpu] = self.now + tail;
         self.queue.push(self.now + tail, Ev::IrqExit { cpu });
+    }
+
+    /// `__hrtimer_run_queues()` for the sleeps armed on `cpu`, in an hrtimer
+    /// interrupt there: every sleep the walk reaches (see `hrtimer`) ends,
+    /// in hard-expiry order, its thread woken from this CPU. `next_tick` is
+    /// the tick's next expiry if it runs on the CPU.
+    fn hrtimer_run_queues(&mut self, cpu: usize, next_tick: Option<u64>) {
+        let mut expired = std::mem::take(&mut self.hrtimer_expired);
+        let threads = &self.threads;
+        self.hrtimers.run_queues(
+            cpu,
+            self.now,
+            next_tick,
+            |t| threads[t.thread].timer_gen == t.gen && threads[t.thread].blocked == Blocked::Sleep,
+            &mut expired,
+        );
+        for t in expired.drain(..) {
+            self.hw.disarm_timer(cpu, t.hard);
+            self.wake(t.thread, cpu);
+        }
+        self.hrtimer_expired = expired;
+    }
+
+    /// An hrtimer's interrupt on `cpu` (the fair server's, a deadline
+    /// task's, a bandwidth or the watchdog timer): its handler, then the
+    /// sleeps whose range it falls into, then the CPU may reschedule.
+    fn hrtimer_irq_on(&mut self, cpu: usize, handler: impl FnOnce(&mut Kernel, usize, u64, &mut Outbox)) {
+        self.settle(cpu);
+        handler(&mut self.kernel, cpu, self.now, &mut self.out);
+        self.drain();
+        let next_tick = self.hw.next_tick(cpu, self.now);
+        self.hrtimer_run_queues(cpu, next_tick);
+        if !self.preempt_point(cpu) {
+            self.replan_if_running(cpu);
+        }
     }
 
     /// An interrupt-context kernel entry on `cpu` (timer, IPI, irq_work):

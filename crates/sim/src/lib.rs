@@ -10,6 +10,7 @@
 
 pub mod engine;
 mod groups;
+mod hrtimer;
 mod hw;
 pub mod pipeline;
 pub use pipeline::{simulate_pair, simulate_pipelined, PairObserver};
@@ -526,6 +527,8 @@ fn simulate_inner(
         pending_ns: vec![0; topo.nr_cpus()],
         irq_exit_at: vec![0; topo.nr_cpus()],
         idle_exit_tail: vec![0; topo.nr_cpus()],
+        hrtimers: hrtimer::HrtimerBases::new(topo.nr_cpus()),
+        hrtimer_expired: Vec::new(),
         end: duration,
         error: None,
         forks: workload::Forks::new(

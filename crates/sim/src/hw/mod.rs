@@ -216,6 +216,26 @@ impl<'a> Hardware<'a> {
         self.cpus[cpu].timers.push(at);
     }
 
+    /// A sleep's hrtimer armed for `at` on `cpu` ran before `at` (another
+    /// interrupt fell inside its range): it no longer bounds the idle time.
+    pub fn disarm_timer(&mut self, cpu: usize, at: u64) {
+        let timers = &mut self.cpus[cpu].timers;
+        if let Some(i) = timers.iter().position(|&t| t == at) {
+            timers.swap_remove(i);
+        }
+    }
+
+    /// The first tick boundary after `now` (ticks fall on multiples of the period).
+    pub fn tick_after(&self, now: u64) -> u64 {
+        let tick = self.topo.tick_ns();
+        (now / tick + 1) * tick
+    }
+
+    /// When the tick next fires on `cpu`, if it runs there (a busy CPU's).
+    pub fn next_tick(&self, cpu: usize, now: u64) -> Option<u64> {
+        self.cpus[cpu].tick_armed.then(|| self.tick_after(now))
+    }
+
     /// The noise streams: (CPU, first arrival) for each, by index.
     pub fn noise_starts(&mut self) -> Vec<(usize, u64)> {
         (0..self.noise.streams.len()).map(|i| (self.noise.streams[i].cpu, self.noise.first(self.topo, i))).collect()

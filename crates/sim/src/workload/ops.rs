@@ -11,6 +11,7 @@
 
 use super::{resolve, Blocked, ObjState, WaitStep};
 use crate::engine::{Engine, Ev};
+use crate::hrtimer::SleepTimer;
 use crate::hw::{Hardware, UNITS_PER_NS};
 use crate::SimError;
 use schedlab_kernel::TaskState;
@@ -202,9 +203,8 @@ impl<'a> Engine<'a> {
     ///
     /// `hrtimer_nanosleep()` arms the timer with the range [`ns`, `ns` +
     /// the thread's timer slack]; the hrtimer interrupt comes at the hard
-    /// end of the range unless another timer on the CPU expires inside it.
-    /// Simplified: always at the hard end (what an otherwise quiet CPU does;
-    /// the CPU's tick or another sleeper's timer could end it sooner).
+    /// end of the range unless another hrtimer interrupt on the CPU (the
+    /// tick, another sleeper's) falls inside it first (`crate::hrtimer`).
     fn op_sleep(&mut self, cpu: usize, th: usize, ns: u64) -> Flow {
         if !self.pay(cpu, th, self.syscall_ns()) {
             return STOP;
@@ -214,13 +214,16 @@ impl<'a> Engine<'a> {
         NEXT
     }
 
-    /// Arm the thread's hrtimer for `at` plus its timer slack and block.
+    /// Arm the thread's hrtimer on `cpu` for the range [`at`, `at` plus its
+    /// timer slack] and block; the interrupt is due at the hard end.
     fn sleep_until(&mut self, cpu: usize, th: usize, at: u64) {
-        let at = at.max(self.now) + self.threads[th].timer_slack_ns;
+        let soft = at.max(self.now);
+        let hard = soft + self.threads[th].timer_slack_ns;
         self.threads[th].timer_gen += 1;
         let gen = self.threads[th].timer_gen;
-        self.hw.arm_timer(cpu, at);
-        self.queue.push(at, Ev::Timer { thread: th, gen, cpu, exited: false });
+        self.hw.arm_timer(cpu, hard);
+        self.hrtimers.start(cpu, SleepTimer { soft, hard, thread: th, gen });
+        self.queue.push(hard, Ev::Timer { thread: th, gen, cpu, exited: false });
         self.block(cpu, th, Blocked::Sleep);
     }
 
