@@ -29,9 +29,9 @@ pub(crate) struct SleepTimer {
     pub gen: u64,
 }
 
-/// The armed sleeps of every CPU, each CPU's in arming order (the order in
-/// which equal hard expiries expire: the timerqueue puts a timer after the
-/// ones already queued with the same expiry).
+/// The armed sleeps of every CPU, each CPU's in hard-expiry order and, for
+/// equal hard expiries, in arming order (the timerqueue puts a timer after
+/// the ones already queued with the same expiry).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct HrtimerBases {
     cpus: Vec<Vec<SleepTimer>>,
@@ -45,7 +45,9 @@ impl HrtimerBases {
     /// `hrtimer_start_range_ns()` of a sleep on `cpu`.
     pub fn start(&mut self, cpu: usize, timer: SleepTimer) {
         debug_assert!(timer.soft <= timer.hard);
-        self.cpus[cpu].push(timer);
+        let base = &mut self.cpus[cpu];
+        let at = base.partition_point(|t| t.hard <= timer.hard);
+        base.insert(at, timer);
     }
 
     /// `__hrtimer_run_queues()` on `cpu` at `now` for the sleeps: moves into
@@ -64,15 +66,20 @@ impl HrtimerBases {
         expired: &mut Vec<SleepTimer>,
     ) {
         let base = &mut self.cpus[cpu];
-        base.retain(|t| live(t));
-        if base.is_empty() {
-            return;
-        }
-        // Stable: equal hard expiries keep their arming order.
-        base.sort_by_key(|t| t.hard);
         let stop = next_other.filter(|&t| t > now);
-        let runs = base.iter().take_while(|t| t.soft <= now && stop.is_none_or(|s| t.hard <= s)).count();
-        expired.extend(base.drain(..runs));
+        // Entries before the walk's end leave the base: the ones it runs
+        // and the dead ones it passes (dead ones further on wait their turn).
+        let mut passed = 0;
+        for t in base.iter() {
+            if live(t) {
+                if t.soft > now || stop.is_some_and(|s| t.hard > s) {
+                    break;
+                }
+                expired.push(*t);
+            }
+            passed += 1;
+        }
+        base.drain(..passed);
     }
 
     /// Armed sleeps on `cpu` (live or not yet pruned).
