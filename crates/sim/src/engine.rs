@@ -664,23 +664,24 @@ impl<'a> Engine<'a> {
     /// task's, a bandwidth or the watchdog timer): its handler, then the
     /// sleeps whose range it falls into, then the CPU may reschedule.
     fn hrtimer_irq_on(&mut self, cpu: usize, handler: impl FnOnce(&mut Kernel, usize, u64, &mut Outbox)) {
-        self.settle(cpu);
-        handler(&mut self.kernel, cpu, self.now, &mut self.out);
-        self.drain();
-        let next_tick = self.hw.next_tick(cpu, self.now);
-        self.hrtimer_run_queues(cpu, next_tick);
-        if !self.preempt_point(cpu) {
-            self.replan_if_running(cpu);
-        }
+        self.interrupt(cpu, true, handler);
     }
 
-    /// An interrupt-context kernel entry on `cpu` (timer, IPI, irq_work):
-    /// run it, then let the CPU reschedule; if it does not, re-plan the
-    /// running thread's next op boundary (the handler may have changed its rate).
+    /// An interrupt-context kernel entry on `cpu` (an IPI, irq_work): run
+    /// it, then let the CPU reschedule; if it does not, re-plan the running
+    /// thread's next op boundary (the handler may have changed its rate).
     fn irq_on(&mut self, cpu: usize, handler: impl FnOnce(&mut Kernel, usize, u64, &mut Outbox)) {
+        self.interrupt(cpu, false, handler);
+    }
+
+    fn interrupt(&mut self, cpu: usize, hrtimer: bool, handler: impl FnOnce(&mut Kernel, usize, u64, &mut Outbox)) {
         self.settle(cpu);
         handler(&mut self.kernel, cpu, self.now, &mut self.out);
         self.drain();
+        if hrtimer {
+            let next_tick = self.hw.next_tick(cpu, self.now);
+            self.hrtimer_run_queues(cpu, next_tick);
+        }
         if !self.preempt_point(cpu) {
             self.replan_if_running(cpu);
         }
