@@ -87,3 +87,15 @@ fn rt_app_deadline_keys_default_as_rt_app_fills_them_in() {
         parse(r#"{ "tasks": { "d": { "dl-runtime": 3000, "run": 1000 } }, "global": { "duration": 1 } }"#).unwrap_err();
     assert!(e.message.contains("apply to \"policy\": \"SCHED_DEADLINE\" only"), "{e}");
 }
+
+#[test]
+fn reclaim_asks_sched_flag_reclaim_and_only_a_deadline_thread_may_ask() {
+    let s = parse(&one("policy = \"SCHED_DEADLINE\"\nruntime = \"3ms\"\ndeadline = \"10ms\"\nreclaim = true")).unwrap();
+    assert_eq!(s.threads[0].dl, Some(DlSpec { runtime_ns: 3 * MS, deadline_ns: 10 * MS, period_ns: 0, reclaim: true }));
+    let s =
+        parse(&one("policy = \"SCHED_DEADLINE\"\nruntime = \"3ms\"\ndeadline = \"10ms\"\nreclaim = false")).unwrap();
+    assert!(!s.threads[0].dl.unwrap().reclaim);
+    expect_err(&one("policy = \"SCHED_FIFO\"\nreclaim = true"), 6, "true", "`reclaim` is SCHED_FLAG_RECLAIM");
+    expect_err(&one("reclaim = true"), 5, "true", "this thread's policy is SCHED_OTHER");
+    expect_err(&one("policy = \"SCHED_DEADLINE\"\nruntime = \"3ms\"\ndeadline = \"10ms\"\nreclaim = 1"), 8, "1", "");
+}
