@@ -155,3 +155,31 @@ fn without_a_reclaiming_task_no_inactive_timer_is_armed() {
     assert!(k.tasks[d as usize].dl.non_contending, "the bookkeeping runs all the same");
     assert!(inactive_timers(&k, d).is_empty(), "but no timer costs CPU time");
 }
+
+#[test]
+fn a_wakeup_that_migrates_a_task_moves_its_bandwidth_at_once() {
+    let mut k = kernel();
+    let _reader = dl_task(&mut k, 1, res(1, 100, true), "0-3", 3);
+    let d = dl_task(&mut k, 2, res(2, 10, false), "0-3", 0);
+    let e = dl_task(&mut k, 3, res(5, 8, false), "0-3", 0);
+    let (bw_d, bw_e, server) = (to_ratio(10 * MS, 2 * MS), to_ratio(8 * MS, 5 * MS), 52_428);
+    start(&mut k, d, 0);
+    k.sched_tick(0, MS);
+    block(&mut k, 0, MS, TaskState::Interruptible);
+    assert!(k.tasks[d as usize].dl.non_contending, "blocked with its 0-lag time at 5 ms");
+    // e takes CPU 0 with deadline 9 ms; d, woken at 2 ms with deadline 10 ms,
+    // would not run first there, so select_task_rq_dl() moves it to CPU 1.
+    k.wake_up_new_task(e, MS, 0);
+    settle(&mut k, MS);
+    assert_eq!(k.curr(0), Some(e));
+    k.try_to_wake_up(d, 2 * MS, 1, 0);
+    settle(&mut k, 2 * MS);
+    assert_eq!((k.tasks[d as usize].cpu, k.curr(1)), (1, Some(d)));
+    // migrate_task_rq_dl() took d's bandwidth, active part included, off
+    // CPU 0 before its 0-lag time; task_contending(ENQUEUE_MIGRATED) put
+    // both on CPU 1.
+    assert_eq!(k.dl_rq_bw(0).0, bw_e);
+    assert_eq!(k.dl_rq_bw(0).1, server + bw_e);
+    assert_eq!((k.dl_rq_bw(1).0, k.dl_rq_bw(1).1), (bw_d, server + bw_d));
+    assert_eq!(k.tasks[d as usize].dl.inactive_timer_at, None, "its inactive timer is cancelled");
+}
