@@ -1,13 +1,19 @@
 //! SCHED_DEADLINE threads on this machine's kernel (root): the real runner
 //! gives a thread its reservation with `sched_setattr()`, the kernel's CBS
-//! holds an overrunning task to it (throttled every period), and the
-//! kernel's admission refuses what the model refuses (EBUSY). Skipped with
-//! a message without root.
+//! holds an overrunning task to it (throttled every period), the kernel's
+//! admission refuses what the model refuses (EBUSY), and with
+//! SCHED_FLAG_RECLAIM GRUB lets a task use the CPU's free bandwidth as the
+//! model does. Skipped with a message without root.
 
 mod common;
 use common::root;
 
 use std::process::Command;
+use std::sync::Mutex;
+
+/// One real run at a time: they share tracefs and the root domain's
+/// deadline bandwidth.
+static REAL: Mutex<()> = Mutex::new(());
 
 fn is_root() -> bool {
     // SAFETY: plain syscall.
@@ -26,6 +32,7 @@ fn the_kernel_holds_a_deadline_task_to_its_reservation_and_refuses_one_that_does
         eprintln!("skipped: needs root (sched_setattr SCHED_DEADLINE, tracefs)");
         return;
     }
+    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     // dl-cbs-overrun: 2 ms every 10 ms asked for 5 ms per job, beside a hog.
     let d = json_of(&["real", "dl-cbs-overrun", "--duration", "2s", "--json"]);
     let cbs = &d["deadline"]["tasks"][0];
@@ -70,4 +77,35 @@ fn the_kernel_holds_a_deadline_task_to_its_reservation_and_refuses_one_that_does
     let notes = |i: usize| d["threads"][i]["setup_notes"].to_string();
     assert_eq!(notes(0), "[]", "d0 is admitted");
     assert!(notes(1).contains("os error 16"), "d1: {}", notes(1));
+}
+
+#[test]
+fn a_reclaiming_task_gets_max_bw_of_a_cpu_on_the_kernel_as_in_the_model() {
+    if !is_root() {
+        eprintln!("skipped: needs root (sched_setattr SCHED_DEADLINE with SCHED_FLAG_RECLAIM, tracefs)");
+        return;
+    }
+    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    // dl-grub-reclaim: 30 ms / 100 ms with SCHED_FLAG_RECLAIM and 10 ms /
+    // 100 ms without, both asking for the whole CPU. The model's shares are
+    // GRUB's arithmetic: 0.3 / (0.3 x 269/256) of each period, 95.2 %, and
+    // the plain reservation's 10 %.
+    let share = |d: &serde_json::Value, comm: &str, window: f64| {
+        let tasks = d["deadline"]["tasks"].as_array().unwrap();
+        let t = tasks.iter().find(|t| t["comm"] == comm).unwrap_or_else(|| panic!("no {comm}: {d}"));
+        t["run_ns"].as_f64().unwrap() / window
+    };
+    let model = json_of(&["run", "dl-grub-reclaim", "--json"]);
+    let simulated = model["simulated_ns"].as_f64().unwrap();
+    let (model_grub, model_cbs) = (share(&model, "grub", simulated), share(&model, "cbs", simulated));
+    assert!((0.945..=0.96).contains(&model_grub), "model: grub ran {model_grub:.4}");
+    assert!((0.098..=0.105).contains(&model_cbs), "model: cbs ran {model_cbs:.4}");
+    let host = json_of(&["real", "dl-grub-reclaim", "--duration", "2s", "--json"]);
+    let window = host["window_ns"][1].as_f64().unwrap() - host["window_ns"][0].as_f64().unwrap();
+    let (host_grub, host_cbs) = (share(&host, "grub", window), share(&host, "cbs", window));
+    // The kernel's GRUB gives the reclaiming task the same 95 %, not its
+    // 30 %; the plain one keeps to its 10 %. Other load on the machine is
+    // fair and cannot take a deadline task's time.
+    assert!((host_grub - model_grub).abs() < 0.03, "grub: host {host_grub:.4}, model {model_grub:.4}");
+    assert!((host_cbs - model_cbs).abs() < 0.02, "cbs: host {host_cbs:.4}, model {model_cbs:.4}");
 }

@@ -291,6 +291,9 @@ pub struct Kernel {
     /// `charged_ns` when the wakeup in progress began.
     pub(crate) wake_start_ns: u64,
     pub(crate) stats: KernelStats,
+    /// Some task reclaims (SCHED_FLAG_RECLAIM): the deadline class arms the
+    /// inactive timers GRUB reads (`deadline::grub`).
+    pub(crate) dl_grub: bool,
 }
 
 impl Kernel {
@@ -356,7 +359,7 @@ impl Kernel {
         }
         let tick_ns = topo.tick_ns();
         let hz = 1_000_000_000 / tick_ns;
-        Kernel {
+        let mut k = Kernel {
             jiffies: 0,
             hz,
             // HZ·nr_cpus/10 jiffies.
@@ -396,7 +399,10 @@ impl Kernel {
             exec_cpu: 0,
             busy_until: vec![0; nr_cpus],
             rq_lock_wait_ns: 0,
-        }
+            dl_grub: false,
+        };
+        k.init_dl_rq_bw();
+        k
     }
 
     pub fn nr_cpus(&self) -> usize {
@@ -591,6 +597,15 @@ impl Kernel {
             my_q: None,
         });
         self.rt_init_slice(id);
+        if let Some(dl) = p.dl {
+            // sched_dl_overflow()'s __dl_add(): the reservation is the root
+            // domain's from sched_setattr() on.
+            let bw = self.tasks[id as usize].dl.dl_bw;
+            self.__dl_add(p.cpu, bw);
+            if dl.reclaim {
+                self.dl_grub_start();
+            }
+        }
         // sched_fork() → init_entity_runnable_average().
         pelt::init_entity_runnable_average(&mut self.tasks[id as usize].se.avg, weight as u64);
         id

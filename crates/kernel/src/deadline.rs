@@ -25,22 +25,24 @@
 //! * **Admission** ([`admission`]): `sched_setattr()`'s parameter checks
 //!   (`__checkparam_dl()`, EINVAL), the affinity rule (EPERM) and the root
 //!   domain's bandwidth (`sched_dl_overflow()`, EBUSY).
+//! * **GRUB** ([`grub`]): each runqueue's `running_bw`/`this_bw`/`extra_bw`,
+//!   the inactive timer at a blocked task's 0-lag time, and the reclaiming
+//!   charge of a SCHED_FLAG_RECLAIM task (`grub_reclaim()`).
 //!
-//! Simplified: no GRUB reclaiming (SCHED_FLAG_RECLAIM), no
-//! SCHED_FLAG_DL_OVERRUN signal, no deadline inheritance through rt_mutex
-//! (the scenario reader refuses a deadline task on a PI lock), no
-//! `running_bw`/`this_bw` accounting (only GRUB and schedutil read them),
-//! no capacity-aware placement (asymmetric CPUs); the runtime is charged in
-//! wall nanoseconds scaled by the CPU's capacity (`dl_scaled_delta_exec()`
-//! at the maximum frequency). Deadlines are kept in the model's time
+//! Simplified: no SCHED_FLAG_DL_OVERRUN signal (the workload has no
+//! signals), no capacity-aware placement (asymmetric CPUs); the runtime of
+//! a task that does not reclaim is charged in wall nanoseconds scaled by
+//! the CPU's capacity (`dl_scaled_delta_exec()` at the maximum frequency). Deadlines are kept in the model's time
 //! (`Kernel::now`), as the fair server's are, since the hrtimers are the
 //! simulator's. Equal deadlines keep their queueing order (the rb-tree's).
 
 mod admission;
 mod cpudl;
+mod grub;
 mod server;
 
 pub use admission::{DlAdmissionError, DlBandwidth};
+pub use grub::{grub_reclaim, BW_RATIO, MAX_BW, RATIO_SHIFT, SCHED_FLAG_RECLAIM};
 pub use server::*;
 
 use crate::core::{Kernel, Outbox};
@@ -71,6 +73,8 @@ pub struct DlParams {
     pub runtime: u64,
     pub deadline: u64,
     pub period: u64,
+    /// `sched_flags` has SCHED_FLAG_RECLAIM: GRUB charges it ([`grub`]).
+    pub reclaim: bool,
 }
 
 /// `struct sched_dl_entity` of a task.
@@ -98,6 +102,13 @@ pub struct DlEntity {
     /// `pi_se`: whose reservation this entity runs with while boosted by a
     /// deadline waiter (deadline inheritance); `None`: its own.
     pub pi_se: Option<TaskId>,
+    /// SCHED_FLAG_RECLAIM in `flags`: charged by `grub_reclaim()`.
+    pub reclaim: bool,
+    /// `dl_non_contending`: blocked before its 0-lag time, its bandwidth
+    /// still active (in `running_bw`) until the inactive timer.
+    pub non_contending: bool,
+    /// Expiry of the pending inactive timer (`inactive_timer`).
+    pub inactive_timer_at: Option<u64>,
     /// Queueing order, to keep equal deadlines in FIFO order.
     seq: u64,
 }
@@ -112,6 +123,7 @@ impl DlEntity {
             dl_period: period,
             dl_bw: to_ratio(period, p.runtime),
             dl_density: to_ratio(p.deadline, p.runtime),
+            reclaim: p.reclaim,
             ..Default::default()
         }
     }
@@ -155,6 +167,12 @@ pub struct DlRq {
     /// A push, a pull is queued as a balance callback.
     pub push_callback: bool,
     pub pull_callback: bool,
+    /// GRUB's sums ([`grub`], BW_SHIFT fixed point): the active bandwidth,
+    /// the bandwidth assigned to this CPU, and what nobody reserved
+    /// (`max_bw` less the root domain's reservations per CPU).
+    pub running_bw: u64,
+    pub this_bw: u64,
+    pub extra_bw: u64,
     next_seq: u64,
 }
 
@@ -237,16 +255,26 @@ impl Kernel {
             self.dl_mut(p).throttled = false;
             return;
         }
+        let mut flags = flags;
+        if self.tasks[p as usize].on_rq == OnRq::Migrating {
+            flags |= ENQUEUE_MIGRATING;
+        }
         if !self.dl(p).throttled && !self.dl(p).is_implicit() {
             self.dl_check_constrained_dl(p);
         }
-        // Throttled, it waits for its timer off the queue.
+        self.dl_enqueue_bw(cpu, p, flags);
+        // Throttled, it waits for its timer off the queue (its bandwidth is
+        // active all the same).
         if self.dl(p).throttled && flags & ENQUEUE_REPLENISH == 0 {
+            if flags & ENQUEUE_WAKEUP != 0 {
+                self.task_contending(p, flags);
+            }
             return;
         }
         let pi = self.pi_of(p);
         let boosted = self.is_dl_boosted(p);
         if flags & ENQUEUE_WAKEUP != 0 {
+            self.task_contending(p, flags);
             // update_dl_entity()
             let dl = self.dl_mut(p);
             if dl_time_before(dl.deadline, now) || dl.overflow(&pi, now) {
@@ -333,11 +361,17 @@ impl Kernel {
         rq.nr_running -= 1;
     }
 
-    /// `dequeue_task_dl()`. A throttled task is already off its queue (and,
-    /// as in the kernel, out of `nr_running`, though still `on_rq`).
-    pub(crate) fn dequeue_task_dl(&mut self, cpu: usize, p: TaskId) {
+    /// `dequeue_task_dl()` → `dequeue_dl_entity()`. A throttled task is
+    /// already off its queue (and, as in the kernel, out of `nr_running`,
+    /// though still `on_rq`); its bandwidth moves as the flags say.
+    pub(crate) fn dequeue_task_dl(&mut self, cpu: usize, p: TaskId, flags: u32) {
         self.update_curr_dl(cpu);
+        let mut flags = flags;
+        if self.tasks[p as usize].on_rq == OnRq::Migrating {
+            flags |= DEQUEUE_MIGRATING;
+        }
         self.__dequeue_dl_entity(cpu, p);
+        self.dl_dequeue_bw(cpu, p, flags);
         self.dequeue_pushable_dl_task(cpu, p);
     }
 
@@ -364,8 +398,7 @@ impl Kernel {
             return;
         }
         let Some(delta) = self.update_curr_common(cpu, c) else { return };
-        let capacity = self.topo.cpus[cpu].capacity as u64;
-        let scaled = ((delta as u128 * capacity as u128) >> 10) as i64;
+        let scaled = self.dl_scaled_delta_exec(cpu, c, delta) as i64;
         let dl = self.dl_mut(c);
         dl.runtime -= scaled;
         if dl.runtime > 0 && !dl.yielded {

@@ -24,6 +24,7 @@ macro_rules! violation {
     };
 }
 
+mod dl_bw;
 mod local;
 
 /// What a cfs_rq's counters should say: its queued entities and their
@@ -169,6 +170,7 @@ impl Kernel {
             }
         }
         self.check_cfs_rqs()?;
+        self.check_dl_bw()?;
         for rq in &self.rqs {
             let cfs = &rq.cfs;
             let rt_queued = rt_queued_on[rq.cpu];

@@ -8,6 +8,7 @@ mod common;
 mod costs;
 mod deadline;
 mod eevdf;
+mod grub;
 mod invariants;
 mod rt;
 mod syscalls;

@@ -25,6 +25,9 @@ pub struct SchedAttr {
 }
 
 pub const SCHED_ATTR_SIZE: u32 = std::mem::size_of::<SchedAttr>() as u32;
+/// `SCHED_FLAG_RECLAIM` in `sched_attr.sched_flags` (uapi linux/sched.h):
+/// a deadline task reclaims unused bandwidth (GRUB).
+pub const SCHED_FLAG_RECLAIM: u64 = 0x02;
 
 /// `sched_setattr(tid, attr, 0)`; `tid` 0 is the calling thread.
 pub fn sched_setattr(tid: i32, attr: &SchedAttr) -> io::Result<()> {

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::calibrate::{calibrate, Calibration};
 use crate::plan::{Plan, RealOptions, ThreadPlan};
 use crate::program::{run_program, End, Markers, Outcome, Shared};
-use crate::sys::{self, now_ns, sched_setattr, set_affinity, set_comm, sleep_until, SchedAttr};
+use crate::sys::{self, now_ns, sched_setattr, set_affinity, set_comm, sleep_until, SchedAttr, SCHED_FLAG_RECLAIM};
 
 /// Time allowed for calibration and thread creation before the watchdog fires.
 pub const SETUP_LIMIT_NS: u64 = 10_000_000_000;
@@ -106,11 +106,15 @@ pub(crate) fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
     let mut attr = SchedAttr { policy: policy_number(spec.policy), ..Default::default() };
     let what = if let Some(dl) = spec.dl {
         (attr.runtime, attr.deadline, attr.period) = (dl.runtime_ns, dl.deadline_ns, dl.period_ns);
+        if dl.reclaim {
+            attr.flags |= SCHED_FLAG_RECLAIM;
+        }
         format!(
-            "SCHED_DEADLINE runtime {} us, deadline {} us, period {} us",
+            "SCHED_DEADLINE runtime {} us, deadline {} us, period {} us{}",
             dl.runtime_ns / 1000,
             dl.deadline_ns / 1000,
-            dl.period_ns / 1000
+            dl.period_ns / 1000,
+            if dl.reclaim { ", SCHED_FLAG_RECLAIM" } else { "" }
         )
     } else if spec.policy.is_rt() {
         attr.priority = spec.rt_priority;

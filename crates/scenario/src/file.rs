@@ -88,6 +88,8 @@ pub(crate) struct RawThread {
     pub runtime: Option<Spanned<Value>>,
     pub deadline: Option<Spanned<Value>>,
     pub period: Option<Spanned<Value>>,
+    /// SCHED_FLAG_RECLAIM: GRUB lets the reservation use idle bandwidth.
+    pub reclaim: Option<Spanned<bool>>,
     pub timer_slack: Option<Spanned<Value>>,
     #[serde(alias = "cpus")]
     pub affinity: Option<Spanned<Value>>,

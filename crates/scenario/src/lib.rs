@@ -520,6 +520,9 @@ pub struct DlSpec {
     pub deadline_ns: u64,
     /// 0: the deadline (the kernel's rule for `sched_period` = 0).
     pub period_ns: u64,
+    /// `sched_flags` has SCHED_FLAG_RECLAIM (`reclaim = true`): GRUB
+    /// reclaiming lets the task run on bandwidth nobody else is using.
+    pub reclaim: bool,
 }
 
 /// A session (see [`ThreadSpec::session`]) and its `[session.NAME]` options.

@@ -339,6 +339,9 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
         runtime: None,
         deadline: None,
         period: None,
+        // rt-app's sched_setattr() for a deadline task passes no sched_flags
+        // (rt-app.c, 2024): there is no reclaiming key to read.
+        reclaim: None,
         timer_slack: None,
         affinity: None,
         start_cpu: None,

@@ -19,11 +19,11 @@ fn a_deadline_thread_carries_its_reservation_and_no_timer_slack() {
         parse(&one("policy = \"SCHED_DEADLINE\"\nruntime = \"2ms\"\ndeadline = \"5ms\"\nperiod = \"10ms\"")).unwrap();
     let t = &s.threads[0];
     assert_eq!(t.policy, Policy::Deadline);
-    assert_eq!(t.dl, Some(DlSpec { runtime_ns: 2 * MS, deadline_ns: 5 * MS, period_ns: 10 * MS }));
+    assert_eq!(t.dl, Some(DlSpec { runtime_ns: 2 * MS, deadline_ns: 5 * MS, period_ns: 10 * MS, reclaim: false }));
     assert_eq!((t.timer_slack_ns, t.nice, t.rt_priority), (0, 0, 0));
     // `period` may be left out: the kernel takes the deadline.
     let s = parse(&one("policy = \"deadline\"\nruntime = \"1ms\"\ndeadline = \"4ms\"")).unwrap();
-    assert_eq!(s.threads[0].dl, Some(DlSpec { runtime_ns: MS, deadline_ns: 4 * MS, period_ns: 0 }));
+    assert_eq!(s.threads[0].dl, Some(DlSpec { runtime_ns: MS, deadline_ns: 4 * MS, period_ns: 0, reclaim: false }));
     // Other policies have no reservation.
     assert_eq!(parse(&one("policy = \"SCHED_FIFO\"")).unwrap().threads[0].dl, None);
 }
@@ -69,15 +69,33 @@ fn rt_app_deadline_keys_default_as_rt_app_fills_them_in() {
     )
     .unwrap();
     // dl-deadline defaults to the period.
-    assert_eq!(s.threads[0].dl, Some(DlSpec { runtime_ns: 2 * MS, deadline_ns: 10 * MS, period_ns: 10 * MS }));
+    assert_eq!(
+        s.threads[0].dl,
+        Some(DlSpec { runtime_ns: 2 * MS, deadline_ns: 10 * MS, period_ns: 10 * MS, reclaim: false })
+    );
     let s = parse(
         r#"{ "tasks": { "d": { "policy": "SCHED_DEADLINE", "dl-runtime": 3000, "run": 1000 } },
              "global": { "duration": 1 } }"#,
     )
     .unwrap();
     // dl-period defaults to the runtime, and dl-deadline to the period.
-    assert_eq!(s.threads[0].dl, Some(DlSpec { runtime_ns: 3 * MS, deadline_ns: 3 * MS, period_ns: 3 * MS }));
+    assert_eq!(
+        s.threads[0].dl,
+        Some(DlSpec { runtime_ns: 3 * MS, deadline_ns: 3 * MS, period_ns: 3 * MS, reclaim: false })
+    );
     let e =
         parse(r#"{ "tasks": { "d": { "dl-runtime": 3000, "run": 1000 } }, "global": { "duration": 1 } }"#).unwrap_err();
     assert!(e.message.contains("apply to \"policy\": \"SCHED_DEADLINE\" only"), "{e}");
+}
+
+#[test]
+fn reclaim_asks_sched_flag_reclaim_and_only_a_deadline_thread_may_ask() {
+    let s = parse(&one("policy = \"SCHED_DEADLINE\"\nruntime = \"3ms\"\ndeadline = \"10ms\"\nreclaim = true")).unwrap();
+    assert_eq!(s.threads[0].dl, Some(DlSpec { runtime_ns: 3 * MS, deadline_ns: 10 * MS, period_ns: 0, reclaim: true }));
+    let s =
+        parse(&one("policy = \"SCHED_DEADLINE\"\nruntime = \"3ms\"\ndeadline = \"10ms\"\nreclaim = false")).unwrap();
+    assert!(!s.threads[0].dl.unwrap().reclaim);
+    expect_err(&one("policy = \"SCHED_FIFO\"\nreclaim = true"), 6, "true", "`reclaim` is SCHED_FLAG_RECLAIM");
+    expect_err(&one("reclaim = true"), 5, "true", "this thread's policy is SCHED_OTHER");
+    expect_err(&one("policy = \"SCHED_DEADLINE\"\nruntime = \"3ms\"\ndeadline = \"10ms\"\nreclaim = 1"), 8, "1", "");
 }

@@ -46,6 +46,12 @@ pub(crate) enum Ev {
         cpu: usize,
         task: schedlab_kernel::TaskId,
     },
+    /// A deadline entity's inactive timer (its 0-lag time, for GRUB), on the
+    /// CPU that armed it.
+    DlInactive {
+        cpu: usize,
+        what: TimerKind,
+    },
     /// A task group's CFS bandwidth timer (period or slack), pinned to `cpu`.
     CfsBandwidth {
         cpu: usize,
@@ -215,6 +221,9 @@ impl<'a> Engine<'a> {
                 let ev = match t.what {
                     TimerKind::FairServer => Ev::FairServer { cpu: t.cpu },
                     TimerKind::DlTask(task) => Ev::DlTimer { cpu: t.cpu, task },
+                    what @ (TimerKind::DlInactive(_) | TimerKind::FairServerInactive) => {
+                        Ev::DlInactive { cpu: t.cpu, what }
+                    }
                     what => Ev::CfsBandwidth { cpu: t.cpu, what },
                 };
                 self.queue.push(t.at, ev);
@@ -509,6 +518,9 @@ impl<'a> Engine<'a> {
             }
             Ev::DlTimer { cpu, task } => {
                 self.on_interrupt(cpu, |e| e.hrtimer_irq_on(cpu, |k, c, now, out| k.dl_timer(task, c, now, out)));
+            }
+            Ev::DlInactive { cpu, what } => {
+                self.on_interrupt(cpu, |e| e.irq_on(cpu, |k, c, now, out| k.dl_inactive_timer(what, c, now, out)));
             }
             Ev::CfsBandwidth { cpu, what } => {
                 self.on_interrupt(cpu, |e| {

@@ -743,7 +743,12 @@ fn deadline_reservation(
         };
         return Err(refuse(why.to_string()));
     }
-    let p = schedlab_kernel::deadline::DlParams { runtime: d.runtime_ns, deadline: d.deadline_ns, period: d.period_ns };
+    let p = schedlab_kernel::deadline::DlParams {
+        runtime: d.runtime_ns,
+        deadline: d.deadline_ns,
+        period: d.period_ns,
+        reclaim: d.reclaim,
+    };
     kernel.dl_admit(&p, &spec.affinity, cpu).map_err(|e| refuse(format!("sched_setattr() fails with {e}")))?;
     Ok(Some(p))
 }

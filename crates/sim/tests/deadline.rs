@@ -61,6 +61,28 @@ fn an_overrunning_task_gets_its_reservation_and_no_more_beside_hogs() {
 }
 
 #[test]
+fn a_reclaiming_task_runs_max_bw_of_a_cpu_and_its_twin_its_reservation() {
+    // dl-grub-reclaim's pair, both asking for all the CPU: with
+    // SCHED_FLAG_RECLAIM 30 ms per 100 ms lasts 95.2 ms of running (GRUB
+    // charges 0.3 / 0.95 per ns), without it 10 ms is 10 ms.
+    let threads = dl_thread("grub", "30ms", "100ms", "{ run = \"10s\" }")
+        + "reclaim = true\n"
+        + &dl_thread("cbs", "10ms", "100ms", "{ run = \"10s\" }");
+    let text = format!("name = \"dl\"\ntopology = \"qemu-2\"\nduration = \"2s\"\n{threads}");
+    let s = Scenario::from_toml_str("dl.toml", &text, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let r = simulate(&s, &SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let share = |name: &str| r.threads.iter().find(|t| t.name == name).unwrap().runtime_ns as f64 / 2e9;
+    assert!((0.945..=0.96).contains(&share("grub")), "grub ran {:.4} of the run", share("grub"));
+    assert!((0.098..=0.105).contains(&share("cbs")), "cbs ran {:.4} of the run", share("cbs"));
+    // Without the flag the same reservation is held to its 30 %.
+    let plain = text.replace("reclaim = true\n", "");
+    let s = Scenario::from_toml_str("dl.toml", &plain, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let r = simulate(&s, &SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let grub = r.threads.iter().find(|t| t.name == "grub").unwrap().runtime_ns as f64 / 2e9;
+    assert!((0.295..=0.31).contains(&grub), "without reclaiming grub ran {grub:.4}");
+}
+
+#[test]
 fn periodic_deadline_tasks_get_their_work_done_each_period_beside_hogs_on_every_cpu() {
     // Three periodic deadline tasks (3 ms every 10 ms within 4 ms
     // reservations) and four hogs on four CPUs: each task's work fits its
@@ -98,6 +120,19 @@ impl Gen {
 /// every deadline task runs.
 #[test]
 fn random_mixes_with_deadline_tasks_keep_the_invariants() {
+    random_mixes(false);
+}
+
+/// The same mixes with every other deadline task reclaiming (GRUB): the
+/// bandwidth sums (running_bw, this_bw, extra_bw) match their recounts
+/// through blocks, 0-lag timers, wakeup migrations, pushes, PI boosts and
+/// exits.
+#[test]
+fn random_mixes_with_reclaiming_deadline_tasks_keep_the_invariants() {
+    random_mixes(true);
+}
+
+fn random_mixes(reclaim: bool) {
     for case in 0..24u64 {
         let mut g = Gen(0x9e37_79b9_7f4a_7c15 ^ (case + 1));
         let (topo, ncpu) = [("qemu-4", 4.0), ("qemu-2", 2.0), ("smt-2x2", 4.0)][g.below(3) as usize];
@@ -133,6 +168,9 @@ fn random_mixes_with_deadline_tasks_keep_the_invariants() {
                 g.below(4),
                 ops.join(", ")
             );
+            if reclaim && i % 2 == 0 {
+                threads += "reclaim = true\n";
+            }
         }
         for i in 0..g.below(4) {
             let policy = if g.below(2) == 0 { "policy = \"SCHED_FIFO\"\npriority = 50\n" } else { "" };

@@ -320,8 +320,10 @@ impl Kernel {
         self.tasks[t as usize].cpus_mask.first().unwrap_or(cpu)
     }
 
-    /// `set_task_cpu()`: `sched_migrate_task`, the fair migrate hook
-    /// (`migrate_task_rq_fair()`), then the new CPU.
+    /// `set_task_cpu()`: `sched_migrate_task`, the deadline class's migrate
+    /// hook for a deadline task (`migrate_task_rq_dl()`), the fair one
+    /// (`migrate_task_rq_fair()`, which the model runs for every task), then
+    /// the new CPU.
     pub(crate) fn set_task_cpu(&mut self, t: TaskId, new_cpu: usize) {
         let task = &self.tasks[t as usize];
         if task.cpu == new_cpu {
@@ -332,6 +334,9 @@ impl Kernel {
         self.touched.cpu(new_cpu);
         self.touched.task(t);
         self.emit(orig, EventKind::SchedMigrateTask { pid, prio, orig_cpu: orig as u32, dest_cpu: new_cpu as u32 });
+        if self.class_of(t) == crate::sched::class::SchedClass::Dl {
+            self.migrate_task_rq_dl(t);
+        }
         self.migrate_task_rq_fair(t, new_cpu);
         let task = &mut self.tasks[t as usize];
         task.cpu = new_cpu;

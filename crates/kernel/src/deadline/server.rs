@@ -59,6 +59,11 @@ pub struct FairServer {
     pub deadline: u64,
     /// Expiry of the pending `dl_timer`; `None` when it is not queued.
     pub timer_at: Option<u64>,
+    /// `dl_non_contending`: stopped before its 0-lag time, its bandwidth
+    /// still active until the inactive timer (GRUB's `running_bw`).
+    pub non_contending: bool,
+    /// Expiry of the pending inactive timer.
+    pub inactive_timer_at: Option<u64>,
     /// The idle task's `se.exec_start`: idle time since then counts against
     /// the runtime (`dl_server_update_idle_time()`); `None` while busy.
     pub idle_since: Option<u64>,
@@ -209,6 +214,8 @@ impl Kernel {
             return;
         }
         fs.active = true;
+        // enqueue_dl_entity(ENQUEUE_WAKEUP) → task_contending().
+        self.fair_server_contending(cpu);
         self.enqueue_fair_server(cpu, true);
         // dl_server_start() reschedules whether or not the server is queued,
         // unless a deadline task with an earlier deadline runs.
@@ -248,10 +255,12 @@ impl Kernel {
 
     /// `dl_server_stop()`: picked with nothing to serve (state D → A).
     fn dl_server_stop(&mut self, cpu: usize) {
-        let fs = &mut self.rqs[cpu].fair_server;
-        if fs.dl_runtime == 0 {
+        if self.rqs[cpu].fair_server.dl_runtime == 0 {
             return;
         }
+        // dequeue_dl_entity(DEQUEUE_SLEEP) → task_non_contending().
+        self.fair_server_non_contending(cpu);
+        let fs = &mut self.rqs[cpu].fair_server;
         fs.timer_at = None;
         fs.defer_armed = false;
         fs.throttled = false;
@@ -365,7 +374,7 @@ impl Kernel {
             if self.rqs[cpu].fair_server.active {
                 self.dl_server_stop(cpu);
             }
-            self.rqs[cpu].fair_server.dl_runtime = runtime;
+            self.fair_server_change_bw(cpu, runtime);
         }
     }
 }
@@ -389,4 +398,9 @@ pub enum TimerKind {
     CfsSlack(usize),
     /// A deadline task's replenishment timer (`p->dl.dl_timer`): [`Kernel::dl_timer`].
     DlTask(crate::sched::TaskId),
+    /// A deadline task's inactive timer (`p->dl.inactive_timer`, its 0-lag
+    /// time): [`Kernel::dl_inactive_timer`].
+    DlInactive(crate::sched::TaskId),
+    /// The CPU's fair server's inactive timer: [`Kernel::dl_inactive_timer`].
+    FairServerInactive,
 }

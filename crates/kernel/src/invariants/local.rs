@@ -103,6 +103,7 @@ impl Kernel {
         if !rd.span.contains(cpu) || !rd.rto_mask.is_subset(&rd.span) {
             return Err(violation!("CPU {cpu} is in root domain {} whose span or rto_mask is wrong", rq.rd));
         }
+        self.check_dl_bw_cpu(cpu)?;
         if let Some(t) = rq.curr {
             let task = &self.tasks[t as usize];
             if !task.on_cpu || task.cpu != cpu {

@@ -75,7 +75,7 @@ impl SchedClass {
     pub(crate) fn dequeue_task(self, k: &mut Kernel, cpu: usize, t: TaskId, flags: u32) -> bool {
         match self {
             SchedClass::Dl => {
-                k.dequeue_task_dl(cpu, t);
+                k.dequeue_task_dl(cpu, t, flags);
                 true
             }
             SchedClass::Rt => {

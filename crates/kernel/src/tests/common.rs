@@ -182,6 +182,10 @@ impl TestKernel {
     pub fn dl_timer(&mut self, t: TaskId, cpu: usize, now: u64) {
         self.call(|k, o| k.dl_timer(t, cpu, now, o))
     }
+
+    pub fn dl_inactive_timer(&mut self, what: crate::TimerKind, cpu: usize, now: u64) {
+        self.call(|k, o| k.dl_inactive_timer(what, cpu, now, o))
+    }
 }
 
 /// A kernel of `profile` on `topology` with `settings` (debugfs syntax)

@@ -13,7 +13,7 @@ fn kernel(profile: &str) -> TestKernel {
 }
 
 fn res(runtime_ms: u64, deadline_ms: u64, period_ms: u64) -> DlParams {
-    DlParams { runtime: runtime_ms * MS, deadline: deadline_ms * MS, period: period_ms * MS }
+    DlParams { runtime: runtime_ms * MS, deadline: deadline_ms * MS, period: period_ms * MS, reclaim: false }
 }
 
 /// Deliver requested interrupts and let every CPU that must reschedule do so.
@@ -207,7 +207,7 @@ fn a_cpu_whose_deadline_task_blocks_pulls_a_waiting_one() {
 fn admission_refuses_bad_parameters_partial_affinity_and_too_much_bandwidth() {
     let mut k = kernel("6.12");
     let all = parse_cpulist("0-3").unwrap();
-    let bad = |r, d, p| DlParams { runtime: r, deadline: d, period: p };
+    let bad = |r, d, p| DlParams { runtime: r, deadline: d, period: p, reclaim: false };
     for p in [bad(1000, MS, MS), bad(2 * MS, MS, 10 * MS), bad(MS, 10 * MS, 5 * MS), bad(10_000, 50_000, 50_000)] {
         assert!(matches!(k.dl_admit(&p, &all, 0), Err(DlAdmissionError::Invalid { .. })), "{p:?}");
     }
@@ -221,7 +221,9 @@ fn admission_refuses_bad_parameters_partial_affinity_and_too_much_bandwidth() {
         k.dl_admit(&res(9, 10, 10), &all, 0).unwrap();
         dl_task(&mut k, 10 + pid, res(9, 10, 10), "0-3", 0);
     }
-    let err = k.dl_admit(&DlParams { runtime: 100_000, deadline: 10 * MS, period: 10 * MS }, &all, 0).unwrap_err();
+    let err = k
+        .dl_admit(&DlParams { runtime: 100_000, deadline: 10 * MS, period: 10 * MS, reclaim: false }, &all, 0)
+        .unwrap_err();
     assert!(matches!(err, DlAdmissionError::Busy { .. }), "{err}");
     assert!(err.to_string().starts_with("EBUSY"));
     // Without fair servers (6.9) the same 3.6 leaves room for 0.2 more.

@@ -188,7 +188,8 @@ pub(super) fn group(
 
 /// SCHED_DEADLINE's `runtime`, `deadline` and `period` (durations): the
 /// first two required with that policy, `period` defaulting to the
-/// deadline; all three refused with any other. The kernel's own checks
+/// deadline; and `reclaim` (SCHED_FLAG_RECLAIM, default false). All four
+/// are refused with any other policy. The kernel's own checks
 /// (`__checkparam_dl()` and the bandwidth) are the simulator's, at start.
 fn deadline_params(ctx: Ctx, policy: Policy, raw: &RawThread) -> Result<Option<crate::DlSpec>, InputError> {
     let keys = [("runtime", &raw.runtime), ("deadline", &raw.deadline), ("period", &raw.period)];
@@ -197,6 +198,16 @@ fn deadline_params(ctx: Ctx, policy: Policy, raw: &RawThread) -> Result<Option<c
             return Err(
                 ctx.err(v, format!("`{key}` is a SCHED_DEADLINE parameter; this thread's policy is {}", policy.name()))
             );
+        }
+        if let Some(r) = &raw.reclaim {
+            return Err(ctx.err(
+                r,
+                format!(
+                    "`reclaim` is SCHED_FLAG_RECLAIM, a SCHED_DEADLINE flag (GRUB reclaiming); this thread's policy is \
+                     {}",
+                    policy.name()
+                ),
+            ));
         }
         return Ok(None);
     }
@@ -214,7 +225,8 @@ fn deadline_params(ctx: Ctx, policy: Policy, raw: &RawThread) -> Result<Option<c
         ));
     };
     let period_ns = get("period", &raw.period, Zero::Refused)?.unwrap_or(0);
-    Ok(Some(crate::DlSpec { runtime_ns, deadline_ns, period_ns }))
+    let reclaim = raw.reclaim.as_ref().is_some_and(|r| *r.get_ref());
+    Ok(Some(crate::DlSpec { runtime_ns, deadline_ns, period_ns, reclaim }))
 }
 
 /// A policy's nice value and RT priority from `nice` and `priority` (for
