@@ -520,7 +520,9 @@ impl<'a> Engine<'a> {
                 self.on_interrupt(cpu, |e| e.hrtimer_irq_on(cpu, |k, c, now, out| k.dl_timer(task, c, now, out)));
             }
             Ev::DlInactive { cpu, what } => {
-                self.on_interrupt(cpu, |e| e.irq_on(cpu, |k, c, now, out| k.dl_inactive_timer(what, c, now, out)));
+                self.on_interrupt(cpu, |e| {
+                    e.hrtimer_irq_on(cpu, |k, c, now, out| k.dl_inactive_timer(what, c, now, out))
+                });
             }
             Ev::CfsBandwidth { cpu, what } => {
                 self.on_interrupt(cpu, |e| {
@@ -673,7 +675,8 @@ impl<'a> Engine<'a> {
     }
 
     /// An hrtimer's interrupt on `cpu` (the fair server's, a deadline
-    /// task's, a bandwidth or the watchdog timer): its handler, then the
+    /// task's replenishment or inactive timer, a bandwidth or the watchdog
+    /// timer): its handler, then the
     /// sleeps whose range it falls into, then the CPU may reschedule.
     fn hrtimer_irq_on(&mut self, cpu: usize, handler: impl FnOnce(&mut Kernel, usize, u64, &mut Outbox)) {
         self.interrupt(cpu, true, handler);
