@@ -1,24 +1,17 @@
 //! `schedlab run`: simulate one scenario and report.
 
 use clap::Args;
-use schedlab_kernel::Profile;
 use schedlab_report::{run_plot_title, AnalysisJson, RunJson, RunText, SimHeader};
-use schedlab_scenario::{Scenario, Spanned};
-use schedlab_sides::reported::{simulate_reported, Events, Reported};
-use schedlab_sim::{SimOptions, TraceObserver};
-use schedlab_topology::Topology;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use schedlab_sides::reported::{run_reported, Reported, Run, RunDone, RunView, TraceFiles};
+use schedlab_sim::SimOptions;
+use std::path::PathBuf;
 
 use crate::args::{
     DurationArg, FeaturesArg, JsonArg, MemoryArg, PerfettoArg, ReportArgs, SeedArg, ThresholdArg, TraceArg, View,
     ViewArg,
 };
 use crate::error::{CliError, Result};
-use crate::output::{
-    is_stdout, write_ftrace, write_perfetto, write_tracedat, FtraceStream, PerfettoStream, TraceDatStream,
-};
-use schedlab_analysis::perf_sched::{SchedLatency, Timehist};
+use crate::output::is_stdout;
 
 #[derive(Args)]
 #[command(after_help = crate::examples::RUN)]
@@ -104,29 +97,6 @@ pub struct RunArgs {
     pub rtapp_log: Option<PathBuf>,
 }
 
-fn load_scenario(args: &RunArgs) -> Result<Scenario> {
-    let path = &args.scenario;
-    let mut scenario = match &args.topology {
-        None => Scenario::load(path)?,
-        Some(reference) => {
-            let topo = Topology::resolve(reference, Path::new(".")).map_err(|e| CliError::Topology(e.to_string()))?;
-            let text = schedlab_topology::diag::read_input(path, "scenario")?;
-            let base = path.parent().unwrap_or(Path::new("."));
-            Scenario::from_toml_str_on(&path.display().to_string(), &text, base, topo)?
-        }
-    };
-    if let Some(k) = &args.kernel {
-        if Profile::by_name(k).is_none() {
-            return Err(CliError::UnknownProfile { name: k.clone() }.into());
-        }
-        scenario.kernel_profile = Spanned { value: k.clone(), line: 0, col: 0 };
-    }
-    if let Some(t) = args.threshold.threshold {
-        scenario.stall_threshold_ns = t;
-    }
-    Ok(scenario)
-}
-
 pub fn run(args: RunArgs) -> Result {
     args.view.check()?;
     let timehist = args.view.view == View::Timehist;
@@ -142,7 +112,12 @@ pub fn run(args: RunArgs) -> Result {
         )
         .into());
     }
-    let scenario = load_scenario(&args)?;
+    let scenario = schedlab_sides::load_scenario_on(
+        &args.scenario,
+        args.topology.as_deref(),
+        args.kernel.as_deref(),
+        args.threshold.threshold,
+    )?;
     let opts = SimOptions {
         seed: args.seed.seed,
         duration_ns: args.duration.duration,
@@ -164,71 +139,29 @@ pub fn run(args: RunArgs) -> Result {
         ))
         .into());
     }
-    // The plots need the whole trace; otherwise the run streams into the
-    // report's collectors and the trace files, and its memory stays bounded.
-    let keep_trace = args.plot.is_some();
-    // `--view latency`: perf's accounting over the run's events, with its task table.
-    let mut latency = (args.view.view == View::Latency).then(|| (SchedLatency::new(), Default::default()));
-    let kept = schedlab_report::kept_stalls(args.report.stalls);
-    let wall = Instant::now();
-    let grace = args.report.grace;
-    let Reported { result, mut report, schbench, events, allowed } = if keep_trace {
-        let run = simulate_reported(&scenario, &opts, grace, kept, Events::Kept)?;
-        let result = &run.result;
-        if let Some((lat, table)) = latency.as_mut() {
-            for ev in result.trace.in_time_order().iter() {
-                lat.observe(ev);
-            }
-            *table = result.trace.table.clone();
-        }
-        if timehist {
-            let mut th = listing(args.json.json)?;
-            for ev in result.trace.in_time_order().iter() {
-                listing_line(&mut th, ev, &result.trace.table)?;
-            }
-            finish_listing(th)?;
-        }
-        if let Some(path) = &args.trace.trace {
-            write_ftrace(&result.trace, path, "--trace")?;
-        }
-        if let Some(path) = &args.perfetto.perfetto {
-            write_perfetto(&result.trace, path)?;
-        }
-        if let Some(path) = &args.trace_dat {
-            write_tracedat(&result.trace, path)?;
-        }
-        run
-    } else {
-        let mut obs = Streamed {
-            nr_cpus: scenario.topology.nr_cpus() as u32,
-            ftrace: args.trace.trace.as_deref().map(FtraceStream::create).transpose()?,
-            perfetto: args.perfetto.perfetto.as_deref().map(PerfettoStream::create).transpose()?,
-            trace_dat: args.trace_dat.as_deref().map(TraceDatStream::create).transpose()?,
-            timehist: if timehist { Some((listing(args.json.json)?, Default::default(), None)) } else { None },
-            latency: latency.take(),
-        };
-        let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        let pipelined = !args.one_thread && two_cpus;
-        let run = simulate_reported(&scenario, &opts, grace, kept, Events::Streamed { also: &mut obs, pipelined })?;
-        if let Some(f) = obs.ftrace.take() {
-            f.finish()?;
-        }
-        if let Some(f) = obs.perfetto.take() {
-            f.finish()?;
-        }
-        if let Some(f) = obs.trace_dat.take() {
-            f.finish()?;
-        }
-        if let Some((th, _, err)) = obs.timehist.take() {
-            if let Some(e) = err {
-                return Err(CliError::Stdout(e).into());
-            }
-            finish_listing(th)?;
-        }
-        latency = obs.latency.take();
-        run
+    let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    let run = Run {
+        options: opts,
+        grace_ns: args.report.grace,
+        kept_stalls: schedlab_report::kept_stalls(args.report.stalls),
+        files: TraceFiles {
+            ftrace: args.trace.trace.as_deref(),
+            perfetto: args.perfetto.perfetto.as_deref(),
+            trace_dat: args.trace_dat.as_deref(),
+        },
+        view: match args.view.view {
+            View::Latency => RunView::Latency,
+            View::Timehist => RunView::Timehist { json: args.json.json },
+            _ => RunView::Report,
+        },
+        // The plots need the whole trace; otherwise the run streams into the
+        // report's collectors and the trace files, and its memory stays bounded.
+        keep_trace: args.plot.is_some(),
+        pipelined: !args.one_thread && two_cpus,
     };
-    let wall = wall.elapsed();
+    let stdout = || std::io::BufWriter::new(std::io::stdout());
+    let RunDone { reported, latency, wall } = run_reported(&scenario, &run, &stdout)?;
+    let Reported { result, mut report, schbench, events, allowed } = reported;
     if let (Some(dir), Some(basename)) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
         schedlab_sim::write_rtapp_logs(dir, basename, &scenario, &result).map_err(|e| CliError::Write {
             flag: "--rtapp-log",
@@ -259,7 +192,7 @@ pub fn run(args: RunArgs) -> Result {
         None => Vec::new(),
     };
     // As a streamed run keeps them (the plots above counted them all).
-    report.keep_stalls(kept);
+    report.keep_stalls(run.kept_stalls);
 
     if timehist {
         return Ok(());
@@ -270,7 +203,7 @@ pub fn run(args: RunArgs) -> Result {
     let why = schedlab_sweep::why::why(&result.kernel_stats, &scenario, result.end_ns);
     if let (true, Some((lat, table))) = (args.json.json, &latency) {
         let rows = lat.rows_by(table, |_| true, args.view.latency_rows());
-        return report_out(&crate::analyze::latency_json(&rows), trace_to_stdout);
+        return report_out(&schedlab_analysis::perf_sched::latency_json(&rows), trace_to_stdout);
     }
     if args.json.json {
         let doc = RunJson {
@@ -334,104 +267,5 @@ fn report_out(text: &str, trace_to_stdout: bool) -> Result {
         std::io::Write::write_all(&mut err, text.as_bytes()).map_err(|e| CliError::Stdout(e).into())
     } else {
         crate::output::emit(text)
-    }
-}
-
-/// A streamed run's trace files and perf views, started once the run's
-/// task table is known (the report's collector is the side's).
-struct Streamed {
-    nr_cpus: u32,
-    ftrace: Option<FtraceStream>,
-    perfetto: Option<PerfettoStream>,
-    trace_dat: Option<TraceDatStream>,
-    /// `--view timehist`: the listing, the run's task table, the first write error.
-    timehist: Option<(Listing, schedlab_trace::TaskTable, Option<std::io::Error>)>,
-    /// `--view latency`: perf's accounting and the run's task table.
-    latency: Option<(SchedLatency, schedlab_trace::TaskTable)>,
-}
-
-type Listing = Timehist<'static, std::io::BufWriter<std::io::Stdout>>;
-
-/// `--view timehist`'s listing on stdout, every switch (a JSON object a line with `json`).
-fn listing(json: bool) -> Result<Listing> {
-    let opts = schedlab_analysis::perf_sched::TimehistOptions { json, ..Default::default() };
-    Ok(Timehist::with_options(std::io::BufWriter::new(std::io::stdout()), |_, _| true, opts)
-        .map_err(CliError::Stdout)?)
-}
-
-/// One event into the listing; a closed pipe (`| head`) ends it quietly.
-fn listing_line(th: &mut Listing, ev: &schedlab_trace::Event, table: &schedlab_trace::TaskTable) -> Result {
-    match th.observe(ev, table) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e).into()),
-        _ => Ok(()),
-    }
-}
-
-fn finish_listing(th: Listing) -> Result {
-    let flushed = th.finish().and_then(|mut out| std::io::Write::flush(&mut out));
-    match flushed {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e).into()),
-        _ => Ok(()),
-    }
-}
-
-impl TraceObserver for Streamed {
-    fn start(&mut self, table: &schedlab_trace::TaskTable) {
-        let nr_cpus = self.nr_cpus;
-        if let Some(f) = self.ftrace.as_mut() {
-            f.start(table, nr_cpus);
-        }
-        if let Some(f) = self.perfetto.as_mut() {
-            f.start(table, nr_cpus);
-        }
-        if let Some(f) = self.trace_dat.as_mut() {
-            f.start(table, nr_cpus);
-        }
-        if let Some((_, t, _)) = self.timehist.as_mut() {
-            *t = table.clone();
-        }
-        if let Some((_, t)) = self.latency.as_mut() {
-            *t = table.clone();
-        }
-    }
-
-    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-        if let Some(f) = self.ftrace.as_mut() {
-            f.task_new(pid, info);
-        }
-        if let Some(f) = self.perfetto.as_mut() {
-            f.task_new(pid, info);
-        }
-        if let Some(f) = self.trace_dat.as_mut() {
-            f.task_new(pid, info);
-        }
-        if let Some((_, t, _)) = self.timehist.as_mut() {
-            t.tasks.insert(pid, info.clone());
-        }
-        if let Some((_, t)) = self.latency.as_mut() {
-            t.tasks.insert(pid, info.clone());
-        }
-    }
-
-    fn event(&mut self, e: &schedlab_trace::Event) {
-        if let Some((lat, _)) = self.latency.as_mut() {
-            lat.observe(e);
-        }
-        if let Some(f) = self.ftrace.as_mut() {
-            f.event(e);
-        }
-        if let Some(f) = self.perfetto.as_mut() {
-            f.event(e);
-        }
-        if let Some(f) = self.trace_dat.as_mut() {
-            f.event(e);
-        }
-        if let Some((th, table, err @ None)) = self.timehist.as_mut() {
-            if let Err(x) = th.observe(e, table) {
-                if x.kind() != std::io::ErrorKind::BrokenPipe {
-                    *err = Some(x);
-                }
-            }
-        }
     }
 }
