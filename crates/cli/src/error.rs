@@ -32,9 +32,6 @@ pub enum CliError {
     SettingNeedsVm,
     #[error("--loops-per-us {0}: expected a positive number of iterations per microsecond")]
     LoopsPerUs(f64),
-    /// `fidelity --cases` naming no case.
-    #[error("{0}")]
-    Fidelity(String),
     /// `fidelity --check` with rows outside their bands (or without a verdict).
     #[error("fidelity check failed: {n} of {of} rows did not pass: {rows}")]
     FidelityCheck { n: usize, of: usize, rows: String },
