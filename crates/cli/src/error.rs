@@ -13,8 +13,6 @@ pub enum CliError {
     UnknownProfile { name: String },
     #[error("unknown preset `{name}` (expected one of: {})", Topology::preset_names().join(", "))]
     UnknownPreset { name: String },
-    #[error("--topology: {0}")]
-    Topology(String),
     /// Writing `--trace`, `--sim-trace`, `--perfetto` or `--csv`.
     #[error("{flag} {path}: {why}")]
     Write { flag: &'static str, path: String, why: String },

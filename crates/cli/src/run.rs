@@ -1,8 +1,7 @@
 //! `schedlab run`: simulate one scenario and report.
 
 use clap::Args;
-use schedlab_report::{run_plot_title, AnalysisJson, RunJson, RunText, SimHeader};
-use schedlab_sides::reported::{run_reported, Reported, Run, RunDone, RunView, TraceFiles};
+use schedlab_sides::reported::{run_reported, Run, RunPrint, RunView, TraceFiles};
 use schedlab_sim::SimOptions;
 use std::path::PathBuf;
 
@@ -158,114 +157,31 @@ pub fn run(args: RunArgs) -> Result {
         // report's collectors and the trace files, and its memory stays bounded.
         keep_trace: args.plot.is_some(),
         pipelined: !args.one_thread && two_cpus,
+        rtapp_log: args.rtapp_log.as_deref(),
+        plot_dir: args.plot.as_deref(),
+        plot_stalls: args.report.stalls,
     };
     let stdout = || std::io::BufWriter::new(std::io::stdout());
-    let RunDone { reported, latency, wall } = run_reported(&scenario, &run, &stdout)?;
-    let Reported { result, mut report, schbench, events, allowed } = reported;
-    if let (Some(dir), Some(basename)) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
-        schedlab_sim::write_rtapp_logs(dir, basename, &scenario, &result).map_err(|e| CliError::Write {
-            flag: "--rtapp-log",
-            path: e.path.display().to_string(),
-            why: e.source.to_string(),
-        })?;
-    }
-    debug_assert_eq!(report.attribution.explained() + report.attribution.unexplained, report.metrics.stall_count());
-
-    let plots = match &args.plot {
-        Some(dir) => schedlab_plot::write_run_plots(
-            dir,
-            &schedlab_plot::RunPlots {
-                title: run_plot_title(&scenario.name, result.seed),
-                trace: &result.trace,
-                metrics: &report.metrics,
-                stalls: &report.attribution.stalls,
-                groups: scenario
-                    .threads
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.group.clone()))
-                    .collect(),
-                allowed: &allowed,
-                max_stalls: args.report.stalls,
-            },
-        )?,
-        None => Vec::new(),
-    };
-    // As a streamed run keeps them (the plots above counted them all).
-    report.keep_stalls(run.kept_stalls);
-
+    let done = run_reported(&scenario, &run, &stdout)?;
     if timehist {
         return Ok(());
     }
-    let trace_to_stdout = args.trace.trace.as_deref().is_some_and(is_stdout);
-    let changed = result.features.diff_from(&result.profile.defaults);
-    let groups = schedlab_sides::model::group_rows(&result);
-    let why = schedlab_sweep::why::why(&result.kernel_stats, &scenario, result.end_ns);
-    if let (true, Some((lat, table))) = (args.json.json, &latency) {
-        let rows = lat.rows_by(table, |_| true, args.view.latency_rows());
-        return report_out(&schedlab_analysis::perf_sched::latency_json(&rows), trace_to_stdout);
-    }
-    if args.json.json {
-        let doc = RunJson {
-            format: schedlab_report::FORMAT_VERSION,
-            scenario: &scenario.name,
-            topology: &result.topology.name,
-            kernel: result.profile.name,
-            features_changed: changed,
-            seed: result.seed,
-            simulated_ns: result.end_ns,
-            notes: &result.notes,
-            cgroups: &groups,
-            why: &why,
-            analysis: AnalysisJson::from(&report),
-        };
-        report_out(&format!("{}\n", schedlab_report::to_json(&doc)?), trace_to_stdout)?;
-        return Ok(());
-    }
-
-    let header = SimHeader {
-        scenario: &scenario,
-        machine: &result.topology,
-        kernel: result.profile.name,
-        base_slice_ns: result.profile.base_slice_for(result.topology.nr_cpus()),
-        features_changed: &changed,
-        simulated_ns: result.end_ns,
-        seed: result.seed,
-        events,
-        wall_s: wall.as_secs_f64(),
-        notes: &result.notes,
-        groups: &groups,
-    };
-    if args.view.view == View::Latency {
-        let mut text = header.render();
-        text.push('\n');
-        if let Some((lat, table)) = &latency {
-            text.push_str(&lat.render(&lat.rows_by(table, |_| true, args.view.latency_rows())));
-        }
-        return report_out(&text, trace_to_stdout);
-    }
-    let text = RunText {
-        header,
-        report: &report,
-        table: &result.trace.table,
-        schbench,
-        why: (args.why || scenario.schbench.is_some()).then_some(&why),
+    let print = RunPrint {
+        json: args.json.json,
+        latency_rows: args.view.latency_rows(),
+        why: args.why,
         narratives: args.report.stalls,
         trace_file: args.trace.trace.as_deref(),
         perfetto_file: args.perfetto.perfetto.as_deref(),
-        plots: args.plot.as_deref().map(|dir| (dir, plots.len())),
+        plot_dir: args.plot.as_deref(),
     };
-    report_out(&text.render(), trace_to_stdout)?;
-    Ok(())
-}
-
-/// The report: on stdout, or on stderr when `--trace -` took stdout.
-fn report_out(text: &str, trace_to_stdout: bool) -> Result {
-    if trace_to_stdout {
-        // The report itself: a failed write is an error, unlike a message's.
+    let text = done.render(&scenario, &print)?;
+    if args.trace.trace.as_deref().is_some_and(is_stdout) {
+        // `--trace -` took stdout: the report goes to stderr, and a failed
+        // write is an error, unlike a message's.
         let mut err = std::io::stderr().lock();
         std::io::Write::write_all(&mut err, text.as_bytes()).map_err(|e| CliError::Stdout(e).into())
     } else {
-        crate::output::emit(text)
+        crate::output::emit(&text)
     }
 }

@@ -25,6 +25,11 @@ pub enum SideError {
     /// Writing a listing (`--view timehist`) as the run goes.
     #[error("cannot write the report: {0}")]
     Output(std::io::Error),
+    /// `--rtapp-log DIR`: a log file that could not be written.
+    #[error("--rtapp-log {0}")]
+    RtappLog(schedlab_sim::RtAppLogError),
+    #[error(transparent)]
+    Plot(#[from] schedlab_plot::PlotError),
     /// `--topology` naming no preset or file that loads.
     #[error("--topology: {0}")]
     Topology(InputError),

@@ -9,9 +9,9 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use schedlab_analysis::perf_sched::{SchedLatency, Timehist, TimehistOptions};
+use schedlab_analysis::perf_sched::{latency_json, LatencyRows, SchedLatency, Timehist, TimehistOptions};
 use schedlab_analysis::SchbenchReport;
-use schedlab_report::{Report, ReportCollector};
+use schedlab_report::{AnalysisJson, Report, ReportCollector, RunJson, RunText, SimHeader};
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, simulate_observed, simulate_pipelined, SimOptions, SimResult, TraceObserver};
 use schedlab_trace::files::{self, FtraceStream, PerfettoStream, TraceDatStream};
@@ -176,6 +176,12 @@ pub struct Run<'a> {
     pub keep_trace: bool,
     /// A streamed run's simulation and analysis on two threads.
     pub pipelined: bool,
+    /// Write rt-app's per-thread logs here (an rt-app JSON scenario).
+    pub rtapp_log: Option<&'a Path>,
+    /// Write the run's SVG plots here, of the first `plot_stalls` stalls
+    /// (needs `keep_trace`).
+    pub plot_dir: Option<&'a Path>,
+    pub plot_stalls: usize,
 }
 
 /// A finished [`Run`].
@@ -185,6 +191,8 @@ pub struct RunDone {
     pub latency: Option<(SchedLatency, TaskTable)>,
     /// The wall time of the run and its trace files.
     pub wall: Duration,
+    /// How many plots went to [`Run::plot_dir`].
+    pub plots: usize,
 }
 
 /// Run `run` on `scenario`; a listing goes to the writer `out` makes.
@@ -261,7 +269,114 @@ pub fn run_reported<W: Write + Send + 'static>(
         latency = obs.latency.take();
         reported
     };
-    Ok(RunDone { reported, latency, wall: wall.elapsed() })
+    let wall = wall.elapsed();
+    let result = &reported.result;
+    if let (Some(dir), Some(basename)) = (run.rtapp_log, &scenario.rtapp_log_basename) {
+        schedlab_sim::write_rtapp_logs(dir, basename, scenario, result).map_err(SideError::RtappLog)?;
+    }
+    let report = &reported.report;
+    debug_assert_eq!(report.attribution.explained() + report.attribution.unexplained, report.metrics.stall_count());
+    let plots = match run.plot_dir {
+        Some(dir) => schedlab_plot::write_run_plots(
+            dir,
+            &schedlab_plot::RunPlots {
+                title: schedlab_report::run_plot_title(&scenario.name, result.seed),
+                trace: &result.trace,
+                metrics: &report.metrics,
+                stalls: &report.attribution.stalls,
+                groups: scenario
+                    .threads
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (schedlab_sim::FIRST_PID + i as i32, t.group.clone()))
+                    .collect(),
+                allowed: &reported.allowed,
+                max_stalls: run.plot_stalls,
+            },
+        )?
+        .len(),
+        None => 0,
+    };
+    let mut reported = reported;
+    // As a streamed run keeps them (the plots above counted them all).
+    reported.report.keep_stalls(kept);
+    Ok(RunDone { reported, latency, wall, plots })
+}
+
+/// How a finished run is printed.
+pub struct RunPrint<'a> {
+    pub json: bool,
+    /// `perf sched latency`'s rows, for [`RunView::Latency`].
+    pub latency_rows: LatencyRows,
+    /// The schedstats section (always for a `[schbench]` scenario).
+    pub why: bool,
+    /// Narratives of the first N stalls.
+    pub narratives: usize,
+    /// Where the trace files went, for the report's closing lines.
+    pub trace_file: Option<&'a Path>,
+    pub perfetto_file: Option<&'a Path>,
+    pub plot_dir: Option<&'a Path>,
+}
+
+impl RunDone {
+    /// The report, its JSON, or the latency view's table, as `print` says.
+    pub fn render(self, scenario: &Scenario, print: &RunPrint) -> Result<String, SideError> {
+        let Reported { result, report, schbench, events, .. } = self.reported;
+        let changed = result.features.diff_from(&result.profile.defaults);
+        let groups = crate::model::group_rows(&result);
+        let why = schedlab_sweep::why::why(&result.kernel_stats, scenario, result.end_ns);
+        let latency_rows = |(lat, table): &(SchedLatency, TaskTable)| lat.rows_by(table, |_| true, print.latency_rows);
+        if let (true, Some(latency)) = (print.json, &self.latency) {
+            return Ok(latency_json(&latency_rows(latency)));
+        }
+        if print.json {
+            let doc = RunJson {
+                format: schedlab_report::FORMAT_VERSION,
+                scenario: &scenario.name,
+                topology: &result.topology.name,
+                kernel: result.profile.name,
+                features_changed: changed,
+                seed: result.seed,
+                simulated_ns: result.end_ns,
+                notes: &result.notes,
+                cgroups: &groups,
+                why: &why,
+                analysis: AnalysisJson::from(&report),
+            };
+            return Ok(format!("{}\n", schedlab_report::to_json(&doc)?));
+        }
+        let header = SimHeader {
+            scenario,
+            machine: &result.topology,
+            kernel: result.profile.name,
+            base_slice_ns: result.profile.base_slice_for(result.topology.nr_cpus()),
+            features_changed: &changed,
+            simulated_ns: result.end_ns,
+            seed: result.seed,
+            events,
+            wall_s: self.wall.as_secs_f64(),
+            notes: &result.notes,
+            groups: &groups,
+        };
+        if let Some(latency) = &self.latency {
+            let mut text = header.render();
+            text.push('\n');
+            text.push_str(&latency.0.render(&latency_rows(latency)));
+            return Ok(text);
+        }
+        let text = RunText {
+            header,
+            report: &report,
+            table: &result.trace.table,
+            schbench,
+            why: (print.why || scenario.schbench.is_some()).then_some(&why),
+            narratives: print.narratives,
+            trace_file: print.trace_file,
+            perfetto_file: print.perfetto_file,
+            plots: print.plot_dir.map(|dir| (dir, self.plots)),
+        };
+        Ok(text.render())
+    }
 }
 
 type Listing<W> = Timehist<'static, W>;
