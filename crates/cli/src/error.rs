@@ -35,9 +35,6 @@ pub enum CliError {
     FidelityCheck { n: usize, of: usize, rows: String },
     #[error("{0}")]
     Slurm(#[from] schedlab_slurm::SlurmError),
-    /// `--shard auto` without the environment to say which.
-    #[error("{0}")]
-    ShardAuto(String),
     /// Options that do not go together (beyond what clap checks).
     #[error("{0}")]
     Usage(String),
