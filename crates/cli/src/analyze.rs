@@ -13,7 +13,7 @@ use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg, Vie
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_help = crate::examples::ANALYZE)]
+#[command(after_help = crate::examples::get("analyze"))]
 pub struct AnalyzeArgs {
     /// The trace: /sys/kernel/tracing/trace or trace_pipe text, `trace-cmd report` text
     /// (default or -R), a trace.dat (read through `trace-cmd report -R -t`), a perf.data

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use crate::error::Result;
 
 #[derive(Args)]
-#[command(after_help = crate::examples::BENCH)]
+#[command(after_help = crate::examples::get("bench"))]
 pub struct BenchArgs {
     /// Repetitions of each benchmark (the median is printed).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]

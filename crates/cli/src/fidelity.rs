@@ -13,7 +13,7 @@ use crate::args::{JsonArg, SeedArg};
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_help = format!("{}\n\n{}", schedlab_fidelity::bands_help(), crate::examples::FIDELITY))]
+#[command(after_help = format!("{}\n\n{}", schedlab_fidelity::bands_help(), crate::examples::get("fidelity")))]
 pub struct FidelityArgs {
     /// The machine the model uses: a preset name or a topology file (each
     /// case's own `topology` line is replaced).

@@ -13,7 +13,7 @@ use crate::error::{CliError, Result};
 use crate::output::is_stdout;
 
 #[derive(Args)]
-#[command(after_help = crate::examples::RUN)]
+#[command(after_help = crate::examples::get("run"))]
 pub struct RunArgs {
     /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml, or a bundled
     /// scenario's name (`schedlab scenarios` lists them); `-` reads standard input.

@@ -30,7 +30,7 @@ pub struct OutputArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = crate::examples::SWEEP)]
+#[command(after_help = crate::examples::get("sweep"))]
 pub struct SweepArgs {
     /// Sweep file (TOML), e.g. scenarios/sweeps/itmt-delay-dequeue.toml, or a bundled sweep's
     /// name (`schedlab scenarios` lists them).
@@ -73,7 +73,7 @@ pub struct SweepArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = crate::examples::SWEEP_MERGE)]
+#[command(after_help = crate::examples::get("sweep-merge"))]
 pub struct MergeArgs {
     /// Directory of shard-I-of-N.json files written by `schedlab sweep FILE --shard I/N --out DIR`.
     pub dir: PathBuf,

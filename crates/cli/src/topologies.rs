@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_help = crate::examples::TOPOLOGIES, after_long_help = format!("{HOST_HELP}\n\n{}", crate::examples::TOPOLOGIES))]
+#[command(after_help = crate::examples::get("topologies"), after_long_help = format!("{HOST_HELP}\n\n{}", crate::examples::get("topologies")))]
 pub struct TopologiesArgs {
     /// A preset name to print in full.
     #[arg(conflicts_with = "host", value_parser = crate::names::topology(), hide_possible_values = true)]
