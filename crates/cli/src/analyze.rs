@@ -35,7 +35,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "PATTERNS")]
     pub wakees: Option<String>,
     /// Only the events on these CPUs (a cpulist: `1`, `0-3,8`), as `perf sched -C`.
-    #[arg(short = 'C', long = "cpu", value_name = "CPULIST", value_parser = parse_cpus)]
+    #[arg(short = 'C', long = "cpu", value_name = "CPULIST", value_parser = schedlab_topology::parse_cpulist)]
     pub cpu: Option<schedlab_topology::CpuSet>,
     /// Only the rows of these processes' threads (comma-separated tgids), as `perf sched
     /// timehist -p`. Without PIDS (after the trace), --pids: `perf sched latency -p`.
@@ -100,32 +100,45 @@ pub struct AnalyzeArgs {
     pub helper_timeout: Option<std::time::Duration>,
 }
 
-/// A pid of `-p PIDS`; a word that is not one is most likely the trace
-/// after a bare `-p`.
-fn parse_pid(s: &str) -> std::result::Result<i32, String> {
-    s.trim().parse().map_err(|_| {
-        format!(
-            "`{s}` is not a pid: -p takes comma-separated pids (perf sched timehist -p); for one latency row \
-             per thread (perf sched latency -p) put -p after the trace, or use --pids"
-        )
-    })
+/// A value of analyze's flags that is refused (clap prints it after the flag).
+#[derive(Debug, thiserror::Error)]
+enum FlagError {
+    #[error(
+        "`{0}` is not a pid: -p takes comma-separated pids (perf sched timehist -p); for one latency row \
+         per thread (perf sched latency -p) put -p after the trace, or use --pids"
+    )]
+    Pid(String),
+    #[error(transparent)]
+    Duration(#[from] schedlab_topology::DurationError),
+    #[error("must be longer than zero")]
+    ZeroTimeout,
+    #[error("expected START,END (seconds, either side may be empty)")]
+    NoComma,
+    #[error("`{0}`: expected seconds like 49916.5 (at most 9 decimals)")]
+    Seconds(String),
+    #[error("`{0}`: too large")]
+    TooLarge(String),
+    #[error("`{0}`: the start is after the end")]
+    Reversed(String),
 }
 
-fn parse_helper_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
-    match schedlab_topology::parse_duration(s).map_err(|e| e.to_string())? {
-        0 => Err("must be longer than zero".into()),
+/// A pid of `-p PIDS`; a word that is not one is most likely the trace
+/// after a bare `-p`.
+fn parse_pid(s: &str) -> std::result::Result<i32, FlagError> {
+    s.trim().parse().map_err(|_| FlagError::Pid(s.to_string()))
+}
+
+fn parse_helper_timeout(s: &str) -> std::result::Result<std::time::Duration, FlagError> {
+    match schedlab_topology::parse_duration(s)? {
+        0 => Err(FlagError::ZeroTimeout),
         ns => Ok(std::time::Duration::from_nanos(ns)),
     }
 }
 
-fn parse_cpus(s: &str) -> std::result::Result<schedlab_topology::CpuSet, String> {
-    schedlab_topology::parse_cpulist(s).map_err(|e| e.to_string())
-}
-
 /// `START,END` in seconds with up to 9 decimals, either side empty.
-fn parse_time_range(s: &str) -> std::result::Result<(Option<u64>, Option<u64>), String> {
-    let (a, b) = s.split_once(',').ok_or("expected START,END (seconds, either side may be empty)")?;
-    let secs = |t: &str| -> std::result::Result<Option<u64>, String> {
+fn parse_time_range(s: &str) -> std::result::Result<(Option<u64>, Option<u64>), FlagError> {
+    let (a, b) = s.split_once(',').ok_or(FlagError::NoComma)?;
+    let secs = |t: &str| -> std::result::Result<Option<u64>, FlagError> {
         let t = t.trim();
         if t.is_empty() {
             return Ok(None);
@@ -133,16 +146,16 @@ fn parse_time_range(s: &str) -> std::result::Result<(Option<u64>, Option<u64>), 
         let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
         let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
         if !digits(whole) || !(frac.is_empty() || digits(frac)) || frac.len() > 9 {
-            return Err(format!("`{t}`: expected seconds like 49916.5 (at most 9 decimals)"));
+            return Err(FlagError::Seconds(t.to_string()));
         }
         let ns = format!("{frac:0<9}").parse::<u64>().expect("digits");
         let s = whole.parse::<u64>().ok().and_then(|w| w.checked_mul(1_000_000_000)).and_then(|w| w.checked_add(ns));
-        s.map(Some).ok_or_else(|| format!("`{t}`: too large"))
+        s.map(Some).ok_or_else(|| FlagError::TooLarge(t.to_string()))
     };
     let (start, end) = (secs(a)?, secs(b)?);
     if let (Some(x), Some(y)) = (start, end) {
         if x > y {
-            return Err(format!("`{s}`: the start is after the end"));
+            return Err(FlagError::Reversed(s.to_string()));
         }
     }
     Ok((start, end))
