@@ -817,6 +817,29 @@ impl<W: Write> SchedMap<W> {
     }
 }
 
+/// `--view latency --json`: the rows as an array.
+pub fn latency_json(rows: &[LatencyRow]) -> String {
+    let items: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{{\"task\":{},\"tid\":{},\"threads\":{},\"runtime_ns\":{},\"switches\":{},\"avg_delay_ns\":{},\
+                             \"max_delay_ns\":{},\"max_delay_start_ns\":{},\"max_delay_end_ns\":{}}}",
+                json_str(&r.comm),
+                r.tid,
+                r.threads,
+                r.runtime_ns,
+                r.switches,
+                r.avg_delay_ns,
+                r.max_delay_ns,
+                r.max_delay_start_ns,
+                r.max_delay_end_ns
+            )
+        })
+        .collect();
+    format!("[\n  {}\n]\n", items.join(",\n  "))
+}
+
 /// `s` as a JSON string.
 pub fn json_str(s: &str) -> String {
     let mut out = String::from("\"");

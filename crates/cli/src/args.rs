@@ -107,53 +107,11 @@ pub struct MemoryArg {
     pub max_memory: Option<u64>,
 }
 
-/// Share of `MemAvailable` the default budget takes: the rest is the
-/// machine's own, so the run stops before it swaps.
-const DEFAULT_BUDGET_PCT: u64 = 80;
-/// The default when `/proc/meminfo` cannot be read.
-const FALLBACK_BUDGET: u64 = 8 << 30;
-
 impl MemoryArg {
     /// The budget of one of `jobs` runs at once.
     pub fn budget(&self, jobs: usize) -> schedlab_sim::MemoryBudget {
-        let jobs = jobs.max(1) as u64;
-        let share = if jobs > 1 { format!(", shared by {jobs} jobs") } else { String::new() };
-        let (total, origin) = match self.max_memory {
-            Some(b) => (b, format!("--max-memory {}", schedlab_sim::gib(b))),
-            None => match mem_available() {
-                Some(a) => {
-                    let b = a / 100 * DEFAULT_BUDGET_PCT;
-                    (
-                        b,
-                        format!(
-                            "the default: {DEFAULT_BUDGET_PCT} % of the {} available at start",
-                            schedlab_sim::gib(a)
-                        ),
-                    )
-                }
-                None => (FALLBACK_BUDGET, "the default (/proc/meminfo unreadable)".to_string()),
-            },
-        };
-        schedlab_sim::MemoryBudget {
-            bytes: total / jobs,
-            origin: format!("{origin}{share}"),
-            raise_with: "--max-memory SIZE, e.g. --max-memory 32GiB".into(),
-        }
+        schedlab_sim::MemoryBudget::for_jobs(self.max_memory, jobs)
     }
-}
-
-/// `MemAvailable` of `/proc/meminfo`, bytes.
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb = text
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .trim()
-        .strip_suffix("kB")?
-        .trim()
-        .parse::<u64>()
-        .ok()?;
-    Some(kb * 1024)
 }
 
 /// Why `--max-memory` is not a size clap can take.

@@ -23,7 +23,7 @@ use crate::vm::{alternate_sets, guest, vm_log, VmSettings};
 const GRACE_NS: u64 = DEFAULT_GRACE_NS;
 
 #[derive(Args)]
-#[command(after_help = crate::examples::COMPARE)]
+#[command(after_help = crate::examples::get("compare"))]
 pub struct CompareArgs {
     #[command(flatten)]
     pub settings: RealSettings,

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::output::emit;
 
 #[derive(Args)]
-#[command(after_help = crate::examples::DIFF)]
+#[command(after_help = crate::examples::get("diff"))]
 pub struct DiffArgs {
     /// Scenario file (TOML) or rt-app JSON file, e.g. scenarios/asym_min.toml, or a bundled
     /// scenario's name.

@@ -13,28 +13,6 @@ pub enum CliError {
     UnknownProfile { name: String },
     #[error("unknown preset `{name}` (expected one of: {})", Topology::preset_names().join(", "))]
     UnknownPreset { name: String },
-    #[error("--topology: {0}")]
-    Topology(String),
-    #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: std::io::Error },
-    /// A trace argument that is neither a regular file nor a pipe.
-    #[error("{path}: it is {kind}, not a regular file; give a file, a pipe, or - for standard input")]
-    NotAFile { path: String, kind: &'static str },
-    /// Text read whole with a NUL byte early on: no trace text has one.
-    #[error(
-        "{path}: byte {offset} is NUL: not trace text (schedlab reads tracefs text, trace-cmd report text, \
-         trace.dat, perf.data and Perfetto traces)"
-    )]
-    NotTraceText { path: String, offset: u64 },
-    /// A binary trace from a pipe is copied to a file for its converter.
-    #[error("{path}: cannot copy it to a temporary file for its converter: {source}")]
-    Spool { path: String, source: std::io::Error },
-    /// An input the memory budget cannot analyse whole.
-    #[error(
-        "{path}: more than {limit} of input, which the analysis (the text and one event per line) cannot hold within \
-         the memory budget of {budget}; raise the budget ({raise_with}) or analyse a shorter capture"
-    )]
-    InputTooLarge { path: String, limit: String, budget: String, raise_with: String },
     /// Writing `--trace`, `--sim-trace`, `--perfetto` or `--csv`.
     #[error("{flag} {path}: {why}")]
     Write { flag: &'static str, path: String, why: String },
@@ -52,17 +30,11 @@ pub enum CliError {
     SettingNeedsVm,
     #[error("--loops-per-us {0}: expected a positive number of iterations per microsecond")]
     LoopsPerUs(f64),
-    /// `fidelity --cases` naming no case.
-    #[error("{0}")]
-    Fidelity(String),
     /// `fidelity --check` with rows outside their bands (or without a verdict).
     #[error("fidelity check failed: {n} of {of} rows did not pass: {rows}")]
     FidelityCheck { n: usize, of: usize, rows: String },
     #[error("{0}")]
     Slurm(#[from] schedlab_slurm::SlurmError),
-    /// `--shard auto` without the environment to say which.
-    #[error("{0}")]
-    ShardAuto(String),
     /// Options that do not go together (beyond what clap checks).
     #[error("{0}")]
     Usage(String),

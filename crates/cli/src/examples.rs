@@ -1,78 +1,20 @@
-//! The examples that end each command's `--help`. Every line is parsed by
-//! the test below with the command's own definition, and every scenario or
-//! sweep it names must exist (on disk or bundled), so an example cannot
-//! outlive a renamed flag or file.
+//! The examples that end each command's `--help`, kept as data in
+//! crates/cli/examples.txt. Every line is parsed by the test below with the
+//! command's own definition, and every scenario or sweep it names must
+//! exist (on disk or bundled), so an example cannot outlive a renamed flag
+//! or file.
 
-pub const RUN: &str = "Examples:
-  schedlab run asym_min                                  # seed 000's stall, as bundled
-  schedlab run asym_min --features NO_DELAY_DEQUEUE --seed 3
-  schedlab run schbench-spr --duration 200ms --view latency
-  schedlab run rt-pi-push --trace rt.txt --perfetto rt.pftrace --plot plots";
+/// The file: `[command]` lines, each followed by that command's examples.
+const TEXT: &str = include_str!("../examples.txt");
 
-pub const SWEEP: &str = "Examples:
-  schedlab sweep itmt-delay-dequeue                      # seed 000's table
-  schedlab sweep rt-pi-push --rounds 3 --json > rt-pi-push.json
-  schedlab sweep schbench-seed004 --ab base,TTWU_QUEUE_DELAYED --csv rows.csv
-  schedlab sweep itmt-delay-dequeue --shard 0/2 --out shards   # then sweep-merge shards";
-
-pub const SWEEP_MERGE: &str = "Examples:
-  schedlab sweep itmt-delay-dequeue --shard 0/2 --out shards
-  schedlab sweep itmt-delay-dequeue --shard 1/2 --out shards
-  schedlab sweep-merge shards --csv rows.csv";
-
-pub const DIFF: &str = "Examples:
-  schedlab diff asym_min --b NO_DELAY_DEQUEUE            # where the scenario's own run and B part
-  schedlab diff rt-pi-push --a RT_PUSH_IPI --b NO_RT_PUSH_IPI --seed 7
-  schedlab diff asym_min --a itmt=1 --b itmt=0 --after 40";
-
-pub const ANALYZE: &str = "Examples:
-  schedlab analyze trace.txt --scenario asym_min-2cpu    # tracefs text, threads named by the scenario
-  schedlab analyze trace.dat --wakers 'kworker*' --time 5.0,6.0
-  schedlab analyze perf.data --view timehist -C 1
-  trace-cmd report trace.dat | schedlab analyze - --view latency";
-
-pub const REAL: &str = "Examples:
-  sudo schedlab real asym_min-2cpu                       # seed 000's scenario on this kernel
-  sudo schedlab real asym_min-2cpu --duration 3s --trace real.txt
-  sudo schedlab real cyclictest --stat-runtime --json > real.json";
-
-pub const COMPARE: &str = "Examples:
-  sudo schedlab compare asym_min-2cpu                    # model and this kernel side by side
-  sudo schedlab compare fidelity/pingpong-2cpu --duration 2s --sim-trace sim.txt --trace real.txt
-  schedlab compare asym_min-4cpu --vm --features NO_DELAY_DEQUEUE   # the real side in a 6.12 guest";
-
-pub const FIDELITY: &str = "Examples:
-  sudo schedlab fidelity                                 # every case against this host's file
-  sudo schedlab fidelity --cases schbench-family --rounds 5
-  sudo schedlab fidelity --probe 3 --probe-out host.toml --cases asym_min,pingpong";
-
-pub const VM: &str = "Examples:
-  schedlab vm asym_min-4cpu                              # Debian's 6.12 in QEMU
-  schedlab vm asym_min-4cpu --setting DELAY_DEQUEUE --setting NO_DELAY_DEQUEUE --runs 4
-  schedlab vm asym_min-4cpu --kernel linux/arch/x86/boot/bzImage --cpus 4 --trace guest.txt";
-
-pub const BENCH: &str = "Examples:
-  schedlab bench                                         # every block, median of 3
-  schedlab bench --only sweep --reps 5
-  schedlab bench --only schbench --schbench-duration 10s";
-
-pub const FEATURES: &str = "Examples:
-  schedlab features                                      # the 6.12 profile's defaults
-  schedlab features --kernel 6.15";
-
-pub const TOPOLOGIES: &str = "Examples:
-  schedlab topologies                                    # the presets
-  schedlab topologies sapphire-rapids-2s > spr.toml      # one to copy and edit
-  sudo schedlab topologies --host --rounds 3 --out host.toml";
-
-pub const COMPLETIONS: &str = "Examples:
-  schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab
-  schedlab completions zsh > ~/.zfunc/_schedlab
-  schedlab completions fish > ~/.config/fish/completions/schedlab.fish";
-
-pub const MAN: &str = "Examples:
-  schedlab man --out man                                 # then: man -l man/schedlab-run.1
-  schedlab man --out /usr/local/share/man/man1";
+/// The Examples section of `command`'s help, from examples.txt.
+pub fn get(command: &str) -> String {
+    let header = format!("[{command}]");
+    let mut lines = TEXT.lines().skip_while(|l| *l != header).skip(1).take_while(|l| l.starts_with("  "));
+    let section = lines.by_ref().collect::<Vec<_>>().join("\n");
+    assert!(!section.is_empty(), "examples.txt has no examples for `{command}`");
+    format!("Examples:\n{section}")
+}
 
 #[cfg(test)]
 mod tests {

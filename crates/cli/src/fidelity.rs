@@ -3,20 +3,17 @@
 //! (the suite is `schedlab_fidelity`'s, the table `schedlab_report`'s).
 
 use clap::Args;
-use schedlab_fidelity::{cases, run_suite, SuiteOptions, DEFAULT_TOPOLOGY};
+use schedlab_fidelity::machine::other_machine_here;
+use schedlab_fidelity::{cases, run_suite, suite_machine, SuiteMachine, SuiteOptions, DEFAULT_TOPOLOGY};
 use schedlab_report::{fidelity_failures, FidelityText};
-use schedlab_topology::{parse_duration, Topology};
-use std::path::Path;
+use schedlab_topology::parse_duration;
 use std::time::Instant;
 
 use crate::args::{JsonArg, SeedArg};
-
-/// The `name` of a topology `--probe` measured.
-const PROBED_NAME: &str = "this-host";
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_help = format!("{}\n\n{}", schedlab_fidelity::bands_help(), crate::examples::FIDELITY))]
+#[command(after_help = format!("{}\n\n{}", schedlab_fidelity::bands_help(), crate::examples::get("fidelity")))]
 pub struct FidelityArgs {
     /// The machine the model uses: a preset name or a topology file (each
     /// case's own `topology` line is replaced).
@@ -59,41 +56,18 @@ pub struct FidelityArgs {
 }
 
 pub fn fidelity(args: FidelityArgs) -> Result {
-    let selected = cases::select(&args.cases).map_err(CliError::Fidelity)?;
+    let selected = cases::select(&args.cases)?;
     if let Some(l) = args.loops_per_us {
         if !(l.is_finite() && l > 0.0) {
             return Err(CliError::LoopsPerUs(l).into());
         }
     }
-    let (topology, topology_source) = match args.probe {
-        Some(rounds) => {
-            let text = crate::topologies::host_text(false, rounds as usize, Some(PROBED_NAME))?;
-            if let Some(path) = &args.probe_out {
-                crate::output::write_file(path, &text, "--probe-out")?;
-                stderr_line!("schedlab: wrote {}", path.display());
-            }
-            let source = args.probe_out.as_ref().map_or_else(
-                || format!("probed just now, {rounds} round(s)"),
-                |p| format!("probed just now, {rounds} round(s): {}", p.display()),
-            );
-            // The text is this build's own output: a failure to load it is a bug, said as such.
-            let topo = Topology::from_toml_str(PROBED_NAME, &text)
-                .map_err(|e| CliError::Topology(format!("the probed topology does not load (a schedlab bug): {e}")))?;
-            (topo, source)
-        }
-        None => {
-            let topo = Topology::resolve(&args.topology, Path::new(".")).map_err(|e| {
-                // The default is a path in the schedlab checkout.
-                let hint = if args.topology == DEFAULT_TOPOLOGY {
-                    " (run from the schedlab checkout, pass --topology, or --probe to measure this machine)"
-                } else {
-                    ""
-                };
-                CliError::Topology(format!("{e}{hint}"))
-            })?;
-            (topo, args.topology.clone())
-        }
+    let command = crate::topologies::command_line();
+    let machine = match args.probe {
+        Some(rounds) => SuiteMachine::Probe { rounds, out: args.probe_out.as_deref(), command: &command },
+        None => SuiteMachine::Named(&args.topology),
     };
+    let (topology, mut topology_source) = suite_machine(&machine, &mut |line| stderr_line!("schedlab: {line}"))?;
     let opts = SuiteOptions {
         topology,
         cases: selected,
@@ -105,11 +79,7 @@ pub fn fidelity(args: FidelityArgs) -> Result {
     };
     let wall = Instant::now();
     let suite = run_suite(&opts, &mut |line| stderr_line!("{line}"))?;
-    let mut topology_source = topology_source;
-    let cpu_model = schedlab_topology::host::cpu_model(Path::new("/"));
-    let cpu_model = Some(cpu_model.as_str()).filter(|m| !m.is_empty());
-    if let Some(note) = schedlab_fidelity::machine::other_machine(&opts.topology.description, &suite.kernel, cpu_model)
-    {
+    if let Some(note) = other_machine_here(&opts.topology.description, &suite.kernel) {
         stderr_line!("schedlab: note: {note}");
         topology_source = format!("{topology_source}; {note}");
     }

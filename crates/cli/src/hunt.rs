@@ -2,26 +2,22 @@
 //! not have, shrunk to scenario files (the search is `schedlab_hunt`'s).
 
 use clap::Args;
-use schedlab_hunt::{hunt as run_hunt, render, Class, Family, HuntOptions, ShardSpec, Thresholds};
-use schedlab_kernel::Profile;
-use schedlab_topology::{parse_duration, Topology};
-use std::path::{Path, PathBuf};
+use schedlab_hunt::{hunt as run_hunt, render, HuntOptions, HuntSpec, Thresholds};
+use schedlab_topology::parse_duration;
+use std::path::PathBuf;
 
 use crate::args::JsonArg;
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_help = "Classes (--find picks families): invariant (the model's invariant check, after every \
+#[command(after_help = format!("Classes (--find picks families): invariant (the model's invariant check, after every \
     step, and model errors); idle (a task waits on a busy CPU while another CPU it may use idles: \
     delayed-in-place is seed 000's class, runnable-in-place, placed-on-busy-cpu, preempted-idle); rt (an RT \
     task waits while a lower-priority task runs on a CPU it may use: rt-boosted-stranded is seed 003's class, \
     rt-stranded); starvation (a runnable task does not run for --starvation); fairness (fairness-spread: \
     identical SCHED_OTHER hogs with their CPUs to themselves that share one CPU's runqueue for 100 ms or more and \
     whose CPU time spreads beyond --fairness percent of their share and 10 ms; a hunt for it draws one case in \
-    eight as such a group).\n\n\
-    Examples:\n  schedlab hunt --topology ryzen-7950x --kernel mainline --against NO_DELAY_DEQUEUE\n  \
-    schedlab hunt --topology qemu-4 --features NO_RT_PUSH_IPI --find rt\n  \
-    schedlab hunt --topology qemu-4,smt-2x2,ryzen-7950x --cases 10000 --find invariant --stop-after 0")]
+    eight as such a group).\n\n{}", crate::examples::get("hunt")))]
 pub struct HuntArgs {
     /// Machines to generate for (comma-separated presets or topology files); case i runs on the
     /// (i mod N)-th.
@@ -85,44 +81,17 @@ pub struct HuntArgs {
     pub json: JsonArg,
 }
 
-fn feature_list(items: &[String]) -> Vec<String> {
-    items.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
-}
-
 pub fn hunt(args: HuntArgs) -> Result {
-    if Profile::by_name(&args.kernel).is_none() {
-        return Err(CliError::UnknownProfile { name: args.kernel }.into());
-    }
-    let mut topologies = Vec::new();
-    for t in &args.topology {
-        let topo = Topology::resolve(t, Path::new(".")).map_err(|e| CliError::Topology(e.to_string()))?;
-        topologies.push((t.clone(), topo));
-    }
-    let mut classes = std::collections::BTreeSet::new();
-    for f in &args.find {
-        classes.extend(Class::parse_target(f.trim()).ok_or_else(|| {
-            let mut names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
-            names.extend(Class::ALL.iter().map(|c| c.name()));
-            CliError::Usage(format!("--find {f}: unknown family or class (expected some of: {})", names.join(", ")))
-        })?);
-    }
-    if args.duration == 0 {
-        return Err(CliError::ZeroDuration.into());
-    }
-    let shard = match &args.shard {
-        Some(s) => Some(s.parse::<ShardSpec>().map_err(|e| CliError::Usage(format!("--shard {e}")))?),
-        None => None,
-    };
-    let opts = HuntOptions {
-        topologies,
-        base_dir: PathBuf::from("."),
-        kernel: args.kernel.clone(),
-        features: feature_list(&args.features),
-        against: args.against.as_deref().map(|a| feature_list(&a.split(',').map(String::from).collect::<Vec<_>>())),
+    let opts = HuntOptions::from_spec(&HuntSpec {
+        topologies: &args.topology,
+        kernel: &args.kernel,
+        features: &args.features,
+        against: args.against.as_deref(),
+        find: &args.find,
+        shard: args.shard.as_deref(),
         seed: args.seed,
         cases: args.cases,
         duration_ns: args.duration,
-        classes,
         thresholds: Thresholds {
             idle_ns: args.idle,
             rt_ns: args.rt,
@@ -130,9 +99,8 @@ pub fn hunt(args: HuntArgs) -> Result {
             fairness_pct: args.fairness,
         },
         stop_after: args.stop_after,
-        shard,
         shrink_budget: args.shrink_budget,
-    };
+    })?;
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(j) = args.jobs {
         pool = pool.num_threads(j as usize);
@@ -149,23 +117,10 @@ pub fn hunt(args: HuntArgs) -> Result {
             next_line.store(done + total.div_ceil(10), std::sync::atomic::Ordering::Relaxed);
         }
     };
-    let report = pool.install(|| run_hunt(&opts, &progress)).map_err(|e| CliError::Usage(e.to_string()))?;
+    let report = pool.install(|| run_hunt(&opts, &progress))?;
     bar.finish();
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).map_err(|e| CliError::Write {
-            flag: "--out",
-            path: dir.display().to_string(),
-            why: e.to_string(),
-        })?;
-        for r in &report.reports {
-            let path = dir.join(format!("{}-case{}.toml", r.class.name(), r.case_index));
-            std::fs::write(&path, &r.scenario).map_err(|e| CliError::Write {
-                flag: "--out",
-                path: path.display().to_string(),
-                why: e.to_string(),
-            })?;
-            stderr_line!("wrote {}", path.display());
-        }
+        report.write_findings(dir, &mut |path| stderr_line!("wrote {}", path.display()))?;
     }
     let text = if args.json.json { render::render_json(&report) } else { render::render_text(&opts, &report) };
     crate::output::emit(&text)

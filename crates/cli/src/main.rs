@@ -99,7 +99,7 @@ enum Cmd {
     /// same run, peak RSS (median of --reps).
     Bench(bench::BenchArgs),
     /// List the sched_features the model knows, with each kernel profile's defaults.
-    #[command(after_help = examples::FEATURES)]
+    #[command(after_help = examples::get("features"))]
     Features {
         /// Kernel profile whose defaults to show.
         #[arg(long, default_value = "6.12", value_parser = crate::names::kernel_profile(), hide_possible_values = true)]
@@ -112,14 +112,14 @@ enum Cmd {
     Scenarios(scenarios::ScenariosArgs),
     /// Print a shell completion script, e.g.
     /// `schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab`.
-    #[command(after_help = examples::COMPLETIONS)]
+    #[command(after_help = examples::get("completions"))]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Write the man pages (schedlab.1 and schedlab-COMMAND.1 for each command) into DIR;
     /// read one with `man -l DIR/schedlab-run.1`.
-    #[command(after_help = examples::MAN)]
+    #[command(after_help = examples::get("man"))]
     Man {
         #[arg(long, value_name = "DIR", default_value = "man")]
         out: std::path::PathBuf,

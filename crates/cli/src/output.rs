@@ -5,7 +5,7 @@ use schedlab_trace::Trace;
 use std::io::Write as _;
 use std::path::Path;
 
-pub use schedlab_trace::files::{is_stdout, FtraceStream, PerfettoStream, TraceDatStream};
+pub use schedlab_trace::files::is_stdout;
 
 use crate::error::{CliError, Result};
 
@@ -17,16 +17,6 @@ pub fn to_stderr(text: &str) {
 /// Write `trace` to `path` as ftrace text (`-`: standard output); errors name `flag`.
 pub fn write_ftrace(trace: &Trace, path: &Path, flag: &'static str) -> Result {
     Ok(schedlab_trace::files::write_ftrace(trace, path, flag)?)
-}
-
-/// Write `trace` to `path` as a Perfetto protobuf trace (`--perfetto`).
-pub fn write_perfetto(trace: &Trace, path: &Path) -> Result {
-    Ok(schedlab_trace::files::write_perfetto(trace, path)?)
-}
-
-/// Write `trace` to `path` as trace-cmd's trace.dat (`--trace-dat`).
-pub fn write_tracedat(trace: &Trace, path: &Path) -> Result {
-    Ok(schedlab_trace::files::write_tracedat(trace, path)?)
 }
 
 /// Write `text` to `path` (`--csv FILE`).

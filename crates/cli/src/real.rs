@@ -47,7 +47,7 @@ pub struct RealSettings {
 }
 
 #[derive(Args)]
-#[command(after_help = crate::examples::REAL)]
+#[command(after_help = crate::examples::get("real"))]
 pub struct RealArgs {
     #[command(flatten)]
     pub settings: RealSettings,

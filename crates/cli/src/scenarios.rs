@@ -8,11 +8,7 @@ use schedlab_bundle::Kind;
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_help = "Examples:
-  schedlab scenarios                          # the list, with what each one is
-  schedlab run asym_min                       # a bundled scenario by name, from any directory
-  schedlab sweep itmt-delay-dequeue           # a bundled sweep by name
-  schedlab scenarios --show asym_min > my.toml   # a copy to edit")]
+#[command(after_help = crate::examples::get("scenarios"))]
 pub struct ScenariosArgs {
     /// Print the bundled scenario or sweep NAME (TOML) instead of the list.
     #[arg(long, value_name = "NAME")]

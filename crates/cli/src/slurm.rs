@@ -5,7 +5,7 @@
 use clap::Args;
 use schedlab_slurm::SlurmOptions;
 use schedlab_sweep::cluster::{self, ClusterOutcome, ClusterRun};
-use schedlab_sweep::{ShardSpec, Sweep};
+use schedlab_sweep::Sweep;
 
 use crate::error::{CliError, Result};
 use crate::sweep::SweepArgs;
@@ -36,24 +36,6 @@ pub struct SlurmArgs {
     /// Submit, print the job ids and how to merge, and return without waiting.
     #[arg(long, requires = "slurm")]
     pub no_wait: bool,
-}
-
-/// `--shard I/N`, `auto` or `auto/N` (the index, and maybe the count, from
-/// the environment of a Slurm array task or a Kubernetes Indexed Job).
-pub fn shard_arg(text: &str) -> Result<ShardSpec> {
-    let Some(rest) = text.strip_prefix("auto") else {
-        return Ok(text.parse::<ShardSpec>().map_err(|e| CliError::ShardAuto(format!("--shard {e}")))?);
-    };
-    let count = match rest.strip_prefix('/') {
-        None if rest.is_empty() => None,
-        Some(n) => Some(
-            n.parse::<u32>().map_err(|_| CliError::ShardAuto(format!("--shard `{text}`: expected auto or auto/N")))?,
-        ),
-        None => return Err(CliError::ShardAuto(format!("--shard `{text}`: expected auto or auto/N")).into()),
-    };
-    let (index, count) =
-        schedlab_slurm::shard_from_env(count, &|k| std::env::var(k).ok()).map_err(CliError::ShardAuto)?;
-    Ok(format!("{index}/{count}").parse::<ShardSpec>().map_err(|e| CliError::ShardAuto(format!("--shard {e}")))?)
 }
 
 /// The sweep's own arguments as the user gave them (the file, rounds,

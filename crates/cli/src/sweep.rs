@@ -4,9 +4,9 @@
 
 use clap::Args;
 use schedlab_report::{
-    compare, parse_ab_pair, render_csv, render_sweep_text, sweep_timing, AbSpec, SweepJson, SweepResult,
+    compare, parse_ab_pair, render_csv, render_sweep_text, resolve_spec, sweep_timing, AbSpec, SweepJson, SweepResult,
 };
-use schedlab_sweep::{merge_dir, run_shard, run_sweep, Bar, Sweep, MAX_ROUNDS};
+use schedlab_sweep::{merge_dir, run_shard, run_sweep, Bar, ShardSpec, Sweep, MAX_ROUNDS};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ pub struct OutputArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = crate::examples::SWEEP)]
+#[command(after_help = crate::examples::get("sweep"))]
 pub struct SweepArgs {
     /// Sweep file (TOML), e.g. scenarios/sweeps/itmt-delay-dequeue.toml, or a bundled sweep's
     /// name (`schedlab scenarios` lists them).
@@ -73,7 +73,7 @@ pub struct SweepArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = crate::examples::SWEEP_MERGE)]
+#[command(after_help = crate::examples::get("sweep-merge"))]
 pub struct MergeArgs {
     /// Directory of shard-I-of-N.json files written by `schedlab sweep FILE --shard I/N --out DIR`.
     pub dir: PathBuf,
@@ -118,7 +118,7 @@ pub fn sweep(args: SweepArgs) -> Result {
         return crate::slurm::sweep_on_slurm(&sweep, &args);
     }
     if let (Some(text), Some(dir)) = (&args.shard, &args.out) {
-        let spec = crate::slurm::shard_arg(text)?;
+        let spec = ShardSpec::from_arg(text, &|k| std::env::var(k).ok())?;
         let total = (0..sweep.jobs()).filter(|&j| spec.owns(j)).count();
         let bar = Bar::new(total, &format!("shard {spec}"));
         let file = pool.install(|| run_shard(&sweep, spec, &|p| bar.update(p)));
@@ -147,17 +147,6 @@ pub fn sweep_merge(args: MergeArgs) -> Result {
     print(&merged.result, merged.ab.as_ref(), &args.output, None)
 }
 
-/// The A/B to run: the file's `[ab]`, with `--ab A,B` replacing its pair.
-fn ab_spec(result: &SweepResult, file: Option<&AbSpec>, cli: Option<&str>) -> Result<Option<AbSpec>> {
-    let Some(arg) = cli else { return Ok(file.cloned()) };
-    let names: Vec<&str> = result.settings.iter().map(|s| s.name.as_str()).collect();
-    let (a, b) = parse_ab_pair(arg, &names)?;
-    let mut spec = file.cloned().unwrap_or_else(|| AbSpec::new(&a, &b));
-    spec.a = a;
-    spec.b = b;
-    Ok(Some(spec))
-}
-
 /// Print `result` as `out` asks; `timing` closes the text report. A failed
 /// A/B gate is an error (exit status 1) after everything is printed.
 pub(crate) fn print(
@@ -166,7 +155,7 @@ pub(crate) fn print(
     out: &OutputArgs,
     timing: Option<String>,
 ) -> Result {
-    let spec = ab_spec(result, file_ab, out.ab.as_deref())?;
+    let spec = resolve_spec(result, file_ab, out.ab.as_deref())?;
     let ab = spec.as_ref().map(|s| compare(result, s)).transpose()?;
     let csv_stdout = out.csv.as_deref() == Some(Path::new("-"));
     if csv_stdout && out.json.json {
@@ -186,11 +175,8 @@ pub(crate) fn print(
     } else {
         crate::output::emit(&render_sweep_text(result, ab.as_ref(), timing.as_deref()))?;
     }
-    match ab.and_then(|a| a.pass.is_some_and(|p| !p).then_some(a)) {
-        Some(a) => {
-            let failed: Vec<&str> = a.gates.iter().filter(|g| !g.pass).map(|g| g.gate.metric.key()).collect();
-            Err(CliError::GateFailed { a: a.spec.a.clone(), b: a.spec.b.clone(), failed: failed.join(", ") }.into())
-        }
+    match ab.as_ref().and_then(|a| Some((a, a.failed_gates()?))) {
+        Some((a, failed)) => Err(CliError::GateFailed { a: a.spec.a.clone(), b: a.spec.b.clone(), failed }.into()),
         None => Ok(()),
     }
 }

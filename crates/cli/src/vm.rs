@@ -60,7 +60,7 @@ pub struct VmSettings {
 }
 
 #[derive(Args)]
-#[command(after_help = crate::examples::VM)]
+#[command(after_help = crate::examples::get("vm"))]
 pub struct VmArgs {
     #[command(flatten)]
     pub settings_real: RealSettings,

@@ -137,7 +137,7 @@ pub fn case_names() -> Vec<&'static str> {
 
 /// The cases `names` select (each a case or a group name), in suite order;
 /// `None` or an empty list selects all.
-pub fn select(names: &[String]) -> Result<Vec<&'static Case>, String> {
+pub fn select(names: &[String]) -> Result<Vec<&'static Case>, crate::FidelityError> {
     if names.is_empty() {
         return Ok(CASES.iter().collect());
     }
@@ -146,7 +146,7 @@ pub fn select(names: &[String]) -> Result<Vec<&'static Case>, String> {
             let known = case_names();
             let hint = schedlab_topology::diag::closest(n, known.iter().copied())
                 .map_or(String::new(), |c| format!("did you mean `{c}`? "));
-            return Err(format!("--cases: unknown case `{n}` ({hint}expected one of: {})", known.join(", ")));
+            return Err(crate::FidelityError::UnknownCase { name: n.clone(), hint, known: known.join(", ") });
         }
     }
     Ok(CASES.iter().filter(|c| names.iter().any(|n| c.name == n || c.group == n)).collect())
@@ -184,7 +184,7 @@ mod tests {
         assert_eq!(names(&[]).unwrap().len(), CASES.len());
         assert_eq!(names(&["nice", "pingpong"]).unwrap(), ["pingpong-2cpu", "pingpong-1cpu", "nice"]);
         assert_eq!(names(&["pingpong-1cpu"]).unwrap(), ["pingpong-1cpu"]);
-        let err = names(&["pingpang"]).unwrap_err();
+        let err = names(&["pingpang"]).unwrap_err().to_string();
         assert!(err.contains("`pingpang`") && err.contains("pingpong-2cpu") && err.contains("cyclictest"), "{err}");
     }
 }

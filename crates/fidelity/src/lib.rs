@@ -57,6 +57,67 @@ pub enum FidelityError {
     Model { case: &'static str, source: Box<SideError> },
     #[error("{0}")]
     Options(String),
+    /// `--cases` naming no case or group.
+    #[error("--cases: unknown case `{name}` ({hint}expected one of: {known})")]
+    UnknownCase { name: String, hint: String, known: String },
+    /// `--topology` naming no preset or file that loads; `hint` says where
+    /// the default is.
+    #[error("--topology: {error}{hint}")]
+    Topology { error: InputError, hint: &'static str },
+    /// `--probe`'s own output does not load.
+    #[error("--topology: the probed topology does not load (a schedlab bug): {0}")]
+    Probed(InputError),
+    #[error(transparent)]
+    Host(#[from] schedlab_topology::host::HostError),
+    #[error("--probe-out {path}: {source}")]
+    ProbeOut { path: String, source: std::io::Error },
+}
+
+/// The `name` of a topology `--probe` measured.
+pub const PROBED_NAME: &str = "this-host";
+
+/// Where the model's machine comes from.
+pub enum SuiteMachine<'a> {
+    /// A preset name or a topology file ([`DEFAULT_TOPOLOGY`] by default).
+    Named(&'a str),
+    /// This machine, probed now `rounds` times as `schedlab topologies
+    /// --host` does (the file's header names `command`), and written to
+    /// `out` when given.
+    Probe { rounds: u32, out: Option<&'a Path>, command: &'a str },
+}
+
+/// The model's machine and where it came from (the report's `topology`
+/// line); `log` hears a probe's progress.
+pub fn suite_machine(machine: &SuiteMachine, log: &mut dyn FnMut(&str)) -> Result<(Topology, String), FidelityError> {
+    match *machine {
+        SuiteMachine::Probe { rounds, out, command } => {
+            let text = schedlab_runner::probe::host_text(false, rounds as usize, Some(PROBED_NAME), command, log)?;
+            if let Some(path) = out {
+                std::fs::write(path, &text)
+                    .map_err(|source| FidelityError::ProbeOut { path: path.display().to_string(), source })?;
+                log(&format!("wrote {}", path.display()));
+            }
+            let source = out.map_or_else(
+                || format!("probed just now, {rounds} round(s)"),
+                |p| format!("probed just now, {rounds} round(s): {}", p.display()),
+            );
+            // The text is this build's own output: a failure to load it is a bug, said as such.
+            let topo = Topology::from_toml_str(PROBED_NAME, &text).map_err(FidelityError::Probed)?;
+            Ok((topo, source))
+        }
+        SuiteMachine::Named(name) => {
+            let topo = Topology::resolve(name, Path::new(".")).map_err(|error| {
+                // The default is a path in the schedlab checkout.
+                let hint = if name == DEFAULT_TOPOLOGY {
+                    " (run from the schedlab checkout, pass --topology, or --probe to measure this machine)"
+                } else {
+                    ""
+                };
+                FidelityError::Topology { error, hint }
+            })?;
+            Ok((topo, name.to_string()))
+        }
+    }
 }
 
 /// What to run.

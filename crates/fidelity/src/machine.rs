@@ -22,6 +22,13 @@ pub fn other_machine(description: &str, kernel: &str, cpu_model: Option<&str>) -
     })
 }
 
+/// [`other_machine`] for this host: its kernel `kernel` and the CPU model
+/// /proc/cpuinfo names.
+pub fn other_machine_here(description: &str, kernel: &str) -> Option<String> {
+    let cpu_model = schedlab_topology::host::cpu_model(std::path::Path::new("/"));
+    other_machine(description, kernel, Some(cpu_model.as_str()).filter(|m| !m.is_empty()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::other_machine;

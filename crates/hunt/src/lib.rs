@@ -116,6 +116,105 @@ pub struct HuntReport {
 pub enum HuntError {
     #[error("{0}")]
     Setup(String),
+    #[error("--kernel {name}: unknown kernel profile (expected one of: {})", schedlab_kernel::Profile::NAMES.join(", "))]
+    UnknownProfile { name: String },
+    #[error("--topology: {0}")]
+    Topology(schedlab_topology::InputError),
+    #[error("--find {name}: unknown family or class (expected some of: {expected})")]
+    UnknownTarget { name: String, expected: String },
+    #[error("--duration must be longer than zero")]
+    ZeroDuration,
+    #[error("--shard {0}")]
+    Shard(schedlab_sweep::shard::ShardSpecError),
+    /// Writing a finding's scenario (`--out DIR`).
+    #[error("--out {path}: {source}")]
+    Out { path: String, source: std::io::Error },
+}
+
+/// A hunt as the command line names it: machines, classes and the shard by
+/// name, feature lists as typed.
+pub struct HuntSpec<'a> {
+    pub topologies: &'a [String],
+    pub kernel: &'a str,
+    pub features: &'a [String],
+    /// `--against`'s comma-separated list (empty: the profile's defaults).
+    pub against: Option<&'a str>,
+    /// Families or classes.
+    pub find: &'a [String],
+    /// `I/N`.
+    pub shard: Option<&'a str>,
+    pub seed: u64,
+    pub cases: u64,
+    pub duration_ns: u64,
+    pub thresholds: Thresholds,
+    pub stop_after: usize,
+    pub shrink_budget: usize,
+}
+
+/// A feature list without blanks.
+fn feature_list<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    items.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+impl HuntOptions {
+    /// The options `spec` names, each name checked (topologies resolved
+    /// from the current directory).
+    pub fn from_spec(spec: &HuntSpec) -> Result<HuntOptions, HuntError> {
+        if schedlab_kernel::Profile::by_name(spec.kernel).is_none() {
+            return Err(HuntError::UnknownProfile { name: spec.kernel.to_string() });
+        }
+        let mut topologies = Vec::new();
+        for t in spec.topologies {
+            let topo = Topology::resolve(t, std::path::Path::new(".")).map_err(HuntError::Topology)?;
+            topologies.push((t.clone(), topo));
+        }
+        let mut classes = BTreeSet::new();
+        for f in spec.find {
+            classes.extend(Class::parse_target(f.trim()).ok_or_else(|| {
+                let mut names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+                names.extend(Class::ALL.iter().map(|c| c.name()));
+                HuntError::UnknownTarget { name: f.clone(), expected: names.join(", ") }
+            })?);
+        }
+        if spec.duration_ns == 0 {
+            return Err(HuntError::ZeroDuration);
+        }
+        let shard = spec.shard.map(|s| s.parse::<ShardSpec>().map_err(HuntError::Shard)).transpose()?;
+        Ok(HuntOptions {
+            topologies,
+            base_dir: PathBuf::from("."),
+            kernel: spec.kernel.to_string(),
+            features: feature_list(spec.features.iter().map(String::as_str)),
+            against: spec.against.map(|a| feature_list(a.split(','))),
+            seed: spec.seed,
+            cases: spec.cases,
+            duration_ns: spec.duration_ns,
+            classes,
+            thresholds: spec.thresholds,
+            stop_after: spec.stop_after,
+            shard,
+            shrink_budget: spec.shrink_budget,
+        })
+    }
+}
+
+impl HuntReport {
+    /// Write each finding's shrunk scenario as `dir/<class>-case<N>.toml`,
+    /// telling `wrote` each path.
+    pub fn write_findings(
+        &self,
+        dir: &std::path::Path,
+        wrote: &mut dyn FnMut(&std::path::Path),
+    ) -> Result<(), HuntError> {
+        let out = |path: &std::path::Path, source| HuntError::Out { path: path.display().to_string(), source };
+        std::fs::create_dir_all(dir).map_err(|e| out(dir, e))?;
+        for r in &self.reports {
+            let path = dir.join(format!("{}-case{}.toml", r.class.name(), r.case_index));
+            std::fs::write(&path, &r.scenario).map_err(|e| out(&path, e))?;
+            wrote(&path);
+        }
+        Ok(())
+    }
 }
 
 /// Salt of the fair-case stream (any constant apart from the main one's).

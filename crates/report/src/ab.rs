@@ -189,6 +189,26 @@ pub struct AbReport {
     pub pass: Option<bool>,
 }
 
+/// The A/B a sweep's report runs: the file's `[ab]`, with `--ab A,B`
+/// (`cli`) replacing its pair, checked against `r`'s settings.
+pub fn resolve_spec(r: &SweepResult, file: Option<&AbSpec>, cli: Option<&str>) -> Result<Option<AbSpec>, AbError> {
+    let Some(arg) = cli else { return Ok(file.cloned()) };
+    let names: Vec<&str> = r.settings.iter().map(|s| s.name.as_str()).collect();
+    let (a, b) = parse_ab_pair(arg, &names)?;
+    let mut spec = file.cloned().unwrap_or_else(|| AbSpec::new(&a, &b));
+    spec.a = a;
+    spec.b = b;
+    Ok(Some(spec))
+}
+
+impl AbReport {
+    /// The metrics of the gates that failed, when the A/B did not pass.
+    pub fn failed_gates(&self) -> Option<String> {
+        let failed: Vec<&str> = self.gates.iter().filter(|g| !g.pass).map(|g| g.gate.metric.key()).collect();
+        self.pass.is_some_and(|p| !p).then(|| failed.join(", "))
+    }
+}
+
 /// Compare `spec.b` against `spec.a` in `r`. Errors if either is not a
 /// setting of the sweep.
 pub fn compare(r: &SweepResult, spec: &AbSpec) -> Result<AbReport, AbError> {

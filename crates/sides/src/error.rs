@@ -19,6 +19,22 @@ pub enum SideError {
     Vm(#[from] VmError),
     #[error(transparent)]
     Report(#[from] schedlab_report::ReportError),
+    /// Writing a trace file (`--trace`, `--perfetto`, `--trace-dat`).
+    #[error(transparent)]
+    File(#[from] schedlab_trace::files::TraceFileError),
+    /// Writing a listing (`--view timehist`) as the run goes.
+    #[error("cannot write the report: {0}")]
+    Output(std::io::Error),
+    /// `--rtapp-log DIR`: a log file that could not be written.
+    #[error("--rtapp-log {0}")]
+    RtappLog(schedlab_sim::RtAppLogError),
+    #[error(transparent)]
+    Plot(#[from] schedlab_plot::PlotError),
+    /// `--topology` naming no preset or file that loads.
+    #[error("--topology: {0}")]
+    Topology(InputError),
+    #[error("--kernel {name}: unknown kernel profile (expected one of: {})", schedlab_kernel::Profile::NAMES.join(", "))]
+    UnknownProfile { name: String },
     /// `--trace -` where stdout carries a report that cannot move.
     #[error("--trace -: only `schedlab run` writes its trace to standard output; give a file")]
     TraceToStdout,

@@ -13,6 +13,8 @@
 //! * [`Host`]: this machine's kernel through the real runner ([`AnalysedRun`]).
 //! * [`Guest`]: a kernel booted under QEMU, one boot and several runs
 //!   ([`GuestSession`]).
+//! * [`recorded`]: a trace recorded elsewhere (tracefs, trace-cmd, perf,
+//!   Perfetto), read and analysed the same way (`schedlab analyze`).
 //!
 //! Around them: the rows and headers the report prints for a real run
 //! ([`cgroups`], [`headers`]), and the pipelines that put sides next to
@@ -27,6 +29,7 @@ pub mod guest;
 pub mod headers;
 pub mod host;
 pub mod model;
+pub mod recorded;
 pub mod reported;
 
 use std::path::Path;
@@ -64,6 +67,37 @@ pub fn load_scenario(path: &Path, threshold_ns: Option<u64>) -> Result<Scenario,
         s.stall_threshold_ns = t;
     }
     Ok(s)
+}
+
+/// A scenario file on a machine and kernel of the caller's choosing
+/// (`schedlab run --topology --kernel`): `topology`, a preset name or a
+/// topology file, replaces the file's `topology`, and `kernel` its kernel
+/// profile; the stall threshold as in [`load_scenario`].
+pub fn load_scenario_on(
+    path: &Path,
+    topology: Option<&str>,
+    kernel: Option<&str>,
+    threshold_ns: Option<u64>,
+) -> Result<Scenario, SideError> {
+    let mut scenario = match topology {
+        None => Scenario::load(path)?,
+        Some(reference) => {
+            let topo = schedlab_topology::Topology::resolve(reference, Path::new(".")).map_err(SideError::Topology)?;
+            let text = schedlab_topology::diag::read_input(path, "scenario")?;
+            let base = path.parent().unwrap_or(Path::new("."));
+            Scenario::from_toml_str_on(&path.display().to_string(), &text, base, topo)?
+        }
+    };
+    if let Some(k) = kernel {
+        if schedlab_kernel::Profile::by_name(k).is_none() {
+            return Err(SideError::UnknownProfile { name: k.to_string() });
+        }
+        scenario.kernel_profile = schedlab_scenario::Spanned { value: k.to_string(), line: 0, col: 0 };
+    }
+    if let Some(t) = threshold_ns {
+        scenario.stall_threshold_ns = t;
+    }
+    Ok(scenario)
 }
 
 /// `--trace -`: standard output, which only `schedlab run` writes a trace to.

@@ -126,6 +126,51 @@ pub struct MemoryBudget {
     pub raise_with: String,
 }
 
+/// Share of `MemAvailable` the default budget takes: the rest is the
+/// machine's own, so the run stops before it swaps.
+const DEFAULT_BUDGET_PCT: u64 = 80;
+/// The default when `/proc/meminfo` cannot be read.
+const FALLBACK_BUDGET: u64 = 8 << 30;
+
+impl MemoryBudget {
+    /// The budget of one of `jobs` runs at once: `max_memory` bytes
+    /// (`--max-memory`) shared among them, by default 80 % of the memory
+    /// available now.
+    pub fn for_jobs(max_memory: Option<u64>, jobs: usize) -> MemoryBudget {
+        let jobs = jobs.max(1) as u64;
+        let share = if jobs > 1 { format!(", shared by {jobs} jobs") } else { String::new() };
+        let (total, origin) = match max_memory {
+            Some(b) => (b, format!("--max-memory {}", gib(b))),
+            None => match mem_available() {
+                Some(a) => {
+                    let b = a / 100 * DEFAULT_BUDGET_PCT;
+                    (b, format!("the default: {DEFAULT_BUDGET_PCT} % of the {} available at start", gib(a)))
+                }
+                None => (FALLBACK_BUDGET, "the default (/proc/meminfo unreadable)".to_string()),
+            },
+        };
+        MemoryBudget {
+            bytes: total / jobs,
+            origin: format!("{origin}{share}"),
+            raise_with: "--max-memory SIZE, e.g. --max-memory 32GiB".into(),
+        }
+    }
+}
+
+/// `MemAvailable` of `/proc/meminfo`, bytes.
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 /// Engine steps between two looks at a streamed run's resident memory
 /// ([`resident_bytes`]): a read of `/proc/self/statm` per 65 k steps is
 /// lost in the run's own work.

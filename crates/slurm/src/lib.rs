@@ -76,21 +76,17 @@ pub fn reachable() -> Result<(), SlurmError> {
 /// Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`). `count` (from
 /// `--shard auto/N`) is required where the environment cannot tell it (a
 /// Kubernetes job, an array resubmitted for a few shards).
-pub fn shard_from_env(count: Option<u32>, env: &dyn Fn(&str) -> Option<String>) -> Result<(u32, u32), String> {
-    let num = |name: &str| -> Result<Option<u32>, String> {
+pub fn shard_from_env(count: Option<u32>, env: &dyn Fn(&str) -> Option<String>) -> Result<(u32, u32), ShardEnvError> {
+    let num = |name: &'static str| -> Result<Option<u32>, ShardEnvError> {
         match env(name) {
             None => Ok(None),
-            Some(v) => v.trim().parse().map(Some).map_err(|_| format!("{name}=`{v}` is not a number")),
+            Some(value) => value.trim().parse().map(Some).map_err(|_| ShardEnvError::NotANumber { name, value }),
         }
     };
     let (index, source) = match (num("SLURM_ARRAY_TASK_ID")?, num("JOB_COMPLETION_INDEX")?) {
         (Some(i), _) => (i, "SLURM_ARRAY_TASK_ID"),
         (None, Some(i)) => (i, "JOB_COMPLETION_INDEX"),
-        (None, None) => {
-            return Err("--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX \
-                 (a Kubernetes Indexed Job) is set; give the shard as I/N"
-                .into())
-        }
+        (None, None) => return Err(ShardEnvError::NoIndex),
     };
     let count = match count {
         Some(n) => n,
@@ -99,20 +95,36 @@ pub fn shard_from_env(count: Option<u32>, env: &dyn Fn(&str) -> Option<String>) 
                 (num("SLURM_ARRAY_TASK_COUNT")?, num("SLURM_ARRAY_TASK_MIN")?, num("SLURM_ARRAY_TASK_MAX")?);
             match (n, min, max) {
                 (Some(n), Some(0), Some(max)) if max + 1 == n => n,
-                _ => {
-                    return Err(format!(
-                        "--shard auto: this array is not the whole 0..N-1 (SLURM_ARRAY_TASK_COUNT {n:?}, MIN {min:?}, \
-                         MAX {max:?}), so the shard count is unknown; use --shard auto/N"
-                    ))
-                }
+                _ => return Err(ShardEnvError::NotWholeArray { n, min, max }),
             }
         }
-        None => return Err(format!("--shard auto: {source} gives the index only; use --shard auto/N")),
+        None => return Err(ShardEnvError::IndexOnly { var: source }),
     };
     if count == 0 || index >= count {
-        return Err(format!("--shard auto: {source}={index} is not below the shard count {count}"));
+        return Err(ShardEnvError::NotBelow { var: source, index, count });
     }
     Ok((index, count))
+}
+
+/// Why `--shard auto` could not take its shard from the environment.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShardEnvError {
+    #[error("{name}=`{value}` is not a number")]
+    NotANumber { name: &'static str, value: String },
+    #[error(
+        "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX \
+         (a Kubernetes Indexed Job) is set; give the shard as I/N"
+    )]
+    NoIndex,
+    #[error(
+        "--shard auto: this array is not the whole 0..N-1 (SLURM_ARRAY_TASK_COUNT {n:?}, MIN {min:?}, \
+         MAX {max:?}), so the shard count is unknown; use --shard auto/N"
+    )]
+    NotWholeArray { n: Option<u32>, min: Option<u32>, max: Option<u32> },
+    #[error("--shard auto: {var} gives the index only; use --shard auto/N")]
+    IndexOnly { var: &'static str },
+    #[error("--shard auto: {var}={index} is not below the shard count {count}")]
+    NotBelow { var: &'static str, index: u32, count: u32 },
 }
 
 /// A sweep laid out for Slurm in `dir`: what each array task and the merge
@@ -380,14 +392,20 @@ mod tests {
             ("SLURM_ARRAY_TASK_MIN", "3"),
             ("SLURM_ARRAY_TASK_MAX", "5"),
         ];
-        assert!(shard_from_env(None, &env(&rerun)).unwrap_err().contains("use --shard auto/N"));
+        assert!(shard_from_env(None, &env(&rerun)).unwrap_err().to_string().contains("use --shard auto/N"));
         assert_eq!(shard_from_env(Some(8), &env(&rerun)), Ok((5, 8)));
         let k8s = [("JOB_COMPLETION_INDEX", "2")];
-        assert!(shard_from_env(None, &env(&k8s)).unwrap_err().contains("JOB_COMPLETION_INDEX gives the index only"));
+        assert!(shard_from_env(None, &env(&k8s))
+            .unwrap_err()
+            .to_string()
+            .contains("JOB_COMPLETION_INDEX gives the index only"));
         assert_eq!(shard_from_env(Some(4), &env(&k8s)), Ok((2, 4)));
-        assert!(shard_from_env(Some(2), &env(&k8s)).unwrap_err().contains("not below the shard count 2"));
-        assert!(shard_from_env(None, &env(&[])).unwrap_err().contains("neither SLURM_ARRAY_TASK_ID"));
-        assert!(shard_from_env(None, &env(&[("JOB_COMPLETION_INDEX", "x")])).unwrap_err().contains("not a number"));
+        assert!(shard_from_env(Some(2), &env(&k8s)).unwrap_err().to_string().contains("not below the shard count 2"));
+        assert!(shard_from_env(None, &env(&[])).unwrap_err().to_string().contains("neither SLURM_ARRAY_TASK_ID"));
+        assert!(shard_from_env(None, &env(&[("JOB_COMPLETION_INDEX", "x")]))
+            .unwrap_err()
+            .to_string()
+            .contains("not a number"));
     }
 
     #[test]

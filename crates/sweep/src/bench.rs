@@ -91,6 +91,14 @@ pub enum BenchError {
         BLOCKS.join(", ")
     )]
     NoBlock { only: String },
+    #[error("bench: cannot find this program: {0}")]
+    Exe(std::io::Error),
+    #[error("bench: the `{block}` benchmarks: {source}")]
+    Child { block: &'static str, source: schedlab_helper::HelperError },
+    #[error("bench: reading the `{block}` benchmarks: {source}")]
+    Read { block: &'static str, source: std::io::Error },
+    #[error("bench: the `{block}` benchmarks failed ({status}); their error is above")]
+    Failed { block: &'static str, status: std::process::ExitStatus },
 }
 
 type Result<T> = std::result::Result<T, BenchError>;
@@ -235,6 +243,76 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
     bench_rows(&BenchOptions { reference_ns: Some(ns), ..args.clone() }, line)?;
     line(String::new());
     line(targets());
+    Ok(())
+}
+
+/// [`bench`] with every block of [`BLOCKS`] in a child process of its
+/// own (`schedlab bench --rows-only --only BLOCK`), so that a row's peak
+/// memory is its own: the pipelined rows leave memory resident that the
+/// allocator does not return, which every later row in the same process
+/// would count. The reference row is measured here, and each child divides
+/// its rows by it.
+pub fn bench_isolated(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
+    line(header());
+    let (reference, ns) = reference_row(args.reps);
+    line(reference);
+    for block in BLOCKS {
+        block_in_child(args, block, ns, line)?;
+    }
+    line(String::new());
+    line(targets());
+    Ok(())
+}
+
+/// How long one block's child may run, per repetition: the slowest block
+/// (the seed-000 sweep) takes well under a minute a repetition here.
+const BLOCK_LIMIT_PER_REP: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
+/// Run `block` in a child `schedlab bench`, passing its rows on as they come.
+fn block_in_child(
+    args: &BenchOptions,
+    block: &'static str,
+    reference_ns: f64,
+    line: &mut dyn FnMut(String),
+) -> Result<()> {
+    use std::io::BufRead;
+    use std::sync::mpsc::RecvTimeoutError;
+    let exe = std::env::current_exe().map_err(BenchError::Exe)?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["bench", "--rows-only", "--only", block, "--reps", &args.reps.to_string()])
+        .arg("--root")
+        .arg(&args.root)
+        .args(["--schbench-duration", &format!("{}ns", args.schbench_duration), "--jobs", &args.jobs.to_string()])
+        .args(["--reference-ns", &reference_ns.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped());
+    let failed = |source| BenchError::Child { block, source };
+    let mut child = schedlab_helper::Helper::spawn(&mut cmd, BLOCK_LIMIT_PER_REP * args.reps).map_err(failed)?;
+    // Lines come through a thread, so that the time limit holds while the
+    // child prints nothing.
+    let out = child.stdout().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines() {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(l) => line(l.map_err(|source| BenchError::Read { block, source })?),
+            // Past its limit the child is stopped, which closes its pipe.
+            Err(RecvTimeoutError::Timeout) => {
+                child.try_wait().map_err(failed)?;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let status = child.wait().map_err(failed)?;
+    if !status.success() {
+        return Err(BenchError::Failed { block, status });
+    }
     Ok(())
 }
 

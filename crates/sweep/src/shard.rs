@@ -83,6 +83,33 @@ impl FromStr for ShardSpec {
     }
 }
 
+/// A `--shard` value that names no shard: `I/N`, `auto` or `auto/N`.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardArgError {
+    #[error("--shard {0}")]
+    Spec(#[from] ShardSpecError),
+    #[error("--shard `{0}`: expected auto or auto/N")]
+    Auto(String),
+    #[error(transparent)]
+    Env(#[from] schedlab_slurm::ShardEnvError),
+}
+
+impl ShardSpec {
+    /// `--shard I/N`, `auto` or `auto/N`: the index, and maybe the count,
+    /// from `env`, a Slurm array task's or a Kubernetes Indexed Job's
+    /// environment (`schedlab_slurm::shard_from_env`).
+    pub fn from_arg(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ShardSpec, ShardArgError> {
+        let Some(rest) = text.strip_prefix("auto") else { return Ok(text.parse::<ShardSpec>()?) };
+        let count = match rest.strip_prefix('/') {
+            None if rest.is_empty() => None,
+            Some(n) => Some(n.parse::<u32>().map_err(|_| ShardArgError::Auto(text.to_string()))?),
+            None => return Err(ShardArgError::Auto(text.to_string())),
+        };
+        let (index, count) = schedlab_slurm::shard_from_env(count, env)?;
+        Ok(format!("{index}/{count}").parse::<ShardSpec>()?)
+    }
+}
+
 /// A shard file that cannot be written, read or merged. Paths are as
 /// displayed; `name` is a shard file's name in its directory.
 #[derive(Debug, thiserror::Error)]

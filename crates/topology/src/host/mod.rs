@@ -19,7 +19,6 @@ mod kernel;
 mod measured;
 mod rounds;
 
-use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +31,7 @@ pub use measured::{
 };
 pub use rounds::{median_percentiles, merge_rounds};
 
-use crate::{Distance, PreemptModel, Topology};
+use crate::{Distance, InputError, PreemptModel, Topology};
 
 /// A value read from the host and where it came from, as the comment the
 /// generated file puts next to it (`[sysfs /sys/...]`, `[assumed: ...]`).
@@ -56,6 +55,9 @@ pub enum HostError {
     Read { path: PathBuf, source: io::Error },
     #[error("{}: {why}", path.display())]
     Bad { path: PathBuf, why: String },
+    /// The rendered text does not load: a bug, said with the text.
+    #[error("the generated topology does not load: {error}\n--- generated text ---\n{text}")]
+    Generated { error: Box<InputError>, text: String },
 }
 
 /// Everything [`read_host`] found.
@@ -175,15 +177,11 @@ impl HostMachine {
 
 /// Render the host, then check that the text loads as a topology: a
 /// machine the loader rejects is an error carrying the text, never a file.
-pub fn host_toml(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOptions) -> Result<String, String> {
+pub fn host_toml(host: &HostMachine, measured: Option<&Measured>, opts: &RenderOptions) -> Result<String, HostError> {
     let text = render(host, measured, opts);
     match Topology::from_toml_str("<generated host topology>", &text) {
         Ok(_) => Ok(text),
-        Err(e) => {
-            let mut msg = format!("the generated topology does not load: {e}\n--- generated text ---\n");
-            let _ = write!(msg, "{text}");
-            Err(msg)
-        }
+        Err(e) => Err(HostError::Generated { error: Box::new(e), text }),
     }
 }
 
