@@ -89,8 +89,9 @@ fn every_posted_worker_runs_once_per_post_and_rps_is_requests_over_runtime() {
     assert_eq!(report.average_rps, completed as f64 / 0.040, "rps = completed requests / runtime");
     // The analysis reads the shared timestamp as this test does.
     assert_eq!(report.wakeup, wakeup_hist);
-    // Each request is at least the usleep (100 + 50 us slack) and the 20 us of math.
-    assert!(report.request.min >= 170, "{}", report.request.min);
+    // Each request is at least the usleep's soft end (100 us; its hrtimer
+    // ranges over the next 50 us of slack) and the 20 us of math.
+    assert!(report.request.min >= 120, "{}", report.request.min);
 }
 
 #[test]

@@ -116,9 +116,11 @@ fn a_hunt_is_the_same_on_one_thread_or_two_and_in_shards() {
 }
 
 /// Seed 000's class on the 7950X, from the case the full hunt finds first
-/// (`hunt_finds_seed_000_from_scratch` below): shrunk to at most three
-/// threads, and gone with NO_DELAY_DEQUEUE. If the grammar changes, that
-/// test names the new case.
+/// (`hunt_finds_seed_000_from_scratch` below): shrunk from six threads to
+/// at most four, and gone with NO_DELAY_DEQUEUE. If the grammar changes,
+/// that test names the new case. (Three were left before a sleep's hrtimer
+/// became a range; since then the smallest reproducer the shrinker finds
+/// for this case has four.)
 #[test]
 fn seed_000_class_on_the_7950x_shrinks_and_no_delay_dequeue_removes_it() {
     let mut o = opts(&["ryzen-7950x"], "mainline", &[], Some(&["NO_DELAY_DEQUEUE"]), &[Class::DelayedInPlace]);
@@ -126,7 +128,7 @@ fn seed_000_class_on_the_7950x_shrinks_and_no_delay_dequeue_removes_it() {
     let r = run(&o);
     let rep = r.reports.iter().find(|r| r.class == Class::DelayedInPlace).unwrap_or_else(|| panic!("{r:?}"));
     assert_eq!(rep.side, Side::MainOnly);
-    assert!(rep.shrunk_size.0 <= 3, "{}", rep.scenario);
+    assert!(rep.shrunk_size.0 <= 4, "{}", rep.scenario);
     assert!(rep.finding.len_ns() >= o.thresholds.idle_ns);
     assert!(rerun(&o, rep, &[]).contains(&Class::DelayedInPlace));
     assert!(!rerun(&o, rep, &["NO_DELAY_DEQUEUE"]).contains(&Class::DelayedInPlace));
@@ -163,7 +165,7 @@ fn hunt_finds_seed_000_from_scratch() {
     let r = run(&o);
     let rep = r.reports.first().unwrap_or_else(|| panic!("nothing in {} cases", r.cases_run));
     assert_eq!((rep.class, rep.side, rep.case_index), (Class::DelayedInPlace, Side::MainOnly, SEED_000_CASE));
-    assert!(rep.shrunk_size.0 <= 3, "{}", rep.scenario);
+    assert!(rep.shrunk_size.0 <= 4, "{}", rep.scenario);
 }
 
 /// `schedlab hunt --topology qemu-4 --kernel 6.12 --features NO_RT_PUSH_IPI

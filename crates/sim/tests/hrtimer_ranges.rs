@@ -11,7 +11,10 @@ use schedlab_trace::{EventKind, Pid};
 const MACHINE: &str = "hz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 2\n";
 
 fn with_machine(body: &str) -> Scenario {
-    let dir = std::env::temp_dir().join(format!("schedlab-hrtimer-{}", std::process::id()));
+    // One directory per call: the tests run in parallel threads.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("schedlab-hrtimer-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("m.toml"), MACHINE).unwrap();
     let text = format!("topology = \"m.toml\"\n{body}");
