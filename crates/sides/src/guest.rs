@@ -32,7 +32,7 @@ pub struct GuestSession {
 impl Guest {
     /// The side, refusing a `--trace -` (stdout carries the report).
     pub fn new(options: VmOptions, trace: Option<PathBuf>, grace_ns: u64) -> Result<Guest, SideError> {
-        if trace.as_deref().is_some_and(crate::is_stdout) {
+        if trace.as_deref().is_some_and(schedlab_trace::files::is_stdout) {
             return Err(SideError::TraceToStdout);
         }
         Ok(Guest { options, trace, grace_ns })

@@ -25,7 +25,7 @@ pub struct Host {
 impl Host {
     /// The side, refusing a `--trace -` (stdout carries the report).
     pub fn new(options: RealOptions, grace_ns: u64, budget: Option<MemoryBudget>) -> Result<Host, SideError> {
-        if options.trace_out.as_deref().is_some_and(crate::is_stdout) {
+        if options.trace_out.as_deref().is_some_and(schedlab_trace::files::is_stdout) {
             return Err(SideError::TraceToStdout);
         }
         Ok(Host { options, grace_ns, budget })

@@ -99,8 +99,3 @@ pub fn load_scenario_on(
     }
     Ok(scenario)
 }
-
-/// `--trace -`: standard output, which only `schedlab run` writes a trace to.
-pub(crate) fn is_stdout(path: &Path) -> bool {
-    path == Path::new("-")
-}
