@@ -228,10 +228,18 @@ pub struct WorkConsCollector {
     cpus: Vec<CpuAcc>,
     /// Hashed (a lookup per event); [`Self::finish`] visits them by pid.
     tasks: rustc_hash::FxHashMap<Pid, Waiter>,
-    /// Ordered, as `dirty`: an instant's tasks are checked by pid.
+    /// Ordered: an instant's tasks are checked by pid (the order decides
+    /// which of two tasks of one class opening and closing a violation at
+    /// one instant the CPUs hear of).
     waiting: BTreeSet<Pid>,
-    dirty: BTreeSet<Pid>,
-    cpu_changed: BTreeSet<u32>,
+    /// The tasks an instant touched, in any order and maybe twice (sorted
+    /// and deduplicated at `settle`); kept, like `changed` and `check`, to
+    /// reuse their buffers: an instant allocates nothing (issue 39).
+    dirty: Vec<Pid>,
+    /// CPUs that became idle or busy in this instant (maybe twice).
+    cpu_changed: Vec<u32>,
+    /// `settle`'s list of tasks to check.
+    check: Vec<Pid>,
     /// Violations in progress not yet qualified for grace, by start.
     pending_grace: VecDeque<(Nanos, Pid)>,
     /// CPUs whose strict accounting has changes to replay (the others need
@@ -278,8 +286,9 @@ impl WorkConsCollector {
             cpus,
             tasks: Default::default(),
             waiting: BTreeSet::new(),
-            dirty: BTreeSet::new(),
-            cpu_changed: BTreeSet::new(),
+            dirty: Vec::new(),
+            cpu_changed: Vec::new(),
+            check: Vec::new(),
             pending_grace: VecDeque::new(),
             logged: Vec::new(),
             is_logged: vec![false; n],
@@ -317,6 +326,26 @@ impl WorkConsCollector {
             self.tasks.insert(pid, Waiter::new(allowed, class));
         }
         self.tasks.get_mut(&pid).expect("inserted above")
+    }
+}
+
+/// The sorted union of two sorted, duplicate-free sequences into `out`
+/// (`BTreeSet::union`'s order, without a set for the second).
+fn merge_sorted(a: impl Iterator<Item = Pid>, b: impl Iterator<Item = Pid>, out: &mut Vec<Pid>) {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x < y => a.next(),
+            (Some(x), Some(y)) if x > y => b.next(),
+            (Some(_), Some(_)) => {
+                b.next();
+                a.next()
+            }
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (None, None) => return,
+        };
+        out.extend(next);
     }
 }
 
@@ -367,14 +396,14 @@ impl WorkConsCollector {
                 if !w.running && w.waiting_since.is_none() {
                     w.waiting_since = Some(ev.ts);
                     self.waiting.insert(pid);
-                    self.dirty.insert(pid);
+                    self.dirty.push(pid);
                 }
             }
             EventKind::SchedSwitch { prev_pid, prev_state, next_pid, .. } => {
                 let cpu = ev.cpu as usize;
                 if cpu < self.curr.len() {
                     if (self.curr[cpu] == 0) != (next_pid == 0) {
-                        self.cpu_changed.insert(cpu as u32);
+                        self.cpu_changed.push(cpu as u32);
                     }
                     self.curr[cpu] = next_pid;
                 }
@@ -385,7 +414,7 @@ impl WorkConsCollector {
                         w.waiting_since = Some(ev.ts);
                         self.waiting.insert(prev_pid);
                     }
-                    self.dirty.insert(prev_pid);
+                    self.dirty.push(prev_pid);
                 }
                 if next_pid != 0 {
                     let w = self.waiter(next_pid);
@@ -395,7 +424,7 @@ impl WorkConsCollector {
                         w.wait_ns += ev.ts - since;
                     }
                     self.waiting.remove(&next_pid);
-                    self.dirty.insert(next_pid);
+                    self.dirty.push(next_pid);
                 }
             }
             _ => {}
@@ -409,7 +438,9 @@ impl WorkConsCollector {
         let Some(ts) = self.group_ts else { return };
         // Idle changes of this instant (a CPU that left and re-entered idle
         // at one instant has not changed).
-        let changed: Vec<u32> = std::mem::take(&mut self.cpu_changed).into_iter().collect();
+        let mut changed = std::mem::take(&mut self.cpu_changed);
+        changed.sort_unstable();
+        changed.dedup();
         let mut any_cpu = false;
         for &c in &changed {
             let idle = self.curr[c as usize] == 0;
@@ -428,13 +459,19 @@ impl WorkConsCollector {
                 self.grace_due.push_back((ts, c));
             }
         }
-        let check: Vec<Pid> = if any_cpu {
-            self.waiting.union(&self.dirty).copied().collect()
+        changed.clear();
+        self.cpu_changed = changed;
+        self.dirty.sort_unstable();
+        self.dirty.dedup();
+        let mut check = std::mem::take(&mut self.check);
+        check.clear();
+        if any_cpu {
+            merge_sorted(self.waiting.iter().copied(), self.dirty.iter().copied(), &mut check);
         } else {
-            self.dirty.iter().copied().collect()
-        };
+            check.extend_from_slice(&self.dirty);
+        }
         self.dirty.clear();
-        for pid in check {
+        for &pid in &check {
             let Some(w) = self.tasks.get_mut(&pid) else { continue };
             let curr = &self.curr;
             let idle = |c: &u32| curr.get(*c as usize) == Some(&0);
@@ -477,6 +514,7 @@ impl WorkConsCollector {
                 _ => {}
             }
         }
+        self.check = check;
         // Violations in progress that have now lasted the grace window.
         while let Some(&(since, pid)) = self.pending_grace.front() {
             if since.saturating_add(self.grace_ns) > ts {

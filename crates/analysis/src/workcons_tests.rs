@@ -274,3 +274,21 @@ fn cpus_with_too_much_uncertain_time_are_left_out_of_the_sums() {
     assert!(!w.has_figures());
     assert!(render_work_conservation(&w).contains("unclaimed idle: no figure"));
 }
+
+/// `settle` checks an instant's tasks in `BTreeSet::union`'s order (the
+/// order decides what the CPUs hear when two tasks of one class open and
+/// close a violation at one instant): the merge must give exactly it.
+#[test]
+fn merging_the_waiting_and_the_touched_gives_the_set_union_in_order() {
+    use std::collections::BTreeSet;
+    let cases: [(&[Pid], &[Pid]); 5] =
+        [(&[], &[]), (&[1, 5, 9], &[]), (&[], &[2, 3]), (&[1, 4, 7, 10], &[2, 4, 8, 10, 12]), (&[3], &[1, 2, 3])];
+    for (a, b) in cases {
+        let mut out = Vec::new();
+        merge_sorted(a.iter().copied(), b.iter().copied(), &mut out);
+        let sa: BTreeSet<Pid> = a.iter().copied().collect();
+        let sb: BTreeSet<Pid> = b.iter().copied().collect();
+        let want: Vec<Pid> = sa.union(&sb).copied().collect();
+        assert_eq!(out, want, "{a:?} + {b:?}");
+    }
+}
