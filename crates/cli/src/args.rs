@@ -87,16 +87,6 @@ pub struct ReportArgs {
     pub grace: u64,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_grace_default_is_the_analysis_default() {
-        assert_eq!(parse_duration(DEFAULT_GRACE), Ok(schedlab_analysis::DEFAULT_GRACE_NS));
-    }
-}
-
 /// `--max-memory`.
 #[derive(Args, Clone, Debug)]
 pub struct MemoryArg {
