@@ -376,8 +376,8 @@ pub struct TimehistOptions {
     pub migrations: bool,
     /// `-C`: only these CPUs' lines (and run-time figures).
     pub cpus: Option<Vec<u32>>,
-    /// `--time START,END` (ns).
-    pub time: (Option<Nanos>, Option<Nanos>),
+    /// `--time START,END`.
+    pub time: schedlab_trace::TimeWindow,
     /// One JSON object per line instead of perf's text.
     pub json: bool,
     /// `-V`: a column per CPU marking the one the line is on (`s` a
@@ -524,7 +524,7 @@ impl<'a, W: Write> Timehist<'a, W> {
     }
 
     fn in_window(&self, ts: Nanos) -> bool {
-        self.opts.time.0.is_none_or(|s| ts >= s) && self.opts.time.1.is_none_or(|e| ts <= e)
+        self.opts.time.contains(ts)
     }
 
     /// The name column at `ts`, widening it as perf does for a longer name.
@@ -618,7 +618,7 @@ impl<'a, W: Write> Timehist<'a, W> {
         }
         let mut t = ev.ts;
         let mut tprev = tprev;
-        let (start, end) = self.opts.time;
+        let schedlab_trace::TimeWindow { start, end } = self.opts.time;
         let mut line = None;
         'window: {
             if start.is_some_and(|s| s > t) {
