@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use schedlab_analysis::perf_sched::{latency_json, TimehistOptions};
+use schedlab_analysis::perf_sched::{NotOffered, TimehistOptions};
 use schedlab_report::{TraceFilter, TraceOptions};
-use schedlab_sides::recorded::{analyze_recorded, Analysed, Recorded, View as RecordedView};
+use schedlab_sides::recorded::{analyze_recorded, Recorded, View as RecordedView};
 use schedlab_trace::TimeWindow;
 
 use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg, View, ViewArg};
@@ -192,36 +192,23 @@ pub fn analyze_trace(mut args: AnalyzeArgs) -> Result {
         helper_timeout: args.helper_timeout,
     };
     let stdout = || std::io::BufWriter::new(std::io::stdout());
-    match analyze_recorded(&recorded, &stdout, &mut |note| stderr_line!("note: {note}"))? {
-        Analysed::Listed => Ok(()),
-        Analysed::Latency { rows, .. } if json => crate::output::emit(&latency_json(&rows)),
-        Analysed::Latency { report, latency, rows } => {
-            crate::output::emit(&format!("{}{}", report.header_only(scenario.as_ref()), latency.render(&rows)))
-        }
-        Analysed::Report(report) if json => crate::output::emit(&format!("{}\n", report.to_json(scenario.as_ref())?)),
-        Analysed::Report(report) => {
-            crate::output::emit(&report.render(scenario.as_ref(), args.report.stalls, perfetto))
-        }
+    let analysed = analyze_recorded(&recorded, &stdout, &mut |note| stderr_line!("note: {note}"))?;
+    match analysed.text(scenario.as_ref(), json, args.report.stalls, perfetto)? {
+        Some(text) => crate::output::emit(&text),
+        None => Ok(()),
     }
 }
 
 /// perf's timehist options schedlab does not offer, each refused with why.
 fn refuse_timehist_options(args: &AnalyzeArgs) -> Result {
-    let why = if args.summary || args.with_summary {
-        "-s/--summary and -S/--with-summary (perf sched timehist's per-task summary) are not offered: perf's \
-         summary has a parent column it takes from its own fork records and from /proc when recording, which \
-         no trace schedlab reads holds, so its rows could not equal perf's; --view latency gives the per-task \
-         delays and the report (no --view) the run times"
+    let refused = if args.summary || args.with_summary {
+        NotOffered::Summary
     } else if args.idle_hist {
-        "-I/--idle-hist (perf sched timehist's idle-time lines) is not offered: it is built on the idle task's \
-         switches, which the kernel of this project's host does not trace (docs/real-traces.md), so it could \
-         not be checked against perf; the report (no --view) gives each CPU's idle time"
+        NotOffered::IdleHist
     } else if args.state {
-        "--state is not offered: perf prints the kernel's state letter of each switched-out task (I, Z, T, ...), \
-         and schedlab keeps only the states its analysis uses (R, R+, S, D, X), so its column could not equal \
-         perf's"
+        NotOffered::State
     } else {
         return Ok(());
     };
-    Err(CliError::Usage(why.into()).into())
+    Err(refused.into())
 }
