@@ -20,8 +20,6 @@ pub enum CliError {
     Stdout(std::io::Error),
     #[error("--duration must be longer than zero")]
     ZeroDuration,
-    #[error("cannot start worker threads: {0}")]
-    Pool(rayon::ThreadPoolBuildError),
     #[error("--csv - and --json both print to stdout: choose one")]
     CsvAndJson,
     #[error("A/B gate failed ({b} vs {a}): {failed}")]

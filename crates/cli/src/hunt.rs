@@ -7,7 +7,7 @@ use schedlab_topology::parse_duration;
 use std::path::PathBuf;
 
 use crate::args::JsonArg;
-use crate::error::{CliError, Result};
+use crate::error::Result;
 
 #[derive(Args)]
 #[command(after_help = format!("{}\n\n{}", schedlab_hunt::CLASSES_HELP, crate::examples::get("hunt")))]
@@ -94,11 +94,7 @@ pub fn hunt(args: HuntArgs) -> Result {
         stop_after: args.stop_after,
         shrink_budget: args.shrink_budget,
     })?;
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(j) = args.jobs {
-        pool = pool.num_threads(j as usize);
-    }
-    let pool = pool.build().map_err(CliError::Pool)?;
+    let pool = schedlab_sweep::thread_pool(args.jobs)?;
     let bar = schedlab_sweep::Bar::new(opts.cases as usize, "hunt");
     // In a log (stderr not a terminal, no bar): a line per tenth of the cases.
     let log = !std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -101,11 +101,7 @@ pub fn sweep(args: SweepArgs) -> Result {
         let merged = merge_dir(dir, Some(&sweep))?;
         return print(&merged.result, sweep.ab.as_ref(), &args.output, None);
     }
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(j) = args.jobs {
-        pool = pool.num_threads(j as usize);
-    }
-    let pool = pool.build().map_err(CliError::Pool)?;
+    let pool = schedlab_sweep::thread_pool(args.jobs)?;
     let threads = pool.current_num_threads();
     sweep.memory_budget = Some(args.memory.budget(threads));
     let wall = Instant::now();
