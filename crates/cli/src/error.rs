@@ -22,8 +22,6 @@ pub enum CliError {
     ZeroDuration,
     #[error("--csv - and --json both print to stdout: choose one")]
     CsvAndJson,
-    #[error("A/B gate failed ({b} vs {a}): {failed}")]
-    GateFailed { a: String, b: String, failed: String },
     #[error("--setting alternates feature sets inside a VM guest: it needs --vm")]
     SettingNeedsVm,
     #[error("--loops-per-us {0}: expected a positive number of iterations per microsecond")]
@@ -43,9 +41,10 @@ impl CliError {
     /// gate, also a Slurm merge job's, `fidelity --check`), 2 for every
     /// error (as for a usage error).
     pub fn exit_status(e: &(dyn std::error::Error + 'static)) -> u8 {
-        let gate = matches!(e.downcast_ref(), Some(schedlab_sweep::cluster::MergeJobFailed::Gate(_)));
+        let gate = e.is::<schedlab_report::GateFailed>()
+            || matches!(e.downcast_ref(), Some(schedlab_sweep::cluster::MergeJobFailed::Gate(_)));
         match e.downcast_ref::<CliError>() {
-            Some(CliError::GateFailed { .. } | CliError::FidelityCheck { .. }) => 1,
+            Some(CliError::FidelityCheck { .. }) => 1,
             _ if gate => 1,
             _ => 2,
         }
