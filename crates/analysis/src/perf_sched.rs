@@ -367,6 +367,33 @@ impl SchedLatency {
     }
 }
 
+/// perf's timehist options schedlab does not offer, each with why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotOffered {
+    /// `-s`/`-S`: the per-task summary.
+    #[error(
+        "-s/--summary and -S/--with-summary (perf sched timehist's per-task summary) are not offered: perf's \
+         summary has a parent column it takes from its own fork records and from /proc when recording, which \
+         no trace schedlab reads holds, so its rows could not equal perf's; --view latency gives the per-task \
+         delays and the report (no --view) the run times"
+    )]
+    Summary,
+    /// `-I`: the idle-time lines.
+    #[error(
+        "-I/--idle-hist (perf sched timehist's idle-time lines) is not offered: it is built on the idle task's \
+         switches, which the kernel of this project's host does not trace (docs/real-traces.md), so it could \
+         not be checked against perf; the report (no --view) gives each CPU's idle time"
+    )]
+    IdleHist,
+    /// `--state`: the kernel's state letter of each switched-out task.
+    #[error(
+        "--state is not offered: perf prints the kernel's state letter of each switched-out task (I, Z, T, ...), \
+         and schedlab keeps only the states its analysis uses (R, R+, S, D, X), so its column could not equal \
+         perf's"
+    )]
+    State,
+}
+
 /// What [`Timehist`] prints beyond perf's default lines, and where.
 #[derive(Clone, Debug, Default)]
 pub struct TimehistOptions {
@@ -376,8 +403,8 @@ pub struct TimehistOptions {
     pub migrations: bool,
     /// `-C`: only these CPUs' lines (and run-time figures).
     pub cpus: Option<Vec<u32>>,
-    /// `--time START,END` (ns).
-    pub time: (Option<Nanos>, Option<Nanos>),
+    /// `--time START,END`.
+    pub time: schedlab_trace::TimeWindow,
     /// One JSON object per line instead of perf's text.
     pub json: bool,
     /// `-V`: a column per CPU marking the one the line is on (`s` a
@@ -524,7 +551,7 @@ impl<'a, W: Write> Timehist<'a, W> {
     }
 
     fn in_window(&self, ts: Nanos) -> bool {
-        self.opts.time.0.is_none_or(|s| ts >= s) && self.opts.time.1.is_none_or(|e| ts <= e)
+        self.opts.time.contains(ts)
     }
 
     /// The name column at `ts`, widening it as perf does for a longer name.
@@ -618,7 +645,7 @@ impl<'a, W: Write> Timehist<'a, W> {
         }
         let mut t = ev.ts;
         let mut tprev = tprev;
-        let (start, end) = self.opts.time;
+        let schedlab_trace::TimeWindow { start, end } = self.opts.time;
         let mut line = None;
         'window: {
             if start.is_some_and(|s| s > t) {

@@ -108,6 +108,31 @@ pub fn list() -> Vec<Entry> {
         .collect()
 }
 
+/// The bundled scenario or sweep `name` (`schedlab scenarios --show`): a
+/// scenario first, never a topology file.
+pub fn show(name: &str) -> Option<&'static str> {
+    let name = Path::new(name);
+    let path = find(name, Kind::Scenario).or_else(|| find(name, Kind::Sweep));
+    path.filter(|p| !p.starts_with("scenarios/topologies")).as_deref().and_then(get)
+}
+
+/// The list `schedlab scenarios` prints: the scenarios, then the sweeps,
+/// each name with its description.
+pub fn catalogue() -> String {
+    let all = list();
+    let width = all.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (kind, title) in [(Kind::Scenario, "scenarios"), (Kind::Sweep, "sweeps")] {
+        out.push_str(&format!("{title} (schedlab {} NAME):\n", if kind == Kind::Sweep { "sweep" } else { "run" }));
+        for e in all.iter().filter(|e| e.kind == kind) {
+            out.push_str(&format!("  {:width$}  {}\n", e.name, e.description));
+        }
+        out.push('\n');
+    }
+    out.push_str("A file of the same path on disk wins over the bundled one; --show NAME prints one to copy.\n");
+    out
+}
+
 /// The top-level `description = "..."` line's text; for a file without one
 /// (sweep files have no such key), the first sentence of its header
 /// comment, without the `name: ` it starts with. Read by line, not by a

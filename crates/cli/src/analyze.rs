@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use schedlab_analysis::perf_sched::{latency_json, TimehistOptions};
+use schedlab_analysis::perf_sched::{NotOffered, TimehistOptions};
 use schedlab_report::{TraceFilter, TraceOptions};
-use schedlab_sides::recorded::{analyze_recorded, Analysed, Recorded, View as RecordedView};
+use schedlab_sides::recorded::{analyze_recorded, Recorded, View as RecordedView};
+use schedlab_trace::TimeWindow;
 
 use crate::args::{JsonArg, MemoryArg, PerfettoArg, ReportArgs, ThresholdArg, View, ViewArg};
 use crate::error::{CliError, Result};
@@ -47,8 +48,8 @@ pub struct AnalyzeArgs {
     pub tid: Vec<i32>,
     /// Only the events from START to END, in the trace's seconds as it prints them
     /// (`49916.5,49916.8`; either side may be empty), as perf's `--time`.
-    #[arg(long = "time", value_name = "START,END", value_parser = parse_time_range)]
-    pub time: Option<(Option<u64>, Option<u64>)>,
+    #[arg(long = "time", value_name = "START,END", value_parser = clap::value_parser!(TimeWindow))]
+    pub time: Option<TimeWindow>,
     #[command(flatten)]
     pub view: ViewArg,
     /// `--view timehist`: also a line per wakeup, as `perf sched timehist -w`.
@@ -112,14 +113,6 @@ enum FlagError {
     Duration(#[from] schedlab_topology::DurationError),
     #[error("must be longer than zero")]
     ZeroTimeout,
-    #[error("expected START,END (seconds, either side may be empty)")]
-    NoComma,
-    #[error("`{0}`: expected seconds like 49916.5 (at most 9 decimals)")]
-    Seconds(String),
-    #[error("`{0}`: too large")]
-    TooLarge(String),
-    #[error("`{0}`: the start is after the end")]
-    Reversed(String),
 }
 
 /// A pid of `-p PIDS`; a word that is not one is most likely the trace
@@ -133,32 +126,6 @@ fn parse_helper_timeout(s: &str) -> std::result::Result<std::time::Duration, Fla
         0 => Err(FlagError::ZeroTimeout),
         ns => Ok(std::time::Duration::from_nanos(ns)),
     }
-}
-
-/// `START,END` in seconds with up to 9 decimals, either side empty.
-fn parse_time_range(s: &str) -> std::result::Result<(Option<u64>, Option<u64>), FlagError> {
-    let (a, b) = s.split_once(',').ok_or(FlagError::NoComma)?;
-    let secs = |t: &str| -> std::result::Result<Option<u64>, FlagError> {
-        let t = t.trim();
-        if t.is_empty() {
-            return Ok(None);
-        }
-        let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
-        let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
-        if !digits(whole) || !(frac.is_empty() || digits(frac)) || frac.len() > 9 {
-            return Err(FlagError::Seconds(t.to_string()));
-        }
-        let ns = format!("{frac:0<9}").parse::<u64>().expect("digits");
-        let s = whole.parse::<u64>().ok().and_then(|w| w.checked_mul(1_000_000_000)).and_then(|w| w.checked_add(ns));
-        s.map(Some).ok_or_else(|| FlagError::TooLarge(t.to_string()))
-    };
-    let (start, end) = (secs(a)?, secs(b)?);
-    if let (Some(x), Some(y)) = (start, end) {
-        if x > y {
-            return Err(FlagError::Reversed(s.to_string()));
-        }
-    }
-    Ok((start, end))
 }
 
 pub fn analyze_trace(mut args: AnalyzeArgs) -> Result {
@@ -212,7 +179,7 @@ pub fn analyze_trace(mut args: AnalyzeArgs) -> Result {
             grace_ns: args.report.grace,
             filter: TraceFilter {
                 cpus: args.cpu,
-                time: args.time.unwrap_or((None, None)),
+                time: args.time.unwrap_or_default(),
                 pids: args.pid.clone().unwrap_or_default(),
                 tids: args.tid.clone(),
             },
@@ -225,36 +192,23 @@ pub fn analyze_trace(mut args: AnalyzeArgs) -> Result {
         helper_timeout: args.helper_timeout,
     };
     let stdout = || std::io::BufWriter::new(std::io::stdout());
-    match analyze_recorded(&recorded, &stdout, &mut |note| stderr_line!("note: {note}"))? {
-        Analysed::Listed => Ok(()),
-        Analysed::Latency { rows, .. } if json => crate::output::emit(&latency_json(&rows)),
-        Analysed::Latency { report, latency, rows } => {
-            crate::output::emit(&format!("{}{}", report.header_only(scenario.as_ref()), latency.render(&rows)))
-        }
-        Analysed::Report(report) if json => crate::output::emit(&format!("{}\n", report.to_json(scenario.as_ref())?)),
-        Analysed::Report(report) => {
-            crate::output::emit(&report.render(scenario.as_ref(), args.report.stalls, perfetto))
-        }
+    let analysed = analyze_recorded(&recorded, &stdout, &mut |note| stderr_line!("note: {note}"))?;
+    match analysed.text(scenario.as_ref(), json, args.report.stalls, perfetto)? {
+        Some(text) => crate::output::emit(&text),
+        None => Ok(()),
     }
 }
 
 /// perf's timehist options schedlab does not offer, each refused with why.
 fn refuse_timehist_options(args: &AnalyzeArgs) -> Result {
-    let why = if args.summary || args.with_summary {
-        "-s/--summary and -S/--with-summary (perf sched timehist's per-task summary) are not offered: perf's \
-         summary has a parent column it takes from its own fork records and from /proc when recording, which \
-         no trace schedlab reads holds, so its rows could not equal perf's; --view latency gives the per-task \
-         delays and the report (no --view) the run times"
+    let refused = if args.summary || args.with_summary {
+        NotOffered::Summary
     } else if args.idle_hist {
-        "-I/--idle-hist (perf sched timehist's idle-time lines) is not offered: it is built on the idle task's \
-         switches, which the kernel of this project's host does not trace (docs/real-traces.md), so it could \
-         not be checked against perf; the report (no --view) gives each CPU's idle time"
+        NotOffered::IdleHist
     } else if args.state {
-        "--state is not offered: perf prints the kernel's state letter of each switched-out task (I, Z, T, ...), \
-         and schedlab keeps only the states its analysis uses (R, R+, S, D, X), so its column could not equal \
-         perf's"
+        NotOffered::State
     } else {
         return Ok(());
     };
-    Err(CliError::Usage(why.into()).into())
+    Err(refused.into())
 }

@@ -87,23 +87,13 @@ pub struct ReportArgs {
     pub grace: u64,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_grace_default_is_the_analysis_default() {
-        assert_eq!(parse_duration(DEFAULT_GRACE), Ok(schedlab_analysis::DEFAULT_GRACE_NS));
-    }
-}
-
 /// `--max-memory`.
 #[derive(Args, Clone, Debug)]
 pub struct MemoryArg {
     /// Stop a run before its kept trace and analysis take more than SIZE of memory,
     /// e.g. 512MiB, 8GiB (default: 80 % of the memory available when schedlab
     /// starts). The error says how long a run fits. A sweep shares it among its jobs.
-    #[arg(long = "max-memory", value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long = "max-memory", value_name = "SIZE", value_parser = schedlab_sim::MemoryBudget::parse_size)]
     pub max_memory: Option<u64>,
 }
 
@@ -112,25 +102,6 @@ impl MemoryArg {
     pub fn budget(&self, jobs: usize) -> schedlab_sim::MemoryBudget {
         schedlab_sim::MemoryBudget::for_jobs(self.max_memory, jobs)
     }
-}
-
-/// Why `--max-memory` is not a size clap can take.
-#[derive(Debug, thiserror::Error)]
-enum SizeError {
-    /// bytesize's own reason is text.
-    #[error("`{text}` is not a size ({why}); expected e.g. 512MiB, 8GiB, 2G")]
-    NotASize { text: String, why: String },
-    #[error("`{0}` is under 1 MiB: too little for any run")]
-    TooSmall(String),
-}
-
-/// A size as `bytesize` reads it (`512MiB`, `8GiB`, `2G`, `1000000`): at least 1 MiB.
-fn parse_size(s: &str) -> Result<u64, SizeError> {
-    let b: bytesize::ByteSize = s.trim().parse().map_err(|why| SizeError::NotASize { text: s.to_string(), why })?;
-    if b.as_u64() < 1 << 20 {
-        return Err(SizeError::TooSmall(s.to_string()));
-    }
-    Ok(b.as_u64())
 }
 
 /// What a run or a trace prints (`--view`).

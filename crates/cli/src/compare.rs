@@ -6,21 +6,15 @@
 //! model and the kernel (or the hardware), not between two measuring tools.
 
 use clap::Args;
-use schedlab_analysis::DEFAULT_GRACE_NS;
-use schedlab_sides::compare::{compare_settings, Real};
+use schedlab_sides::compare::{compare_settings, model_side, Real, GRACE_NS};
 use schedlab_sides::{self as sides, Model};
 use schedlab_sim::SimOptions;
 use std::path::PathBuf;
 
 use crate::args::{FeaturesArg, MemoryArg, SeedArg, TraceArg};
 use crate::error::{CliError, Result};
-use crate::output::write_ftrace;
 use crate::real::{host, load, RealSettings};
 use crate::vm::{alternate_sets, guest, vm_log, VmSettings};
-
-/// The analysis's grace window: compare shows only the strict unclaimed-idle
-/// figure, which no grace window changes, so it has no `--grace`.
-const GRACE_NS: u64 = DEFAULT_GRACE_NS;
 
 #[derive(Args)]
 #[command(after_help = crate::examples::get("compare"))]
@@ -51,25 +45,18 @@ pub struct CompareArgs {
     pub memory: MemoryArg,
 }
 
-/// The model side: the run's options as `compare` sets them, one seed
-/// (the comparison asks for as many runs as the real side made).
+/// The model side, with the flags' options (compare has no `--grace`:
+/// both sides take `sides::compare::GRACE_NS`).
 fn model(args: &CompareArgs, seeds: u64, keep_first: bool) -> Model {
-    Model {
-        options: SimOptions {
-            no_noise: args.seed.no_noise,
-            // The real side is traced by the runner: model its capture costs too.
-            traced: true,
-            seed: args.seed.seed,
-            duration_ns: args.settings.duration.duration,
-            features: args.features.features.clone(),
-            memory_budget: Some(args.memory.budget(1)),
-            ..Default::default()
-        },
-        seeds,
-        grace_ns: GRACE_NS,
-        tracepoints_first: false,
-        keep_first,
-    }
+    let options = SimOptions {
+        no_noise: args.seed.no_noise,
+        seed: args.seed.seed,
+        duration_ns: args.settings.duration.duration,
+        features: args.features.features.clone(),
+        memory_budget: Some(args.memory.budget(1)),
+        ..Default::default()
+    };
+    model_side(options, seeds, keep_first)
 }
 
 pub fn compare(args: CompareArgs) -> Result {
@@ -94,7 +81,7 @@ pub fn compare(args: CompareArgs) -> Result {
     let scenario = load(&args.settings)?;
     let done = sides::compare::compare(&scenario, &real, &model(&args, 1, args.sim_trace.is_some()), &mut vm_log)?;
     if let Some(path) = &args.sim_trace {
-        write_ftrace(&done.first_sim().trace, path, "--sim-trace")?;
+        schedlab_trace::files::write_ftrace(&done.first_sim().trace, path, "--sim-trace")?;
     }
     crate::output::emit(&done.text(&scenario, trace, args.sim_trace.as_deref()))
 }

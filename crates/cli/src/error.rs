@@ -20,12 +20,8 @@ pub enum CliError {
     Stdout(std::io::Error),
     #[error("--duration must be longer than zero")]
     ZeroDuration,
-    #[error("cannot start worker threads: {0}")]
-    Pool(rayon::ThreadPoolBuildError),
     #[error("--csv - and --json both print to stdout: choose one")]
     CsvAndJson,
-    #[error("A/B gate failed ({b} vs {a}): {failed}")]
-    GateFailed { a: String, b: String, failed: String },
     #[error("--setting alternates feature sets inside a VM guest: it needs --vm")]
     SettingNeedsVm,
     #[error("--loops-per-us {0}: expected a positive number of iterations per microsecond")]
@@ -38,21 +34,18 @@ pub enum CliError {
     /// Options that do not go together (beyond what clap checks).
     #[error("{0}")]
     Usage(String),
-    /// A Slurm sweep whose array or merge did not succeed.
-    #[error("{0}")]
-    SlurmSweep(String),
-    /// The Slurm merge job's own exit status: 1 is a failed A/B gate, whose
-    /// report was printed.
-    #[error("{0}")]
-    MergeJobGate(String),
 }
 
 impl CliError {
     /// The exit status: 1 when a check the user asked for failed (an A/B
-    /// gate, `fidelity --check`), 2 for every error (as for a usage error).
+    /// gate, also a Slurm merge job's, `fidelity --check`), 2 for every
+    /// error (as for a usage error).
     pub fn exit_status(e: &(dyn std::error::Error + 'static)) -> u8 {
+        let gate = e.is::<schedlab_report::GateFailed>()
+            || matches!(e.downcast_ref(), Some(schedlab_sweep::cluster::MergeJobFailed::Gate(_)));
         match e.downcast_ref::<CliError>() {
-            Some(CliError::GateFailed { .. } | CliError::FidelityCheck { .. } | CliError::MergeJobGate(_)) => 1,
+            Some(CliError::FidelityCheck { .. }) => 1,
+            _ if gate => 1,
             _ => 2,
         }
     }

@@ -5,7 +5,7 @@
 use clap::Args;
 use schedlab_fidelity::machine::other_machine_here;
 use schedlab_fidelity::{cases, run_suite, suite_machine, SuiteMachine, SuiteOptions, DEFAULT_TOPOLOGY};
-use schedlab_report::{fidelity_failures, FidelityText};
+use schedlab_report::fidelity_failures;
 use schedlab_topology::parse_duration;
 use std::time::Instant;
 
@@ -84,19 +84,7 @@ pub fn fidelity(args: FidelityArgs) -> Result {
         topology_source = format!("{topology_source}; {note}");
     }
     let bands = schedlab_fidelity::bands_help();
-    let text = FidelityText {
-        kernel: &suite.kernel,
-        topology: &opts.topology.name,
-        topology_source: &topology_source,
-        profiles: &suite.profiles,
-        rounds: args.rounds,
-        seed: args.seed.seed,
-        bands: &bands,
-        rows: &suite.rows,
-        notes: &suite.notes,
-        loads: &suite.loads,
-        wall_s: wall.elapsed().as_secs_f64(),
-    };
+    let text = suite.text(&opts, &topology_source, &bands, wall.elapsed().as_secs_f64());
     if args.json.json {
         crate::output::emit(&format!("{}\n", schedlab_report::to_json(&text.json())?))?;
     } else {

@@ -7,17 +7,10 @@ use schedlab_topology::parse_duration;
 use std::path::PathBuf;
 
 use crate::args::JsonArg;
-use crate::error::{CliError, Result};
+use crate::error::Result;
 
 #[derive(Args)]
-#[command(after_help = format!("Classes (--find picks families): invariant (the model's invariant check, after every \
-    step, and model errors); idle (a task waits on a busy CPU while another CPU it may use idles: \
-    delayed-in-place is seed 000's class, runnable-in-place, placed-on-busy-cpu, preempted-idle); rt (an RT \
-    task waits while a lower-priority task runs on a CPU it may use: rt-boosted-stranded is seed 003's class, \
-    rt-stranded); starvation (a runnable task does not run for --starvation); fairness (fairness-spread: \
-    identical SCHED_OTHER hogs with their CPUs to themselves that share one CPU's runqueue for 100 ms or more and \
-    whose CPU time spreads beyond --fairness percent of their share and 10 ms; a hunt for it draws one case in \
-    eight as such a group).\n\n{}", crate::examples::get("hunt")))]
+#[command(after_help = format!("{}\n\n{}", schedlab_hunt::CLASSES_HELP, crate::examples::get("hunt")))]
 pub struct HuntArgs {
     /// Machines to generate for (comma-separated presets or topology files); case i runs on the
     /// (i mod N)-th.
@@ -101,11 +94,7 @@ pub fn hunt(args: HuntArgs) -> Result {
         stop_after: args.stop_after,
         shrink_budget: args.shrink_budget,
     })?;
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(j) = args.jobs {
-        pool = pool.num_threads(j as usize);
-    }
-    let pool = pool.build().map_err(CliError::Pool)?;
+    let pool = schedlab_sweep::thread_pool(args.jobs)?;
     let bar = schedlab_sweep::Bar::new(opts.cases as usize, "hunt");
     // In a log (stderr not a terminal, no bar): a line per tenth of the cases.
     let log = !std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -104,31 +104,3 @@ fn synopsis(invoked: &str, cmd: &Command) -> String {
     }
     format!("{}\n", parts.join(" "))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn pages_name_each_value_and_offer_no_version_flag_where_it_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        write_man_pages(crate::Cli::command(), dir.path()).unwrap();
-        let analyze = std::fs::read_to_string(dir.path().join("schedlab-analyze.1")).unwrap();
-        let synopsis = analyze.split(".SH SYNOPSIS\n").nth(1).unwrap().split("\n.SH").next().unwrap();
-        assert!(synopsis.starts_with("\\fBschedlab analyze\\fR"), "{synopsis}");
-        assert!(synopsis.contains("[\\fB\\-\\-scenario\\fR \\fIFILE\\fR]"), "{synopsis}");
-        assert!(synopsis.contains("[\\fB\\-C\\fR|\\fB\\-\\-cpu\\fR \\fICPULIST\\fR]"), "{synopsis}");
-        assert!(synopsis.contains("[\\fB\\-\\-json\\fR]"), "{synopsis}");
-        assert!(synopsis.contains("\\fITRACE\\fR"), "{synopsis}");
-        assert!(!analyze.contains("\\-\\-version"), "a subcommand's page lists --version");
-        let top = std::fs::read_to_string(dir.path().join("schedlab.1")).unwrap();
-        assert!(top.contains("\\-\\-version"), "the top page lost --version");
-        assert!(top.contains("\\fICOMMAND\\fR"));
-        // Every command has a page, and every page has one SYNOPSIS.
-        for sub in crate::Cli::command().get_subcommands() {
-            let page = std::fs::read_to_string(dir.path().join(format!("schedlab-{}.1", sub.get_name()))).unwrap();
-            assert_eq!(page.matches(".SH SYNOPSIS").count(), 1);
-        }
-    }
-}

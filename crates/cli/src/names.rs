@@ -94,27 +94,3 @@ pub fn feature() -> Named {
 pub fn fidelity_case() -> Named {
     Named { names: || schedlab_fidelity::cases::case_names().into_iter().map(str::to_string).collect() }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn offered(p: &impl TypedValueParser) -> Vec<String> {
-        p.possible_values().unwrap().map(|v| v.get_name().to_string()).collect()
-    }
-
-    #[test]
-    fn names_are_offered_but_anything_is_accepted() {
-        let cmd = clap::Command::new("t");
-        assert!(offered(&topology()).contains(&"ryzen-7950x".to_string()));
-        assert!(offered(&feature()).contains(&"NO_DELAY_DEQUEUE".to_string()));
-        assert!(offered(&kernel_profile()).contains(&"6.12".to_string()));
-        assert!(offered(&scenario()).contains(&"asym_min".to_string()));
-        assert!(offered(&sweep()).contains(&"rt-pi-push".to_string()));
-        assert_eq!(topology().parse_ref(&cmd, None, OsStr::new("my/file.toml")).unwrap(), "my/file.toml");
-        assert_eq!(
-            scenario().parse_ref(&cmd, None, OsStr::new("no/such.toml")).unwrap(),
-            PathBuf::from("no/such.toml")
-        );
-    }
-}

@@ -1,7 +1,7 @@
-//! Files and streams the commands write: the report itself, and the trace
-//! files (`schedlab_trace::files`) with their errors in the CLI's type.
+//! Files and streams the commands write: the report itself, messages, and
+//! the files of `--csv` and `--out` (trace files are written by
+//! `schedlab_trace::files`).
 
-use schedlab_trace::Trace;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -12,11 +12,6 @@ use crate::error::{CliError, Result};
 /// Write `text` to standard error, ignoring failure: see `stderr_line!`.
 pub fn to_stderr(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
-}
-
-/// Write `trace` to `path` as ftrace text (`-`: standard output); errors name `flag`.
-pub fn write_ftrace(trace: &Trace, path: &Path, flag: &'static str) -> Result {
-    Ok(schedlab_trace::files::write_ftrace(trace, path, flag)?)
 }
 
 /// Write `text` to `path` (`--csv FILE`).

@@ -131,13 +131,6 @@ pub fn run(args: RunArgs) -> Result {
         max_cpu_seconds: args.max_cpu_seconds,
         rtapp_log: args.rtapp_log.is_some(),
     };
-    if let (Some(_), None) = (&args.rtapp_log, &scenario.rtapp_log_basename) {
-        return Err(CliError::Usage(format!(
-            "--rtapp-log writes rt-app's log files, but {} is a scenario file, not an rt-app JSON file",
-            scenario.path
-        ))
-        .into());
-    }
     let two_cpus = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
     let run = Run {
         options: opts,

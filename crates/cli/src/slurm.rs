@@ -7,7 +7,7 @@ use schedlab_slurm::SlurmOptions;
 use schedlab_sweep::cluster::{self, ClusterOutcome, ClusterRun};
 use schedlab_sweep::Sweep;
 
-use crate::error::{CliError, Result};
+use crate::error::Result;
 use crate::sweep::SweepArgs;
 
 #[derive(Args)]
@@ -87,15 +87,10 @@ pub fn sweep_on_slurm(sweep: &Sweep, args: &SweepArgs) -> Result {
             crate::sweep::print(&merged.result, sweep.ab.as_ref(), &args.output, None)
         }
         ClusterOutcome::Submitted(text) => crate::output::emit(&text),
-        ClusterOutcome::MergeJob { report, status, stderr } => {
-            // The merge job's exit status decides ours.
+        ClusterOutcome::MergeJob { report, ended } => {
+            // The merge job's end decides ours (error::exit_status).
             crate::output::emit(&report)?;
-            let err = stderr.trim().trim_start_matches("schedlab: error: ");
-            match status.as_str() {
-                "0" => Ok(()),
-                "1" if stderr.contains("A/B gate failed") => Err(CliError::MergeJobGate(err.to_string()).into()),
-                _ => Err(CliError::SlurmSweep(format!("the merge job failed (exit status {status}): {err}")).into()),
-            }
+            Ok(ended?)
         }
     }
 }

@@ -3,9 +3,7 @@
 //! A/B comparison, JSON or CSV.
 
 use clap::Args;
-use schedlab_report::{
-    compare, parse_ab_pair, render_csv, render_sweep_text, resolve_spec, sweep_timing, AbSpec, SweepJson, SweepResult,
-};
+use schedlab_report::{parse_ab_pair, render_csv, sweep_timing, AbSpec, SweepReport, SweepResult};
 use schedlab_sweep::{merge_dir, run_shard, run_sweep, Bar, ShardSpec, Sweep, MAX_ROUNDS};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -101,11 +99,7 @@ pub fn sweep(args: SweepArgs) -> Result {
         let merged = merge_dir(dir, Some(&sweep))?;
         return print(&merged.result, sweep.ab.as_ref(), &args.output, None);
     }
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(j) = args.jobs {
-        pool = pool.num_threads(j as usize);
-    }
-    let pool = pool.build().map_err(CliError::Pool)?;
+    let pool = schedlab_sweep::thread_pool(args.jobs)?;
     let threads = pool.current_num_threads();
     sweep.memory_budget = Some(args.memory.budget(threads));
     let wall = Instant::now();
@@ -155,8 +149,7 @@ pub(crate) fn print(
     out: &OutputArgs,
     timing: Option<String>,
 ) -> Result {
-    let spec = resolve_spec(result, file_ab, out.ab.as_deref())?;
-    let ab = spec.as_ref().map(|s| compare(result, s)).transpose()?;
+    let report = SweepReport::new(result, file_ab, out.ab.as_deref())?;
     let csv_stdout = out.csv.as_deref() == Some(Path::new("-"));
     if csv_stdout && out.json.json {
         return Err(CliError::CsvAndJson.into());
@@ -167,16 +160,12 @@ pub(crate) fn print(
     if csv_stdout {
         crate::output::emit(&render_csv(result))?;
     } else if out.json.json {
-        let doc = SweepJson { format: schedlab_report::FORMAT_VERSION, result, ab: ab.as_ref() };
-        crate::output::emit(&format!("{}\n", schedlab_report::to_json(&doc)?))?;
+        crate::output::emit(&format!("{}\n", report.json()?))?;
         if let Some(t) = &timing {
             stderr_line!("{t}");
         }
     } else {
-        crate::output::emit(&render_sweep_text(result, ab.as_ref(), timing.as_deref()))?;
+        crate::output::emit(&report.text(timing.as_deref()))?;
     }
-    match ab.as_ref().and_then(|a| Some((a, a.failed_gates()?))) {
-        Some((a, failed)) => Err(CliError::GateFailed { a: a.spec.a.clone(), b: a.spec.b.clone(), failed }.into()),
-        None => Ok(()),
-    }
+    Ok(report.gates()?)
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{CliError, Result};
 
 #[derive(Args)]
-#[command(after_help = crate::examples::get("topologies"), after_long_help = format!("{HOST_HELP}\n\n{}", crate::examples::get("topologies")))]
+#[command(after_help = crate::examples::get("topologies"), after_long_help = format!("{}\n\n{}", schedlab_runner::probe::HOST_HELP, crate::examples::get("topologies")))]
 pub struct TopologiesArgs {
     /// A preset name to print in full.
     #[arg(conflicts_with = "host", value_parser = crate::names::topology(), hide_possible_values = true)]
@@ -30,26 +30,6 @@ pub struct TopologiesArgs {
     #[arg(long, value_name = "FILE", requires = "host")]
     pub out: Option<PathBuf>,
 }
-
-const HOST_HELP: &str = "\
---host reads:
-  /sys/devices/system/cpu/{online,possible}, cpuN/topology/{thread_siblings_list,physical_package_id,
-  core_id,die_id}, cpuN/cache/index*/{level,type,shared_cpu_list} (the LLC), cpuN/cpu_capacity,
-  cpuN/cpufreq/amd_pstate_prefcore_ranking or cpuN/acpi_cppc/highest_perf (ITMT priorities),
-  /sys/devices/system/node/nodeN/cpulist, /proc/sys/kernel/sched_itmt_enabled,
-  /sys/devices/system/cpu/cpuidle/{current_driver,current_governor}, cpuN/cpuidle/stateK/
-  {name,desc,latency,residency,disable}, /sys/module/haltpoll/parameters/*,
-  /boot/config-$(uname -r) or /proc/config.gz (HZ, CONFIG_PREEMPT_*), /proc/cmdline (preempt=, idle=),
-  /sys/kernel/debug/sched/preempt if debugfs is mounted (it is never mounted for you).
---host measures (each probe pinned, SCHED_OTHER, with a deadline; no root needed, nothing changed):
-  wakeup latency from one CPU to another after 5us..20ms of idle, per distance level (SMT sibling,
-    shared LLC, other LLC, other package): -> the halt state's exit_latency_by_idle;
-  the same wakeup onto a CPU busy with a nice-19 spinner -> [costs.<level>] ipi;
-  same-CPU futex ping-pong (round trip / 2) -> context_switch_ns;
-  a clock-reading spinner per CPU for 1 s (gaps >= 2us), /proc/stat steal and /proc/interrupts -> [[noise]]
-    (the tick; the kernel's other interrupts; gaps beyond what it counted: time outside the kernel).
-Every value in the output says where it came from: [path], [measured: probe ...] or [assumed: why].
-Progress goes to stderr.";
 
 pub fn topologies(args: TopologiesArgs) -> Result {
     if args.host {

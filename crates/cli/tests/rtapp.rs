@@ -221,6 +221,17 @@ fn forked_threads_get_rt_app_log_files_of_their_own() {
     assert_eq!(read_log(&logs.join("fk-parent-0.log")).len(), 3);
 }
 
+#[test]
+fn rt_app_logs_are_refused_for_a_scenario_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = common::err(&["run", "scenarios/two-hogs.toml", "--rtapp-log", dir.path().to_str().unwrap()]);
+    assert!(
+        e.contains("--rtapp-log writes rt-app's log files, but scenarios/two-hogs.toml is a scenario file, not an rt-app JSON file"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "a log was written");
+}
+
 /// `"key": value` set in the file's `global` object, by text so every
 /// duplicate key elsewhere stays as written: replaced where the key is
 /// (every occurrence), else added first in `global`, else a `global` added.

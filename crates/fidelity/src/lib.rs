@@ -25,7 +25,7 @@ pub mod sides;
 use std::path::Path;
 
 use schedlab_analysis::DEFAULT_GRACE_NS;
-use schedlab_report::{FidelityLoad, FidelityRow, Figure};
+use schedlab_report::{FidelityLoad, FidelityRow, FidelityText, Figure};
 use schedlab_runner::RealOptions;
 use schedlab_scenario::Scenario;
 use schedlab_sides::{sim_workload, AnalysedRun, Host, Model, Side as _, SideError, SimSide};
@@ -149,6 +149,32 @@ pub struct Suite {
     pub notes: Vec<String>,
     /// Per case: the rest of the machine's work during its real runs (means over rounds).
     pub loads: Vec<FidelityLoad>,
+}
+
+impl Suite {
+    /// The suite's report: `opts` ran it on the model's machine, which came
+    /// from `topology_source`; `bands` as [`bands_help`] states them.
+    pub fn text<'a>(
+        &'a self,
+        opts: &'a SuiteOptions,
+        topology_source: &'a str,
+        bands: &'a str,
+        wall_s: f64,
+    ) -> FidelityText<'a> {
+        FidelityText {
+            kernel: &self.kernel,
+            topology: &opts.topology.name,
+            topology_source,
+            profiles: &self.profiles,
+            rounds: opts.rounds,
+            seed: opts.seed,
+            bands,
+            rows: &self.rows,
+            notes: &self.notes,
+            loads: &self.loads,
+            wall_s,
+        }
+    }
 }
 
 /// The real run's notes that the suite turns into n/a figures: the capture

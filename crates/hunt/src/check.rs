@@ -86,6 +86,16 @@ impl Family {
     }
 }
 
+/// The classes and families as `schedlab hunt --help` describes them.
+pub const CLASSES_HELP: &str = "Classes (--find picks families): invariant (the model's invariant check, after every \
+    step, and model errors); idle (a task waits on a busy CPU while another CPU it may use idles: \
+    delayed-in-place is seed 000's class, runnable-in-place, placed-on-busy-cpu, preempted-idle); rt (an RT \
+    task waits while a lower-priority task runs on a CPU it may use: rt-boosted-stranded is seed 003's class, \
+    rt-stranded); starvation (a runnable task does not run for --starvation); fairness (fairness-spread: \
+    identical SCHED_OTHER hogs with their CPUs to themselves that share one CPU's runqueue for 100 ms or more and \
+    whose CPU time spreads beyond --fairness percent of their share and 10 ms; a hunt for it draws one case in \
+    eight as such a group).";
+
 impl Class {
     pub const ALL: [Class; 10] = [
         Class::Invariant,

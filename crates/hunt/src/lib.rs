@@ -31,7 +31,7 @@ use schedlab_topology::Topology;
 use schedlab_trace::{Pid, Trace};
 use serde::Serialize;
 
-pub use check::{Class, Family, Finding, Thresholds};
+pub use check::{Class, Family, Finding, Thresholds, CLASSES_HELP};
 pub use grammar::{Case, GenContext};
 pub use schedlab_sweep::shard::ShardSpec;
 

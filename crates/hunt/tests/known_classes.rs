@@ -52,3 +52,15 @@ fn seed_000_is_delayed_in_place() {
     let f = findings("asym_min.toml", 10_000_000_000, &["NO_DELAY_DEQUEUE"]);
     assert!(class(&f, Class::DelayedInPlace).is_none(), "{f:?}");
 }
+
+#[test]
+fn the_help_describes_every_family_and_class() {
+    use schedlab_hunt::{Class, Family, CLASSES_HELP};
+    for f in Family::ALL {
+        assert!(CLASSES_HELP.contains(&format!("{} (", f.name())), "hunt --help leaves out the family {}", f.name());
+    }
+    // A model error is told as the invariant family's "model errors".
+    for c in Class::ALL.into_iter().filter(|&c| c != Class::ModelError) {
+        assert!(CLASSES_HELP.contains(c.name()), "hunt --help leaves out the class {}", c.name());
+    }
+}

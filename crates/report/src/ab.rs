@@ -209,6 +209,47 @@ impl AbReport {
     }
 }
 
+/// A sweep's result with the A/B comparison printed beside it: the file's
+/// pair (`[ab]`), or `--ab`'s with the file's gates.
+pub struct SweepReport<'a> {
+    pub result: &'a SweepResult,
+    pub ab: Option<AbReport>,
+}
+
+impl<'a> SweepReport<'a> {
+    pub fn new(result: &'a SweepResult, file: Option<&AbSpec>, cli: Option<&str>) -> Result<Self, AbError> {
+        let spec = resolve_spec(result, file, cli)?;
+        Ok(SweepReport { result, ab: spec.as_ref().map(|s| compare(result, s)).transpose()? })
+    }
+
+    /// The tables, then the comparison; `timing` closes them.
+    pub fn text(&self, timing: Option<&str>) -> String {
+        crate::render_sweep_text(self.result, self.ab.as_ref(), timing)
+    }
+
+    pub fn json(&self) -> Result<String, crate::ReportError> {
+        let doc = crate::SweepJson { format: crate::FORMAT_VERSION, result: self.result, ab: self.ab.as_ref() };
+        crate::to_json(&doc)
+    }
+
+    /// The comparison's failed gates, if any (the report is printed first).
+    pub fn gates(&self) -> Result<(), GateFailed> {
+        match self.ab.as_ref().and_then(|a| Some((a, a.failed_gates()?))) {
+            Some((a, failed)) => Err(GateFailed { a: a.spec.a.clone(), b: a.spec.b.clone(), failed }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An A/B gate the comparison failed.
+#[derive(Debug, thiserror::Error)]
+#[error("A/B gate failed ({b} vs {a}): {failed}")]
+pub struct GateFailed {
+    pub a: String,
+    pub b: String,
+    pub failed: String,
+}
+
 /// Compare `spec.b` against `spec.a` in `r`. Errors if either is not a
 /// setting of the sweep.
 pub fn compare(r: &SweepResult, spec: &AbSpec) -> Result<AbReport, AbError> {

@@ -51,8 +51,8 @@ pub struct TraceOptions<'a> {
 pub struct TraceFilter {
     /// `-C`: only events on these CPUs.
     pub cpus: Option<schedlab_topology::CpuSet>,
-    /// `--time start,end` (either may be open), in the trace's clock, ns.
-    pub time: (Option<Nanos>, Option<Nanos>),
+    /// `--time start,end` (either may be open), in the trace's clock.
+    pub time: schedlab_trace::TimeWindow,
     /// `-p`: only the rows of these processes' threads (tgids).
     pub pids: Vec<Pid>,
     /// `-t`: only the rows of these threads.
@@ -62,9 +62,7 @@ pub struct TraceFilter {
 impl TraceFilter {
     /// Whether the analysis sees `ev`.
     pub fn keeps(&self, ev: &Event) -> bool {
-        self.cpus.as_ref().is_none_or(|c| c.contains(ev.cpu as usize))
-            && self.time.0.is_none_or(|t| ev.ts >= t)
-            && self.time.1.is_none_or(|t| ev.ts <= t)
+        self.cpus.as_ref().is_none_or(|c| c.contains(ev.cpu as usize)) && self.time.contains(ev.ts)
     }
 
     /// Whether the row of `pid` is reported (`table` gives its process).
@@ -91,9 +89,9 @@ impl TraceFilter {
         if !self.tids.is_empty() {
             parts.push(format!("-t {}", list(&self.tids)));
         }
-        if self.time != (None, None) {
+        if !self.time.is_open() {
             let end = |t: Option<Nanos>| t.map_or(String::new(), secs);
-            parts.push(format!("--time {},{}", end(self.time.0), end(self.time.1)));
+            parts.push(format!("--time {},{}", end(self.time.start), end(self.time.end)));
         }
         parts.join(" ")
     }

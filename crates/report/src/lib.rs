@@ -18,7 +18,7 @@ mod render;
 mod results;
 pub mod stats;
 
-pub use ab::{compare, parse_ab_pair, render_ab, resolve_spec, AbError, AbReport, AbSpec};
+pub use ab::{compare, parse_ab_pair, render_ab, resolve_spec, AbError, AbReport, AbSpec, GateFailed, SweepReport};
 pub use export::{render_csv, CSV_COLUMNS};
 pub use render::{
     render, render_breakdown, render_burst_starts, render_measure_table, render_measures, render_summary,

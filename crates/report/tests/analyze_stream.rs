@@ -58,7 +58,7 @@ fn real_captures_give_the_whole_trace_report() {
     let bytes = sample("missing-switches.trace");
     let mut o = opts(None, None, None);
     o.filter.cpus = Some(schedlab_topology::parse_cpulist("1").unwrap());
-    o.filter.time = (Some(48_096_980_000_000), Some(48_097_010_000_000));
+    o.filter.time = schedlab_trace::TimeWindow { start: Some(48_096_980_000_000), end: Some(48_097_010_000_000) };
     o.filter.tids = vec![30254, 30249];
     assert_same(&bytes, &o, "missing-switches.trace filtered");
 }

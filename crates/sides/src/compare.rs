@@ -7,12 +7,24 @@ use std::path::Path;
 
 use schedlab_report::{CompareSettingsText, CompareText, RealSide, Report};
 use schedlab_scenario::Scenario;
-use schedlab_sim::SimResult;
+use schedlab_sim::{SimOptions, SimResult};
 use schedlab_vm::VmResult;
 
 use crate::headers::{guest_runs, real_header, run_lines, vm_header};
 use crate::model::group_rows;
 use crate::{AnalysedRun, Guest, GuestSession, Host, Model, Side, SideError, SimSide};
+
+/// Both sides' grace window: compare shows only the strict unclaimed-idle
+/// figure, which no grace window changes.
+pub const GRACE_NS: u64 = schedlab_analysis::DEFAULT_GRACE_NS;
+
+/// The model side of a comparison: `seeds` runs of `options`, traced as the
+/// real side is (the runner's capture costs are modelled too); with
+/// `keep_first`, the first run's trace is kept (to write it).
+pub fn model_side(options: SimOptions, seeds: u64, keep_first: bool) -> Model {
+    let options = SimOptions { traced: true, ..options };
+    Model { options, seeds, grace_ns: GRACE_NS, tracepoints_first: false, keep_first }
+}
 
 /// The real side of a comparison.
 pub enum Real {

@@ -25,6 +25,9 @@ pub enum SideError {
     /// Writing a listing (`--view timehist`) as the run goes.
     #[error("cannot write the report: {0}")]
     Output(std::io::Error),
+    /// `--rtapp-log DIR` for a scenario that is not an rt-app file.
+    #[error("--rtapp-log writes rt-app's log files, but {0} is a scenario file, not an rt-app JSON file")]
+    RtappLogOfScenario(String),
     /// `--rtapp-log DIR`: a log file that could not be written.
     #[error("--rtapp-log {0}")]
     RtappLog(schedlab_sim::RtAppLogError),

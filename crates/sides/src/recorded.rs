@@ -10,8 +10,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use schedlab_analysis::perf_sched::{LatencyRow, LatencyRows, SchedLatency, SchedMap, Timehist, TimehistOptions};
+use schedlab_analysis::perf_sched::{
+    latency_json, LatencyRow, LatencyRows, SchedLatency, SchedMap, Timehist, TimehistOptions,
+};
 use schedlab_report::{input, ReportError, Streamed, TraceOptions, TraceReport};
+use schedlab_scenario::Scenario;
 use schedlab_sim::MemoryBudget;
 use schedlab_trace::files::TraceFileError;
 use schedlab_trace::{Event, TaskTable};
@@ -86,6 +89,29 @@ pub enum Analysed {
     Latency { report: Box<TraceReport>, latency: SchedLatency, rows: Vec<LatencyRow> },
     /// A listing (timehist, map), already written to the caller's output.
     Listed,
+}
+
+impl Analysed {
+    /// What `schedlab analyze` prints (`None`: the listing is written
+    /// already): the report, or perf's latency table under the report's
+    /// header; with `json`, either as JSON.
+    pub fn text(
+        self,
+        scenario: Option<&Scenario>,
+        json: bool,
+        narratives: usize,
+        perfetto: Option<&Path>,
+    ) -> Result<Option<String>, RecordedError> {
+        Ok(Some(match self {
+            Analysed::Listed => return Ok(None),
+            Analysed::Latency { rows, .. } if json => latency_json(&rows),
+            Analysed::Latency { report, latency, rows } => {
+                format!("{}{}", report.header_only(scenario), latency.render(&rows))
+            }
+            Analysed::Report(report) if json => format!("{}\n", report.to_json(scenario)?),
+            Analysed::Report(report) => report.render(scenario, narratives, perfetto),
+        }))
+    }
 }
 
 /// The shortest common event line of a tracefs capture, bytes: a

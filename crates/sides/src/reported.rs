@@ -201,6 +201,9 @@ pub fn run_reported<W: Write + Send + 'static>(
     run: &Run,
     out: &dyn Fn() -> W,
 ) -> Result<RunDone, SideError> {
+    if run.rtapp_log.is_some() && scenario.rtapp_log_basename.is_none() {
+        return Err(SideError::RtappLogOfScenario(scenario.path.clone()));
+    }
     let timehist = match run.view {
         RunView::Timehist { json } => Some(json),
         _ => None,

@@ -155,6 +155,27 @@ impl MemoryBudget {
             raise_with: "--max-memory SIZE, e.g. --max-memory 32GiB".into(),
         }
     }
+
+    /// A size as `--max-memory` takes it, read by `bytesize` (`512MiB`,
+    /// `8GiB`, `2G`, `1000000`): at least 1 MiB, less than any run needs.
+    pub fn parse_size(s: &str) -> Result<u64, MemorySizeError> {
+        let b: bytesize::ByteSize =
+            s.trim().parse().map_err(|why| MemorySizeError::NotASize { text: s.to_string(), why })?;
+        if b.as_u64() < 1 << 20 {
+            return Err(MemorySizeError::TooSmall(s.to_string()));
+        }
+        Ok(b.as_u64())
+    }
+}
+
+/// Why a text is not a memory budget's size.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MemorySizeError {
+    /// bytesize's own reason is text.
+    #[error("`{text}` is not a size ({why}); expected e.g. 512MiB, 8GiB, 2G")]
+    NotASize { text: String, why: String },
+    #[error("`{0}` is under 1 MiB: too little for any run")]
+    TooSmall(String),
 }
 
 /// `MemAvailable` of `/proc/meminfo`, bytes.

@@ -1,6 +1,7 @@
 //! The livelock limit: a loop that takes almost no simulated time stops
 //! the run with an error that says which limit and how to raise it,
-//! instead of crawling for hours (issue 21: a `run = "1ns"` loop).
+//! instead of crawling for hours (issue 21: a `run = "1ns"` loop). And the
+//! memory budget's size, as `--max-memory` gives it.
 
 use std::path::Path;
 
@@ -95,4 +96,16 @@ program = [{ run = "1ms" }]
         }
         other => panic!("expected TooLong, got {:?}", other.map(|r| r.end_ns)),
     }
+}
+
+#[test]
+fn a_memory_budget_is_a_size_of_at_least_a_mebibyte() {
+    use schedlab_sim::{MemoryBudget, MemorySizeError};
+    assert_eq!(MemoryBudget::parse_size("512MiB"), Ok(512 << 20));
+    assert_eq!(MemoryBudget::parse_size(" 8GiB"), Ok(8 << 30));
+    assert_eq!(MemoryBudget::parse_size("1048576"), Ok(1 << 20));
+    assert_eq!(MemoryBudget::parse_size("1000KiB"), Err(MemorySizeError::TooSmall("1000KiB".into())));
+    let e = MemoryBudget::parse_size("lots").unwrap_err();
+    assert!(matches!(e, MemorySizeError::NotASize { .. }), "{e:?}");
+    assert!(e.to_string().starts_with("`lots` is not a size ("), "{e}");
 }

@@ -37,8 +37,31 @@ pub enum ClusterOutcome {
     MergedHere(Box<Merged>),
     /// `--no-wait`: what was submitted and how to merge, to print.
     Submitted(String),
-    /// The merge job ran: its report, exit status and standard error.
-    MergeJob { report: String, status: String, stderr: String },
+    /// The merge job ran: its report (to print first), and how it ended.
+    MergeJob { report: String, ended: Result<(), MergeJobFailed> },
+}
+
+/// How the merge job, a `schedlab sweep-merge`, failed: from its exit status
+/// and standard error (its `schedlab: error: ` prefix left out).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeJobFailed {
+    /// Exit status 1, an A/B gate failed: the report is whole.
+    #[error("{0}")]
+    Gate(String),
+    #[error("the merge job failed (exit status {status}): {error}")]
+    Failed { status: String, error: String },
+}
+
+impl MergeJobFailed {
+    /// The merge job's end from its exit status and standard error.
+    fn from_status(status: &str, stderr: &str) -> Result<(), MergeJobFailed> {
+        let error = stderr.trim().trim_start_matches("schedlab: error: ").to_string();
+        match status {
+            "0" => Ok(()),
+            "1" if stderr.contains("A/B gate failed") => Err(MergeJobFailed::Gate(error)),
+            _ => Err(MergeJobFailed::Failed { status: status.to_string(), error }),
+        }
+    }
 }
 
 /// Why a cluster sweep did not end with a report.
@@ -150,8 +173,10 @@ pub fn sweep_on_slurm(
     );
     let merged = |status: &str| ClusterOutcome::MergeJob {
         report: std::fs::read_to_string(plan.report_path()).unwrap_or_default(),
-        status: status.trim().to_string(),
-        stderr: std::fs::read_to_string(plan.report_err_path()).unwrap_or_default(),
+        ended: MergeJobFailed::from_status(
+            status.trim(),
+            &std::fs::read_to_string(plan.report_err_path()).unwrap_or_default(),
+        ),
     };
     loop {
         let done = shards as usize - missing(sweep).len();
@@ -190,4 +215,23 @@ pub fn sweep_on_slurm(
 
 fn list(v: &[u32]) -> String {
     v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MergeJobFailed;
+
+    #[test]
+    fn the_merge_jobs_exit_status_says_how_it_ended() {
+        assert!(MergeJobFailed::from_status("0", "").is_ok());
+        let gate = MergeJobFailed::from_status("1", "schedlab: error: A/B gate failed (b vs a): mean +9 %\n");
+        assert!(
+            matches!(&gate, Err(MergeJobFailed::Gate(e)) if e == "A/B gate failed (b vs a): mean +9 %"),
+            "{gate:?}"
+        );
+        let failed = MergeJobFailed::from_status("2", "schedlab: error: shard-1-of-2.json: missing\n").unwrap_err();
+        assert_eq!(failed.to_string(), "the merge job failed (exit status 2): shard-1-of-2.json: missing");
+        // Status 1 without a gate's message is a failure like any other.
+        assert!(matches!(MergeJobFailed::from_status("1", "other"), Err(MergeJobFailed::Failed { .. })));
+    }
 }

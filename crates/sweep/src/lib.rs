@@ -100,7 +100,7 @@ use schedlab_topology::Topology;
 pub use diff::{run_diff, simulate_diff, DiffRuns, DiffSideError};
 pub use file::{AXIS_JOIN, MAX_SETTINGS};
 pub use progress::Bar;
-pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, JobOutput, Progress};
+pub use run::{assemble, job_order, run_jobs, run_sweep, skeleton, thread_pool, JobOutput, PoolError, Progress};
 pub use setting::{feature_sets, SettingError, SettingSpec};
 pub use shard::{
     fingerprint, merge_dir, run_shard, shard_done, Merged, ShardError, ShardFile, ShardSpec, ShardSpecError,

@@ -406,3 +406,18 @@ fn run_schbench_job(
         events: result.events,
     })
 }
+
+/// The threads a sweep's or a hunt's simulations run on: `jobs` of them,
+/// by default one per CPU.
+pub fn thread_pool(jobs: Option<u32>) -> Result<rayon::ThreadPool, PoolError> {
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(j) = jobs {
+        pool = pool.num_threads(j as usize);
+    }
+    Ok(pool.build()?)
+}
+
+/// Why the simulations' threads could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start worker threads: {0}")]
+pub struct PoolError(#[from] rayon::ThreadPoolBuildError);

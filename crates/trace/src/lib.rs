@@ -17,6 +17,7 @@ pub mod ftrace;
 pub mod perfetto;
 pub mod repair;
 pub mod tracedat;
+pub mod window;
 
 #[cfg(any(test, feature = "test-builders"))]
 pub mod testing;
@@ -26,3 +27,4 @@ pub use ftrace::{parse_ftrace, write_ftrace, TraceParseError};
 pub use perfetto::{write_perfetto, PerfettoWriter};
 pub use repair::{RepairStats, SwitchRepair};
 pub use tracedat::{write_tracedat, TraceDatWriter};
+pub use window::{TimeWindow, TimeWindowError};

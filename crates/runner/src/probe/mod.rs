@@ -250,6 +250,28 @@ pub fn measure_rounds(machine: &HostMachine, rounds: usize, log: &mut dyn FnMut(
     m
 }
 
+/// What `schedlab topologies --host` reads and measures, as its help says:
+/// kept beside the code that does it.
+pub const HOST_HELP: &str = "\
+--host reads:
+  /sys/devices/system/cpu/{online,possible}, cpuN/topology/{thread_siblings_list,physical_package_id,
+  core_id,die_id}, cpuN/cache/index*/{level,type,shared_cpu_list} (the LLC), cpuN/cpu_capacity,
+  cpuN/cpufreq/amd_pstate_prefcore_ranking or cpuN/acpi_cppc/highest_perf (ITMT priorities),
+  /sys/devices/system/node/nodeN/cpulist, /proc/sys/kernel/sched_itmt_enabled,
+  /sys/devices/system/cpu/cpuidle/{current_driver,current_governor}, cpuN/cpuidle/stateK/
+  {name,desc,latency,residency,disable}, /sys/module/haltpoll/parameters/*,
+  /boot/config-$(uname -r) or /proc/config.gz (HZ, CONFIG_PREEMPT_*), /proc/cmdline (preempt=, idle=),
+  /sys/kernel/debug/sched/preempt if debugfs is mounted (it is never mounted for you).
+--host measures (each probe pinned, SCHED_OTHER, with a deadline; no root needed, nothing changed):
+  wakeup latency from one CPU to another after 5us..20ms of idle, per distance level (SMT sibling,
+    shared LLC, other LLC, other package): -> the halt state's exit_latency_by_idle;
+  the same wakeup onto a CPU busy with a nice-19 spinner -> [costs.<level>] ipi;
+  same-CPU futex ping-pong (round trip / 2) -> context_switch_ns;
+  a clock-reading spinner per CPU for 1 s (gaps >= 2us), /proc/stat steal and /proc/interrupts -> [[noise]]
+    (the tick; the kernel's other interrupts; gaps beyond what it counted: time outside the kernel).
+Every value in the output says where it came from: [path], [measured: probe ...] or [assumed: why].
+Progress goes to stderr.";
+
 /// This machine as a topology TOML (`schedlab topologies --host`,
 /// `fidelity --probe`): sysfs and procfs, and unless `no_probe` the probes,
 /// `rounds` times. `name` is the file's `name` line (none: the loader names
