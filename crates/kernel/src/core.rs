@@ -516,8 +516,14 @@ impl Kernel {
     /// `update_rq_clock()`. The rq clock reads as if the machine had been up
     /// for [`RQ_CLOCK_BASE`] when the run starts, so a task that never ran is
     /// not "cache hot" (`exec_start == 0`) and PELT never sees time zero.
+    /// `clock_task` is the rq clock (no IRQ or steal time accounting), and
+    /// the PELT clock follows it as `update_rq_clock_pelt()` makes it
+    /// ([`Kernel::update_rq_clock_pelt`]).
     pub(crate) fn update_rq_clock(&mut self, cpu: usize) {
-        self.rqs[cpu].clock = self.now + RQ_CLOCK_BASE;
+        let clock = self.now + RQ_CLOCK_BASE;
+        let delta = clock - self.rqs[cpu].clock.min(clock);
+        self.rqs[cpu].clock = clock;
+        self.update_rq_clock_pelt(cpu, delta);
     }
 
     /// `sched_fork()` (core.c, 6.12): create the child of `parent`, with

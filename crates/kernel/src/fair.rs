@@ -250,7 +250,7 @@ impl Kernel {
             && self.throttled_hierarchy(q)
             && !self.cfs(q).pelt_clock_throttled
         {
-            let pelt_now = self.rqs[self.cfs(q).cpu].clock + crate::fair::pelt::PELT_CLOCK_BASE;
+            let pelt_now = self.rq_clock_pelt(self.cfs(q).cpu);
             let cfs = self.cfs_mut(q);
             cfs.pelt_clock_throttled = true;
             cfs.throttled_clock_pelt = pelt_now;

@@ -434,6 +434,14 @@ pub struct Rq {
     pub need_resched_lazy: bool,
     /// `rq_clock()`, in ns.
     pub clock: u64,
+    /// `rq->clock_pelt`: the clock PELT runs on, advancing by
+    /// `arch_scale_cpu_capacity() / 1024` of the rq clock while a task runs
+    /// and brought back to the rq clock when the CPU goes idle
+    /// (`update_rq_clock_pelt()`, `update_idle_rq_clock_pelt()`).
+    pub clock_pelt: u64,
+    /// `rq->lost_idle_time`: idle time a fully busy CPU could not give back
+    /// to `clock_pelt`; `rq_clock_pelt()` is `clock_pelt - lost_idle_time`.
+    pub lost_idle_time: u64,
     pub nr_switches: u64,
     /// When the CPU last went idle (`rq->idle_stamp`), if idle.
     pub idle_stamp: Option<u64>,
@@ -526,6 +534,8 @@ impl Rq {
             need_resched: false,
             need_resched_lazy: false,
             clock: 0,
+            clock_pelt: 0,
+            lost_idle_time: 0,
             nr_switches: 0,
             idle_stamp: None,
             ttwu_pending: false,
