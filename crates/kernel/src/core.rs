@@ -282,6 +282,10 @@ pub struct Kernel {
     /// `sd_asym_cpucapacity` domain. Fixed once the domains are built; the
     /// wakeup path tests it several times per wakeup.
     pub(crate) asym_cpucap_active: bool,
+    /// The `sched_uclamp_used` static key: some task has set a clamp
+    /// (`sched_setattr()` with SCHED_FLAG_UTIL_CLAMP_*). Until then
+    /// `util_fits_cpu()` ignores clamps, as the kernel does.
+    pub(crate) uclamp_used: bool,
     /// `available_idle_cpu()` calls since the wakeup path last read it:
     /// what `select_idle_sibling()` scanned, and pays for.
     pub(crate) idle_probes: std::cell::Cell<u32>,
@@ -366,6 +370,7 @@ impl Kernel {
             max_lb_interval: (hz * nr_cpus as u64 / 10).max(1),
             smt_masks: (0..nr_cpus).map(|cpu| topo.smt_mask(cpu)).collect(),
             asym_cpucap_active: domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some()),
+            uclamp_used: false,
             idle_probes: std::cell::Cell::new(0),
             charged_ns: 0,
             wake_start_ns: 0,
@@ -551,8 +556,11 @@ impl Kernel {
             // scenario reader refuses it.
             dl: None,
         };
-        let tg = parent.tg;
+        let (tg, uclamp) = (parent.tg, (parent.uclamp_min, parent.uclamp_max));
         let child = self.add_task(params);
+        // The clamps requested are copied with the task (`dup_task_struct()`;
+        // `uclamp_fork()` resets them only under sched_reset_on_fork).
+        (self.tasks[child as usize].uclamp_min, self.tasks[child as usize].uclamp_max) = uclamp;
         // The child starts in its parent's task group (`cgroup_fork()`, `sched_fork()` → `__set_task_cpu()`).
         self.tasks[child as usize].tg = tg;
         child
@@ -595,6 +603,8 @@ impl Kernel {
             lb_wakelist: false,
             wake_kind: None,
             rt_priority: p.rt_priority,
+            uclamp_min: 0,
+            uclamp_max: crate::pelt::SCHED_CAPACITY_SCALE as u32,
             rt_time_slice: 0,
             on_rt_rq: false,
             pi_blocked_on: None,

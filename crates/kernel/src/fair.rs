@@ -25,6 +25,7 @@ use crate::sched::{qflags::*, wflags::*, CfsRqId, OnRq, Policy, TaskId};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason};
 
 pub mod bandwidth;
+pub mod capacity;
 mod eevdf;
 pub mod group;
 pub mod lb;

@@ -6,7 +6,8 @@
 //!
 //! Follows 6.12.x. Simplified: a task is in the deadline, RT or fair class
 //! (the stopper and the fair server are not tasks), no
-//! util_est, no uclamp. Task groups (FAIR_GROUP_SCHED) are in
+//! util_est; uclamp per task only (`uclamp_req`, no runqueue buckets: see
+//! [`crate::fair::capacity`]). Task groups (FAIR_GROUP_SCHED) are in
 //! [`crate::fair::group`]: a group's entity on a CPU is a [`Task`] slot whose
 //! `my_q` names the group's cfs_rq there, so entity ids stay `TaskId`s.
 
@@ -202,6 +203,11 @@ pub struct Task {
     pub wake_kind: Option<crate::core::WakeKind>,
     /// RT priority as set by the user (1..99; 0 for fair policies).
     pub rt_priority: u32,
+    /// `p->uclamp_req[UCLAMP_MIN].value`: the utilisation floor asked for
+    /// with `sched_setattr()` (SCHED_FLAG_UTIL_CLAMP_MIN), 0..=1024; 0 if never set.
+    pub uclamp_min: u32,
+    /// `p->uclamp_req[UCLAMP_MAX].value` (SCHED_FLAG_UTIL_CLAMP_MAX); 1024 if never set.
+    pub uclamp_max: u32,
     /// `p->rt.time_slice` of SCHED_RR, in ticks.
     pub rt_time_slice: u32,
     /// Queued on its rt_rq (`on_rt_rq()`).

@@ -306,7 +306,7 @@ impl Kernel {
 
     /// `sync_entity_load_avg()`: age a sleeping task's averages to its old
     /// cfs_rq's last update.
-    fn sync_entity_load_avg(&mut self, t: TaskId) {
+    pub(crate) fn sync_entity_load_avg(&mut self, t: TaskId) {
         let last = self.cfs(self.cfs_rq_of(t)).avg.last_update_time;
         let se = &mut self.tasks[t as usize].se;
         if se.avg.last_update_time != 0 {

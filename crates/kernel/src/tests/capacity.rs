@@ -1,7 +1,9 @@
 //! Asymmetric CPU capacity: capacity-invariant PELT (`update_rq_clock_pelt()`,
-//! `update_idle_rq_clock_pelt()`, pelt.h 6.12).
+//! `update_idle_rq_clock_pelt()`, pelt.h 6.12), `util_fits_cpu()` with
+//! uclamp (fair.c 6.12).
 
 use super::common::{fair_task, kernel_with, start_fair, TestKernel};
+use crate::fair::capacity::{util_fits_cpu, CpuCapacities};
 use crate::pelt::clock::{cap_scale, rq_clock_pelt, update_idle_rq_clock_pelt, update_rq_clock_pelt};
 use crate::pelt::{LOAD_AVG_MAX, SCHED_CAPACITY_SHIFT};
 use crate::{TaskId, TaskState};
@@ -125,4 +127,41 @@ fn an_always_running_task_on_a_small_cpu_reaches_full_util_and_loses_the_idle_ti
     assert_eq!(k.rqs[0].lost_idle_time, 500 * MS);
     assert_eq!(k.rqs[0].clock_pelt, k.rqs[0].clock);
     k.check_invariants().unwrap();
+}
+
+// ---- util_fits_cpu() and uclamp (fair.c 6.12) ----
+
+const LITTLE: CpuCapacities = CpuCapacities { capacity: 446, capacity_orig: 446, actual: 446 };
+const BIG: CpuCapacities = CpuCapacities { capacity: 1024, capacity_orig: 1024, actual: 1024 };
+
+#[test]
+fn util_fits_cpu_keeps_20_percent_headroom_and_ignores_clamps_until_one_is_set() {
+    // 300 · 1280 = 384000 < 446 · 1024 = 456704; 400 · 1280 = 512000 is not.
+    assert_eq!(util_fits_cpu(300, 0, 1024, LITTLE, false), 1);
+    assert_eq!(util_fits_cpu(400, 0, 1024, LITTLE, false), 0);
+    // Before any task sets a clamp (the sched_uclamp_used key), clamps are not read.
+    assert_eq!(util_fits_cpu(400, 0, 300, LITTLE, false), 0);
+    assert_eq!(util_fits_cpu(100, 800, 1024, LITTLE, false), 1);
+    // 818 · 1280 = 1047040 < 1048576; 819 · 1280 = 1048320 < 1048576; 820 is over.
+    assert_eq!(util_fits_cpu(819, 0, 1024, BIG, false), 1);
+    assert_eq!(util_fits_cpu(820, 0, 1024, BIG, false), 0);
+}
+
+#[test]
+fn util_fits_cpu_with_uclamp_max_caps_and_uclamp_min_boosts() {
+    // A task capped at or below the CPU's capacity fits it, whatever its util.
+    assert_eq!(util_fits_cpu(400, 0, 446, LITTLE, true), 1);
+    assert_eq!(util_fits_cpu(1000, 0, 300, LITTLE, true), 1);
+    assert_eq!(util_fits_cpu(400, 0, 447, LITTLE, true), 0);
+    // uclamp_max = 1024 on a 1024 CPU caps nothing: the util rule stands.
+    assert_eq!(util_fits_cpu(900, 0, 1024, BIG, true), 0);
+    // A boost beyond the CPU's capacity: the util fits, the boost does not (-1).
+    assert_eq!(util_fits_cpu(100, 512, 1024, LITTLE, true), -1);
+    assert_eq!(util_fits_cpu(100, 512, 1024, BIG, true), 1);
+    // A boost at or below the util changes nothing.
+    assert_eq!(util_fits_cpu(300, 200, 1024, LITTLE, true), 1);
+    // The floor is taken at most the ceiling: min 800 with max 300 boosts to 300 only.
+    assert_eq!(util_fits_cpu(100, 800, 300, LITTLE, true), 1);
+    // A task that does not fit by util is 0, boost or not.
+    assert_eq!(util_fits_cpu(400, 900, 1024, LITTLE, true), 0);
 }

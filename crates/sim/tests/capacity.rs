@@ -1,0 +1,100 @@
+//! Asymmetric CPU capacity through the whole simulator: uclamp_min lifts a
+//! small task to a big CPU, and rt-app's util_min/util_max run.
+
+use schedlab_scenario::Scenario;
+use schedlab_sim::{simulate, SimOptions, SimResult};
+use schedlab_topology::Topology;
+use schedlab_trace::EventKind;
+use std::path::Path;
+
+const MS: u64 = 1_000_000;
+
+/// Two little CPUs (capacity 512) and two big ones (1024) sharing one LLC,
+/// HZ=1000, no noise.
+fn big_little() -> Topology {
+    let text = "name = \"bl-2+2\"\nhz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 4\n[capacity]\n\"0-1\" = \
+                512\n\"2-3\" = 1024\n";
+    Topology::from_toml_str("bl.toml", text).unwrap()
+}
+
+fn run(text: &str) -> SimResult {
+    let s = Scenario::from_toml_str("inline.toml", text, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let opts = SimOptions { topology: Some(big_little()), no_noise: true, ..Default::default() };
+    simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn pid_of(r: &SimResult, name: &str) -> i32 {
+    r.threads.iter().find(|t| t.name == name).unwrap().pid
+}
+
+/// Time `pid` ran on each CPU, from the switches.
+fn runtime_per_cpu(r: &SimResult, pid: i32) -> Vec<u64> {
+    let mut per_cpu = vec![0u64; r.topology.nr_cpus()];
+    let mut since = vec![None; r.topology.nr_cpus()];
+    for e in &r.trace.events {
+        if let EventKind::SchedSwitch { prev_pid, next_pid, .. } = e.kind {
+            let c = e.cpu as usize;
+            if prev_pid == pid {
+                if let Some(t) = since[c].take() {
+                    per_cpu[c] += e.ts - t;
+                }
+            }
+            if next_pid == pid {
+                since[c] = Some(e.ts);
+            }
+        }
+    }
+    for (c, t) in since.iter().enumerate() {
+        if let Some(t) = t {
+            per_cpu[c] += r.end_ns - t;
+        }
+    }
+    per_cpu
+}
+
+const TICKER: &str = r#"
+topology = "smt-2x2"
+duration = "300ms"
+[[thread]]
+name = "small"
+start_cpu = 0
+program = [ { run = "1ms" }, { sleep = "9ms" } ]
+"#;
+
+#[test]
+fn uclamp_min_lifts_a_small_task_to_a_big_cpu() {
+    // Without a clamp the small task (util ~50) fits its little CPU, which
+    // is idle at each wakeup: select_idle_sibling() keeps it there.
+    let r = run(TICKER);
+    let per_cpu = runtime_per_cpu(&r, pid_of(&r, "small"));
+    let (little, big) = (per_cpu[0] + per_cpu[1], per_cpu[2] + per_cpu[3]);
+    assert!(big == 0 && little > 25 * MS, "{per_cpu:?}");
+    // Boosted to 700, above the little capacity: the util fits, the boost
+    // does not (util_fits_cpu() = -1), so asym_fits_cpu() fails for the
+    // idle little CPUs and select_idle_capacity() takes the first idle big one.
+    let r = run(&TICKER.replace("start_cpu = 0", "start_cpu = 0\nuclamp_min = 700"));
+    let per_cpu = runtime_per_cpu(&r, pid_of(&r, "small"));
+    let (little, big) = (per_cpu[0] + per_cpu[1], per_cpu[2] + per_cpu[3]);
+    // Only the first burst, before its first wakeup, runs where it started:
+    // 1 ms of work at capacity 1024 takes 2 ms on a 512 CPU.
+    assert!(little <= 2 * MS + MS / 10 && big > 25 * MS, "{per_cpu:?}");
+}
+
+#[test]
+fn rt_app_util_min_and_util_max_run() {
+    let json = r#"{
+  "tasks": {
+    "boosted": { "util_min": 1024, "util_max": 1024, "cpus": [0, 1, 2, 3], "run": 1000, "sleep": 9000 },
+    "capped": { "util_max": 100, "util_min": -1, "run": 1000, "sleep": 9000 }
+  },
+  "global": { "duration": 1, "calibration": "CPU0" }
+}"#;
+    let s = Scenario::from_toml_str("uclamp.json", json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let opts =
+        SimOptions { topology: Some(big_little()), no_noise: true, duration_ns: Some(300 * MS), ..Default::default() };
+    let r = simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let boosted = runtime_per_cpu(&r, pid_of(&r, "boosted"));
+    assert!(boosted[2] + boosted[3] > 25 * MS, "{boosted:?}");
+    let capped = runtime_per_cpu(&r, pid_of(&r, "capped"));
+    assert!(capped.iter().sum::<u64>() > 25 * MS, "{capped:?}");
+}
