@@ -669,13 +669,15 @@ impl Kernel {
         self.set_next_entities(p);
     }
 
-    /// `__set_next_task_fair()`: most-recently-picked to the head of cfs_tasks.
+    /// `__set_next_task_fair(rq, p, first = true)`: most-recently-picked to
+    /// the head of cfs_tasks, and the misfit state of the new current task.
     fn __set_next_task_fair(&mut self, cpu: usize, p: TaskId) {
         let tasks = &mut self.rqs[cpu].cfs.tasks;
         if let Some(i) = tasks.iter().position(|&x| x == p) {
             tasks.remove(i);
             tasks.insert(0, p);
         }
+        self.update_misfit_status(Some(p), cpu);
     }
 
     /// `put_prev_task_fair()`: every level of `prev` puts its entity back.
@@ -760,6 +762,9 @@ impl Kernel {
                     se = self.cfs(q).se;
                 }
             }
+        }
+        if let Some(curr) = self.rqs[cpu].curr {
+            self.update_misfit_status(Some(curr), cpu);
         }
         self.tick_update_idle_cpu_scan(cpu);
     }

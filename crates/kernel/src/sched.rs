@@ -459,6 +459,10 @@ pub struct Rq {
     pub idle_wakee: WakeeStats,
     /// `capacity_of()`: the CPU's capacity available to fair tasks.
     pub cpu_capacity: u64,
+    /// `rq->misfit_task_load`, set by `update_misfit_status()`: the current
+    /// task's `task_h_load()`, at least 1, while it does not fit this CPU
+    /// and a bigger one is allowed; else 0.
+    pub misfit_task_load: u64,
     /// The task switched away from whose switch has not completed: it is
     /// still `on_cpu` until `finish_task_switch()`.
     pub switching_out: Option<TaskId>,
@@ -548,6 +552,7 @@ impl Rq {
             wake_list: Vec::new(),
             idle_wakee: WakeeStats::default(),
             cpu_capacity: 1024,
+            misfit_task_load: 0,
             switching_out: None,
             idle_polling: false,
             idle_since: None,

@@ -1,10 +1,12 @@
-//! Asymmetric CPU capacity through the whole simulator: uclamp_min lifts a
-//! small task to a big CPU, and rt-app's util_min/util_max run.
+//! Asymmetric CPU capacity through the whole simulator: misfit balancing
+//! moves a task too big for a little CPU to a big one, uclamp_min lifts a
+//! small task to a big CPU and uclamp_max keeps a hog on a little one, and
+//! rt-app's util_min/util_max run.
 
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimOptions, SimResult};
 use schedlab_topology::Topology;
-use schedlab_trace::EventKind;
+use schedlab_trace::{BalanceKind, EventKind};
 use std::path::Path;
 
 const MS: u64 = 1_000_000;
@@ -50,6 +52,58 @@ fn runtime_per_cpu(r: &SimResult, pid: i32) -> Vec<u64> {
         }
     }
     per_cpu
+}
+
+const HOG: &str = r#"
+topology = "smt-2x2"
+duration = "200ms"
+[[thread]]
+name = "hog"
+start_cpu = 0
+program = [ { run = "10s" } ]
+"#;
+
+#[test]
+fn a_task_too_big_for_a_little_cpu_is_pulled_to_a_big_one_by_misfit_balancing() {
+    let r = run(HOG);
+    let hog = pid_of(&r, "hog");
+    let moves: Vec<_> = r
+        .trace
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::LbMigrate { pid, src_cpu, dst_cpu, kind, .. } if pid == hog => {
+                Some((e.ts, src_cpu, dst_cpu, kind))
+            }
+            _ => None,
+        })
+        .collect();
+    // One move: the stopper on the little CPU pushes the running task to a
+    // big CPU (migrate_misfit forces an active balance), and it stays there.
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    let (at, src, dst, kind) = moves[0];
+    println!("moved from CPU {src} to CPU {dst} at {} us", at / 1000);
+    assert_eq!((src, kind), (0, BalanceKind::Active));
+    assert!(dst >= 2, "moved to little CPU {dst}");
+    // When: its util starts at half the little CPU's spare capacity (256)
+    // and grows in PELT time, which runs at half speed on a 512 CPU:
+    // 1024 - 768·y^t passes 80 % of 512 (409.6) at t = 10.3 ms of PELT time,
+    // ~20.6 ms of real time. The next tick sets rq->misfit_task_load and
+    // kicks the idle balancer (nohz_balancer_kick's misfit test); the big
+    // CPU's MC balance is due within its 4 ms interval (sd_weight 4 at
+    // HZ=1000), and the stopper pushes at once. Not before: a lone task on
+    // a little CPU that fits is left where it is.
+    assert!((20 * MS..=27 * MS).contains(&at), "moved at {} us", at / 1000);
+    let per_cpu = runtime_per_cpu(&r, hog);
+    assert!(per_cpu[dst as usize] > 170 * MS, "{per_cpu:?}");
+}
+
+#[test]
+fn a_hog_capped_by_uclamp_max_at_the_little_capacity_stays_on_its_little_cpu() {
+    let r = run(&HOG.replace("start_cpu = 0", "start_cpu = 0\nuclamp_max = 512"));
+    let hog = pid_of(&r, "hog");
+    let per_cpu = runtime_per_cpu(&r, hog);
+    assert!(per_cpu[0] > 195 * MS, "{per_cpu:?}");
 }
 
 const TICKER: &str = r#"

@@ -1,6 +1,7 @@
 //! `fair.c`'s asymmetric CPU capacity rules (6.12): `fits_capacity()`,
 //! `capacity_greater()`, `util_fits_cpu()` with its uclamp cases,
-//! `task_fits_cpu()`, and the clamp reads of core.c they use
+//! `task_fits_cpu()`, `update_misfit_status()`, the task's
+//! `max_allowed_capacity`, and the clamp reads of core.c they use
 //! (`uclamp_eff_value()`, the `sched_uclamp_used` key).
 //!
 //! Simplified:
@@ -17,6 +18,10 @@
 //!   (`uclamp_rq_inc()`/`uclamp_rq_dec()`, buckets, `uclamp_rq_util_with()`)
 //!   only feeds schedutil's frequency and EAS, neither modeled yet, so it is
 //!   not kept.
+//! - `p->max_allowed_capacity` is computed when read (the largest capacity
+//!   among the task's allowed CPUs), where the kernel caches it at fork and
+//!   affinity changes from `asym_cap_list`: the same value, since CPUs never
+//!   go offline here.
 
 use crate::core::Kernel;
 use crate::pelt::SCHED_CAPACITY_SCALE;
@@ -105,6 +110,41 @@ impl Kernel {
     pub(crate) fn task_fits_cpu(&self, p: TaskId, cpu: usize) -> bool {
         let (min, max) = (self.uclamp_eff_value(p, UclampId::Min), self.uclamp_eff_value(p, UclampId::Max));
         self.util_fits_cpu(self.task_util(p), min, max, cpu) > 0
+    }
+
+    /// `p->max_allowed_capacity`: the largest `arch_scale_cpu_capacity()`
+    /// among the CPUs `p` may run on (1024 on symmetric machines).
+    pub(crate) fn max_allowed_capacity(&self, p: TaskId) -> u64 {
+        if !self.asym_cpucap_active {
+            return SCHED_CAPACITY_SCALE;
+        }
+        let mask = &self.tasks[p as usize].cpus_mask;
+        mask.iter().map(|c| self.topo.cpus[c].capacity as u64).max().unwrap_or(SCHED_CAPACITY_SCALE)
+    }
+
+    /// `update_misfit_status()` (fair.c, 6.12), for the fair task `p` now
+    /// current on `cpu` (`None`: the CPU is going idle). On an
+    /// asymmetric-capacity machine, `rq->misfit_task_load` becomes the task's
+    /// `task_h_load()` (at least 1) when it does not fit this CPU and may run
+    /// on a bigger one; 0 when there is no task, it is pinned to one CPU, this
+    /// CPU is already the biggest it may use, or it fits. Called from
+    /// `set_next_task_fair()` on a pick, `task_tick_fair()` and
+    /// `sched_balance_newidle()`, as in the kernel.
+    pub(crate) fn update_misfit_status(&mut self, p: Option<TaskId>, cpu: usize) {
+        if !self.asym_cpucap_active {
+            return;
+        }
+        let misfit = match p {
+            Some(p)
+                if self.tasks[p as usize].cpus_mask.len() > 1
+                    && self.topo.cpus[cpu].capacity as u64 != self.max_allowed_capacity(p)
+                    && !self.task_fits_cpu(p, cpu) =>
+            {
+                self.task_h_load(p).max(1)
+            }
+            _ => 0,
+        };
+        self.rqs[cpu].misfit_task_load = misfit;
     }
 
     /// The uclamp half of `__sched_setscheduler()` (`uclamp_validate()`,

@@ -496,7 +496,12 @@ impl Kernel {
             let sgs = self.update_sg_wakeup_stats(pct, asym_cap, g.span, g.weight, g.capacity, p);
             if g.span.contains(this_cpu) {
                 local = Some((gi, sgs));
-            } else if update_pick_idlest(&idlest_sgs, &sgs) {
+            } else if update_pick_idlest(
+                &idlest_sgs,
+                idlest.map(|i: usize| dom.groups[i].max_capacity),
+                &sgs,
+                g.max_capacity,
+            ) {
                 idlest = Some(gi);
                 idlest_sgs = sgs;
             }
@@ -608,8 +613,15 @@ impl Kernel {
     }
 }
 
-/// `update_pick_idlest()`: is `sgs` a better (idler) group than the best so far?
-fn update_pick_idlest(idlest: &SgLbStats, sgs: &SgLbStats) -> bool {
+/// `update_pick_idlest()`: is `sgs` (of a group whose largest CPU capacity is
+/// `max_capacity`) a better (idler) group than the best so far, `idlest`
+/// (of `idlest_max_capacity`, `None` before the first)?
+fn update_pick_idlest(
+    idlest: &SgLbStats,
+    idlest_max_capacity: Option<u64>,
+    sgs: &SgLbStats,
+    max_capacity: u64,
+) -> bool {
     if sgs.group_type < idlest.group_type {
         return true;
     }
@@ -619,8 +631,8 @@ fn update_pick_idlest(idlest: &SgLbStats, sgs: &SgLbStats) -> bool {
     match sgs.group_type {
         GroupType::Overloaded | GroupType::FullyBusy => idlest.avg_load > sgs.avg_load,
         GroupType::Imbalanced | GroupType::AsymPacking | GroupType::SmtBalance => false,
-        // Capacities are symmetric wherever the model sets misfit today.
-        GroupType::MisfitTask => false,
+        // A misfit task goes to the group with the biggest CPU.
+        GroupType::MisfitTask => idlest_max_capacity.is_none_or(|m| m < max_capacity),
         GroupType::HasSpare => {
             if idlest.idle_cpus > sgs.idle_cpus {
                 return false;

@@ -1,6 +1,6 @@
 //! Asymmetric CPU capacity: capacity-invariant PELT (`update_rq_clock_pelt()`,
 //! `update_idle_rq_clock_pelt()`, pelt.h 6.12), `util_fits_cpu()` with
-//! uclamp (fair.c 6.12).
+//! uclamp and `update_misfit_status()` (fair.c 6.12).
 
 use super::common::{fair_task, kernel_with, start_fair, TestKernel};
 use crate::fair::capacity::{util_fits_cpu, CpuCapacities};
@@ -164,4 +164,63 @@ fn util_fits_cpu_with_uclamp_max_caps_and_uclamp_min_boosts() {
     assert_eq!(util_fits_cpu(100, 800, 300, LITTLE, true), 1);
     // A task that does not fit by util is 0, boost or not.
     assert_eq!(util_fits_cpu(400, 900, 1024, LITTLE, true), 0);
+}
+
+// ---- update_misfit_status() (fair.c 6.12) ----
+
+/// A CPU-bound task allowed on `mask`, running on CPU 0 (capacity 512) of a
+/// 2 little + 2 big machine for 400 ms of ticks.
+fn hog_on_little(mask: &str, uclamp_max: Option<u32>) -> (TestKernel, TaskId) {
+    let mut k = asym_kernel(&[512, 512, 1024, 1024], &[]);
+    let t = fair_task(&mut k, 1, mask, 0);
+    if let Some(max) = uclamp_max {
+        k.sched_setattr_uclamp(t, None, Some(max));
+    }
+    start_fair(&mut k, t, 0);
+    for ms in 1..=400 {
+        k.sched_tick(0, ms * MS);
+    }
+    assert_eq!(k.curr(0), Some(t));
+    (k, t)
+}
+
+#[test]
+fn a_task_too_big_for_its_little_cpu_is_misfit_with_its_load() {
+    let (k, t) = hog_on_little("0-3", None);
+    let util = k.tasks[t as usize].se.avg.util_avg;
+    assert!(util * 1280 >= 512 * 1024, "util {util} fits 512: the test needs a bigger task");
+    assert_eq!(k.rqs[0].misfit_task_load, k.tasks[t as usize].se.avg.load_avg.max(1));
+    assert!(k.rqs[0].misfit_task_load > 0);
+}
+
+#[test]
+fn misfit_is_cleared_when_no_bigger_cpu_is_allowed_the_task_is_capped_or_the_cpu_idles() {
+    // Allowed on the little CPUs only: CPU 0 is the biggest it may use.
+    let (k, _) = hog_on_little("0-1", None);
+    assert_eq!(k.rqs[0].misfit_task_load, 0);
+    // Pinned to one CPU (nr_cpus_allowed == 1).
+    let (k, _) = hog_on_little("0", None);
+    assert_eq!(k.rqs[0].misfit_task_load, 0);
+    // Capped at the little CPU's capacity: it fits there (uclamp_max).
+    let (k, _) = hog_on_little("0-3", Some(512));
+    assert_eq!(k.rqs[0].misfit_task_load, 0);
+    // A misfit task that blocks: the newidle balance clears the CPU's state.
+    let (mut k, _) = hog_on_little("0-3", None);
+    assert!(k.rqs[0].misfit_task_load > 0);
+    k.set_current_state(0, TaskState::Interruptible);
+    k.schedule(0, 400 * MS, false);
+    assert_eq!(k.curr(0), None);
+    assert_eq!(k.rqs[0].misfit_task_load, 0);
+}
+
+#[test]
+fn symmetric_machines_never_set_misfit() {
+    let mut k = asym_kernel(&[1024, 1024], &[]);
+    let t = fair_task(&mut k, 1, "0-1", 0);
+    start_fair(&mut k, t, 0);
+    for ms in 1..=100 {
+        k.sched_tick(0, ms * MS);
+    }
+    assert!(!k.asym_cpucap_active);
+    assert_eq!(k.rqs[0].misfit_task_load, 0);
 }
