@@ -99,6 +99,35 @@ fn a_task_too_big_for_a_little_cpu_is_pulled_to_a_big_one_by_misfit_balancing() 
 }
 
 #[test]
+fn on_juno_r2_a_hog_started_on_an_a53_moves_to_an_a72_within_the_pkg_balance_interval() {
+    let s = Scenario::from_toml_str("inline.toml", &HOG.replace("smt-2x2", "juno-r2"), Path::new("."))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = simulate(&s, &SimOptions { no_noise: true, ..Default::default() }).unwrap_or_else(|e| panic!("{e}"));
+    let hog = pid_of(&r, "hog");
+    let moves: Vec<_> = r
+        .trace
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::LbMigrate { pid, src_cpu, dst_cpu, kind, .. } if pid == hog => {
+                Some((e.ts, src_cpu, dst_cpu, kind))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    let (at, src, dst, kind) = moves[0];
+    println!("juno-r2: moved from CPU {src} to CPU {dst} at {} us", at / 1000);
+    assert_eq!((src, kind), (0, BalanceKind::Active));
+    assert!(dst == 1 || dst == 2, "moved to A53 CPU {dst}");
+    // util starts at 383/2 = 191 and passes 80 % of 383 (306.4) after 6.9 ms
+    // of PELT time, 18.4 ms of real time at capacity 383; the 4 ms tick
+    // (HZ=250) sees it at 20 ms and kicks the idle balancer; the A72's PKG
+    // balance (6 ms interval: 2 jiffies) is due by 28 ms.
+    assert!((18 * MS..=28 * MS).contains(&at), "moved at {} us", at / 1000);
+}
+
+#[test]
 fn a_hog_capped_by_uclamp_max_at_the_little_capacity_stays_on_its_little_cpu() {
     let r = run(&HOG.replace("start_cpu = 0", "start_cpu = 0\nuclamp_max = 512"));
     let hog = pid_of(&r, "hog");
