@@ -282,6 +282,10 @@ pub struct Kernel {
     /// `sd_asym_cpucapacity` domain. Fixed once the domains are built; the
     /// wakeup path tests it several times per wakeup.
     pub(crate) asym_cpucap_active: bool,
+    /// The `sched_uclamp_used` static key: some task has set a clamp
+    /// (`sched_setattr()` with SCHED_FLAG_UTIL_CLAMP_*). Until then
+    /// `util_fits_cpu()` ignores clamps, as the kernel does.
+    pub(crate) uclamp_used: bool,
     /// `available_idle_cpu()` calls since the wakeup path last read it:
     /// what `select_idle_sibling()` scanned, and pays for.
     pub(crate) idle_probes: std::cell::Cell<u32>,
@@ -366,6 +370,7 @@ impl Kernel {
             max_lb_interval: (hz * nr_cpus as u64 / 10).max(1),
             smt_masks: (0..nr_cpus).map(|cpu| topo.smt_mask(cpu)).collect(),
             asym_cpucap_active: domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some()),
+            uclamp_used: false,
             idle_probes: std::cell::Cell::new(0),
             charged_ns: 0,
             wake_start_ns: 0,
@@ -516,8 +521,14 @@ impl Kernel {
     /// `update_rq_clock()`. The rq clock reads as if the machine had been up
     /// for [`RQ_CLOCK_BASE`] when the run starts, so a task that never ran is
     /// not "cache hot" (`exec_start == 0`) and PELT never sees time zero.
+    /// `clock_task` is the rq clock (no IRQ or steal time accounting), and
+    /// the PELT clock follows it as `update_rq_clock_pelt()` makes it
+    /// ([`Kernel::update_rq_clock_pelt`]).
     pub(crate) fn update_rq_clock(&mut self, cpu: usize) {
-        self.rqs[cpu].clock = self.now + RQ_CLOCK_BASE;
+        let clock = self.now + RQ_CLOCK_BASE;
+        let delta = clock - self.rqs[cpu].clock.min(clock);
+        self.rqs[cpu].clock = clock;
+        self.update_rq_clock_pelt(cpu, delta);
     }
 
     /// `sched_fork()` (core.c, 6.12): create the child of `parent`, with
@@ -545,8 +556,11 @@ impl Kernel {
             // scenario reader refuses it.
             dl: None,
         };
-        let tg = parent.tg;
+        let (tg, uclamp) = (parent.tg, (parent.uclamp_min, parent.uclamp_max));
         let child = self.add_task(params);
+        // The clamps requested are copied with the task (`dup_task_struct()`;
+        // `uclamp_fork()` resets them only under sched_reset_on_fork).
+        (self.tasks[child as usize].uclamp_min, self.tasks[child as usize].uclamp_max) = uclamp;
         // The child starts in its parent's task group (`cgroup_fork()`, `sched_fork()` → `__set_task_cpu()`).
         self.tasks[child as usize].tg = tg;
         child
@@ -589,6 +603,8 @@ impl Kernel {
             lb_wakelist: false,
             wake_kind: None,
             rt_priority: p.rt_priority,
+            uclamp_min: 0,
+            uclamp_max: crate::pelt::SCHED_CAPACITY_SCALE as u32,
             rt_time_slice: 0,
             on_rt_rq: false,
             pi_blocked_on: None,

@@ -25,6 +25,7 @@ use crate::sched::{qflags::*, wflags::*, CfsRqId, OnRq, Policy, TaskId};
 use schedlab_trace::{DelayedWhat, EventKind, PreemptReason};
 
 pub mod bandwidth;
+pub mod capacity;
 mod eevdf;
 pub mod group;
 pub mod lb;
@@ -250,7 +251,7 @@ impl Kernel {
             && self.throttled_hierarchy(q)
             && !self.cfs(q).pelt_clock_throttled
         {
-            let pelt_now = self.rqs[self.cfs(q).cpu].clock + crate::fair::pelt::PELT_CLOCK_BASE;
+            let pelt_now = self.rq_clock_pelt(self.cfs(q).cpu);
             let cfs = self.cfs_mut(q);
             cfs.pelt_clock_throttled = true;
             cfs.throttled_clock_pelt = pelt_now;
@@ -668,13 +669,15 @@ impl Kernel {
         self.set_next_entities(p);
     }
 
-    /// `__set_next_task_fair()`: most-recently-picked to the head of cfs_tasks.
+    /// `__set_next_task_fair(rq, p, first = true)`: most-recently-picked to
+    /// the head of cfs_tasks, and the misfit state of the new current task.
     fn __set_next_task_fair(&mut self, cpu: usize, p: TaskId) {
         let tasks = &mut self.rqs[cpu].cfs.tasks;
         if let Some(i) = tasks.iter().position(|&x| x == p) {
             tasks.remove(i);
             tasks.insert(0, p);
         }
+        self.update_misfit_status(Some(p), cpu);
     }
 
     /// `put_prev_task_fair()`: every level of `prev` puts its entity back.
@@ -759,6 +762,9 @@ impl Kernel {
                     se = self.cfs(q).se;
                 }
             }
+        }
+        if let Some(curr) = self.rqs[cpu].curr {
+            self.update_misfit_status(Some(curr), cpu);
         }
         self.tick_update_idle_cpu_scan(cpu);
     }

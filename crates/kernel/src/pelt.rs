@@ -32,11 +32,11 @@
 //! (64-bit kernel). Weights are in `scale_load_down()` units (1024 at nice 0).
 //!
 //! Follows 6.12.x. Simplified:
-//! - Frequency and capacity invariance factors are 1 (every CPU has capacity
-//!   1024 and runs at its maximum frequency), so `update_rq_clock_pelt()`
-//!   never scales time and never records lost idle time: `rq_clock_pelt()` ==
-//!   `rq_clock_task()`. With no CFS bandwidth, `cfs_rq_clock_pelt()` is the
-//!   same clock. Callers pass that clock as `now`.
+//! - Capacity-invariant, not frequency-invariant: [`clock`] scales PELT time
+//!   by `arch_scale_cpu_capacity()` as `update_rq_clock_pelt()` does, with
+//!   `arch_scale_freq_capacity()` fixed at 1024 (every CPU at its maximum
+//!   frequency). On a CPU of capacity 1024 `rq_clock_pelt()` is the task
+//!   clock. Callers pass `cfs_rq_clock_pelt()` as `now`.
 //! - No UTIL_EST (`util_est`, `cfs_se_util_change()`, the util_est terms of
 //!   `cpu_util()`).
 //! - The task-group half (`propagate_entity_load_avg()`,
@@ -50,6 +50,7 @@
 //! - `cfs_rq->removed` is a plain value ([`CfsRqRemoved`]), no lock; the
 //!   32-bit `last_update_time_copy` does not exist.
 
+pub mod clock;
 mod load_avg;
 mod readers;
 #[cfg(test)]

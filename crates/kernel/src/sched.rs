@@ -6,7 +6,8 @@
 //!
 //! Follows 6.12.x. Simplified: a task is in the deadline, RT or fair class
 //! (the stopper and the fair server are not tasks), no
-//! util_est, no uclamp. Task groups (FAIR_GROUP_SCHED) are in
+//! util_est; uclamp per task only (`uclamp_req`, no runqueue buckets: see
+//! [`crate::fair::capacity`]). Task groups (FAIR_GROUP_SCHED) are in
 //! [`crate::fair::group`]: a group's entity on a CPU is a [`Task`] slot whose
 //! `my_q` names the group's cfs_rq there, so entity ids stay `TaskId`s.
 
@@ -202,6 +203,11 @@ pub struct Task {
     pub wake_kind: Option<crate::core::WakeKind>,
     /// RT priority as set by the user (1..99; 0 for fair policies).
     pub rt_priority: u32,
+    /// `p->uclamp_req[UCLAMP_MIN].value`: the utilisation floor asked for
+    /// with `sched_setattr()` (SCHED_FLAG_UTIL_CLAMP_MIN), 0..=1024; 0 if never set.
+    pub uclamp_min: u32,
+    /// `p->uclamp_req[UCLAMP_MAX].value` (SCHED_FLAG_UTIL_CLAMP_MAX); 1024 if never set.
+    pub uclamp_max: u32,
     /// `p->rt.time_slice` of SCHED_RR, in ticks.
     pub rt_time_slice: u32,
     /// Queued on its rt_rq (`on_rt_rq()`).
@@ -434,6 +440,14 @@ pub struct Rq {
     pub need_resched_lazy: bool,
     /// `rq_clock()`, in ns.
     pub clock: u64,
+    /// `rq->clock_pelt`: the clock PELT runs on, advancing by
+    /// `arch_scale_cpu_capacity() / 1024` of the rq clock while a task runs
+    /// and brought back to the rq clock when the CPU goes idle
+    /// (`update_rq_clock_pelt()`, `update_idle_rq_clock_pelt()`).
+    pub clock_pelt: u64,
+    /// `rq->lost_idle_time`: idle time a fully busy CPU could not give back
+    /// to `clock_pelt`; `rq_clock_pelt()` is `clock_pelt - lost_idle_time`.
+    pub lost_idle_time: u64,
     pub nr_switches: u64,
     /// When the CPU last went idle (`rq->idle_stamp`), if idle.
     pub idle_stamp: Option<u64>,
@@ -445,6 +459,10 @@ pub struct Rq {
     pub idle_wakee: WakeeStats,
     /// `capacity_of()`: the CPU's capacity available to fair tasks.
     pub cpu_capacity: u64,
+    /// `rq->misfit_task_load`, set by `update_misfit_status()`: the current
+    /// task's `task_h_load()`, at least 1, while it does not fit this CPU
+    /// and a bigger one is allowed; else 0.
+    pub misfit_task_load: u64,
     /// The task switched away from whose switch has not completed: it is
     /// still `on_cpu` until `finish_task_switch()`.
     pub switching_out: Option<TaskId>,
@@ -526,12 +544,15 @@ impl Rq {
             need_resched: false,
             need_resched_lazy: false,
             clock: 0,
+            clock_pelt: 0,
+            lost_idle_time: 0,
             nr_switches: 0,
             idle_stamp: None,
             ttwu_pending: false,
             wake_list: Vec::new(),
             idle_wakee: WakeeStats::default(),
             cpu_capacity: 1024,
+            misfit_task_load: 0,
             switching_out: None,
             idle_polling: false,
             idle_since: None,

@@ -4,6 +4,7 @@
 
 mod balance;
 mod bandwidth;
+mod capacity;
 mod common;
 mod costs;
 mod deadline;

@@ -278,6 +278,24 @@ fn sub_numa_clustering_skips_pkg_and_adds_two_numa_levels() {
 }
 
 #[test]
+fn juno_r2_has_a_cluster_mc_and_an_asymmetric_pkg_over_both() {
+    let d = build_sched_domains(&preset("juno-r2"));
+    for cpu in 0..6 {
+        assert_eq!(levels(&d, cpu), vec![DomainLevel::Mc, DomainLevel::Pkg]);
+        let sds = d.domains(cpu);
+        assert!(!sds[0].has(SD_ASYM_CPUCAPACITY), "a cluster is symmetric");
+        assert!(sds[1].has(SD_ASYM_CPUCAPACITY) && sds[1].has(SD_ASYM_CPUCAPACITY_FULL));
+        assert_eq!(d.cpus[cpu].sd_asym_cpucapacity, Some(1));
+    }
+    assert_eq!(d.domains(1)[0].span, set("1-2"));
+    assert_eq!(d.domains(0)[0].span, set("0,3-5"));
+    let mut caps: Vec<(u64, u64, u64)> =
+        d.domains(0)[1].groups.iter().map(|g| (g.capacity, g.min_capacity, g.max_capacity)).collect();
+    caps.sort();
+    assert_eq!(caps, [(1532, 383, 383), (2048, 1024, 1024)]);
+}
+
+#[test]
 fn asymmetric_capacity_sets_asym_flags_and_clears_child_prefer_sibling() {
     // Two LLCs of different capacity, no SMT: PKG sees both values.
     let topo = topo_from(

@@ -71,6 +71,14 @@ pub enum RunnerError {
 
     #[error("a real run forks its worker, so it must start from a single-threaded process ({threads} threads)")]
     Threaded { threads: usize },
+    /// A thread sets uclamp but the host kernel refuses clamps.
+    #[error(
+        "{scenario}:{line}: thread `{thread}` sets utilisation clamps (uclamp_min/uclamp_max, rt-app util_min/util_max), \
+         but this kernel ({release}) refuses them: sched_setattr() with SCHED_FLAG_UTIL_CLAMP_* failed: {source}{}; \
+         run it on a kernel with CONFIG_UCLAMP_TASK=y, or drop the clamps",
+        if source.raw_os_error() == Some(libc::EOPNOTSUPP) { " (the kernel was built without CONFIG_UCLAMP_TASK)" } else { "" }
+    )]
+    NoUclamp { scenario: String, line: usize, thread: String, release: String, source: io::Error },
     #[error("{call}: {source}")]
     Syscall { call: &'static str, source: io::Error },
     #[error("interrupted by {signal} {when}")]

@@ -183,6 +183,7 @@ pub fn capture_bytes(cpus: u64, buffer_kb: u64) -> u64 {
 pub fn capture_real(scenario: &Scenario, opts: &RealOptions) -> Result<RawCapture, RunnerError> {
     let host_cpus = sys::allowed_cpus().map_err(|e| RunnerError::Syscall { call: "sched_getaffinity", source: e })?;
     let plan = Plan::new(scenario, opts, &host_cpus)?;
+    check_uclamp(scenario)?;
     let cap = supervisor::supervise(scenario, &plan, opts)?;
     Ok(RawCapture {
         plan,
@@ -193,6 +194,20 @@ pub fn capture_real(scenario: &Scenario, opts: &RealOptions) -> Result<RawCaptur
         notes: cap.notes,
         worker_pid: cap.worker_pid,
         cgroup_stats: cap.cgroup_stats,
+    })
+}
+
+/// Refuse, before anything changes, a scenario whose threads set utilisation
+/// clamps on a kernel that does not take them (no CONFIG_UCLAMP_TASK):
+/// the run would otherwise go on without the clamps it asks for.
+fn check_uclamp(scenario: &Scenario) -> Result<(), RunnerError> {
+    let Some(t) = scenario.threads.iter().find(|t| t.uclamp.is_some()) else { return Ok(()) };
+    sys::uclamp_supported().map_err(|source| RunnerError::NoUclamp {
+        scenario: scenario.path.clone(),
+        line: t.line,
+        thread: t.name.clone(),
+        release: sys::kernel_release(),
+        source,
     })
 }
 
@@ -298,5 +313,30 @@ mod tests {
         assert!((ratio - 1.0 - read_back_factor()).abs() < 0.01, "the ring, then the factor on top");
         assert_eq!(capture_bytes(4, 8192), 2 * capture_bytes(2, 8192), "per CPU");
         assert_eq!(capture_bytes(u64::MAX, u64::MAX), u64::MAX, "saturates instead of wrapping");
+    }
+
+    #[test]
+    fn a_scenario_with_clamps_runs_only_where_the_kernel_takes_them() {
+        let text = "topology = \"qemu-2\"\nduration = \"1s\"\n[[thread]]\nname = \"a\"\nuclamp_min = 300\n\
+                    program = [{ run = \"1ms\" }]\n";
+        let s = Scenario::from_toml_str("u.toml", text, std::path::Path::new(".")).unwrap();
+        // Re-setting this thread's own clamps changes nothing; the kernel
+        // either takes them or, without CONFIG_UCLAMP_TASK, refuses the flags
+        // with EOPNOTSUPP (never EINVAL: the attr and flags are well formed).
+        match check_uclamp(&s) {
+            Ok(()) => {}
+            Err(e @ RunnerError::NoUclamp { .. }) => {
+                let RunnerError::NoUclamp { source, .. } = &e else { unreachable!() };
+                assert_eq!(source.raw_os_error(), Some(libc::EOPNOTSUPP), "{e}");
+                let msg = e.to_string();
+                assert!(msg.starts_with("u.toml:3: thread `a` sets utilisation clamps"), "{msg}");
+                assert!(msg.contains("without CONFIG_UCLAMP_TASK"), "{msg}");
+            }
+            Err(e) => panic!("{e}"),
+        }
+        // Without clamps nothing is asked of the kernel.
+        let plain =
+            Scenario::from_toml_str("p.toml", &text.replace("uclamp_min = 300\n", ""), std::path::Path::new("."));
+        check_uclamp(&plain.unwrap()).unwrap();
     }
 }

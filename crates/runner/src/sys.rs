@@ -28,6 +28,23 @@ pub const SCHED_ATTR_SIZE: u32 = std::mem::size_of::<SchedAttr>() as u32;
 /// `SCHED_FLAG_RECLAIM` in `sched_attr.sched_flags` (uapi linux/sched.h):
 /// a deadline task reclaims unused bandwidth (GRUB).
 pub const SCHED_FLAG_RECLAIM: u64 = 0x02;
+/// `SCHED_FLAG_KEEP_POLICY | SCHED_FLAG_KEEP_PARAMS`: change only what the
+/// other flags name.
+pub const SCHED_FLAG_KEEP_ALL: u64 = 0x08 | 0x10;
+/// `SCHED_FLAG_UTIL_CLAMP_MIN`: set `sched_util_min` (CONFIG_UCLAMP_TASK).
+pub const SCHED_FLAG_UTIL_CLAMP_MIN: u64 = 0x20;
+/// `SCHED_FLAG_UTIL_CLAMP_MAX`: set `sched_util_max` (CONFIG_UCLAMP_TASK).
+pub const SCHED_FLAG_UTIL_CLAMP_MAX: u64 = 0x40;
+
+/// Whether this kernel takes utilisation clamps: re-set the calling
+/// thread's own clamps to what `sched_getattr()` reports, changing nothing
+/// else (SCHED_FLAG_KEEP_ALL). A kernel without CONFIG_UCLAMP_TASK refuses
+/// the clamp flags with EOPNOTSUPP; that error is returned.
+pub fn uclamp_supported() -> io::Result<()> {
+    let mut attr = sched_getattr(0)?;
+    attr.flags = SCHED_FLAG_KEEP_ALL | SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
+    sched_setattr(0, &attr)
+}
 
 /// `sched_setattr(tid, attr, 0)`; `tid` 0 is the calling thread.
 pub fn sched_setattr(tid: i32, attr: &SchedAttr) -> io::Result<()> {

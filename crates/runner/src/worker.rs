@@ -20,7 +20,10 @@ use serde::{Deserialize, Serialize};
 use crate::calibrate::{calibrate, Calibration};
 use crate::plan::{Plan, RealOptions, ThreadPlan};
 use crate::program::{run_program, End, Markers, Outcome, Shared};
-use crate::sys::{self, now_ns, sched_setattr, set_affinity, set_comm, sleep_until, SchedAttr, SCHED_FLAG_RECLAIM};
+use crate::sys::{
+    self, now_ns, sched_setattr, set_affinity, set_comm, sleep_until, SchedAttr, SCHED_FLAG_RECLAIM,
+    SCHED_FLAG_UTIL_CLAMP_MAX, SCHED_FLAG_UTIL_CLAMP_MIN,
+};
 
 /// Time allowed for calibration and thread creation before the watchdog fires.
 pub const SETUP_LIMIT_NS: u64 = 10_000_000_000;
@@ -99,7 +102,7 @@ pub(crate) fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
             ));
         }
     }
-    let default = spec.policy == Policy::Other && spec.nice == 0 && spec.slice_ns.is_none();
+    let default = spec.policy == Policy::Other && spec.nice == 0 && spec.slice_ns.is_none() && spec.uclamp.is_none();
     if default {
         return notes;
     }
@@ -125,6 +128,19 @@ pub(crate) fn apply_sched(spec: &ThreadSpec) -> Vec<String> {
         let slice = spec.slice_ns.map(|s| format!(", slice {} us", s / 1000)).unwrap_or_default();
         format!("{} nice {}{slice}", spec.policy.name(), spec.nice)
     };
+    // The clamps go with the policy, in the same call (as rt-app sets them
+    // with its own sched_setattr()); the supervisor checked the kernel takes them.
+    let mut what = what;
+    if let Some(u) = spec.uclamp {
+        if let Some(min) = u.min {
+            (attr.util_min, attr.flags) = (min, attr.flags | SCHED_FLAG_UTIL_CLAMP_MIN);
+            what.push_str(&format!(", uclamp_min {min}"));
+        }
+        if let Some(max) = u.max {
+            (attr.util_max, attr.flags) = (max, attr.flags | SCHED_FLAG_UTIL_CLAMP_MAX);
+            what.push_str(&format!(", uclamp_max {max}"));
+        }
+    }
     if let Err(e) = sched_setattr(0, &attr) {
         let fallback = if attr.runtime != 0 {
             // Kernels before 6.12 refuse a fair sched_runtime: keep the rest.

@@ -90,6 +90,10 @@ pub(crate) struct RawThread {
     pub period: Option<Spanned<Value>>,
     /// SCHED_FLAG_RECLAIM: GRUB lets the reservation use idle bandwidth.
     pub reclaim: Option<Spanned<bool>>,
+    /// `sched_attr.sched_util_min` with SCHED_FLAG_UTIL_CLAMP_MIN (0..1024).
+    pub uclamp_min: Option<Spanned<i64>>,
+    /// `sched_attr.sched_util_max` with SCHED_FLAG_UTIL_CLAMP_MAX (0..1024).
+    pub uclamp_max: Option<Spanned<i64>>,
     pub timer_slack: Option<Spanned<Value>>,
     #[serde(alias = "cpus")]
     pub affinity: Option<Spanned<Value>>,

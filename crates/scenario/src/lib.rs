@@ -493,6 +493,10 @@ pub struct ThreadSpec {
     pub timer_slack_ns: u64,
     /// SCHED_DEADLINE's reservation; `None` for every other policy.
     pub dl: Option<DlSpec>,
+    /// Utilisation clamps set with `sched_setattr()` at the start
+    /// (`uclamp_min`/`uclamp_max`, rt-app `util_min`/`util_max`); `None`
+    /// when the file sets neither.
+    pub uclamp: Option<UclampSpec>,
     pub affinity: CpuSet,
     /// CPU the thread starts on (always in `affinity`); `None` lets the
     /// simulator choose, e.g. the first CPU of its affinity.
@@ -524,6 +528,18 @@ pub struct DlSpec {
     /// reclaiming lets the task run on bandwidth nobody else is using.
     pub reclaim: bool,
 }
+
+/// Utilisation clamps as `sched_setattr()` takes them: each `Some` is sent
+/// with its flag (SCHED_FLAG_UTIL_CLAMP_MIN / _MAX), 0..=1024, min <= max
+/// (the kernel's own defaults, 0 and 1024, standing for a missing one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UclampSpec {
+    pub min: Option<u32>,
+    pub max: Option<u32>,
+}
+
+/// The largest clamp value (`SCHED_CAPACITY_SCALE`).
+pub const UCLAMP_MAX_VALUE: u32 = 1024;
 
 /// A session (see [`ThreadSpec::session`]) and its `[session.NAME]` options.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,7 +17,7 @@
 //! The result is the same raw scenario a TOML file gives, with spans that are
 //! byte offsets in the JSON text, so every error the builder finds is located
 //! in the JSON file. What the model cannot do (`mem`, `iorun`,
-//! semaphores, SCHED_DEADLINE, uclamp, task groups, NUMA binding) is refused
+//! semaphores, per-phase uclamp, NUMA binding) is refused
 //! at the key that asks for it; keys rt-app would silently ignore are refused
 //! too, as they are usually typos or the pre-1.0 grammar.
 
@@ -320,11 +320,7 @@ fn schedlab_section(ctx: Ctx, own: &Obj, raw: &mut RawScenario) -> Result<(), In
 }
 
 /// Task keys rt-app reads that the model does not: refused where written.
-const UNMODELED_TASK_KEYS: &[(&str, &str)] = &[
-    ("nodes_membind", "NUMA memory binding is not modeled"),
-    ("util_min", "uclamp is not modeled"),
-    ("util_max", "uclamp is not modeled"),
-];
+const UNMODELED_TASK_KEYS: &[(&str, &str)] = &[("nodes_membind", "NUMA memory binding is not modeled")];
 
 /// One task: its thread settings and its program (phases written out).
 fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<events::Op>), InputError> {
@@ -342,6 +338,8 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
         // rt-app's sched_setattr() for a deadline task passes no sched_flags
         // (rt-app.c, 2024): there is no reclaiming key to read.
         reclaim: None,
+        uclamp_min: None,
+        uclamp_max: None,
         timer_slack: None,
         affinity: None,
         start_cpu: None,
@@ -376,6 +374,22 @@ fn read_task(ctx: Ctx, task: &Prop, global: &Global) -> Result<(RawThread, Vec<e
             "loop" => task_loop = Some(p),
             "phases" => phases = Some(p),
             "taskgroup" => group = Some(p),
+            // rt-app's uclamp keys: -1 (its default) leaves the clamp alone.
+            "util_min" | "util_max" => {
+                let v = p.value.as_int(ctx, &p.key)?;
+                if !(v == -1 || (0..=crate::UCLAMP_MAX_VALUE as i64).contains(&v)) {
+                    return Err(ctx.at(
+                        p.value.span().start,
+                        format!(
+                            "`{}` = {v} is out of range: expected -1 (leave the clamp alone) or 0..1024 (rt-app refuses \
+                             values above 1024, the kernel negative ones)",
+                            p.key
+                        ),
+                    ));
+                }
+                let field = if p.key == "util_min" { &mut thread.uclamp_min } else { &mut thread.uclamp_max };
+                *field = (v != -1).then(|| Spanned::new(p.value.span(), v));
+            }
             "dl-runtime" | "dl-period" | "dl-deadline" => {
                 let i = ["dl-runtime", "dl-period", "dl-deadline"].iter().position(|k| *k == p.key).unwrap_or(0);
                 dl[i] = Some((p.value.as_int(ctx, &p.key)?, p.value.span()));
@@ -528,8 +542,10 @@ pub(crate) fn unknown_key(ctx: Ctx, p: &Prop, key: &str, place: &str) -> InputEr
     } else {
         " (rt-app would ignore it silently; schedlab refuses it in case it is a typo)"
     };
-    const KNOWN: [&str; 22] = [
+    const KNOWN: [&str; 24] = [
         "instance",
+        "util_min",
+        "util_max",
         "loop",
         "policy",
         "priority",
@@ -557,7 +573,7 @@ pub(crate) fn unknown_key(ctx: Ctx, p: &Prop, key: &str, place: &str) -> InputEr
         p.key_at,
         format!(
             "`{key}` is not a {place} key or an event rt-app knows{meant}{hint}: expected instance, loop, policy, \
-             priority, cpus, delay, taskgroup, phases, or events (run, runtime, sleep, timer, lock, unlock, wait, signal, \
+             priority, cpus, delay, taskgroup, util_min, util_max, phases, or events (run, runtime, sleep, timer, lock, unlock, wait, signal, \
              broad, sync, barrier, suspend, resume, yield)"
         ),
     )

@@ -400,6 +400,7 @@ fn thread(
         slice_ns: None,
         timer_slack_ns,
         dl: None,
+        uclamp: None,
         affinity,
         start_cpu: None,
         start_delay_ns: 0,

@@ -216,7 +216,7 @@ fn what_the_model_cannot_follow_is_refused_where_it_is_written() {
         "\"taskgroup\"",
         "SCHED_OTHER tasks only",
     );
-    expect_err(&one("\"run\": 100,\n \"util_min\": 100"), 2, "\"util_min\"", "uclamp");
+    expect_err(&one("\"run\": 100,\n \"util_min\": 1025"), 2, "1025", "out of range");
     expect_err(&one("\"run\": 100,\n \"policy\": \"SCHED_DEADLINE\""), 2, "SCHED_DEADLINE", "");
     expect_err(&one("\"run\": 100,\n \"exec\": 5000"), 2, "\"exec\"", "pre-1.0 grammar");
     expect_err(&one("\"run\": 100,\n \"prority\": 5"), 2, "\"prority\"", "in case it is a typo");

@@ -552,6 +552,10 @@ fn simulate_inner(
             fixed_start: spec.start_cpu.is_some(),
             dl,
         });
+        // The runner's sched_setattr() before the program: the clamps too.
+        if let Some(u) = spec.uclamp {
+            kernel.sched_setattr_uclamp(task, u.min, u.max);
+        }
         table.tasks.insert(pid, TaskInfo { comm: spec.name.clone(), tgid: FIRST_PID - 1 });
         task_thread.push(i);
         let mut thread = Thread::new(task, i, spec.timer_slack_ns);
@@ -846,6 +850,7 @@ fn add_kernel_background(scenario: &Scenario, topo: &Topology, seed: u64) -> Sce
             slice_ns: None,
             timer_slack_ns: schedlab_scenario::DEFAULT_TIMER_SLACK_NS,
             dl: None,
+            uclamp: None,
             affinity: CpuSet::single(cpu),
             start_cpu: Some(cpu),
             start_delay_ns: phase,

@@ -14,7 +14,7 @@ fn preset(name: &str) -> Topology {
 
 #[test]
 fn every_preset_loads_under_its_own_name() {
-    assert_eq!(Topology::preset_names().len(), 8);
+    assert_eq!(Topology::preset_names().len(), 9);
     for name in Topology::preset_names() {
         let t = preset(name);
         assert_eq!(&t.name, name);
@@ -41,6 +41,23 @@ fn every_file_in_topologies_is_a_preset() {
         }
     }
     assert_eq!(files, Topology::preset_names().len());
+}
+
+#[test]
+fn juno_r2_shape() {
+    // Two A72s (CPUs 1-2) in one cluster, four A53s (0, 3-5) in the other,
+    // each cluster its own LLC; capacities as topology_normalize_cpu_scale()
+    // derives them from the dts's capacity-dmips-mhz and the maxima.
+    let t = preset("juno-r2");
+    assert_eq!(t.nr_cpus(), 6);
+    assert!(!t.has_smt());
+    assert_eq!(t.llc_mask(1), set("1-2"));
+    assert_eq!(t.llc_mask(0), set("0,3-5"));
+    assert_eq!(t.package_mask(0), t.all_cpus());
+    let caps: Vec<u32> = t.cpus.iter().map(|c| c.capacity).collect();
+    assert_eq!(caps, [383, 1024, 1024, 383, 383, 383]);
+    assert_eq!(485 * 950 * 1024 / (1024 * 1200), 383);
+    assert_eq!((t.hz, t.preempt, t.itmt_enabled), (250, PreemptModel::Full, false));
 }
 
 #[test]

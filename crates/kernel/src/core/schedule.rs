@@ -138,6 +138,7 @@ impl Kernel {
                     k.fair_server_idle_enter(cpu);
                     // set_next_task_idle() → update_idle_core(); the tick stops (NOHZ).
                     k.__update_idle_core(cpu);
+                    k.update_idle_rq_clock_pelt(cpu);
                     k.nohz_balance_enter_idle(cpu);
                 }
                 // A switch completes the one before it (the kernel's

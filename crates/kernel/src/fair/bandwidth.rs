@@ -290,7 +290,7 @@ impl Kernel {
         let tg = self.cfs(q).tg;
         self.bw_mut(tg).throttled.push(q);
         let cpu = self.cfs(q).cpu;
-        let pelt_now = self.rqs[cpu].clock + super::pelt::PELT_CLOCK_BASE;
+        let pelt_now = self.rq_clock_pelt(cpu);
         if self.profile.task_based_throttle {
             // tg_throttle_down() of 6.18: the counts below go up; an empty
             // cfs_rq's PELT clock stops now, a busy one's when it empties.
@@ -379,7 +379,7 @@ impl Kernel {
         }
         self.bw_mut(tg).throttled.retain(|&x| x != q);
         // tg_unthrottle_up(): the PELT clocks below run again, less the throttled time.
-        let pelt_now = self.rqs[cpu].clock + super::pelt::PELT_CLOCK_BASE;
+        let pelt_now = self.rq_clock_pelt(cpu);
         if self.profile.task_based_throttle {
             return self.tg_unthrottle_up_tasks(tg, cpu, pelt_now);
         }

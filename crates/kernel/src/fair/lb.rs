@@ -17,10 +17,13 @@
 //!
 //! Follows 6.12.x; from 6.14 (mainline) the balancer counts only runnable
 //! tasks and leaves delayed ones alone (see [`crate::profile::Profile`]).
+//! Misfit balancing on asymmetric-capacity machines follows 6.12
+//! (`rq->misfit_task_load` from [`crate::fair::capacity`], the
+//! `group_misfit_task` class, `migrate_misfit`, the active balance it forces).
 //! Simplified: no NUMA balancing (fbq types, `migrate_degrades_locality`), no
-//! misfit tracking on asymmetric-capacity machines (`rq->misfit_task_load` is
-//! always 0), no capacity pressure (`check_cpu_capacity()` is false: capacity
-//! is never reduced by RT/IRQ time), no core scheduling, one cfs_rq level.
+//! capacity pressure (`check_cpu_capacity()` is false: capacity is never
+//! reduced by RT/IRQ time), no EAS (`is_rd_overutilized()` and perf domains),
+//! no core scheduling, one cfs_rq level.
 //! `detach_tasks()` stops after one task for newidle balancing, as preemptible
 //! kernels do.
 
@@ -155,7 +158,7 @@ impl Kernel {
         {
             return true;
         }
-        // Reduced-capacity and misfit cases need capacity pressure (not modeled).
+        // The reduced-capacity case needs capacity pressure (not modeled).
         env.migration_type == MigrationType::Misfit
     }
 

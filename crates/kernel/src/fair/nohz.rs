@@ -291,7 +291,12 @@ impl Kernel {
                     break 'out;
                 }
             }
+            // Asymmetric capacity: kick only for a misfit task a bigger CPU
+            // could take (`check_misfit_status()`); the LLC test is skipped.
             if self.domains.cpus[cpu].sd_asym_cpucapacity.is_some() {
+                if self.rqs[cpu].misfit_task_load != 0 {
+                    flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
+                }
                 break 'out;
             }
             if self.domains.cpus[cpu].sd_llc.is_some() {
@@ -449,6 +454,7 @@ impl Kernel {
         let mut next_balance = self.jiffies() + self.hz();
         let mut continue_balancing = true;
         let mut pulled_task = 0;
+        self.update_misfit_status(None, cpu);
         if self.rqs[cpu].ttwu_pending {
             return 0;
         }

@@ -12,8 +12,8 @@
 //! balancer weighs a task by its share of the root's load (`task_h_load()`,
 //! cached per jiffy as the kernel does).
 //!
-//! Follows 6.12.x. Simplified: no UTIL_EST; the PELT clock is the rq clock
-//! (capacity and frequency invariance factors of 1, see [`crate::pelt`]),
+//! Follows 6.12.x. Simplified: no UTIL_EST; the PELT clock is
+//! capacity-invariant but not frequency-invariant (see [`crate::pelt::clock`]),
 //! stopped while a cfs_rq is throttled. Without any task group,
 //! `task_h_load()` is the task's own load average (the !FAIR_GROUP_SCHED
 //! form; the kernel with groups configured divides by the root's load + 1
@@ -33,9 +33,29 @@ pub(crate) const PELT_CLOCK_BASE: u64 = 1 << 30;
 pub(crate) use crate::pelt::{DO_ATTACH, DO_DETACH, SKIP_AGE_LOAD, UPDATE_TG};
 
 impl Kernel {
-    /// `rq_clock_pelt()`: the rq clock (no capacity or frequency scaling).
-    fn rq_clock_pelt(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].clock + PELT_CLOCK_BASE
+    /// `rq_clock_pelt()`: the capacity-scaled PELT clock less the lost idle
+    /// time ([`pelt::clock`]), offset by [`PELT_CLOCK_BASE`].
+    pub(crate) fn rq_clock_pelt(&self, cpu: usize) -> u64 {
+        let rq = &self.rqs[cpu];
+        pelt::clock::rq_clock_pelt(rq.clock_pelt, rq.lost_idle_time) + PELT_CLOCK_BASE
+    }
+
+    /// `update_rq_clock_pelt()` at the end of `update_rq_clock()`: `delta`
+    /// ns passed on `cpu`'s clock. The CPU counts as idle while the idle
+    /// task is current (the stopper is not idle).
+    pub(crate) fn update_rq_clock_pelt(&mut self, cpu: usize, delta: u64) {
+        let cap = self.topo.cpus[cpu].capacity as u64;
+        let rq = &mut self.rqs[cpu];
+        let idle = rq.curr.is_none() && !rq.stopper_running;
+        pelt::clock::update_rq_clock_pelt(&mut rq.clock_pelt, rq.clock, delta, idle, cap);
+    }
+
+    /// `update_idle_rq_clock_pelt()`, from `set_next_task_idle()`: the CPU
+    /// is about to run its idle task.
+    pub(crate) fn update_idle_rq_clock_pelt(&mut self, cpu: usize) {
+        let rq = &mut self.rqs[cpu];
+        let util_sum = rq.cfs.avg.util_sum;
+        pelt::clock::update_idle_rq_clock_pelt(&mut rq.clock_pelt, &mut rq.lost_idle_time, rq.clock, util_sum);
     }
 
     /// `cfs_rq_clock_pelt()`: the rq's PELT clock less the time the cfs_rq
@@ -286,7 +306,7 @@ impl Kernel {
 
     /// `sync_entity_load_avg()`: age a sleeping task's averages to its old
     /// cfs_rq's last update.
-    fn sync_entity_load_avg(&mut self, t: TaskId) {
+    pub(crate) fn sync_entity_load_avg(&mut self, t: TaskId) {
         let last = self.cfs(self.cfs_rq_of(t)).avg.last_update_time;
         let se = &mut self.tasks[t as usize].se;
         if se.avg.last_update_time != 0 {

@@ -3,15 +3,16 @@
 //! and its helpers, fork balancing (`sched_balance_find_dst_cpu()`), and the
 //! idle-core / SIS_UTIL bookkeeping they read.
 //!
-//! Simplified: no EAS (x86 has no perf domains), no core scheduling cookies,
+//! Simplified: no EAS (no perf domains or energy model yet), no core scheduling cookies,
 //! no cluster (`SD_CLUSTER`) pass in `select_idle_cpu()` since the model's
-//! topologies have no L2 clusters, no NUMA balancing preferences, no uclamp.
+//! topologies have no L2 clusters, no NUMA balancing preferences.
 //! Besides the balancer's update, SIS_UTIL's scan budget is also recomputed
 //! from the tick once per LLC balance interval (`tick_update_idle_cpu_scan()`).
 //!
 //! Follows 6.12.x; [`crate::profile::Profile`] holds the rules of other versions.
 
 use crate::core::Kernel;
+use crate::fair::capacity::UclampId;
 use crate::fair::lb::{group_classify, GroupType, SgLbStats};
 use crate::features::Feature;
 use crate::sched::{wflags::*, TaskId, WakeeStats};
@@ -190,10 +191,12 @@ impl Kernel {
         self.available_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
 
-    /// `asym_fits_cpu()`: on asymmetric-capacity machines the task must fit.
-    fn asym_fits_cpu(&self, util: u64, cpu: usize) -> bool {
+    /// `asym_fits_cpu()` (fair.c, 6.12): on asymmetric-capacity machines the
+    /// task must fully fit `cpu`, its utilisation and its clamps
+    /// (`util_fits_cpu() > 0`); elsewhere any CPU fits.
+    fn asym_fits_cpu(&self, util: u64, util_min: u64, util_max: u64, cpu: usize) -> bool {
         if self.sched_asym_cpucap_active() {
-            return util_fits_cpu(util, self.rqs[cpu].cpu_capacity);
+            return self.util_fits_cpu(util, util_min, util_max, cpu) > 0;
         }
         true
     }
@@ -206,15 +209,26 @@ impl Kernel {
 
     /// `select_idle_sibling()`: find an idle CPU sharing the target's cache,
     /// in the kernel's order. Returns the CPU and which rule chose it.
+    ///
+    /// On asymmetric-capacity machines (6.12) the task's averages are synced
+    /// first and each early exit also needs [`Kernel::asym_fits_cpu`]; the
+    /// scan is then `select_idle_capacity()` over `sd_asym_cpucapacity`.
     pub fn select_idle_sibling(&mut self, p: TaskId, prev: usize, target: usize) -> (usize, SisRule) {
-        let task_util = self.task_util(p);
-        if self.idle_or_sched_idle(target) && self.asym_fits_cpu(task_util, target) {
+        let (mut util, mut util_min, mut util_max) = (0, 0, 0);
+        if self.sched_asym_cpucap_active() {
+            self.sync_entity_load_avg(p);
+            util = self.task_util(p);
+            util_min = self.uclamp_eff_value(p, UclampId::Min);
+            util_max = self.uclamp_eff_value(p, UclampId::Max);
+        }
+        let fits = |k: &Kernel, cpu: usize| k.asym_fits_cpu(util, util_min, util_max, cpu);
+        if self.idle_or_sched_idle(target) && fits(self, target) {
             return (target, SisRule::Target);
         }
         if prev != target
             && self.domains.cpus_share_cache(prev, target)
             && self.idle_or_sched_idle(prev)
-            && self.asym_fits_cpu(task_util, prev)
+            && fits(self, prev)
         {
             return (prev, SisRule::Prev);
         }
@@ -226,7 +240,7 @@ impl Kernel {
             && self.domains.cpus_share_cache(recent, target)
             && self.idle_or_sched_idle(recent)
             && self.tasks[p as usize].cpus_mask.contains(recent)
-            && self.asym_fits_cpu(task_util, recent)
+            && fits(self, recent)
         {
             return (recent, SisRule::RecentUsed);
         }
@@ -354,24 +368,32 @@ impl Kernel {
         idle_cpu
     }
 
-    /// `select_idle_capacity()`: the first idle CPU (from `target`) the task
-    /// fits on, else the idle CPU with the most capacity.
+    /// `select_idle_capacity()` (fair.c, 6.12): scanning the
+    /// `sd_asym_cpucapacity` span from `target` (wrapping), the first idle
+    /// CPU the task fully fits (utilisation and clamps); failing that, the
+    /// idle CPU that fits best — one where only the `uclamp_min` boost does
+    /// not fit (-1) before one where the util does not (0) — and, among
+    /// equals, the one with the most capacity (`get_actual_cpu_capacity()`
+    /// for the -1 kind, `capacity_of()` otherwise: the same here).
     fn select_idle_capacity(&self, p: TaskId, span: CpuSet, target: usize) -> Option<usize> {
         let cpus = span.and(&self.tasks[p as usize].cpus_mask);
         let util = self.task_util(p);
-        let (mut best_cap, mut best_cpu) = (0, None);
+        let util_min = self.uclamp_eff_value(p, UclampId::Min);
+        let util_max = self.uclamp_eff_value(p, UclampId::Max);
+        let (mut best_cap, mut best_fits, mut best_cpu) = (0, 0, None);
         let mut scan = CpuWrap::new(target, self.nr_cpus());
         while let Some(cpu) = scan.next_in(&cpus) {
             if !self.idle_or_sched_idle(cpu) {
                 continue;
             }
-            let cap = self.rqs[cpu].cpu_capacity;
-            if util_fits_cpu(util, cap) {
+            let fits = self.util_fits_cpu(util, util_min, util_max, cpu);
+            if fits > 0 {
                 return Some(cpu);
             }
-            if cap > best_cap {
-                best_cap = cap;
-                best_cpu = Some(cpu);
+            let caps = self.cpu_capacities(cpu);
+            let cap = if fits < 0 { caps.actual } else { caps.capacity };
+            if fits < best_fits || (fits == best_fits && cap > best_cap) {
+                (best_cap, best_fits, best_cpu) = (cap, fits, Some(cpu));
             }
         }
         best_cpu
@@ -432,7 +454,6 @@ impl Kernel {
         if asym_cap {
             sgs.group_misfit_task_load = 1;
         }
-        let util = self.task_util(p);
         for i in span.and(&self.tasks[p as usize].cpus_mask).iter() {
             sgs.group_load += self.cpu_load_without(i, p);
             sgs.group_util += self.cpu_util_without(i, p);
@@ -444,7 +465,7 @@ impl Kernel {
             if nr_running == 0 && self.idle_cpu_without(i, p) {
                 sgs.idle_cpus += 1;
             }
-            if asym_cap && sgs.group_misfit_task_load != 0 && util_fits_cpu(util, self.rqs[i].cpu_capacity) {
+            if asym_cap && sgs.group_misfit_task_load != 0 && self.task_fits_cpu(p, i) {
                 sgs.group_misfit_task_load = 0;
             }
         }
@@ -475,7 +496,12 @@ impl Kernel {
             let sgs = self.update_sg_wakeup_stats(pct, asym_cap, g.span, g.weight, g.capacity, p);
             if g.span.contains(this_cpu) {
                 local = Some((gi, sgs));
-            } else if update_pick_idlest(&idlest_sgs, &sgs) {
+            } else if update_pick_idlest(
+                &idlest_sgs,
+                idlest.map(|i: usize| dom.groups[i].max_capacity),
+                &sgs,
+                g.max_capacity,
+            ) {
                 idlest = Some(gi);
                 idlest_sgs = sgs;
             }
@@ -587,8 +613,15 @@ impl Kernel {
     }
 }
 
-/// `update_pick_idlest()`: is `sgs` a better (idler) group than the best so far?
-fn update_pick_idlest(idlest: &SgLbStats, sgs: &SgLbStats) -> bool {
+/// `update_pick_idlest()`: is `sgs` (of a group whose largest CPU capacity is
+/// `max_capacity`) a better (idler) group than the best so far, `idlest`
+/// (of `idlest_max_capacity`, `None` before the first)?
+fn update_pick_idlest(
+    idlest: &SgLbStats,
+    idlest_max_capacity: Option<u64>,
+    sgs: &SgLbStats,
+    max_capacity: u64,
+) -> bool {
     if sgs.group_type < idlest.group_type {
         return true;
     }
@@ -598,8 +631,8 @@ fn update_pick_idlest(idlest: &SgLbStats, sgs: &SgLbStats) -> bool {
     match sgs.group_type {
         GroupType::Overloaded | GroupType::FullyBusy => idlest.avg_load > sgs.avg_load,
         GroupType::Imbalanced | GroupType::AsymPacking | GroupType::SmtBalance => false,
-        // Capacities are symmetric wherever the model sets misfit today.
-        GroupType::MisfitTask => false,
+        // A misfit task goes to the group with the biggest CPU.
+        GroupType::MisfitTask => idlest_max_capacity.is_none_or(|m| m < max_capacity),
         GroupType::HasSpare => {
             if idlest.idle_cpus > sgs.idle_cpus {
                 return false;
@@ -607,9 +640,4 @@ fn update_pick_idlest(idlest: &SgLbStats, sgs: &SgLbStats) -> bool {
             !(idlest.idle_cpus == sgs.idle_cpus && idlest.group_util <= sgs.group_util)
         }
     }
-}
-
-/// `util_fits_cpu()` without uclamp: `fits_capacity()`, 20 % headroom.
-pub fn util_fits_cpu(util: u64, capacity: u64) -> bool {
-    util * 1280 < capacity * 1024
 }

@@ -38,6 +38,7 @@ pub(super) fn group(
     };
     let (nice, rt_priority) = sched_params(ctx, policy, raw.nice.as_ref(), raw.priority.as_ref())?;
     let dl = deadline_params(ctx, policy, raw)?;
+    let uclamp = uclamp_params(ctx, raw)?;
     let slice_ns = match &raw.slice {
         Some(s) if policy.is_rt_or_dl() => {
             return Err(ctx.err(s, format!("`slice` applies only to fair policies, not {}", policy.name())))
@@ -168,6 +169,7 @@ pub(super) fn group(
         slice_ns,
         timer_slack_ns,
         dl,
+        uclamp,
         affinity,
         start_cpu,
         delay_ns,
@@ -184,6 +186,31 @@ pub(super) fn group(
         ops,
         line: ctx.line_of(t.span().start),
     })
+}
+
+/// `uclamp_min` and `uclamp_max`: 0..1024 each, and the floor not above the
+/// ceiling (where one is missing, the kernel's default 0 or 1024 stands in),
+/// as the kernel's `uclamp_validate()` refuses with EINVAL otherwise.
+fn uclamp_params(ctx: Ctx, raw: &RawThread) -> Result<Option<crate::UclampSpec>, InputError> {
+    let max_value = crate::UCLAMP_MAX_VALUE as i64;
+    let why = "a utilisation clamp, 1024 = the biggest CPU at its highest frequency";
+    let read = |v: &Option<Spanned<i64>>, key: &str| -> Result<Option<u32>, InputError> {
+        v.as_ref().map(|v| values::int_in(ctx, v, key, 0, max_value, why).map(|n| n as u32)).transpose()
+    };
+    let (min, max) = (read(&raw.uclamp_min, "uclamp_min")?, read(&raw.uclamp_max, "uclamp_max")?);
+    if min.unwrap_or(0) > max.unwrap_or(crate::UCLAMP_MAX_VALUE) {
+        let at = raw.uclamp_min.as_ref().expect("a floor above the default ceiling was written");
+        return Err(ctx.err(
+            at,
+            format!(
+                "`uclamp_min` = {} is above `uclamp_max` = {}: expected uclamp_min <= uclamp_max (rt-app's \
+                 util_min <= util_max; sched_setattr() refuses it with EINVAL)",
+                min.unwrap_or(0),
+                max.unwrap_or(crate::UCLAMP_MAX_VALUE)
+            ),
+        ));
+    }
+    Ok((min.is_some() || max.is_some()).then_some(crate::UclampSpec { min, max }))
 }
 
 /// SCHED_DEADLINE's `runtime`, `deadline` and `period` (durations): the

@@ -170,6 +170,16 @@ impl Phase {
                     phase.taskgroup = crate::rtapp::taskgroup(ctx, p, None)?;
                     phase.taskgroup_at = p.key_at;
                 }
+                "util_min" | "util_max" => {
+                    return Err(ctx.at(
+                        p.key_at,
+                        format!(
+                            "`{}` in phase `{}`: per-phase utilisation clamps are not supported yet; set it on the \
+                             task, where it applies from the start",
+                            p.key, prop.key
+                        ),
+                    ))
+                }
                 key => return Err(unknown_key(ctx, p, key, "phase")),
             }
         }

@@ -172,12 +172,22 @@ impl<'a> Engine<'a> {
                     } else {
                         have.rt_priority == spec.rt_priority
                     };
-                if !same {
+                // Its own clamps, where they differ from the inherited ones
+                // (the same sched_setattr() call as the policy).
+                let uclamp = spec.uclamp.filter(|u| {
+                    u.min.is_some_and(|m| m != have.uclamp_min) || u.max.is_some_and(|m| m != have.uclamp_max)
+                });
+                if !same || uclamp.is_some() {
                     if !self.pay(cpu, th, self.syscall_ns()) {
                         return Some(STOP);
                     }
-                    let attr = SchedAttr { policy, nice: spec.nice, rt_priority: spec.rt_priority };
-                    self.kernel.sched_setscheduler(task, attr, self.now, cpu, &mut self.out);
+                    if !same {
+                        let attr = SchedAttr { policy, nice: spec.nice, rt_priority: spec.rt_priority };
+                        self.kernel.sched_setscheduler(task, attr, self.now, cpu, &mut self.out);
+                    }
+                    if let Some(u) = uclamp {
+                        self.kernel.sched_setattr_uclamp(task, u.min, u.max);
+                    }
                     self.drain();
                     self.threads[th].timer_slack_ns = spec.timer_slack_ns;
                     next(self, Setup::Done);

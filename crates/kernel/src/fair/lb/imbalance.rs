@@ -3,11 +3,14 @@
 //! `sibling_imbalance()`, and `sched_balance_find_src_rq()` (was
 //! `find_busiest_queue()`).
 //!
-//! Simplified as the rest of [`crate::fair::lb`]: no NUMA imbalance adjustment,
-//! no misfit or reduced-capacity cases.
+//! Simplified as the rest of [`crate::fair::lb`]: no NUMA imbalance
+//! adjustment; the misfit case as 6.12 has it on `SD_ASYM_CPUCAPACITY`
+//! domains (`migrate_misfit`), the reduced-capacity one never arises (no
+//! capacity pressure).
 
 use super::{CpuIdleType, GroupType, LbEnv, MigrationType, SdLbStats};
 use crate::core::Kernel;
+use crate::fair::capacity::capacity_greater;
 use crate::topology::sd_flags::*;
 
 impl Kernel {
@@ -37,6 +40,12 @@ impl Kernel {
         let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
         let busiest = sds.busiest_stat;
         match busiest.group_type {
+            GroupType::MisfitTask if dom.flags & SD_ASYM_CPUCAPACITY != 0 => {
+                // One misfit task to move (migrate_misfit).
+                env.migration_type = MigrationType::Misfit;
+                env.imbalance = 1;
+                return;
+            }
             GroupType::MisfitTask => {
                 env.migration_type = MigrationType::Load;
                 env.imbalance = busiest.group_misfit_task_load as i64;
@@ -171,6 +180,13 @@ impl Kernel {
                 continue;
             }
             let capacity = self.rqs[i].cpu_capacity;
+            // A lone task on a CPU not clearly smaller than the destination stays.
+            if dom.flags & SD_ASYM_CPUCAPACITY != 0
+                && !capacity_greater(self.rqs[env.dst_cpu].cpu_capacity, capacity)
+                && nr_running == 1
+            {
+                continue;
+            }
             if self.sched_asym(dom.flags, i, env.dst_cpu) && nr_running == 1 {
                 continue;
             }
@@ -202,7 +218,13 @@ impl Kernel {
                         busiest = Some(i);
                     }
                 }
-                MigrationType::Misfit => {}
+                MigrationType::Misfit => {
+                    // The runqueue with the biggest misfit task.
+                    if self.rqs[i].misfit_task_load > busiest_load {
+                        busiest_load = self.rqs[i].misfit_task_load;
+                        busiest = Some(i);
+                    }
+                }
             }
         }
         busiest

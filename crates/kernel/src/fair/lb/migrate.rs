@@ -157,7 +157,16 @@ impl Kernel {
                         env.imbalance -= 1;
                         true
                     }
-                    MigrationType::Misfit => false,
+                    // Only a task that does not fit where it is, and then
+                    // no more (migrate_misfit).
+                    MigrationType::Misfit => {
+                        if self.task_fits_cpu(p, env.src_cpu) {
+                            false
+                        } else {
+                            env.imbalance = 0;
+                            true
+                        }
+                    }
                 }
             };
             if !ok {

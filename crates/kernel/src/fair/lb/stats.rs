@@ -4,11 +4,13 @@
 //! group_type`, `struct sg_lb_stats` (shared with the wakeup path's
 //! `update_sg_wakeup_stats()`) / `struct sd_lb_stats` and `cpu_runnable()`.
 //!
-//! Simplified as the rest of [`crate::fair::lb`]: no misfit tracking, no
-//! capacity pressure, no NUMA (fbq) statistics.
+//! Simplified as the rest of [`crate::fair::lb`]: no capacity pressure (so
+//! no reduced-capacity misfit outside `SD_ASYM_CPUCAPACITY` domains), no
+//! NUMA (fbq) statistics.
 
 use super::{CpuIdleType, LbEnv};
 use crate::core::Kernel;
+use crate::fair::capacity::capacity_greater;
 use crate::topology::sd_flags::*;
 
 /// `enum group_type` (fair.c), in the kernel's order: later is busier.
@@ -132,7 +134,15 @@ impl Kernel {
                 sgs.idle_cpus += 1;
                 continue;
             }
-            // Misfit and reduced-capacity tracking are not modeled (see module doc).
+            if local_group {
+                continue;
+            }
+            // The biggest misfit task of the group; the reduced-capacity
+            // case of other domains needs capacity pressure (not modeled).
+            if dom.flags & SD_ASYM_CPUCAPACITY != 0 && sgs.group_misfit_task_load < rq.misfit_task_load {
+                sgs.group_misfit_task_load = rq.misfit_task_load;
+                *overloaded = true;
+            }
         }
         sgs.group_capacity = group.capacity;
         sgs.group_weight = group.weight;
@@ -163,6 +173,24 @@ impl Kernel {
         let busiest = &sds.busiest_stat;
         if sgs.sum_h_nr_running == 0 {
             return false;
+        }
+        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
+        if dom.flags & SD_ASYM_CPUCAPACITY != 0 {
+            let sg = &dom.groups[gi];
+            let dst_cap = self.rqs[env.dst_cpu].cpu_capacity;
+            // A misfit task only moves to a clearly bigger CPU, on an idle
+            // core, from a domain whose local group has spare capacity.
+            if sgs.group_type == GroupType::MisfitTask
+                && (!env.dst_core_idle
+                    || !capacity_greater(dst_cap, sg.max_capacity)
+                    || sds.local_stat.group_type != GroupType::HasSpare)
+            {
+                return false;
+            }
+            // Nothing is pulled from a group of bigger CPUs running at most a task each.
+            if sgs.group_type <= GroupType::FullyBusy && capacity_greater(sg.min_capacity, dst_cap) {
+                return false;
+            }
         }
         if sgs.group_type > busiest.group_type {
             return true;
