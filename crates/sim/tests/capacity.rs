@@ -54,6 +54,15 @@ fn runtime_per_cpu(r: &SimResult, pid: i32) -> Vec<u64> {
     per_cpu
 }
 
+/// The balancer's moves of `pid`: (time, from, to, which balance).
+fn balancer_moves(r: &SimResult, pid: i32) -> Vec<(u64, u32, u32, BalanceKind)> {
+    let moves = r.trace.events.iter().filter_map(|e| match e.kind {
+        EventKind::LbMigrate { pid: p, src_cpu, dst_cpu, kind, .. } if p == pid => Some((e.ts, src_cpu, dst_cpu, kind)),
+        _ => None,
+    });
+    moves.collect()
+}
+
 const HOG: &str = r#"
 topology = "smt-2x2"
 duration = "200ms"
@@ -67,17 +76,7 @@ program = [ { run = "10s" } ]
 fn a_task_too_big_for_a_little_cpu_is_pulled_to_a_big_one_by_misfit_balancing() {
     let r = run(HOG);
     let hog = pid_of(&r, "hog");
-    let moves: Vec<_> = r
-        .trace
-        .events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::LbMigrate { pid, src_cpu, dst_cpu, kind, .. } if pid == hog => {
-                Some((e.ts, src_cpu, dst_cpu, kind))
-            }
-            _ => None,
-        })
-        .collect();
+    let moves = balancer_moves(&r, hog);
     // One move: the stopper on the little CPU pushes the running task to a
     // big CPU (migrate_misfit forces an active balance), and it stays there.
     assert_eq!(moves.len(), 1, "{moves:?}");
@@ -104,17 +103,7 @@ fn on_juno_r2_a_hog_started_on_an_a53_moves_to_an_a72_within_the_pkg_balance_int
         .unwrap_or_else(|e| panic!("{e}"));
     let r = simulate(&s, &SimOptions { no_noise: true, ..Default::default() }).unwrap_or_else(|e| panic!("{e}"));
     let hog = pid_of(&r, "hog");
-    let moves: Vec<_> = r
-        .trace
-        .events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::LbMigrate { pid, src_cpu, dst_cpu, kind, .. } if pid == hog => {
-                Some((e.ts, src_cpu, dst_cpu, kind))
-            }
-            _ => None,
-        })
-        .collect();
+    let moves = balancer_moves(&r, hog);
     assert_eq!(moves.len(), 1, "{moves:?}");
     let (at, src, dst, kind) = moves[0];
     println!("juno-r2: moved from CPU {src} to CPU {dst} at {} us", at / 1000);
