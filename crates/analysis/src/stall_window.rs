@@ -212,8 +212,8 @@ pub struct AttributionCollector {
     /// open longer than [`MAX_WINDOW_EVENTS`] events).
     pub lost: u64,
     /// The events of the last explanation, kept for the next: a fresh
-    /// window-sized buffer each time was fresh memory each time (2 % of
-    /// asym_min's run in page faults, issue 39).
+    /// window-sized buffer each time is fresh memory, paid in page faults
+    /// (issue 39).
     explained_events: Vec<Event>,
 }
 

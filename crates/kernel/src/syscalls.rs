@@ -2,7 +2,8 @@
 //! `__sched_setscheduler()` with its policy, nice and RT priority.
 //!
 //! Follows 6.12.x. Simplified: no change to or from SCHED_DEADLINE at run
-//! time (a deadline task gets its reservation at creation), no uclamp, no
+//! time (a deadline task gets its reservation at creation), uclamp per task
+//! (its rules are in `fair/capacity.rs`), no
 //! `SCHED_FLAG_KEEP_PARAMS` or `RESET_ON_FORK`; the permission and
 //! bandwidth checks are the caller's (the scenario parser refuses what the
 //! kernel would refuse); a fair task's custom slice is cleared, as a
@@ -217,5 +218,21 @@ impl Kernel {
         }
         self.check_class_changed(cpu, p, class, oldprio);
         true
+    }
+}
+
+impl Kernel {
+    /// The uclamp half of `__sched_setscheduler()` (`uclamp_validate()`,
+    /// `__setscheduler_uclamp()`, core.c 6.12): set the clamps `p` asks for
+    /// (`None` leaves one as it is) and turn on the `sched_uclamp_used` key.
+    /// The caller has checked the values (0..=1024, min <= max), as
+    /// `uclamp_validate()` would with EINVAL. The runqueue aggregation a
+    /// queued task's new clamp would update is not modeled (module doc).
+    pub fn sched_setattr_uclamp(&mut self, p: TaskId, min: Option<u32>, max: Option<u32>) {
+        let t = &mut self.tasks[p as usize];
+        let (lo, hi) = (min.unwrap_or(t.uclamp_min), max.unwrap_or(t.uclamp_max));
+        debug_assert!(lo <= hi && hi as u64 <= pelt::SCHED_CAPACITY_SCALE, "uclamp {lo}..{hi} not validated");
+        (t.uclamp_min, t.uclamp_max) = (lo, hi);
+        self.uclamp_used = true;
     }
 }

@@ -146,18 +146,4 @@ impl Kernel {
         };
         self.rqs[cpu].misfit_task_load = misfit;
     }
-
-    /// The uclamp half of `__sched_setscheduler()` (`uclamp_validate()`,
-    /// `__setscheduler_uclamp()`, core.c 6.12): set the clamps `p` asks for
-    /// (`None` leaves one as it is) and turn on the `sched_uclamp_used` key.
-    /// The caller has checked the values (0..=1024, min <= max), as
-    /// `uclamp_validate()` would with EINVAL. The runqueue aggregation a
-    /// queued task's new clamp would update is not modeled (module doc).
-    pub fn sched_setattr_uclamp(&mut self, p: TaskId, min: Option<u32>, max: Option<u32>) {
-        let t = &mut self.tasks[p as usize];
-        let (lo, hi) = (min.unwrap_or(t.uclamp_min), max.unwrap_or(t.uclamp_max));
-        debug_assert!(lo <= hi && hi as u64 <= SCHED_CAPACITY_SCALE, "uclamp {lo}..{hi} not validated");
-        (t.uclamp_min, t.uclamp_max) = (lo, hi);
-        self.uclamp_used = true;
-    }
 }
