@@ -15,17 +15,6 @@ use std::sync::Mutex;
 /// deadline bandwidth.
 static REAL: Mutex<()> = Mutex::new(());
 
-/// Take [`REAL`], then wait out the previous run's reservations: the kernel
-/// keeps an exited deadline task's bandwidth until its 0-lag time
-/// (`task_non_contending()`, deadline.c), up to about two of its 100 ms
-/// periods after it exits, so a run right behind dl-grub-reclaim's was
-/// refused with EBUSY (CI, 2026-12-06).
-fn one_real_run() -> std::sync::MutexGuard<'static, ()> {
-    let guard = REAL.lock().unwrap_or_else(|e| e.into_inner());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    guard
-}
-
 fn is_root() -> bool {
     // SAFETY: plain syscall.
     unsafe { libc::geteuid() == 0 }
@@ -43,7 +32,7 @@ fn the_kernel_holds_a_deadline_task_to_its_reservation_and_refuses_one_that_does
         eprintln!("skipped: needs root (sched_setattr SCHED_DEADLINE, tracefs)");
         return;
     }
-    let _one = one_real_run();
+    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     // dl-cbs-overrun: 2 ms every 10 ms asked for 5 ms per job, beside a hog.
     let d = json_of(&["real", "dl-cbs-overrun", "--duration", "2s", "--json"]);
     let cbs = &d["deadline"]["tasks"][0];
@@ -96,7 +85,7 @@ fn a_reclaiming_task_gets_max_bw_of_a_cpu_on_the_kernel_as_in_the_model() {
         eprintln!("skipped: needs root (sched_setattr SCHED_DEADLINE with SCHED_FLAG_RECLAIM, tracefs)");
         return;
     }
-    let _one = one_real_run();
+    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     // dl-grub-reclaim: 30 ms / 100 ms with SCHED_FLAG_RECLAIM and 10 ms /
     // 100 ms without, both asking for the whole CPU. The model's shares are
     // GRUB's arithmetic: 0.3 / (0.3 x 269/256) of each period, 95.2 %, and
