@@ -554,6 +554,8 @@ proptest! {
                 node: node_of_core[core],
                 capacity: if small_core[core] && core > 0 { 512 } else { 1024 },
                 asym_prio: prio_of_core[core],
+                core_type: None,
+                hwp_highest_perf: None,
             })
             .collect();
         let d = build_sched_domains(&topo);
