@@ -93,7 +93,7 @@ pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
 /// can index arrays; they are what the kernel's `topology_core_id()`,
 /// `get_llc_id()`, `topology_physical_package_id()` and `cpu_to_node()`
 /// distinguish, renumbered machine-wide.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct CpuInfo {
     /// Logical CPU number, as in `taskset -c` and `sched_switch` traces.
     pub id: usize,
@@ -123,6 +123,29 @@ pub struct CpuInfo {
     /// passes to `sched_set_itmt_core_prio()` and, on hybrid parts where the
     /// kernel enables it, turns into the CPU capacity. `None` when not given.
     pub hwp_highest_perf: Option<u32>,
+}
+
+/// As derived, but the Intel fields only when given: a sweep's shard
+/// fingerprint hashes the topology's `Debug` text, which thus stays what it
+/// was for every topology without them.
+impl std::fmt::Debug for CpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("CpuInfo");
+        d.field("id", &self.id)
+            .field("core", &self.core)
+            .field("llc", &self.llc)
+            .field("package", &self.package)
+            .field("node", &self.node)
+            .field("capacity", &self.capacity)
+            .field("asym_prio", &self.asym_prio);
+        if let Some(t) = &self.core_type {
+            d.field("core_type", t);
+        }
+        if let Some(p) = &self.hwp_highest_perf {
+            d.field("hwp_highest_perf", p);
+        }
+        d.finish()
+    }
 }
 
 /// The core type an Intel hybrid CPU reports (CPUID leaf 0x1A EAX[31:24],

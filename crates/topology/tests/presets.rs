@@ -307,3 +307,16 @@ fn turin_has_sixteen_ccds_of_sixteen_cpus_on_one_node() {
     assert_eq!(t.node_mask(0), t.all_cpus());
     assert!(t.costs.kernel.balance_per_cpu_ns > 0);
 }
+
+/// A CPU without the Intel fields prints as before they existed (sweep
+/// shard fingerprints hash this text).
+#[test]
+fn cpu_debug_text_unchanged_without_intel_fields() {
+    let t = preset("ryzen-7950x");
+    assert_eq!(
+        format!("{:?}", t.cpus[6]),
+        "CpuInfo { id: 6, core: 6, llc: 0, package: 0, node: 0, capacity: 1024, asym_prio: 231 }"
+    );
+    let h = preset("intel-285k");
+    assert!(format!("{:?}", h.cpus[2]).ends_with("asym_prio: 72, core_type: Core, hwp_highest_perf: 72 }"));
+}
