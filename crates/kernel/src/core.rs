@@ -302,7 +302,9 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn new(cfg: KernelConfig) -> Self {
-        let topo = cfg.topology;
+        // What intel_pstate sets up from HWP values, by the profile's
+        // version (a topology without them is unchanged).
+        let topo = crate::topology::intel_pstate::intel_pstate_init(cfg.topology, &cfg.profile);
         let nr_cpus = topo.nr_cpus();
         let doms = sched_domain_spans(&topo, &cfg.partitions);
         let domains = build_sched_domains_partitioned(&topo, &SchedTopologyOptions::default(), &doms);

@@ -25,6 +25,58 @@ pub enum SliceProtection {
     MinQueuedSlice,
 }
 
+/// How `sched_set_itmt_core_prio()` (arch/x86/kernel/itmt.c) turns a
+/// core's priority into its SMT siblings' `arch_asym_cpu_priority()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItmtSmtPrio {
+    /// 4.10 (the ITMT introduction) to 5.15: the i-th sibling (1-based, in
+    /// sibling-mask order) gets `prio * smp_num_siblings / i`.
+    DivideByIndex,
+    /// 5.16 (014bfe892220, "x86/sched: Decrease further the priorities of
+    /// SMT siblings") to 6.4: `prio * smp_num_siblings / (i * i)`.
+    DivideBySquare,
+    /// 6.5+ (046a5a95c3b0, "x86/sched/itmt: Give all SMT siblings of a core
+    /// the same priority"): every CPU gets `prio` itself.
+    Same,
+}
+
+impl ItmtSmtPrio {
+    /// The rule of a kernel `major.minor`.
+    pub fn for_version(major: u32, minor: u32) -> ItmtSmtPrio {
+        match (major, minor) {
+            v if v >= (6, 5) => ItmtSmtPrio::Same,
+            v if v >= (5, 16) => ItmtSmtPrio::DivideBySquare,
+            _ => ItmtSmtPrio::DivideByIndex,
+        }
+    }
+}
+
+impl HybridCapacity {
+    /// The rule of a kernel `major.minor`.
+    pub fn for_version(major: u32, minor: u32) -> HybridCapacity {
+        if (major, minor) >= (6, 12) {
+            HybridCapacity::WithoutSmt
+        } else {
+            HybridCapacity::Never
+        }
+    }
+}
+
+/// Whether intel_pstate gives a hybrid part asymmetric CPU capacities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HybridCapacity {
+    /// Before 6.12: every CPU keeps capacity 1024; hybrid parts are ranked
+    /// by ITMT priority only.
+    Never,
+    /// 6.12+ (929ebc93ccaa, "cpufreq: intel_pstate: Set asymmetric CPU
+    /// capacity on hybrid systems"): `hybrid_init_cpu_capacity_scaling()`
+    /// scales capacities by HWP highest performance and clears ITMT when the
+    /// part is hybrid and SMT is off (6.12.0 tests `sched_smt_active()`,
+    /// Debian's 6.12.117 and later `cpu_smt_possible()`: the same for a
+    /// topology without SMT threads; `nosmt` on an SMT part is not modeled).
+    WithoutSmt,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
     pub name: &'static str,
@@ -58,6 +110,10 @@ pub struct Profile {
     /// queued, a task picked from it leaves for the cfs_rq's limbo list on
     /// its way back to user space, and unthrottling enqueues each as a wakeup.
     pub task_based_throttle: bool,
+    /// The x86 ITMT priority rule for SMT siblings (itmt.c).
+    pub itmt_smt_prio: ItmtSmtPrio,
+    /// intel_pstate's hybrid capacity scaling.
+    pub hybrid_capacity: HybridCapacity,
     /// Features of the table this kernel's features.h does not have, with
     /// the release that added each: settings naming them are refused.
     pub absent: &'static [(Feature, &'static str)],
@@ -119,6 +175,8 @@ impl Profile {
                 custom_slices: true,
                 dl_server_stop_on_empty: false,
                 task_based_throttle: false,
+                itmt_smt_prio: ItmtSmtPrio::for_version(6, 12),
+                hybrid_capacity: HybridCapacity::for_version(6, 12),
                 absent: &[],
                 defaults: defaults(false),
             }),
@@ -129,6 +187,8 @@ impl Profile {
                                  no PREEMPT_SHORT or relative deadlines, no custom slices; 0.75 ms base slice)";
                 p.fair_server = false;
                 p.custom_slices = false;
+                p.itmt_smt_prio = ItmtSmtPrio::for_version(6, 9);
+                p.hybrid_capacity = HybridCapacity::for_version(6, 9);
                 p.absent = ABSENT_6_9;
                 for (f, _) in ABSENT_6_9 {
                     p.defaults.set(*f, false);
@@ -170,6 +230,8 @@ impl Profile {
                 custom_slices: true,
                 dl_server_stop_on_empty: false,
                 task_based_throttle: true,
+                itmt_smt_prio: ItmtSmtPrio::for_version(7, 0),
+                hybrid_capacity: HybridCapacity::for_version(7, 0),
                 absent: &[],
                 defaults: defaults(true),
             }),

@@ -53,6 +53,8 @@ use std::fmt::Write as _;
 pub mod sd_flags;
 
 mod build;
+pub mod intel_pstate;
+pub mod itmt;
 mod levels;
 
 pub use build::{build_sched_domains, build_sched_domains_partitioned, build_sched_domains_with};

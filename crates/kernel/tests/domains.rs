@@ -554,6 +554,8 @@ proptest! {
                 node: node_of_core[core],
                 capacity: if small_core[core] && core > 0 { 512 } else { 1024 },
                 asym_prio: prio_of_core[core],
+                core_type: None,
+                hwp_highest_perf: None,
             })
             .collect();
         let d = build_sched_domains(&topo);
@@ -610,5 +612,32 @@ fn partitioned_domains_stay_within_their_span() {
             whole.domains(cpu).iter().map(|s| s.span).collect::<Vec<_>>(),
             plain.domains(cpu).iter().map(|s| s.span).collect::<Vec<_>>()
         );
+    }
+}
+
+/// The Intel hybrid presets as intel_pstate leaves them for the scheduler
+/// per kernel version: the 285K (no SMT) gets asymmetric capacities and no
+/// asym packing from 6.12 on, asym packing before; the 13900K (SMT) asym
+/// packing on every version, capacity 1024.
+#[test]
+fn intel_hybrid_domains_follow_the_profile_regime() {
+    use schedlab_kernel::profile::Profile;
+    use schedlab_kernel::topology::intel_pstate::intel_pstate_init;
+    let mc = |d: &SchedDomains, cpu: usize| d.domains(cpu).iter().find(|sd| sd.level == DomainLevel::Mc).cloned();
+    for (name, capacity) in [("6.9", false), ("6.12", true), ("6.15", true), ("mainline", true)] {
+        let p = Profile::by_name(name).unwrap();
+        let t = intel_pstate_init(preset("intel-285k"), &p);
+        let d = build_sched_domains(&t);
+        let sd = mc(&d, 0).expect("an MC level");
+        assert_eq!(sd.span, t.all_cpus());
+        assert_eq!(sd.has(SD_ASYM_CPUCAPACITY), capacity, "285k {name}");
+        assert_eq!(sd.has(SD_ASYM_PACKING), !capacity, "285k {name}");
+        assert_eq!(d.cpus[0].sd_asym_cpucapacity.is_some(), capacity, "285k {name}");
+
+        let t = intel_pstate_init(preset("intel-13900k"), &p);
+        let d = build_sched_domains(&t);
+        let sd = mc(&d, 0).expect("an MC level");
+        assert!(!sd.has(SD_ASYM_CPUCAPACITY) && sd.has(SD_ASYM_PACKING), "13900k {name}");
+        assert!(t.cpus.iter().all(|c| c.capacity == 1024));
     }
 }

@@ -486,6 +486,22 @@ fn simulate_inner(
         preempt = PreemptModel::Voluntary;
     }
 
+    {
+        use schedlab_kernel::topology::intel_pstate::{hybrid_regime, HybridRegime};
+        match hybrid_regime(&topo, &profile) {
+            HybridRegime::AsymCapacity => notes.push(format!(
+                "topology {} is a hybrid part without SMT: on kernel profile {} intel_pstate scales CPU capacities by HWP highest performance and clears ITMT (asymmetric capacity, no asym packing)",
+                topo.name, profile.name
+            )),
+            HybridRegime::AsymPacking if topo.is_hybrid() => notes.push(format!(
+                "topology {} is a hybrid part: on kernel profile {} every CPU keeps capacity 1024 and ITMT priorities (HWP highest performance) drive asym packing{}",
+                topo.name,
+                profile.name,
+                if topo.has_smt() { " (SMT is on)" } else { " (before 6.12's hybrid capacity scaling)" }
+            )),
+            _ => {}
+        }
+    }
     let mut kernel = Kernel::new(KernelConfig {
         profile: profile.clone(),
         features,

@@ -22,6 +22,7 @@ type Span = Range<usize>;
 type CpuTable = Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>;
 
 pub(crate) mod hardware;
+mod hybrid;
 
 struct Ctx<'a> {
     path: &'a str,
@@ -98,7 +99,9 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
     if let Some(t) = &f.asym_prio {
         apply_table(&ctx, &mut slots, t, Field::Prio)?;
     }
+    hybrid::apply(&ctx, &mut slots, f.hwp_highest_perf.as_ref(), f.core_type.as_ref())?;
     check_structure(&ctx, &slots, layout_span.as_ref())?;
+    hybrid::check_siblings(&ctx, &slots)?;
     check_smt_prio(&ctx, &slots)?;
     check_capacity(&ctx, &slots)?;
 
@@ -211,6 +214,8 @@ fn generate(ctx: &Ctx, l: &Spanned<LayoutFile>) -> Result<Vec<Slot>, InputError>
                             node: p * nodes + lc / llcs_per_node,
                             capacity: 1024,
                             asym_prio: 0,
+                            core_type: None,
+                            hwp_highest_perf: None,
                         },
                         entry: None,
                         cap_src: None,
@@ -307,7 +312,17 @@ fn apply_cpu_entries(
                 ));
             };
             slots.push(Slot {
-                info: CpuInfo { id, core, llc, package: 0, node: 0, capacity: 1024, asym_prio: 0 },
+                info: CpuInfo {
+                    id,
+                    core,
+                    llc,
+                    package: 0,
+                    node: 0,
+                    capacity: 1024,
+                    asym_prio: 0,
+                    core_type: None,
+                    hwp_highest_perf: None,
+                },
                 entry: None,
                 cap_src: None,
                 prio_src: None,

@@ -35,6 +35,11 @@ pub(crate) struct TopologyFile {
     pub asym_prio: Option<Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>>,
     /// cpulist → `arch_scale_cpu_capacity()`.
     pub capacity: Option<Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>>,
+    /// cpulist → Intel hybrid core type (`"core"` / `"atom"`, CPUID leaf 0x1A).
+    pub core_type: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
+    /// cpulist → HWP highest performance (`MSR_HWP_CAPABILITIES` bits 7:0,
+    /// the CPPC highest_perf intel_pstate reads).
+    pub hwp_highest_perf: Option<Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>>,
     pub costs: Option<CostsFile>,
     pub jitter: Option<JitterFile>,
     pub idle: Option<Spanned<IdleFile>>,

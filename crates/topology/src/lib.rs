@@ -36,6 +36,14 @@
 //! "0-7,16-23" = 1024            # (default 1024; some CPU must be 1024)
 //! "8-15,24-30" = 980
 //!
+//! # Instead of [asym_prio] (and, with [core_type], of [capacity]), Intel parts:
+//! # [hwp_highest_perf]          # cpulist = HWP highest performance, 1..=255, what
+//! # "0-15" = 69                 # intel_pstate hands sched_set_itmt_core_prio();
+//! # "16-31" = 43                # the kernel profile computes asym_prio from it
+//! # [core_type]                 # hybrid parts: cpulist = "core" (P) or "atom" (E);
+//! # "0-15" = "core"             # the kernel profile picks ITMT or asymmetric
+//! # "16-31" = "atom"            # capacity (docs/topology-file.md)
+//!
 //! [costs]                       # durations: integer ns or "500ns", "2us", "1.5ms", "1s"
 //! ipi_ns = "2us"
 //! idle_exit_ns = "1us"            # without [idle]: the one idle state's exit
@@ -85,7 +93,7 @@ pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
 /// can index arrays; they are what the kernel's `topology_core_id()`,
 /// `get_llc_id()`, `topology_physical_package_id()` and `cpu_to_node()`
 /// distinguish, renumbered machine-wide.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct CpuInfo {
     /// Logical CPU number, as in `taskset -c` and `sched_switch` traces.
     pub id: usize,
@@ -104,8 +112,61 @@ pub struct CpuInfo {
     pub capacity: u32,
     /// `arch_asym_cpu_priority()` (ITMT / AMD prefcore ranking, set through
     /// `sched_set_itmt_core_prio()`); higher is preferred. SMT siblings
-    /// always share one value (x86 since 6.5).
+    /// always share one value (x86 since 6.5). On a topology with
+    /// `hwp_highest_perf` it is the priority 6.5+ kernels give (the highest
+    /// performance itself); the kernel profile recomputes it
+    /// (`schedlab_kernel`'s `topology::itmt`).
     pub asym_prio: i32,
+    /// Intel hybrid core type (`[core_type]`), `None` on other machines.
+    pub core_type: Option<CoreType>,
+    /// HWP highest performance (`[hwp_highest_perf]`): what intel_pstate
+    /// passes to `sched_set_itmt_core_prio()` and, on hybrid parts where the
+    /// kernel enables it, turns into the CPU capacity. `None` when not given.
+    pub hwp_highest_perf: Option<u32>,
+}
+
+/// As derived, but the Intel fields only when given: a sweep's shard
+/// fingerprint hashes the topology's `Debug` text, which thus stays what it
+/// was for every topology without them.
+impl std::fmt::Debug for CpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("CpuInfo");
+        d.field("id", &self.id)
+            .field("core", &self.core)
+            .field("llc", &self.llc)
+            .field("package", &self.package)
+            .field("node", &self.node)
+            .field("capacity", &self.capacity)
+            .field("asym_prio", &self.asym_prio);
+        if let Some(t) = &self.core_type {
+            d.field("core_type", t);
+        }
+        if let Some(p) = &self.hwp_highest_perf {
+            d.field("hwp_highest_perf", p);
+        }
+        d.finish()
+    }
+}
+
+/// The core type an Intel hybrid CPU reports (CPUID leaf 0x1A EAX[31:24],
+/// `get_this_hybrid_cpu_type()`): 0x40 for a performance core, 0x20 for an
+/// efficiency core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CoreType {
+    /// `INTEL_CPU_TYPE_CORE` (0x40): a P-core.
+    Core,
+    /// `INTEL_CPU_TYPE_ATOM` (0x20): an E-core.
+    Atom,
+}
+
+impl CoreType {
+    /// The file's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CoreType::Core => "core",
+            CoreType::Atom => "atom",
+        }
+    }
 }
 
 /// Kernel preemption model (`preempt=` with PREEMPT_DYNAMIC).
@@ -409,5 +470,33 @@ impl Topology {
     /// True when any core has more than one hardware thread.
     pub fn has_smt(&self) -> bool {
         self.cpus.iter().any(|c| self.smt_mask(c.id).len() > 1)
+    }
+
+    /// intel_pstate's `hwp_is_hybrid`: the CPUs report hybrid core types
+    /// (some P-core's HWP scaling differs from the PERF_CTL one,
+    /// `intel_pstate_get_cpu_pstates()`), i.e. the file has `[core_type]`.
+    pub fn is_hybrid(&self) -> bool {
+        self.cpus.iter().any(|c| c.core_type.is_some())
+    }
+
+    /// How much work `cpu` does per unit of time while its SMT siblings are
+    /// idle, 1024 for the fastest: the hardware's speed, which is not
+    /// always what the kernel believes (`capacity`). On a hybrid part the
+    /// CPU's HWP highest performance relative to the largest one (every
+    /// CPU runs at its highest level: the model has no cpufreq). [assumed]
+    /// HWP performance levels of P- and E-cores are in one scale of
+    /// performance, not frequency: that is what the hybrid scaling factor
+    /// (intel_pstate's `HYBRID_SCALING_FACTOR*`, kHz per P-core level
+    /// against 100 MHz per E-core level) encodes, and what
+    /// `hybrid_set_cpu_capacity()` relies on. Elsewhere the capacity.
+    pub fn cpu_speed(&self, cpu: usize) -> u32 {
+        let c = &self.cpus[cpu];
+        match (self.is_hybrid(), c.hwp_highest_perf) {
+            (true, Some(perf)) => {
+                let max = self.cpus.iter().filter_map(|c| c.hwp_highest_perf).max().unwrap_or(perf).max(1);
+                ((perf as u64 * 1024) / max as u64) as u32
+            }
+            _ => c.capacity,
+        }
     }
 }

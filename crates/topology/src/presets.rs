@@ -14,6 +14,8 @@ pub(crate) const NAMES: &[&str] = &[
     "qemu-2",
     "smt-2x2",
     "juno-r2",
+    "intel-13900k",
+    "intel-285k",
 ];
 
 /// The TOML text of a preset.
@@ -28,6 +30,8 @@ pub(crate) fn text(name: &str) -> Option<&'static str> {
         "smt-2x2" => include_str!("../../../topologies/smt-2x2.toml"),
         "juno-r2" => include_str!("../../../topologies/juno-r2.toml"),
         "ryzen-5800x" => include_str!("../../../topologies/ryzen-5800x.toml"),
+        "intel-13900k" => include_str!("../../../topologies/intel-13900k.toml"),
+        "intel-285k" => include_str!("../../../topologies/intel-285k.toml"),
         _ => return None,
     })
 }

@@ -216,3 +216,59 @@ fn columns_count_characters_not_bytes() {
     check(&format!("description = \"µµµ\"\n{BASE}").replace("hz = 1000", "hz = 7"), 2, 6, "CONFIG_HZ");
     check(&format!("name = \"µ\" ; x = 1\n{BASE}"), 1, 12, "");
 }
+
+/// `[hwp_highest_perf]` and `[core_type]`: every CPU once, siblings alike,
+/// no hand-set priorities or capacities beside them.
+#[test]
+fn hybrid_tables() {
+    let ok = format!("{BASE}[hwp_highest_perf]\n\"0-1\" = 70\n\"2-3\" = 40\n");
+    assert_eq!(Topology::from_toml_str("bad.toml", &ok).unwrap().cpus[2].asym_prio, 40);
+    // Lines 8 and on.
+    check(&format!("{BASE}[hwp_highest_perf]\n\"0-2\" = 70\n"), 8, 1, "[hwp_highest_perf] gives no value for CPU 3");
+    check(
+        &format!("{BASE}[hwp_highest_perf]\n\"0-3\" = 256\n"),
+        9,
+        9,
+        "hwp_highest_perf 256 is out of range (expected 1..=255",
+    );
+    check(
+        &format!("{BASE}[hwp_highest_perf]\n\"0-1\" = 70\n\"1-3\" = 40\n"),
+        10,
+        1,
+        "CPU 1 is given a value by both `0-1` and `1-3` in [hwp_highest_perf]",
+    );
+    check(
+        &format!("{BASE}[hwp_highest_perf]\n\"0,2\" = 70\n\"1,3\" = 40\n"),
+        10,
+        1,
+        "SMT siblings CPU 0 and CPU 1 have different hwp_highest_perf (70 and 40)",
+    );
+    check(&format!("{BASE}[hwp_highest_perf]\n\"0-4\" = 70\n"), 9, 1, "names CPU 4, but this machine has CPUs 0-3");
+    check(
+        &format!("{BASE}[asym_prio]\n\"0-3\" = 5\n[hwp_highest_perf]\n\"0-3\" = 70\n"),
+        9,
+        1,
+        "asym_prio is given while [hwp_highest_perf] is present",
+    );
+    check(&format!("{BASE}[core_type]\n\"0-3\" = \"core\"\n"), 8, 1, "[core_type] needs [hwp_highest_perf]");
+    let perf = "[hwp_highest_perf]\n\"0-1\" = 70\n\"2-3\" = 40\n";
+    check(
+        &format!("{BASE}{perf}[core_type]\n\"0-1\" = \"big\"\n\"2-3\" = \"atom\"\n"),
+        12,
+        9,
+        "core type `big` is not one",
+    );
+    check(&format!("{BASE}{perf}[core_type]\n\"0-3\" = \"core\"\n"), 11, 1, "[core_type] has no `atom` CPU");
+    check(
+        &format!("{BASE}{perf}[core_type]\n\"0,2\" = \"core\"\n\"1,3\" = \"atom\"\n"),
+        9,
+        1,
+        "SMT siblings CPU 0 and CPU 1 have different core types",
+    );
+    check(
+        &format!("{BASE}[capacity]\n\"0-1\" = 1024\n\"2-3\" = 600\n{perf}[core_type]\n\"0-1\" = \"core\"\n\"2-3\" = \"atom\"\n"),
+        9,
+        1,
+        "capacity is given on a hybrid part ([core_type])",
+    );
+}

@@ -14,7 +14,7 @@ fn preset(name: &str) -> Topology {
 
 #[test]
 fn every_preset_loads_under_its_own_name() {
-    assert_eq!(Topology::preset_names().len(), 9);
+    assert_eq!(Topology::preset_names().len(), 11);
     for name in Topology::preset_names() {
         let t = preset(name);
         assert_eq!(&t.name, name);
@@ -41,6 +41,38 @@ fn every_file_in_topologies_is_a_preset() {
         }
     }
     assert_eq!(files, Topology::preset_names().len());
+}
+
+#[test]
+fn intel_hybrid_shapes() {
+    // 13900K: P-core k is CPUs 2k, 2k+1; E-cores 16-31; one LLC; the file's
+    // asym_prio is the HWP highest performance (the 6.5+ rule), capacity
+    // 1024 (the kernel profile decides whether to scale it).
+    let t = preset("intel-13900k");
+    assert_eq!(t.nr_cpus(), 32);
+    assert!(t.has_smt() && t.is_hybrid());
+    assert_eq!(t.smt_mask(4), set("4-5"));
+    assert_eq!(t.smt_mask(16), set("16"));
+    assert_eq!(t.llc_mask(0), t.all_cpus());
+    let prio: Vec<i32> = t.cpus.iter().map(|c| c.asym_prio).collect();
+    assert_eq!(&prio[..16], &[69, 69, 69, 69, 74, 74, 74, 74, 69, 69, 69, 69, 69, 69, 69, 69]);
+    assert!(prio[16..].iter().all(|&p| p == 43));
+    assert!(t.cpus.iter().all(|c| c.capacity == 1024));
+    assert_eq!((t.cpu_speed(4), t.cpu_speed(0), t.cpu_speed(16)), (1024, 69 * 1024 / 74, 43 * 1024 / 74));
+    // The derivation in the file: ceil(F / 78741 kHz) and rounddown to 100 MHz.
+    assert_eq!((5_400_000u64.div_ceil(78_741), 5_800_000u64.div_ceil(78_741)), (69, 74));
+    assert_eq!((69 * 78_741 / 100_000 * 100_000, 74 * 78_741 / 100_000 * 100_000), (5_400_000, 5_800_000));
+
+    // 285K: no SMT, 8 P + 16 E.
+    let t = preset("intel-285k");
+    assert_eq!(t.nr_cpus(), 24);
+    assert!(!t.has_smt() && t.is_hybrid());
+    assert_eq!(t.llc_mask(0), t.all_cpus());
+    let perf: Vec<u32> = t.cpus.iter().map(|c| c.hwp_highest_perf.unwrap()).collect();
+    assert_eq!(&perf[..8], &[69, 69, 72, 72, 69, 69, 69, 69]);
+    assert!(perf[8..].iter().all(|&p| p == 46));
+    assert_eq!((5_500_000u64.div_ceil(80_000), 5_700_000u64.div_ceil(80_000)), (69, 72));
+    assert_eq!((t.cpu_speed(2), t.cpu_speed(0), t.cpu_speed(8)), (1024, 981, 654));
 }
 
 #[test]
@@ -274,4 +306,17 @@ fn turin_has_sixteen_ccds_of_sixteen_cpus_on_one_node() {
     assert_eq!(t.llc_mask(8), set("8-15,136-143"));
     assert_eq!(t.node_mask(0), t.all_cpus());
     assert!(t.costs.kernel.balance_per_cpu_ns > 0);
+}
+
+/// A CPU without the Intel fields prints as before they existed (sweep
+/// shard fingerprints hash this text).
+#[test]
+fn cpu_debug_text_unchanged_without_intel_fields() {
+    let t = preset("ryzen-7950x");
+    assert_eq!(
+        format!("{:?}", t.cpus[6]),
+        "CpuInfo { id: 6, core: 6, llc: 0, package: 0, node: 0, capacity: 1024, asym_prio: 231 }"
+    );
+    let h = preset("intel-285k");
+    assert!(format!("{:?}", h.cpus[2]).ends_with("asym_prio: 72, core_type: Core, hwp_highest_perf: 72 }"));
 }

@@ -16,7 +16,10 @@
 //! module answers from the topology's numbers and keeps the per-CPU state.
 //!
 //! Work is counted in `ns · 1024 · 100` units so that progress per
-//! nanosecond is exactly `capacity × speed%`.
+//! nanosecond is exactly `speed × SMT speed%`, the speed being the CPU's
+//! capacity or, on an Intel hybrid part, its HWP highest performance scaled
+//! to 1024 (`Topology::cpu_speed()`: the hardware, whatever capacity the
+//! kernel version believes).
 
 mod idle;
 mod noise;
@@ -66,6 +69,9 @@ pub(crate) struct Hardware<'a> {
     cpus: Vec<CpuHw>,
     /// SMT siblings of each CPU, itself excluded.
     siblings: Vec<Vec<usize>>,
+    /// Each CPU's speed alone on its core (`Topology::cpu_speed()`): the
+    /// capacity, or on a hybrid part its HWP highest performance scaled.
+    speed: Vec<u64>,
     /// Burst, IPI and exit-latency jitter, drawn in event order.
     rng: Rng,
     /// Interference, one generator per (source, CPU), independent of the schedule.
@@ -78,6 +84,7 @@ impl<'a> Hardware<'a> {
             topo,
             cpus: vec![Default::default(); topo.nr_cpus()],
             siblings: (0..topo.nr_cpus()).map(|c| topo.smt_mask(c).iter().filter(|&s| s != c).collect()).collect(),
+            speed: (0..topo.nr_cpus()).map(|c| topo.cpu_speed(c) as u64).collect(),
             rng: Rng::new(seed),
             noise: Noise::new(topo, seed),
         }
@@ -311,7 +318,7 @@ impl<'a> Hardware<'a> {
 
     /// Recompute the speed of `cpu` from whether an SMT sibling is busy.
     pub fn update_rate(&mut self, cpu: usize, busy: impl Fn(usize) -> bool) {
-        let cap = self.topo.cpus[cpu].capacity as u64;
+        let cap = self.speed[cpu];
         let sibling_busy = self.siblings[cpu].iter().any(|&s| busy(s));
         self.cpus[cpu].rate = cap * if sibling_busy { self.topo.costs.smt_speed_pct as u64 } else { 100 };
     }
