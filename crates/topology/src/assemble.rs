@@ -22,6 +22,7 @@ type Span = Range<usize>;
 type CpuTable = Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>;
 
 pub(crate) mod hardware;
+mod perf;
 
 struct Ctx<'a> {
     path: &'a str,
@@ -98,6 +99,7 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
     if let Some(t) = &f.asym_prio {
         apply_table(&ctx, &mut slots, t, Field::Prio)?;
     }
+    let perf_domains = perf::perf_domains(&ctx, &mut slots, f.cpufreq_governor, f.perf_domain.unwrap_or_default())?;
     check_structure(&ctx, &slots, layout_span.as_ref())?;
     check_smt_prio(&ctx, &slots)?;
     check_capacity(&ctx, &slots)?;
@@ -133,6 +135,7 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
         jitter,
         idle,
         noise,
+        perf_domains,
     })
 }
 

@@ -264,6 +264,8 @@ fn crate_doc_example_parses() {
     assert_eq!(t.nr_cpus(), 32);
     assert_eq!((t.cpus[31].capacity, t.cpus[15].capacity, t.cpus[0].capacity), (980, 980, 1024));
     assert_eq!(t.cpus[20].asym_prio, 211);
+    assert_eq!(t.perf_domains.len(), 1);
+    assert_eq!(t.perf_domains[0].opps.len(), 2);
 }
 
 #[test]
