@@ -298,6 +298,8 @@ pub struct Kernel {
     /// Some task reclaims (SCHED_FLAG_RECLAIM): the deadline class arms the
     /// inactive timers GRUB reads (`deadline::grub`).
     pub(crate) dl_grub: bool,
+    /// cpufreq policies and each CPU's frequency factor (`crate::cpufreq`).
+    pub(crate) cpufreq: crate::cpufreq::Cpufreq,
 }
 
 impl Kernel {
@@ -363,6 +365,7 @@ impl Kernel {
         }
         let tick_ns = topo.tick_ns();
         let hz = 1_000_000_000 / tick_ns;
+        let cpufreq = crate::cpufreq::Cpufreq::new(&topo);
         let mut k = Kernel {
             jiffies: 0,
             hz,
@@ -405,6 +408,7 @@ impl Kernel {
             busy_until: vec![0; nr_cpus],
             rq_lock_wait_ns: 0,
             dl_grub: false,
+            cpufreq,
         };
         k.init_dl_rq_bw();
         k
@@ -503,6 +507,12 @@ impl Kernel {
     /// one costs the executing CPU `[costs.kernel] hrtimer`.
     pub(crate) fn request_timer(&mut self, t: TimerRequest) {
         self.charge(self.topo.costs.kernel.hrtimer_ns);
+        self.out.timers.push(t);
+    }
+
+    /// Work deferred to irq_work (and a kthread behind it) that completes at
+    /// `t.at`; its own CPU time is not charged (see `crate::cpufreq`).
+    pub(crate) fn queue_irq_work(&mut self, t: TimerRequest) {
         self.out.timers.push(t);
     }
 

@@ -56,6 +56,7 @@ pub use local::RQ_BUDGET;
 impl Kernel {
     /// Recount everything; `Err` describes the first violation found.
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
+        self.check_cpufreq().map_err(InvariantError::Violation)?;
         let mut running_on: Vec<Option<usize>> = vec![None; self.tasks.len()];
         for rq in &self.rqs {
             // A root domain spans its CPUs and holds only their overload state.

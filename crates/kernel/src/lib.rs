@@ -37,6 +37,8 @@
 //! accessors ([`Kernel::task`], [`Kernel::rq`], ...).
 
 pub mod core;
+pub mod cpufreq;
+pub mod cpufreq_schedutil;
 pub mod deadline;
 pub mod fair;
 pub mod features;

@@ -7,6 +7,7 @@ mod bandwidth;
 mod capacity;
 mod common;
 mod costs;
+mod cpufreq;
 mod deadline;
 mod eevdf;
 mod grub;

@@ -11,10 +11,9 @@
 //!
 //! What uses it: the energy model (`schedlab_kernel::energy_model`) builds
 //! its performance states from the OPPs; EAS (`sched_energy_enabled()`)
-//! needs a domain on every CPU with schedutil as governor. The model runs
-//! every CPU at its domain's highest OPP (there is no cpufreq model yet);
-//! `governor` and `transition_latency_ns` are recorded for the cpufreq
-//! model to act on.
+//! needs a domain on every CPU with schedutil as governor; the cpufreq
+//! model (`schedlab_kernel::cpufreq`) runs each domain's policy with its
+//! governor and transition latency.
 
 use crate::CpuSet;
 
@@ -77,8 +76,7 @@ pub struct PerfDomain {
 }
 
 impl PerfDomain {
-    /// The highest OPP's frequency (`policy->cpuinfo.max_freq`, the
-    /// frequency the model runs the CPUs at).
+    /// The highest OPP's frequency (`policy->cpuinfo.max_freq`).
     pub fn max_freq_khz(&self) -> u64 {
         self.opps.last().map(|o| o.freq_khz).unwrap_or(0)
     }

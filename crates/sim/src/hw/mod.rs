@@ -309,11 +309,16 @@ impl<'a> Hardware<'a> {
         self.cpus[cpu].rate
     }
 
-    /// Recompute the speed of `cpu` from whether an SMT sibling is busy.
-    pub fn update_rate(&mut self, cpu: usize, busy: impl Fn(usize) -> bool) {
+    /// Recompute the speed of `cpu` from whether an SMT sibling is busy and
+    /// its frequency (`freq_scale`: the current frequency in 1024ths of the
+    /// maximum, `arch_scale_freq_capacity()`). [assumed] Work scales with
+    /// the clock: a CPU-bound loop at half the frequency takes twice as
+    /// long (memory stalls, which do not scale, are not modeled).
+    pub fn update_rate(&mut self, cpu: usize, busy: impl Fn(usize) -> bool, freq_scale: u64) {
         let cap = self.topo.cpus[cpu].capacity as u64;
         let sibling_busy = self.siblings[cpu].iter().any(|&s| busy(s));
-        self.cpus[cpu].rate = cap * if sibling_busy { self.topo.costs.smt_speed_pct as u64 } else { 100 };
+        let pct = if sibling_busy { self.topo.costs.smt_speed_pct as u64 } else { 100 };
+        self.cpus[cpu].rate = (cap * pct * freq_scale) >> 10;
     }
 
     /// The work `cpu` has done since it was last asked, up to `now`.
