@@ -298,6 +298,12 @@ pub struct Kernel {
     /// Some task reclaims (SCHED_FLAG_RECLAIM): the deadline class arms the
     /// inactive timers GRUB reads (`deadline::grub`).
     pub(crate) dl_grub: bool,
+    /// The energy models, one per topology `[[perf_domain]]` (`None` where
+    /// registration fails, e.g. no power coefficient).
+    pub(crate) em: Vec<Option<crate::energy_model::EmPerfDomain>>,
+    /// The `sched_energy_present` static key (`sched_energy_enabled()`):
+    /// some root domain has performance domains.
+    pub(crate) sched_energy_present: bool,
 }
 
 impl Kernel {
@@ -349,6 +355,21 @@ impl Kernel {
                     .collect()
             })
             .collect();
+        // build_perf_domains() for each root domain (def_root_domain's CPUs
+        // have no sched domains, so no asymmetric capacity: never EAS).
+        let em: Vec<_> = topo
+            .perf_domains
+            .iter()
+            .map(|pd| {
+                let cap = pd.cpus.first().map_or(1024, |c| topo.cpus[c].capacity as u64);
+                crate::energy_model::dev_pm_opp_of_register_em(pd, cap).ok()
+            })
+            .collect();
+        for rd in rds.iter_mut() {
+            rd.pd =
+                crate::topology::perf_domains::build_perf_domains(&topo, &domains, &em, &rd.span).unwrap_or_default();
+        }
+        let sched_energy_present = rds.iter().any(|rd| !rd.pd.is_empty());
         rds.push(def_root_domain);
         let mut nohz = crate::fair::nohz::Nohz::default();
         for (cpu, rq) in rqs.iter_mut().enumerate() {
@@ -405,6 +426,8 @@ impl Kernel {
             busy_until: vec![0; nr_cpus],
             rq_lock_wait_ns: 0,
             dl_grub: false,
+            em,
+            sched_energy_present,
         };
         k.init_dl_rq_bw();
         k

@@ -38,6 +38,7 @@
 
 pub mod core;
 pub mod deadline;
+pub mod energy_model;
 pub mod fair;
 pub mod features;
 pub mod invariants;

@@ -8,6 +8,7 @@ mod capacity;
 mod common;
 mod costs;
 mod deadline;
+mod eas;
 mod eevdf;
 mod grub;
 mod invariants;
