@@ -20,6 +20,14 @@ fn kernel(topo: Topology) -> TestKernel {
     kernel_with(topo, "6.12", &[], 7)
 }
 
+/// Give CPU `cpu`'s root cfs_rq the utilisation `u`, its sum too, so that
+/// the next PELT update decays it rather than recomputing it from 0.
+fn set_util(k: &mut TestKernel, cpu: usize, u: u64) {
+    let avg = &mut k.rqs[cpu].cfs.avg;
+    avg.util_avg = u;
+    avg.util_sum = (u * crate::pelt::get_pelt_divider(avg)) as u32;
+}
+
 #[test]
 fn rk3399_power_and_cost_of_a_few_opps_by_hand() {
     // dev_pm_opp_calc_power(): C · mV · mV · MHz / 10^6 µW.
@@ -221,4 +229,57 @@ fn eas_is_off_without_schedutil_with_smt_or_with_the_sysctl_off() {
 
     // Symmetric capacities: nothing to gain.
     assert!(!kernel(Topology::preset("qemu-4").unwrap()).sched_energy_enabled());
+}
+
+#[test]
+fn enqueue_sets_overutilized_except_for_a_new_tasks_first_enqueue() {
+    let mut k = kernel(rk3399());
+    // A new task's first enqueue on a CPU whose util does not fit (350 on
+    // an A53): task_new, no check.
+    set_util(&mut k, 2, 350);
+    let t = fair_task(&mut k, 1, "2", 2);
+    start_fair(&mut k, t, 0);
+    assert!(!k.rds[0].overutilized, "a new task's first enqueue is not counted");
+    // It blocks and wakes on the same CPU: a wakeup enqueue checks.
+    k.set_current_state(2, crate::TaskState::Interruptible);
+    k.schedule(2, 1_000_000, false);
+    assert_eq!(k.curr(2), None);
+    set_util(&mut k, 2, 350);
+    assert!(k.try_to_wake_up(t, 2_000_000, 2, 0));
+    assert!(k.rds[0].overutilized, "the wakeup's enqueue sets it");
+}
+
+/// Two small tasks queued on A53 CPU 0, the other A53s idle; CPU 1
+/// balances its MC domain (the A53 cluster). Returns the tasks moved.
+fn two_on_cpu0(eas: bool) -> (TestKernel, u32) {
+    let mut topo = rk3399();
+    topo.sched_energy_aware = eas;
+    let mut k = kernel(topo);
+    let a = fair_task(&mut k, 1, "0-3", 0);
+    let b = fair_task(&mut k, 2, "0-3", 0);
+    start_fair(&mut k, a, 0);
+    start_fair(&mut k, b, 0);
+    assert_eq!(k.rqs[0].nr_running, 2);
+    // A tick at 1 ms brings CPU 0's clock on, so the queued task is not
+    // cache-hot (task_hot(): it has waited longer than 0.5 ms).
+    k.sched_tick(0, 1_000_000);
+    k.events.clear();
+    k.kernel.exec_cpu = 1;
+    let moved = k.sched_balance_rq(1, 0, CpuIdleType::Idle, BalanceKind::Periodic, &mut true);
+    (k, moved)
+}
+
+#[test]
+fn without_overutilization_the_balancer_leaves_eas_placement_alone() {
+    // EAS off: CPU 0 runs one task and queues another, CPU 1 is idle: the
+    // balance pulls one (both groups have spare capacity; the busiest runs
+    // two tasks, the local one none).
+    let (k, moved) = two_on_cpu0(false);
+    assert_eq!((moved, k.rqs[0].nr_running, k.rqs[1].nr_running), (1, 1, 1));
+    // EAS on, no CPU overutilized (CPU 0's util is 290 of 381, which fits:
+    // the new tasks started at 190 and 95, half the spare capacity each):
+    // sched_balance_find_src_group() declares the domain balanced.
+    let (k, moved) = two_on_cpu0(true);
+    assert!(k.sched_energy_enabled() && !k.rds[0].overutilized);
+    assert_eq!((moved, k.rqs[0].nr_running), (0, 2));
 }
