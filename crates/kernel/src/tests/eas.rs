@@ -233,19 +233,24 @@ fn eas_is_off_without_schedutil_with_smt_or_with_the_sysctl_off() {
 
 #[test]
 fn enqueue_sets_overutilized_except_for_a_new_tasks_first_enqueue() {
-    let mut k = kernel(rk3399());
+    // (NO_DELAY_DEQUEUE: a delayed task's wakeup requeues it in place,
+    // ENQUEUE_DELAYED, which returns before the check, as in the kernel.)
+    let mut k = kernel_with(rk3399(), "6.12", &["NO_DELAY_DEQUEUE"], 7);
+    let a = fair_task(&mut k, 1, "2", 2);
+    start_fair(&mut k, a, 0);
     // A new task's first enqueue on a CPU whose util does not fit (350 on
     // an A53): task_new, no check.
     set_util(&mut k, 2, 350);
-    let t = fair_task(&mut k, 1, "2", 2);
+    let t = fair_task(&mut k, 2, "2", 2);
     start_fair(&mut k, t, 0);
+    assert!(k.cpu_overutilized(2));
     assert!(!k.rds[0].overutilized, "a new task's first enqueue is not counted");
-    // It blocks and wakes on the same CPU: a wakeup enqueue checks.
+    // `a` blocks and wakes on the same CPU: a wakeup's enqueue checks.
     k.set_current_state(2, crate::TaskState::Interruptible);
     k.schedule(2, 1_000_000, false);
-    assert_eq!(k.curr(2), None);
+    assert_eq!(k.curr(2), Some(t));
     set_util(&mut k, 2, 350);
-    assert!(k.try_to_wake_up(t, 2_000_000, 2, 0));
+    assert!(k.try_to_wake_up(a, 2_000_000, 2, 0));
     assert!(k.rds[0].overutilized, "the wakeup's enqueue sets it");
 }
 
@@ -282,4 +287,27 @@ fn without_overutilization_the_balancer_leaves_eas_placement_alone() {
     let (k, moved) = two_on_cpu0(true);
     assert!(k.sched_energy_enabled() && !k.rds[0].overutilized);
     assert_eq!((moved, k.rqs[0].nr_running), (0, 2));
+}
+
+#[test]
+fn a_misfit_task_is_balanced_even_when_the_root_domain_is_not_overutilized() {
+    // A small task boosted to uclamp_min 700 runs on A53 CPU 0: its util
+    // fits, its boost does not (util_fits_cpu() = -1), so it is misfit
+    // (task_fits_cpu() wants 1) while the CPU is not overutilized
+    // (cpu_overutilized() wants 0). sched_balance_find_src_group() forces
+    // the misfit balance before the EAS gate.
+    let mut k = kernel(rk3399());
+    let t = fair_task(&mut k, 1, "0-5", 0);
+    start_fair(&mut k, t, 0);
+    k.tasks[t as usize].uclamp_min = 700;
+    k.kernel.uclamp_used = true;
+    k.sched_tick(0, 1_000_000);
+    assert!(k.rqs[0].misfit_task_load > 0);
+    assert!(!k.cpu_overutilized(0) && !k.rds[0].overutilized);
+    // CPU 4 (an idle A72, first of its group) balances the PKG domain: the
+    // running misfit task can only go by the stopper's active balance.
+    let top = k.domains.cpus[4].domains.len() - 1;
+    k.kernel.exec_cpu = 4;
+    k.sched_balance_rq(4, top, CpuIdleType::Idle, BalanceKind::Periodic, &mut true);
+    assert!(k.rqs[0].active_balance && k.rqs[0].push_cpu == 4, "no active balance queued for the misfit task");
 }
