@@ -311,3 +311,19 @@ fn a_misfit_task_is_balanced_even_when_the_root_domain_is_not_overutilized() {
     k.sched_balance_rq(4, top, CpuIdleType::Idle, BalanceKind::Periodic, &mut true);
     assert!(k.rqs[0].active_balance && k.rqs[0].push_cpu == 4, "no active balance queued for the misfit task");
 }
+
+#[test]
+fn the_invariants_check_the_eas_state() {
+    let k = kernel(rk3399());
+    k.check_invariants().unwrap();
+    let mut broken = k.clone();
+    broken.rds[0].pd = vec![1];
+    assert!(broken.check_invariants().unwrap_err().to_string().contains("covering only 4-5"));
+    let mut broken = k.clone();
+    broken.kernel.sched_energy_present = false;
+    assert!(broken.check_invariants().is_err());
+    let mut off = kernel(Topology::preset("qemu-4").unwrap());
+    off.check_invariants().unwrap();
+    off.rds[0].overutilized = true;
+    assert!(off.check_invariants().unwrap_err().to_string().contains("overutilized with EAS off"));
+}
