@@ -24,6 +24,9 @@
 //! - Frequency invariance comes from cpufreq (`arch_set_freq_scale()` at
 //!   each transition), not from activity counters (AMU), which a machine
 //!   with them would use instead.
+//! - The policy's table is the topology's OPPs; frequencies its energy
+//!   model marks inefficient are skipped when resolving a target, as
+//!   `em_cpufreq_update_efficiencies()` installs them in 6.12.
 //! - No policy limits (`scaling_min_freq`/`scaling_max_freq`, thermal
 //!   caps): min and max are the OPP table's ends.
 
@@ -32,6 +35,7 @@ use schedlab_topology::{CpuSet, CpufreqGovernor, PerfDomain, Topology};
 use schedlab_trace::EventKind;
 
 use crate::core::{Kernel, Outbox};
+use crate::energy_model::EmPerfDomain;
 use crate::pelt::{SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SHIFT};
 
 /// The runtime half of `struct cpufreq_policy` plus schedutil's
@@ -43,6 +47,10 @@ pub struct CpufreqPolicy {
     pub governor: CpufreqGovernor,
     /// The OPP frequencies, ascending (`policy->freq_table`), kHz.
     pub freq_table: Vec<u64>,
+    /// Per table entry, `CPUFREQ_INEFFICIENT_FREQ`: the policy's energy
+    /// model found a faster state that costs no more energy per unit of
+    /// work (`em_cpufreq_update_efficiencies()`); all false without an EM.
+    pub inefficient: Vec<bool>,
     /// `policy->cur`: the frequency the CPUs run at, kHz.
     pub cur: u64,
     /// `cpuinfo.transition_latency`, ns (0 when the table gives none).
@@ -63,8 +71,12 @@ pub struct CpufreqPolicy {
 }
 
 impl CpufreqPolicy {
-    fn new(d: &PerfDomain) -> Self {
+    fn new(d: &PerfDomain, em: Option<&EmPerfDomain>) -> Self {
         let freq_table: Vec<u64> = d.opps.iter().map(|o| o.freq_khz).collect();
+        let inefficient = freq_table
+            .iter()
+            .map(|&f| em.is_some_and(|em| em.states.iter().any(|s| s.frequency == f && s.inefficient)))
+            .collect();
         let max = *freq_table.last().expect("a perf domain has OPPs");
         let min = freq_table[0];
         let transition_latency_ns = d.transition_latency_ns.unwrap_or(0);
@@ -87,6 +99,7 @@ impl CpufreqPolicy {
             need_freq_update: false,
             work_in_progress: false,
             freq_table,
+            inefficient,
         }
     }
 
@@ -100,14 +113,28 @@ impl CpufreqPolicy {
         self.freq_table[0]
     }
 
-    /// `cpufreq_driver_resolve_freq()` (6.12): the lowest table frequency at
-    /// or above `target`, after clamping it to the policy's limits
-    /// (CPUFREQ_RELATION_L). 6.12 asks for CPUFREQ_RELATION_LE, which also
-    /// skips frequencies the energy model marked inefficient; no table here
-    /// carries those marks, so L and LE agree.
+    /// `cpufreq_driver_resolve_freq()` (6.12, CPUFREQ_RELATION_LE): clamp
+    /// `target` to the policy's limits, then take the lowest efficient table
+    /// frequency at or above it, else the highest efficient one below it
+    /// (`cpufreq_table_find_index_al()` skipping the entries the energy
+    /// model marked inefficient); with no efficient entry at all, the same
+    /// search over every entry (`cpufreq_frequency_table_target()`'s retry).
     pub fn resolve_freq(&self, target: u64) -> u64 {
         let target = target.clamp(self.min_freq(), self.max_freq());
-        *self.freq_table.iter().find(|&&f| f >= target).expect("target clamped to the table")
+        let find = |skip_inefficient: bool| {
+            let mut best = None;
+            for (i, &f) in self.freq_table.iter().enumerate() {
+                if skip_inefficient && self.inefficient[i] {
+                    continue;
+                }
+                if f >= target {
+                    return Some(f);
+                }
+                best = Some(f);
+            }
+            best
+        };
+        find(true).or_else(|| find(false)).expect("a policy has a frequency table")
     }
 }
 
@@ -140,9 +167,12 @@ pub struct Cpufreq {
 impl Cpufreq {
     /// The policies of `topo`'s performance domains, each at its starting
     /// frequency (see the module doc).
-    pub fn new(topo: &Topology) -> Self {
+    /// `em[i]` is domain i's energy model, if it registered one.
+    pub fn new(topo: &Topology, em: &[Option<EmPerfDomain>]) -> Self {
         let nr_cpus = topo.nr_cpus();
-        let policies: Vec<CpufreqPolicy> = topo.perf_domains.iter().map(CpufreqPolicy::new).collect();
+        let policies: Vec<CpufreqPolicy> = (topo.perf_domains.iter().enumerate())
+            .map(|(i, d)| CpufreqPolicy::new(d, em.get(i).and_then(Option::as_ref)))
+            .collect();
         let mut policy_of = vec![None; nr_cpus];
         let mut freq_scale = vec![SCHED_CAPACITY_SCALE; nr_cpus];
         for (i, p) in policies.iter().enumerate() {

@@ -19,12 +19,10 @@
 //! - No iowait boost: the model has no in-iowait sleeps (a workload's
 //!   `wait` blocks on an eventfd, which is not I/O), so
 //!   `sugov_iowait_boost()` never starts one.
-//! - `effective_cpu_util()` without IRQ or steal time and with the RT and
-//!   DL PELT signals at 0 (the model keeps neither); a runnable RT task
-//!   still asks for the maximum and the DL bandwidth is the floor, as in
-//!   the kernel. The runqueue's clamps are the largest among its queued
-//!   tasks (the kernel's buckets give the same maximum; their idle
-//!   retention, `UCLAMP_FLAG_IDLE`, is not kept).
+//! - `effective_cpu_util()` as EAS reads it ([`crate::fair::eas`]): no
+//!   IRQ or steal time, the RT and DL PELT signals at 0 (the model keeps
+//!   neither); a runnable RT task still asks for the maximum and the DL
+//!   bandwidth is the floor, as in the kernel.
 //! - The DL `running_bw` hooks (`__add_running_bw()`/`__sub_running_bw()`)
 //!   are not hook sites here; the DL floor is read at the next CFS or RT
 //!   update (`ignore_dl_rate_limit()` still lets it bypass the rate limit).
@@ -33,9 +31,7 @@ use schedlab_topology::CpufreqGovernor;
 
 use crate::core::Kernel;
 use crate::deadline::{TimerKind, TimerRequest};
-use crate::fair::capacity::UclampId;
-use crate::pelt::{cpu_util, SCHED_CAPACITY_SCALE};
-use crate::sched::OnRq;
+use crate::pelt::cpu_util;
 
 /// schedutil's `struct sugov_cpu`: what the governor last computed for a CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -185,36 +181,5 @@ impl Kernel {
         p.work_in_progress = true;
         let at = self.now + p.transition_latency_ns;
         self.queue_irq_work(TimerRequest { cpu, at, what: TimerKind::CpufreqWork(pi) });
-    }
-
-    /// `cpu_bw_dl()`: the CPU's active deadline bandwidth in capacity units.
-    fn cpu_bw_dl(&self, cpu: usize) -> u64 {
-        (self.rqs[cpu].dl.running_bw * SCHED_CAPACITY_SCALE) >> crate::deadline::BW_SHIFT
-    }
-
-    /// `uclamp_rq_get(rq, id)`: the largest clamp of the tasks queued on
-    /// `cpu` (see the module doc); 0 / 1024 when none is queued.
-    fn uclamp_rq_get(&self, cpu: usize, id: crate::fair::capacity::UclampId) -> u64 {
-        let queued = self.tasks.iter().enumerate().filter(|(_, t)| t.cpu == cpu && t.on_rq == OnRq::Queued);
-        let v = queued.map(|(i, _)| self.uclamp_eff_value(i as crate::sched::TaskId, id)).max();
-        v.unwrap_or(match id {
-            UclampId::Min => 0,
-            UclampId::Max => SCHED_CAPACITY_SCALE,
-        })
-    }
-
-    /// `effective_cpu_util(cpu, util_cfs, &min, &max)` (fair.c, 6.12), with
-    /// the simplifications of the module doc: the utilisation and the
-    /// `min`/`max` performance hints.
-    fn effective_cpu_util(&self, cpu: usize, util_cfs: u64) -> (u64, u64, u64) {
-        let scale = self.topo.cpus[cpu].capacity as u64;
-        let clamp_min = if self.uclamp_used { self.uclamp_rq_get(cpu, UclampId::Min) } else { 0 };
-        let mut min = self.cpu_bw_dl(cpu).max(clamp_min);
-        if !self.uclamp_used && self.rqs[cpu].rt.rt_nr_running > 0 {
-            min = min.max(scale);
-        }
-        let clamp_max = if self.uclamp_used { self.uclamp_rq_get(cpu, UclampId::Max) } else { SCHED_CAPACITY_SCALE };
-        let max = scale.min(clamp_max);
-        (util_cfs.min(scale), min, max)
     }
 }

@@ -40,6 +40,7 @@ pub mod core;
 pub mod cpufreq;
 pub mod cpufreq_schedutil;
 pub mod deadline;
+pub mod energy_model;
 pub mod fair;
 pub mod features;
 pub mod invariants;

@@ -9,6 +9,7 @@ mod common;
 mod costs;
 mod cpufreq;
 mod deadline;
+mod eas;
 mod eevdf;
 mod grub;
 mod invariants;

@@ -54,6 +54,7 @@ pub mod sd_flags;
 
 mod build;
 mod levels;
+pub mod perf_domains;
 
 pub use build::{build_sched_domains, build_sched_domains_partitioned, build_sched_domains_with};
 pub use levels::{

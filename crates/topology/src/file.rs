@@ -39,6 +39,8 @@ pub(crate) struct TopologyFile {
     pub jitter: Option<JitterFile>,
     pub idle: Option<Spanned<IdleFile>>,
     pub noise: Option<Vec<Spanned<NoiseFile>>>,
+    /// `sysctl kernel.sched_energy_aware`; default true (the kernel's 1).
+    pub sched_energy_aware: Option<bool>,
     /// Default governor of every `[[perf_domain]]`.
     pub cpufreq_governor: Option<Spanned<GovernorName>>,
     pub perf_domain: Option<Vec<Spanned<PerfDomainFile>>>,

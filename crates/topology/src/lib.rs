@@ -18,6 +18,7 @@
 //! hz = 1000                     # CONFIG_HZ: 100, 250, 300 or 1000 (required)
 //! preempt = "lazy"              # none | voluntary | full | lazy (required)
 //! itmt_enabled = true           # sched_itmt_enabled (default false)
+//! sched_energy_aware = true     # sysctl kernel.sched_energy_aware (default true)
 //! cpufreq_governor = "schedutil"  # every [[perf_domain]]'s default governor:
 //!                               # schedutil | performance | powersave (default schedutil)
 //!
@@ -295,6 +296,11 @@ pub struct Topology {
     pub cpus: Vec<CpuInfo>,
     /// `sched_itmt_enabled`: asym packing on when priorities differ.
     pub itmt_enabled: bool,
+    /// `sysctl kernel.sched_energy_aware` (default 1): EAS may be used where
+    /// it is possible (perf domains with an energy model, asymmetric
+    /// capacities, schedutil, no SMT). A sweep setting's `energy_aware =`
+    /// overrides it.
+    pub sched_energy_aware: bool,
     /// CONFIG_HZ (one of [`HZ_CHOICES`]).
     pub hz: u32,
     /// The `preempt=` model in effect.

@@ -14,6 +14,7 @@ pub(crate) const NAMES: &[&str] = &[
     "qemu-2",
     "smt-2x2",
     "juno-r2",
+    "rk3399",
 ];
 
 /// The TOML text of a preset.
@@ -27,6 +28,7 @@ pub(crate) fn text(name: &str) -> Option<&'static str> {
         "qemu-2" => include_str!("../../../topologies/qemu-2.toml"),
         "smt-2x2" => include_str!("../../../topologies/smt-2x2.toml"),
         "juno-r2" => include_str!("../../../topologies/juno-r2.toml"),
+        "rk3399" => include_str!("../../../topologies/rk3399.toml"),
         "ryzen-5800x" => include_str!("../../../topologies/ryzen-5800x.toml"),
         _ => return None,
     })

@@ -134,3 +134,26 @@ fn a_machine_without_perf_domains_has_no_cpufreq() {
     assert_eq!(t.kernel.cpufreq_cur(0), None);
     assert_eq!(t.kernel.arch_scale_freq_capacity(1), 1024);
 }
+
+#[test]
+fn schedutil_skips_the_frequencies_the_energy_model_finds_inefficient() {
+    let t = kernel_with(Topology::preset("rk3399").unwrap(), "6.12", &[], 1);
+    let [little, big] = t.kernel.cpufreq_policies() else { panic!("rk3399 has two policies") };
+    // The DT runs the A72s' 408, 600 and 816 MHz at the same 825 mV, so a
+    // unit of work costs the same energy at each (power grows with f·V²,
+    // work with f) and em_compute_costs() marks the two below 816 MHz
+    // inefficient; likewise the A53s' 408 MHz beside 600 MHz at 825 mV.
+    let marked = |p: &crate::cpufreq::CpufreqPolicy| {
+        p.freq_table.iter().zip(&p.inefficient).filter(|(_, &i)| i).map(|(&f, _)| f).collect::<Vec<_>>()
+    };
+    assert_eq!(marked(big), [408_000, 600_000]);
+    assert_eq!(marked(little), [408_000]);
+    // A target below them resolves to the lowest efficient frequency above.
+    assert_eq!(big.resolve_freq(300_000), 816_000);
+    assert_eq!(big.resolve_freq(700_000), 816_000);
+    assert_eq!(big.resolve_freq(900_000), 1_008_000);
+    assert_eq!(little.resolve_freq(100_000), 600_000);
+    // The machine without an energy model keeps every frequency.
+    let t = kernel_with(rk3399_like("schedutil"), "6.12", &[], 1);
+    assert_eq!(t.kernel.cpufreq_policies()[1].resolve_freq(300_000), 408_000);
+}
