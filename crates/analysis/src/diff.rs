@@ -235,6 +235,7 @@ pub fn describe_event(table: &TaskTable, ev: &Event) -> String {
             format!("rt_mutex_setprio(): {} {what} from prio {oldprio} to {newprio}", c(pid))
         }
         EventKind::SchedWakeIdleWithoutIpi { cpu } => format!("CPU {cpu} polls in idle: woken without an IPI"),
+        EventKind::CpuFrequency { state, cpu_id } => format!("cpufreq: CPU {cpu_id} now runs at {} MHz", state / 1000),
         EventKind::Ttwu { pid, path, cpu } => match path {
             WakePath::Runnable { delayed: true } => format!(
                 "ttwu_runnable() requeued {} in place (sched_delayed) on CPU {cpu}, no select_task_rq()",
@@ -344,6 +345,7 @@ pub(crate) fn tasks_named(kind: &EventKind) -> Vec<Pid> {
         EventKind::SchedSwitch { prev_pid, next_pid, .. } => vec![prev_pid, next_pid],
         EventKind::WakeupPreempt { wakee, curr, .. } => vec![wakee, curr],
         EventKind::SchedWakeIdleWithoutIpi { .. }
+        | EventKind::CpuFrequency { .. }
         | EventKind::Resched { .. }
         | EventKind::ActiveBalanceQueued { .. }
         | EventKind::RtPushIpi { .. } => vec![],
@@ -359,9 +361,10 @@ pub(crate) fn cpus_named(ev: &Event) -> Vec<u32> {
         | EventKind::SchedWakeup { target_cpu, .. }
         | EventKind::SchedWakeupNew { target_cpu, .. } => v.push(target_cpu),
         EventKind::SchedMigrateTask { orig_cpu, dest_cpu, .. } => v.extend([orig_cpu, dest_cpu]),
-        EventKind::SchedWakeIdleWithoutIpi { cpu } | EventKind::Ttwu { cpu, .. } | EventKind::Resched { cpu, .. } => {
-            v.push(cpu)
-        }
+        EventKind::SchedWakeIdleWithoutIpi { cpu }
+        | EventKind::CpuFrequency { cpu_id: cpu, .. }
+        | EventKind::Ttwu { cpu, .. }
+        | EventKind::Resched { cpu, .. } => v.push(cpu),
         EventKind::LbMigrate { src_cpu, dst_cpu, .. } | EventKind::ActiveBalanceQueued { src_cpu, dst_cpu } => {
             v.extend([src_cpu, dst_cpu])
         }

@@ -25,7 +25,7 @@ pub struct DiffArgs {
     #[arg(value_parser = crate::names::scenario(), hide_possible_values = true)]
     pub scenario: PathBuf,
     /// Setting A: sched_features in debugfs syntax, comma-separated, plus optional
-    /// `itmt=0|1` and `kernel=NAME` entries, e.g. `NO_DELAY_DEQUEUE,itmt=0`.
+    /// `itmt=0|1`, `energy_aware=0|1` and `kernel=NAME` entries, e.g. `NO_DELAY_DEQUEUE,itmt=0`.
     /// Empty (the default): the scenario's own settings.
     #[arg(long = "a", value_name = "SETTING", default_value = "")]
     pub a: String,

@@ -298,6 +298,14 @@ pub struct Kernel {
     /// Some task reclaims (SCHED_FLAG_RECLAIM): the deadline class arms the
     /// inactive timers GRUB reads (`deadline::grub`).
     pub(crate) dl_grub: bool,
+    /// cpufreq policies and each CPU's frequency factor (`crate::cpufreq`).
+    pub(crate) cpufreq: crate::cpufreq::Cpufreq,
+    /// The energy models, one per topology `[[perf_domain]]` (`None` where
+    /// registration fails, e.g. no power coefficient).
+    pub(crate) em: Vec<Option<crate::energy_model::EmPerfDomain>>,
+    /// The `sched_energy_present` static key (`sched_energy_enabled()`):
+    /// some root domain has performance domains.
+    pub(crate) sched_energy_present: bool,
 }
 
 impl Kernel {
@@ -351,6 +359,21 @@ impl Kernel {
                     .collect()
             })
             .collect();
+        // build_perf_domains() for each root domain (def_root_domain's CPUs
+        // have no sched domains, so no asymmetric capacity: never EAS).
+        let em: Vec<_> = topo
+            .perf_domains
+            .iter()
+            .map(|pd| {
+                let cap = pd.cpus.first().map_or(1024, |c| topo.cpus[c].capacity as u64);
+                crate::energy_model::dev_pm_opp_of_register_em(pd, cap).ok()
+            })
+            .collect();
+        for rd in rds.iter_mut() {
+            rd.pd =
+                crate::topology::perf_domains::build_perf_domains(&topo, &domains, &em, &rd.span).unwrap_or_default();
+        }
+        let sched_energy_present = rds.iter().any(|rd| !rd.pd.is_empty());
         rds.push(def_root_domain);
         let mut nohz = crate::fair::nohz::Nohz::default();
         for (cpu, rq) in rqs.iter_mut().enumerate() {
@@ -365,6 +388,7 @@ impl Kernel {
         }
         let tick_ns = topo.tick_ns();
         let hz = 1_000_000_000 / tick_ns;
+        let cpufreq = crate::cpufreq::Cpufreq::new(&topo, &em);
         let mut k = Kernel {
             jiffies: 0,
             hz,
@@ -407,6 +431,9 @@ impl Kernel {
             busy_until: vec![0; nr_cpus],
             rq_lock_wait_ns: 0,
             dl_grub: false,
+            cpufreq,
+            em,
+            sched_energy_present,
         };
         k.init_dl_rq_bw();
         k
@@ -505,6 +532,12 @@ impl Kernel {
     /// one costs the executing CPU `[costs.kernel] hrtimer`.
     pub(crate) fn request_timer(&mut self, t: TimerRequest) {
         self.charge(self.topo.costs.kernel.hrtimer_ns);
+        self.out.timers.push(t);
+    }
+
+    /// Work deferred to irq_work (and a kthread behind it) that completes at
+    /// `t.at`; its own CPU time is not charged (see `crate::cpufreq`).
+    pub(crate) fn queue_irq_work(&mut self, t: TimerRequest) {
         self.out.timers.push(t);
     }
 

@@ -26,6 +26,7 @@ use schedlab_trace::{DelayedWhat, EventKind, PreemptReason};
 
 pub mod bandwidth;
 pub mod capacity;
+pub mod eas;
 mod eevdf;
 pub mod group;
 pub mod lb;
@@ -412,6 +413,11 @@ impl Kernel {
             se = self.cfs(q).se;
         }
         self.add_nr_running(cpu, 1);
+        // A new task's first utilisation is a guess (half the spare
+        // capacity): it does not mark the CPU overutilized.
+        if !task_new {
+            self.check_update_overutilized_status(cpu);
+        }
     }
 
     /// `dequeue_entities()`: returns -1 when the task was left delayed, 1 when
@@ -765,6 +771,7 @@ impl Kernel {
         }
         if let Some(curr) = self.rqs[cpu].curr {
             self.update_misfit_status(Some(curr), cpu);
+            self.check_update_overutilized_status(cpu);
         }
         self.tick_update_idle_cpu_scan(cpu);
     }

@@ -51,11 +51,61 @@ pub(crate) struct Places {
     curr_of: Option<usize>,
 }
 pub(crate) use local::Touched;
+
+impl Kernel {
+    /// EAS state (fair/eas.rs, topology/perf_domains.rs): the static key is
+    /// on exactly when some root domain has performance domains; each
+    /// listed domain has an energy model whose CPUs lie in the root
+    /// domain, each CPU of the root domain in exactly one of them; a root
+    /// domain without them is never overutilized (the flag is only kept
+    /// with EAS on).
+    fn check_energy_state(&self) -> Result<(), InvariantError> {
+        let any = self.rds.iter().any(|rd| !rd.pd.is_empty());
+        if any != self.sched_energy_present {
+            return Err(violation!(
+                "sched_energy_present is {} but a root domain with perf domains: {any}",
+                self.sched_energy_present
+            ));
+        }
+        for (i, rd) in self.rds.iter().enumerate() {
+            if rd.pd.is_empty() {
+                if rd.overutilized && !self.sched_energy_present {
+                    return Err(violation!("root domain {i} is overutilized with EAS off"));
+                }
+                continue;
+            }
+            let mut covered = schedlab_topology::CpuSet::empty();
+            for &pd in &rd.pd {
+                let Some(em) = self.em.get(pd).and_then(|e| e.as_ref()) else {
+                    return Err(violation!("root domain {i} lists perf domain {pd}, which has no energy model"));
+                };
+                if !em.cpus.is_subset(&rd.span) || !covered.and(&em.cpus).is_empty() {
+                    return Err(violation!(
+                        "root domain {i} ({}) lists perf domain {pd} ({}) outside it or twice",
+                        rd.span.to_cpulist(),
+                        em.cpus.to_cpulist()
+                    ));
+                }
+                covered = covered.or(&em.cpus);
+            }
+            if covered != rd.span {
+                return Err(violation!(
+                    "root domain {i} ({}) has perf domains covering only {}",
+                    rd.span.to_cpulist(),
+                    covered.to_cpulist()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
 pub use local::RQ_BUDGET;
 
 impl Kernel {
     /// Recount everything; `Err` describes the first violation found.
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
+        self.check_cpufreq().map_err(InvariantError::Violation)?;
+        self.check_energy_state()?;
         let mut running_on: Vec<Option<usize>> = vec![None; self.tasks.len()];
         for rq in &self.rqs {
             // A root domain spans its CPUs and holds only their overload state.

@@ -37,7 +37,10 @@
 //! accessors ([`Kernel::task`], [`Kernel::rq`], ...).
 
 pub mod core;
+pub mod cpufreq;
+pub mod cpufreq_schedutil;
 pub mod deadline;
+pub mod energy_model;
 pub mod fair;
 pub mod features;
 pub mod invariants;

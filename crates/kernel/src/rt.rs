@@ -158,6 +158,8 @@ impl Kernel {
         if self.rqs[cpu].curr != Some(p) && self.tasks[p as usize].nr_cpus_allowed() > 1 {
             self.enqueue_pushable_task(cpu, p);
         }
+        // enqueue_top_rt_rq() kicks cpufreq.
+        self.cpufreq_update_util(cpu);
     }
 
     /// `dequeue_task_rt()`.
@@ -178,6 +180,8 @@ impl Kernel {
         self.tasks[p as usize].on_rt_rq = false;
         self.rqs[cpu].nr_running -= 1;
         self.dequeue_pushable_task(cpu, p);
+        // dequeue_rt_entity() ends in enqueue_top_rt_rq(), which kicks cpufreq.
+        self.cpufreq_update_util(cpu);
     }
 
     /// `requeue_task_rt()`: to the tail (or head) of its priority list.

@@ -603,6 +603,12 @@ pub struct RootDomain {
     pub rto_loop_next: u64,
     /// `rd->overloaded`.
     pub overloaded: bool,
+    /// `rd->overutilized`: some CPU's utilisation does not fit its capacity
+    /// (only kept while EAS is on, [`crate::fair::eas`]).
+    pub overutilized: bool,
+    /// `rd->pd`: the performance domains EAS uses here, as indices into the
+    /// kernel's energy models, in the kernel's list order; empty = no EAS.
+    pub pd: Vec<usize>,
 }
 
 impl RootDomain {
@@ -615,6 +621,8 @@ impl RootDomain {
             rto_loop: 0,
             rto_loop_next: 0,
             overloaded: false,
+            overutilized: false,
+            pd: Vec::new(),
         }
     }
 }

@@ -56,6 +56,7 @@ mod build;
 pub mod intel_pstate;
 pub mod itmt;
 mod levels;
+pub mod perf_domains;
 
 pub use build::{build_sched_domains, build_sched_domains_partitioned, build_sched_domains_with};
 pub use levels::{

@@ -26,6 +26,8 @@ pub struct DiffRun<'a> {
     /// from the profile's defaults.
     pub kernel: String,
     pub itmt: bool,
+    /// `sysctl kernel.sched_energy_aware` of the run's machine.
+    pub energy_aware: bool,
     pub features_changed: Vec<String>,
     pub end_ns: u64,
     pub notes: Vec<String>,
@@ -37,6 +39,10 @@ pub struct DiffSide {
     pub setting: String,
     pub kernel: String,
     pub itmt: bool,
+    /// Written only when off (the kernel's default is on), so reports of
+    /// settings that never touch it read as before.
+    #[serde(skip_serializing_if = "is_true")]
+    pub energy_aware: bool,
     pub features_changed: Vec<String>,
     pub simulated_ns: u64,
     pub events: usize,
@@ -162,6 +168,7 @@ impl DiffCollector {
                 setting: r.setting.to_string(),
                 kernel: r.kernel,
                 itmt: r.itmt,
+                energy_aware: r.energy_aware,
                 features_changed: r.features_changed,
                 simulated_ns: r.end_ns,
                 events,
@@ -176,7 +183,10 @@ impl DiffCollector {
             scenario: scenario.name.clone(),
             seed,
             stall_threshold_ns: self.threshold_ns,
-            same_setting: a.kernel == b.kernel && a.itmt == b.itmt && a.features_changed == b.features_changed,
+            same_setting: a.kernel == b.kernel
+                && a.itmt == b.itmt
+                && a.energy_aware == b.energy_aware
+                && a.features_changed == b.features_changed,
             a,
             b,
             divergence,
@@ -259,12 +269,19 @@ impl DiffReport {
     }
 }
 
-/// "kernel 6.12, ITMT on, features: defaults".
+/// "kernel 6.12, ITMT on, features: defaults" (", EAS off" after the ITMT
+/// part when `sched_energy_aware` is 0).
 fn describe(s: &DiffSide) -> String {
     format!(
-        "kernel {}, ITMT {}, features: {}",
+        "kernel {}, ITMT {}{}, features: {}",
         s.kernel,
         if s.itmt { "on" } else { "off" },
+        if s.energy_aware { "" } else { ", EAS off" },
         if s.features_changed.is_empty() { "defaults".to_string() } else { s.features_changed.join(" ") }
     )
+}
+
+/// For `skip_serializing_if`.
+fn is_true(b: &bool) -> bool {
+    *b
 }

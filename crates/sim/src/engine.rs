@@ -52,6 +52,11 @@ pub(crate) enum Ev {
         cpu: usize,
         what: TimerKind,
     },
+    /// schedutil's kthread has set cpufreq policy `policy`'s new frequency.
+    CpufreqDone {
+        policy: usize,
+        cpu: usize,
+    },
     /// A task group's CFS bandwidth timer (period or slack), pinned to `cpu`.
     CfsBandwidth {
         cpu: usize,
@@ -224,6 +229,7 @@ impl<'a> Engine<'a> {
                     what @ (TimerKind::DlInactive(_) | TimerKind::FairServerInactive) => {
                         Ev::DlInactive { cpu: t.cpu, what }
                     }
+                    TimerKind::CpufreqWork(policy) => Ev::CpufreqDone { policy, cpu: t.cpu },
                     what => Ev::CfsBandwidth { cpu: t.cpu, what },
                 };
                 self.queue.push(t.at, ev);
@@ -314,13 +320,28 @@ impl<'a> Engine<'a> {
         }
         let th = self.task_thread[t as usize];
         let kernel = &self.kernel;
-        self.hw.update_rate(cpu, |s| kernel.curr(s).is_some());
+        self.hw.update_rate(cpu, |s| kernel.curr(s).is_some(), kernel.arch_scale_freq_capacity(cpu));
         let exec_from = self.hw.exec_from(cpu);
         let at = if exec_from > self.now { Some(exec_from) } else { self.next_op_boundary(th, cpu) };
         match at {
             Some(at) => self.queue.push_keyed(key, at, Ev::CpuWork { cpu, gen }),
             // Spin until a post re-plans us.
             None => self.queue.cancel(key),
+        }
+    }
+
+    /// A cpufreq transition finished: the policy's busy CPUs are credited
+    /// their work at the old speed and go on at the new one.
+    fn cpufreq_transition_done(&mut self, policy: usize, cpu: usize) {
+        let cpus = self.kernel.cpufreq_policies()[policy].cpus;
+        let busy: Vec<usize> = cpus.iter().filter(|&c| self.kernel.curr(c).is_some()).collect();
+        for &cpu in &busy {
+            self.settle(cpu);
+        }
+        self.kernel.cpufreq_transition_done(policy, cpu, self.now, &mut self.out);
+        self.drain();
+        for &cpu in &busy {
+            self.replan(cpu);
         }
     }
 
@@ -524,6 +545,7 @@ impl<'a> Engine<'a> {
                     e.hrtimer_irq_on(cpu, |k, c, now, out| k.dl_inactive_timer(what, c, now, out))
                 });
             }
+            Ev::CpufreqDone { policy, cpu } => self.cpufreq_transition_done(policy, cpu),
             Ev::CfsBandwidth { cpu, what } => {
                 self.on_interrupt(cpu, |e| {
                     e.hrtimer_irq_on(cpu, |k, c, now, out| k.cfs_bandwidth_timer(what, c, now, out))

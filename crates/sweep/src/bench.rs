@@ -628,6 +628,7 @@ fn diff_pair(s: &Scenario, a: &SimOptions, b: &SimOptions) -> Result<Sample> {
         setting,
         kernel: String::new(),
         itmt: false,
+        energy_aware: true,
         features_changed: Vec::new(),
         end_ns: r.end_ns,
         notes: Vec::new(),

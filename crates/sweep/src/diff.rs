@@ -67,6 +67,7 @@ struct Resolved {
     opts: SimOptions,
     kernel: String,
     itmt: bool,
+    energy_aware: bool,
     features_changed: Vec<String>,
 }
 
@@ -79,6 +80,9 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, runs: &DiffRuns
     if let Some(on) = s.itmt {
         topology.itmt_enabled = on;
     }
+    if let Some(on) = s.energy_aware {
+        topology.sched_energy_aware = on;
+    }
     let (profile, features) = kernel_settings(&scenario, &s.features).map_err(|e| {
         let e = e.to_string();
         // The simulator says "--features ITEM: why"; the why names the item.
@@ -90,6 +94,7 @@ fn resolve(flag: &'static str, base: &Scenario, s: &SettingSpec, runs: &DiffRuns
         text: s.text.clone(),
         kernel: profile.name.to_string(),
         itmt: topology.itmt_enabled,
+        energy_aware: topology.sched_energy_aware,
         features_changed: features.diff_from(&profile.defaults),
         opts: SimOptions {
             seed: runs.seed,
@@ -119,6 +124,7 @@ fn side<'a>(r: &'a Resolved, res: &SimResult) -> DiffRun<'a> {
         setting: &r.text,
         kernel: r.kernel.clone(),
         itmt: r.itmt,
+        energy_aware: r.energy_aware,
         features_changed: r.features_changed.clone(),
         end_ns: res.end_ns,
         notes: res.notes.clone(),

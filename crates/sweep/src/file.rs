@@ -3,7 +3,7 @@
 //!
 //! A setting is built from parts: its `[[setting]]` table and, for every
 //! `[[axis]]`, one of that axis's values (the cross product). Scalar keys
-//! (`itmt`, `kernel`, `topology`) may be set by one part only; `features`
+//! (`itmt`, `energy_aware`, `kernel`, `topology`) may be set by one part only; `features`
 //! add up; the per-group tables (`affinity`, `nice`, `slice`) merge, each
 //! group set by one part only.
 
@@ -46,9 +46,11 @@ struct RawSweep {
 struct RawSetting {
     name: Spanned<String>,
     /// The command line's one-line setting (`diff --a`, `vm --setting`):
-    /// expanded into `features`, `itmt` and `kernel` by [`expand_set`].
+    /// expanded into `features`, `itmt`, `energy_aware` and `kernel` by [`expand_set`].
     set: Option<Spanned<String>>,
     itmt: Option<Spanned<bool>>,
+    /// `sysctl kernel.sched_energy_aware`: overrides the topology's `sched_energy_aware`.
+    energy_aware: Option<Spanned<bool>>,
     kernel: Option<Spanned<String>>,
     topology: Option<Spanned<String>>,
     features: Option<Vec<Spanned<String>>>,
@@ -354,6 +356,12 @@ fn expand_set(ctx: Ctx, part: &mut RawSetting) -> Result<(), InputError> {
         }
         part.itmt = Some(Spanned::new(span.clone(), itmt));
     }
+    if let Some(on) = spec.energy_aware {
+        if part.energy_aware.is_some() {
+            return Err(twice("energy_aware"));
+        }
+        part.energy_aware = Some(Spanned::new(span.clone(), on));
+    }
     if let Some(kernel) = spec.kernel {
         if part.kernel.is_some() {
             return Err(twice("kernel"));
@@ -439,6 +447,9 @@ fn setting(ctx: Ctx, parts: &[&RawSetting], base: &Base) -> Result<Setting, Inpu
     }
     if let Some(i) = only_one(ctx, parts, "itmt", |p| p.itmt.as_ref())? {
         topology.itmt_enabled = *i.get_ref();
+    }
+    if let Some(e) = only_one(ctx, parts, "energy_aware", |p| p.energy_aware.as_ref())? {
+        topology.sched_energy_aware = *e.get_ref();
     }
     scenario.topology = topology.clone();
     if let Some(k) = only_one(ctx, parts, "kernel", |p| p.kernel.as_ref())? {

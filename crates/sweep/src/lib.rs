@@ -35,6 +35,7 @@
 //! [[setting]]
 //! name = "defaults"                # required, unique
 //! itmt = false                     # override the topology's itmt_enabled
+//! energy_aware = false             # override the topology's sched_energy_aware (EAS)
 //! kernel = "6.12"                  # override the scenario's kernel profile
 //! topology = "qemu-4"              # another machine: a preset, or a file relative
 //!                                  # to the sweep file; every thread's affinity must
@@ -65,15 +66,16 @@
 //! p99_handoff_abs = "20us"
 //! ```
 //!
-//! A setting and its axis values may not both set `itmt`, `kernel` or
+//! A setting and its axis values may not both set `itmt`, `energy_aware`, `kernel` or
 //! `topology` (or `background`, `fair_server_runtime`), nor the same group
 //! in `affinity`, `nice` or `slice` (or mutex in `pi`); their
 //! `features` add up. Unknown keys are errors, and every error names the
 //! file, line and column.
 //!
 //! On the command line (`schedlab diff --a/--b`, `schedlab vm --setting`)
-//! a setting's `features`, `itmt` and `kernel` are written as one string
-//! in the grammar of [`setting`]: `NO_DELAY_DEQUEUE,itmt=0,kernel=6.12`.
+//! a setting's `features`, `itmt`, `energy_aware` and `kernel` are written
+//! as one string in the grammar of [`setting`]:
+//! `NO_DELAY_DEQUEUE,itmt=0,energy_aware=1,kernel=6.12`.
 //!
 //! Jobs run in parallel on the current rayon pool; each job analyses its trace
 //! and drops it before returning, so at most one trace per worker thread is

@@ -1,18 +1,19 @@
 //! One settings syntax: `diff --a/--b`, `vm --setting` and `compare
 //! --setting` take a setting as text, and a sweep file's `[[setting]]` (or
 //! axis value) takes the same text as `set = "..."`, which sets what its
-//! `features`, `itmt` and `kernel` keys set.
+//! `features`, `itmt`, `energy_aware` and `kernel` keys set.
 //!
 //! ```text
 //! setting := item { sep item }         (may be empty)
 //! sep     := "," | " "                  (runs of separators count as one)
 //! item    := FEATURE | NO_FEATURE       sched_features, debugfs syntax   (features = [..])
 //!          | "itmt=" ("0" | "1")        also sched_itmt_enabled=         (itmt = false | true)
+//!          | "energy_aware=" ("0" | "1") also sched_energy_aware=      (energy_aware = false | true)
 //!          | "kernel=" PROFILE          6.9, 6.12, 6.12.0, 6.15, mainline, ... (kernel = "..")
 //!          | "defaults" | "-"           nothing: the base state
 //! ```
 //!
-//! `itmt` and `kernel` may each be given once. A command that cannot apply
+//! `itmt`, `energy_aware` and `kernel` may each be given once. A command that cannot apply
 //! a part says so ([`SettingSpec::features_only`]: a VM guest takes only
 //! sched_features).
 
@@ -26,6 +27,8 @@ pub struct SettingSpec {
     /// sched_features items, in order.
     pub features: Vec<String>,
     pub itmt: Option<bool>,
+    /// `sysctl kernel.sched_energy_aware` (EAS where possible).
+    pub energy_aware: Option<bool>,
     /// A kernel profile name (checked).
     pub kernel: Option<String>,
 }
@@ -35,11 +38,15 @@ pub struct SettingSpec {
 pub enum SettingError {
     #[error("{flag} {text}: `{item}`: expected itmt=0 or itmt=1")]
     BadItmt { flag: String, text: String, item: String },
+    #[error("{flag} {text}: `{item}`: expected energy_aware=0 or energy_aware=1")]
+    BadEnergyAware { flag: String, text: String, item: String },
     #[error("{flag} {text}: {key} is given twice")]
     Twice { flag: String, text: String, key: &'static str },
     #[error("{flag} {text}: unknown kernel profile `{kernel}` (expected one of: {})", Profile::NAMES.join(", "))]
     UnknownKernel { flag: String, text: String, kernel: String },
-    #[error("{flag} {text}: unknown setting `{key}=` (expected sched_features, itmt=0|1 or kernel=NAME)")]
+    #[error(
+        "{flag} {text}: unknown setting `{key}=` (expected sched_features, itmt=0|1, energy_aware=0|1 or kernel=NAME)"
+    )]
     UnknownKey { flag: String, text: String, key: String },
     #[error("{flag} {text}: `{key}=` cannot be set here, only sched_features")]
     NotFeatures { flag: String, text: String, key: &'static str },
@@ -64,6 +71,20 @@ impl SettingSpec {
                     if s.itmt.replace(on).is_some() {
                         let (flag, text) = err_text();
                         return Err(SettingError::Twice { flag, text, key: "itmt" });
+                    }
+                }
+                Some(("energy_aware" | "sched_energy_aware", v)) => {
+                    let on = match v {
+                        "0" => false,
+                        "1" => true,
+                        _ => {
+                            let (flag, text) = err_text();
+                            return Err(SettingError::BadEnergyAware { flag, text, item: item.to_string() });
+                        }
+                    };
+                    if s.energy_aware.replace(on).is_some() {
+                        let (flag, text) = err_text();
+                        return Err(SettingError::Twice { flag, text, key: "energy_aware" });
                     }
                 }
                 Some(("kernel", k)) => {
@@ -91,6 +112,8 @@ impl SettingSpec {
     pub fn features_only(self, flag: &str) -> Result<Vec<String>, SettingError> {
         let key = if self.itmt.is_some() {
             "itmt"
+        } else if self.energy_aware.is_some() {
+            "energy_aware"
         } else if self.kernel.is_some() {
             "kernel"
         } else {
@@ -149,6 +172,11 @@ mod tests {
         assert!(parse("--a", "itmt=1,itmt=0").unwrap_err().contains("itmt is given twice"));
         assert!(parse("--a", "kernel=5.4").unwrap_err().contains("unknown kernel profile `5.4`"));
         assert!(parse("--a", "slice=3ms").unwrap_err().contains("unknown setting `slice=`"));
+        let s = parse("--a", "energy_aware=0").unwrap();
+        assert_eq!((s.energy_aware, s.itmt), (Some(false), None));
+        assert_eq!(parse("--a", "sched_energy_aware=1").unwrap().energy_aware, Some(true));
+        assert!(parse("--a", "energy_aware=on").unwrap_err().contains("expected energy_aware=0 or energy_aware=1"));
+        assert!(parse("--a", "energy_aware=1 energy_aware=0").unwrap_err().contains("energy_aware is given twice"));
     }
 
     #[test]

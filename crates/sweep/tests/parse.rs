@@ -219,3 +219,22 @@ fn kernel_background_needs_a_duration() {
     assert!(parse_in(&text("duration = \"10ms\"\n")).is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn energy_aware_overrides_the_topologys_sysctl() {
+    let text = with(
+        "[[setting]]\nname = \"on\"\n[[setting]]\nname = \"off\"\nenergy_aware = false\n\
+         [[setting]]\nname = \"off-by-set\"\nset = \"energy_aware=0\"",
+    );
+    let sweep = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    let on: Vec<bool> = sweep.settings.iter().map(|s| s.topology.sched_energy_aware).collect();
+    assert_eq!(on, [true, false, false]);
+    let s = |body: &str| with(&format!("[[setting]]\nname = \"x\"\n{body}"));
+    expect_err(&s("energy_aware = 1"), 4, "1", "invalid type");
+    expect_err(
+        &s("set = \"energy_aware=0\"\nenergy_aware = true"),
+        4,
+        "\"energy_aware=0\"",
+        "`energy_aware` is given both",
+    );
+}

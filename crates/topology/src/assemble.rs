@@ -23,6 +23,7 @@ type CpuTable = Spanned<BTreeMap<Spanned<String>, Spanned<i64>>>;
 
 pub(crate) mod hardware;
 mod hybrid;
+mod perf;
 
 struct Ctx<'a> {
     path: &'a str,
@@ -100,6 +101,7 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
         apply_table(&ctx, &mut slots, t, Field::Prio)?;
     }
     hybrid::apply(&ctx, &mut slots, f.hwp_highest_perf.as_ref(), f.core_type.as_ref())?;
+    let perf_domains = perf::perf_domains(&ctx, &mut slots, f.cpufreq_governor, f.perf_domain.unwrap_or_default())?;
     check_structure(&ctx, &slots, layout_span.as_ref())?;
     hybrid::check_siblings(&ctx, &slots)?;
     check_smt_prio(&ctx, &slots)?;
@@ -130,12 +132,14 @@ pub(crate) fn build(path: &str, text: &str, f: TopologyFile) -> Result<Topology,
         description: f.description.unwrap_or_default(),
         cpus: slots.into_iter().map(|s| s.info).collect(),
         itmt_enabled: f.itmt_enabled.unwrap_or(false),
+        sched_energy_aware: f.sched_energy_aware.unwrap_or(true),
         hz,
         preempt,
         costs,
         jitter,
         idle,
         noise,
+        perf_domains,
     })
 }
 

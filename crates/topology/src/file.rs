@@ -44,6 +44,11 @@ pub(crate) struct TopologyFile {
     pub jitter: Option<JitterFile>,
     pub idle: Option<Spanned<IdleFile>>,
     pub noise: Option<Vec<Spanned<NoiseFile>>>,
+    /// `sysctl kernel.sched_energy_aware`; default true (the kernel's 1).
+    pub sched_energy_aware: Option<bool>,
+    /// Default governor of every `[[perf_domain]]`.
+    pub cpufreq_governor: Option<Spanned<GovernorName>>,
+    pub perf_domain: Option<Vec<Spanned<PerfDomainFile>>>,
 }
 
 /// `[idle]`: cpuidle driver, governor and states.
@@ -250,4 +255,34 @@ fn polish(msg: &str) -> String {
         return format!("missing key {rest}");
     }
     msg.replace("expected i64", "expected an integer").replace("expected f64", "expected a number")
+}
+
+/// One `[[perf_domain]]` entry: a cpufreq policy / energy-model
+/// performance domain.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PerfDomainFile {
+    pub cpus: Spanned<String>,
+    pub governor: Option<Spanned<GovernorName>>,
+    pub dynamic_power_coefficient: Option<Spanned<i64>>,
+    pub capacity_dmips_mhz: Option<Spanned<i64>>,
+    pub transition_latency: Option<Spanned<DurationNs>>,
+    pub opps: Spanned<Vec<Spanned<OppFile>>>,
+}
+
+/// `{ freq = "408MHz", microvolt = 825000 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OppFile {
+    pub freq: Spanned<crate::freq::FreqKhz>,
+    pub microvolt: Option<Spanned<i64>>,
+}
+
+/// `governor = "..."`: the cpufreq governors the model knows.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum GovernorName {
+    Schedutil,
+    Performance,
+    Powersave,
 }

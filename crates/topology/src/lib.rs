@@ -18,6 +18,9 @@
 //! hz = 1000                     # CONFIG_HZ: 100, 250, 300 or 1000 (required)
 //! preempt = "lazy"              # none | voluntary | full | lazy (required)
 //! itmt_enabled = true           # sched_itmt_enabled (default false)
+//! sched_energy_aware = true     # sysctl kernel.sched_energy_aware (default true)
+//! cpufreq_governor = "schedutil"  # every [[perf_domain]]'s default governor:
+//!                               # schedutil | performance | powersave (default schedutil)
 //!
 //! [layout]                      # generates the CPUs, numbered as Linux does
 //! packages = 1                  # sockets (default 1)
@@ -61,20 +64,36 @@
 //! capacity = 980
 //! # ... or, without [layout], the whole machine: one entry per CPU with
 //! # id, core, llc (required), package, node (default 0), capacity, asym_prio.
+//!
+//! [[perf_domain]]               # one cpufreq policy = one energy-model performance domain
+//! cpus = "0-7,16-23"            # required; each CPU in at most one domain, one capacity
+//! governor = "schedutil"        # this policy's governor (default: cpufreq_governor)
+//! dynamic_power_coefficient = 100  # DT, µW/MHz/V²; absent = no energy model
+//! transition_latency = "40us"   # DT clock-latency-ns of the OPP table (optional)
+//! opps = [ { freq = "408MHz", microvolt = 825000 },   # freq: "...kHz|MHz|GHz" or
+//!          { freq = "1.416GHz", microvolt = 1125000 } ] # integer Hz; any order
+//! # capacity_dmips_mhz = 485    # DT capacity-dmips-mhz; if any domain has it, every CPU
+//! #                             # must be in such a domain, none may have `capacity`, and
+//! #                             # capacities come from topology_normalize_cpu_scale()
 //! ```
 //!
 //! Unknown keys are errors. A CPU's capacity or priority may be set in one
 //! place only (a `[[cpus]]` entry or one key of the table). Core, LLC,
 //! package and node ids must be dense; SMT siblings must share LLC, package,
-//! node and priority; an LLC must lie inside one package.
+//! node and priority; an LLC must lie inside one package. The CPUs of a
+//! performance domain must share one capacity; OPP frequencies are
+//! distinct, and microvolts are given on all of a domain's OPPs or none
+//! (required with `dynamic_power_coefficient`).
 
 mod assemble;
 pub mod cpuset;
 pub mod diag;
 pub mod duration;
 mod file;
+pub mod freq;
 pub mod hardware;
 pub mod host;
+pub mod perf;
 mod presets;
 
 use std::path::{Path, PathBuf};
@@ -82,7 +101,9 @@ use std::path::{Path, PathBuf};
 pub use cpuset::{parse_cpulist, CpuSet, CpuWrap, CpulistError, MAX_CPUS};
 pub use diag::InputError;
 pub use duration::{parse_duration, DurationError, DurationNs};
+pub use freq::{parse_freq_khz, FreqError, FreqKhz};
 pub use hardware::{Distance, Governor, Idle, IdleState, KernelCosts, LevelCosts, NoiseKind, NoiseSource};
+pub use perf::{CpufreqGovernor, Opp, PerfDomain};
 
 /// The CONFIG_HZ values the kernel's Kconfig offers (`HZ_100` ... `HZ_1000`).
 pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
@@ -336,6 +357,11 @@ pub struct Topology {
     pub cpus: Vec<CpuInfo>,
     /// `sched_itmt_enabled`: asym packing on when priorities differ.
     pub itmt_enabled: bool,
+    /// `sysctl kernel.sched_energy_aware` (default 1): EAS may be used where
+    /// it is possible (perf domains with an energy model, asymmetric
+    /// capacities, schedutil, no SMT). A sweep setting's `energy_aware =`
+    /// overrides it.
+    pub sched_energy_aware: bool,
     /// CONFIG_HZ (one of [`HZ_CHOICES`]).
     pub hz: u32,
     /// The `preempt=` model in effect.
@@ -346,6 +372,10 @@ pub struct Topology {
     pub idle: Idle,
     /// Seeded interference (`[[noise]]`); empty = none.
     pub noise: Vec<NoiseSource>,
+    /// cpufreq policies = energy-model performance domains
+    /// (`[[perf_domain]]`), in file order; empty = no cpufreq, no energy
+    /// model (every CPU at one fixed frequency, EAS impossible).
+    pub perf_domains: Vec<PerfDomain>,
 }
 
 impl Topology {
@@ -465,6 +495,11 @@ impl Topology {
             Some(i) => self.costs.levels[i],
             None => LevelCosts { ipi_ns: 0, migration_cold_ns: 0, remote_rq_ns: 0 },
         }
+    }
+
+    /// The performance domain (cpufreq policy) holding `cpu`, if any.
+    pub fn perf_domain_of(&self, cpu: usize) -> Option<&PerfDomain> {
+        self.perf_domains.iter().find(|d| d.cpus.contains(cpu))
     }
 
     /// True when any core has more than one hardware thread.

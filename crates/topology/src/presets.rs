@@ -16,6 +16,7 @@ pub(crate) const NAMES: &[&str] = &[
     "juno-r2",
     "intel-13900k",
     "intel-285k",
+    "rk3399",
 ];
 
 /// The TOML text of a preset.
@@ -29,6 +30,7 @@ pub(crate) fn text(name: &str) -> Option<&'static str> {
         "qemu-2" => include_str!("../../../topologies/qemu-2.toml"),
         "smt-2x2" => include_str!("../../../topologies/smt-2x2.toml"),
         "juno-r2" => include_str!("../../../topologies/juno-r2.toml"),
+        "rk3399" => include_str!("../../../topologies/rk3399.toml"),
         "ryzen-5800x" => include_str!("../../../topologies/ryzen-5800x.toml"),
         "intel-13900k" => include_str!("../../../topologies/intel-13900k.toml"),
         "intel-285k" => include_str!("../../../topologies/intel-285k.toml"),

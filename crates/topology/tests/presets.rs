@@ -14,7 +14,7 @@ fn preset(name: &str) -> Topology {
 
 #[test]
 fn every_preset_loads_under_its_own_name() {
-    assert_eq!(Topology::preset_names().len(), 11);
+    assert_eq!(Topology::preset_names().len(), 12);
     for name in Topology::preset_names() {
         let t = preset(name);
         assert_eq!(&t.name, name);
@@ -90,6 +90,32 @@ fn juno_r2_shape() {
     assert_eq!(caps, [383, 1024, 1024, 383, 383, 383]);
     assert_eq!(485 * 950 * 1024 / (1024 * 1200), 383);
     assert_eq!((t.hz, t.preempt, t.itmt_enabled), (250, PreemptModel::Full, false));
+}
+
+#[test]
+fn rk3399_shape() {
+    // Four A53s (CPUs 0-3) and two A72s (4-5), each cluster its own LLC and
+    // cpufreq policy; capacities derived from capacity-dmips-mhz (485, 1024)
+    // and the policies' maxima (1416 and 1800 MHz).
+    let t = preset("rk3399");
+    assert_eq!(t.nr_cpus(), 6);
+    assert!(!t.has_smt());
+    assert_eq!(t.llc_mask(0), set("0-3"));
+    assert_eq!(t.llc_mask(5), set("4-5"));
+    let caps: Vec<u32> = t.cpus.iter().map(|c| c.capacity).collect();
+    assert_eq!(caps, [381, 381, 381, 381, 1024, 1024]);
+    assert_eq!(485 * 1_416_000u64 * 1024 / (1024 * 1_800_000), 381);
+    assert_eq!(t.perf_domains.len(), 2);
+    let (l, b) = (&t.perf_domains[0], &t.perf_domains[1]);
+    assert_eq!((l.cpus, b.cpus), (set("0-3"), set("4-5")));
+    assert_eq!((l.opps.len(), b.opps.len()), (6, 8));
+    assert_eq!((l.max_freq_khz(), b.max_freq_khz()), (1_416_000, 1_800_000));
+    assert_eq!((l.dynamic_power_coefficient, b.dynamic_power_coefficient), (Some(100), Some(436)));
+    assert_eq!(b.opps[3].microvolt, Some(875_000));
+    assert!(t.perf_domains.iter().all(
+        |d| d.governor == schedlab_topology::CpufreqGovernor::Schedutil && d.transition_latency_ns == Some(40_000)
+    ));
+    assert_eq!(t.idle.states[1].exit_latency_ns, 370_000);
 }
 
 #[test]
@@ -296,6 +322,8 @@ fn crate_doc_example_parses() {
     assert_eq!(t.nr_cpus(), 32);
     assert_eq!((t.cpus[31].capacity, t.cpus[15].capacity, t.cpus[0].capacity), (980, 980, 1024));
     assert_eq!(t.cpus[20].asym_prio, 211);
+    assert_eq!(t.perf_domains.len(), 1);
+    assert_eq!(t.perf_domains[0].opps.len(), 2);
 }
 
 #[test]

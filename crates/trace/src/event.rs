@@ -275,6 +275,12 @@ pub enum EventKind {
     SchedWakeIdleWithoutIpi {
         cpu: u32,
     },
+    /// `power:cpu_frequency`: CPU `cpu_id` now runs at `state` kHz (emitted
+    /// by the cpufreq core for each CPU of a policy after a transition).
+    CpuFrequency {
+        state: u32,
+        cpu_id: u32,
+    },
     // ---- schedlab decision events (not kernel tracepoints) ----
     /// `try_to_wake_up()` outcome for `pid`.
     Ttwu {

@@ -146,6 +146,7 @@ pub mod field {
         pub const SCHED_WAKEUP: u32 = 17;
         pub const SCHED_WAKING: u32 = 20;
         pub const SCHED_WAKEUP_NEW: u32 = 114;
+        pub const CPU_FREQUENCY: u32 = 11;
         pub const GENERIC: u32 = 327;
         pub const SCHED_PI_SETPRIO: u32 = 353;
         pub const SCHED_MIGRATE_TASK: u32 = 491;
@@ -186,6 +187,11 @@ pub mod field {
         pub const NEWPRIO: u32 = 2;
         pub const OLDPRIO: u32 = 3;
         pub const PID: u32 = 4;
+    }
+    /// `CpuFrequencyFtraceEvent`.
+    pub mod cpu_frequency {
+        pub const STATE: u32 = 1;
+        pub const CPU_ID: u32 = 2;
     }
     /// `GenericFtraceEvent` and its `Field`.
     pub mod generic {
@@ -460,6 +466,10 @@ fn ftrace_event(e: &mut Pb, table: &TaskTable, ev: &Event, text: &mut String) {
             generic_field(g, "comm", Value::Str(&c(pid)));
             generic_field(g, "pid", Value::Int(i64::from(pid)));
             generic_field(g, "runtime", Value::Uint(runtime));
+        }),
+        EventKind::CpuFrequency { state, cpu_id } => e.msg(f::event::CPU_FREQUENCY, |m| {
+            m.int(f::cpu_frequency::STATE, i64::from(state));
+            m.int(f::cpu_frequency::CPU_ID, i64::from(cpu_id));
         }),
         EventKind::SchedWakeIdleWithoutIpi { cpu } => e.msg(f::event::GENERIC, |g| {
             g.str(f::generic::EVENT_NAME, "sched_wake_idle_without_ipi");

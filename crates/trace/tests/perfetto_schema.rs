@@ -167,6 +167,9 @@ fn synthetic_trace() -> Trace {
                 if curr[t] == 0 {
                     if rng.next(2) == 0 {
                         push(&mut ts, &mut rng, c, cur, EventKind::SchedWakeIdleWithoutIpi { cpu: target });
+                    } else {
+                        let state = 408_000 + 200_000 * rng.next(8) as u32;
+                        push(&mut ts, &mut rng, c, cur, EventKind::CpuFrequency { state, cpu_id: target });
                     }
                     let reason = PreemptReason::Idle;
                     push(
@@ -283,7 +286,7 @@ fn perfetto_schema_decodes_every_event() {
         }
     }
     // the schedule exercises every kind and every prev_state
-    assert_eq!(events.len(), 15, "{events:?}");
+    assert_eq!(events.len(), 16, "{events:?}");
     assert_eq!(states.len(), 5, "{states:?}");
     let processes: BTreeMap<String, String> =
         [("40", "migration/0"), ("1000", "app")].iter().map(|(p, c)| (p.to_string(), c.to_string())).collect();

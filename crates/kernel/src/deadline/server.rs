@@ -403,4 +403,7 @@ pub enum TimerKind {
     DlInactive(crate::sched::TaskId),
     /// The CPU's fair server's inactive timer: [`Kernel::dl_inactive_timer`].
     FairServerInactive,
+    /// schedutil's kthread for cpufreq policy N has set the frequency it
+    /// was asked for: [`Kernel::cpufreq_transition_done`].
+    CpufreqWork(usize),
 }

@@ -608,7 +608,11 @@ impl Kernel {
         self.entry(now, cpu, out, |k| match what {
             TimerKind::CfsPeriod(tg) => k.sched_cfs_period_timer(tg),
             TimerKind::CfsSlack(tg) => k.sched_cfs_slack_timer(tg),
-            TimerKind::FairServer | TimerKind::DlTask(_) | TimerKind::DlInactive(_) | TimerKind::FairServerInactive => {
+            TimerKind::FairServer
+            | TimerKind::DlTask(_)
+            | TimerKind::DlInactive(_)
+            | TimerKind::FairServerInactive
+            | TimerKind::CpufreqWork(_) => {
                 unreachable!("{what:?} has its own handler")
             }
         })

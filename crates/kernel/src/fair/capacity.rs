@@ -16,8 +16,8 @@
 //!   tasks' default floor (`sched_util_clamp_min_rt_default`) is not applied:
 //!   no modeled rule reads an RT task's clamp. The per-runqueue aggregation
 //!   (`uclamp_rq_inc()`/`uclamp_rq_dec()`, buckets, `uclamp_rq_util_with()`)
-//!   only feeds schedutil's frequency and EAS, neither modeled yet, so it is
-//!   not kept.
+//!   is not kept: EAS computes the maximum over the queued tasks when it
+//!   reads it ([`crate::fair::eas`]); schedutil's frequency is not modeled.
 //! - `p->max_allowed_capacity` is computed when read (the largest capacity
 //!   among the task's allowed CPUs), where the kernel caches it at fork and
 //!   affinity changes from `asym_cap_list`: the same value, since CPUs never

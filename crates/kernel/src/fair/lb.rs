@@ -22,8 +22,11 @@
 //! `group_misfit_task` class, `migrate_misfit`, the active balance it forces).
 //! Simplified: no NUMA balancing (fbq types, `migrate_degrades_locality`), no
 //! capacity pressure (`check_cpu_capacity()` is false: capacity is never
-//! reduced by RT/IRQ time), no EAS (`is_rd_overutilized()` and perf domains),
-//! no core scheduling, one cfs_rq level.
+//! reduced by RT/IRQ time), no core scheduling, one cfs_rq level.
+//! EAS (6.12): `update_sd_lb_stats()` sets the root domain's overutilized
+//! flag from `cpu_overutilized()` (and clears it at the top domain), and
+//! `sched_balance_find_src_group()` balances nothing but a misfit task while
+//! EAS is on and the root domain is not overutilized ([`crate::fair::eas`]).
 //! `detach_tasks()` stops after one task for newidle balancing, as preemptible
 //! kernels do.
 

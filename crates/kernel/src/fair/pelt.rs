@@ -45,9 +45,10 @@ impl Kernel {
     /// task is current (the stopper is not idle).
     pub(crate) fn update_rq_clock_pelt(&mut self, cpu: usize, delta: u64) {
         let cap = self.topo.cpus[cpu].capacity as u64;
+        let freq = self.cpufreq.freq_scale[cpu];
         let rq = &mut self.rqs[cpu];
         let idle = rq.curr.is_none() && !rq.stopper_running;
-        pelt::clock::update_rq_clock_pelt(&mut rq.clock_pelt, rq.clock, delta, idle, cap);
+        pelt::clock::update_rq_clock_pelt(&mut rq.clock_pelt, rq.clock, delta, idle, cap, freq);
     }
 
     /// `update_idle_rq_clock_pelt()`, from `set_next_task_idle()`: the CPU
@@ -134,6 +135,16 @@ impl Kernel {
         } else if decayed && flags & UPDATE_TG != 0 {
             self.update_tg_load_avg(q);
         }
+        // cfs_rq_util_change(): attach_entity_load_avg(),
+        // detach_entity_load_avg() and a decay of the root cfs_rq kick cpufreq.
+        if (attach || flags & DO_DETACH != 0 || decayed) && self.is_root_cfs_rq(q) {
+            self.cpufreq_update_util(self.cfs(q).cpu);
+        }
+    }
+
+    /// The CPU's top-level cfs_rq (`&rq->cfs == cfs_rq`).
+    fn is_root_cfs_rq(&self, q: CfsRqId) -> bool {
+        q < self.rqs.len()
     }
 
     /// `se_update_runnable()`: a group entity's runnable count follows its cfs_rq.
@@ -266,6 +277,9 @@ impl Kernel {
         let (cfs, task) = self.cfs_and_entity(q, t);
         pelt::detach_entity_load_avg(&mut cfs.avg, &task.se.avg, task.se.load.weight as u64);
         let prop = -(task.se.avg.load_sum as i64);
+        if self.is_root_cfs_rq(q) {
+            self.cpufreq_update_util(self.cfs(q).cpu);
+        }
         self.add_tg_cfs_propagate(q, prop);
         self.update_tg_load_avg(q);
         self.propagate_entity_cfs_rq(t);
@@ -279,6 +293,9 @@ impl Kernel {
         let (cfs, task) = self.cfs_and_entity(q, t);
         pelt::attach_entity_load_avg(&mut cfs.avg, &mut task.se.avg, task.se.load.weight as u64);
         let prop = task.se.avg.load_sum as i64;
+        if self.is_root_cfs_rq(q) {
+            self.cpufreq_update_util(self.cfs(q).cpu);
+        }
         self.add_tg_cfs_propagate(q, prop);
         self.update_tg_load_avg(q);
         self.propagate_entity_cfs_rq(t);
@@ -332,6 +349,7 @@ impl Kernel {
     /// each group's change into its entity, the root last.
     pub(crate) fn update_blocked_averages(&mut self, cpu: usize) {
         self.update_rq_clock(cpu);
+        let mut decayed = false;
         if self.has_task_groups() {
             let mut leaves: Vec<(u32, CfsRqId)> = (1..self.task_groups.len())
                 .map(|g| self.task_groups[g].cfs_rq[cpu])
@@ -340,6 +358,7 @@ impl Kernel {
             leaves.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             for (_, q) in leaves {
                 if self.update_cfs_rq_load_avg(q) {
+                    decayed = true;
                     self.update_tg_load_avg(q);
                 }
                 let se = self.cfs(q).se.expect("a group cfs_rq has an entity");
@@ -349,7 +368,10 @@ impl Kernel {
                 }
             }
         }
-        self.update_cfs_rq_load_avg(cpu);
+        decayed |= self.update_cfs_rq_load_avg(cpu);
+        if decayed {
+            self.cpufreq_update_util(cpu);
+        }
         let has_blocked = |a: &crate::pelt::SchedAvg| a.load_avg != 0 || a.util_avg != 0 || a.runnable_avg != 0;
         let mut blocked = has_blocked(&self.rqs[cpu].cfs.avg);
         for g in 1..self.task_groups.len() {

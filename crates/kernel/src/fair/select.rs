@@ -3,7 +3,9 @@
 //! and its helpers, fork balancing (`sched_balance_find_dst_cpu()`), and the
 //! idle-core / SIS_UTIL bookkeeping they read.
 //!
-//! Simplified: no EAS (no perf domains or energy model yet), no core scheduling cookies,
+//! EAS's `find_energy_efficient_cpu()` is in [`crate::fair::eas`].
+//!
+//! Simplified: no core scheduling cookies,
 //! no cluster (`SD_CLUSTER`) pass in `select_idle_cpu()` since the model's
 //! topologies have no L2 clusters, no NUMA balancing preferences.
 //! Besides the balancer's update, SIS_UTIL's scan budget is also recomputed
@@ -157,6 +159,14 @@ impl Kernel {
             self.record_wakee(p);
             if wake_flags & WF_CURRENT_CPU != 0 && self.tasks[p as usize].cpus_mask.contains(cpu) {
                 return cpu;
+            }
+            // EAS (fair/eas.rs): while the root domain is not overutilized,
+            // the energy-aware choice stands.
+            if !self.is_rd_overutilized(self.rqs[self.exec_cpu].rd) {
+                if let Some(target) = self.find_energy_efficient_cpu(p, prev_cpu) {
+                    return target;
+                }
+                new_cpu = prev_cpu;
             }
             want_affine = !self.wake_wide(p) && self.tasks[p as usize].cpus_mask.contains(cpu);
         }

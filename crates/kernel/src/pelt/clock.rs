@@ -11,13 +11,16 @@
 //! clock, and the gap becomes idle time the signals decay over — unless the
 //! CPU was fully busy, when the gap is counted as lost idle time instead.
 //!
-//! Simplified: `arch_scale_freq_capacity()` is 1024 (every CPU runs at its
-//! maximum frequency: no cpufreq model yet), `clock_task` is the rq clock
+//! Frequency invariance: the same time is further scaled by the CPU's
+//! current frequency over its maximum (`arch_scale_freq_capacity()`, from
+//! [`crate::cpufreq`]; 1024 on a machine without cpufreq policies).
+//!
+//! Simplified: `clock_task` is the rq clock
 //! (no IRQ or steal time accounting), and the fully-busy test of
 //! `update_idle_rq_clock_pelt()` sums the cfs util_sum only (the model keeps
 //! no rt or dl PELT signals, whose sums the kernel adds).
 
-use super::{LOAD_AVG_MAX, SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SHIFT};
+use super::{LOAD_AVG_MAX, SCHED_CAPACITY_SHIFT};
 
 /// `cap_scale(v, s)`: `v · s / 1024`, truncated.
 pub fn cap_scale(v: u64, s: u64) -> u64 {
@@ -28,13 +31,20 @@ pub fn cap_scale(v: u64, s: u64) -> u64 {
 /// have passed. On an idle CPU the PELT clock is synced to the task clock
 /// (`_update_idle_rq_clock_pelt()`); otherwise it advances by `delta`
 /// scaled by the CPU's capacity and (here always 1024) its frequency factor.
-pub fn update_rq_clock_pelt(clock_pelt: &mut u64, clock_task: u64, delta: u64, idle: bool, cpu_capacity: u64) {
+pub fn update_rq_clock_pelt(
+    clock_pelt: &mut u64,
+    clock_task: u64,
+    delta: u64,
+    idle: bool,
+    cpu_capacity: u64,
+    freq_scale: u64,
+) {
     if idle {
         *clock_pelt = clock_task;
         return;
     }
     let delta = cap_scale(delta, cpu_capacity);
-    let delta = cap_scale(delta, SCHED_CAPACITY_SCALE);
+    let delta = cap_scale(delta, freq_scale);
     *clock_pelt += delta;
 }
 

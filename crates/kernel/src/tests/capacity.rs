@@ -30,14 +30,14 @@ fn the_pelt_clock_runs_at_the_cpus_capacity_while_busy_and_syncs_when_idle() {
     assert_eq!(cap_scale(3, 512), 1, "truncated, as the kernel's shift truncates");
     // Busy on a 512 CPU: 2 ms of task clock are 1 ms of PELT time.
     let mut clock_pelt = 10 * MS;
-    update_rq_clock_pelt(&mut clock_pelt, 12 * MS, 2 * MS, false, 512);
+    update_rq_clock_pelt(&mut clock_pelt, 12 * MS, 2 * MS, false, 512, 1024);
     assert_eq!(clock_pelt, 11 * MS);
     // At capacity 1024 the PELT clock is the task clock.
     let mut c = 10 * MS;
-    update_rq_clock_pelt(&mut c, 12 * MS, 2 * MS, false, 1024);
+    update_rq_clock_pelt(&mut c, 12 * MS, 2 * MS, false, 1024, 1024);
     assert_eq!(c, 12 * MS);
     // Idle: synced to the task clock, whatever the delta.
-    update_rq_clock_pelt(&mut clock_pelt, 15 * MS, 3 * MS, true, 512);
+    update_rq_clock_pelt(&mut clock_pelt, 15 * MS, 3 * MS, true, 512, 1024);
     assert_eq!(clock_pelt, 15 * MS);
 }
 

@@ -16,7 +16,8 @@
 //! module answers from the topology's numbers and keeps the per-CPU state.
 //!
 //! Work is counted in `ns · 1024 · 100` units so that progress per
-//! nanosecond is exactly `speed × SMT speed%`, the speed being the CPU's
+//! nanosecond is exactly `speed × SMT speed% × frequency / max frequency`,
+//! the speed being the CPU's
 //! capacity or, on an Intel hybrid part, its HWP highest performance scaled
 //! to 1024 (`Topology::cpu_speed()`: the hardware, whatever capacity the
 //! kernel version believes).
@@ -316,11 +317,16 @@ impl<'a> Hardware<'a> {
         self.cpus[cpu].rate
     }
 
-    /// Recompute the speed of `cpu` from whether an SMT sibling is busy.
-    pub fn update_rate(&mut self, cpu: usize, busy: impl Fn(usize) -> bool) {
+    /// Recompute the speed of `cpu` from whether an SMT sibling is busy and
+    /// its frequency (`freq_scale`: the current frequency in 1024ths of the
+    /// maximum, `arch_scale_freq_capacity()`). [assumed] Work scales with
+    /// the clock: a CPU-bound loop at half the frequency takes twice as
+    /// long (memory stalls, which do not scale, are not modeled).
+    pub fn update_rate(&mut self, cpu: usize, busy: impl Fn(usize) -> bool, freq_scale: u64) {
         let cap = self.speed[cpu];
         let sibling_busy = self.siblings[cpu].iter().any(|&s| busy(s));
-        self.cpus[cpu].rate = cap * if sibling_busy { self.topo.costs.smt_speed_pct as u64 } else { 100 };
+        let pct = if sibling_busy { self.topo.costs.smt_speed_pct as u64 } else { 100 };
+        self.cpus[cpu].rate = (cap * pct * freq_scale) >> 10;
     }
 
     /// The work `cpu` has done since it was last asked, up to `now`.

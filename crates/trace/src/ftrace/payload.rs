@@ -22,6 +22,7 @@ pub fn event_name(kind: &EventKind) -> &'static str {
         EventKind::SchedStatRuntime { .. } => "sched_stat_runtime",
         EventKind::SchedPiSetprio { .. } => "sched_pi_setprio",
         EventKind::SchedWakeIdleWithoutIpi { .. } => "sched_wake_idle_without_ipi",
+        EventKind::CpuFrequency { .. } => "cpu_frequency",
         EventKind::Ttwu { .. } => "schedlab_ttwu",
         EventKind::Delayed { .. } => "schedlab_delayed",
         EventKind::Resched { .. } => "schedlab_resched",
@@ -142,6 +143,7 @@ pub(crate) fn write_payload(s: &mut String, table: &TaskTable, ev: &Event) {
             write!(s, "comm={} pid={pid} oldprio={oldprio} newprio={newprio}", c(pid))
         }
         EventKind::SchedWakeIdleWithoutIpi { cpu } => write!(s, "cpu={cpu}"),
+        EventKind::CpuFrequency { state, cpu_id } => write!(s, "state={state} cpu_id={cpu_id}"),
         EventKind::Ttwu { pid, path, cpu } => {
             write!(s, "comm={} pid={pid} path={} cpu={cpu}", c(pid), wake_path_str(path))
         }
@@ -504,6 +506,10 @@ fn parse_payload_text<'a>(
         "sched_wake_idle_without_ipi" => {
             let f = fields(p, &[("cpu", Tok)])?;
             EventKind::SchedWakeIdleWithoutIpi { cpu: num(f[0], "cpu")? }
+        }
+        "cpu_frequency" => {
+            let f = fields(p, &[("state", Tok), ("cpu_id", Tok)])?;
+            EventKind::CpuFrequency { state: num(f[0], "state")?, cpu_id: num(f[1], "cpu_id")? }
         }
         "schedlab_ttwu" => {
             let f = fields(p, &[("comm", Str), ("pid", Tok), ("path", Tok), ("cpu", Tok)])?;

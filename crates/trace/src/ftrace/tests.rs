@@ -360,6 +360,7 @@ fn arb_kind(pids: Vec<Pid>, nobj: u32) -> impl Strategy<Value = EventKind> {
             newprio
         }),
         cpu.clone().prop_map(|cpu| EventKind::SchedWakeIdleWithoutIpi { cpu }),
+        (any::<u32>(), cpu.clone()).prop_map(|(state, cpu_id)| EventKind::CpuFrequency { state, cpu_id }),
         (pid.clone(), path, cpu.clone()).prop_map(|(pid, path, cpu)| EventKind::Ttwu { pid, path, cpu }),
         (pid.clone(), what, any::<i64>()).prop_map(|(pid, what, lag)| EventKind::Delayed { pid, what, lag }),
         (cpu.clone(), any::<bool>()).prop_map(|(cpu, ipi)| EventKind::Resched { cpu, ipi }),

@@ -470,6 +470,9 @@ fn event_line(ev: &[(u32, Val)], stats: &mut PerfettoStats) -> Result<Option<(St
             i(f::pi_setprio::OLDPRIO),
             i(f::pi_setprio::NEWPRIO)
         ),
+        f::event::CPU_FREQUENCY => {
+            format!("cpu_frequency: state={} cpu_id={}", i(f::cpu_frequency::STATE), i(f::cpu_frequency::CPU_ID))
+        }
         f::event::PRINT => {
             let buf = s(f::print::BUF);
             // atrace instant `I|tgid|text`: schedlab's decisions print as

@@ -95,6 +95,15 @@ REC->dest_cpu",
     ("sched_wake_idle_without_ipi", "\tfield:int cpu;\toffset:8;\tsize:4;\tsigned:1;\n", "\"cpu=%d\", REC->cpu"),
 ];
 
+/// The `power` system's events, in id order after [`SCHEDLAB`]:
+/// `cpu_frequency` as include/trace/events/power.h declares it.
+const POWER: [(&str, &str, &str); 1] = [(
+    "cpu_frequency",
+    "\tfield:u32 state;\toffset:8;\tsize:4;\tsigned:0;\n\
+\tfield:u32 cpu_id;\toffset:12;\tsize:4;\tsigned:0;\n",
+    "\"state=%lu cpu_id=%lu\", (unsigned long)REC->state, (unsigned long)REC->cpu_id",
+)];
+
 /// The `schedlab` system's events, in id order after [`SCHED`].
 const SCHEDLAB: [&str; 11] = [
     "tracing_mark_write",
@@ -110,7 +119,7 @@ const SCHEDLAB: [&str; 11] = [
     "schedlab_rt_prio_changed",
 ];
 
-/// Every event the file declares: the `sched` system's, then `schedlab`'s.
+/// Every event the file declares: the `sched` system's, `schedlab`'s, then `power`'s.
 pub fn all_formats() -> impl Iterator<Item = EventFormat> {
     let sched = SCHED.iter().enumerate().map(|(i, &(name, fields, print))| EventFormat {
         system: "sched",
@@ -126,7 +135,14 @@ pub fn all_formats() -> impl Iterator<Item = EventFormat> {
         fields: SCHEDLAB_FIELDS,
         print: SCHEDLAB_PRINT,
     });
-    sched.chain(schedlab)
+    let power = POWER.iter().enumerate().map(|(i, &(name, fields, print))| EventFormat {
+        system: "power",
+        name,
+        id: FIRST_ID + (SCHED.len() + SCHEDLAB.len() + i) as u16,
+        fields,
+        print,
+    });
+    sched.chain(schedlab).chain(power)
 }
 
 impl EventFormat {
@@ -150,7 +166,8 @@ pub fn event_id(kind: &EventKind) -> u16 {
     let index = SCHED
         .iter()
         .position(|&(n, _, _)| n == name)
-        .or_else(|| SCHEDLAB.iter().position(|&n| n == name).map(|i| SCHED.len() + i));
+        .or_else(|| SCHEDLAB.iter().position(|&n| n == name).map(|i| SCHED.len() + i))
+        .or_else(|| POWER.iter().position(|&(n, _, _)| n == name).map(|i| SCHED.len() + SCHEDLAB.len() + i));
     // Every name event_name() gives is in one of the tables (a test checks).
     FIRST_ID + index.unwrap_or(SCHED.len()) as u16
 }
@@ -302,6 +319,10 @@ pub fn encode(ev: &Event, table: &TaskTable, buf: &mut Vec<u8>, text: &mut Strin
             r.finish();
         }
         EventKind::SchedWakeIdleWithoutIpi { cpu } => buf.extend_from_slice(&cpu.to_le_bytes()),
+        EventKind::CpuFrequency { state, cpu_id } => {
+            buf.extend_from_slice(&state.to_le_bytes());
+            buf.extend_from_slice(&cpu_id.to_le_bytes());
+        }
         _ => {
             write_payload(text, table, ev);
             let mut r = Rec { buf, dynamic: Vec::new() };
@@ -328,6 +349,7 @@ mod tests {
                 next_prio: 120,
             },
             EventKind::SchedWakeIdleWithoutIpi { cpu: 1 },
+            EventKind::CpuFrequency { state: 408_000, cpu_id: 2 },
             EventKind::User { pid: 1, op: UserOp::LoopEnd { n: 1 } },
             EventKind::Resched { cpu: 1, ipi: true },
             EventKind::RtPrioChanged {
@@ -346,7 +368,7 @@ mod tests {
         }
         let mut ids: Vec<u16> = formats.iter().map(|f| f.id).collect();
         ids.dedup();
-        assert_eq!(ids.len(), SCHED.len() + SCHEDLAB.len());
+        assert_eq!(ids.len(), SCHED.len() + SCHEDLAB.len() + POWER.len());
     }
 
     #[test]

@@ -110,6 +110,13 @@ impl Kernel {
             return None;
         };
         let busiest = sds.busiest_stat;
+        // EAS: while the root domain is not overutilized, wakeup placement
+        // by energy stands and only a misfit task is balanced.
+        let rd = self.rqs[env.dst_cpu].rd;
+        if busiest.group_type != GroupType::MisfitTask && !self.is_rd_overutilized(rd) && !self.rds[rd].pd.is_empty() {
+            env.imbalance = 0;
+            return None;
+        }
         let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
         let pct = dom.imbalance_pct as u64;
         let forced =

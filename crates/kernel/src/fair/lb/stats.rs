@@ -115,7 +115,14 @@ impl Kernel {
     }
 
     /// `update_sg_lb_stats()`.
-    fn update_sg_lb_stats(&self, env: &LbEnv, gi: usize, local_group: bool, overloaded: &mut bool) -> SgLbStats {
+    fn update_sg_lb_stats(
+        &self,
+        env: &LbEnv,
+        gi: usize,
+        local_group: bool,
+        overloaded: &mut bool,
+        overutilized: &mut bool,
+    ) -> SgLbStats {
         let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
         let group = &dom.groups[gi];
         let mut sgs = SgLbStats::new();
@@ -129,6 +136,9 @@ impl Kernel {
             sgs.sum_nr_running += nr_running;
             if nr_running > 1 {
                 *overloaded = true;
+            }
+            if self.cpu_overutilized(i) {
+                *overutilized = true;
             }
             if nr_running == 0 && self.idle_cpu(i) {
                 sgs.idle_cpus += 1;
@@ -251,13 +261,13 @@ impl Kernel {
             busiest_stat: SgLbStats { idle_cpus: u32::MAX, ..SgLbStats::new() },
             local_stat: SgLbStats::new(),
         };
-        let mut overloaded = false;
+        let (mut overloaded, mut overutilized) = (false, false);
         let mut sum_util = 0;
         let ngroups = self.domains.cpus[env.sd_cpu].domains[env.sd].groups.len();
         for gi in 0..ngroups {
             let span = self.domains.cpus[env.sd_cpu].domains[env.sd].groups[gi].span;
             let local_group = span.contains(env.dst_cpu);
-            let sgs = self.update_sg_lb_stats(env, gi, local_group, &mut overloaded);
+            let sgs = self.update_sg_lb_stats(env, gi, local_group, &mut overloaded, &mut overutilized);
             if local_group {
                 sds.local = Some(gi);
                 sds.local_stat = sgs;
@@ -274,9 +284,17 @@ impl Kernel {
             sds.prefer_sibling = dom.groups[b].flags & SD_PREFER_SIBLING != 0;
         }
         let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
+        let rd = self.rqs[env.dst_cpu].rd;
         if is_root {
-            let rd = self.rqs[env.dst_cpu].rd;
             self.rds[rd].overloaded = overloaded;
+            // The top domain sees every CPU: the flag is set or cleared;
+            // lower ones can only set it (EAS only, fair/eas.rs).
+            // (set_rd_overutilized(), written out: `dom` borrows the domains.)
+            if self.sched_energy_present {
+                self.rds[rd].overutilized = overutilized;
+            }
+        } else if overutilized && self.sched_energy_present {
+            self.rds[rd].overutilized = true;
         }
         // update_idle_cpu_scan(): only at the LLC-sized domain, not for newidle.
         let pct = dom.imbalance_pct as u64;
