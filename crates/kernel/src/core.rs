@@ -359,21 +359,8 @@ impl Kernel {
                     .collect()
             })
             .collect();
-        // build_perf_domains() for each root domain (def_root_domain's CPUs
-        // have no sched domains, so no asymmetric capacity: never EAS).
-        let em: Vec<_> = topo
-            .perf_domains
-            .iter()
-            .map(|pd| {
-                let cap = pd.cpus.first().map_or(1024, |c| topo.cpus[c].capacity as u64);
-                crate::energy_model::dev_pm_opp_of_register_em(pd, cap).ok()
-            })
-            .collect();
-        for rd in rds.iter_mut() {
-            rd.pd =
-                crate::topology::perf_domains::build_perf_domains(&topo, &domains, &em, &rd.span).unwrap_or_default();
-        }
-        let sched_energy_present = rds.iter().any(|rd| !rd.pd.is_empty());
+        // (Before def_root_domain joins: its CPUs have no sched domains.)
+        let (em, sched_energy_present) = crate::topology::perf_domains::attach_perf_domains(&topo, &domains, &mut rds);
         rds.push(def_root_domain);
         let mut nohz = crate::fair::nohz::Nohz::default();
         for (cpu, rq) in rqs.iter_mut().enumerate() {

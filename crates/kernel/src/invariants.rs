@@ -55,10 +55,11 @@ pub(crate) use local::Touched;
 impl Kernel {
     /// EAS state (fair/eas.rs, topology/perf_domains.rs): the static key is
     /// on exactly when some root domain has performance domains; each
-    /// listed domain has an energy model whose CPUs lie in the root
-    /// domain, each CPU of the root domain in exactly one of them; a root
-    /// domain without them is never overutilized (the flag is only kept
-    /// with EAS on).
+    /// listed domain has an energy model and shares CPUs with the root
+    /// domain (a cpuset partition may cut a cluster: the kernel lists the
+    /// whole domain, `find_energy_efficient_cpu()` skips the CPUs outside),
+    /// each CPU of the root domain in exactly one of them; no root domain
+    /// is overutilized with EAS off (the flag is only kept with EAS on).
     fn check_energy_state(&self) -> Result<(), InvariantError> {
         let any = self.rds.iter().any(|rd| !rd.pd.is_empty());
         if any != self.sched_energy_present {
@@ -79,7 +80,7 @@ impl Kernel {
                 let Some(em) = self.em.get(pd).and_then(|e| e.as_ref()) else {
                     return Err(violation!("root domain {i} lists perf domain {pd}, which has no energy model"));
                 };
-                if !em.cpus.is_subset(&rd.span) || !covered.and(&em.cpus).is_empty() {
+                if em.cpus.and(&rd.span).is_empty() || !covered.and(&em.cpus).is_empty() {
                     return Err(violation!(
                         "root domain {i} ({}) lists perf domain {pd} ({}) outside it or twice",
                         rd.span.to_cpulist(),
@@ -88,7 +89,7 @@ impl Kernel {
                 }
                 covered = covered.or(&em.cpus);
             }
-            if covered != rd.span {
+            if !rd.span.is_subset(&covered) {
                 return Err(violation!(
                     "root domain {i} ({}) has perf domains covering only {}",
                     rd.span.to_cpulist(),

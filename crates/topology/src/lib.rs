@@ -347,7 +347,7 @@ pub struct Jitter {
 }
 
 /// A whole machine plus the kernel-side constants that come with it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Topology {
     /// Short name (the preset name or the file's `name`).
     pub name: String,
@@ -376,6 +376,33 @@ pub struct Topology {
     /// (`[[perf_domain]]`), in file order; empty = no cpufreq, no energy
     /// model (every CPU at one fixed frequency, EAS impossible).
     pub perf_domains: Vec<PerfDomain>,
+}
+
+/// As derived, except that `sched_energy_aware` (when on, the default)
+/// and `perf_domains` (when empty) are left out: a sweep's shard
+/// fingerprint hashes each machine's Debug text, and machines that use
+/// neither keep the fingerprint they had before these fields existed.
+impl std::fmt::Debug for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Topology");
+        d.field("name", &self.name)
+            .field("description", &self.description)
+            .field("cpus", &self.cpus)
+            .field("itmt_enabled", &self.itmt_enabled);
+        if !self.sched_energy_aware {
+            d.field("sched_energy_aware", &self.sched_energy_aware);
+        }
+        d.field("hz", &self.hz)
+            .field("preempt", &self.preempt)
+            .field("costs", &self.costs)
+            .field("jitter", &self.jitter)
+            .field("idle", &self.idle)
+            .field("noise", &self.noise);
+        if !self.perf_domains.is_empty() {
+            d.field("perf_domains", &self.perf_domains);
+        }
+        d.finish()
+    }
 }
 
 impl Topology {

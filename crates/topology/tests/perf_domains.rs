@@ -157,3 +157,16 @@ fn errors() {
     );
     check(&format!("cpufreq_governor = \"fast\"\n{BASE}"), 1, "unknown variant `fast`");
 }
+
+#[test]
+fn debug_text_of_a_machine_without_domains_is_as_before() {
+    // The sweep fingerprint hashes it: the new fields appear only when used.
+    let t = topo(BASE);
+    let text = format!("{t:?}");
+    assert!(!text.contains("perf_domains") && !text.contains("sched_energy_aware"), "{text}");
+    assert!(text.starts_with("Topology { name: \"pd\", description: \"\", cpus: [") && text.ends_with("noise: [] }"));
+    let mut t = topo(&format!("{BASE}{LITTLE}{BIG}"));
+    t.sched_energy_aware = false;
+    let text = format!("{t:?}");
+    assert!(text.contains("sched_energy_aware: false") && text.contains("perf_domains: [PerfDomain {"), "{text}");
+}

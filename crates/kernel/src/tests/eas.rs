@@ -327,3 +327,39 @@ fn the_invariants_check_the_eas_state() {
     off.rds[0].overutilized = true;
     assert!(off.check_invariants().unwrap_err().to_string().contains("overutilized with EAS off"));
 }
+
+#[test]
+fn a_cpuset_partition_gets_perf_domains_only_where_capacities_differ() {
+    // Partition "0-1" (two A53s) is a root domain of its own: symmetric, no
+    // EAS there. The rest (A53s 2-3, A72s 4-5) keeps both domains, the A53
+    // one listed whole (as the kernel attaches the EM of its policy);
+    // find_energy_efficient_cpu() skips CPUs 0-1, outside its sched domain.
+    let profile = crate::Profile::by_name("6.12").unwrap();
+    let mut k = TestKernel::new(crate::KernelConfig {
+        features: profile.defaults,
+        profile,
+        topology: rk3399(),
+        preempt: schedlab_topology::PreemptModel::Full,
+        trace: true,
+        seed: 7,
+        partitions: vec![crate::Partition { cpus: schedlab_topology::parse_cpulist("0-1").unwrap(), isolated: false }],
+    });
+    k.check_invariants().unwrap();
+    let (rest, part) = (k.rqs[2].rd, k.rqs[0].rd);
+    assert_eq!(k.rds[rest].pd, vec![1, 0]);
+    assert!(k.rds[part].pd.is_empty());
+    assert!(k.sched_energy_enabled());
+    // A small task last on A72 CPU 4, everything idle: the A53 with the
+    // most spare capacity inside the root domain is CPU 2, not CPU 0.
+    let p = fair_task(&mut k, 1, "0-5", 4);
+    let t0 = 1_000_000_000;
+    let se = &mut k.tasks[p as usize].se.avg;
+    se.util_avg = 100;
+    se.runnable_avg = 100;
+    se.last_update_time = t0;
+    k.rqs[4].cfs.avg.last_update_time = t0;
+    k.rqs[4].cfs.avg.util_avg = 100;
+    k.rqs[4].cfs.avg.runnable_avg = 100;
+    k.kernel.exec_cpu = 4;
+    assert_eq!(k.find_energy_efficient_cpu(p, 4), Some(2));
+}

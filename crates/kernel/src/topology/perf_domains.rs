@@ -20,7 +20,8 @@
 use schedlab_topology::{CpuSet, CpufreqGovernor, Topology};
 
 use super::SchedDomains;
-use crate::energy_model::EmPerfDomain;
+use crate::energy_model::{dev_pm_opp_of_register_em, EmPerfDomain};
+use crate::sched::RootDomain;
 
 /// Why `sched_is_eas_possible()` said no (its `sched_debug()` messages).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,4 +93,29 @@ pub fn build_perf_domains(
         pd.insert(0, i);
     }
     Ok(pd)
+}
+
+/// At boot: register each policy's energy model (`cpufreq-dt` calling
+/// `dev_pm_opp_of_register_em()` with the CPUs' capacity; `None` where it
+/// fails), then `build_perf_domains()` for every root domain and
+/// `sched_energy_set()`. Returns the models and the `sched_energy_present`
+/// key.
+pub(crate) fn attach_perf_domains(
+    topo: &Topology,
+    domains: &SchedDomains,
+    rds: &mut [RootDomain],
+) -> (Vec<Option<EmPerfDomain>>, bool) {
+    let em: Vec<_> = topo
+        .perf_domains
+        .iter()
+        .map(|pd| {
+            let cap = pd.cpus.first().map_or(1024, |c| topo.cpus[c].capacity as u64);
+            dev_pm_opp_of_register_em(pd, cap).ok()
+        })
+        .collect();
+    for rd in rds.iter_mut() {
+        rd.pd = build_perf_domains(topo, domains, &em, &rd.span).unwrap_or_default();
+    }
+    let present = rds.iter().any(|rd| !rd.pd.is_empty());
+    (em, present)
 }
