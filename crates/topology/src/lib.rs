@@ -545,7 +545,8 @@ impl Topology {
     /// idle, 1024 for the fastest: the hardware's speed, which is not
     /// always what the kernel believes (`capacity`). On a hybrid part the
     /// CPU's HWP highest performance relative to the largest one (every
-    /// CPU runs at its highest level: the model has no cpufreq). [assumed]
+    /// CPU runs at its highest level: intel_pstate is not modeled as a
+    /// cpufreq driver, so these parts have no `[[perf_domain]]`). [assumed]
     /// HWP performance levels of P- and E-cores are in one scale of
     /// performance, not frequency: that is what the hybrid scaling factor
     /// (intel_pstate's `HYBRID_SCALING_FACTOR*`, kHz per P-core level

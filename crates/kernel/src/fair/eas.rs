@@ -22,38 +22,23 @@
 //!   0 and 1024 (the kernel keeps the last task's `uclamp_max` there to
 //!   hold blocked utilisation: a difference only with uclamp in use).
 //! - `task_util_est()` is `task_util()` (no UTIL_EST).
-//! - Frequency: every CPU runs at its domain's highest OPP (no cpufreq
-//!   model), so capacities are the full `arch_scale_cpu_capacity()` and
-//!   `get_actual_cpu_capacity()` has no frequency or thermal cap. The energy
-//!   estimate never reads the current frequency: it predicts the OPP
-//!   schedutil would pick from utilisation ([`sugov_effective_cpu_perf`],
-//!   the 1.25 headroom). The cpufreq model, when it sets frequencies, must
-//!   pick them with the same function so EAS's prediction and the
-//!   governor agree, and keep utilisation frequency-invariant (PELT scaled
-//!   by `arch_scale_freq_capacity()`), which these estimates assume.
+//! - Frequency: `get_actual_cpu_capacity()` has no frequency or thermal
+//!   cap (no `scaling_max_freq` limits or thermal pressure are modeled).
+//!   The energy estimate never reads the current frequency: it predicts
+//!   the OPP schedutil would pick from utilisation with the governor's own
+//!   [`sugov_effective_cpu_perf`](crate::cpufreq_schedutil::sugov_effective_cpu_perf)
+//!   (the 1.25 headroom), on frequency-invariant utilisation
+//!   ([`crate::cpufreq`] scales PELT by `arch_scale_freq_capacity()`).
 //! - The wakeup path's CPU time is not charged beyond what the model charges
 //!   for `select_task_rq_fair()` itself.
 
 use crate::core::Kernel;
+use crate::cpufreq_schedutil::sugov_effective_cpu_perf;
 use crate::energy_model::em_cpu_energy;
 use crate::fair::capacity::UclampId;
 use crate::pelt::cpu_util;
 use crate::pelt::SCHED_CAPACITY_SCALE;
 use crate::sched::{OnRq, TaskId};
-
-/// `map_util_perf()` (include/linux/sched/cpufreq.h, 6.12): 25 % headroom.
-pub fn map_util_perf(util: u64) -> u64 {
-    util + (util >> 2)
-}
-
-/// `sugov_effective_cpu_perf()` (cpufreq_schedutil.c, 6.12): the
-/// performance schedutil asks for given the CPU's `actual` utilisation and
-/// its `min`/`max` performance hints: `actual` with 25 % headroom, capped by
-/// `max`, raised to `min`.
-pub fn sugov_effective_cpu_perf(actual: u64, min: u64, max: u64) -> u64 {
-    let actual = map_util_perf(actual);
-    max.min(actual).max(min)
-}
 
 /// `struct energy_env`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

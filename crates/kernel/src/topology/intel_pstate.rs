@@ -25,8 +25,8 @@
 //! (`hybrid_update_capacity()`); `nosmt` on an SMT part (6.12.0's
 //! `sched_smt_active()` would then allow capacity scaling, Debian 6.12.117's
 //! and later kernels' `cpu_smt_possible()` only with `nosmt=force`); the
-//! frequency-invariance ratio `arch_set_cpu_capacity()` also sets (the model
-//! has no cpufreq); 6.16's energy model for hybrid parts (7b010f9b9061),
+//! frequency-invariance ratio `arch_set_cpu_capacity()` also sets
+//! (intel_pstate is not modeled as a cpufreq driver); 6.16's energy model for hybrid parts (7b010f9b9061),
 //! which EAS uses only under the schedutil governor, i.e. intel_pstate in
 //! passive mode, not its default active mode (docs/topology-file.md).
 

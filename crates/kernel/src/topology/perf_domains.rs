@@ -9,10 +9,9 @@
 //! - `arch_scale_freq_invariant()` is taken as true on a machine with
 //!   cpufreq policies (`[[perf_domain]]`): arm64 gets frequency invariance
 //!   from cpufreq (`cpufreq_supports_freq_invariance()`, the driver reporting
-//!   each frequency change) or the AMU counters. The model runs every CPU at
-//!   its highest OPP, so the frequency factor is 1024 and PELT is invariant
-//!   trivially; the cpufreq model must keep `arch_scale_freq_capacity()`
-//!   consistent with the frequency it sets once frequencies move.
+//!   each frequency change) or the AMU counters; the cpufreq model
+//!   ([`crate::cpufreq`]) sets `arch_scale_freq_capacity()` at each
+//!   transition.
 //! - No complexity limit: 6.12 has none (`EM_MAX_COMPLEXITY` went with
 //!   commit 5b77261c5510, "sched/topology: Remove the EM_MAX_COMPLEXITY
 //!   limit", before 6.12; 6.12's topology.c has no trace of it).
