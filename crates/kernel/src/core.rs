@@ -234,7 +234,7 @@ pub struct Kernel {
     pub(crate) touched: crate::invariants::Touched,
     /// The caller's outbox while an entry point runs (swapped in by
     /// `entry()`, swapped back out before it returns); empty otherwise.
-    out: Outbox,
+    pub(crate) out: Outbox,
     pub(crate) topo: Topology,
     /// The sched domain hierarchy built from the topology.
     pub(crate) domains: SchedDomains,
@@ -519,12 +519,6 @@ impl Kernel {
     /// one costs the executing CPU `[costs.kernel] hrtimer`.
     pub(crate) fn request_timer(&mut self, t: TimerRequest) {
         self.charge(self.topo.costs.kernel.hrtimer_ns);
-        self.out.timers.push(t);
-    }
-
-    /// Work deferred to irq_work (and a kthread behind it) that completes at
-    /// `t.at`; its own CPU time is not charged (see `crate::cpufreq`).
-    pub(crate) fn queue_irq_work(&mut self, t: TimerRequest) {
         self.out.timers.push(t);
     }
 

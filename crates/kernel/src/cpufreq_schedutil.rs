@@ -180,6 +180,7 @@ impl Kernel {
         }
         p.work_in_progress = true;
         let at = self.now + p.transition_latency_ns;
-        self.queue_irq_work(TimerRequest { cpu, at, what: TimerKind::CpufreqWork(pi) });
+        // irq_work and a kthread, not an hrtimer: nothing is charged for it.
+        self.out.timers.push(TimerRequest { cpu, at, what: TimerKind::CpufreqWork(pi) });
     }
 }
