@@ -7,6 +7,9 @@ use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimOptions, SimResult};
 use schedlab_topology::Topology;
 use schedlab_trace::{BalanceKind, EventKind};
+
+mod common;
+use common::{balancer_moves, pid_of};
 use std::path::Path;
 
 const MS: u64 = 1_000_000;
@@ -23,10 +26,6 @@ fn run(text: &str) -> SimResult {
     let s = Scenario::from_toml_str("inline.toml", text, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
     let opts = SimOptions { topology: Some(big_little()), no_noise: true, ..Default::default() };
     simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn pid_of(r: &SimResult, name: &str) -> i32 {
-    r.threads.iter().find(|t| t.name == name).unwrap().pid
 }
 
 /// Time `pid` ran on each CPU, from the switches.
@@ -52,15 +51,6 @@ fn runtime_per_cpu(r: &SimResult, pid: i32) -> Vec<u64> {
         }
     }
     per_cpu
-}
-
-/// The balancer's moves of `pid`: (time, from, to, which balance).
-fn balancer_moves(r: &SimResult, pid: i32) -> Vec<(u64, u32, u32, BalanceKind)> {
-    let moves = r.trace.events.iter().filter_map(|e| match e.kind {
-        EventKind::LbMigrate { pid: p, src_cpu, dst_cpu, kind, .. } if p == pid => Some((e.ts, src_cpu, dst_cpu, kind)),
-        _ => None,
-    });
-    moves.collect()
 }
 
 const HOG: &str = r#"

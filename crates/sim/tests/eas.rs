@@ -10,6 +10,9 @@ use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimOptions, SimResult};
 use schedlab_topology::Topology;
 use schedlab_trace::{BalanceKind, EventKind};
+
+mod common;
+use common::{balancer_moves, pid_of};
 use std::path::Path;
 
 const MS: u64 = 1_000_000;
@@ -26,10 +29,6 @@ fn run(text: &str, eas: bool) -> SimResult {
     simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn pid_of(r: &SimResult, name: &str) -> i32 {
-    r.threads.iter().find(|t| t.name == name).unwrap().pid
-}
-
 /// Each time `pid` is switched in: (time, CPU).
 fn switch_ins(r: &SimResult, pid: i32) -> Vec<(u64, usize)> {
     let ins = r.trace.events.iter().filter_map(|e| match e.kind {
@@ -37,15 +36,6 @@ fn switch_ins(r: &SimResult, pid: i32) -> Vec<(u64, usize)> {
         _ => None,
     });
     ins.collect()
-}
-
-/// The balancer's moves of `pid`: (time, from, to, which balance).
-fn balancer_moves(r: &SimResult, pid: i32) -> Vec<(u64, u32, u32, BalanceKind)> {
-    let moves = r.trace.events.iter().filter_map(|e| match e.kind {
-        EventKind::LbMigrate { pid: p, src_cpu, dst_cpu, kind, .. } if p == pid => Some((e.ts, src_cpu, dst_cpu, kind)),
-        _ => None,
-    });
-    moves.collect()
 }
 
 const SMALL: &str = r#"

@@ -7,8 +7,11 @@
 
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimOptions, SimResult};
-use schedlab_trace::{BalanceKind, EventKind};
+use schedlab_trace::BalanceKind;
 use std::path::Path;
+
+mod common;
+use common::{balancer_moves, pid_of};
 
 const MS: u64 = 1_000_000;
 
@@ -21,23 +24,9 @@ fn hog(topology: &str, kernel: &str, cpu: usize) -> SimResult {
     simulate(&s, &SimOptions { no_noise: true, ..Default::default() }).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn pid(r: &SimResult) -> i32 {
-    r.threads.iter().find(|t| t.name == "hog").unwrap().pid
-}
-
-/// The balancer's moves of the hog: (time, from, to, which balance).
+/// The balancer's moves of the hog.
 fn moves(r: &SimResult) -> Vec<(u64, u32, u32, BalanceKind)> {
-    let p = pid(r);
-    r.trace
-        .events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::LbMigrate { pid, src_cpu, dst_cpu, kind, .. } if pid == p => {
-                Some((e.ts, src_cpu, dst_cpu, kind))
-            }
-            _ => None,
-        })
-        .collect()
+    balancer_moves(r, pid_of(r, "hog"))
 }
 
 /// Where the hog is at the end: the last move's destination.
