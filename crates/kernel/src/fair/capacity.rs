@@ -13,11 +13,13 @@
 //!   with `sched_setattr()` are its effective values (`uclamp_eff_value()`
 //!   with no task-group clamps, CONFIG_UCLAMP_TASK_GROUP / `cpu.uclamp.*`,
 //!   and the system defaults `sched_util_clamp_min/max` left at 1024). RT
-//!   tasks' default floor (`sched_util_clamp_min_rt_default`) is not applied:
-//!   no modeled rule reads an RT task's clamp. The per-runqueue aggregation
-//!   (`uclamp_rq_inc()`/`uclamp_rq_dec()`, buckets, `uclamp_rq_util_with()`)
-//!   is not kept: EAS computes the maximum over the queued tasks when it
-//!   reads it ([`crate::fair::eas`]); schedutil's frequency is not modeled.
+//!   tasks' default floor (`sched_util_clamp_min_rt_default`, 1024) is not
+//!   applied: once some task uses uclamp, schedutil and EAS read a runnable
+//!   RT task's floor as 0 where the kernel reads 1024 (without uclamp in use
+//!   both ask for the maximum while an RT task is runnable). The
+//!   per-runqueue aggregation (`uclamp_rq_inc()`/`uclamp_rq_dec()`,
+//!   buckets) is not kept: EAS and schedutil compute the maximum over the
+//!   queued tasks when they read it ([`crate::fair::eas`]).
 //! - `p->max_allowed_capacity` is computed when read (the largest capacity
 //!   among the task's allowed CPUs), where the kernel caches it at fork and
 //!   affinity changes from `asym_cap_list`: the same value, since CPUs never
