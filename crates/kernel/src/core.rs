@@ -619,7 +619,7 @@ impl Kernel {
             lb_wakelist: false,
             wake_kind: None,
             rt_priority: p.rt_priority,
-            uclamp_min: 0,
+            uclamp_min: None,
             uclamp_max: crate::pelt::SCHED_CAPACITY_SCALE as u32,
             rt_time_slice: 0,
             on_rt_rq: false,

@@ -203,9 +203,11 @@ pub struct Task {
     pub wake_kind: Option<crate::core::WakeKind>,
     /// RT priority as set by the user (1..99; 0 for fair policies).
     pub rt_priority: u32,
-    /// `p->uclamp_req[UCLAMP_MIN].value`: the utilisation floor asked for
-    /// with `sched_setattr()` (SCHED_FLAG_UTIL_CLAMP_MIN), 0..=1024; 0 if never set.
-    pub uclamp_min: u32,
+    /// `p->uclamp_req[UCLAMP_MIN]`: the utilisation floor asked for with
+    /// `sched_setattr()` (SCHED_FLAG_UTIL_CLAMP_MIN), 0..=1024; `None` while
+    /// not user-defined, when the kernel keeps the class default there (see
+    /// `Kernel::uclamp_eff_value()`).
+    pub uclamp_min: Option<u32>,
     /// `p->uclamp_req[UCLAMP_MAX].value` (SCHED_FLAG_UTIL_CLAMP_MAX); 1024 if never set.
     pub uclamp_max: u32,
     /// `p->rt.time_slice` of SCHED_RR, in ticks.

@@ -230,8 +230,9 @@ impl Kernel {
     /// queued task's new clamp would update is not modeled (module doc).
     pub fn sched_setattr_uclamp(&mut self, p: TaskId, min: Option<u32>, max: Option<u32>) {
         let t = &mut self.tasks[p as usize];
-        let (lo, hi) = (min.unwrap_or(t.uclamp_min), max.unwrap_or(t.uclamp_max));
-        debug_assert!(lo <= hi && hi as u64 <= pelt::SCHED_CAPACITY_SCALE, "uclamp {lo}..{hi} not validated");
+        let (lo, hi) = (min.or(t.uclamp_min), max.unwrap_or(t.uclamp_max));
+        let floor = lo.unwrap_or(0);
+        debug_assert!(floor <= hi && hi as u64 <= pelt::SCHED_CAPACITY_SCALE, "uclamp {floor}..{hi} not validated");
         (t.uclamp_min, t.uclamp_max) = (lo, hi);
         self.uclamp_used = true;
     }

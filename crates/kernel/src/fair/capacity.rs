@@ -12,12 +12,9 @@
 //! - uclamp (CONFIG_UCLAMP_TASK) per task only: the values a task asked for
 //!   with `sched_setattr()` are its effective values (`uclamp_eff_value()`
 //!   with no task-group clamps, CONFIG_UCLAMP_TASK_GROUP / `cpu.uclamp.*`,
-//!   and the system defaults `sched_util_clamp_min/max` left at 1024). RT
-//!   tasks' default floor (`sched_util_clamp_min_rt_default`, 1024) is not
-//!   applied: once some task uses uclamp, schedutil and EAS read a runnable
-//!   RT task's floor as 0 where the kernel reads 1024 (without uclamp in use
-//!   both ask for the maximum while an RT task is runnable). The
-//!   per-runqueue aggregation (`uclamp_rq_inc()`/`uclamp_rq_dec()`,
+//!   and the system defaults `sched_util_clamp_min/max` left at 1024; RT
+//!   tasks' default floor `sched_util_clamp_min_rt_default` at its 1024).
+//!   The per-runqueue aggregation (`uclamp_rq_inc()`/`uclamp_rq_dec()`,
 //!   buckets) is not kept: EAS and schedutil compute the maximum over the
 //!   queued tasks when they read it ([`crate::fair::eas`]).
 //! - `p->max_allowed_capacity` is computed when read (the largest capacity
@@ -87,12 +84,20 @@ pub fn util_fits_cpu(util: u64, uclamp_min: u64, uclamp_max: u64, caps: CpuCapac
 
 impl Kernel {
     /// `uclamp_eff_value()` (core.c, 6.12): the clamp in effect for `p`,
-    /// here the one it asked for (see the module doc).
+    /// here the one it asked for (see the module doc). A floor the user
+    /// never set is the class default the kernel keeps in `uclamp_req`: 0,
+    /// or for an RT policy `sched_util_clamp_min_rt_default` (1024; set at
+    /// fork by `uclamp_post_fork()` and at each policy change by
+    /// `__setscheduler_uclamp()`, so it follows the policy, not a PI boost).
     pub(crate) fn uclamp_eff_value(&self, p: TaskId, id: UclampId) -> u64 {
         let t = &self.tasks[p as usize];
-        match id {
-            UclampId::Min => t.uclamp_min as u64,
-            UclampId::Max => t.uclamp_max as u64,
+        match (id, t.uclamp_min) {
+            (UclampId::Min, Some(v)) => v as u64,
+            (UclampId::Min, None) if matches!(t.policy, crate::sched::Policy::Fifo | crate::sched::Policy::Rr) => {
+                SCHED_CAPACITY_SCALE
+            }
+            (UclampId::Min, None) => 0,
+            (UclampId::Max, _) => t.uclamp_max as u64,
         }
     }
 

@@ -504,7 +504,7 @@ fn group_entity(cpu: usize, my_q: CfsRqId, parent_tg: usize, slice: u64) -> Task
         lb_wakelist: false,
         wake_kind: None,
         rt_priority: 0,
-        uclamp_min: 0,
+        uclamp_min: None,
         uclamp_max: crate::pelt::SCHED_CAPACITY_SCALE as u32,
         rt_time_slice: 0,
         on_rt_rq: false,

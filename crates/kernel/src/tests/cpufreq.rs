@@ -157,3 +157,28 @@ fn schedutil_skips_the_frequencies_the_energy_model_finds_inefficient() {
     let t = kernel_with(rk3399_like("schedutil"), "6.12", &[], 1);
     assert_eq!(t.kernel.cpufreq_policies()[1].resolve_freq(300_000), 408_000);
 }
+
+#[test]
+fn an_rt_task_without_its_own_floor_asks_for_the_maximum_once_clamps_are_in_use() {
+    use super::common::{start_fair, task_with};
+    use crate::fair::capacity::UclampId;
+    use crate::sched::Policy;
+    let mut t = kernel_with(rk3399_like("schedutil"), "6.12", &[], 1);
+    let rt = task_with(&mut t, 1, Policy::Fifo, 10, "2", 2);
+    let capped = task_with(&mut t, 2, Policy::Fifo, 10, "2", 2);
+    let fair = task_with(&mut t, 3, Policy::Normal, 0, "1", 1);
+    // Some task sets a clamp: the sched_uclamp_used key turns on, and with
+    // it the clamps replace "an RT task is runnable" in effective_cpu_util().
+    t.kernel.sched_setattr_uclamp(capped, Some(0), None);
+    let k = &t.kernel;
+    // RT's default floor is sched_util_clamp_min_rt_default = 1024; a floor
+    // the user set (here 0) is kept; a fair task's default is 0.
+    assert_eq!(k.uclamp_eff_value(rt, UclampId::Min), 1024);
+    assert_eq!(k.uclamp_eff_value(capped, UclampId::Min), 0);
+    assert_eq!(k.uclamp_eff_value(fair, UclampId::Min), 0);
+    start_fair(&mut t, rt, 0);
+    // Queued on the big CPU: its floor is the runqueue's, so schedutil's
+    // minimum there is the CPU's whole capacity.
+    let (_, min, _) = t.kernel.effective_cpu_util(2, 0);
+    assert_eq!(min, 1024);
+}

@@ -299,7 +299,7 @@ fn a_misfit_task_is_balanced_even_when_the_root_domain_is_not_overutilized() {
     let mut k = kernel(rk3399());
     let t = fair_task(&mut k, 1, "0-5", 0);
     start_fair(&mut k, t, 0);
-    k.tasks[t as usize].uclamp_min = 700;
+    k.tasks[t as usize].uclamp_min = Some(700);
     k.kernel.uclamp_used = true;
     k.sched_tick(0, 1_000_000);
     assert!(k.rqs[0].misfit_task_load > 0);

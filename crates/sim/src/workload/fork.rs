@@ -175,7 +175,7 @@ impl<'a> Engine<'a> {
                 // Its own clamps, where they differ from the inherited ones
                 // (the same sched_setattr() call as the policy).
                 let uclamp = spec.uclamp.filter(|u| {
-                    u.min.is_some_and(|m| m != have.uclamp_min) || u.max.is_some_and(|m| m != have.uclamp_max)
+                    u.min.is_some_and(|m| Some(m) != have.uclamp_min) || u.max.is_some_and(|m| m != have.uclamp_max)
                 });
                 if !same || uclamp.is_some() {
                     if !self.pay(cpu, th, self.syscall_ns()) {
