@@ -328,7 +328,10 @@ pub fn render(r: &SweepResult) -> String {
         [first, .., last] if consecutive => format!("seeds {first}-{last}"),
         list => format!("seeds {}", list.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
     };
-    push_line(&mut out, &format!("sweep     {}: {} on {}", r.sweep, r.scenario, r.topology));
+    // When every setting names its own machine, the scenario's runs nowhere.
+    let base_runs = r.settings.is_empty() || r.settings.iter().any(|s| s.topology == r.topology);
+    let on = if base_runs { format!("on {}", r.topology) } else { "on the machines below".to_string() };
+    push_line(&mut out, &format!("sweep     {}: {} {on}", r.sweep, r.scenario));
     push_line(
         &mut out,
         &format!(

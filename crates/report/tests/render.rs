@@ -182,3 +182,18 @@ fn schbench_rps_stay_with_their_runs() {
         text.lines().find(|l| l.starts_with("defaults ") && l.contains("2000.2")).unwrap_or_else(|| panic!("{text}"));
     assert!(row.contains("100.01 %"), "spread (3000.5 - 1000) / 2000.25: {row}");
 }
+
+#[test]
+fn a_sweep_whose_every_setting_names_a_machine_does_not_name_the_scenarios() {
+    let mut r = seed_000();
+    let header = |r: &SweepResult| render(r).lines().next().unwrap().to_string();
+    assert!(header(&r).ends_with("asym_min on ryzen-7950x"), "{}", header(&r));
+    // One setting elsewhere: the scenario's machine still runs the others.
+    r.settings[0].topology = "rk3399".into();
+    assert!(header(&r).ends_with("asym_min on ryzen-7950x"), "{}", header(&r));
+    for s in &mut r.settings {
+        s.topology = "rk3399".into();
+    }
+    assert_eq!(header(&r), "sweep     scenarios/sweeps/itmt-delay-dequeue.toml: asym_min on the machines below");
+    assert!(render(&r).contains("machine   rk3399 for defaults; sched_itmt_enabled=0"), "{}", render(&r));
+}
