@@ -93,9 +93,13 @@ program = [ { run = "10s" } ]
 "#;
 
 /// The hog's util starts at half the A53's spare capacity (190) and grows
-/// in PELT time, which runs at 381/1024 of real time on an A53: 1024 -
-/// 834 · y^t passes 305 (the 80 % fit of 381) after 6.9 ms of PELT time,
-/// 18.4 ms of real time. The next tick (HZ=250: 20 ms) finds CPU 0 both
+/// in PELT time, which runs at 381/1024 of real time on an A53 at its top
+/// frequency: 1024 - 834 · y^t passes 305 (the 80 % fit of 381) after
+/// 6.9 ms of PELT time, 18.4 ms of real time there. schedutil slows it:
+/// the new task's util asks for 1.25 × 190 / 381 of 1416 MHz, so the A53s
+/// run at 1008 MHz for the first 8 ms and 1200 MHz for the next 8 (its
+/// `cpu_frequency` events), PELT time runs slower still, and the crossing
+/// comes a tick later (observed: the move at 24.4 ms). A tick then finds CPU 0 both
 /// overutilized (with EAS on, rd->overutilized is set: the energy-aware
 /// wakeup path and the balancer's EAS gate step aside) and running a misfit
 /// task, kicks the idle balancer, and an A72's balance has the stopper push
