@@ -183,11 +183,6 @@ impl Cpufreq {
         }
         Cpufreq { policies, policy_of, freq_scale, sg_cpu: vec![Default::default(); nr_cpus] }
     }
-
-    /// Some CPU has a policy whose frequency the scheduler drives.
-    pub fn schedutil_active(&self) -> bool {
-        self.policies.iter().any(|p| p.governor == CpufreqGovernor::Schedutil)
-    }
 }
 
 /// `topology_set_freq_scale()`'s factor: `cur · 1024 / max`, truncated.

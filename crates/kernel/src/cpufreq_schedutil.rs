@@ -33,15 +33,14 @@ use crate::core::Kernel;
 use crate::deadline::{TimerKind, TimerRequest};
 use crate::pelt::cpu_util;
 
-/// schedutil's `struct sugov_cpu`: what the governor last computed for a CPU.
+/// schedutil's `struct sugov_cpu`: what the governor last computed for a CPU
+/// (no `last_update`: only the iowait boost, not modeled, reads it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SugovCpu {
     /// `sg_cpu->util`: the performance level the CPU asks for.
     pub util: u64,
     /// `sg_cpu->bw_min`: the floor from DL bandwidth (and clamps).
     pub bw_min: u64,
-    /// `sg_cpu->last_update`.
-    pub last_update: u64,
 }
 
 /// `map_util_perf(util)`: 25 % headroom, `util + util/4`.
@@ -80,7 +79,6 @@ impl Kernel {
     /// `sugov_update_shared()`: record the update, and when the rate limit
     /// allows, choose the policy's next frequency from its busiest CPU.
     fn sugov_update_shared(&mut self, cpu: usize, pi: usize, time: u64) {
-        self.cpufreq.sg_cpu[cpu].last_update = time;
         self.ignore_dl_rate_limit(cpu, pi);
         if !self.sugov_should_update_freq(pi, time) {
             return;
