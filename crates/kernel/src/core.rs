@@ -252,8 +252,8 @@ pub struct Kernel {
     pub(crate) distribute_cursor: usize,
     /// Per CPU, per domain level: the mutable half of `struct sched_domain`.
     pub(crate) sd_state: Vec<Vec<crate::fair::nohz::SdState>>,
-    /// `sgc->imbalance`, indexed by sched group id.
-    pub(crate) sgc_imbalance: Vec<bool>,
+    /// `struct sched_group_capacity` of every sched group, indexed by its id.
+    pub(crate) sgc: Vec<crate::sched::SchedGroupCapacity>,
     /// The global `nohz` state.
     pub(crate) nohz: crate::fair::nohz::Nohz,
     pub(crate) rng_state: u64,
@@ -392,7 +392,7 @@ impl Kernel {
             rds,
             distribute_cursor: 0,
             sd_state,
-            sgc_imbalance: Vec::new(),
+            sgc: crate::fair::capacity::init_sched_groups_capacity(&domains),
             nohz,
             rng_state: cfg.seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
             lb_detached: Vec::with_capacity(SCHED_NR_MIGRATE),

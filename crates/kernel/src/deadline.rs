@@ -496,7 +496,15 @@ impl Kernel {
     pub(crate) fn set_next_task_dl(&mut self, cpu: usize, p: TaskId, first: bool) {
         self.tasks[p as usize].se.exec_start = self.rqs[cpu].clock;
         self.dequeue_pushable_dl_task(cpu, p);
-        if first && self.rqs[cpu].dl.overloaded() {
+        if !first {
+            return;
+        }
+        // From another class (`rq->curr` is still the previous task): the
+        // span since the last update was not DL time.
+        if self.class_of_curr(cpu) != SchedClass::Dl {
+            self.update_dl_rq_load_avg(cpu, false);
+        }
+        if self.rqs[cpu].dl.overloaded() {
             self.rqs[cpu].dl.push_callback = true;
         }
     }
@@ -504,14 +512,16 @@ impl Kernel {
     /// `put_prev_task_dl()`: still queued and movable → pushable again.
     pub(crate) fn put_prev_task_dl(&mut self, cpu: usize, p: TaskId) {
         self.update_curr_dl(cpu);
+        self.update_dl_rq_load_avg(cpu, true);
         if self.dl(p).on_dl_rq && self.tasks[p as usize].nr_cpus_allowed() > 1 {
             self.enqueue_pushable_dl_task(cpu, p);
         }
     }
 
-    /// `task_tick_dl()`.
+    /// `task_tick_dl()`: runtime accounting; the tick's span is DL time.
     pub(crate) fn task_tick_dl(&mut self, cpu: usize) {
         self.update_curr_dl(cpu);
+        self.update_dl_rq_load_avg(cpu, true);
     }
 
     /// `yield_task_dl()`: the rest of this period's runtime is given up.
@@ -707,7 +717,12 @@ impl Kernel {
     /// `switched_to_dl()`: a queued task that entered the class (a boost)
     /// preempts by deadline, or is pushed.
     pub(crate) fn switched_to_dl(&mut self, cpu: usize, p: TaskId) {
-        if self.tasks[p as usize].on_rq != OnRq::Queued || self.rqs[cpu].curr == Some(p) {
+        if self.rqs[cpu].curr == Some(p) {
+            // Running: its time counts in `avg_dl` from now on.
+            self.update_dl_rq_load_avg(cpu, false);
+            return;
+        }
+        if self.tasks[p as usize].on_rq != OnRq::Queued {
             return;
         }
         if self.tasks[p as usize].nr_cpus_allowed() > 1 && self.rqs[cpu].dl.overloaded() {

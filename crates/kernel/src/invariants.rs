@@ -99,6 +99,37 @@ impl Kernel {
         }
         Ok(())
     }
+
+    /// Capacity pressure (fair/capacity.rs, pelt/other.rs): the RT and DL
+    /// signals are utilisations (at most 1024); a CPU's `capacity_of()` is
+    /// between 1 and its original capacity; every group's run-time
+    /// capacities are ordered (min <= max <= sum).
+    fn check_capacity_pressure(&self) -> Result<(), InvariantError> {
+        for rq in &self.rqs {
+            let orig = self.topo.cpus[rq.cpu].capacity as u64;
+            if rq.avg_rt.util_avg > 1024 || rq.avg_dl.util_avg > 1024 || rq.cpu_capacity == 0 || rq.cpu_capacity > orig
+            {
+                return Err(violation!(
+                    "CPU {}: util_rt {} util_dl {} capacity_of {} (original {orig})",
+                    rq.cpu,
+                    rq.avg_rt.util_avg,
+                    rq.avg_dl.util_avg,
+                    rq.cpu_capacity
+                ));
+            }
+        }
+        for (id, s) in self.sgc.iter().enumerate() {
+            if s.min_capacity > s.max_capacity || s.max_capacity > s.capacity {
+                return Err(violation!(
+                    "sched group {id}: capacity {} min {} max {}",
+                    s.capacity,
+                    s.min_capacity,
+                    s.max_capacity
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 pub use local::RQ_BUDGET;
 
@@ -107,6 +138,7 @@ impl Kernel {
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
         self.check_cpufreq().map_err(InvariantError::Violation)?;
         self.check_energy_state()?;
+        self.check_capacity_pressure()?;
         let mut running_on: Vec<Option<usize>> = vec![None; self.tasks.len()];
         for rq in &self.rqs {
             // A root domain spans its CPUs and holds only their overload state.

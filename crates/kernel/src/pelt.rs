@@ -32,18 +32,19 @@
 //! (64-bit kernel). Weights are in `scale_load_down()` units (1024 at nice 0).
 //!
 //! Follows 6.12.x. Simplified:
-//! - Capacity-invariant, not frequency-invariant: [`clock`] scales PELT time
-//!   by `arch_scale_cpu_capacity()` as `update_rq_clock_pelt()` does, with
-//!   `arch_scale_freq_capacity()` fixed at 1024 (every CPU at its maximum
-//!   frequency). On a CPU of capacity 1024 `rq_clock_pelt()` is the task
-//!   clock. Callers pass `cfs_rq_clock_pelt()` as `now`.
+//! - [`clock`] scales PELT time by `arch_scale_cpu_capacity()` and
+//!   `arch_scale_freq_capacity()` as `update_rq_clock_pelt()` does (the
+//!   latter 1024 on machines without cpufreq policies, [`crate::cpufreq`]).
+//!   On a CPU of capacity 1024 at its top frequency `rq_clock_pelt()` is the
+//!   task clock. Callers pass `cfs_rq_clock_pelt()` as `now`.
 //! - No UTIL_EST (`util_est`, `cfs_se_util_change()`, the util_est terms of
 //!   `cpu_util()`).
 //! - The task-group half (`propagate_entity_load_avg()`,
 //!   `add_tg_cfs_propagate()`, `update_tg_cfs_*()`, `update_tg_load_avg()`,
 //!   `task_h_load()`) works on the kernel's cfs_rqs and lives with them in
 //!   [`crate::fair::pelt`]; the functions here take plain values.
-//! - No rt/dl/irq/hw-pressure signals and no `migrate_se_pelt_lag()` (the
+//! - The rt and dl signals are in [`other`]; no irq/hw-pressure signals
+//!   (see there) and no `migrate_se_pelt_lag()` (the
 //!   estimate of idle time an rq with a stale clock has not yet accounted when
 //!   a task leaves it): a migrating task is synced to the old cfs_rq's
 //!   `last_update_time` only.
@@ -52,6 +53,7 @@
 
 pub mod clock;
 mod load_avg;
+pub mod other;
 mod readers;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@
 
 use crate::core::{IpiKind, Kernel, Outbox};
 use crate::features::Feature;
+use crate::sched::class::SchedClass;
 use crate::sched::{qflags::*, wflags::*, OnRq, Policy, TaskId, MAX_RT_PRIO};
 use crate::topology::sd_flags::SD_WAKE_AFFINE;
 use schedlab_topology::CpuSet;
@@ -210,18 +211,26 @@ impl Kernel {
     }
 
     /// `set_next_task_rt()`: the running task is not pushable; on a real
-    /// switch (`first`), queue a push of what is left.
+    /// switch (`first`), `avg_rt` is brought up to now as idle time when the
+    /// CPU comes from another class (`rq->curr` is still the previous task),
+    /// and a push of what is left is queued.
     pub(crate) fn set_next_task_rt(&mut self, cpu: usize, p: TaskId, first: bool) {
         self.tasks[p as usize].se.exec_start = self.rqs[cpu].clock;
         self.dequeue_pushable_task(cpu, p);
-        if first {
-            self.rt_queue_push_tasks(cpu);
+        if !first {
+            return;
         }
+        if self.class_of_curr(cpu) != SchedClass::Rt {
+            self.update_rt_rq_load_avg(cpu, false);
+        }
+        self.rt_queue_push_tasks(cpu);
     }
 
-    /// `put_prev_task_rt()`: still queued and movable → pushable again.
+    /// `put_prev_task_rt()`: the time since the switch in counts in
+    /// `avg_rt`; still queued and movable → pushable again.
     pub(crate) fn put_prev_task_rt(&mut self, cpu: usize, p: TaskId) {
         self.update_curr_rt(cpu);
+        self.update_rt_rq_load_avg(cpu, true);
         if self.tasks[p as usize].on_rt_rq && self.tasks[p as usize].nr_cpus_allowed() > 1 {
             self.enqueue_pushable_task(cpu, p);
         }
@@ -236,9 +245,11 @@ impl Kernel {
         self.update_curr_common(cpu, c);
     }
 
-    /// `task_tick_rt()`: SCHED_RR rotates among equal priorities every 100 ms.
+    /// `task_tick_rt()`: `avg_rt` counts the tick's span as RT time;
+    /// SCHED_RR rotates among equal priorities every 100 ms.
     pub(crate) fn task_tick_rt(&mut self, cpu: usize, p: TaskId) {
         self.update_curr_rt(cpu);
+        self.update_rt_rq_load_avg(cpu, true);
         if self.tasks[p as usize].policy != Policy::Rr {
             return;
         }
@@ -569,9 +580,11 @@ impl Kernel {
         self.rt_queue_pull_task(cpu);
     }
 
-    /// `switched_to_rt()`.
+    /// `switched_to_rt()`: the running task's time counts in `avg_rt` from
+    /// now on; a queued one may push or preempt.
     pub(crate) fn switched_to_rt(&mut self, cpu: usize, p: TaskId) {
         if self.rqs[cpu].curr == Some(p) {
+            self.update_rt_rq_load_avg(cpu, false);
             return;
         }
         if self.tasks[p as usize].on_rq == OnRq::Queued {

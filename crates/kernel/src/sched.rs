@@ -459,8 +459,15 @@ pub struct Rq {
     pub wake_list: Vec<TaskId>,
     /// `wakee_flips` of this CPU's idle task, which wakes tasks from interrupts.
     pub idle_wakee: WakeeStats,
-    /// `capacity_of()`: the CPU's capacity available to fair tasks.
+    /// `capacity_of()`: the CPU's capacity left to fair tasks by RT and DL
+    /// time, as `update_cpu_capacity()` last set it (the balancer's local
+    /// group refresh, [`crate::fair::capacity`]).
     pub cpu_capacity: u64,
+    /// `rq->avg_rt`: PELT of the time RT tasks ran here (util only).
+    pub avg_rt: SchedAvg,
+    /// `rq->avg_dl`: PELT of the time DL tasks ran here (util only; the
+    /// fair server's time is fair time).
+    pub avg_dl: SchedAvg,
     /// `rq->misfit_task_load`, set by `update_misfit_status()`: the current
     /// task's `task_h_load()`, at least 1, while it does not fit this CPU
     /// and a bigger one is allowed; else 0.
@@ -554,6 +561,8 @@ impl Rq {
             wake_list: Vec::new(),
             idle_wakee: WakeeStats::default(),
             cpu_capacity: 1024,
+            avg_rt: SchedAvg::default(),
+            avg_dl: SchedAvg::default(),
             misfit_task_load: 0,
             switching_out: None,
             idle_polling: false,
@@ -589,6 +598,25 @@ impl Rq {
             newidle_until: 0,
         }
     }
+}
+
+/// `struct sched_group_capacity`: the run-time state of one sched group,
+/// shared by every CPU that sees the group (indexed by
+/// [`crate::topology::SchedGroup::id`]; the kernel shares an overlap
+/// group's by its balance CPU, the model keeps one per overlap group).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedGroupCapacity {
+    /// `sgc->capacity`: the CPUs' `capacity_of()` summed.
+    pub capacity: u64,
+    /// `sgc->min_capacity`.
+    pub min_capacity: u64,
+    /// `sgc->max_capacity`.
+    pub max_capacity: u64,
+    /// `sgc->next_update`, jiffies: before it a newidle balance does not
+    /// refresh the capacities.
+    pub next_update: u64,
+    /// `sgc->imbalance`: a balance left tasks behind for affinity.
+    pub imbalance: bool,
 }
 
 /// `struct root_domain`: what the RT balancer and the fair overload flag

@@ -13,6 +13,7 @@ mod eas;
 mod eevdf;
 mod grub;
 mod invariants;
+mod pressure;
 mod rt;
 mod syscalls;
 mod wakeup;

@@ -37,8 +37,9 @@
 //! - All CPUs are online and the spans are fixed at boot: the whole machine,
 //!   or the cpuset partitions a scenario declares
 //!   ([`build_sched_domains_partitioned`]); nothing is rebuilt mid-run.
-//! - Group capacity is what `update_group_capacity()` settles to without RT,
-//!   IRQ or thermal pressure: the sum of `arch_scale_cpu_capacity()`.
+//! - A group's capacity here is its boot value, the sum of
+//!   `arch_scale_cpu_capacity()`; the balancer lowers it at run time
+//!   ([`crate::fair::capacity`]).
 //! - `topology_span_sane()` is not checked: every level's mask here is a
 //!   partition of the CPUs (core, LLC, node and package ids), so it always holds.
 //! - `set_domain_attribute()` (relax_domain_level) is a no-op with its default
@@ -201,11 +202,13 @@ pub struct SchedGroup {
     /// first group of the level above; shared groups end up updated for
     /// every CPU, per-CPU overlap groups only in first position.
     pub flags: u32,
-    /// `sgc->capacity` settled without pressure: sum of CPU capacities.
+    /// `sgc->capacity` as `init_sched_groups_capacity()` sets it at build:
+    /// the sum of the CPUs' capacities (the run-time value, lowered by RT
+    /// and DL time, is in the kernel's `sgc` table).
     pub capacity: u64,
-    /// `sgc->min_capacity`.
+    /// `sgc->min_capacity` at build.
     pub min_capacity: u64,
-    /// `sgc->max_capacity`.
+    /// `sgc->max_capacity` at build.
     pub max_capacity: u64,
     /// `asym_prefer_cpu`: the group's CPU with the highest
     /// `arch_asym_cpu_priority()`, the lowest id among equals (the first in

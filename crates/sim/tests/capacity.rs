@@ -1,7 +1,8 @@
 //! Asymmetric CPU capacity through the whole simulator: misfit balancing
 //! moves a task too big for a little CPU to a big one, uclamp_min lifts a
 //! small task to a big CPU and uclamp_max keeps a hog on a little one, and
-//! rt-app's util_min/util_max run.
+//! rt-app's util_min/util_max run; a fair task leaves a CPU that RT time
+//! squeezes (capacity pressure).
 
 use schedlab_scenario::Scenario;
 use schedlab_sim::{simulate, SimOptions, SimResult};
@@ -159,4 +160,66 @@ fn rt_app_util_min_and_util_max_run() {
     assert!(boosted[2] + boosted[3] > 25 * MS, "{boosted:?}");
     let capped = runtime_per_cpu(&r, pid_of(&r, "capped"));
     assert!(capped.iter().sum::<u64>() > 25 * MS, "{capped:?}");
+}
+
+/// An RT thread on CPU 0 runs `rt_run` of every 10 ms (from 10 ms on); a
+/// fair thread created on CPU 0 at 16.5 ms runs 3 ms of each 10 ms from
+/// 26.5 ms, in the gaps the RT thread leaves, so it always runs alone and
+/// wakes up on an idle CPU 0. Four symmetric CPUs, HZ=1000, no noise.
+fn squeezed(rt_run: &str) -> SimResult {
+    let topo = Topology::from_toml_str(
+        "sym4.toml",
+        "name = \"sym-4\"\nhz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 4\n",
+    )
+    .unwrap();
+    let text = format!(
+        r#"
+topology = "qemu-4"
+duration = "300ms"
+[[thread]]
+name = "rt"
+policy = "SCHED_FIFO"
+priority = 50
+affinity = "0"
+program = [ {{ timer = "10ms" }}, {{ run = "{rt_run}" }} ]
+[[thread]]
+name = "fair"
+start_cpu = 0
+delay = "16.5ms"
+program = [ {{ timer = "10ms" }}, {{ run = "3ms" }} ]
+"#
+    );
+    let s = Scenario::from_toml_str("inline.toml", &text, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let opts = SimOptions { topology: Some(topo), no_noise: true, ..Default::default() };
+    simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_fair_task_leaves_a_cpu_whose_capacity_rt_time_took_by_active_balance() {
+    let r = squeezed("6ms");
+    let fair = pid_of(&r, "fair");
+    let moves = balancer_moves(&r, fair);
+    // 60 % RT: util_rt rises towards ~614, capacity_of(0) to ~410, under
+    // 875 (1024 / 1.17). CPU 0's first busy balance (64 ms interval less a
+    // jiffy) refreshes it; the next tick that finds the fair task running
+    // alone kicks an idle CPU, whose balance finds a reduced-capacity
+    // misfit and has the stopper push the running task away. It then stays:
+    // it wakes up on its now idle CPU.
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    let (at, src, dst, kind) = moves[0];
+    println!("moved from CPU {src} to CPU {dst} at {} us", at / 1000);
+    assert_eq!((src, kind), (0, BalanceKind::Active));
+    assert!((63 * MS..=100 * MS).contains(&at), "at {} us", at / 1000);
+    let per_cpu = runtime_per_cpu(&r, fair);
+    assert!(per_cpu[dst as usize] > 50 * MS, "{per_cpu:?}");
+}
+
+#[test]
+fn a_little_rt_time_leaves_the_fair_task_where_it_is() {
+    // 10 % RT: util_rt ~ 100, capacity_of(0) ~ 920, within the margin.
+    let r = squeezed("1ms");
+    let fair = pid_of(&r, "fair");
+    assert_eq!(balancer_moves(&r, fair), vec![]);
+    let per_cpu = runtime_per_cpu(&r, fair);
+    assert!(per_cpu[0] > 50 * MS && per_cpu[1..].iter().all(|&t| t == 0), "{per_cpu:?}");
 }

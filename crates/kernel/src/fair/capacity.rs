@@ -4,10 +4,19 @@
 //! `max_allowed_capacity`, and the clamp reads of core.c they use
 //! (`uclamp_eff_value()`, the `sched_uclamp_used` key).
 //!
+//! Capacity pressure (6.12): `scale_rt_capacity()`, `update_cpu_capacity()`,
+//! `update_group_capacity()` (the balancer refreshes its local group's
+//! `sched_group_capacity`, so `capacity_of()` is what RT and DL time left at
+//! the CPU's last balance), `check_cpu_capacity()`, and the boot-time
+//! `init_sched_groups_capacity()`.
+//!
 //! Simplified:
-//! - No capacity pressure: `capacity_of()` is `arch_scale_cpu_capacity()`
-//!   (no RT/IRQ time taken from it) and `get_actual_cpu_capacity()` is the
-//!   same value (no thermal/hardware or cpufreq pressure).
+//! - Capacity pressure counts RT and DL time only. IRQ time
+//!   (`cpu_util_irq()`) is 0 as in Debian's 6.12 config (neither
+//!   CONFIG_IRQ_TIME_ACCOUNTING nor CONFIG_PARAVIRT_TIME_ACCOUNTING: the
+//!   kernel does not see the model's interrupts and steal either), and
+//!   `get_actual_cpu_capacity()` is `arch_scale_cpu_capacity()` (no
+//!   thermal/hardware pressure, no cpufreq policy limits).
 //! - `task_util_est()` is `task_util()`: UTIL_EST is not modeled.
 //! - uclamp (CONFIG_UCLAMP_TASK) per task only: the values a task asked for
 //!   with `sched_setattr()` are its effective values (`uclamp_eff_value()`
@@ -24,7 +33,8 @@
 
 use crate::core::Kernel;
 use crate::pelt::SCHED_CAPACITY_SCALE;
-use crate::sched::TaskId;
+use crate::sched::{SchedGroupCapacity, TaskId};
+use crate::topology::{sd_flags::SD_OVERLAP, SchedDomains};
 
 /// `fits_capacity(cap, max)`: `cap` fits in `max` with 20 % headroom
 /// (`cap · 1280 < max · 1024`).
@@ -82,7 +92,95 @@ pub fn util_fits_cpu(util: u64, uclamp_min: u64, uclamp_max: u64, caps: CpuCapac
     fits as i32
 }
 
+/// `init_sched_groups_capacity()` (topology.c, 6.12) at boot: every group
+/// starts with its CPUs' full capacities. Its `next_update` is 0: the
+/// machine has been up for longer than any balance interval when a
+/// scenario starts, so the first balance refreshes.
+pub fn init_sched_groups_capacity(domains: &SchedDomains) -> Vec<SchedGroupCapacity> {
+    let groups = || domains.cpus.iter().flat_map(|c| c.domains.iter()).flat_map(|d| d.groups.iter());
+    let mut sgc =
+        vec![
+            SchedGroupCapacity { capacity: 0, min_capacity: 0, max_capacity: 0, next_update: 0, imbalance: false };
+            groups().map(|g| g.id + 1).max().unwrap_or(0)
+        ];
+    for g in groups() {
+        let s = &mut sgc[g.id];
+        (s.capacity, s.min_capacity, s.max_capacity) = (g.capacity, g.min_capacity, g.max_capacity);
+    }
+    sgc
+}
+
+/// `scale_rt_capacity()` (fair.c, 6.12) on plain values: what `max` (the
+/// CPU's `get_actual_cpu_capacity()`) leaves to fair tasks after the RT
+/// and DL utilisation `used`, at least 1. (The IRQ scaling
+/// `scale_irq_capacity()` is the identity here: see the module doc.)
+pub fn scale_rt_capacity(max: u64, used: u64) -> u64 {
+    if used >= max {
+        return 1;
+    }
+    max - used
+}
+
+/// `check_cpu_capacity()` (fair.c, 6.12): side activity took more than
+/// the domain's `imbalance_pct` margin from the CPU
+/// (`capacity · pct < orig · 100`).
+pub fn check_cpu_capacity(capacity: u64, capacity_orig: u64, imbalance_pct: u64) -> bool {
+    capacity * imbalance_pct < capacity_orig * 100
+}
+
 impl Kernel {
+    /// `update_cpu_capacity()` (fair.c, 6.12): `cpu`'s `capacity_of()` and
+    /// its bottom group's `sched_group_capacity` become what RT and DL
+    /// time leave of it.
+    fn update_cpu_capacity(&mut self, sd_cpu: usize, sd: usize, cpu: usize) {
+        let max = self.topo.cpus[cpu].capacity as u64;
+        let capacity = scale_rt_capacity(max, self.cpu_util_rt(cpu) + self.cpu_util_dl(cpu));
+        self.rqs[cpu].cpu_capacity = capacity;
+        let id = self.domains.cpus[sd_cpu].domains[sd].groups[0].id;
+        let s = &mut self.sgc[id];
+        (s.capacity, s.min_capacity, s.max_capacity) = (capacity, capacity, capacity);
+    }
+
+    /// `update_group_capacity()` (fair.c, 6.12) for domain `sd` of `sd_cpu`,
+    /// balancing for `cpu`: the local group's capacities, from the CPU at
+    /// the bottom level, else from the child domain's groups (or, under
+    /// an overlapping child, from the group's CPUs). Not again for a
+    /// newidle balance until one balance interval has passed.
+    pub(crate) fn update_group_capacity(&mut self, sd_cpu: usize, sd: usize, cpu: usize) {
+        let interval = self.msecs_to_jiffies(self.sd_state[sd_cpu][sd].balance_interval);
+        let local = self.domains.cpus[sd_cpu].domains[sd].groups[0].id;
+        self.sgc[local].next_update = self.jiffies() + interval.clamp(1, self.max_lb_interval);
+        if sd == 0 {
+            self.update_cpu_capacity(sd_cpu, sd, cpu);
+            return;
+        }
+        let child = &self.domains.cpus[sd_cpu].domains[sd - 1];
+        let (mut capacity, mut min_capacity, mut max_capacity) = (0, u64::MAX, 0);
+        if child.flags & SD_OVERLAP != 0 {
+            for c in self.domains.cpus[sd_cpu].domains[sd].groups[0].span.iter() {
+                let cap = self.rqs[c].cpu_capacity;
+                capacity += cap;
+                min_capacity = min_capacity.min(cap);
+                max_capacity = max_capacity.max(cap);
+            }
+        } else {
+            for g in &child.groups {
+                let s = &self.sgc[g.id];
+                capacity += s.capacity;
+                min_capacity = min_capacity.min(s.min_capacity);
+                max_capacity = max_capacity.max(s.max_capacity);
+            }
+        }
+        let s = &mut self.sgc[local];
+        (s.capacity, s.min_capacity, s.max_capacity) = (capacity, min_capacity, max_capacity);
+    }
+
+    /// [`check_cpu_capacity`] for `cpu` in domain `sd` of `sd_cpu`.
+    pub(crate) fn cpu_capacity_reduced(&self, cpu: usize, sd_cpu: usize, sd: usize) -> bool {
+        let pct = self.domains.cpus[sd_cpu].domains[sd].imbalance_pct as u64;
+        check_cpu_capacity(self.rqs[cpu].cpu_capacity, self.topo.cpus[cpu].capacity as u64, pct)
+    }
+
     /// `uclamp_eff_value()` (core.c, 6.12): the clamp in effect for `p`,
     /// here the one it asked for (see the module doc). A floor the user
     /// never set is the class default the kernel keeps in `uclamp_req`: 0,

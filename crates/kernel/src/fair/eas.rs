@@ -12,10 +12,11 @@
 //! `is_rd_overutilized()` is then always true, as in the kernel.
 //!
 //! Simplified:
-//! - No RT/DL/IRQ PELT signals: `cpu_util_rt()`, `cpu_util_dl()` and
-//!   `cpu_util_irq()` are 0, so `effective_cpu_util()` is the CFS
-//!   utilisation and its floor `max(cpu_bw_dl(), rq uclamp_min)`, raised to
-//!   the CPU's capacity while an RT task is runnable and uclamp is unused.
+//! - `cpu_util_irq()` is 0 (Debian's 6.12 does not account IRQ time,
+//!   [`crate::pelt::other`]), so `effective_cpu_util()` is the CFS, RT and
+//!   DL utilisation summed, capped at the CPU's capacity, with its floor
+//!   `max(cpu_bw_dl(), rq uclamp_min)` raised to the capacity while an RT
+//!   task is runnable and uclamp is unused.
 //! - The runqueue's clamps (`uclamp_rq_get()`) are computed when read as the
 //!   largest clamps of the tasks queued on the CPU (the kernel's buckets keep
 //!   the same maximum); with none queued (`uclamp_rq_is_idle()`) they are
@@ -91,8 +92,9 @@ impl Kernel {
             min = min.max(scale);
         }
         let max = scale.min(if self.uclamp_used { self.uclamp_rq(cpu, UclampId::Max).0 } else { SCHED_CAPACITY_SCALE });
-        // + cpu_util_rt() + cpu_util_dl(), both 0 here; no IRQ scaling.
-        let util = util_cfs;
+        // RT and DL time is time lost to CFS in the same PELT windows, so
+        // the signals add up; no IRQ scaling (the module doc).
+        let util = util_cfs + self.cpu_util_rt(cpu) + self.cpu_util_dl(cpu);
         (util.min(scale), min, max)
     }
 

@@ -20,9 +20,12 @@
 //! Misfit balancing on asymmetric-capacity machines follows 6.12
 //! (`rq->misfit_task_load` from [`crate::fair::capacity`], the
 //! `group_misfit_task` class, `migrate_misfit`, the active balance it forces).
-//! Simplified: no NUMA balancing (fbq types, `migrate_degrades_locality`), no
-//! capacity pressure (`check_cpu_capacity()` is false: capacity is never
-//! reduced by RT/IRQ time), no core scheduling, one cfs_rq level.
+//! Capacity pressure (6.12): RT and DL time lower a CPU's `capacity_of()`
+//! ([`crate::fair::capacity`]); `check_cpu_capacity()` then makes a lone
+//! fair task there misfit, lets the busiest-runqueue search take it and
+//! forces the active balance that moves it.
+//! Simplified: no NUMA balancing (fbq types, `migrate_degrades_locality`),
+//! no core scheduling, one cfs_rq level.
 //! EAS (6.12): `update_sd_lb_stats()` sets the root domain's overutilized
 //! flag from `cpu_overutilized()` (and clears it at the top domain), and
 //! `sched_balance_find_src_group()` balances nothing but a misfit task while
@@ -161,7 +164,16 @@ impl Kernel {
         {
             return true;
         }
-        // The reduced-capacity case needs capacity pressure (not modeled).
+        // A lone fair task on a CPU squeezed by RT/DL time goes to an idle
+        // CPU with clearly more capacity left.
+        if env.idle != CpuIdleType::NotIdle && self.rqs[env.src_cpu].cfs.h_nr_queued == 1 {
+            let pct = dom.imbalance_pct as u64;
+            if self.cpu_capacity_reduced(env.src_cpu, env.sd_cpu, env.sd)
+                && self.rqs[env.src_cpu].cpu_capacity * pct < self.rqs[env.dst_cpu].cpu_capacity * 100
+            {
+                return true;
+            }
+        }
         env.migration_type == MigrationType::Misfit
     }
 
@@ -290,7 +302,7 @@ impl Kernel {
                 }
                 if let Some(pid) = parent_group_id {
                     if env.flags & LBF_SOME_PINNED != 0 && env.imbalance > 0 {
-                        self.set_sgc_imbalance(pid, true);
+                        self.sgc[pid].imbalance = true;
                     }
                 }
                 if env.flags & LBF_ALL_PINNED != 0 {
@@ -343,8 +355,8 @@ impl Kernel {
     /// `out_balanced:` of `sched_balance_rq()`.
     fn lb_out_balanced(&mut self, env: &mut LbEnv, parent_group_id: Option<usize>) -> u32 {
         if let Some(pid) = parent_group_id {
-            if env.flags & LBF_ALL_PINNED == 0 && self.sgc_imbalance.get(pid).copied().unwrap_or(false) {
-                self.set_sgc_imbalance(pid, false);
+            if env.flags & LBF_ALL_PINNED == 0 && self.sgc[pid].imbalance {
+                self.sgc[pid].imbalance = false;
             }
         }
         self.sd_state[env.sd_cpu][env.sd].nr_balance_failed = 0;
@@ -362,14 +374,6 @@ impl Kernel {
             st.balance_interval *= 2;
         }
         0
-    }
-
-    /// `sgc->imbalance = v`, growing the table for a group id not seen yet.
-    fn set_sgc_imbalance(&mut self, id: usize, v: bool) {
-        if id >= self.sgc_imbalance.len() {
-            self.sgc_imbalance.resize(id + 1, false);
-        }
-        self.sgc_imbalance[id] = v;
     }
 
     /// `active_load_balance_cpu_stop()`, run by the stopper on `busiest_cpu`

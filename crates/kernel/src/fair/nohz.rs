@@ -68,7 +68,7 @@ impl Kernel {
     }
 
     /// `msecs_to_jiffies()`.
-    fn msecs_to_jiffies(&self, ms: u64) -> u64 {
+    pub(crate) fn msecs_to_jiffies(&self, ms: u64) -> u64 {
         (ms * self.hz()).div_ceil(1000)
     }
 
@@ -282,7 +282,15 @@ impl Kernel {
                 flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
                 break 'out;
             }
-            // check_cpu_capacity() is never true: capacity pressure is not modeled.
+            // A fair task on a CPU squeezed by RT/DL time (judged at `rq->sd`):
+            // an idle CPU may have more to offer it.
+            if !self.domains.cpus[cpu].domains.is_empty()
+                && self.rqs[cpu].cfs.h_nr_queued >= 1
+                && self.cpu_capacity_reduced(cpu, cpu, 0)
+            {
+                flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
+                break 'out;
+            }
             if let Some(sd) = self.domains.cpus[cpu].sd_asym_packing {
                 let dom = &self.domains.cpus[cpu].domains[sd];
                 let (span, dflags) = (dom.span, dom.flags);

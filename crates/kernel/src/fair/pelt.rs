@@ -344,12 +344,14 @@ impl Kernel {
         r.runnable_avg += avg.runnable_avg;
     }
 
-    /// `sched_balance_update_blocked_averages()` → `__update_blocked_fair()`:
-    /// decay every cfs_rq of an idle CPU, children before parents, folding
-    /// each group's change into its entity, the root last.
+    /// `sched_balance_update_blocked_averages()`: `__update_blocked_others()`
+    /// (the RT and DL signals, first, since schedutil reads them), then
+    /// `__update_blocked_fair()`: decay every cfs_rq of an idle CPU, children
+    /// before parents, folding each group's change into its entity, the
+    /// root last.
     pub(crate) fn update_blocked_averages(&mut self, cpu: usize) {
         self.update_rq_clock(cpu);
-        let mut decayed = false;
+        let mut decayed = self.update_other_load_avgs(cpu);
         if self.has_task_groups() {
             let mut leaves: Vec<(u32, CfsRqId)> = (1..self.task_groups.len())
                 .map(|g| self.task_groups[g].cfs_rq[cpu])
@@ -373,7 +375,7 @@ impl Kernel {
             self.cpufreq_update_util(cpu);
         }
         let has_blocked = |a: &crate::pelt::SchedAvg| a.load_avg != 0 || a.util_avg != 0 || a.runnable_avg != 0;
-        let mut blocked = has_blocked(&self.rqs[cpu].cfs.avg);
+        let mut blocked = self.others_have_blocked(cpu) || has_blocked(&self.rqs[cpu].cfs.avg);
         for g in 1..self.task_groups.len() {
             blocked |= has_blocked(&self.cfs(self.task_groups[g].cfs_rq[cpu]).avg);
         }
@@ -393,7 +395,7 @@ impl Kernel {
     /// spare capacity its cfs_rq leaves on the CPU it is placed on.
     pub(crate) fn post_init_entity_util_avg(&mut self, t: TaskId) {
         let cpu = self.tasks[t as usize].cpu;
-        let cap = self.rqs[cpu].cpu_capacity;
+        let cap = self.topo.cpus[cpu].capacity as u64;
         let cfs_avg = self.cfs(self.cfs_rq_of(t)).avg;
         let se = &mut self.tasks[t as usize].se;
         pelt::post_init_entity_util_avg(&mut se.avg, &cfs_avg, se.load.weight as u64, cap);
@@ -404,9 +406,10 @@ impl Kernel {
         self.rqs[cpu].cfs.avg.load_avg
     }
 
-    /// `cpu_util_cfs()`: utilisation, capped at the CPU's capacity.
+    /// `cpu_util_cfs()`: utilisation, capped at the CPU's original capacity
+    /// (`arch_scale_cpu_capacity()`).
     pub fn cpu_util_cfs(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].cfs.avg.util_avg.min(self.rqs[cpu].cpu_capacity)
+        self.rqs[cpu].cfs.avg.util_avg.min(self.topo.cpus[cpu].capacity as u64)
     }
 
     /// `task_util()`.
@@ -478,7 +481,7 @@ impl Kernel {
     pub fn cpu_util_without(&self, cpu: usize, t: TaskId) -> u64 {
         let util = self.rqs[cpu].cfs.avg.util_avg;
         let util = if self.counted_on(cpu, t) { util.saturating_sub(self.task_util(t)) } else { util };
-        util.min(self.rqs[cpu].cpu_capacity)
+        util.min(self.topo.cpus[cpu].capacity as u64)
     }
 
     /// `cpu_runnable_without()`.

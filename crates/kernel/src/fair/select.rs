@@ -503,14 +503,14 @@ impl Kernel {
             if !g.span.intersects(&mask) {
                 continue;
             }
-            let sgs = self.update_sg_wakeup_stats(pct, asym_cap, g.span, g.weight, g.capacity, p);
+            let sgs = self.update_sg_wakeup_stats(pct, asym_cap, g.span, g.weight, self.sgc[g.id].capacity, p);
             if g.span.contains(this_cpu) {
                 local = Some((gi, sgs));
             } else if update_pick_idlest(
                 &idlest_sgs,
-                idlest.map(|i: usize| dom.groups[i].max_capacity),
+                idlest.map(|i: usize| self.sgc[dom.groups[i].id].max_capacity),
                 &sgs,
-                g.max_capacity,
+                self.sgc[g.id].max_capacity,
             ) {
                 idlest = Some(gi);
                 idlest_sgs = sgs;

@@ -4,7 +4,9 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
-use crate::{IpiRequest, Kernel, KernelConfig, Outbox, Policy, Profile, Switch, TaskId, TaskParams, TimerRequest};
+use crate::{
+    IpiKind, IpiRequest, Kernel, KernelConfig, Outbox, Policy, Profile, Switch, TaskId, TaskParams, TimerRequest,
+};
 use schedlab_topology::{parse_cpulist, CpuSet, PreemptModel, Topology};
 use schedlab_trace::Event;
 
@@ -186,6 +188,33 @@ impl TestKernel {
     pub fn dl_inactive_timer(&mut self, what: crate::TimerKind, cpu: usize, now: u64) {
         self.call(|k, o| k.dl_inactive_timer(what, cpu, now, o))
     }
+}
+
+/// Deliver every requested interrupt at `now` (as the simulator would, minus
+/// latency), then let every CPU that needs it reschedule.
+pub fn settle(k: &mut TestKernel, now: u64) {
+    for _ in 0..20 {
+        let ipis: Vec<_> = k.ipis.drain(..).collect();
+        if ipis.is_empty() {
+            break;
+        }
+        for ipi in ipis {
+            match ipi.kind {
+                IpiKind::RtPushWork => k.rto_push_irq_work_func(ipi.cpu, now),
+                IpiKind::CallFunction => k.sched_ttwu_pending(ipi.cpu, now),
+                IpiKind::NohzKick => k.nohz_csd_func(ipi.cpu, now),
+                IpiKind::Resched => {}
+            }
+        }
+    }
+    for cpu in 0..k.rqs.len() {
+        if k.need_resched(cpu, true) {
+            k.schedule(cpu, now, true);
+            k.finish_task_switch(cpu);
+        }
+    }
+    k.ipis.clear();
+    k.check_invariants().unwrap();
 }
 
 /// A kernel of `profile` on `topology` with `settings` (debugfs syntax)

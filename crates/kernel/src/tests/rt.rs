@@ -7,6 +7,7 @@ use schedlab_trace::EventKind;
 
 const MS: u64 = 1_000_000;
 
+use super::common::settle;
 use super::common::task_with as task;
 
 fn kernel(settings: &[&str]) -> TestKernel {
@@ -17,32 +18,6 @@ fn start(k: &mut TestKernel, t: TaskId, now: u64) {
     let cpu = k.tasks[t as usize].cpu;
     k.wake_up_new_task(t, now, cpu);
     settle(k, now);
-}
-
-/// Deliver every requested interrupt at `now` (as the simulator would, minus latency).
-fn settle(k: &mut TestKernel, now: u64) {
-    for _ in 0..20 {
-        let ipis: Vec<_> = k.ipis.drain(..).collect();
-        if ipis.is_empty() {
-            break;
-        }
-        for ipi in ipis {
-            match ipi.kind {
-                IpiKind::RtPushWork => k.rto_push_irq_work_func(ipi.cpu, now),
-                IpiKind::CallFunction => k.sched_ttwu_pending(ipi.cpu, now),
-                IpiKind::NohzKick => k.nohz_csd_func(ipi.cpu, now),
-                IpiKind::Resched => {}
-            }
-        }
-    }
-    for cpu in 0..k.rqs.len() {
-        if k.need_resched(cpu, true) {
-            k.schedule(cpu, now, true);
-            k.finish_task_switch(cpu);
-        }
-    }
-    k.ipis.clear();
-    k.check_invariants().unwrap();
 }
 
 fn block(k: &mut TestKernel, cpu: usize, now: u64) {

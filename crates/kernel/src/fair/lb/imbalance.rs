@@ -4,9 +4,9 @@
 //! `find_busiest_queue()`).
 //!
 //! Simplified as the rest of [`crate::fair::lb`]: no NUMA imbalance
-//! adjustment; the misfit case as 6.12 has it on `SD_ASYM_CPUCAPACITY`
-//! domains (`migrate_misfit`), the reduced-capacity one never arises (no
-//! capacity pressure).
+//! adjustment. A misfit group is balanced as 6.12 does: one task
+//! (`migrate_misfit`) on `SD_ASYM_CPUCAPACITY` domains, the squeezed CPU's
+//! load (`migrate_load`) elsewhere.
 
 use super::{CpuIdleType, GroupType, LbEnv, MigrationType, SdLbStats};
 use crate::core::Kernel;
@@ -200,7 +200,12 @@ impl Kernel {
             match env.migration_type {
                 MigrationType::Load => {
                     let load = self.cpu_load(i);
-                    if nr_running == 1 && load as i64 > env.imbalance {
+                    // A lone task too big for the imbalance stays, unless
+                    // RT/DL time squeezes its CPU.
+                    if nr_running == 1
+                        && load as i64 > env.imbalance
+                        && !self.cpu_capacity_reduced(i, env.sd_cpu, env.sd)
+                    {
                         continue;
                     }
                     if load * busiest_capacity > busiest_load * capacity {

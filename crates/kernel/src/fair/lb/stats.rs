@@ -4,9 +4,12 @@
 //! group_type`, `struct sg_lb_stats` (shared with the wakeup path's
 //! `update_sg_wakeup_stats()`) / `struct sd_lb_stats` and `cpu_runnable()`.
 //!
-//! Simplified as the rest of [`crate::fair::lb`]: no capacity pressure (so
-//! no reduced-capacity misfit outside `SD_ASYM_CPUCAPACITY` domains), no
-//! NUMA (fbq) statistics.
+//! The local group's capacities are refreshed as the kernel does
+//! (`update_group_capacity()`, [`crate::fair::capacity`]), so a group's
+//! capacity is what RT/DL time left of it, and a lone fair task on a
+//! squeezed CPU counts as misfit (`sched_reduced_capacity()`).
+//!
+//! Simplified as the rest of [`crate::fair::lb`]: no NUMA (fbq) statistics.
 
 use super::{CpuIdleType, LbEnv};
 use crate::core::Kernel;
@@ -147,14 +150,18 @@ impl Kernel {
             if local_group {
                 continue;
             }
-            // The biggest misfit task of the group; the reduced-capacity
-            // case of other domains needs capacity pressure (not modeled).
-            if dom.flags & SD_ASYM_CPUCAPACITY != 0 && sgs.group_misfit_task_load < rq.misfit_task_load {
-                sgs.group_misfit_task_load = rq.misfit_task_load;
-                *overloaded = true;
+            if dom.flags & SD_ASYM_CPUCAPACITY != 0 {
+                // The biggest misfit task of the group.
+                if sgs.group_misfit_task_load < rq.misfit_task_load {
+                    sgs.group_misfit_task_load = rq.misfit_task_load;
+                    *overloaded = true;
+                }
+            } else if env.idle != CpuIdleType::NotIdle && self.sched_reduced_capacity(i, env) {
+                // A lone fair task on a CPU that RT/DL time squeezes.
+                sgs.group_misfit_task_load = sgs.group_misfit_task_load.max(self.cpu_load(i));
             }
         }
-        sgs.group_capacity = group.capacity;
+        sgs.group_capacity = self.sgc[group.id].capacity;
         sgs.group_weight = group.weight;
         if !local_group && env.idle != CpuIdleType::NotIdle && sgs.sum_h_nr_running > 0 {
             // sched_group_asym(): an SMT group must have exactly one busy CPU.
@@ -170,12 +177,19 @@ impl Kernel {
         {
             sgs.group_smt_balance = true;
         }
-        let imbalanced = self.sgc_imbalance.get(group.id).copied().unwrap_or(false);
+        let imbalanced = self.sgc[group.id].imbalance;
         sgs.group_type = group_classify(dom.imbalance_pct as u64, imbalanced, &sgs);
         if sgs.group_type == GroupType::Overloaded {
             sgs.avg_load = sgs.group_load * 1024 / sgs.group_capacity.max(1);
         }
         sgs
+    }
+
+    /// `sched_reduced_capacity()`: `cpu` runs one fair task (queued, as 6.12
+    /// counts) and RT/DL time took more than the domain's margin of it (a
+    /// CPU with more tasks is overloaded already).
+    fn sched_reduced_capacity(&self, cpu: usize, env: &LbEnv) -> bool {
+        self.rqs[cpu].cfs.h_nr_queued == 1 && self.cpu_capacity_reduced(cpu, env.sd_cpu, env.sd)
     }
 
     /// `update_sd_pick_busiest()`.
@@ -186,7 +200,7 @@ impl Kernel {
         }
         let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
         if dom.flags & SD_ASYM_CPUCAPACITY != 0 {
-            let sg = &dom.groups[gi];
+            let sg = &self.sgc[dom.groups[gi].id];
             let dst_cap = self.rqs[env.dst_cpu].cpu_capacity;
             // A misfit task only moves to a clearly bigger CPU, on an idle
             // core, from a domain whose local group has spare capacity.
@@ -267,6 +281,12 @@ impl Kernel {
         for gi in 0..ngroups {
             let span = self.domains.cpus[env.sd_cpu].domains[env.sd].groups[gi].span;
             let local_group = span.contains(env.dst_cpu);
+            if local_group {
+                let id = self.domains.cpus[env.sd_cpu].domains[env.sd].groups[gi].id;
+                if env.idle != CpuIdleType::NewlyIdle || self.jiffies() >= self.sgc[id].next_update {
+                    self.update_group_capacity(env.sd_cpu, env.sd, env.dst_cpu);
+                }
+            }
             let sgs = self.update_sg_lb_stats(env, gi, local_group, &mut overloaded, &mut overutilized);
             if local_group {
                 sds.local = Some(gi);
