@@ -56,6 +56,41 @@ fn obj(r: &SimResult, name: &str) -> u32 {
     r.trace.table.objects.iter().position(|o| o == name).unwrap() as u32
 }
 
+/// A thread's own `timer` wakes on every boundary of its period, also where
+/// the syscall has a cost (`[costs] syscall_ns`, as on measured hosts): the
+/// boundary is chosen once as the op starts, not again when the op is
+/// re-entered after the cost was paid (which skipped every other boundary).
+#[test]
+fn a_threads_own_timer_wakes_every_period_when_the_syscall_costs_time() {
+    let topo = schedlab_topology::Topology::from_toml_str(
+        "syscall.toml",
+        "name = \"sys\"\nhz = 250\npreempt = \"full\"\n[layout]\ncores_per_llc = 2\n[costs]\nsyscall_ns = \"300ns\"\n",
+    )
+    .unwrap();
+    let s = Scenario::from_toml_str(
+        "timer.toml",
+        r#"
+        topology = "qemu-2"
+        duration = "100ms"
+        [[thread]]
+        name = "periodic"
+        policy = "fifo"
+        affinity = "0"
+        program = [ { timer = "10ms" }, { run = "6ms" } ]
+        "#,
+        Path::new("."),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let opts = SimOptions { topology: Some(topo), no_noise: true, ..Default::default() };
+    let r = simulate(&s, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let w = wakings(&r, "periodic");
+    assert_eq!(w.len(), 9, "wakeups at {w:?}");
+    for (k, &t) in w.iter().enumerate() {
+        let due = (k as u64 + 1) * 10 * MS;
+        assert!(t >= due && t - due < 50 * US, "wakeup {k} at {t} ns, due at {due} ns");
+    }
+}
+
 #[test]
 fn a_grid_timer_wakes_on_its_grid_while_a_sleep_drifts_by_the_work_before_it() {
     // SCHED_FIFO has no timer slack: the hrtimer fires on the boundary.

@@ -124,8 +124,10 @@ pub struct Thread {
     pub started_at: u64,
     /// The end of the `run_wall` in progress.
     pub wall_end: Option<u64>,
-    /// A grid `timer`'s wakeup time, chosen before its syscall is paid.
-    pub grid_wake_at: Option<u64>,
+    /// The wakeup time of the `timer` op in progress (a thread's own or a
+    /// grid's), chosen once when the op starts, before its syscall is paid:
+    /// the syscall's cost may be preempted and the op re-entered.
+    pub timer_wake_at: Option<u64>,
     /// Woken by a cond signal or a barrier's release: the op in progress
     /// goes on from its second half.
     pub signalled: bool,
@@ -175,7 +177,7 @@ impl Thread {
             started: false,
             started_at: 0,
             wall_end: None,
-            grid_wake_at: None,
+            timer_wake_at: None,
             signalled: false,
             timer_slack_ns,
             rtapp_log: None,

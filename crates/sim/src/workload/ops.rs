@@ -89,11 +89,7 @@ impl<'a> Engine<'a> {
         match *op {
             Op::Run { ns } => self.op_run(cpu, th, ns),
             Op::Sleep { ns } => self.op_sleep(cpu, th, ns),
-            Op::Timer { period_ns } => {
-                let next = schedlab_scenario::next_timer_boundary(self.threads[th].timer_next, self.now, period_ns);
-                self.threads[th].timer_next = Some(next);
-                self.op_sleep(cpu, th, next - self.now)
-            }
+            Op::Timer { period_ns } => self.op_timer(cpu, th, period_ns),
             Op::Wait { ref efd } => self.op_wait(cpu, th, efd, polled),
             Op::Signal { ref efd, count } => self.op_signal(cpu, th, efd, count, polled),
             Op::FutexWait { ref futex } => self.op_fwait(cpu, th, futex, polled),
@@ -214,6 +210,25 @@ impl<'a> Engine<'a> {
         NEXT
     }
 
+    /// `timer`: `clock_nanosleep(TIMER_ABSTIME)` to the thread's next
+    /// boundary, computed once as the op starts (the program's own
+    /// arithmetic before the call), so re-entering the op while its syscall
+    /// cost is being paid does not move the boundary on again.
+    fn op_timer(&mut self, cpu: usize, th: usize, period_ns: u64) -> Flow {
+        if self.threads[th].timer_wake_at.is_none() {
+            let next = schedlab_scenario::next_timer_boundary(self.threads[th].timer_next, self.now, period_ns);
+            self.threads[th].timer_next = Some(next);
+            self.threads[th].timer_wake_at = Some(next);
+        }
+        if !self.pay(cpu, th, self.syscall_ns()) {
+            return STOP;
+        }
+        let at = self.threads[th].timer_wake_at.take().unwrap_or(self.now);
+        self.threads[th].pc += 1;
+        self.sleep_until(cpu, th, at);
+        NEXT
+    }
+
     /// Arm the thread's hrtimer on `cpu` for the range [`at`, `at` plus its
     /// timer slack] and block; the interrupt is due at the hard end.
     fn sleep_until(&mut self, cpu: usize, th: usize, at: u64) {
@@ -247,7 +262,7 @@ impl<'a> Engine<'a> {
     /// so the syscall's own time does not shift the grid; a passed one is
     /// not slept at all (no syscall: rt-app reads the clock from the vDSO).
     fn op_grid_timer(&mut self, cpu: usize, th: usize, timer: ObjId, period_ns: u64, mode: TimerMode) -> Flow {
-        if self.threads[th].grid_wake_at.is_none() {
+        if self.threads[th].timer_wake_at.is_none() {
             let pc = self.threads[th].pc;
             let origin = self.threads[th].started_at;
             let ObjState::Timer { prev } = &mut self.objects[timer as usize] else { unreachable!() };
@@ -258,7 +273,7 @@ impl<'a> Engine<'a> {
                 log.timer(pc, base.saturating_add(period_ns), self.now, period_ns, sleep.is_some());
             }
             match sleep {
-                Some(at) => self.threads[th].grid_wake_at = Some(at),
+                Some(at) => self.threads[th].timer_wake_at = Some(at),
                 None => {
                     self.threads[th].pc += 1;
                     return NEXT;
@@ -268,7 +283,7 @@ impl<'a> Engine<'a> {
         if !self.pay(cpu, th, self.syscall_ns()) {
             return STOP;
         }
-        let at = self.threads[th].grid_wake_at.take().unwrap_or(self.now);
+        let at = self.threads[th].timer_wake_at.take().unwrap_or(self.now);
         self.threads[th].pc += 1;
         self.sleep_until(cpu, th, at);
         NEXT
