@@ -30,7 +30,7 @@ pub struct FidelityArgs {
     #[arg(long, value_name = "FILE", requires = "probe")]
     pub probe_out: Option<std::path::PathBuf>,
     /// Run only these cases (comma-separated): schbench, cyclictest, asym_min,
-    /// pingpong (both variants) or pingpong-2cpu / pingpong-1cpu, nice, placement, schbench-family
+    /// pingpong (both variants) or pingpong-2cpu / pingpong-1cpu, nice, placement, rt-squeeze, schbench-family
     /// (seed 004's -n 0 family: schbench-m1-t2, schbench-m1-t4, schbench-m2-t2).
     #[arg(long, value_name = "LIST", value_delimiter = ',',
           value_parser = crate::names::fidelity_case(), hide_possible_values = true)]

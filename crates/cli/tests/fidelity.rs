@@ -59,8 +59,8 @@ fn row<'a>(doc: &'a serde_json::Value, case: &str, metric: &str) -> &'a serde_js
         .unwrap_or_else(|| panic!("no row {case} / {metric} in {doc:#}"))
 }
 
-const DEFAULT_CASES: [&str; 7] =
-    ["schbench", "cyclictest", "asym_min", "pingpong-2cpu", "pingpong-1cpu", "nice", "placement"];
+const DEFAULT_CASES: [&str; 8] =
+    ["schbench", "cyclictest", "asym_min", "pingpong-2cpu", "pingpong-1cpu", "nice", "placement", "rt-squeeze"];
 
 /// The default suite measures something on both sides of every case, and
 /// the real side shows what the kernel must: the nice-0 hog's share near
@@ -101,6 +101,11 @@ fn the_default_suite_measures_every_case_on_both_sides() {
     let placement = row(&doc, "placement", "sleeper on waker's CPU (%)");
     assert_eq!(placement["model"].as_f64(), Some(0.0), "{placement}");
     assert!(placement["real"].as_f64().is_some_and(|r| (0.0..=100.0).contains(&r)), "{placement}");
+    // Capacity pressure: 60 % RT time on CPU 0 has the fair thread pushed to
+    // CPU 1 within the first half of the run, in the model.
+    let squeeze = row(&doc, "rt-squeeze", "fair loops on CPU 0, 2nd half (%)");
+    assert_eq!(squeeze["model"].as_f64(), Some(0.0), "{squeeze}");
+    assert!(squeeze["real"].as_f64().is_some_and(|r| (0.0..=100.0).contains(&r)), "{squeeze}");
 
     for r in rows(&doc) {
         let verdict = r["verdict"].as_str().unwrap();

@@ -36,8 +36,8 @@ pub enum Band {
     /// A fraction in percent that is normally near zero: both below
     /// [`STALL_FLOOR_PCT`], or the ratio in [`STALL_RATIO`].
     StallFraction,
-    /// Where a placement rule puts wakeups, in percent: within
-    /// [`PLACEMENT_POINTS`] percentage points.
+    /// Where a placement or balancing rule puts a thread, in percent:
+    /// within [`PLACEMENT_POINTS`] percentage points.
     Placement,
 }
 
@@ -63,7 +63,9 @@ pub const STALL_RATIO: (f64, f64) = (1.0 / 3.0, 3.0);
 /// wakees onto the waker's CPU nearly never (this project's 2-vCPU PVM
 /// guest: 97.5-99.8 % on the waker's CPU in quiet runs, 77 % in one with
 /// 13 % steal, 2026-12-02), a difference of ~80-100 points. 10 leaves
-/// room for wakeups that found the idle CPU taken by a kernel thread.
+/// room for wakeups that found the idle CPU taken by a kernel thread. The
+/// rt-squeeze case's balancing rule is as binary: the fair thread ends on
+/// CPU 1 (0 %) or stays on CPU 0 (100 %).
 pub const PLACEMENT_POINTS: f64 = 10.0;
 
 /// Every band, in the order the table header lists them.

@@ -122,6 +122,14 @@ pub const CASES: &[Case] = &[
         metrics: &[Metric::WakerCpu("sleeper")],
         trace_kb_per_s: 2048,
     },
+    Case {
+        name: "rt-squeeze",
+        group: "rt-squeeze",
+        path: "scenarios/fidelity/rt-squeeze.toml",
+        text: include_str!("../../../scenarios/fidelity/rt-squeeze.toml"),
+        metrics: &[Metric::LoopsOnCpu("fair", 0)],
+        trace_kb_per_s: 2048,
+    },
 ];
 
 /// Every name `--cases` takes: each group, then each case not named like its group.
@@ -168,7 +176,12 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&path).unwrap(), c.text);
             assert!(c.text.starts_with("# fidelity/"), "{}: needs its header comment", c.path);
             for m in c.metrics {
-                if let Metric::LoopRate(t) | Metric::Share(t) | Metric::WakerCpu(t) | Metric::TimerToRun(_, t) = m {
+                if let Metric::LoopRate(t)
+                | Metric::Share(t)
+                | Metric::WakerCpu(t)
+                | Metric::TimerToRun(_, t)
+                | Metric::LoopsOnCpu(t, _) = m
+                {
                     assert!(s.thread(t).is_some(), "{}: no thread {t}", c.path);
                 }
             }

@@ -93,6 +93,11 @@ pub enum Metric {
     /// `sched_waking` before it (traced in the waker's context). A rule of
     /// the wakeup path, read from the two events alone.
     WakerCpu(&'static str),
+    /// Of this thread's loops (`loop_end` markers) in the second half of
+    /// the window, the percentage that ended on this CPU: where the
+    /// balancer left the thread once it has settled. A rule, read from the
+    /// markers alone.
+    LoopsOnCpu(&'static str, u32),
     /// Of the workload threads' wakeups, the percentage whose task was
     /// still the current task of a CPU at its `sched_waking`: woken inside
     /// its blocking window, before `__schedule()` dequeued it
@@ -132,6 +137,7 @@ impl Metric {
             Metric::LoopRate(t) => format!("{t} loops/s"),
             Metric::Share(t) => format!("{t} share (%)"),
             Metric::WakerCpu(t) => format!("{t} on waker's CPU (%)"),
+            Metric::LoopsOnCpu(t, cpu) => format!("{t} loops on CPU {cpu}, 2nd half (%)"),
             Metric::WokenRunning => "woken still running (%)".into(),
         }
     }
@@ -141,7 +147,11 @@ impl Metric {
         match self {
             Metric::SchbenchWakeup(_) | Metric::Wakeup(_) | Metric::Handoff(_) | Metric::TimerToRun(..) => "us",
             Metric::SchbenchRps | Metric::LoopRate(_) => "/s",
-            Metric::StallFraction | Metric::Share(_) | Metric::WakerCpu(_) | Metric::WokenRunning => "%",
+            Metric::StallFraction
+            | Metric::Share(_)
+            | Metric::WakerCpu(_)
+            | Metric::LoopsOnCpu(..)
+            | Metric::WokenRunning => "%",
         }
     }
 
@@ -151,7 +161,7 @@ impl Metric {
             Metric::SchbenchRps | Metric::LoopRate(_) => Band::Rate,
             Metric::StallFraction => Band::StallFraction,
             Metric::Share(_) | Metric::WokenRunning => Band::Share,
-            Metric::WakerCpu(_) => Band::Placement,
+            Metric::WakerCpu(_) | Metric::LoopsOnCpu(..) => Band::Placement,
         }
     }
 
@@ -277,6 +287,23 @@ impl Metric {
                     )));
                 }
                 Ok(100.0 * on_waker as f64 / placed as f64)
+            }
+            Metric::LoopsOnCpu(thread, cpu) => {
+                let pid = pid_of(side, thread)?;
+                let half = side.start_ns + (side.end_ns - side.start_ns) / 2;
+                let (mut loops, mut on_cpu) = (0u64, 0u64);
+                for e in side.trace.events.iter().filter(|e| e.ts >= half && e.ts <= side.end_ns) {
+                    if matches!(e.kind, EventKind::User { pid: p, op: UserOp::LoopEnd { .. } } if p == pid) {
+                        loops += 1;
+                        on_cpu += u64::from(e.cpu == cpu);
+                    }
+                }
+                if loops < MIN_EVENTS_RATE {
+                    return Err(NoFigure::from(format!(
+                        "{thread} ended {loops} loops in the second half (a share needs {MIN_EVENTS_RATE})"
+                    )));
+                }
+                Ok(100.0 * on_cpu as f64 / loops as f64)
             }
             Metric::WokenRunning => {
                 let (woken, running) = woken_running(side);

@@ -237,3 +237,33 @@ fn woken_running_counts_the_wakings_of_a_task_still_current_on_a_cpu() {
     let r = run("schbench-m1-t2", vec![waking(5, 0, 999); 30], 1_000_000);
     assert!(Metric::WokenRunning.figure(&r.side(1000, &[])).unwrap_err().starts_with("0 wakeups"));
 }
+
+#[test]
+fn loops_on_cpu_counts_the_second_half_of_the_window_only() {
+    let on = |ts, cpu, n| Event {
+        ts,
+        cpu,
+        ctx_pid: 0,
+        flags: *b"d..2.",
+        kind: EventKind::User { pid: B, op: UserOp::LoopEnd { n } },
+    };
+    // The rt-squeeze case: B is the fair thread. 100 loops 10 ms apart over
+    // 1 s: the first 30 on CPU 0, then on CPU 1, except every tenth of the
+    // second half, which ends on CPU 0 again.
+    let events: Vec<Event> = (0..100u32)
+        .map(|i| {
+            let cpu = if i < 30 || (i >= 50 && i % 10 == 0) { 0 } else { 1 };
+            on(5_000_000 + u64::from(i) * 10_000_000, cpu, i)
+        })
+        .collect();
+    let r = run("rt-squeeze", events, 1_000_000_000);
+    let m = Metric::LoopsOnCpu("fair", 0);
+    // Second half: loops 50..99, five of them (50, 60, ..., 90) on CPU 0.
+    assert_eq!(m.figure(&r.side(1000, &[])), Ok(10.0));
+    assert_eq!(Metric::LoopsOnCpu("fair", 1).figure(&r.side(1000, &[])), Ok(90.0));
+    assert_eq!(Band::Placement.judge(&Ok(100.0), &Ok(0.0)).1, schedlab_report::Verdict::Fail);
+    // Fewer than 20 loops in the second half: no figure.
+    let r = run("rt-squeeze", r.trace.events[..65].to_vec(), 1_000_000_000);
+    let err = m.figure(&r.side(1000, &[])).unwrap_err();
+    assert!(err.starts_with("fair ended 15 loops in the second half"), "{err}");
+}
