@@ -166,7 +166,7 @@ impl Kernel {
         }
         // A lone fair task on a CPU squeezed by RT/DL time goes to an idle
         // CPU with clearly more capacity left.
-        if env.idle != CpuIdleType::NotIdle && self.rqs[env.src_cpu].cfs.h_nr_queued == 1 {
+        if env.idle != CpuIdleType::NotIdle && self.lb_h_nr(env.src_cpu) == 1 {
             let pct = dom.imbalance_pct as u64;
             if self.cpu_capacity_reduced(env.src_cpu, env.sd_cpu, env.sd)
                 && self.rqs[env.src_cpu].cpu_capacity * pct < self.rqs[env.dst_cpu].cpu_capacity * 100

@@ -285,7 +285,7 @@ impl Kernel {
             // A fair task on a CPU squeezed by RT/DL time (judged at `rq->sd`):
             // an idle CPU may have more to offer it.
             if !self.domains.cpus[cpu].domains.is_empty()
-                && self.rqs[cpu].cfs.h_nr_queued >= 1
+                && self.lb_h_nr(cpu) >= 1
                 && self.cpu_capacity_reduced(cpu, cpu, 0)
             {
                 flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;

@@ -185,11 +185,12 @@ impl Kernel {
         sgs
     }
 
-    /// `sched_reduced_capacity()`: `cpu` runs one fair task (queued, as 6.12
-    /// counts) and RT/DL time took more than the domain's margin of it (a
-    /// CPU with more tasks is overloaded already).
+    /// `sched_reduced_capacity()`: `cpu` has one fair task (as the
+    /// balancer counts them, [`Kernel::lb_h_nr`]) and RT/DL time took more
+    /// than the domain's margin of it (a CPU with more tasks is overloaded
+    /// already).
     fn sched_reduced_capacity(&self, cpu: usize, env: &LbEnv) -> bool {
-        self.rqs[cpu].cfs.h_nr_queued == 1 && self.cpu_capacity_reduced(cpu, env.sd_cpu, env.sd)
+        self.lb_h_nr(cpu) == 1 && self.cpu_capacity_reduced(cpu, env.sd_cpu, env.sd)
     }
 
     /// `update_sd_pick_busiest()`.
