@@ -152,3 +152,26 @@ fn schedutil_counts_rt_time_in_the_cpus_utilisation() {
     assert_eq!(k.effective_cpu_util(0, 1000).0, 1024);
     assert_eq!(k.effective_cpu_util(1, 100).0, 100);
 }
+
+#[test]
+fn deadline_time_counts_in_avg_dl_and_takes_capacity_like_rt_time() {
+    let mut k = kernel("qemu-4");
+    let dl = crate::deadline::DlParams { runtime: 30 * MS, deadline: 100 * MS, period: 100 * MS, reclaim: false };
+    let d = super::common::dl_task(&mut k, 1, dl, "0", 0);
+    k.wake_up_new_task(d, 0, 0);
+    settle(&mut k, 0);
+    assert_eq!(k.curr(0), Some(d));
+    k.sync_curr(0, 20 * MS);
+    k.set_current_state(0, TaskState::Interruptible);
+    k.schedule(0, 20 * MS, false);
+    k.finish_task_switch(0);
+    settle(&mut k, 20 * MS);
+    let util = k.cpu_util_dl(0);
+    let rise = pelt_rise(20);
+    assert!((util as f64 - rise).abs() < 12.0, "util_dl {util} after 20 ms of DL, the series gives {rise:.0}");
+    assert_eq!(k.cpu_util_rt(0), 0);
+    k.run_idle_balance(0, 21 * MS, 0);
+    assert_eq!(k.rqs[0].cpu_capacity, 1024 - k.cpu_util_dl(0));
+    // schedutil's view adds it too.
+    assert_eq!(k.effective_cpu_util(0, 50).0, 50 + k.cpu_util_dl(0));
+}
