@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use schedlab_topology::host::{
     exit_curve, host_toml, read_host, render, Measured, NoiseProbe, Percentiles, RenderOptions, TimerProbe, WakeProbe,
 };
-use schedlab_topology::{Distance, Governor, NoiseKind, Topology};
+use schedlab_topology::{CpufreqGovernor, Distance, Governor, NoiseKind, Topology};
 
 const REL: &str = "6.99.0-test";
 
@@ -204,6 +204,82 @@ fn asymmetric_capacities_alone_also_refuse_a_layout() {
     t.no_cpuidle_driver();
     let topo = load(&host_toml(&read_host(&t.root).unwrap(), None, &RenderOptions::default()).unwrap());
     assert_eq!(topo.cpus.iter().map(|c| c.capacity).collect::<Vec<_>>(), vec![1024, 1024, 512, 512]);
+}
+
+/// A big.LITTLE phone or board: four small CPUs (capacity 381) and two big
+/// ones, a cpufreq-dt policy each cluster.
+fn big_little(name: &str) -> Tree {
+    let t = Tree::new(name);
+    t.cpus("0-5", "0-5");
+    for n in 0..6 {
+        t.cpu(n, n, 0, &n.to_string(), "0-5");
+        t.file(&format!("sys/devices/system/cpu/cpu{n}/cpu_capacity"), if n < 4 { "381" } else { "1024" });
+    }
+    t.node(0, "0-5");
+    t.no_cpuidle_driver();
+    let policy = |n: usize, cpus: &str, freqs: &str, governor: &str, latency: &str| {
+        let d = format!("sys/devices/system/cpu/cpufreq/policy{n}");
+        t.file(&format!("{d}/related_cpus"), cpus);
+        t.file(&format!("{d}/scaling_available_frequencies"), freqs);
+        t.file(&format!("{d}/scaling_governor"), governor);
+        t.file(&format!("{d}/scaling_driver"), "cpufreq-dt");
+        t.file(&format!("{d}/cpuinfo_transition_latency"), latency);
+    };
+    // sysfs lists them as the driver's table gives them (here descending, with a trailing space).
+    policy(0, "0 1 2 3", "1416000 1200000 1008000 816000 600000 408000 ", "schedutil", "40000");
+    policy(4, "4 5", "408000 1800000 1608000", "ondemand", "4294967295");
+    t
+}
+
+#[test]
+fn cpufreq_policies_with_a_frequency_table_become_perf_domains() {
+    let t = big_little("big-little");
+    let host = read_host(&t.root).unwrap();
+    assert_eq!(host.policies.len(), 2);
+    assert_eq!(host.policies[0].freqs_khz, vec![408_000, 600_000, 816_000, 1_008_000, 1_200_000, 1_416_000]);
+    assert_eq!(host.policies[1].transition_latency_ns, None, "CPUFREQ_ETERNAL means unknown");
+    let text = host_toml(&host, None, &RenderOptions::default()).unwrap();
+    assert!(text.contains("/sys/devices/system/cpu/cpufreq/policy0/{related_cpus,"), "{text}");
+    assert!(text.contains("the host runs `ondemand`, which the model does not have"), "{text}");
+    let topo = load(&text);
+    let pds: Vec<(String, CpufreqGovernor, usize, u64, Option<u64>)> = topo
+        .perf_domains
+        .iter()
+        .map(|p| {
+            (p.cpus.to_cpulist(), p.governor, p.opps.len(), p.opps.last().unwrap().freq_khz, p.transition_latency_ns)
+        })
+        .collect();
+    assert_eq!(
+        pds,
+        vec![
+            ("0-3".to_string(), CpufreqGovernor::Schedutil, 6, 1_416_000, Some(40_000)),
+            ("4-5".to_string(), CpufreqGovernor::Schedutil, 3, 1_800_000, None),
+        ]
+    );
+    assert_eq!(topo.cpus.iter().map(|c| c.capacity).collect::<Vec<_>>(), vec![381, 381, 381, 381, 1024, 1024]);
+}
+
+#[test]
+fn a_driver_without_a_frequency_table_gives_no_perf_domain_and_says_why() {
+    let t = smt_two_llcs("pstate");
+    for n in 0..8 {
+        let d = format!("sys/devices/system/cpu/cpufreq/policy{n}");
+        t.file(&format!("{d}/related_cpus"), &n.to_string());
+        t.file(&format!("{d}/scaling_governor"), "powersave");
+        t.file(&format!("{d}/scaling_driver"), "intel_pstate");
+    }
+    let host = read_host(&t.root).unwrap();
+    assert!(host.policies.iter().all(|p| p.freqs_khz.is_empty()));
+    let text = host_toml(&host, None, &RenderOptions::default()).unwrap();
+    assert!(text.contains("driver intel_pstate lists no scaling_available_frequencies"), "{text}");
+    assert!(load(&text).perf_domains.is_empty());
+    // A table that is not one is an error naming the file.
+    t.file("sys/devices/system/cpu/cpufreq/policy0/scaling_available_frequencies", "fast slow");
+    let err = read_host(&t.root).unwrap_err().to_string();
+    assert!(
+        err.contains("policy0/scaling_available_frequencies") && err.contains("not a list of frequencies"),
+        "{err}"
+    );
 }
 
 #[test]

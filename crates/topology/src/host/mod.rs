@@ -13,8 +13,10 @@
 //! The root directory is a parameter so tests read a fake tree; for this
 //! machine it is `/`. Nothing here writes to sysfs or mounts anything.
 
+mod cpufreq;
 mod cpus;
 mod emit;
+mod emit_costs;
 mod kernel;
 mod measured;
 mod rounds;
@@ -22,6 +24,7 @@ mod rounds;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use cpufreq::HostPolicy;
 pub use cpus::HostCpu;
 pub use emit::{read_on, render, RenderOptions};
 pub use kernel::{Haltpoll, HostIdle, HostIdleState};
@@ -78,6 +81,8 @@ pub struct HostMachine {
     pub hz: Sourced<u32>,
     pub preempt: Sourced<PreemptModel>,
     pub idle: HostIdle,
+    /// The cpufreq policies (`[[perf_domain]]`s where they have a table).
+    pub policies: Vec<HostPolicy>,
     /// `uname -r` (/proc/sys/kernel/osrelease).
     pub kernel: String,
     /// `model name` of /proc/cpuinfo.
@@ -103,6 +108,7 @@ pub fn read_host(root: &Path) -> Result<HostMachine, HostError> {
     let first = topo.cpus.first().map(|c| c.sysfs_id).unwrap_or(0);
     let others: Vec<usize> = topo.cpus.iter().skip(1).map(|c| c.sysfs_id).collect();
     let idle = kernel::idle(&fs, first, &others, &cmdline, &cpu_flags(&fs), &mut notes)?;
+    let policies = cpufreq::read(&fs)?;
     Ok(HostMachine {
         root: root.to_path_buf(),
         cpus: topo.cpus,
@@ -113,6 +119,7 @@ pub fn read_host(root: &Path) -> Result<HostMachine, HostError> {
         hz,
         preempt,
         idle,
+        policies,
         kernel: kernel_release,
         cpu_model,
         guest,
