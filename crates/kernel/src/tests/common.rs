@@ -190,30 +190,32 @@ impl TestKernel {
     }
 }
 
-/// Deliver every requested interrupt at `now` (as the simulator would, minus
-/// latency), then let every CPU that needs it reschedule.
+/// Deliver the requested interrupts at `now` (as the simulator would,
+/// minus latency) and let every CPU that must reschedule do so, until
+/// nothing more is asked.
 pub fn settle(k: &mut TestKernel, now: u64) {
     for _ in 0..20 {
         let ipis: Vec<_> = k.ipis.drain(..).collect();
-        if ipis.is_empty() {
-            break;
-        }
         for ipi in ipis {
             match ipi.kind {
-                IpiKind::RtPushWork => k.rto_push_irq_work_func(ipi.cpu, now),
                 IpiKind::CallFunction => k.sched_ttwu_pending(ipi.cpu, now),
+                IpiKind::RtPushWork => k.rto_push_irq_work_func(ipi.cpu, now),
                 IpiKind::NohzKick => k.nohz_csd_func(ipi.cpu, now),
                 IpiKind::Resched => {}
             }
         }
-    }
-    for cpu in 0..k.rqs.len() {
-        if k.need_resched(cpu, true) {
-            k.schedule(cpu, now, true);
-            k.finish_task_switch(cpu);
+        let mut any = false;
+        for cpu in 0..k.rqs.len() {
+            if k.need_resched(cpu, true) {
+                k.schedule(cpu, now, true);
+                k.finish_task_switch(cpu);
+                any = true;
+            }
+        }
+        if !any && k.ipis.is_empty() {
+            break;
         }
     }
-    k.ipis.clear();
     k.check_invariants().unwrap();
 }
 

@@ -1,9 +1,9 @@
 //! The deadline class on crafted states: CBS throttling and replenishment,
 //! the wakeup rule, EDF order, push/pull, admission.
 
-use super::common::{dl_task, fair_task, TestKernel};
+use super::common::{dl_task, fair_task, settle, TestKernel};
 use crate::deadline::{DlAdmissionError, DlParams};
-use crate::{IpiKind, SchedClass, TaskId, TaskState, TimerKind};
+use crate::{SchedClass, TaskId, TaskState, TimerKind};
 use schedlab_topology::{parse_cpulist, Topology};
 
 const MS: u64 = 1_000_000;
@@ -14,33 +14,6 @@ fn kernel(profile: &str) -> TestKernel {
 
 fn res(runtime_ms: u64, deadline_ms: u64, period_ms: u64) -> DlParams {
     DlParams { runtime: runtime_ms * MS, deadline: deadline_ms * MS, period: period_ms * MS, reclaim: false }
-}
-
-/// Deliver requested interrupts and let every CPU that must reschedule do so.
-fn settle(k: &mut TestKernel, now: u64) {
-    for _ in 0..20 {
-        let ipis: Vec<_> = k.ipis.drain(..).collect();
-        for ipi in ipis {
-            match ipi.kind {
-                IpiKind::CallFunction => k.sched_ttwu_pending(ipi.cpu, now),
-                IpiKind::RtPushWork => k.rto_push_irq_work_func(ipi.cpu, now),
-                IpiKind::NohzKick => k.nohz_csd_func(ipi.cpu, now),
-                IpiKind::Resched => {}
-            }
-        }
-        let mut any = false;
-        for cpu in 0..k.rqs.len() {
-            if k.need_resched(cpu, true) {
-                k.schedule(cpu, now, true);
-                k.finish_task_switch(cpu);
-                any = true;
-            }
-        }
-        if !any && k.ipis.is_empty() {
-            break;
-        }
-    }
-    k.check_invariants().unwrap();
 }
 
 fn start(k: &mut TestKernel, t: TaskId, now: u64) {

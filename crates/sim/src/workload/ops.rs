@@ -220,6 +220,12 @@ impl<'a> Engine<'a> {
             self.threads[th].timer_next = Some(next);
             self.threads[th].timer_wake_at = Some(next);
         }
+        self.sleep_to_timer_wake(cpu, th)
+    }
+
+    /// The second half of a timer op: the `clock_nanosleep()` syscall's
+    /// cost, then the sleep to the wakeup time chosen as the op started.
+    fn sleep_to_timer_wake(&mut self, cpu: usize, th: usize) -> Flow {
         if !self.pay(cpu, th, self.syscall_ns()) {
             return STOP;
         }
@@ -280,13 +286,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        if !self.pay(cpu, th, self.syscall_ns()) {
-            return STOP;
-        }
-        let at = self.threads[th].timer_wake_at.take().unwrap_or(self.now);
-        self.threads[th].pc += 1;
-        self.sleep_until(cpu, th, at);
-        NEXT
+        self.sleep_to_timer_wake(cpu, th)
     }
 
     /// `wait`: a blocking eventfd `read()`, which takes the whole counter.
