@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use schedlab_topology::host::{
     exit_curve, host_toml, read_host, render, Measured, NoiseProbe, Percentiles, RenderOptions, TimerProbe, WakeProbe,
 };
-use schedlab_topology::{CpufreqGovernor, Distance, Governor, NoiseKind, Topology};
+use schedlab_topology::{CoreType, CpufreqGovernor, Distance, Governor, NoiseKind, Topology};
 
 const REL: &str = "6.99.0-test";
 
@@ -280,6 +280,49 @@ fn a_driver_without_a_frequency_table_gives_no_perf_domain_and_says_why() {
         err.contains("policy0/scaling_available_frequencies") && err.contains("not a list of frequencies"),
         "{err}"
     );
+}
+
+#[test]
+fn an_intel_hybrid_host_gets_hwp_highest_perf_and_core_types_instead_of_fixed_priorities() {
+    // Two P-cores with SMT (CPUs 0-1, 2-3) and four E-cores (4-7), as a
+    // small Alder Lake: the hybrid PMUs list the core types, CPPC the
+    // highest performance (69 and 74 on the P-cores, 43 on the E-cores).
+    let t = Tree::new("hybrid");
+    t.cpus("0-7", "0-7");
+    for n in 0..8 {
+        let siblings = if n < 4 { format!("{}-{}", n & !1, (n & !1) + 1) } else { n.to_string() };
+        t.cpu(n, n / 2, 0, &siblings, "0-7");
+        let perf = match n {
+            0 | 1 => 69,
+            2 | 3 => 74,
+            _ => 43,
+        };
+        t.file(&format!("sys/devices/system/cpu/cpu{n}/acpi_cppc/highest_perf"), &perf.to_string());
+    }
+    t.node(0, "0-7");
+    t.no_cpuidle_driver();
+    t.file("sys/devices/cpu_core/cpus", "0-3");
+    t.file("sys/devices/cpu_atom/cpus", "4-7");
+    let host = read_host(&t.root).unwrap();
+    let text = host_toml(&host, None, &RenderOptions::default()).unwrap();
+    assert!(!text.contains("asym_prio ="), "{text}");
+    assert!(!text.contains("[asym_prio]"), "{text}");
+    assert!(text.contains("[hwp_highest_perf]\n\"2-3\" = 74\n\"0-1\" = 69\n\"4-7\" = 43\n"), "{text}");
+    let topo = load(&text);
+    let got: Vec<(Option<CoreType>, Option<u32>)> =
+        topo.cpus.iter().map(|c| (c.core_type, c.hwp_highest_perf)).collect();
+    let want: Vec<(Option<CoreType>, Option<u32>)> = (0..8)
+        .map(|n| match n {
+            0 | 1 => (Some(CoreType::Core), Some(69)),
+            2 | 3 => (Some(CoreType::Core), Some(74)),
+            _ => (Some(CoreType::Atom), Some(43)),
+        })
+        .collect();
+    assert_eq!(got, want);
+    // Without the hybrid PMUs the same values are plain ITMT priorities.
+    t.remove("sys/devices/cpu_atom/cpus");
+    let text = host_toml(&read_host(&t.root).unwrap(), None, &RenderOptions::default()).unwrap();
+    assert!(!text.contains("[core_type]") && text.contains("asym_prio"), "{text}");
 }
 
 #[test]

@@ -28,6 +28,9 @@ pub struct HostCpu {
     pub capacity: Option<u32>,
     /// The ITMT / prefcore priority source's value, where there is one.
     pub prio: Option<i64>,
+    /// Intel hybrid core type, `"core"` (P) or `"atom"` (E), from the
+    /// hybrid PMUs' `cpus` lists; `None` on other machines.
+    pub core_type: Option<&'static str>,
 }
 
 pub(crate) struct CpuTopology {
@@ -35,6 +38,32 @@ pub(crate) struct CpuTopology {
     pub offline: Vec<usize>,
     pub capacity_source: Option<String>,
     pub prio_source: Option<String>,
+    pub core_type_source: Option<String>,
+}
+
+/// The hybrid PMUs Intel hybrid parts register (since 5.13), one per core
+/// type, each listing its CPUs.
+const HYBRID_PMUS: [(&str, &str); 2] = [("sys/devices/cpu_core/cpus", "core"), ("sys/devices/cpu_atom/cpus", "atom")];
+
+/// Each online CPU's Intel hybrid core type, when the machine has the
+/// hybrid PMUs; with its source.
+fn core_types(
+    fs: &Fs,
+    possible: &CpuSet,
+    online: &CpuSet,
+) -> Result<(BTreeMap<usize, &'static str>, Option<String>), HostError> {
+    if !HYBRID_PMUS.iter().all(|(rel, _)| fs.exists(rel)) {
+        return Ok((BTreeMap::new(), None));
+    }
+    let mut map = BTreeMap::new();
+    for (rel, ty) in HYBRID_PMUS {
+        for cpu in cpulist(fs, rel, possible, online)?.iter() {
+            if map.insert(cpu, ty).is_some() {
+                return Err(fs.bad(rel, format!("CPU {cpu} is also in the other hybrid PMU's list")));
+            }
+        }
+    }
+    Ok((map, Some(HYBRID_PMUS.iter().map(|(rel, _)| format!("/{rel}")).collect::<Vec<_>>().join(", "))))
 }
 
 /// A cpulist file, checked against the CPUs the kernel can have: a CPU
@@ -127,6 +156,7 @@ pub(crate) fn read(fs: &Fs, notes: &mut Vec<String>) -> Result<CpuTopology, Host
         ));
     }
     let (prio, prio_source) = priorities(fs, &online)?;
+    let (types, core_type_source) = core_types(fs, &possible, &online)?;
     let mut out = Vec::new();
     for (cpu, siblings, package, llc_span, node, capacity) in cpus {
         let core_key = siblings.first().unwrap_or(cpu);
@@ -139,10 +169,11 @@ pub(crate) fn read(fs: &Fs, notes: &mut Vec<String>) -> Result<CpuTopology, Host
             node: node_of.get(node),
             capacity,
             prio: prio.get(&cpu).copied(),
+            core_type: types.get(&cpu).copied(),
         });
     }
     let capacity_source = out.iter().any(|c| c.capacity.is_some()).then(|| format!("/{CPU}/cpuN/cpu_capacity"));
-    Ok(CpuTopology { cpus: out, offline, capacity_source, prio_source })
+    Ok(CpuTopology { cpus: out, offline, capacity_source, prio_source, core_type_source })
 }
 
 /// The LLC of one CPU: the highest cache level that holds data.

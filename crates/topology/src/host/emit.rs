@@ -202,11 +202,27 @@ fn priorities(host: &HostMachine) -> Option<Vec<i32>> {
     )
 }
 
+/// On an Intel hybrid part (the hybrid PMUs list core types, CPPC gives
+/// each CPU's highest performance, no `cpu_capacity`): per CPU the HWP
+/// highest performance (its core's highest, siblings alike) and the core
+/// type, which the kernel profile turns into its version's regime
+/// (`[hwp_highest_perf]`, `[core_type]`) instead of fixed priorities.
+fn intel_hybrid(host: &HostMachine) -> Option<(Vec<i32>, Vec<&'static str>)> {
+    host.core_type_source.as_ref()?;
+    if host.capacity_source.is_some() || !host.prio_source.as_deref()?.ends_with("acpi_cppc/highest_perf") {
+        return None;
+    }
+    let perf = priorities(host)?;
+    let types: Option<Vec<&'static str>> = host.cpus.iter().map(|c| c.core_type).collect();
+    (perf.iter().all(|p| (1..=255).contains(p))).then_some((perf, types?))
+}
+
 fn cpus_section(o: &mut String, host: &HostMachine) {
     let src = "[/sys/devices/system/cpu/cpuN/topology/{thread_siblings_list,physical_package_id}, \
                cpuN/cache/index*/{level,shared_cpu_list} (the LLC), /sys/devices/system/node/nodeN/cpulist]";
     let caps = capacities(host);
-    let prios = priorities(host);
+    let hybrid = intel_hybrid(host);
+    let prios = if hybrid.is_some() { None } else { priorities(host) };
     let cap_src = host.capacity_source.as_deref().unwrap_or("");
     let layout = layout_of(host);
     if let Some(layout) = &layout {
@@ -254,16 +270,30 @@ fn cpus_section(o: &mut String, host: &HostMachine) {
             );
         }
     }
+    if let Some((perf, types)) = &hybrid {
+        let _ = writeln!(
+            o,
+            "# hwp_highest_perf: [{}], the core's highest; core_type: [{}]. An Intel hybrid part: the kernel \
+             profile turns these into its version's ITMT priorities or capacities (docs/topology-file.md)",
+            host.prio_source.as_deref().unwrap_or(""),
+            host.core_type_source.as_deref().unwrap_or("")
+        );
+        let _ = writeln!(o, "[hwp_highest_perf]");
+        for (v, set) in group_by(perf.iter().copied()).iter().rev() {
+            let _ = writeln!(o, "\"{}\" = {v}", set.to_cpulist());
+        }
+        let _ = writeln!(o, "[core_type]");
+        for (ty, set) in group_by(types.iter().copied()) {
+            let _ = writeln!(o, "\"{}\" = \"{ty}\"", set.to_cpulist());
+        }
+        return;
+    }
     match (&prios, &host.prio_source) {
         (Some(p), Some(s)) => {
             let _ = writeln!(o, "# asym_prio: [{s}], one value per core (the highest of its SMT siblings)");
             if layout.is_some() {
                 let _ = writeln!(o, "[asym_prio]");
-                let mut by: std::collections::BTreeMap<i32, CpuSet> = Default::default();
-                for (i, v) in p.iter().enumerate() {
-                    by.entry(*v).or_default().insert(i);
-                }
-                for (v, set) in by.iter().rev() {
+                for (v, set) in group_by(p.iter().copied()).iter().rev() {
                     let _ = writeln!(o, "\"{}\" = {v}", set.to_cpulist());
                 }
             } else {
@@ -277,6 +307,15 @@ fn cpus_section(o: &mut String, host: &HostMachine) {
             );
         }
     }
+}
+
+/// Model CPU ids by value, in value order.
+fn group_by<V: Ord>(values: impl Iterator<Item = V>) -> std::collections::BTreeMap<V, CpuSet> {
+    let mut by: std::collections::BTreeMap<V, CpuSet> = Default::default();
+    for (i, v) in values.enumerate() {
+        by.entry(v).or_default().insert(i);
+    }
+    by
 }
 
 /// The nearest level's wake probe that gives an exit curve.

@@ -77,6 +77,8 @@ pub struct HostMachine {
     pub capacity_source: Option<String>,
     /// Where the ITMT priorities came from, when any CPU has one.
     pub prio_source: Option<String>,
+    /// Where the Intel hybrid core types came from, on such a part.
+    pub core_type_source: Option<String>,
     pub itmt: Sourced<bool>,
     pub hz: Sourced<u32>,
     pub preempt: Sourced<PreemptModel>,
@@ -115,6 +117,7 @@ pub fn read_host(root: &Path) -> Result<HostMachine, HostError> {
         offline: topo.offline,
         capacity_source: topo.capacity_source,
         prio_source: topo.prio_source,
+        core_type_source: topo.core_type_source,
         itmt,
         hz,
         preempt,
