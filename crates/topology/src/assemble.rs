@@ -377,6 +377,24 @@ enum Field {
     Prio,
 }
 
+/// The CPUs a `"cpulist" = value` table's key names, all inside the
+/// machine's `n` CPUs; errors name the table.
+fn table_key_cpus(ctx: &Ctx, key: &Spanned<String>, n: usize, table_name: &str) -> Result<crate::CpuSet, InputError> {
+    let set = parse_cpulist(key.get_ref())
+        .map_err(|m| ctx.err(&key.span(), format!("bad cpulist `{}` in {table_name}: {m}", key.get_ref())))?;
+    if let Some(last) = set.last().filter(|&l| l >= n) {
+        return Err(ctx.err(
+            &key.span(),
+            format!(
+                "cpulist `{}` in {table_name} names CPU {last}, but this machine has CPUs 0-{} (expected CPUs inside the machine)",
+                key.get_ref(),
+                n - 1
+            ),
+        ));
+    }
+    Ok(set)
+}
+
 /// Apply a `[capacity]` or `[asym_prio]` table of `"cpulist" = value`.
 fn apply_table(ctx: &Ctx, slots: &mut [Slot], table: &CpuTable, field: Field) -> Result<(), InputError> {
     let (table_name, what) = match field {
@@ -388,18 +406,7 @@ fn apply_table(ctx: &Ctx, slots: &mut [Slot], table: &CpuTable, field: Field) ->
     entries.sort_by_key(|(k, _)| k.span().start);
     let mut owner: Vec<Option<&Spanned<String>>> = vec![None; n];
     for (key, value) in entries {
-        let set = parse_cpulist(key.get_ref())
-            .map_err(|m| ctx.err(&key.span(), format!("bad cpulist `{}` in {table_name}: {m}", key.get_ref())))?;
-        if let Some(last) = set.last().filter(|&l| l >= n) {
-            return Err(ctx.err(
-                &key.span(),
-                format!(
-                    "cpulist `{}` in {table_name} names CPU {last}, but this machine has CPUs 0-{} (expected CPUs inside the machine)",
-                    key.get_ref(),
-                    n - 1
-                ),
-            ));
-        }
+        let set = table_key_cpus(ctx, key, n, table_name)?;
         let (cap, prio) = match field {
             Field::Capacity => (Some(capacity_value(ctx, value)?), None),
             Field::Prio => (None, Some(prio_value(ctx, value)?)),

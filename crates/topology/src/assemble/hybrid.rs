@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::{Ctx, Slot, Span};
-use crate::{parse_cpulist, CoreType, InputError};
+use crate::{CoreType, InputError};
 
 type Table<V> = Spanned<BTreeMap<Spanned<String>, Spanned<V>>>;
 
@@ -109,18 +109,7 @@ where
     let mut entries: Vec<_> = table.get_ref().iter().collect();
     entries.sort_by_key(|(k, _)| k.span().start);
     for (key, v) in entries {
-        let set = parse_cpulist(key.get_ref())
-            .map_err(|m| ctx.err(&key.span(), format!("bad cpulist `{}` in {name}: {m}", key.get_ref())))?;
-        if let Some(last) = set.last().filter(|&l| l >= n) {
-            return Err(ctx.err(
-                &key.span(),
-                format!(
-                    "cpulist `{}` in {name} names CPU {last}, but this machine has CPUs 0-{} (expected CPUs inside the machine)",
-                    key.get_ref(),
-                    n - 1
-                ),
-            ));
-        }
+        let set = super::table_key_cpus(ctx, key, n, name)?;
         let t = value(ctx, v)?;
         for cpu in set.iter() {
             if let Some((_, _, prev)) = &out[cpu] {
