@@ -355,7 +355,7 @@ impl Kernel {
     /// `out_balanced:` of `sched_balance_rq()`.
     fn lb_out_balanced(&mut self, env: &mut LbEnv, parent_group_id: Option<usize>) -> u32 {
         if let Some(pid) = parent_group_id {
-            if env.flags & LBF_ALL_PINNED == 0 && self.sgc[pid].imbalance {
+            if env.flags & LBF_ALL_PINNED == 0 {
                 self.sgc[pid].imbalance = false;
             }
         }
