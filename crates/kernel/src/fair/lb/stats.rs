@@ -276,6 +276,9 @@ impl Kernel {
             busiest_stat: SgLbStats { idle_cpus: u32::MAX, ..SgLbStats::new() },
             local_stat: SgLbStats::new(),
         };
+        if self.update_sd_lb_stats_nothing_to_pull(env, &mut sds) {
+            return sds;
+        }
         let (mut overloaded, mut overutilized) = (false, false);
         let mut sum_util = 0;
         let ngroups = self.domains.cpus[env.sd_cpu].domains[env.sd].groups.len();
@@ -323,5 +326,85 @@ impl Kernel {
             self.update_idle_cpu_scan(env.dst_cpu, sum_util, pct);
         }
         sds
+    }
+    /// `update_sd_lb_stats()` when no group but the local one has a fair
+    /// task: `update_sd_pick_busiest()` turns every group down on its
+    /// first test, so the balance ends at `out_balanced` whatever the
+    /// statistics say. Then only their side effects are kept — the local
+    /// group's capacity update and, at the top domain, the root domain's
+    /// overload flag — and the per-CPU sums are not computed (a NOHZ pass
+    /// balances every idle core's SMT level this way each few jiffies).
+    /// Declines (returns false) where the sums are read anyway: with EAS
+    /// (the overutilized flag), at the LLC level outside newidle
+    /// (`update_idle_cpu_scan()`), and where a misfit task would set the
+    /// overload flag. Returns true when `sds` is final.
+    fn update_sd_lb_stats_nothing_to_pull(&mut self, env: &LbEnv, sds: &mut SdLbStats) -> bool {
+        if self.sched_energy_present {
+            return false;
+        }
+        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
+        if env.idle != CpuIdleType::NewlyIdle && dom.span_weight == self.domains.cpus[env.dst_cpu].sd_llc_size {
+            return false;
+        }
+        let asym_cap = dom.flags & SD_ASYM_CPUCAPACITY != 0;
+        // First the test that usually fails (a busy CPU outside the local
+        // group), so that declining costs a few reads.
+        let mut local = None;
+        for (gi, group) in dom.groups.iter().enumerate() {
+            if group.span.contains(env.dst_cpu) {
+                if local.is_some() {
+                    // Overlapping (NUMA) groups: leave them to the full pass.
+                    return false;
+                }
+                local = Some((gi, group.id));
+                continue;
+            }
+            for i in group.span.and(&env.cpus).iter() {
+                if self.lb_h_nr(i) > 0 || (asym_cap && self.rqs[i].misfit_task_load != 0) {
+                    return false;
+                }
+            }
+        }
+        let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
+        // The overload flag counts every group, the local one included.
+        let overloaded =
+            is_root && dom.groups.iter().any(|g| g.span.and(&env.cpus).iter().any(|i| self.rqs[i].nr_running > 1));
+        #[cfg(debug_assertions)]
+        self.debug_check_nothing_to_pull(env, sds, overloaded);
+        if let Some((gi, id)) = local {
+            sds.local = Some(gi);
+            if env.idle != CpuIdleType::NewlyIdle || self.jiffies() >= self.sgc[id].next_update {
+                self.update_group_capacity(env.sd_cpu, env.sd, env.dst_cpu);
+            }
+        }
+        if is_root {
+            let rd = self.rqs[env.dst_cpu].rd;
+            self.rds[rd].overloaded = overloaded;
+        }
+        true
+    }
+
+    /// Debug builds (the test suite): the shortcut above agrees with the
+    /// full statistics — no group is picked as the busiest, and the
+    /// overload flag is the one the full pass computes.
+    #[cfg(debug_assertions)]
+    fn debug_check_nothing_to_pull(&self, env: &LbEnv, sds: &SdLbStats, overloaded: bool) {
+        let (mut full_overloaded, mut overutilized) = (false, false);
+        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
+        for gi in 0..dom.groups.len() {
+            let local_group = dom.groups[gi].span.contains(env.dst_cpu);
+            let sgs = self.update_sg_lb_stats(env, gi, local_group, &mut full_overloaded, &mut overutilized);
+            assert!(
+                local_group || !self.update_sd_pick_busiest(env, sds, gi, &sgs),
+                "the no-busiest shortcut skipped group {gi} of CPU {}'s domain {}, which the full pass picks",
+                env.sd_cpu,
+                env.sd
+            );
+        }
+        let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
+        assert!(
+            !is_root || overloaded == full_overloaded,
+            "the no-busiest shortcut's overload flag differs from the full pass's"
+        );
     }
 }
