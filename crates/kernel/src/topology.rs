@@ -189,6 +189,9 @@ pub struct SchedGroup {
     pub id: usize,
     /// `sched_group_span()`.
     pub span: CpuSet,
+    /// `span.word_span()`: the balancer's per-group loops read only these
+    /// words of the masks ([`CpuSet::iter_and_in`]).
+    pub span_words: (usize, usize),
     /// `group_balance_mask()`: CPUs that reach this group through their own
     /// child domain. Equals `span` except on overlapping NUMA levels.
     pub balance_mask: CpuSet,

@@ -102,6 +102,29 @@ impl CpuSet {
         self.words.iter().zip(other.words.iter()).any(|(a, b)| a & b != 0)
     }
 
+    /// The words that hold this set's CPUs, `lo..hi` (an empty set: `0..0`),
+    /// for [`CpuSet::iter_and_in`]: a set that is read often (a sched
+    /// group's span) computes it once.
+    pub fn word_span(&self) -> (usize, usize) {
+        match (self.first(), self.last()) {
+            (Some(a), Some(b)) => (a / 64, b / 64 + 1),
+            _ => (0, 0),
+        }
+    }
+
+    /// `self & other` in ascending order, reading only the words `lo..hi`
+    /// given by `self.word_span()` (or a wider span): a group of two CPUs
+    /// is one word, not the eight a 512-CPU mask has.
+    pub fn iter_and_in<'a>(&'a self, other: &'a CpuSet, (lo, hi): (usize, usize)) -> impl Iterator<Item = usize> + 'a {
+        debug_assert!(lo <= hi && hi <= WORDS, "word span {lo}..{hi}");
+        debug_assert!(
+            self.words.iter().enumerate().all(|(i, &w)| w == 0 || (lo..hi).contains(&i)),
+            "a CPU of the set lies outside its word span {lo}..{hi}"
+        );
+        let w = if lo < hi { self.words[lo] & other.words[lo] } else { 0 };
+        AndIter { a: &self.words, b: &other.words, i: lo, end: hi, w }
+    }
+
     /// Ascending CPU ids.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         // A plain word cursor: the scheduler's hot loops iterate small sets,
@@ -186,6 +209,35 @@ impl Iterator for Iter<'_> {
                 return None;
             }
             self.w = self.words[self.i];
+        }
+    }
+}
+
+/// [`CpuSet::iter_and_in`]'s iterator: the bits left of word `i` of
+/// `a & b`, then the next words up to `end`.
+struct AndIter<'a> {
+    a: &'a [u64; WORDS],
+    b: &'a [u64; WORDS],
+    i: usize,
+    end: usize,
+    w: u64,
+}
+
+impl Iterator for AndIter<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        loop {
+            if self.w != 0 {
+                let bit = self.w.trailing_zeros() as usize;
+                self.w &= self.w - 1;
+                return Some(self.i * 64 + bit);
+            }
+            self.i += 1;
+            if self.i >= self.end {
+                return None;
+            }
+            self.w = self.a[self.i] & self.b[self.i];
         }
     }
 }
@@ -326,6 +378,31 @@ impl CpuSet {
 
 #[cfg(test)]
 mod tests {
+    use super::CpuSet;
+
+    /// `iter_and_in` over a set's word span yields what `and().iter()`
+    /// yields, for sets within one word, across words, and empty.
+    #[test]
+    fn iter_and_in_matches_and_iter() {
+        let sets = [
+            CpuSet::empty(),
+            CpuSet::from_iter([3, 4]),
+            CpuSet::from_iter([63, 64]),
+            CpuSet::from_iter([0, 100, 200, 511]),
+            CpuSet::from_iter(0..224),
+            CpuSet::from_iter((0..512).step_by(7)),
+        ];
+        for a in &sets {
+            let span = a.word_span();
+            for b in &sets {
+                let want: Vec<usize> = a.and(b).iter().collect();
+                assert_eq!(a.iter_and_in(b, span).collect::<Vec<_>>(), want, "{a:?} & {b:?} over {span:?}");
+            }
+        }
+        assert_eq!(CpuSet::from_iter([63, 64]).word_span(), (0, 2));
+        assert_eq!(CpuSet::empty().word_span(), (0, 0));
+    }
+
     /// The cursor visits what `for k in 1..=n { (start + k) % n }` with a
     /// live membership test visits, also when the loop drops CPUs ahead.
     #[test]

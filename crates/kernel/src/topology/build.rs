@@ -517,6 +517,7 @@ fn export_group(topo: &Topology, sg: &BuildSg, id: usize) -> SchedGroup {
     SchedGroup {
         id,
         span: sg.span,
+        span_words: sg.span.word_span(),
         balance_mask: sg.balance_mask,
         weight: sg.span.len() as u32,
         cores: sg.cores,

@@ -129,7 +129,8 @@ impl Kernel {
         let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
         let group = &dom.groups[gi];
         let mut sgs = SgLbStats::new();
-        for i in group.span.and(&env.cpus).iter() {
+        let eas = self.sched_energy_present;
+        for i in group.span.iter_and_in(&env.cpus, group.span_words) {
             let rq = &self.rqs[i];
             sgs.group_load += self.cpu_load(i);
             sgs.group_util += self.cpu_util_cfs(i);
@@ -140,7 +141,8 @@ impl Kernel {
             if nr_running > 1 {
                 *overloaded = true;
             }
-            if self.cpu_overutilized(i) {
+            // (Read only with EAS on: `cpu_overutilized()` is false without.)
+            if eas && self.cpu_overutilized(i) {
                 *overutilized = true;
             }
             if nr_running == 0 && self.idle_cpu(i) {
@@ -359,7 +361,7 @@ impl Kernel {
                 local = Some((gi, group.id));
                 continue;
             }
-            for i in group.span.and(&env.cpus).iter() {
+            for i in group.span.iter_and_in(&env.cpus, group.span_words) {
                 if self.lb_h_nr(i) > 0 || (asym_cap && self.rqs[i].misfit_task_load != 0) {
                     return false;
                 }
@@ -367,8 +369,11 @@ impl Kernel {
         }
         let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
         // The overload flag counts every group, the local one included.
-        let overloaded =
-            is_root && dom.groups.iter().any(|g| g.span.and(&env.cpus).iter().any(|i| self.rqs[i].nr_running > 1));
+        let overloaded = is_root
+            && dom
+                .groups
+                .iter()
+                .any(|g| g.span.iter_and_in(&env.cpus, g.span_words).any(|i| self.rqs[i].nr_running > 1));
         #[cfg(debug_assertions)]
         self.debug_check_nothing_to_pull(env, sds, overloaded);
         if let Some((gi, id)) = local {
