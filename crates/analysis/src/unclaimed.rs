@@ -48,6 +48,12 @@ impl Unclaimed {
         debug_assert!(ts >= self.cursor, "a change before the final cursor");
         // After every change at the same instant: the log keeps arrival
         // order within an instant, and replay evaluates an instant whole.
+        // Most changes are the latest yet: appended without the search and
+        // `VecDeque::insert`'s general path.
+        if self.log.back().is_none_or(|&(t, _)| t <= ts) {
+            self.log.push_back((ts, c));
+            return;
+        }
         let at = self.log.partition_point(|&(t, _)| t <= ts);
         self.log.insert(at, (ts, c));
     }
