@@ -669,8 +669,7 @@ impl Kernel {
     /// newidle balance that preceded its idle ([`Rq::newidle_until`]) has
     /// the blocked task as `rq->curr` in the kernel: not idle.
     pub fn idle_cpu(&self, cpu: usize) -> bool {
-        let rq = &self.rqs[cpu];
-        rq.curr.is_none() && rq.nr_running == 0 && !rq.ttwu_pending && self.now >= rq.newidle_until
+        self.rqs[cpu].is_idle_at(self.now)
     }
 
     /// `available_idle_cpu()`: `idle_cpu()` on a CPU that is not a preempted vCPU

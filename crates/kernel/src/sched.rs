@@ -543,6 +543,12 @@ pub struct Rq {
 }
 
 impl Rq {
+    /// [`Kernel::idle_cpu`](crate::core::Kernel::idle_cpu) of this
+    /// runqueue at `now`, for loops that hold the runqueue already.
+    pub fn is_idle_at(&self, now: u64) -> bool {
+        self.curr.is_none() && self.nr_running == 0 && !self.ttwu_pending && now >= self.newidle_until
+    }
+
     pub fn new(cpu: usize) -> Self {
         Rq {
             cpu,

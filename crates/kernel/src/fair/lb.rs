@@ -137,7 +137,12 @@ impl Kernel {
     /// included) in 6.12, `h_nr_runnable` (excluded) from 6.14 on
     /// ("sched/fair: Use the new cfs_rq.h_nr_runnable").
     pub(crate) fn lb_h_nr(&self, cpu: usize) -> u32 {
-        let cfs = &self.rqs[cpu].cfs;
+        self.lb_h_nr_of(&self.rqs[cpu])
+    }
+
+    /// [`Kernel::lb_h_nr`] of a runqueue at hand.
+    pub(crate) fn lb_h_nr_of(&self, rq: &crate::sched::Rq) -> u32 {
+        let cfs = &rq.cfs;
         if self.profile.lb_counts_runnable_only {
             cfs.h_nr_runnable
         } else {

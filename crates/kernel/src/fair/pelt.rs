@@ -22,7 +22,7 @@
 
 use crate::core::Kernel;
 use crate::pelt;
-use crate::sched::{CfsRqId, OnRq, TaskId};
+use crate::sched::{CfsRqId, OnRq, Rq, TaskId};
 
 /// Offset of the PELT clock from the rq clock. `last_update_time == 0`
 /// means "not attached", so the PELT clock must never read 0 (a kernel's
@@ -401,9 +401,9 @@ impl Kernel {
         pelt::post_init_entity_util_avg(&mut se.avg, &cfs_avg, se.load.weight as u64, cap);
     }
 
-    /// `cpu_load()`: the root cfs_rq's load average.
+    /// `cpu_load()`: the root cfs_rq's load average ([`Rq::cpu_load`]).
     pub fn cpu_load(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].cfs.avg.load_avg
+        self.rqs[cpu].cpu_load()
     }
 
     /// `cpu_util_cfs()`: utilisation, capped at the CPU's original capacity
@@ -507,5 +507,19 @@ fn add_positive_u32(v: u32, delta: i64) -> u32 {
         0
     } else {
         r as u32
+    }
+}
+
+impl Rq {
+    /// `cpu_load(rq)`: the root cfs_rq's load average. The kernel's takes
+    /// the runqueue, as here: a loop over CPUs that reads several of
+    /// their figures looks each runqueue up once.
+    pub fn cpu_load(&self) -> u64 {
+        self.cfs.avg.load_avg
+    }
+
+    /// `cpu_runnable(rq)`: the root cfs_rq's runnable average.
+    pub fn cpu_runnable(&self) -> u64 {
+        self.cfs.avg.runnable_avg
     }
 }

@@ -112,11 +112,6 @@ pub struct SdLbStats {
 }
 
 impl Kernel {
-    /// `cpu_runnable()`.
-    fn cpu_runnable(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].cfs.avg.runnable_avg
-    }
-
     /// `update_sg_lb_stats()`.
     fn update_sg_lb_stats(
         &self,
@@ -132,10 +127,10 @@ impl Kernel {
         let eas = self.sched_energy_present;
         for i in group.span.iter_and_in(&env.cpus, group.span_words) {
             let rq = &self.rqs[i];
-            sgs.group_load += self.cpu_load(i);
+            sgs.group_load += rq.cpu_load();
             sgs.group_util += self.cpu_util_cfs(i);
-            sgs.group_runnable += self.cpu_runnable(i);
-            sgs.sum_h_nr_running += self.lb_h_nr(i);
+            sgs.group_runnable += rq.cpu_runnable();
+            sgs.sum_h_nr_running += self.lb_h_nr_of(rq);
             let nr_running = rq.nr_running;
             sgs.sum_nr_running += nr_running;
             if nr_running > 1 {
@@ -145,7 +140,7 @@ impl Kernel {
             if eas && self.cpu_overutilized(i) {
                 *overutilized = true;
             }
-            if nr_running == 0 && self.idle_cpu(i) {
+            if nr_running == 0 && rq.is_idle_at(self.now) {
                 sgs.idle_cpus += 1;
                 continue;
             }
@@ -160,7 +155,7 @@ impl Kernel {
                 }
             } else if env.idle != CpuIdleType::NotIdle && self.sched_reduced_capacity(i, env) {
                 // A lone fair task on a CPU that RT/DL time squeezes.
-                sgs.group_misfit_task_load = sgs.group_misfit_task_load.max(self.cpu_load(i));
+                sgs.group_misfit_task_load = sgs.group_misfit_task_load.max(rq.cpu_load());
             }
         }
         sgs.group_capacity = self.sgc[group.id].capacity;
