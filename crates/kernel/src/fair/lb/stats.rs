@@ -324,13 +324,14 @@ impl Kernel {
         }
         sds
     }
+
     /// `update_sd_lb_stats()` when no group but the local one has a fair
     /// task: `update_sd_pick_busiest()` turns every group down on its
     /// first test, so the balance ends at `out_balanced` whatever the
     /// statistics say. Then only their side effects are kept — the local
     /// group's capacity update and, at the top domain, the root domain's
     /// overload flag — and the per-CPU sums are not computed (a NOHZ pass
-    /// balances every idle core's SMT level this way each few jiffies).
+    /// balances every idle core's SMT level this way every few jiffies).
     /// Declines (returns false) where the sums are read anyway: with EAS
     /// (the overutilized flag), at the LLC level outside newidle
     /// (`update_idle_cpu_scan()`), and where a misfit task would set the
