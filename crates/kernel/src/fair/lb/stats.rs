@@ -284,9 +284,7 @@ impl Kernel {
             let local_group = span.contains(env.dst_cpu);
             if local_group {
                 let id = self.domains.cpus[env.sd_cpu].domains[env.sd].groups[gi].id;
-                if env.idle != CpuIdleType::NewlyIdle || self.jiffies() >= self.sgc[id].next_update {
-                    self.update_group_capacity(env.sd_cpu, env.sd, env.dst_cpu);
-                }
+                self.update_local_group_capacity(env, id);
             }
             let sgs = self.update_sg_lb_stats(env, gi, local_group, &mut overloaded, &mut overutilized);
             if local_group {
@@ -304,9 +302,8 @@ impl Kernel {
         if let Some(b) = sds.busiest {
             sds.prefer_sibling = dom.groups[b].flags & SD_PREFER_SIBLING != 0;
         }
-        let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
         let rd = self.rqs[env.dst_cpu].rd;
-        if is_root {
+        if self.is_top_domain(env) {
             self.rds[rd].overloaded = overloaded;
             // The top domain sees every CPU: the flag is set or cleared;
             // lower ones can only set it (EAS only, fair/eas.rs).
@@ -323,6 +320,21 @@ impl Kernel {
             self.update_idle_cpu_scan(env.dst_cpu, sum_util, pct);
         }
         sds
+    }
+
+    /// `update_sd_lb_stats()` reaching the local group: its capacities are
+    /// refreshed, by a newidle balance only once `sgc->next_update` has
+    /// passed.
+    fn update_local_group_capacity(&mut self, env: &LbEnv, group_id: usize) {
+        if env.idle != CpuIdleType::NewlyIdle || self.jiffies() >= self.sgc[group_id].next_update {
+            self.update_group_capacity(env.sd_cpu, env.sd, env.dst_cpu);
+        }
+    }
+
+    /// `!env->sd->parent`: the balance is at the CPU's top domain, where
+    /// the root domain's flags are set and cleared.
+    fn is_top_domain(&self, env: &LbEnv) -> bool {
+        env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len()
     }
 
     /// `update_sd_lb_stats()` when no group but the local one has a fair
@@ -363,7 +375,7 @@ impl Kernel {
                 }
             }
         }
-        let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
+        let is_root = self.is_top_domain(env);
         // The overload flag counts every group, the local one included.
         let overloaded = is_root
             && dom
@@ -374,9 +386,7 @@ impl Kernel {
         self.debug_check_nothing_to_pull(env, sds, overloaded);
         if let Some((gi, id)) = local {
             sds.local = Some(gi);
-            if env.idle != CpuIdleType::NewlyIdle || self.jiffies() >= self.sgc[id].next_update {
-                self.update_group_capacity(env.sd_cpu, env.sd, env.dst_cpu);
-            }
+            self.update_local_group_capacity(env, id);
         }
         if is_root {
             let rd = self.rqs[env.dst_cpu].rd;
@@ -402,9 +412,8 @@ impl Kernel {
                 env.sd
             );
         }
-        let is_root = env.sd + 1 == self.domains.cpus[env.sd_cpu].domains.len();
         assert!(
-            !is_root || overloaded == full_overloaded,
+            !self.is_top_domain(env) || overloaded == full_overloaded,
             "the no-busiest shortcut's overload flag differs from the full pass's"
         );
     }
