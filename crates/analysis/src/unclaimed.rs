@@ -8,6 +8,12 @@
 //! time `now` nothing before `now - lag` can change any more (a violation
 //! that began earlier has either ended, and is known, or has lasted `lag`
 //! and qualified). Memory is the changes of the last `lag` of time.
+//!
+//! At a lag of 0 every change is final when its instant closes: the
+//! strict figure keeps no log and evaluates a CPU at the instant it
+//! changes ([`Stretches::set`]); on a large machine a violation of a task
+//! allowed everywhere touches every idle CPU, and a log replayed per CPU
+//! was most of the collector's cost (issue 39).
 
 use std::collections::VecDeque;
 
@@ -24,7 +30,46 @@ enum Change {
     End,
 }
 
-/// The accounting of one CPU at one lag.
+/// One CPU's stretches of unclaimed idle time, from its state after each
+/// instant that may have changed it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stretches {
+    /// The stretch in progress.
+    open: Option<Nanos>,
+    pub stats: ViolationStats,
+}
+
+impl Stretches {
+    /// After the changes at `ts` the CPU is unclaimed (idle while a
+    /// claimant's qualified violation is in progress), or not.
+    pub fn set(&mut self, ts: Nanos, unclaimed: bool) {
+        match (unclaimed, self.open) {
+            (true, None) => self.open = Some(ts),
+            (false, Some(since)) => {
+                self.close(since, ts);
+                self.open = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn close(&mut self, since: Nanos, end: Nanos) {
+        if end > since {
+            self.stats.count += 1;
+            self.stats.total_ns += end - since;
+            self.stats.max_ns = self.stats.max_ns.max(end - since);
+        }
+    }
+
+    /// Close the stretch in progress at `end`.
+    pub fn finish(&mut self, end: Nanos) {
+        if let Some(since) = self.open.take() {
+            self.close(since, end);
+        }
+    }
+}
+
+/// The accounting of one CPU at a lag above 0.
 #[derive(Clone, Debug)]
 pub(crate) struct Unclaimed {
     /// Changes at or after `cursor`, in time order.
@@ -34,14 +79,13 @@ pub(crate) struct Unclaimed {
     idle: bool,
     /// Qualified violations in progress at the cursor.
     active: u32,
-    /// The unclaimed stretch in progress at the cursor.
-    open: Option<Nanos>,
-    pub stats: ViolationStats,
+    /// The stretches replayed so far (one may be open at the cursor).
+    pub stretches: Stretches,
 }
 
 impl Unclaimed {
     pub fn new(start: Nanos, idle: bool) -> Self {
-        Unclaimed { log: VecDeque::new(), cursor: start, idle, active: 0, open: None, stats: ViolationStats::default() }
+        Unclaimed { log: VecDeque::new(), cursor: start, idle, active: 0, stretches: Stretches::default() }
     }
 
     fn insert(&mut self, ts: Nanos, c: Change) {
@@ -72,11 +116,6 @@ impl Unclaimed {
         self.insert(end, Change::End);
     }
 
-    /// No change waits to be replayed.
-    pub fn is_replayed(&self) -> bool {
-        self.log.is_empty()
-    }
-
     /// Replay every change before `until`.
     pub fn advance(&mut self, until: Nanos) {
         while let Some(&(ts, _)) = self.log.front() {
@@ -94,32 +133,14 @@ impl Unclaimed {
                     Change::End => self.active -= 1,
                 }
             }
-            let unclaimed = self.idle && self.active > 0;
-            match (unclaimed, self.open) {
-                (true, None) => self.open = Some(ts),
-                (false, Some(since)) => {
-                    self.close(since, ts);
-                    self.open = None;
-                }
-                _ => {}
-            }
+            self.stretches.set(ts, self.idle && self.active > 0);
         }
         self.cursor = self.cursor.max(until);
-    }
-
-    fn close(&mut self, since: Nanos, end: Nanos) {
-        if end > since {
-            self.stats.count += 1;
-            self.stats.total_ns += end - since;
-            self.stats.max_ns = self.stats.max_ns.max(end - since);
-        }
     }
 
     /// Replay everything and close the stretch in progress at `end`.
     pub fn finish(&mut self, end: Nanos) {
         self.advance(Nanos::MAX);
-        if let Some(since) = self.open.take() {
-            self.close(since, end);
-        }
+        self.stretches.finish(end);
     }
 }

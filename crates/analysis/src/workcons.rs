@@ -36,7 +36,7 @@ use schedlab_trace::{EventKind, Nanos, Pid, PrevState, Trace};
 use serde::Serialize;
 
 use crate::timeline::{cpulist, percpu_kthread_cpu};
-use crate::unclaimed::Unclaimed;
+use crate::unclaimed::{Stretches, Unclaimed};
 
 /// Ipanema's grace window for concurrent work conservation: violations
 /// shorter than this are not counted in the `grace` figures.
@@ -209,7 +209,9 @@ struct CpuAcc {
     idle: bool,
     idle_since: Nanos,
     idle_ns: u64,
-    strict: Unclaimed,
+    /// Final at each instant (a lag of 0): set when the CPU's idle state
+    /// or a claim on it changes.
+    strict: Stretches,
     grace: Unclaimed,
 }
 
@@ -242,11 +244,12 @@ pub struct WorkConsCollector {
     check: Vec<Pid>,
     /// Violations in progress not yet qualified for grace, by start.
     pending_grace: VecDeque<(Nanos, Pid)>,
-    /// CPUs whose strict accounting has changes to replay (the others need
-    /// no work at an instant: 224 idle CPUs would otherwise be visited at
-    /// every event of a large machine).
-    logged: Vec<u32>,
-    is_logged: Vec<bool>,
+    /// CPUs whose strict accounting this instant may have changed: those
+    /// that became idle or busy, and the idle ones a class started or
+    /// stopped claiming (the others need no work at an instant: 224 CPUs
+    /// would otherwise be visited at every event of a large machine).
+    touched: Vec<u32>,
+    is_touched: Vec<bool>,
     /// (time, CPU) of each change to a CPU's grace accounting, in the order
     /// made: a CPU is replayed when one of its changes becomes final.
     grace_due: VecDeque<(Nanos, u32)>,
@@ -256,6 +259,9 @@ pub struct WorkConsCollector {
     /// machine every task may use every CPU).
     classes: Vec<(Vec<u32>, u32)>,
     class_of: std::collections::HashMap<Vec<u32>, usize>,
+    /// The classes each CPU belongs to: it is claimed while one of them
+    /// violates.
+    classes_of_cpu: Vec<Vec<usize>>,
 }
 
 impl WorkConsCollector {
@@ -270,7 +276,7 @@ impl WorkConsCollector {
                 idle: p == 0,
                 idle_since: start,
                 idle_ns: 0,
-                strict: Unclaimed::new(start, p == 0),
+                strict: Stretches::default(),
                 grace: Unclaimed::new(start, p == 0),
             })
             .collect();
@@ -290,11 +296,12 @@ impl WorkConsCollector {
             cpu_changed: Vec::new(),
             check: Vec::new(),
             pending_grace: VecDeque::new(),
-            logged: Vec::new(),
-            is_logged: vec![false; n],
+            touched: Vec::new(),
+            is_touched: vec![false; n],
             grace_due: VecDeque::new(),
             classes: Vec::new(),
             class_of: std::collections::HashMap::new(),
+            classes_of_cpu: vec![Vec::new(); n],
         }
     }
 
@@ -307,20 +314,24 @@ impl WorkConsCollector {
         }
     }
 
-    fn mark(logged: &mut Vec<u32>, is_logged: &mut [bool], c: u32) {
-        if !is_logged[c as usize] {
-            is_logged[c as usize] = true;
-            logged.push(c);
+    fn touch(touched: &mut Vec<u32>, is_touched: &mut [bool], c: u32) {
+        if !is_touched[c as usize] {
+            is_touched[c as usize] = true;
+            touched.push(c);
         }
     }
 
     fn waiter(&mut self, pid: Pid) -> &mut Waiter {
         if !self.tasks.contains_key(&pid) {
             let allowed = allowed_cpus(&self.allowed, pid, self.table.comm(pid), self.nr_cpus);
-            let classes = &mut self.classes;
+            let (classes, classes_of_cpu) = (&mut self.classes, &mut self.classes_of_cpu);
             let nr_cpus = self.nr_cpus;
             let class = *self.class_of.entry(allowed.clone()).or_insert_with(|| {
-                classes.push((allowed.iter().copied().filter(|&c| c < nr_cpus).collect(), 0));
+                let cpus: Vec<u32> = allowed.iter().copied().filter(|&c| c < nr_cpus).collect();
+                for &c in &cpus {
+                    classes_of_cpu[c as usize].push(classes.len());
+                }
+                classes.push((cpus, 0));
                 classes.len() - 1
             });
             self.tasks.insert(pid, Waiter::new(allowed, class));
@@ -453,9 +464,8 @@ impl WorkConsCollector {
                     acc.idle_since = ts;
                 }
                 acc.idle = idle;
-                acc.strict.idle_changed(ts, idle);
                 acc.grace.idle_changed(ts, idle);
-                Self::mark(&mut self.logged, &mut self.is_logged, c);
+                Self::touch(&mut self.touched, &mut self.is_touched, c);
                 self.grace_due.push_back((ts, c));
             }
         }
@@ -483,9 +493,10 @@ impl WorkConsCollector {
                     let class = &mut self.classes[w.class];
                     class.1 += 1;
                     if class.1 == 1 {
-                        for &c in &class.0 {
-                            self.cpus[c as usize].strict.qualified(ts);
-                            Self::mark(&mut self.logged, &mut self.is_logged, c);
+                        // Only an idle CPU's stretches can change (a busy
+                        // one is evaluated when it becomes idle).
+                        for &c in class.0.iter().filter(|&&c| self.cpus[c as usize].idle) {
+                            Self::touch(&mut self.touched, &mut self.is_touched, c);
                         }
                     }
                     self.pending_grace.push_back((ts, pid));
@@ -495,12 +506,13 @@ impl WorkConsCollector {
                     let qualifies = w.close_violation(since, ts, self.grace_ns);
                     let class = &mut self.classes[w.class];
                     class.1 -= 1;
-                    for &c in &class.0 {
-                        if class.1 == 0 {
-                            self.cpus[c as usize].strict.ended(ts);
-                            Self::mark(&mut self.logged, &mut self.is_logged, c);
+                    if class.1 == 0 {
+                        for &c in class.0.iter().filter(|&&c| self.cpus[c as usize].idle) {
+                            Self::touch(&mut self.touched, &mut self.is_touched, c);
                         }
-                        if qualifies {
+                    }
+                    if qualifies {
+                        for &c in &class.0 {
                             let acc = &mut self.cpus[c as usize];
                             if !w.grace_logged {
                                 acc.grace.qualified(since);
@@ -530,14 +542,16 @@ impl WorkConsCollector {
                 }
             }
         }
-        let (cpus, is_logged) = (&mut self.cpus, &mut self.is_logged);
-        self.logged.retain(|&c| {
-            let acc = &mut cpus[c as usize];
-            acc.strict.advance(ts);
-            let more = !acc.strict.is_replayed();
-            is_logged[c as usize] = more;
-            more
-        });
+        // The strict accounting of the CPUs this instant touched, whole.
+        for &c in &self.touched {
+            let c = c as usize;
+            self.is_touched[c] = false;
+            let classes = &self.classes;
+            let claimed = || self.classes_of_cpu[c].iter().any(|&k| classes[k].1 > 0);
+            let acc = &mut self.cpus[c];
+            acc.strict.set(ts, acc.idle && claimed());
+        }
+        self.touched.clear();
         // The grace accounting of a CPU is visited once one of its changes
         // is final (all of them are replayed at the end).
         let final_before = ts.saturating_sub(self.grace_ns);
@@ -565,14 +579,12 @@ impl WorkConsCollector {
             if let Some(since) = w.violating_since.take() {
                 if end > since {
                     let qualifies = w.close_violation(since, end, self.grace_ns);
+                    // (The strict stretches all close at `end` below.)
                     let class = &mut self.classes[w.class];
                     class.1 -= 1;
-                    for &c in &class.0 {
-                        let acc = &mut self.cpus[c as usize];
-                        if class.1 == 0 {
-                            acc.strict.ended(end);
-                        }
-                        if qualifies {
+                    if qualifies {
+                        for &c in &class.0 {
+                            let acc = &mut self.cpus[c as usize];
                             if !w.grace_logged {
                                 acc.grace.qualified(since);
                             }
@@ -619,7 +631,7 @@ impl WorkConsCollector {
             }
             acc.strict.finish(end);
             acc.grace.finish(end);
-            let (idle_ns, unclaimed, unclaimed_grace) = (acc.idle_ns, acc.strict.stats, acc.grace.stats);
+            let (idle_ns, unclaimed, unclaimed_grace) = (acc.idle_ns, acc.strict.stats, acc.grace.stretches.stats);
             out.cpus.push(CpuWorkCons {
                 cpu,
                 idle_ns,
