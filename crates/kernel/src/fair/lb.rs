@@ -142,12 +142,7 @@ impl Kernel {
 
     /// [`Kernel::lb_h_nr`] of a runqueue at hand.
     pub(crate) fn lb_h_nr_of(&self, rq: &crate::sched::Rq) -> u32 {
-        let cfs = &rq.cfs;
-        if self.profile.lb_counts_runnable_only {
-            cfs.h_nr_runnable
-        } else {
-            cfs.h_nr_queued
-        }
+        rq.lb_h_nr(self.profile.lb_counts_runnable_only)
     }
 
     /// `asym_active_balance()`.

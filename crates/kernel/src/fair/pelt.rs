@@ -409,7 +409,7 @@ impl Kernel {
     /// `cpu_util_cfs()`: utilisation, capped at the CPU's original capacity
     /// (`arch_scale_cpu_capacity()`).
     pub fn cpu_util_cfs(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].cfs.avg.util_avg.min(self.topo.cpus[cpu].capacity as u64)
+        self.rqs[cpu].cpu_util_cfs(self.topo.cpus[cpu].capacity as u64)
     }
 
     /// `task_util()`.
@@ -521,5 +521,22 @@ impl Rq {
     /// `cpu_runnable(rq)`: the root cfs_rq's runnable average.
     pub fn cpu_runnable(&self) -> u64 {
         self.cfs.avg.runnable_avg
+    }
+
+    /// [`Kernel::cpu_util_cfs`] of this runqueue, whose CPU's original
+    /// capacity is `capacity_orig`.
+    pub fn cpu_util_cfs(&self, capacity_orig: u64) -> u64 {
+        self.cfs.avg.util_avg.min(capacity_orig)
+    }
+
+    /// [`Kernel::lb_h_nr`] of this runqueue: its fair tasks as the
+    /// balancer counts them (`h_nr_runnable` where the kernel version
+    /// does, [`crate::profile`]).
+    pub fn lb_h_nr(&self, runnable_only: bool) -> u32 {
+        if runnable_only {
+            self.cfs.h_nr_runnable
+        } else {
+            self.cfs.h_nr_queued
+        }
     }
 }

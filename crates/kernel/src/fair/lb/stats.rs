@@ -13,7 +13,8 @@
 
 use super::{CpuIdleType, LbEnv};
 use crate::core::Kernel;
-use crate::fair::capacity::capacity_greater;
+use crate::fair::capacity::{capacity_greater, check_cpu_capacity};
+use crate::sched::Rq;
 use crate::topology::sd_flags::*;
 
 /// `enum group_type` (fair.c), in the kernel's order: later is busier.
@@ -55,6 +56,14 @@ impl SgLbStats {
     pub fn new() -> Self {
         Self::default()
     }
+}
+
+/// `sched_reduced_capacity()`: the runqueue has one fair task (`h_nr`, as
+/// the balancer counts them, [`Kernel::lb_h_nr`]) and RT/DL time took more
+/// than the domain's margin of its CPU (a CPU with more tasks is
+/// overloaded already). Of a runqueue at hand, as the kernel's takes it.
+fn sched_reduced_capacity(rq: &Rq, h_nr: u32, capacity_orig: u64, imbalance_pct: u64) -> bool {
+    h_nr == 1 && check_cpu_capacity(rq.cpu_capacity, capacity_orig, imbalance_pct)
 }
 
 /// `group_has_capacity()`.
@@ -124,13 +133,22 @@ impl Kernel {
         let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
         let group = &dom.groups[gi];
         let mut sgs = SgLbStats::new();
+        // What does not change from one CPU to the next is read once: this
+        // loop runs for every CPU a balance reads (up to 112 per newidle
+        // balance of a 224-CPU machine; issue 39).
         let eas = self.sched_energy_present;
+        let (now, runnable_only) = (self.now, self.profile.lb_counts_runnable_only);
+        let asym_cpucapacity = dom.flags & SD_ASYM_CPUCAPACITY != 0;
+        let reduced_capacity_matters = !asym_cpucapacity && env.idle != CpuIdleType::NotIdle;
+        let imbalance_pct = dom.imbalance_pct as u64;
         for i in group.span.iter_and_in(&env.cpus, group.span_words) {
             let rq = &self.rqs[i];
+            let capacity_orig = self.topo.cpus[i].capacity as u64;
             sgs.group_load += rq.cpu_load();
-            sgs.group_util += self.cpu_util_cfs(i);
+            sgs.group_util += rq.cpu_util_cfs(capacity_orig);
             sgs.group_runnable += rq.cpu_runnable();
-            sgs.sum_h_nr_running += self.lb_h_nr_of(rq);
+            let h_nr = rq.lb_h_nr(runnable_only);
+            sgs.sum_h_nr_running += h_nr;
             let nr_running = rq.nr_running;
             sgs.sum_nr_running += nr_running;
             if nr_running > 1 {
@@ -140,20 +158,20 @@ impl Kernel {
             if eas && self.cpu_overutilized(i) {
                 *overutilized = true;
             }
-            if nr_running == 0 && rq.is_idle_at(self.now) {
+            if nr_running == 0 && rq.is_idle_at(now) {
                 sgs.idle_cpus += 1;
                 continue;
             }
             if local_group {
                 continue;
             }
-            if dom.flags & SD_ASYM_CPUCAPACITY != 0 {
+            if asym_cpucapacity {
                 // The biggest misfit task of the group.
                 if sgs.group_misfit_task_load < rq.misfit_task_load {
                     sgs.group_misfit_task_load = rq.misfit_task_load;
                     *overloaded = true;
                 }
-            } else if env.idle != CpuIdleType::NotIdle && self.sched_reduced_capacity(i, env) {
+            } else if reduced_capacity_matters && sched_reduced_capacity(rq, h_nr, capacity_orig, imbalance_pct) {
                 // A lone fair task on a CPU that RT/DL time squeezes.
                 sgs.group_misfit_task_load = sgs.group_misfit_task_load.max(rq.cpu_load());
             }
@@ -180,14 +198,6 @@ impl Kernel {
             sgs.avg_load = sgs.group_load * 1024 / sgs.group_capacity.max(1);
         }
         sgs
-    }
-
-    /// `sched_reduced_capacity()`: `cpu` has one fair task (as the
-    /// balancer counts them, [`Kernel::lb_h_nr`]) and RT/DL time took more
-    /// than the domain's margin of it (a CPU with more tasks is overloaded
-    /// already).
-    fn sched_reduced_capacity(&self, cpu: usize, env: &LbEnv) -> bool {
-        self.lb_h_nr(cpu) == 1 && self.cpu_capacity_reduced(cpu, env.sd_cpu, env.sd)
     }
 
     /// `update_sd_pick_busiest()`.
