@@ -150,7 +150,7 @@ impl<T> KeyedHeap<T> {
             // predecessor) can only move it down.
             self.popped = None;
             self.heap[0] = (order(at, seq), key);
-            self.sift_down(0);
+            self.sift_down_to_place(0);
             return None;
         }
         if let Some(gone) = self.popped {
@@ -177,7 +177,7 @@ impl<T> KeyedHeap<T> {
             if at < old {
                 self.sift_up(i);
             } else {
-                self.sift_down(i);
+                self.sift_down_to_place(i);
             }
             Some(old)
         }
@@ -239,6 +239,31 @@ impl<T> KeyedHeap<T> {
             self.heap[i] = p;
             self.pos[p.1 as usize] = i as u32;
             i = parent;
+        }
+        self.heap[i] = e;
+        self.pos[e.1 as usize] = i as u32;
+    }
+
+    /// The textbook sift down, which stops where the entry belongs: for a
+    /// re-armed timer (a CPU's next op boundary a few microseconds on)
+    /// that is near the top, where Floyd's variant below would walk to a
+    /// leaf and climb back (issue 39).
+    fn sift_down_to_place(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        let n = self.heap.len();
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let c = if l + 1 < n && self.heap[l + 1].0 < self.heap[l].0 { l + 1 } else { l };
+            let ch = self.heap[c];
+            if e.0 <= ch.0 {
+                break;
+            }
+            self.heap[i] = ch;
+            self.pos[ch.1 as usize] = i as u32;
+            i = c;
         }
         self.heap[i] = e;
         self.pos[e.1 as usize] = i as u32;
