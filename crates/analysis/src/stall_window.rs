@@ -13,8 +13,9 @@
 //! task and CPU (and at most [`MAX_WINDOW_EVENTS`]). The stories are then
 //! [`attribute_stalls`] on that window, [`STALL_BATCH`] ended stalls at a
 //! time (each pins the window until told, so fewer once the window they
-//! pin has doubled: [`MIN_EXPLAIN_WINDOW`]), and the cause table is built
-//! over all of them. A streamed `run` and `analyze` of a file use
+//! pin has doubled: [`MIN_EXPLAIN_WINDOW`]), one attribution per run of
+//! stalls whose spans overlap, and the cause table is built over all of
+//! them. A streamed `run` and `analyze` of a file use
 //! it; the commands that keep a trace attribute on the whole of it.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
@@ -43,10 +44,10 @@ pub const LOOKBACK_EVENTS: usize = 1 << 16;
 /// counted in [`AttributionCollector::lost`] instead of explained.
 pub const MAX_WINDOW_EVENTS: usize = 1 << 21;
 
-/// Stalls explained by one attribution of the window. Each explanation
-/// reads the whole window (up to the lookback before the signal), so one
-/// per stall cost stalls x window: 357 stalls of a 16 k-thread schbench
-/// took 28 s for 2 ms of it (2026-12-04).
+/// Stalls explained together. Stalls whose spans (from the signal less
+/// the lookback to the end) overlap share one attribution of their union;
+/// explained one at a time, dense stalls cost stalls x span: 357 stalls of
+/// a 16 k-thread schbench took 28 s for 2 ms of it (2026-12-04).
 pub const STALL_BATCH: usize = 64;
 
 /// Pending stalls are also explained once the window they pin has grown to
@@ -330,20 +331,31 @@ impl AttributionCollector {
         }
     }
 
-    /// The stories of the pending stalls, from one attribution of the
-    /// window: from the earliest one's signal less the lookback to the latest
-    /// one's end. A story reads only its own handoff's span and what the
-    /// records say of before, so each is the one a run of its own would
-    /// tell (tests/stall_window.rs compares them with the whole trace's).
+    /// The stories of the pending stalls. A story reads only its own
+    /// handoff's span (from its signal less the lookback to its end) and
+    /// what the records say of before, so each is the one a run of its own
+    /// would tell (tests/stall_window.rs compares them with the whole
+    /// trace's). Stalls whose spans overlap are told by one attribution of
+    /// their union; the others each by one of their own span. One
+    /// attribution from the earliest signal to the window's end read every
+    /// event of the window for a few stalls seconds apart (asym_min: ~6 %
+    /// of a run, issue 39); dense stalls still share one pass.
     fn explain_pending(&mut self) {
         if self.pending.is_empty() {
             return;
         }
         let pending = std::mem::take(&mut self.pending);
         self.pending_oldest = Nanos::MAX;
-        let start = pending.iter().map(|p| p.0).min().expect("not empty");
-        let end = pending.iter().map(|p| p.1).max().expect("not empty");
-        let from = start.saturating_sub(self.lookback_ns);
+        let lookback = self.lookback_ns;
+        let mut by_span: Vec<(Nanos, Nanos)> = pending.iter().map(|p| (p.0.saturating_sub(lookback), p.1)).collect();
+        by_span.sort_unstable();
+        let mut clusters: Vec<(Nanos, Nanos)> = Vec::new();
+        for (from, end) in by_span {
+            match clusters.last_mut() {
+                Some(last) if from <= last.1 => last.1 = last.1.max(end),
+                _ => clusters.push((from, end)),
+            }
+        }
         let mut before = Records {
             cpu_switch: self.records.cpu_switch.clone(),
             since_switch: HashMap::default(),
@@ -357,24 +369,28 @@ impl AttributionCollector {
                 before.since_switch.insert(w, list.clone());
             }
         }
-        for e in self.window.iter().filter(|e| e.1.ts < from) {
-            before.fold(e);
+        let mut told: HashMap<(Nanos, Nanos, Pid), StallStory> = HashMap::default();
+        let events = std::mem::take(&mut self.explained_events);
+        let mut trace = Trace { table: self.table.clone(), nr_cpus: self.nr_cpus, events };
+        // The window's events before the cursor are folded into `before`.
+        let mut cursor = 0;
+        for (from, end) in clusters {
+            while let Some(e) = self.window.get(cursor).filter(|e| e.1.ts < from) {
+                before.fold(e);
+                cursor += 1;
+            }
+            before.since_switch.retain(|p, _| wakees.contains(p));
+            // The stream's own order: the window is in it already, so only
+            // the few records are sorted, then merged with it.
+            let mut records = before.events();
+            records.sort_unstable_by_key(|e| e.0);
+            let kept = self.window.range(cursor..).take_while(|e| e.1.ts <= end);
+            merged_events(kept, &records, &mut trace.events);
+            let opts = AttributionOptions { end_ts: Some(end), ..self.opts.clone() };
+            told.extend(
+                attribute_stalls(&trace, &opts).stalls.into_iter().map(|s| ((s.start_ts, s.end_ts, s.wakee_pid), s)),
+            );
         }
-        before.since_switch.retain(|p, _| wakees.contains(p));
-        // The stream's own order: the window is in it already, so only the
-        // few records are sorted, then merged with it.
-        let mut records = before.events();
-        records.sort_unstable_by_key(|e| e.0);
-        let kept = self.window.iter().filter(|e| e.1.ts >= from);
-        let mut events = std::mem::take(&mut self.explained_events);
-        merged_events(kept, &records, &mut events);
-        let trace = Trace { table: self.table.clone(), nr_cpus: self.nr_cpus, events };
-        let opts = AttributionOptions { end_ts: Some(end), ..self.opts.clone() };
-        let mut told: HashMap<(Nanos, Nanos, Pid), StallStory> = attribute_stalls(&trace, &opts)
-            .stalls
-            .into_iter()
-            .map(|s| ((s.start_ts, s.end_ts, s.wakee_pid), s))
-            .collect();
         self.explained_events = trace.events;
         for (start, end, obj, wakee) in pending {
             match told.remove(&(start, end, wakee)) {
