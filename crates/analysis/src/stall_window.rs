@@ -198,6 +198,9 @@ pub struct AttributionCollector {
     signals: HashMap<u32, Nanos>,
     /// The same, ordered by time: the oldest open handoff bounds the window.
     open: std::collections::BTreeSet<(Nanos, u32)>,
+    /// Its first signal (`Nanos::MAX` when none), kept as it changes: read
+    /// at every event (issue 39).
+    open_oldest: Nanos,
     tracker: HandoffTracker,
     /// The stories told: each counted in the cause table, the first kept.
     tally: Tally,
@@ -233,6 +236,7 @@ impl AttributionCollector {
             seq: 0,
             signals: HashMap::default(),
             open: std::collections::BTreeSet::new(),
+            open_oldest: Nanos::MAX,
             tracker: HandoffTracker::default(),
             tally: Tally::new(opts.stall_threshold_ns, KEPT_STALLS),
             pending: Vec::new(),
@@ -286,6 +290,7 @@ impl AttributionCollector {
                     if let std::collections::hash_map::Entry::Vacant(v) = self.signals.entry(obj) {
                         v.insert(ev.ts);
                         self.open.insert((ev.ts, obj));
+                        self.open_oldest = self.open_oldest.min(ev.ts);
                     }
                     self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
                 }
@@ -293,6 +298,7 @@ impl AttributionCollector {
                     let signal = self.signals.remove(&obj);
                     if let Some(s) = signal {
                         self.open.remove(&(s, obj));
+                        self.open_oldest = self.open.first().map_or(Nanos::MAX, |&(t, _)| t);
                     }
                     let h = self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
                     if let (Some(h), Some(s)) = (h, signal) {
@@ -315,7 +321,7 @@ impl AttributionCollector {
         if explained {
             self.explain_pending();
         }
-        let oldest = self.open.first().map_or(ev.ts, |&(t, _)| t).min(ev.ts).min(self.pending_oldest);
+        let oldest = self.open_oldest.min(ev.ts).min(self.pending_oldest);
         let horizon = oldest.saturating_sub(self.lookback_ns);
         while self
             .window
