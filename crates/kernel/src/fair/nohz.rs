@@ -90,15 +90,15 @@ impl Kernel {
 
     /// `get_sd_balance_interval()`, in jiffies.
     fn get_sd_balance_interval(&self, cpu: usize, sd: usize, busy: bool) -> u64 {
-        let dom = &self.domains.cpus[cpu].domains[sd];
-        let mut interval = self.sd_state[cpu][sd].balance_interval;
-        if busy {
-            interval *= dom.busy_factor as u64;
-        }
-        let mut j = self.msecs_to_jiffies(interval);
-        if busy {
-            j = j.saturating_sub(1);
-        }
+        let interval = self.sd_state[cpu][sd].balance_interval;
+        // (The domain is read only when busy: this runs for every domain a
+        // balance pass visits, twice when it balances; issue 39.)
+        let j = if busy {
+            let busy_factor = self.domains.cpus[cpu].domains[sd].busy_factor as u64;
+            self.msecs_to_jiffies(interval * busy_factor).saturating_sub(1)
+        } else {
+            self.msecs_to_jiffies(interval)
+        };
         j.clamp(1, self.max_load_balance_interval())
     }
 
