@@ -55,9 +55,7 @@ impl Stretches {
 
     fn close(&mut self, since: Nanos, end: Nanos) {
         if end > since {
-            self.stats.count += 1;
-            self.stats.total_ns += end - since;
-            self.stats.max_ns = self.stats.max_ns.max(end - since);
+            self.stats.add(end - since);
         }
     }
 

@@ -196,7 +196,7 @@ struct Waiter {
 }
 
 impl ViolationStats {
-    fn add(&mut self, len: u64) {
+    pub(crate) fn add(&mut self, len: u64) {
         self.count += 1;
         self.total_ns += len;
         self.max_ns = self.max_ns.max(len);

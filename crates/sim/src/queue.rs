@@ -270,10 +270,10 @@ impl<T> KeyedHeap<T> {
     }
 
     /// Floyd's variant: walk the hole down to a leaf along the smaller
-    /// children, then sift the entry up from there. Entries sifted down
-    /// (the last leaf after a pop, a timer pushed later) mostly belong near
-    /// the bottom, so this saves a comparison per level, and the child choice
-    /// is branch-free.
+    /// children, then sift the entry up from there. The entries it moves
+    /// (the last leaf, put at a pop's or a removal's place) mostly belong
+    /// near the bottom, so this saves a comparison per level, and the child
+    /// choice is branch-free.
     fn sift_down(&mut self, mut i: usize) {
         let e = self.heap[i];
         let n = self.heap.len();
