@@ -228,6 +228,13 @@ impl<T> KeyedHeap<T> {
         }
     }
 
+    /// Put `entry` at index `i`, noting its key's new position.
+    #[inline]
+    fn put(&mut self, i: usize, entry: (u128, u32)) {
+        self.heap[i] = entry;
+        self.pos[entry.1 as usize] = i as u32;
+    }
+
     fn sift_up(&mut self, mut i: usize) {
         let e = self.heap[i];
         while i > 0 {
@@ -236,12 +243,10 @@ impl<T> KeyedHeap<T> {
             if p.0 <= e.0 {
                 break;
             }
-            self.heap[i] = p;
-            self.pos[p.1 as usize] = i as u32;
+            self.put(i, p);
             i = parent;
         }
-        self.heap[i] = e;
-        self.pos[e.1 as usize] = i as u32;
+        self.put(i, e);
     }
 
     /// The textbook sift down, which stops where the entry belongs: for a
@@ -261,12 +266,10 @@ impl<T> KeyedHeap<T> {
             if e.0 <= ch.0 {
                 break;
             }
-            self.heap[i] = ch;
-            self.pos[ch.1 as usize] = i as u32;
+            self.put(i, ch);
             i = c;
         }
-        self.heap[i] = e;
-        self.pos[e.1 as usize] = i as u32;
+        self.put(i, e);
     }
 
     /// Floyd's variant: walk the hole down to a leaf along the smaller
@@ -280,16 +283,12 @@ impl<T> KeyedHeap<T> {
         let mut l = 2 * i + 1;
         while l + 1 < n {
             let c = l + usize::from(self.heap[l + 1].0 < self.heap[l].0);
-            let ch = self.heap[c];
-            self.heap[i] = ch;
-            self.pos[ch.1 as usize] = i as u32;
+            self.put(i, self.heap[c]);
             i = c;
             l = 2 * i + 1;
         }
         if l < n {
-            let ch = self.heap[l];
-            self.heap[i] = ch;
-            self.pos[ch.1 as usize] = i as u32;
+            self.put(i, self.heap[l]);
             i = l;
         }
         self.heap[i] = e;
