@@ -579,11 +579,10 @@ impl WorkConsCollector {
             if let Some(since) = w.violating_since.take() {
                 if end > since {
                     let qualifies = w.close_violation(since, end, self.grace_ns);
-                    // (The strict stretches all close at `end` below.)
-                    let class = &mut self.classes[w.class];
-                    class.1 -= 1;
+                    // (The strict stretches all close at `end` below;
+                    // the classes' violation counts are not read again.)
                     if qualifies {
-                        for &c in &class.0 {
+                        for &c in &self.classes[w.class].0 {
                             let acc = &mut self.cpus[c as usize];
                             if !w.grace_logged {
                                 acc.grace.qualified(since);

@@ -35,6 +35,7 @@
 
 use crate::core::Kernel;
 use crate::features::Feature;
+use crate::sched::Rq;
 use crate::topology::sd_flags::*;
 use schedlab_topology::CpuSet;
 use schedlab_trace::{BalanceKind, EventKind};
@@ -100,6 +101,19 @@ mod stats;
 
 pub use stats::{group_classify, group_has_capacity, group_is_overloaded, GroupType, SdLbStats, SgLbStats};
 
+impl Rq {
+    /// [`Kernel::lb_h_nr`] of this runqueue, for loops that hold it
+    /// already; `runnable_only` is the kernel version's choice
+    /// ([`crate::profile`]).
+    pub fn lb_h_nr(&self, runnable_only: bool) -> u32 {
+        if runnable_only {
+            self.cfs.h_nr_runnable
+        } else {
+            self.cfs.h_nr_queued
+        }
+    }
+}
+
 impl Kernel {
     /// `sched_asym_prefer(a, b)` on this kernel's machine.
     pub fn sched_asym_prefer(&self, a: usize, b: usize) -> bool {
@@ -137,12 +151,7 @@ impl Kernel {
     /// included) in 6.12, `h_nr_runnable` (excluded) from 6.14 on
     /// ("sched/fair: Use the new cfs_rq.h_nr_runnable").
     pub(crate) fn lb_h_nr(&self, cpu: usize) -> u32 {
-        self.lb_h_nr_of(&self.rqs[cpu])
-    }
-
-    /// [`Kernel::lb_h_nr`] of a runqueue at hand.
-    pub(crate) fn lb_h_nr_of(&self, rq: &crate::sched::Rq) -> u32 {
-        rq.lb_h_nr(self.profile.lb_counts_runnable_only)
+        self.rqs[cpu].lb_h_nr(self.profile.lb_counts_runnable_only)
     }
 
     /// `asym_active_balance()`.

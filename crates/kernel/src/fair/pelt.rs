@@ -486,7 +486,7 @@ impl Kernel {
 
     /// `cpu_runnable_without()`.
     pub fn cpu_runnable_without(&self, cpu: usize, t: TaskId) -> u64 {
-        let runnable = self.rqs[cpu].cfs.avg.runnable_avg;
+        let runnable = self.rqs[cpu].cpu_runnable();
         if !self.counted_on(cpu, t) {
             return runnable;
         }
@@ -527,16 +527,5 @@ impl Rq {
     /// capacity is `capacity_orig`.
     pub fn cpu_util_cfs(&self, capacity_orig: u64) -> u64 {
         self.cfs.avg.util_avg.min(capacity_orig)
-    }
-
-    /// [`Kernel::lb_h_nr`] of this runqueue: its fair tasks as the
-    /// balancer counts them (`h_nr_runnable` where the kernel version
-    /// does, [`crate::profile`]).
-    pub fn lb_h_nr(&self, runnable_only: bool) -> u32 {
-        if runnable_only {
-            self.cfs.h_nr_runnable
-        } else {
-            self.cfs.h_nr_queued
-        }
     }
 }
