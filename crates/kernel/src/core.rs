@@ -349,13 +349,7 @@ impl Kernel {
             .map(|c| {
                 c.domains
                     .iter()
-                    .map(|d| crate::fair::nohz::SdState {
-                        balance_interval: d.balance_interval,
-                        newidle_call: d.newidle_call,
-                        newidle_success: d.newidle_success,
-                        newidle_ratio: d.newidle_ratio,
-                        ..Default::default()
-                    })
+                    .map(|d| crate::fair::nohz::SdState::new(d.newidle_call, d.newidle_success, d.newidle_ratio))
                     .collect()
             })
             .collect();
@@ -423,6 +417,11 @@ impl Kernel {
             sched_energy_present,
         };
         k.init_dl_rq_bw();
+        for cpu in 0..nr_cpus {
+            for sd in 0..k.domains.cpus[cpu].domains.len() {
+                k.set_balance_interval(cpu, sd, k.domains.cpus[cpu].domains[sd].balance_interval);
+            }
+        }
         k
     }
 

@@ -147,9 +147,10 @@ impl Kernel {
     /// an overlapping child, from the group's CPUs). Not again for a
     /// newidle balance until one balance interval has passed.
     pub(crate) fn update_group_capacity(&mut self, sd_cpu: usize, sd: usize, cpu: usize) {
-        let interval = self.msecs_to_jiffies(self.sd_state[sd_cpu][sd].balance_interval);
+        // The interval in jiffies, clamped: the idle one the domain keeps.
+        let interval = self.get_sd_balance_interval(sd_cpu, sd, false);
         let local = self.domains.cpus[sd_cpu].domains[sd].groups[0].id;
-        self.sgc[local].next_update = self.jiffies() + interval.clamp(1, self.max_lb_interval);
+        self.sgc[local].next_update = self.jiffies() + interval;
         if sd == 0 {
             self.update_cpu_capacity(sd_cpu, sd, cpu);
             return;

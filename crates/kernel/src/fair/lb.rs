@@ -356,7 +356,7 @@ impl Kernel {
         }
         if !active_balance || self.need_active_balance(&env) {
             let min = self.domains.cpus[this_cpu].domains[sd].min_interval;
-            self.sd_state[this_cpu][sd].balance_interval = min;
+            self.set_balance_interval(this_cpu, sd, min);
         }
         ld_moved
     }
@@ -378,9 +378,9 @@ impl Kernel {
             return 0;
         }
         let max = self.domains.cpus[cpu].domains[sd].max_interval;
-        let st = &mut self.sd_state[cpu][sd];
-        if (env.flags & LBF_ALL_PINNED != 0 && st.balance_interval < MAX_PINNED_INTERVAL) || st.balance_interval < max {
-            st.balance_interval *= 2;
+        let interval = self.sd_state[cpu][sd].balance_interval();
+        if (env.flags & LBF_ALL_PINNED != 0 && interval < MAX_PINNED_INTERVAL) || interval < max {
+            self.set_balance_interval(cpu, sd, interval * 2);
         }
         0
     }

@@ -28,8 +28,13 @@ pub const NOHZ_KICK_MASK: u32 = NOHZ_BALANCE_KICK | NOHZ_STATS_KICK | NOHZ_NEXT_
 /// its own copy of its domains in the kernel).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SdState {
-    /// ms.
-    pub balance_interval: u64,
+    /// ms; set through [`Kernel::set_balance_interval`], which keeps
+    /// `interval_jiffies` with it.
+    balance_interval: u64,
+    /// What `get_sd_balance_interval()` makes of `balance_interval`, idle
+    /// and busy (jiffies, clamped): it is read for every domain of every
+    /// CPU a balance pass visits and changes only when the interval does.
+    interval_jiffies: [u64; 2],
     /// jiffies.
     pub last_balance: u64,
     pub nr_balance_failed: u32,
@@ -40,6 +45,19 @@ pub struct SdState {
     pub newidle_call: u32,
     pub newidle_success: u32,
     pub newidle_ratio: u32,
+}
+
+impl SdState {
+    /// A domain's state as `sd_init()` leaves it, but for the balance
+    /// interval, which [`Kernel::set_balance_interval`] sets.
+    pub fn new(newidle_call: u32, newidle_success: u32, newidle_ratio: u32) -> Self {
+        SdState { newidle_call, newidle_success, newidle_ratio, ..SdState::default() }
+    }
+
+    /// `sd->balance_interval`, ms.
+    pub fn balance_interval(&self) -> u64 {
+        self.balance_interval
+    }
 }
 
 /// The global `nohz` state.
@@ -88,18 +106,31 @@ impl Kernel {
         }
     }
 
-    /// `get_sd_balance_interval()`, in jiffies.
-    fn get_sd_balance_interval(&self, cpu: usize, sd: usize, busy: bool) -> u64 {
-        let interval = self.sd_state[cpu][sd].balance_interval;
-        // (The domain is read only when busy: this runs for every domain a
-        // balance pass visits, twice when it balances; issue 39.)
-        let j = if busy {
-            let busy_factor = self.domains.cpus[cpu].domains[sd].busy_factor as u64;
-            self.msecs_to_jiffies(interval * busy_factor).saturating_sub(1)
-        } else {
-            self.msecs_to_jiffies(interval)
-        };
-        j.clamp(1, self.max_load_balance_interval())
+    /// `get_sd_balance_interval()`, in jiffies: kept by
+    /// [`Kernel::set_balance_interval`] (this runs for every domain a
+    /// balance pass visits, twice when it balances; issue 39).
+    pub(crate) fn get_sd_balance_interval(&self, cpu: usize, sd: usize, busy: bool) -> u64 {
+        let st = &self.sd_state[cpu][sd];
+        debug_assert_eq!(st.interval_jiffies, self.sd_balance_interval_jiffies(cpu, sd, st.balance_interval));
+        st.interval_jiffies[busy as usize]
+    }
+
+    /// Sets `sd->balance_interval` of `cpu`'s domain `sd` to `ms`.
+    pub(crate) fn set_balance_interval(&mut self, cpu: usize, sd: usize, ms: u64) {
+        let jiffies = self.sd_balance_interval_jiffies(cpu, sd, ms);
+        let st = &mut self.sd_state[cpu][sd];
+        st.balance_interval = ms;
+        st.interval_jiffies = jiffies;
+    }
+
+    /// `get_sd_balance_interval()` of an interval of `ms`: idle, then busy
+    /// (stretched by the domain's `busy_factor`, less a jiffy).
+    fn sd_balance_interval_jiffies(&self, cpu: usize, sd: usize, ms: u64) -> [u64; 2] {
+        let busy_factor = self.domains.cpus[cpu].domains[sd].busy_factor as u64;
+        let idle = self.msecs_to_jiffies(ms);
+        let busy = self.msecs_to_jiffies(ms * busy_factor).saturating_sub(1);
+        let max = self.max_load_balance_interval();
+        [idle.clamp(1, max), busy.clamp(1, max)]
     }
 
     /// `update_newidle_stats()`.
