@@ -278,6 +278,8 @@ pub struct Kernel {
     /// `cpu_smt_mask()` of each CPU. `Topology::smt_mask()` scans every CPU
     /// to build it, and the idle-core and balance paths ask for it per CPU.
     pub(crate) smt_masks: Vec<CpuSet>,
+    /// `smt_masks[cpu].word_span()`, for loops over the siblings.
+    pub(crate) smt_words: Vec<(usize, usize)>,
     /// The `sched_asym_cpucapacity` static key: some CPU has an
     /// `sd_asym_cpucapacity` domain. Fixed once the domains are built; the
     /// wakeup path tests it several times per wakeup.
@@ -376,6 +378,7 @@ impl Kernel {
             // HZ·nr_cpus/10 jiffies.
             max_lb_interval: (hz * nr_cpus as u64 / 10).max(1),
             smt_masks: (0..nr_cpus).map(|cpu| topo.smt_mask(cpu)).collect(),
+            smt_words: (0..nr_cpus).map(|cpu| topo.smt_mask(cpu).word_span()).collect(),
             asym_cpucap_active: domains.cpus.iter().any(|c| c.sd_asym_cpucapacity.is_some()),
             uclamp_used: false,
             idle_probes: std::cell::Cell::new(0),

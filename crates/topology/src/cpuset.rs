@@ -125,6 +125,15 @@ impl CpuSet {
         AndIter { a: &self.words, b: &other.words, i: lo, end: hi, w }
     }
 
+    /// [`CpuSet::iter`] reading only the words `lo..hi` given by
+    /// `self.word_span()` (or a wider span), as [`CpuSet::iter_and_in`]: a
+    /// loop over a small set that is read often (an SMT mask, a group's
+    /// balance mask) skips the empty words.
+    #[inline]
+    pub fn iter_in(&self, span: (usize, usize)) -> impl Iterator<Item = usize> + '_ {
+        self.iter_and_in(self, span)
+    }
+
     /// Ascending CPU ids.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         // A plain word cursor: the scheduler's hot loops iterate small sets,
@@ -402,6 +411,7 @@ mod tests {
                 assert_eq!(a.and(b).iter().collect::<Vec<_>>(), want, "{a:?} & {b:?}");
                 assert_eq!(a.iter_and_in(b, span).collect::<Vec<_>>(), want, "{a:?} & {b:?} over {span:?}");
             }
+            assert_eq!(a.iter_in(span).collect::<Vec<_>>(), a.iter().collect::<Vec<_>>(), "{a:?} over {span:?}");
         }
         assert_eq!(CpuSet::from_iter([63, 64]).word_span(), (0, 2));
         assert_eq!(CpuSet::empty().word_span(), (0, 0));

@@ -122,7 +122,7 @@ impl Kernel {
 
     /// `is_core_idle()`: every other SMT sibling of `cpu` is idle.
     pub fn is_core_idle(&self, cpu: usize) -> bool {
-        self.smt_masks[cpu].iter().all(|s| s == cpu || self.idle_cpu(s))
+        self.smt_masks[cpu].iter_in(self.smt_words[cpu]).all(|s| s == cpu || self.idle_cpu(s))
     }
 
     /// `sd->flags` of domain level `sd` of `sd_cpu`.
@@ -199,7 +199,8 @@ impl Kernel {
         let sg = &dom.groups[0];
         let mut swb_cpus = sg.balance_mask;
         let mut idle_smt: Option<usize> = None;
-        for cpu in sg.balance_mask.and(&env.cpus).iter() {
+        // (The balance mask lies within the group's span and its words.)
+        for cpu in sg.balance_mask.iter_and_in(&env.cpus, sg.span_words) {
             if !swb_cpus.contains(cpu) || !self.idle_cpu(cpu) {
                 continue;
             }
@@ -207,7 +208,7 @@ impl Kernel {
                 if idle_smt.is_none() {
                     idle_smt = Some(cpu);
                 }
-                for s in self.smt_masks[cpu].iter() {
+                for s in self.smt_masks[cpu].iter_in(self.smt_words[cpu]) {
                     swb_cpus.remove(s);
                 }
                 continue;

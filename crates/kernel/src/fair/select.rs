@@ -300,24 +300,25 @@ impl Kernel {
         if !self.smt_active || self.test_idle_cores(core) {
             return;
         }
-        let siblings = self.smt_masks[core];
-        if siblings.iter().all(|c| c == core || self.available_idle_cpu(c)) {
+        let siblings_idle =
+            self.smt_masks[core].iter_in(self.smt_words[core]).all(|c| c == core || self.available_idle_cpu(c));
+        if siblings_idle {
             self.set_idle_cores(core, true);
         }
     }
 
     /// `select_idle_smt()`: an idle SMT sibling of `target` inside the LLC.
     fn select_idle_smt(&self, p: TaskId, llc_span: CpuSet, target: usize) -> Option<usize> {
-        let mask = self.smt_masks[target].and(&self.tasks[p as usize].cpus_mask);
-        let found = mask.iter().find(|&c| c != target && llc_span.contains(c) && self.idle_or_sched_idle(c));
-        found
+        let mut siblings =
+            self.smt_masks[target].iter_and_in(&self.tasks[p as usize].cpus_mask, self.smt_words[target]);
+        siblings.find(|&c| c != target && llc_span.contains(c) && self.idle_or_sched_idle(c))
     }
 
     /// `select_idle_core()`: the whole core idle → the core; remembers the
     /// first idle thread seen in `idle_cpu`, and drops the core from `cpus`.
     fn select_idle_core(&self, core: usize, cpus: &mut CpuSet, idle_cpu: &mut Option<usize>) -> Option<usize> {
         let mut idle = true;
-        for cpu in self.smt_masks[core].iter() {
+        for cpu in self.smt_masks[core].iter_in(self.smt_words[core]) {
             if !self.available_idle_cpu(cpu) {
                 idle = false;
                 if idle_cpu.is_none() {
@@ -336,7 +337,7 @@ impl Kernel {
         if idle {
             return Some(core);
         }
-        for c in self.smt_masks[core].iter() {
+        for c in self.smt_masks[core].iter_in(self.smt_words[core]) {
             cpus.remove(c);
         }
         None
