@@ -266,13 +266,64 @@ impl CpuIdle {
     }
 
     /// `get_typical_interval()`, in ns; `u64::MAX` when there is no pattern.
+    ///
+    /// The kernel's loop drops the largest interval(s) and recomputes the
+    /// mean and variance of the rest until they describe a pattern. The
+    /// same integers come from the intervals sorted once: each round keeps
+    /// a prefix, whose sum and sum of squares are prefix sums, and the
+    /// variance's numerator Σ(v − avg)² is Σv² − 2·avg·Σv + n·avg² exactly
+    /// (this runs at every idle entry; issue 39). The loop as the kernel
+    /// writes it is kept for the tests ([`Self::typical_interval_loop`]).
     fn typical_interval(&self) -> u64 {
-        self.typical_interval_with(true)
+        let mut sorted = self.intervals;
+        sorted.sort_unstable();
+        let (mut sums, mut squares) = ([0u64; INTERVALS + 1], [0u128; INTERVALS + 1]);
+        for (i, &v) in sorted.iter().enumerate() {
+            sums[i + 1] = sums[i] + u64::from(v);
+            squares[i + 1] = squares[i] + u128::from(v).pow(2);
+        }
+        let mut kept = INTERVALS;
+        while kept > 0 {
+            let max = sorted[kept - 1];
+            if max == 0 {
+                return u64::MAX;
+            }
+            let (n, sum) = (kept as u64, sums[kept]);
+            let avg = sum / n;
+            // Exact in u64 while every square fits eight times over (the
+            // common case, microseconds below 2^30): the numerator is below
+            // 2^63 then, so wrapping through the terms lands on it; u128
+            // division is a library call.
+            let variance = if max < 1 << 30 {
+                let deviation = (squares[kept] as u64)
+                    .wrapping_add(n.wrapping_mul(avg * avg))
+                    .wrapping_sub(2u64.wrapping_mul(avg).wrapping_mul(sum));
+                u128::from(deviation / n)
+            } else {
+                let (n, avg, sum) = (u128::from(n), u128::from(avg), u128::from(sum));
+                (squares[kept] + n * avg * avg - 2 * avg * sum) / n
+            };
+            let avg_sq = avg as u128 * avg as u128;
+            let pattern = (avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400;
+            if variance <= u64::MAX as u128 / 36 && pattern {
+                return avg * 1_000;
+            }
+            if n * 4 <= INTERVALS as u64 * 3 {
+                return u64::MAX;
+            }
+            // Every copy of the largest goes (the kernel's `thresh = max - 1`).
+            while kept > 0 && sorted[kept - 1] == max {
+                kept -= 1;
+            }
+        }
+        u64::MAX
     }
 
-    /// [`Self::typical_interval`], the variance in u64 when it fits
-    /// (`fast`) or always in u128.
-    fn typical_interval_with(&self, fast: bool) -> u64 {
+    /// `get_typical_interval()` as the kernel's loop computes it (u128
+    /// throughout): the reference [`Self::typical_interval`] is tested
+    /// against.
+    #[cfg(test)]
+    fn typical_interval_loop(&self) -> u64 {
         let mut thresh = u32::MAX;
         loop {
             let kept = self.intervals.iter().copied().filter(|&v| v <= thresh);
@@ -287,14 +338,7 @@ impl CpuIdle {
             }
             let avg = sum / n;
             let kept = self.intervals.iter().copied().filter(|&v| v <= thresh);
-            // Exact in u64 while every square fits eight times over (the
-            // common case, microseconds below 2^30); u128 division is a
-            // library call and this runs at every idle entry.
-            let variance = if fast && max < 1 << 30 {
-                u128::from(kept.map(|v| (u64::from(v).abs_diff(avg)).pow(2)).sum::<u64>() / n)
-            } else {
-                kept.map(|v| u128::from(u64::from(v).abs_diff(avg)).pow(2)).sum::<u128>() / n as u128
-            };
+            let variance = kept.map(|v| u128::from(u64::from(v).abs_diff(avg)).pow(2)).sum::<u128>() / n as u128;
             let avg_sq = avg as u128 * avg as u128;
             let pattern = (avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400;
             if variance <= u64::MAX as u128 / 36 && pattern {
@@ -413,16 +457,31 @@ mod tests {
     }
 
     #[test]
-    fn the_u64_variance_gives_the_u128_result() {
+    fn the_sorted_prefixes_give_the_kernel_loops_result() {
         let mut rng = crate::rng::Rng::new(5);
         for round in 0..50_000u64 {
             let mut d = CpuIdle::default();
-            // Small, mixed and huge intervals (the fast path's edge is 2^30 us).
-            let scale = [10u64, 1_000, 1 << 29, 1 << 31, u32::MAX as u64][(round % 5) as usize];
+            // Small, mixed and huge intervals (the u64 path's edge is 2^30
+            // us), and few distinct values, so that ties and zeros occur.
+            let scale = [3u64, 10, 1_000, 1 << 29, 1 << 30, 1 << 31, u32::MAX as u64][(round % 7) as usize];
+            // Clusters near a base (a pattern, also where squares pass
+            // 2^64), with an outlier now and then; or a few spread values
+            // repeated (ties in the rounds that drop the largest).
+            let base = [1u64 << 20, (1 << 30) - 500, (1 << 31) - 1_000, u32::MAX as u64 - 1_000][(round % 4) as usize];
             for v in d.intervals.iter_mut() {
-                *v = rng.below_incl(scale) as u32;
+                *v = match (round / 7) % 3 {
+                    0 => rng.below_incl(scale),
+                    1 if rng.below_incl(7) == 0 => rng.below_incl(u32::MAX as u64),
+                    1 => base + rng.below_incl(1_000).min(u32::MAX as u64 - base),
+                    _ => rng.below_incl(3) * (scale / 4 + 1),
+                } as u32;
             }
-            assert_eq!(d.typical_interval(), d.typical_interval_with(false), "{:?}", d.intervals);
+            assert_eq!(d.typical_interval(), d.typical_interval_loop(), "{:?}", d.intervals);
+        }
+        let spread = [0, 0, 0, 0, u32::MAX, u32::MAX, u32::MAX, u32::MAX]; // Σ(v - avg)² ≈ 2^65
+        for intervals in [[0; INTERVALS], [u32::MAX; INTERVALS], [7; INTERVALS], [0, 0, 0, 0, 0, 0, 0, 9], spread] {
+            let d = CpuIdle { intervals, ..CpuIdle::default() };
+            assert_eq!(d.typical_interval(), d.typical_interval_loop(), "{intervals:?}");
         }
     }
 
