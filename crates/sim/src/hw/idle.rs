@@ -303,13 +303,8 @@ impl CpuIdle {
                 let (n, avg, sum) = (u128::from(n), u128::from(avg), u128::from(sum));
                 (squares[kept] + n * avg * avg - 2 * avg * sum) / n
             };
-            let avg_sq = avg as u128 * avg as u128;
-            let pattern = (avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400;
-            if variance <= u64::MAX as u128 / 36 && pattern {
-                return avg * 1_000;
-            }
-            if n * 4 <= INTERVALS as u64 * 3 {
-                return u64::MAX;
+            if let Some(verdict) = typical_round(n, avg, variance) {
+                return verdict;
             }
             // Every copy of the largest goes (the kernel's `thresh = max - 1`).
             while kept > 0 && sorted[kept - 1] == max {
@@ -339,13 +334,8 @@ impl CpuIdle {
             let avg = sum / n;
             let kept = self.intervals.iter().copied().filter(|&v| v <= thresh);
             let variance = kept.map(|v| u128::from(u64::from(v).abs_diff(avg)).pow(2)).sum::<u128>() / n as u128;
-            let avg_sq = avg as u128 * avg as u128;
-            let pattern = (avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400;
-            if variance <= u64::MAX as u128 / 36 && pattern {
-                return avg * 1_000;
-            }
-            if n * 4 <= INTERVALS as u64 * 3 {
-                return u64::MAX;
+            if let Some(verdict) = typical_round(n, avg, variance) {
+                return verdict;
             }
             thresh = max - 1;
         }
@@ -400,6 +390,22 @@ impl CpuIdle {
         }
         idx
     }
+}
+
+/// One round's verdict in `get_typical_interval()` on the `n` intervals
+/// kept, their mean `avg` (us) and variance: the mean in ns when they form
+/// a pattern, `u64::MAX` (none) when too few are left to drop more, else
+/// `None`: drop the largest and try again.
+fn typical_round(n: u64, avg: u64, variance: u128) -> Option<u64> {
+    let avg_sq = avg as u128 * avg as u128;
+    let pattern = (avg_sq > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400;
+    if variance <= u64::MAX as u128 / 36 && pattern {
+        return Some(avg * 1_000);
+    }
+    if n * 4 <= INTERVALS as u64 * 3 {
+        return Some(u64::MAX);
+    }
+    None
 }
 
 #[cfg(test)]
