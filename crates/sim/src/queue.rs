@@ -461,22 +461,31 @@ mod tests {
     /// pops, same order (one-shots through the lane and the heap alike).
     #[test]
     fn keyed_matches_lazy_cancellation() {
+        // Few keys (the heap three levels deep) and many (eight levels, as
+        // a large machine's per-CPU timers).
+        for keys in [8, 300] {
+            matches_lazy_cancellation(keys);
+        }
+    }
+
+    fn matches_lazy_cancellation(keys: usize) {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
         let mut rng = crate::rng::Rng::new(7);
-        let mut q = EventQueue::with_keys(8);
+        let mut q = EventQueue::with_keys(keys);
         // Gaps of ns to ~200 ms, so entries spread over many buckets.
-        // (time, push number, key, generation); key 99 = one-shot.
+        // (time, push number, key, generation); key `ONE_SHOT` = one-shot.
+        const ONE_SHOT: usize = usize::MAX;
         let mut lazy = BinaryHeap::new();
         let mut pushes = 0u64;
-        let mut gen = [0u64; 8];
+        let mut gen = vec![0u64; keys];
         let mut now = 0;
         let mut popped = (Vec::new(), Vec::new());
-        let (mut lane_used, mut heap_used) = (0, 0);
+        let (mut lane_used, mut heap_used, mut keyed_used) = (0, 0, 0);
         for _ in 0..20_000 {
             match rng.below_incl(9) {
                 0..=4 => {
-                    let key = rng.below_incl(7) as usize;
+                    let key = rng.below_incl(keys as u64 - 1) as usize;
                     let at = now + (rng.below_incl(50) << (12 * rng.below_incl(3)));
                     gen[key] += 1;
                     pushes += 1;
@@ -484,7 +493,7 @@ mod tests {
                     lazy.push(Reverse((at, pushes, key, gen[key])));
                 }
                 5 => {
-                    let key = rng.below_incl(7) as usize;
+                    let key = rng.below_incl(keys as u64 - 1) as usize;
                     gen[key] += 1;
                     q.cancel(key);
                 }
@@ -497,8 +506,8 @@ mod tests {
                         now + (rng.below_incl(50) << (12 * rng.below_incl(3)))
                     };
                     pushes += 1;
-                    q.push(at, (99, 0));
-                    lazy.push(Reverse((at, pushes, 99, 0)));
+                    q.push(at, (ONE_SHOT, 0));
+                    lazy.push(Reverse((at, pushes, ONE_SHOT, 0)));
                 }
                 _ => {
                     if let Some((t, ev)) = q.pop() {
@@ -506,18 +515,20 @@ mod tests {
                         popped.0.push((t, ev));
                     }
                     while let Some(Reverse((t, _, k, g))) = lazy.pop() {
-                        if k == 99 || gen[k] == g {
+                        if k == ONE_SHOT || gen[k] == g {
                             popped.1.push((t, (k, g)));
                             break;
                         }
                     }
                 }
             }
-            assert_eq!(q.len(), lazy.iter().filter(|Reverse((_, _, k, g))| *k == 99 || gen[*k] == *g).count());
+            assert_eq!(q.len(), lazy.iter().filter(|Reverse((_, _, k, g))| *k == ONE_SHOT || gen[*k] == *g).count());
             lane_used = lane_used.max(q.lanes.iter().map(|l| l.events.len()).max().unwrap_or(0));
             heap_used = heap_used.max(q.heap.len());
+            keyed_used = keyed_used.max(q.keyed.len());
         }
         assert!(lane_used > 1 && heap_used > 1, "both one-shot paths were taken: {lane_used} {heap_used}");
+        assert!(keyed_used * 2 >= keys, "{keyed_used} of {keys} keys were pending at once");
         assert_eq!(popped.0, popped.1);
         assert!(!popped.0.is_empty());
     }
