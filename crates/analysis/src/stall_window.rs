@@ -99,6 +99,13 @@ pub(crate) fn about(ev: &Event) -> [Pid; 2] {
 
 impl Records {
     fn fold(&mut self, se: &Seq) {
+        self.fold_keeping(se, |_| true);
+    }
+
+    /// [`Records::fold`], keeping the events since their last switch only
+    /// of the tasks `keep` names (a task's list is read and written only by
+    /// events about it, so the others' lists are those of a full fold).
+    fn fold_keeping(&mut self, se: &Seq, keep: impl Fn(Pid) -> bool) {
         let ev = &se.1;
         match ev.kind {
             EventKind::SchedSwitch { .. } => {
@@ -107,7 +114,7 @@ impl Records {
                     self.cpu_switch.resize(cpu + 1, None);
                 }
                 self.cpu_switch[cpu] = Some(*se);
-                for pid in about(ev).into_iter().filter(|&p| p != 0) {
+                for pid in about(ev).into_iter().filter(|&p| p != 0 && keep(p)) {
                     // The replay starts at the switch and the events at its
                     // instant before it (a dequeue's decision events).
                     let list = self.since_switch.entry(pid).or_default();
@@ -138,7 +145,7 @@ impl Records {
         if matches!(ev.kind, EventKind::User { .. }) {
             return;
         }
-        for pid in about(ev).into_iter().filter(|&p| p != 0) {
+        for pid in about(ev).into_iter().filter(|&p| p != 0 && keep(p)) {
             let list = self.since_switch.entry(pid).or_default();
             if list.len() >= MAX_SINCE_SWITCH {
                 // A task that never switches (a hog woken again and again
@@ -382,10 +389,9 @@ impl AttributionCollector {
         let mut cursor = 0;
         for (from, end) in clusters {
             while let Some(e) = self.window.get(cursor).filter(|e| e.1.ts < from) {
-                before.fold(e);
+                before.fold_keeping(e, |p| wakees.contains(&p));
                 cursor += 1;
             }
-            before.since_switch.retain(|p, _| wakees.contains(p));
             // The stream's own order: the window is in it already, so only
             // the few records are sorted, then merged with it.
             let mut records = before.events();
