@@ -188,10 +188,15 @@ impl Rng {
     /// A log-normal variate through a median and a 99th percentile (equal:
     /// exactly the median), cut at `max`.
     pub fn lognormal_p50_p99(&mut self, p50: u64, p99: u64, max: u64) -> u64 {
-        if p99 <= p50 || p50 == 0 {
-            return p50.min(max);
+        self.lognormal(&LogNormal::new(p50, p99, max))
+    }
+
+    /// A variate of `d` (none drawn when it is exactly its median).
+    pub fn lognormal(&mut self, d: &LogNormal) -> u64 {
+        if d.sigma.is_none() {
+            return d.p50.min(d.max);
         }
-        lognormal_at(self.unit_f64(), p50, p99, max)
+        d.at(self.unit_f64())
     }
 
     /// A uniform variate in [0, 1), for draws that share one quantile
@@ -204,19 +209,37 @@ impl Rng {
 /// The log-normal of [`Rng::lognormal_p50_p99`] at quantile `u`: two
 /// quantities drawn at the same `u` rise and fall together.
 pub fn lognormal_at(u: f64, p50: u64, p99: u64, max: u64) -> u64 {
-    if p99 <= p50 || p50 == 0 {
-        return p50.min(max);
-    }
-    let sigma = ln(p99 as f64 / p50 as f64) / Z99;
-    let x = p50 as f64 * exp(sigma * normal_quantile(u));
-    if x >= max as f64 {
-        max
-    } else {
-        x.round() as u64
-    }
+    LogNormal::new(p50, p99, max).at(u)
 }
 
-impl Rng {}
+/// A log-normal through a median and a 99th percentile, cut at `max`, its
+/// spread computed once: a noise source draws one per arrival, and the
+/// logarithm of the spread was a sixth of an arrival's cost (issue 39).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogNormal {
+    p50: u64,
+    max: u64,
+    /// `None`: exactly the median (a 99th percentile at or below it).
+    sigma: Option<f64>,
+}
+
+impl LogNormal {
+    pub fn new(p50: u64, p99: u64, max: u64) -> Self {
+        let sigma = (p99 > p50 && p50 != 0).then(|| ln(p99 as f64 / p50 as f64) / Z99);
+        LogNormal { p50, max, sigma }
+    }
+
+    /// The variate at quantile `u`.
+    pub fn at(&self, u: f64) -> u64 {
+        let Some(sigma) = self.sigma else { return self.p50.min(self.max) };
+        let x = self.p50 as f64 * exp(sigma * normal_quantile(u));
+        if x >= self.max as f64 {
+            self.max
+        } else {
+            x.round() as u64
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -246,7 +246,7 @@ impl<'a> Hardware<'a> {
 
     /// The noise streams: (CPU, first arrival) for each, by index.
     pub fn noise_starts(&mut self) -> Vec<(usize, u64)> {
-        (0..self.noise.streams.len()).map(|i| (self.noise.streams[i].cpu, self.noise.first(self.topo, i))).collect()
+        (0..self.noise.streams.len()).map(|i| (self.noise.streams[i].cpu, self.noise.first(i))).collect()
     }
 
     /// The CPU noise stream `i` interferes with.

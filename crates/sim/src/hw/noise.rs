@@ -13,7 +13,7 @@
 //! model does not see interrupt time: without IRQ_TIME_ACCOUNTING the
 //! running task is charged for it, as here.
 
-use crate::rng::{splitmix64, Rng};
+use crate::rng::{splitmix64, LogNormal, Rng};
 use schedlab_topology::{NoiseKind, Topology};
 
 /// One (source, CPU) arrival process.
@@ -28,6 +28,10 @@ pub(crate) struct NoiseStream {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Noise {
     pub streams: Vec<NoiseStream>,
+    /// By source: its durations and the mean gap between its arrivals,
+    /// computed once rather than at each arrival (issue 39).
+    durations: Vec<LogNormal>,
+    mean_gap_ns: Vec<f64>,
 }
 
 /// An arrival: how long it holds the CPU, and when the next one comes.
@@ -49,27 +53,28 @@ impl Noise {
                 streams.push(NoiseStream { cpu, source, rng: Rng::new(stream_seed) });
             }
         }
-        Noise { streams }
+        let durations = topo.noise.iter().map(|s| LogNormal::new(s.p50_ns, s.p99_ns, s.max_ns)).collect();
+        let mean_gap_ns = topo.noise.iter().map(|s| 1e9 / s.rate_hz).collect();
+        Noise { streams, durations, mean_gap_ns }
     }
 
     /// The first arrival of stream `i`, from time 0.
-    pub fn first(&mut self, topo: &Topology, i: usize) -> u64 {
-        self.gap(topo, i)
+    pub fn first(&mut self, i: usize) -> u64 {
+        self.gap(i)
     }
 
     /// Stream `i` arrives at `now`: the interference and the next arrival.
     pub fn arrive(&mut self, topo: &Topology, i: usize, now: u64) -> Arrival {
-        let src = &topo.noise[self.streams[i].source];
-        let duration_ns = self.streams[i].rng.lognormal_p50_p99(src.p50_ns, src.p99_ns, src.max_ns).max(1);
+        let source = self.streams[i].source;
+        let duration_ns = self.streams[i].rng.lognormal(&self.durations[source]).max(1);
         // The next arrival counts from the end of this one: a CPU cannot be
         // interrupted by the same source while it is still handling it.
-        let next_at = now + duration_ns + self.gap(topo, i);
-        Arrival { duration_ns, kind: src.kind, next_at }
+        let next_at = now + duration_ns + self.gap(i);
+        Arrival { duration_ns, kind: topo.noise[source].kind, next_at }
     }
 
-    fn gap(&mut self, topo: &Topology, i: usize) -> u64 {
-        let src = &topo.noise[self.streams[i].source];
-        let mean_ns = 1e9 / src.rate_hz;
+    fn gap(&mut self, i: usize) -> u64 {
+        let mean_ns = self.mean_gap_ns[self.streams[i].source];
         (self.streams[i].rng.exponential(mean_ns).min(1e15) as u64).max(1)
     }
 }
@@ -87,7 +92,7 @@ mod tests {
         let mut n = Noise::new(t, seed);
         let mut out = Vec::new();
         for i in 0..n.streams.len() {
-            let mut at = n.first(t, i);
+            let mut at = n.first(i);
             while at < until {
                 let a = n.arrive(t, i, at);
                 out.push((n.streams[i].cpu, at, a.duration_ns));
