@@ -31,16 +31,13 @@ fn without_ipi(r: &SimResult, cpu: u32) -> usize {
 }
 
 /// A machine file next to nothing: written to a temp dir with the scenario.
+/// The scenario reads the file while it is parsed, so the directory (one per
+/// call, removed when `dir` drops, a panic included) need not outlive this.
 fn with_topology(topology: &str, body: &str) -> Scenario {
-    let dir = std::env::temp_dir().join(format!("schedlab-hw-{}-{:x}", std::process::id(), fxhash(topology)));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("m.toml"), topology).unwrap();
+    let dir = tempfile::Builder::new().prefix("schedlab-hw-").tempdir().unwrap();
+    std::fs::write(dir.path().join("m.toml"), topology).unwrap();
     let text = format!("topology = \"m.toml\"\n{body}");
-    Scenario::from_toml_str("inline.toml", &text, &dir).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn fxhash(s: &str) -> u64 {
-    s.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    Scenario::from_toml_str("inline.toml", &text, dir.path()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 const MACHINE: &str = "hz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 2\n[costs]\nipi_ns = \"5us\"\ncontext_switch_ns = \"2us\"\nmigration_cold_ns = 0\n";

@@ -11,14 +11,13 @@ use schedlab_trace::{EventKind, Pid};
 const MACHINE: &str = "hz = 1000\npreempt = \"full\"\n[layout]\ncores_per_llc = 2\n";
 
 fn with_machine(body: &str) -> Scenario {
-    // One directory per call: the tests run in parallel threads.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("schedlab-hrtimer-{}-{call}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("m.toml"), MACHINE).unwrap();
+    // One directory per call (the tests run in parallel threads), removed
+    // when `dir` drops, a panic included: the scenario reads the machine
+    // file while it is parsed.
+    let dir = tempfile::Builder::new().prefix("schedlab-hrtimer-").tempdir().unwrap();
+    std::fs::write(dir.path().join("m.toml"), MACHINE).unwrap();
     let text = format!("topology = \"m.toml\"\n{body}");
-    Scenario::from_toml_str("inline.toml", &text, &dir).unwrap_or_else(|e| panic!("{e}"))
+    Scenario::from_toml_str("inline.toml", &text, dir.path()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn sim(s: &Scenario) -> SimResult {
