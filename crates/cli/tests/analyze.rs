@@ -1,8 +1,6 @@
 //! `schedlab analyze TRACE` on real captures (crates/trace/tests/data, see
 //! record.sh there) and on a simulated run written as ftrace text.
 
-use std::path::PathBuf;
-
 use schedlab_analysis::{
     analyze, attribute_stalls, measure, work_conservation, AnalysisOptions, AttributionOptions, WorkConsOptions,
 };
@@ -25,10 +23,10 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_str(&ok(&a)).unwrap()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-analyze-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A fresh directory for one test's files, removed when the guard drops
+/// (also when the test fails).
+fn tmp() -> tempfile::TempDir {
+    common::tmp_dir("analyze")
 }
 
 /// The `metrics.tasks` row of `comm`.
@@ -136,7 +134,8 @@ fn bad_input_is_an_error_with_its_line() {
     let mut text = lines[..n].join("\n");
     text.push('\n');
     text.push_str(&lines[n].replace("pid=", "pid=x"));
-    let path = tmp("corrupt.trace");
+    let dir = tmp();
+    let path = dir.path().join("corrupt.trace");
     std::fs::write(&path, text).unwrap();
     let out = schedlab(&["analyze", path.to_str().unwrap()]);
     assert!(!out.status.success());
@@ -146,7 +145,7 @@ fn bad_input_is_an_error_with_its_line() {
 
     let out = schedlab(&["analyze", "no/such.trace"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such.trace: cannot read"));
-    let empty = tmp("empty.trace");
+    let empty = dir.path().join("empty.trace");
     std::fs::write(&empty, "# tracer: nop\n#\n").unwrap();
     let out = schedlab(&["analyze", empty.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no scheduler events in 2 lines"));
@@ -162,7 +161,8 @@ fn simulated_run_round_trips_through_text() {
     let opts = SimOptions { duration_ns: Some(2_000_000_000), ..SimOptions::default() };
     let result = simulate(&scenario, &opts).unwrap();
     let trace = &result.trace;
-    let file = tmp("asym_min.trace");
+    let dir = tmp();
+    let file = dir.path().join("asym_min.trace");
     let mut text = Vec::new();
     write_ftrace_with(trace, &mut text, &WriteOptions { ns_timestamps: true, record_tgid: true }).unwrap();
     std::fs::write(&file, text).unwrap();
@@ -189,7 +189,10 @@ fn simulated_run_round_trips_through_text() {
     let direct: Value = serde_json::from_str(&serde_json::to_string(&direct).unwrap()).unwrap();
     for key in ["metrics", "work_conservation", "attribution", "measures"] {
         if doc[key] != direct[key] {
-            let (a, b) = (tmp(&format!("direct-{key}.json")), tmp(&format!("text-{key}.json")));
+            // Kept for the diff the message asks for: the one thing a failing
+            // test leaves in the temp dir.
+            let kept = common::tmp_dir("analyze-diff").keep();
+            let (a, b) = (kept.join(format!("direct-{key}.json")), kept.join(format!("text-{key}.json")));
             std::fs::write(&a, serde_json::to_string_pretty(&direct[key]).unwrap()).unwrap();
             std::fs::write(&b, serde_json::to_string_pretty(&doc[key]).unwrap()).unwrap();
             panic!("{key} differs after the text round trip: diff {} {}", a.display(), b.display());
@@ -312,7 +315,8 @@ fn perf_style_filters_choose_events_and_rows() {
 /// for a simulated run's trace as for a capture, in text or JSON.
 #[test]
 fn perf_sched_views_of_a_simulated_run() {
-    let trace = tmp("views.trace");
+    let dir = tmp();
+    let trace = dir.path().join("views.trace");
     let t = trace.to_str().unwrap();
     ok(&["run", "scenarios/sleeper.toml", "--duration", "50ms", "--trace", t]);
     let text = std::fs::read_to_string(&trace).unwrap();
@@ -384,7 +388,8 @@ fn perf_sched_views_of_a_simulated_run() {
 /// refused with the reason; `--pids` or `-p` alone give latency per thread.
 #[test]
 fn timehist_options_and_latency_rows_per_thread() {
-    let trace = tmp("options.trace");
+    let dir = tmp();
+    let trace = dir.path().join("options.trace");
     let t = trace.to_str().unwrap();
     ok(&["run", "scenarios/sleeper.toml", "--duration", "20ms", "--trace", t]);
     let plain = ok(&["analyze", t, "--view", "timehist"]);
@@ -427,7 +432,8 @@ fn timehist_options_and_latency_rows_per_thread() {
 /// (ns instead of us times), so the same stalls, causes and counts.
 #[test]
 fn a_perfetto_trace_gives_the_ftrace_texts_figures() {
-    let (text, pf) = (tmp("pf.trace"), tmp("pf.pftrace"));
+    let dir = tmp();
+    let (text, pf) = (dir.path().join("pf.trace"), dir.path().join("pf.pftrace"));
     let (t, p) = (text.to_str().unwrap(), pf.to_str().unwrap());
     ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "200ms", "--trace", t, "--perfetto", p]);
     let (a, b) = (json(&["analyze", t]), json(&["analyze", p]));
@@ -456,7 +462,7 @@ fn a_perfetto_trace_gives_the_ftrace_texts_figures() {
     assert_eq!(per_task(&a), per_task(&b));
     // Cut short, it is an error at the packet that runs past the end.
     let bytes = std::fs::read(&pf).unwrap();
-    let cut = tmp("cut.pftrace");
+    let cut = dir.path().join("cut.pftrace");
     std::fs::write(&cut, &bytes[..bytes.len() - 5]).unwrap();
     let e = common::err(&["analyze", cut.to_str().unwrap()]);
     assert!(e.contains("a Perfetto trace, malformed at byte") && e.contains("run past the end"), "{e}");
@@ -579,7 +585,8 @@ fn analyze_dash_reads_standard_input() {
     assert_eq!(from_stdin["metrics"], from_file["metrics"], "the same events through a pipe");
     assert_eq!(from_stdin["trace"], "-");
     // A named pipe is read the same way.
-    let fifo = tmp("trace.fifo");
+    let dir = tmp();
+    let fifo = dir.path().join("trace.fifo");
     let _ = std::fs::remove_file(&fifo);
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let writer = {
@@ -591,7 +598,7 @@ fn analyze_dash_reads_standard_input() {
     assert_eq!(from_fifo["metrics"], from_file["metrics"]);
     std::fs::remove_file(&fifo).unwrap();
     // A binary trace on standard input is copied to a file and converted.
-    let pf = tmp("stdin.pftrace");
+    let pf = dir.path().join("stdin.pftrace");
     let p = pf.to_str().unwrap();
     ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "100ms", "--perfetto", p]);
     let out = with_stdin(&["analyze", "-", "--json"], std::fs::File::open(&pf).unwrap().into());

@@ -1,14 +1,14 @@
 //! The `schedlab` binary end to end: what a user types and sees.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
 use common::{err, ok, root, tmp_dir};
 
-/// `name` in a fresh directory of its own.
-fn tmp(name: &str) -> PathBuf {
-    tmp_dir(&format!("cli-{name}")).join(name)
+/// A fresh directory for one test's files, removed when the guard drops
+/// (also when the test fails).
+fn tmp() -> tempfile::TempDir {
+    tmp_dir("cli")
 }
 
 #[test]
@@ -50,7 +50,8 @@ fn asym_min_counts_stalls_against_the_threshold() {
 
 #[test]
 fn same_seed_gives_a_byte_identical_trace_file() {
-    let (a, b, c) = (tmp("a.trace"), tmp("b.trace"), tmp("c.trace"));
+    let dir = tmp();
+    let (a, b, c) = (dir.path().join("a.trace"), dir.path().join("b.trace"), dir.path().join("c.trace"));
     for (p, seed) in [(&a, "1"), (&b, "1"), (&c, "2")] {
         ok(&["run", "scenarios/asym_min.toml", "--duration", "200ms", "--seed", seed, "--trace", p.to_str().unwrap()]);
     }
@@ -62,7 +63,8 @@ fn same_seed_gives_a_byte_identical_trace_file() {
 
 #[test]
 fn the_trace_file_reads_back_into_the_same_metrics() {
-    let path = tmp("rt.trace");
+    let dir = tmp();
+    let path = dir.path().join("rt.trace");
     let json =
         ok(&["run", "scenarios/asym_min.toml", "--duration", "300ms", "--json", "--trace", path.to_str().unwrap()]);
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -105,7 +107,8 @@ fn bad_flags_and_files_get_clear_errors() {
 
 #[test]
 fn the_rt_probe_runs_and_shows_the_pi_boost() {
-    let path = tmp("probe.trace");
+    let dir = tmp();
+    let path = dir.path().join("probe.trace");
     ok(&["run", "scenarios/rt-pi-push.toml", "--duration", "100ms", "--trace", path.to_str().unwrap()]);
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("sched_pi_setprio: comm=L pid=1002 oldprio=89 newprio=9"), "W's block boosts L to FIFO 90");
@@ -129,7 +132,8 @@ fn run_reports_the_scenarios_measures_in_text_and_json() {
 
 #[test]
 fn perfetto_file_holds_the_runs_events() {
-    let path = tmp("probe.pftrace");
+    let dir = tmp();
+    let path = dir.path().join("probe.pftrace");
     let out =
         ok(&["run", "scenarios/rt-pi-push.toml", "--features", "RT_PUSH_IPI", "--perfetto", path.to_str().unwrap()]);
     assert!(out.contains(&format!("perfetto  {}", path.display())));
@@ -209,7 +213,8 @@ fn sweep_prints_the_results_and_breakdown_tables() {
 
 #[test]
 fn sweep_errors_name_the_file_line_and_column() {
-    let bad = tmp("bad-sweep.toml");
+    let dir = tmp();
+    let bad = dir.path().join("bad-sweep.toml");
     let scenario = root().join("scenarios/asym_min.toml");
     std::fs::write(
         &bad,
@@ -238,8 +243,9 @@ fn cause_table_matches_a_recount_from_the_trace_file() {
     use std::collections::{BTreeMap, HashMap};
 
     let mut seen_stacked = 0;
+    let dir = tmp();
     for seed in ["1", "8"] {
-        let path = tmp(&format!("causes-{seed}.trace"));
+        let path = dir.path().join(format!("causes-{seed}.trace"));
         let json = ok(&[
             "run",
             "scenarios/asym_min.toml",
@@ -376,7 +382,8 @@ fn a_closed_stdout_is_not_a_panic() {
 
 #[test]
 fn topologies_host_reads_this_machine_into_a_file_that_loads() {
-    let out = tmp("host.toml");
+    let dir = tmp();
+    let out = dir.path().join("host.toml");
     let stdout = ok(&["topologies", "--host", "--no-probe", "--out", out.to_str().unwrap()]);
     assert!(stdout.is_empty(), "--out writes the file, not stdout: {stdout}");
     let text = std::fs::read_to_string(&out).unwrap();
@@ -405,8 +412,9 @@ fn topologies_host_reads_this_machine_into_a_file_that_loads() {
 /// still gives one trace, byte for byte, and another seed a different one.
 #[test]
 fn noise_and_idle_states_are_deterministic_per_seed() {
+    let dir = tmp();
     let trace = |seed: &str, name: &str| {
-        let path = tmp(name);
+        let path = dir.path().join(name);
         ok(&[
             "run",
             "scenarios/asym_min.toml",
@@ -432,7 +440,7 @@ fn noise_and_idle_states_are_deterministic_per_seed() {
 fn a_setting_name_wider_than_formatting_allows_is_just_a_wide_column() {
     let dir = common::tmp_dir("long-name");
     let name = "x".repeat(70_000);
-    let file = dir.join("s.toml");
+    let file = dir.path().join("s.toml");
     let text = format!(
         "scenario = \"{}\"\nrounds = 1\nduration = \"10ms\"\n[[setting]]\nname = \"{name}\"\n[[setting]]\nname = \"b\"\n",
         common::root().join("scenarios/asym_min-2cpu.toml").display()
@@ -447,7 +455,6 @@ fn a_setting_name_wider_than_formatting_allows_is_just_a_wide_column() {
     let figures_at = row_b[1..].find(|c: char| c != ' ').map(|i| i + 1).unwrap_or(0);
     assert!(figures_at >= name.len(), "b's figures at column {figures_at}");
     assert!(row_x.len() > name.len());
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Issue 21: a FIFO with no writer blocked `run` forever (opening it waits
@@ -456,7 +463,7 @@ fn a_setting_name_wider_than_formatting_allows_is_just_a_wide_column() {
 #[test]
 fn inputs_that_are_not_files_are_refused_and_dash_is_stdin() {
     let dir = tmp_dir("fifo");
-    let fifo = dir.join("s.toml");
+    let fifo = dir.path().join("s.toml");
     let made = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
     if made {
         for cmd in ["run", "sweep"] {
@@ -498,7 +505,6 @@ fn inputs_that_are_not_files_are_refused_and_dash_is_stdin() {
     let out = child.wait_with_output().unwrap();
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && s.contains("scenario  two-hogs (-)") && s.contains("hog-1"), "{s}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

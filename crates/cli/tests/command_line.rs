@@ -173,8 +173,8 @@ fn a_renamed_flag_would_fail_the_example_test() {
 #[test]
 fn man_pages_name_each_value_and_offer_no_version_flag_where_it_is_refused() {
     let dir = tmp_dir("man");
-    ok(&["man", "--out", dir.to_str().unwrap()]);
-    let analyze = std::fs::read_to_string(dir.join("schedlab-analyze.1")).unwrap();
+    ok(&["man", "--out", dir.path().to_str().unwrap()]);
+    let analyze = std::fs::read_to_string(dir.path().join("schedlab-analyze.1")).unwrap();
     let synopsis = analyze.split(".SH SYNOPSIS\n").nth(1).unwrap().split("\n.SH").next().unwrap();
     assert!(synopsis.starts_with("\\fBschedlab analyze\\fR"), "{synopsis}");
     assert!(synopsis.contains("[\\fB\\-\\-scenario\\fR \\fIFILE\\fR]"), "{synopsis}");
@@ -182,15 +182,15 @@ fn man_pages_name_each_value_and_offer_no_version_flag_where_it_is_refused() {
     assert!(synopsis.contains("[\\fB\\-\\-json\\fR]"), "{synopsis}");
     assert!(synopsis.contains("\\fITRACE\\fR"), "{synopsis}");
     assert!(!analyze.contains("\\-\\-version"), "a subcommand's page lists --version");
-    let top = std::fs::read_to_string(dir.join("schedlab.1")).unwrap();
+    let top = std::fs::read_to_string(dir.path().join("schedlab.1")).unwrap();
     assert!(top.contains("\\-\\-version"), "the top page lost --version");
     assert!(top.contains("\\fICOMMAND\\fR"));
     // Every command has a page, and every page has one SYNOPSIS.
     for sub in Cli::command().get_subcommands() {
-        let page = std::fs::read_to_string(dir.join(format!("schedlab-{}.1", sub.get_name()))).unwrap();
+        let page = std::fs::read_to_string(dir.path().join(format!("schedlab-{}.1", sub.get_name()))).unwrap();
         assert_eq!(page.matches(".SH SYNOPSIS").count(), 1);
     }
-    std::fs::remove_dir_all(&dir).unwrap();
+    dir.close().unwrap();
 }
 
 /// What bash's completion offers for the words of a command line, the

@@ -65,7 +65,7 @@ fn timed(cmd: &mut Command) -> (Output, Duration) {
 #[test]
 fn a_helper_that_never_ends_is_stopped_at_its_limit_and_leaves_nothing() {
     let dir = tmp_dir("helper-deadline");
-    let (bin, dat) = fake_trace_cmd(&dir);
+    let (bin, dat) = fake_trace_cmd(dir.path());
     let dat = dat.to_str().unwrap();
 
     // The default: trace-cmd's header check has 5 s.
@@ -79,7 +79,7 @@ fn a_helper_that_never_ends_is_stopped_at_its_limit_and_leaves_nothing() {
             && err.contains("--helper-timeout"),
         "{err}"
     );
-    let pid: i32 = std::fs::read_to_string(dir.join("pid")).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(dir.path().join("pid")).unwrap().trim().parse().unwrap();
     assert!(gone_within(pid, Duration::from_secs(1)), "the helper {pid} outlived its refusal");
 
     // The limit is the user's to set.
@@ -90,19 +90,19 @@ fn a_helper_that_never_ends_is_stopped_at_its_limit_and_leaves_nothing() {
     let (out, _) = timed(&mut analyze_with_path(&bin, &[dat, "--helper-timeout", "0s"]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--helper-timeout") && err.contains("longer than zero"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    dir.close().unwrap();
 }
 
 #[test]
 fn a_helper_dies_with_a_sigkilled_schedlab() {
     let dir = tmp_dir("helper-deathsig");
-    let (bin, dat) = fake_trace_cmd(&dir);
+    let (bin, dat) = fake_trace_cmd(dir.path());
     let mut schedlab = analyze_with_path(&bin, &[dat.to_str().unwrap(), "--helper-timeout", "600s"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pidfile = dir.join("pid");
+    let pidfile = dir.path().join("pid");
     let t = Instant::now();
     let pid = loop {
         if let Some(pid) = std::fs::read_to_string(&pidfile).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
@@ -115,7 +115,7 @@ fn a_helper_dies_with_a_sigkilled_schedlab() {
     schedlab.kill().unwrap(); // SIGKILL: no destructor, no handler runs
     schedlab.wait().unwrap();
     assert!(gone_within(pid, Duration::from_secs(2)), "the helper {pid} outlived a SIGKILLed schedlab");
-    std::fs::remove_dir_all(&dir).unwrap();
+    dir.close().unwrap();
 }
 
 const TRACEFS: &str = "/sys/kernel/tracing";
@@ -210,12 +210,12 @@ fn a_trace_dat_that_makes_trace_cmd_spin_is_refused_within_10_s() {
         return;
     }
     let dir = tmp_dir("helper-damaged-dat");
-    let good = dir.join("good.dat");
+    let good = dir.path().join("good.dat");
     if let Err(why) = record_trace_dat(&good) {
         println!("skipped: cannot record a trace.dat: {why}");
         return;
     }
-    let bad = dir.join("damaged.dat");
+    let bad = dir.path().join("damaged.dat");
     let Some(at) = damaged_until_trace_cmd_spins(&std::fs::read(&good).unwrap(), &bad) else {
         println!("skipped: no 3-byte damage of 400 made this host's trace-cmd spin (the fake helper tests cover the deadline)");
         return;
@@ -236,5 +236,5 @@ fn a_trace_dat_that_makes_trace_cmd_spin_is_refused_within_10_s() {
         let pid: i32 = p.file_name().to_string_lossy().parse().unwrap_or(0);
         assert!(!(cmdline.contains(bad) && alive(pid)), "left running: {pid} {cmdline}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
+    dir.close().unwrap();
 }

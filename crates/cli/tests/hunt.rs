@@ -8,7 +8,7 @@ use common::{err, ok, tmp_dir};
 #[test]
 fn a_find_is_written_as_a_scenario_that_run_reproduces() {
     let dir = tmp_dir("hunt-out");
-    let out = dir.to_str().unwrap();
+    let out = dir.path().to_str().unwrap();
     // Seed 003's class: case 2330 of hunt seed 1 alone (crates/hunt/tests/hunt.rs).
     let json = ok(&[
         "hunt",
@@ -38,7 +38,7 @@ fn a_find_is_written_as_a_scenario_that_run_reproduces() {
         (r["class"].as_str(), r["side"].as_str(), r["case_index"].as_u64()),
         (Some("rt-boosted-stranded"), Some("main-only"), Some(2330))
     );
-    let file = dir.join("rt-boosted-stranded-case2330.toml");
+    let file = dir.path().join("rt-boosted-stranded-case2330.toml");
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text, r["scenario"].as_str().unwrap());
     // The file runs as it is, and its report shows the stranded holder
@@ -49,7 +49,6 @@ fn a_find_is_written_as_a_scenario_that_run_reproduces() {
     let task = run["metrics"]["tasks"].as_array().unwrap().iter().find(|t| t["comm"] == thread).unwrap();
     let len = r["finding"]["end_ns"].as_u64().unwrap() - r["finding"]["start_ns"].as_u64().unwrap();
     assert!(task["wait_ns"].as_u64().unwrap() >= len, "{task} waited less than the {len} ns found");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -21,10 +21,10 @@ fn version_names_the_commit() {
 #[test]
 fn man_pages_render_with_man() {
     let dir = tmp_dir("man");
-    let out = schedlab(&["man", "--out", dir.to_str().unwrap()]);
+    let out = schedlab(&["man", "--out", dir.path().to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let page = dir.join("schedlab-sweep.1");
-    assert!(dir.join("schedlab.1").is_file() && page.is_file());
+    let page = dir.path().join("schedlab-sweep.1");
+    assert!(dir.path().join("schedlab.1").is_file() && page.is_file());
     let Ok(man) =
         Command::new("man").arg("-l").arg(&page).env("MANWIDTH", "100").env("MAN_KEEP_FORMATTING", "0").output()
     else {
@@ -45,14 +45,13 @@ fn man_pages_render_with_man() {
     assert!(man.status.success(), "{}", String::from_utf8_lossy(&man.stderr));
     assert!(text.contains("NAME") && text.contains("schedlab-sweep"), "{text}");
     assert!(text.contains("--slurm") && text.contains("Run the sweep on a Slurm cluster"), "{text}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// What bash completes after `schedlab WORDS` (the cursor on the last word).
 fn complete(words: &[&str]) -> Vec<String> {
     let script = ok(&["completions", "bash"]);
     let dir = tmp_dir("complete");
-    let file = dir.join("schedlab.bash");
+    let file = dir.path().join("schedlab.bash");
     std::fs::write(&file, script).unwrap();
     let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
     let line = format!(
@@ -65,7 +64,7 @@ fn complete(words: &[&str]) -> Vec<String> {
         if words.len() > 1 { words[words.len() - 2] } else { "schedlab" },
     );
     let out = Command::new("bash").args(["-c", &line]).output().unwrap();
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
 }
 
@@ -103,7 +102,8 @@ fn trace_dash_writes_the_trace_to_stdout_and_the_report_to_stderr() {
     assert!(trace.starts_with("# tracer: nop\n") && trace.contains(": sched_switch: "), "{trace:.300}");
     assert!(!trace.contains("scenario  asym_min-2cpu"));
     assert!(report.contains("scenario  asym_min-2cpu") && report.contains("worker"), "{report}");
-    let file = tmp_dir("trace-dash").join("t.txt");
+    let dir = tmp_dir("trace-dash");
+    let file = dir.path().join("t.txt");
     ok(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "100ms", "--trace", file.to_str().unwrap()]);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), trace, "the same trace as to a file");
     let refused = schedlab(&["real", "scenarios/asym_min-2cpu.toml", "--trace", "-"]);
@@ -179,7 +179,7 @@ fn a_full_stderr_still_exits_2_on_an_error_not_101() {
 fn outside_the_checkout_bundled_scenarios_run_by_name() {
     let dir = tmp_dir("outside");
     let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(&dir).output().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(dir.path()).output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -203,11 +203,10 @@ fn outside_the_checkout_bundled_scenarios_run_by_name() {
     assert_eq!(code, Some(2));
     assert!(err.contains("did you mean the bundled `asym_min`?"), "{err}");
     // A file of the bundled path on disk is the one read.
-    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::create_dir_all(dir.path().join("scenarios")).unwrap();
     let mine = run(&["scenarios", "--show", "two-hogs"]).1.replace("two nice-0 hogs", "my own two hogs");
-    std::fs::write(dir.join("scenarios/two-hogs.toml"), mine).unwrap();
+    std::fs::write(dir.path().join("scenarios/two-hogs.toml"), mine).unwrap();
     let (code, out, err) = run(&["run", "two-hogs", "--duration", "50ms"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("my own two hogs"), "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,8 +10,8 @@ fn a_run_past_the_budget_stops_early_and_says_what_fits() {
     // `--plot` keeps the whole trace: an hour of asym_min-2cpu is ~110 M
     // events; 1 MiB holds 16 k of them (debug builds check the model's
     // invariants every step: the run has to stop early to be quick).
-    let out = common::tmp_dir("mem-plot");
-    let out = out.to_str().unwrap();
+    let dir = common::tmp_dir("mem-plot");
+    let out = dir.path().to_str().unwrap();
     let e = err(&["run", "scenarios/asym_min-2cpu.toml", "--duration", "3600s", "--max-memory", "1MiB", "--plot", out]);
     assert!(e.contains("memory budget") && e.contains("past 1 MiB (--max-memory 1 MiB)"), "{e}");
     assert!(e.contains("of 3600.000 s simulated"), "{e}");
@@ -173,7 +173,7 @@ fn a_kept_trace_within_the_budget_is_the_same_run_and_the_streamed_one_too() {
     // asym_min-2cpu is ~6 k events, far inside 16 MiB. Without `--plot`
     // the trace files are written as the run streams: the same bytes.
     let dir = common::tmp_dir("mem-kept");
-    let file = |n: &str| dir.join(n).display().to_string();
+    let file = |n: &str| dir.path().join(n).display().to_string();
     let base = ["run", "scenarios/asym_min-2cpu.toml", "--duration", "200ms"];
     let files = |tag: &str| {
         let t = file(&format!("{tag}.txt"));
@@ -195,7 +195,7 @@ fn a_kept_trace_within_the_budget_is_the_same_run_and_the_streamed_one_too() {
         assert_eq!(read("free"), read("streamed"), "the streamed {ext} is the kept trace's");
         assert_eq!(read("free"), read("one"), "the one-thread {ext} is the kept trace's");
     }
-    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.starts_with(".schedlab-trace-"))
@@ -211,7 +211,6 @@ fn a_kept_trace_within_the_budget_is_the_same_run_and_the_streamed_one_too() {
     assert_eq!(strip(&free), strip(&tight));
     assert_eq!(strip(&free), strip(&streamed), "the streamed report is the kept trace's");
     assert_eq!(strip(&free), strip(&one_thread));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -323,7 +322,7 @@ fn analyze_peak_rss(file: &std::path::Path, extra: &[&str]) -> (u64, u64) {
 fn analyze_memory_does_not_grow_with_the_trace_file() {
     // Holding the text and its events, 8x the cycles would add ~60 MB.
     let dir = common::tmp_dir("analyze-mem");
-    let (small, large) = (dir.join("small.trace"), dir.join("large.trace"));
+    let (small, large) = (dir.path().join("small.trace"), dir.path().join("large.trace"));
     write_pingpong_trace(&small, 3_000);
     write_pingpong_trace(&large, 24_000);
     let (rss_small, n_small) = analyze_peak_rss(&small, &[]);
@@ -340,7 +339,7 @@ fn analyze_memory_does_not_grow_with_the_trace_file() {
     );
     // `--perfetto` needs every event, so it reads the file whole: the
     // same figures, from the other reader, at a growing cost.
-    let pf = dir.join("large.perfetto");
+    let pf = dir.path().join("large.perfetto");
     let (rss_whole, n_whole) = analyze_peak_rss(&large, &["--perfetto", pf.to_str().unwrap()]);
     assert_eq!(n_whole, n_large);
     eprintln!("peak RSS reading it whole: {} kiB", rss_whole >> 10);
@@ -348,13 +347,12 @@ fn analyze_memory_does_not_grow_with_the_trace_file() {
         rss_whole > rss_large + (grown.max(1 << 20)) * 2,
         "the whole-file reader should hold the trace: {rss_whole} vs {rss_large}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn a_streamed_analysis_is_held_to_the_budget_as_its_resident_memory() {
     let dir = common::tmp_dir("analyze-budget");
-    let file = dir.join("t.trace");
+    let file = dir.path().join("t.trace");
     write_pingpong_trace(&file, 3_000);
     let f = file.to_str().unwrap();
     let e = err(&["analyze", f, "--max-memory", "1MiB"]);
@@ -362,7 +360,6 @@ fn a_streamed_analysis_is_held_to_the_budget_as_its_resident_memory() {
     assert!(e.contains("past 1 MiB (--max-memory 1 MiB)") && e.contains("raise the budget (--max-memory SIZE"), "{e}");
     let s = ok(&["analyze", f, "--max-memory", "64MiB"]);
     assert!(s.contains("ping"), "{s}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// The issue-16 target: `analyze` of a >= 2 GB trace peaks under 1 GiB.
@@ -372,7 +369,7 @@ fn a_streamed_analysis_is_held_to_the_budget_as_its_resident_memory() {
 #[ignore]
 fn analyze_of_a_2gb_trace_peaks_under_1gib() {
     let dir = common::tmp_dir("analyze-2g");
-    let file = dir.join("big.trace");
+    let file = dir.path().join("big.trace");
     write_pingpong_trace(&file, 1_500_000);
     let bytes = std::fs::metadata(&file).unwrap().len();
     assert!(bytes >= 2_000_000_000, "{bytes} bytes");
@@ -386,5 +383,4 @@ fn analyze_of_a_2gb_trace_peaks_under_1gib() {
     );
     assert_eq!(handoffs, 3_000_000);
     assert!(rss < 1 << 30, "peak RSS {} MiB", rss >> 20);
-    let _ = std::fs::remove_dir_all(dir);
 }

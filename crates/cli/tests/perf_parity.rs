@@ -66,7 +66,7 @@ fn the_perf_sched_views_match_perf_on_a_host_capture() {
         return;
     }
     let dir = common::tmp_dir("perf-parity");
-    let data = dir.join("perf.data");
+    let data = dir.path().join("perf.data");
     // Busy loops that preempt each other on the host's CPUs, a pipeline
     // that wakes its stages, short sleeps; `timeout` bounds perf.
     let work = "timeout 0.3 yes >/dev/null & timeout 0.3 yes >/dev/null & timeout 0.3 yes >/dev/null & \
@@ -214,7 +214,7 @@ fn the_perf_sched_views_match_perf_on_a_host_capture() {
     // the views and the report are the perf.data's (the fields schedlab
     // asks perf for, so the same nanoseconds).
     let text = perf(&["script", "-F", "comm,pid,tid,cpu,time,event,trace", "--ns"], &data);
-    let script = dir.join("perf-script.txt");
+    let script = dir.path().join("perf-script.txt");
     std::fs::write(&script, &text).unwrap();
     // All but the first line, which names the file and its kind.
     let body = |r: &str| r.lines().skip(1).collect::<Vec<_>>().join("\n");
@@ -234,5 +234,4 @@ fn the_perf_sched_views_match_perf_on_a_host_capture() {
     assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
     assert_eq!(body(&String::from_utf8(piped.stdout).unwrap()), body(&from_data), "perf script text on stdin");
     println!("perf script text: the views and the report equal the perf.data's");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,14 +5,18 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use roxmltree::{Document, Node};
+use tempfile::TempDir;
 
 mod common;
 use common::{ok, schedlab};
 
-fn fresh_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-plot-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A directory `name` that does not exist yet (the command makes it), in a
+/// fresh temp dir removed when the returned guard drops (also when the test
+/// fails).
+fn fresh_dir(name: &str) -> (TempDir, PathBuf) {
+    let parent = common::tmp_dir(&format!("plot-{name}"));
+    let dir = parent.path().join(name);
+    (parent, dir)
 }
 
 fn with_class<'a, 'i>(doc: &'a Document<'i>, class: &str) -> Vec<Node<'a, 'i>> {
@@ -36,7 +40,7 @@ fn curve_labels(svg: &str) -> Vec<String> {
 
 #[test]
 fn run_plots_the_cdf_and_one_occupancy_per_narrated_stall() {
-    let dir = fresh_dir("run");
+    let (_parent, dir) = fresh_dir("run");
     let d = dir.to_str().unwrap();
     let out = ok(&["run", "scenarios/asym_min.toml", "--duration", "2s", "--seed", "3", "--stalls", "3", "--plot", d]);
     assert!(out.contains("4 SVG files (handoff-cdf.svg, 3 stall plots)"), "{out}");
@@ -69,12 +73,11 @@ fn run_plots_the_cdf_and_one_occupancy_per_narrated_stall() {
         }
         assert_eq!(with_class(&doc, "switch-in").len(), 1, "stall-{k}: the wakee's switch-in is marked");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn sweep_plots_one_curve_per_setting() {
-    let dir = fresh_dir("sweep");
+    let (_parent, dir) = fresh_dir("sweep");
     let d = dir.to_str().unwrap();
     let args = ["sweep", "scenarios/sweeps/itmt-delay-dequeue-patches.toml", "--rounds", "1", "--duration", "300ms"];
     let json: serde_json::Value = serde_json::from_str(&ok(&[&args[..], &["--json", "--plot", d]].concat())).unwrap();
@@ -83,7 +86,6 @@ fn sweep_plots_one_curve_per_setting() {
     assert!(settings.len() >= 2);
     let cdf = std::fs::read_to_string(dir.join("handoff-cdf.svg")).unwrap();
     assert_eq!(curve_labels(&cdf), settings);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -18,10 +18,10 @@ const TRACEFS: &str = "/sys/kernel/tracing";
 /// Comms of the test scenario's threads (unusual, so a /proc scan finds only ours).
 const COMMS: [&str; 2] = ["slt-ping", "slt-pong"];
 
-fn tmp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-real-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for the test's files and run state, removed when the
+/// guard drops (also when the test fails).
+fn tmp_dir() -> tempfile::TempDir {
+    common::tmp_dir("real-test")
 }
 
 /// Ping-pong through two eventfds, one thread pinned to each CPU (with
@@ -131,7 +131,8 @@ fn real_runs_on_the_host_kernel_and_always_restore_tracefs() {
     write("buffer_size_kb", "1411");
     write("events/sched/sched_waking/enable", "1");
     let before = snapshot();
-    let dir = tmp_dir();
+    let tmp = tmp_dir();
+    let dir = tmp.path().to_path_buf();
     let state = dir.join("state");
     let sc = scenario(&dir);
     let sc = sc.to_str().unwrap();
@@ -148,7 +149,6 @@ fn real_runs_on_the_host_kernel_and_always_restore_tracefs() {
     if !had_tracefs {
         tracefs_not_mounted_is_mounted_for_the_run_and_unmounted_after(&state, sc);
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Puts the machine back as the test found it, also when a case fails.
@@ -300,11 +300,10 @@ fn asym_min_2cpu_compare_30s() {
         return;
     }
     let dir = tmp_dir();
-    let out = run(&dir.join("state"), &["compare", "scenarios/asym_min-2cpu.toml", "--duration", "30s"]);
+    let out = run(&dir.path().join("state"), &["compare", "scenarios/asym_min-2cpu.toml", "--duration", "30s"]);
     println!("{}", text(&out.stdout));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("handoffs"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `compare` on the 2-CPU asym_min: both runs' stalls, seen through the

@@ -155,8 +155,9 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
         println!("skipped: neither a cgroup v1 cpu mount nor a v2 root that delegates cpu");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("schedlab-real-cgroups-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = common::tmp_dir("real-cgroups");
+    let dir = tmp.path().to_path_buf();
     let state = dir.join("state");
     assert!(scratch_cgroups().is_empty(), "a scratch cgroup exists before the test: {:?}", scratch_cgroups());
 
@@ -443,7 +444,6 @@ fn real_runs_threads_in_the_scenario_s_cgroups_and_removes_them() {
     );
     assert!(scratch_cgroups().is_empty(), "cgroups left behind: {:?}", scratch_cgroups());
     assert_eq!(std::fs::read_to_string(AUTOGROUP).ok(), autogroup_before, "sched_autogroup_enabled not restored");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 const AUTOGROUP: &str = "/proc/sys/kernel/sched_autogroup_enabled";

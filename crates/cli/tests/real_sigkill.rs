@@ -255,8 +255,9 @@ fn sigkill_of_the_supervisor_leaves_nothing_changed() {
         println!("skipped: no {TRACEFS} (a kernel without tracefs)");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("schedlab-real-sigkill-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = common::tmp_dir("real-sigkill");
+    let dir = tmp.path().to_path_buf();
     let asym = Case {
         name: "asym_min-2cpu",
         args: &["real", "scenarios/asym_min-2cpu.toml", "--duration", "5s", "--remap"],
@@ -319,5 +320,4 @@ fn sigkill_of_the_supervisor_leaves_nothing_changed() {
         println!("skipped the RT case: sched_rt_runtime_us is already -1 here");
     }
     drop(guard);
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -46,7 +46,9 @@ fn rt_app_tutorial_examples_run_on_the_host_kernel() {
         return;
     }
     let _turn = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let state = std::env::temp_dir().join(format!("schedlab-rtapp-test-{}", std::process::id()));
+    // The run state in a fresh temp dir, removed when `tmp` drops (also when the test fails).
+    let tmp = common::tmp_dir("rtapp-test");
+    let state = tmp.path().join("state");
     // Example 6 asks for memory and I/O load, which the model refuses
     // (crates/sim/tests/rtapp_examples.rs checks the refusal).
     for (n, tasks) in [
@@ -75,7 +77,6 @@ fn rt_app_tutorial_examples_run_on_the_host_kernel() {
             assert!(ms.is_some_and(|ms| ms > 0.0), "example{n}: thread {t} did not run:\n{report}");
         }
     }
-    std::fs::remove_dir_all(&state).ok();
 }
 
 /// One row of an rt-app log: (run, slack, c_duration, c_period, wu_lat) in us.
@@ -142,7 +143,9 @@ fn a_periodic_rt_app_workload_matches_the_real_rt_app_in_slack_and_wakeup_latenc
         return;
     }
     let _turn = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = std::env::temp_dir().join(format!("schedlab-rtapp-cmp-{}", std::process::id()));
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = common::tmp_dir("rtapp-cmp");
+    let dir = tmp.path().to_path_buf();
     std::fs::create_dir_all(dir.join("sim")).unwrap();
     let json = dir.join("periodic.json");
     std::fs::write(
@@ -187,7 +190,6 @@ fn a_periodic_rt_app_workload_matches_the_real_rt_app_in_slack_and_wakeup_latenc
         wu_model * 2 >= wu_real && wu_model <= wu_real * 2,
         "wu_lat p50: rt-app {wu_real} us, model {wu_model} us (band: a factor of 2)"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A forked thread gets its own log file, named as rt-app names a forked

@@ -58,17 +58,16 @@ fn a_sweep_through_slurm_prints_the_local_report_and_reruns_only_failed_shards()
         return;
     }
     let dir = common::tmp_dir("slurm");
-    let cluster = match Cluster::start(&dir.join("cluster")) {
+    let cluster = match Cluster::start(&dir.path().join("cluster")) {
         Ok(c) => c,
         Err(why) => {
             eprintln!("skipped: no Slurm cluster could be started here:\n{why}");
-            let _ = std::fs::remove_dir_all(&dir);
             return;
         }
     };
     let sweep = ["sweep", "scenarios/sweeps/itmt-delay-dequeue.toml", "--rounds", "2", "--duration", "300ms"];
     let local = cluster.schedlab(&[&sweep[..], &["--no-timing"]].concat());
-    let out = dir.join("out");
+    let out = dir.path().join("out");
     let out_s = out.to_str().unwrap();
     let slurm_args = [&sweep[..], &["--slurm", "--shards", "3", "--out", out_s]].concat();
     let slurm = cluster.schedlab(&slurm_args);
@@ -114,7 +113,7 @@ fn a_sweep_through_slurm_prints_the_local_report_and_reruns_only_failed_shards()
     );
     assert!(s.contains(&format!("--merge {out_s}-2")), "{s}");
     drop(cluster);
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 #[test]
@@ -134,7 +133,7 @@ fn options_slurm_cannot_honour_are_refused() {
 #[test]
 fn shard_auto_reads_the_array_task_or_says_what_is_missing() {
     let dir = common::tmp_dir("shard-auto");
-    let out = dir.to_str().unwrap();
+    let out = dir.path().to_str().unwrap();
     let run = |env: &[(&str, &str)], shard: &str| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_schedlab"));
         c.args(["sweep", "scenarios/sweeps/itmt-delay-dequeue.toml", "--rounds", "1", "--duration", "50ms"]);
@@ -160,15 +159,14 @@ fn shard_auto_reads_the_array_task_or_says_what_is_missing() {
         "auto",
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(dir.join("shard-1-of-2.json").is_file());
+    assert!(dir.path().join("shard-1-of-2.json").is_file());
     let o = run(&[("JOB_COMPLETION_INDEX", "0")], "auto/2");
-    assert!(o.status.success() && dir.join("shard-0-of-2.json").is_file(), "{}", text(&o.stderr));
+    assert!(o.status.success() && dir.path().join("shard-0-of-2.json").is_file(), "{}", text(&o.stderr));
     let o = run(&[], "auto");
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("neither SLURM_ARRAY_TASK_ID"), "{}", text(&o.stderr));
     let o = run(&[], "auto/x");
     assert!(text(&o.stderr).contains("expected auto or auto/N"), "{}", text(&o.stderr));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Without a cluster, `--slurm` says how to point at one or start one, and
@@ -178,7 +176,7 @@ fn shard_auto_reads_the_array_task_or_says_what_is_missing() {
 fn without_a_cluster_the_sweep_says_how_to_get_one_and_leaves_nothing() {
     use std::os::unix::fs::PermissionsExt;
     let dir = common::tmp_dir("slurm-none");
-    let bin = dir.join("bin");
+    let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let fake = |name: &str, body: &str| {
         let p = bin.join(name);
@@ -190,12 +188,12 @@ fn without_a_cluster_the_sweep_says_how_to_get_one_and_leaves_nothing() {
         std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
             .args(["sweep", sweep.to_str().unwrap(), "--slurm"])
             .env("PATH", &bin)
-            .current_dir(&dir)
+            .current_dir(dir.path())
             .output()
             .unwrap()
     };
     let left = || {
-        std::fs::read_dir(&dir)
+        std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n.starts_with("schedlab-slurm-"))
@@ -226,5 +224,4 @@ fn without_a_cluster_the_sweep_says_how_to_get_one_and_leaves_nothing() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("Invalid partition name specified"), "{err}");
     assert!(left().is_empty(), "the scripts' folder was left behind: {:?}", left());
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -21,8 +21,8 @@ fn s(p: &Path) -> &str {
 #[test]
 fn shards_merge_into_the_unsharded_report() {
     let dir = tmp_dir("sweep-cli-merge");
-    let shards = dir.join("shards");
-    let (whole_csv, merged_csv) = (dir.join("whole.csv"), dir.join("merged.csv"));
+    let shards = dir.path().join("shards");
+    let (whole_csv, merged_csv) = (dir.path().join("whole.csv"), dir.path().join("merged.csv"));
 
     let whole = schedlab(&["sweep", AB, "--no-timing", "--csv", s(&whole_csv)]);
     let report = text(&whole.stdout);
@@ -89,23 +89,23 @@ fn shards_merge_into_the_unsharded_report() {
     );
     assert!(report.contains("\nA/B       FAIL: "), "{report}");
     assert!(text(&out.stderr).contains("schedlab: error: A/B gate failed (defaults vs NO_DELAY_DEQUEUE): stall_rate"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn bad_shard_and_ab_input_is_refused() {
-    let dir = tmp_dir("sweep-cli-bad");
+    let tmp = tmp_dir("sweep-cli-bad");
+    let dir = tmp.path();
     for (spec, msg) in [
         ("2/2", "shard index 2 is not below the count 2"),
         ("x", "`x`: expected I/N"),
         ("1/0", "the shard count must be 1.."),
     ] {
-        let e = err(&["sweep", MINI, "--shard", spec, "--out", s(&dir)]);
+        let e = err(&["sweep", MINI, "--shard", spec, "--out", s(dir)]);
         assert!(e.contains("--shard") && e.contains(msg), "{spec}: {e}");
     }
     let e = err(&["sweep", MINI, "--shard", "0/2"]);
     assert!(e.contains("--out"), "{e}");
-    let e = err(&["sweep", MINI, "--shard", "0/2", "--out", s(&dir), "--json"]);
+    let e = err(&["sweep", MINI, "--shard", "0/2", "--out", s(dir), "--json"]);
     assert!(e.contains("cannot be used with"), "{e}");
 
     // --ab is checked before anything runs.
@@ -114,17 +114,16 @@ fn bad_shard_and_ab_input_is_refused() {
     assert!(e.contains("`sched_itmt_enabled=0`"), "{e}");
 
     // Shard 1 of the same file run with other options is another sweep.
-    ok_output(&["sweep", MINI, "--shard", "0/2", "--out", s(&dir)]);
-    let e = err(&["sweep-merge", s(&dir)]);
+    ok_output(&["sweep", MINI, "--shard", "0/2", "--out", s(dir)]);
+    let e = err(&["sweep-merge", s(dir)]);
     assert!(e.contains("missing shard-1-of-2.json"), "{e}");
-    ok_output(&["sweep", MINI, "--shard", "1/2", "--out", s(&dir), "--duration", "50ms"]);
-    let e = err(&["sweep-merge", s(&dir)]);
+    ok_output(&["sweep", MINI, "--shard", "1/2", "--out", s(dir), "--duration", "50ms"]);
+    let e = err(&["sweep-merge", s(dir)]);
     assert!(e.contains("shard-1-of-2.json comes from a different sweep or different options"), "{e}");
-    let e = err(&["sweep", MINI, "--merge", s(&dir), "--duration", "50ms"]);
+    let e = err(&["sweep", MINI, "--merge", s(dir), "--duration", "50ms"]);
     assert!(e.contains("shard-0-of-2.json comes from a different sweep or different options"), "{e}");
-    let e = err(&["sweep", AB, "--merge", s(&dir)]);
+    let e = err(&["sweep", AB, "--merge", s(dir)]);
     assert!(e.contains("shard-0-of-2.json comes from a different sweep"), "{e}");
     let e = err(&["sweep-merge", s(&dir.join("nothing-here"))]);
     assert!(e.contains("cannot list"), "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

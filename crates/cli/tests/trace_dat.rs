@@ -164,11 +164,10 @@ fn per_cpu_flags(text: &str) -> BTreeMap<u32, Vec<String>> {
 #[test]
 fn trace_cmd_report_shows_the_events_of_the_ftrace_text() {
     let dir = tmp_dir("tracedat-asym");
-    if let Some(n) = compare("scenarios/asym_min-2cpu.toml", "200ms", &[], &dir) {
+    if let Some(n) = compare("scenarios/asym_min-2cpu.toml", "200ms", &[], dir.path()) {
         assert!(n > 1000, "{n} events compared");
         eprintln!("asym_min-2cpu: {n} events agree");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `schedlab analyze` reads the trace.dat back (through `trace-cmd report
@@ -179,7 +178,7 @@ fn trace_cmd_report_shows_the_events_of_the_ftrace_text() {
 #[test]
 fn analyze_reads_the_trace_dat_back() {
     let dir = tmp_dir("tracedat-analyze");
-    let (txt, dat) = (dir.join("t.txt"), dir.join("t.dat"));
+    let (txt, dat) = (dir.path().join("t.txt"), dir.path().join("t.dat"));
     ok(&[
         "run",
         "scenarios/asym_min-2cpu.toml",
@@ -199,7 +198,6 @@ fn analyze_reads_the_trace_dat_back() {
     assert!(from_dat.lines().next().unwrap().contains("trace.dat"), "{from_dat}");
     let stalls = |r: &str| r.lines().find(|l| l.starts_with("stalls ")).unwrap().to_string();
     assert_eq!(stalls(&from_text), stalls(&from_dat));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `analyze TRACE --convert FILE`: a trace read from text becomes a
@@ -207,7 +205,7 @@ fn analyze_reads_the_trace_dat_back() {
 #[test]
 fn analyze_converts_a_trace_to_trace_dat() {
     let dir = tmp_dir("tracedat-convert");
-    let (txt, dat) = (dir.join("t.txt"), dir.join("c.dat"));
+    let (txt, dat) = (dir.path().join("t.txt"), dir.path().join("c.dat"));
     ok(&[
         "run",
         "scenarios/rt-pi-push.toml",
@@ -222,7 +220,6 @@ fn analyze_converts_a_trace_to_trace_dat() {
     if let Some(n) = same_events("analyze --convert", &txt, &dat) {
         eprintln!("analyze --convert: {n} events agree");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// RT tasks, PI boosts and RT pushes (RT_PUSH_IPI, so the boosted task
@@ -231,15 +228,14 @@ fn analyze_converts_a_trace_to_trace_dat() {
 #[test]
 fn trace_cmd_report_agrees_on_rt_push_and_pi() {
     let dir = tmp_dir("tracedat-rt");
-    if let Some(n) = compare("scenarios/rt-pi-push.toml", "400ms", &["--features", "RT_PUSH_IPI"], &dir) {
-        let text = std::fs::read_to_string(dir.join("t.txt")).unwrap();
+    if let Some(n) = compare("scenarios/rt-pi-push.toml", "400ms", &["--features", "RT_PUSH_IPI"], dir.path()) {
+        let text = std::fs::read_to_string(dir.path().join("t.txt")).unwrap();
         for name in ["sched_pi_setprio:", "sched_migrate_task:", "schedlab_rt_push:", "schedlab_rt_push_ipi:"] {
             assert!(text.contains(name), "rt-pi-push no longer has {name}: choose another scenario");
         }
 
         eprintln!("rt-pi-push: {n} events agree");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Threads forked mid-run (rt-app `fork`) are in the cmdlines and their
@@ -249,7 +245,7 @@ fn trace_cmd_report_agrees_on_rt_push_and_pi() {
 #[test]
 fn trace_cmd_report_names_threads_forked_mid_run() {
     let dir = tmp_dir("tracedat-fork");
-    let json = dir.join("fork.json");
+    let json = dir.path().join("fork.json");
     std::fs::write(
         &json,
         r#"{ "tasks": {
@@ -258,8 +254,8 @@ fn trace_cmd_report_names_threads_forked_mid_run() {
            "global": { "duration": 1 } }"#,
     )
     .unwrap();
-    if let Some(n) = compare(json.to_str().unwrap(), "500ms", &[], &dir) {
-        let text = std::fs::read_to_string(dir.join("t.txt")).unwrap();
+    if let Some(n) = compare(json.to_str().unwrap(), "500ms", &[], dir.path()) {
+        let text = std::fs::read_to_string(dir.path().join("t.txt")).unwrap();
         assert!(text.contains("sched_wakeup_new: comm=child"), "no forked child in the text");
         assert!(text.contains("prev_state=X"), "no exit in the text");
         let us = |ts: &str| -> u64 { ts.replace('.', "").parse().unwrap() };
@@ -271,7 +267,6 @@ fn trace_cmd_report_names_threads_forked_mid_run() {
         assert!(longest_gap * 1000 > 1 << 27, "no time extend needed: longest gap {longest_gap} us");
         eprintln!("fork: {n} events agree");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A --trace-dat path that cannot be written fails at once, naming it.
@@ -300,7 +295,7 @@ fn trace_dat_to_stdout_is_refused() {
 #[test]
 fn a_trace_dat_that_cannot_be_written_at_the_end_is_an_error() {
     let dir = tmp_dir("tracedat-isdir");
-    let target = dir.join("sub");
+    let target = dir.path().join("sub");
     std::fs::create_dir(&target).unwrap();
     let e = common::err(&[
         "run",
@@ -311,7 +306,6 @@ fn a_trace_dat_that_cannot_be_written_at_the_end_is_an_error() {
         target.to_str().unwrap(),
     ]);
     assert!(e.contains(&format!("--trace-dat {}", target.display())), "{e}");
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("sub")]);
-    std::fs::remove_dir_all(&dir).ok();
 }

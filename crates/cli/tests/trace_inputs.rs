@@ -95,7 +95,7 @@ fn text_trace_dat_and_perf_data_give_the_same_figures() {
     set("set_event", &EVENTS.replace(',', "\n"));
     set("tracing_on", "1");
     let dir = tmp_dir("trace-inputs");
-    let perf_data = dir.join("perf.data");
+    let perf_data = dir.path().join("perf.data");
     // Three loops forking short sleeps for 0.3 s: thousands of switches and
     // wakeups, migrations between the two CPUs. `timeout` bounds perf.
     let status = Command::new("timeout")
@@ -106,9 +106,9 @@ fn text_trace_dat_and_perf_data_give_the_same_figures() {
         .unwrap();
     set("tracing_on", "0");
     assert!(status.success(), "perf record: {status}");
-    let text = dir.join("trace.txt");
+    let text = dir.path().join("trace.txt");
     std::fs::copy(format!("{}/trace", inst.dir), &text).unwrap();
-    let dat = dir.join("trace.dat");
+    let dat = dir.path().join("trace.dat");
     let out = Command::new("trace-cmd").args(["extract", "-B", &name, "-o"]).arg(&dat).output().unwrap();
     assert!(out.status.success(), "trace-cmd extract: {}", String::from_utf8_lossy(&out.stderr));
     drop(inst);
@@ -171,12 +171,11 @@ fn text_trace_dat_and_perf_data_give_the_same_figures() {
     // as an empty or shorter trace.
     for (file, what) in [(dat, "trace.dat"), (perf_data, "perf.data")] {
         let bytes = std::fs::read(file).unwrap();
-        let cut = dir.join(format!("cut-{what}"));
+        let cut = dir.path().join(format!("cut-{what}"));
         std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
         let out = schedlab(&["analyze", cut.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{what}: {err}");
         assert!(err.contains("truncated"), "{what}: {err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -81,13 +81,12 @@ pub fn err(args: &[&str]) -> String {
     stderr
 }
 
-/// A fresh, empty directory `schedlab-{prefix}-{pid}` under the temp dir
-/// (left over from an earlier run with the same pid: emptied).
-pub fn tmp_dir(prefix: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-{prefix}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh, empty directory `schedlab-{prefix}-XXXXXX` under the temp dir,
+/// removed with what is in it when the returned guard drops, also when the
+/// test fails: keep the guard alive for as long as the test uses the
+/// directory (`let dir = tmp_dir(..)`, never `let _ = ..`).
+pub fn tmp_dir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("schedlab-{prefix}-")).tempdir().unwrap()
 }
 
 /// The pid of `supervisor`'s restorer, the child a real run forks before it
