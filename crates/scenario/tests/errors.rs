@@ -624,7 +624,9 @@ fn topology_override_checks_affinity_against_it() {
 
 #[test]
 fn topology_file_relative_to_scenario() {
-    let dir = std::env::temp_dir().join(format!("schedlab-scen-{}", std::process::id()));
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new().prefix("schedlab-scen-").tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("machines")).unwrap();
     std::fs::write(dir.join("machines/m.toml"), schedlab_topology::Topology::preset_text("smt-2x2").unwrap()).unwrap();
     let scen = dir.join("s.toml");
@@ -635,7 +637,7 @@ fn topology_file_relative_to_scenario() {
     let e = Scenario::load(&dir.join("missing.toml")).unwrap_err();
     assert_eq!(e.line, 0);
     assert!(e.message.contains("cannot read scenario"));
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 #[test]

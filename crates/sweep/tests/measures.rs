@@ -61,16 +61,16 @@ fn measures_survive_shards() {
     let mut sweep = Sweep::load(&scenarios().join("sweeps/rt-pi-push.toml")).unwrap_or_else(|e| panic!("{e}"));
     sweep.set_rounds(2).unwrap();
     let whole = run_sweep(&sweep, &|_| {}).unwrap();
-    let dir = std::env::temp_dir().join(format!("schedlab-measure-shards-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `dir` drops, also when the test fails.
+    let dir = tempfile::Builder::new().prefix("schedlab-measure-shards-").tempdir().unwrap();
     for i in 0..3 {
         let spec = ShardSpec { index: i, count: 3 };
         let shard = run_shard(&sweep, spec, &|_| {}).unwrap();
-        std::fs::write(dir.join(format!("shard-{i}-of-3.json")), serde_json::to_string(&shard).unwrap()).unwrap();
+        std::fs::write(dir.path().join(format!("shard-{i}-of-3.json")), serde_json::to_string(&shard).unwrap())
+            .unwrap();
     }
-    let merged = merge_dir(&dir, Some(&sweep)).unwrap_or_else(|e| panic!("{e}"));
-    let _ = std::fs::remove_dir_all(&dir);
+    let merged = merge_dir(dir.path(), Some(&sweep)).unwrap_or_else(|e| panic!("{e}"));
+    drop(dir);
     assert_eq!(render(&merged.result), render(&whole));
 }
 

@@ -184,20 +184,20 @@ fn fair_server_runtime_may_be_zero() {
 fn fair_server_runtime_fits_the_scenarios_rt_runtime() {
     // As the scenario file refuses it: sched_rt_runtime_us below the fair
     // servers' runtime is a write the kernel refuses with EBUSY.
-    let dir = std::env::temp_dir().join(format!("schedlab-sweep-parse-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new().prefix("schedlab-sweep-parse-").tempdir().unwrap();
+    let dir = tmp.path();
     let scenario = std::fs::read_to_string(scenarios().join("rt-pi-push.toml")).unwrap();
     let scenario = scenario.replace("sched_rt_runtime_us = -1 ", "sched_rt_runtime_us = 100000 ");
     assert!(scenario.contains("sched_rt_runtime_us = 100000"));
     std::fs::write(dir.join("rt.toml"), scenario).unwrap();
     let text = |v: &str| format!("scenario = \"rt.toml\"\n[[setting]]\nname = \"x\"\nfair_server_runtime = {v}\n");
-    let parse_in = |t: &str| Sweep::from_toml_str("s.toml", t, &dir);
+    let parse_in = |t: &str| Sweep::from_toml_str("s.toml", t, dir);
     for (v, ns) in [("\"0\"", 0), ("\"100ms\"", 100_000_000)] {
         let sweep = parse_in(&text(v)).unwrap_or_else(|e| panic!("fair_server_runtime = {v}: {e}"));
         assert_eq!(sweep.settings[0].scenario.fair_server_runtime_ns, Some(ns));
     }
     let e = parse_in(&text("\"101ms\"")).map(|_| ()).unwrap_err();
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!((e.line, e.col), (4, 23), "{e}");
     assert!(e.message.contains("above the scenario's sched_rt_runtime_us = 100000"), "{e}");
 }
@@ -206,18 +206,18 @@ fn fair_server_runtime_fits_the_scenarios_rt_runtime() {
 fn kernel_background_needs_a_duration() {
     // Its kworkers and watchdog never finish: a scenario that ends by itself
     // would run forever under this setting unless the sweep bounds it.
-    let dir = std::env::temp_dir().join(format!("schedlab-sweep-bg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new().prefix("schedlab-sweep-bg-").tempdir().unwrap();
+    let dir = tmp.path();
     let scenario = "name = \"once\"\ntopology = \"smt-2x2\"\n[[thread]]\nname = \"a\"\nloop = false\nprogram = [{ run = \"1ms\" }]\n";
     std::fs::write(dir.join("once.toml"), scenario).unwrap();
     let text =
         |head: &str| format!("scenario = \"once.toml\"\n{head}[[setting]]\nname = \"x\"\nbackground = \"kernel\"\n");
-    let parse_in = |t: &str| Sweep::from_toml_str("s.toml", t, &dir);
+    let parse_in = |t: &str| Sweep::from_toml_str("s.toml", t, dir);
     let e = parse_in(&text("")).map(|_| ()).unwrap_err();
     assert_eq!((e.line, e.col), (4, 14), "{e}");
     assert!(e.message.contains("never finishes"), "{e}");
     assert!(parse_in(&text("duration = \"10ms\"\n")).is_ok());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

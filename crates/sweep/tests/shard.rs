@@ -2,7 +2,7 @@
 //! into exactly the unsharded result; and whatever does not belong
 //! together is refused.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use schedlab_report::render;
 use schedlab_sweep::{fingerprint, job_order, merge_dir, run_shard, run_sweep, ShardSpec, Sweep};
@@ -30,11 +30,10 @@ fn sweep(text: &str) -> Sweep {
     Sweep::from_toml_str("tiny.toml", text, &dir).unwrap()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("schedlab-shard-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh, empty directory, removed when the guard drops (also when the
+/// test fails).
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("schedlab-shard-{name}-")).tempdir().unwrap()
 }
 
 #[test]
@@ -84,16 +83,15 @@ fn merged_shards_are_the_unsharded_result() {
         for i in 0..n {
             let f = run_shard(&s, ShardSpec { index: i, count: n }, &|_| {}).unwrap();
             assert_eq!(f.len(), (0..6).filter(|j| j % n as usize == i as usize).count());
-            f.write(&dir).unwrap();
+            f.write(dir.path()).unwrap();
         }
-        let merged = merge_dir(&dir, Some(&s)).unwrap();
+        let merged = merge_dir(dir.path(), Some(&s)).unwrap();
         assert_eq!(merged.result, whole, "{n} shards");
         assert_eq!(merged.shards, n);
         // Without the sweep file the shards describe it themselves.
-        let alone = merge_dir(&dir, None).unwrap();
+        let alone = merge_dir(dir.path(), None).unwrap();
         assert_eq!(alone.result, whole);
         assert_eq!(alone.ab, s.ab);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -133,19 +131,18 @@ features = ["NO_DELAY_DEQUEUE"]
 #[test]
 fn merged_schbench_shards_keep_the_rps() {
     let dir = tmp("schbench");
-    std::fs::write(dir.join("schbench-small.toml"), SCHBENCH_SCENARIO).unwrap();
-    let s = Sweep::from_toml_str("schbench.toml", SCHBENCH_SWEEP, &dir).unwrap();
+    std::fs::write(dir.path().join("schbench-small.toml"), SCHBENCH_SCENARIO).unwrap();
+    let s = Sweep::from_toml_str("schbench.toml", SCHBENCH_SWEEP, dir.path()).unwrap();
     let whole = run_sweep(&s, &|_| {}).unwrap();
     let rps = |r: &schedlab_report::SweepResult| -> Vec<Option<f64>> {
         r.settings.iter().flat_map(|s| s.runs.iter().map(|x| x.schbench_rps)).collect()
     };
     assert!(rps(&whole).iter().all(|v| v.is_some_and(|v| v > 0.0)), "{:?}", rps(&whole));
-    let out = dir.join("out");
+    let out = dir.path().join("out");
     for i in 0..2 {
         run_shard(&s, ShardSpec { index: i, count: 2 }, &|_| {}).unwrap().write(&out).unwrap();
     }
     let merged = merge_dir(&out, Some(&s)).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(rps(&merged.result), rps(&whole));
     assert_eq!(merged.result, whole);
     assert_eq!(render(&merged.result), render(&whole));
@@ -155,18 +152,18 @@ fn merged_schbench_shards_keep_the_rps() {
 fn mismatched_shards_are_refused() {
     let s = sweep(SWEEP);
     let dir = tmp("bad");
-    run_shard(&s, ShardSpec { index: 0, count: 2 }, &|_| {}).unwrap().write(&dir).unwrap();
-    let e = merge_dir(&dir, Some(&s)).unwrap_err().to_string();
+    run_shard(&s, ShardSpec { index: 0, count: 2 }, &|_| {}).unwrap().write(dir.path()).unwrap();
+    let e = merge_dir(dir.path(), Some(&s)).unwrap_err().to_string();
     assert!(e.ends_with("missing shard-1-of-2.json"), "{e}");
 
     // Shard 1 of another sweep: the same settings for a different duration.
     let other = sweep(&SWEEP.replace("100ms", "50ms"));
     assert_ne!(fingerprint(&s), fingerprint(&other));
-    run_shard(&other, ShardSpec { index: 1, count: 2 }, &|_| {}).unwrap().write(&dir).unwrap();
-    let e = merge_dir(&dir, None).unwrap_err().to_string();
+    run_shard(&other, ShardSpec { index: 1, count: 2 }, &|_| {}).unwrap().write(dir.path()).unwrap();
+    let e = merge_dir(dir.path(), None).unwrap_err().to_string();
     assert!(e.starts_with("shard-1-of-2.json comes from a different sweep or different options"), "{e}");
     assert!(e.contains("shard-0-of-2.json has"), "{e}");
-    let e = merge_dir(&dir, Some(&other)).unwrap_err().to_string();
+    let e = merge_dir(dir.path(), Some(&other)).unwrap_err().to_string();
     assert!(e.starts_with("shard-0-of-2.json comes from a different sweep"), "{e}");
     assert!(e.contains("this sweep file and these options have"), "{e}");
 
@@ -177,16 +174,17 @@ fn mismatched_shards_are_refused() {
     assert!(fewer.set_rounds(4).unwrap_err().to_string().contains("lists only 2 seeds"));
 
     // Two different splits, junk, and an empty directory.
-    std::fs::remove_file(dir.join("shard-1-of-2.json")).unwrap();
-    run_shard(&s, ShardSpec { index: 0, count: 3 }, &|_| {}).unwrap().write(&dir).unwrap();
-    assert!(merge_dir(&dir, None).unwrap_err().to_string().contains("shard files of different splits (of-2, of-3)"));
-    std::fs::remove_file(dir.join("shard-0-of-3.json")).unwrap();
-    std::fs::write(dir.join("shard-1-of-2.json"), "{\"format\": \"something-else/9\"}").unwrap();
-    assert!(merge_dir(&dir, None).unwrap_err().to_string().contains("shard format `something-else/9`"));
-    std::fs::write(dir.join("shard-1-of-2.json"), "not json").unwrap();
-    assert!(merge_dir(&dir, None).unwrap_err().to_string().contains("not a schedlab sweep shard"));
+    std::fs::remove_file(dir.path().join("shard-1-of-2.json")).unwrap();
+    run_shard(&s, ShardSpec { index: 0, count: 3 }, &|_| {}).unwrap().write(dir.path()).unwrap();
+    assert!(merge_dir(dir.path(), None)
+        .unwrap_err()
+        .to_string()
+        .contains("shard files of different splits (of-2, of-3)"));
+    std::fs::remove_file(dir.path().join("shard-0-of-3.json")).unwrap();
+    std::fs::write(dir.path().join("shard-1-of-2.json"), "{\"format\": \"something-else/9\"}").unwrap();
+    assert!(merge_dir(dir.path(), None).unwrap_err().to_string().contains("shard format `something-else/9`"));
+    std::fs::write(dir.path().join("shard-1-of-2.json"), "not json").unwrap();
+    assert!(merge_dir(dir.path(), None).unwrap_err().to_string().contains("not a schedlab sweep shard"));
     let empty = tmp("empty");
-    assert!(merge_dir(&empty, None).unwrap_err().to_string().contains("no shard files"));
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&empty);
+    assert!(merge_dir(empty.path(), None).unwrap_err().to_string().contains("no shard files"));
 }

@@ -200,15 +200,16 @@ fn smt_2x2_shape() {
 
 #[test]
 fn resolve_finds_presets_then_files() {
-    let dir = std::env::temp_dir().join(format!("schedlab-topo-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new().prefix("schedlab-topo-test-").tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::write(dir.join("mine.toml"), "hz = 300\npreempt = \"none\"\n[layout]\ncores_per_llc = 3\n").unwrap();
 
-    assert_eq!(Topology::resolve("qemu-4", &dir).unwrap().nr_cpus(), 4);
-    let mine = Topology::resolve("mine.toml", &dir).unwrap();
+    assert_eq!(Topology::resolve("qemu-4", dir).unwrap().nr_cpus(), 4);
+    let mine = Topology::resolve("mine.toml", dir).unwrap();
     assert_eq!((mine.name.as_str(), mine.nr_cpus(), mine.hz), ("mine", 3, 300));
 
-    let e = Topology::resolve("ryzen-9999", &dir).unwrap_err();
+    let e = Topology::resolve("ryzen-9999", dir).unwrap_err();
     assert_eq!(e.line, 0);
     assert!(e.message.contains("no topology preset or file named `ryzen-9999`"), "{e}");
     for name in Topology::preset_names() {
@@ -219,7 +220,7 @@ fn resolve_finds_presets_then_files() {
         e.to_string().ends_with("absent.toml: cannot read topology: No such file or directory (os error 2)"),
         "{e}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 #[test]
