@@ -265,9 +265,9 @@ mod tests {
 
     #[test]
     fn a_helper_that_runs_too_long_is_stopped_with_what_it_started() {
-        let dir = std::env::temp_dir().join(format!("schedlab-helper-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let pidfile = dir.join("grandchild");
+        // Removed when `dir` drops, also when the test fails.
+        let dir = tempfile::Builder::new().prefix("schedlab-helper-test-").tempdir().unwrap();
+        let pidfile = dir.path().join("grandchild");
         // The helper starts a grandchild in its group, then both sleep.
         let script = format!("sleep 300 & echo $! > {}; sleep 300", pidfile.display());
         let start = Instant::now();
@@ -277,7 +277,7 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
         let grandchild: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
         assert!(wait_gone(grandchild), "the helper's own child {grandchild} outlived it");
-        std::fs::remove_dir_all(&dir).unwrap();
+        dir.close().unwrap();
     }
 
     #[test]

@@ -136,11 +136,13 @@ mod tests {
 
     #[test]
     fn a_leftover_state_is_restored_once_and_a_second_lock_is_refused() {
-        let dir = std::env::temp_dir().join(format!("schedlab-state-test-{}", std::process::id()));
+        // Removed when `tmp` drops, also when the test fails.
+        let tmp = tempfile::Builder::new().prefix("schedlab-state-test-").tempdir().unwrap();
+        let dir = tmp.path();
         let fake_tracefs = dir.join("tracefs");
         std::fs::create_dir_all(&fake_tracefs).unwrap();
         std::fs::write(fake_tracefs.join("tracing_on"), "1").unwrap();
-        let lock = RunLock::acquire(&dir).unwrap();
+        let lock = RunLock::acquire(dir).unwrap();
         let state = SavedState {
             tracefs: fake_tracefs.display().to_string(),
             mounted_by_us: false,
@@ -162,23 +164,23 @@ mod tests {
         std::fs::write(dir.join(STATE_FILE), "{ not json").unwrap();
         let err = lock.restore_leftover().unwrap_err().to_string();
         assert!(err.contains(STATE_FILE) && err.contains(":1:"), "{err}");
-        let busy = RunLock::acquire(&dir).err().unwrap().to_string();
+        let busy = RunLock::acquire(dir).err().unwrap().to_string();
         assert!(busy.contains(&format!("pid {}", std::process::id())), "{busy}");
         drop(lock);
-        std::fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 
     #[test]
     fn a_planted_symlink_is_not_followed() {
-        let dir = std::env::temp_dir().join(format!("schedlab-state-symlink-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed when `tmp` drops, also when the test fails.
+        let tmp = tempfile::Builder::new().prefix("schedlab-state-symlink-").tempdir().unwrap();
+        let dir = tmp.path();
         let victim = dir.join("victim");
         std::fs::write(&victim, "keep me").unwrap();
         std::os::unix::fs::symlink(&victim, dir.join(LOCK_FILE)).unwrap();
-        let e = RunLock::acquire(&dir).err().expect("a symlinked lock file is refused").to_string();
+        let e = RunLock::acquire(dir).err().expect("a symlinked lock file is refused").to_string();
         assert!(e.contains("cannot open"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
-        std::fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 }

@@ -323,7 +323,9 @@ mod tests {
 
     #[test]
     fn restore_writes_every_file_in_order_even_after_a_failure() {
-        let dir = std::env::temp_dir().join(format!("schedlab-restore-test-{}", std::process::id()));
+        // Removed when `tmp` drops, also when the test fails.
+        let tmp = tempfile::Builder::new().prefix("schedlab-restore-test-").tempdir().unwrap();
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("options")).unwrap();
         std::fs::write(dir.join("trace_clock"), "mono").unwrap();
         std::fs::write(dir.join("tracing_on"), "1").unwrap();
@@ -342,12 +344,14 @@ mod tests {
         assert!(err.contains("no/such/dir/file"), "{err}");
         assert_eq!(std::fs::read_to_string(dir.join("trace_clock")).unwrap(), "local");
         assert_eq!(std::fs::read_to_string(dir.join("tracing_on")).unwrap(), "0");
-        std::fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 
     #[test]
     fn restore_refuses_paths_outside_tracefs_and_rt_runtime() {
-        let dir = std::env::temp_dir().join(format!("schedlab-restore-refuse-{}", std::process::id()));
+        // Removed when `tmp` drops, also when the test fails.
+        let tmp = tempfile::Builder::new().prefix("schedlab-restore-refuse-").tempdir().unwrap();
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("tracefs")).unwrap();
         let root = dir.join("tracefs").display().to_string();
         let victim = dir.join("victim");
@@ -379,6 +383,6 @@ mod tests {
         assert_eq!(checked_paths(&state(&root, RT_RUNTIME), &[&root]).unwrap()[1], Path::new(RT_RUNTIME));
         assert_eq!(checked_paths(&state(&root, AUTOGROUP), &[&root]).unwrap()[1], Path::new(AUTOGROUP));
         assert!(checked_paths(&state(&root, "/proc/sys/kernel/sched_autogroup_enabled2"), &[&root]).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 }

@@ -155,14 +155,14 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_a_bzimage_is_refused() {
-        let dir = std::env::temp_dir().join(format!("schedlab-vm-kernel-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("vmlinux");
+        // Removed when `dir` drops, also when the test fails.
+        let dir = tempfile::Builder::new().prefix("schedlab-vm-kernel-").tempdir().unwrap();
+        let p = dir.path().join("vmlinux");
         std::fs::write(&p, vec![0u8; 4096]).unwrap();
         let err = resolve(p.to_str().unwrap(), &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("not an x86 bzImage"), "{err}");
         let err = resolve("/nonexistent/bzImage", &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("no such file"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
+        dir.close().unwrap();
     }
 }
