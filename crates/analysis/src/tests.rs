@@ -340,6 +340,28 @@ proptest! {
         }
         prop_assert!(total_run <= 2 * window);
     }
+
+    /// A sweep reads the handoffs alone: the same samples per wakee as the
+    /// full metrics keep, repeated signals, unmatched waits and wakees that
+    /// never waited included.
+    #[test]
+    fn handoffs_alone_are_the_metrics_handoffs(ops in prop::collection::vec((1u64..3_000, 1i32..5, 0u32..3, any::<bool>()), 0..300)) {
+        let table = process_table(1, &[(1, "a"), (2, "b"), (3, "c"), (4, "d")], &["e0", "e1", "e2"]);
+        let (mut full, mut alone) = (MetricsCollector::new(1_000, None), HandoffCollector::new(1_000));
+        let mut ts = 0;
+        for (dt, pid, obj, signal) in ops {
+            ts += dt;
+            let op = if signal { UserOp::Signal { obj } } else { UserOp::WaitDone { obj } };
+            let ev = marker(ts, 0, pid, op);
+            full.observe(&ev, &table);
+            alone.observe(&ev);
+        }
+        let m = full.finish(&table);
+        for pid in 1..=5 {
+            let want = m.task(pid).map(|t| t.handoff_sketch.sorted_samples()).unwrap_or_default();
+            prop_assert_eq!(alone.take(pid).sorted_samples(), want, "pid {}", pid);
+        }
+    }
 }
 
 // ---------------------------------------------------------------- pipeline

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 use schedlab_analysis::{
-    analyze, burst_starts_per_cpu, percentile, stall_breakdown, AnalysisOptions, MeasureCollector, MeasureSpec,
-    MetricsCollector, StallBreakdown, StallOptions,
+    burst_starts_per_cpu, percentile, stall_breakdown, HandoffCollector, MeasureCollector, MeasureSpec, StallBreakdown,
+    StallOptions,
 };
 use schedlab_sim::{simulate, simulate_observed, SimOptions, TraceObserver};
 use schedlab_trace::{Event, TaskTable};
@@ -240,16 +240,19 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
     };
     // Without a breakdown the run streams into the analysis (bounded
     // memory at any duration); the breakdown's scan needs the whole trace.
-    let (result, metrics, measures, trace) = if setting.breakdown {
+    // The table reads the wakees' handoff latencies alone.
+    let mut handoffs = HandoffCollector::new(threshold);
+    let (result, measures, trace) = if setting.breakdown {
         let mut result = simulate(&setting.scenario, &opts).map_err(fail)?;
-        let metrics =
-            analyze(&result.trace, &AnalysisOptions { stall_threshold_ns: threshold, end_ts: Some(result.end_ns) });
+        // The run's window, as the whole-trace analysis reads it.
+        for e in result.trace.events.iter().filter(|e| e.ts <= result.end_ns) {
+            handoffs.observe(e);
+        }
         let measures = measure_run(&result.trace, &specs, result.end_ns);
         let trace = std::mem::take(&mut result.trace);
-        (result, metrics, measures, Some(trace))
+        (result, measures, Some(trace))
     } else {
-        let mut obs =
-            JobObserver { threshold, specs: &specs, table: Default::default(), metrics: None, measures: Vec::new() };
+        let mut obs = JobObserver { specs: &specs, handoffs: &mut handoffs, measures: Vec::new() };
         // The table reads the wakees' handoffs, which the workload's markers
         // alone give; a measure also counts the migrations of its waiters
         // (`sched_migrate_task`). Without measures the kernel's tracepoints
@@ -259,15 +262,8 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         let result =
             simulate_observed(&setting.scenario, &SimOptions { memory_budget: None, ..opts }, &mut obs, kernel_events)
                 .map_err(fail)?;
-        // The run's end closes the open intervals, as the in-memory analysis does.
-        let metrics = obs
-            .metrics
-            .take()
-            .unwrap_or_else(|| MetricsCollector::new(threshold, None))
-            .ending_at(result.end_ns)
-            .finish(&obs.table);
         let measures = obs.measures.into_iter().map(|m| MeasureRun::from(&m.finish(result.end_ns))).collect();
-        (result, metrics, measures, None)
+        (result, measures, None)
     };
     // Simulated threads come out in scenario order.
     let wakees: Vec<(i32, String)> = result
@@ -277,11 +273,7 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
         .filter(|(_, spec)| sweep.wakees.contains(&spec.group))
         .map(|(t, _)| (t.pid, t.name.clone()))
         .collect();
-    let mut samples: Vec<u64> = wakees
-        .iter()
-        .filter_map(|(pid, _)| metrics.task(*pid))
-        .flat_map(|t| t.handoff_sketch.sorted_samples())
-        .collect();
+    let mut samples: Vec<u64> = wakees.iter().flat_map(|(pid, _)| handoffs.take(*pid).sorted_samples()).collect();
     samples.sort_unstable();
     let stalls = samples.len() as u64 - samples.partition_point(|&s| s < threshold) as u64;
 
@@ -323,31 +315,21 @@ fn run_job(sweep: &Sweep, setting: &Setting, job: usize, index: usize, round: u3
     })
 }
 
-/// A streamed job's analysis: the metrics and the scenario's measures,
-/// built once the run's task table is known.
+/// A streamed job's analysis: the wakees' handoffs and the scenario's
+/// measures (built once the run's task table is known).
 struct JobObserver<'a> {
-    threshold: u64,
     specs: &'a [MeasureSpec],
-    table: TaskTable,
-    metrics: Option<MetricsCollector>,
+    handoffs: &'a mut HandoffCollector,
     measures: Vec<MeasureCollector>,
 }
 
 impl TraceObserver for JobObserver<'_> {
     fn start(&mut self, table: &TaskTable) {
-        self.table = table.clone();
-        self.metrics = Some(MetricsCollector::new(self.threshold, None));
         self.measures = self.specs.iter().map(|s| MeasureCollector::new(table, s)).collect();
     }
 
-    fn task_new(&mut self, pid: schedlab_trace::Pid, info: &schedlab_trace::TaskInfo) {
-        self.table.tasks.insert(pid, info.clone());
-    }
-
     fn event(&mut self, e: &Event) {
-        if let Some(m) = self.metrics.as_mut() {
-            m.observe(e, &self.table);
-        }
+        self.handoffs.observe(e);
         for m in &mut self.measures {
             m.observe(e);
         }
