@@ -46,6 +46,7 @@ pub fn bench(args: BenchArgs) -> Result {
         jobs: args.jobs,
         only: args.only.clone(),
         reference_ns: args.reference_ns,
+        build: format!("schedlab {}", crate::VERSION),
     };
     // Each row as it is measured; the first failed write ends the command.
     let mut failed = None;

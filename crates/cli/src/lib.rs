@@ -43,8 +43,10 @@ use std::process::ExitCode;
 
 use crate::error::{CliError, Result};
 
-/// `--version`: the crate's version and the commit it was built from.
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("SCHEDLAB_COMMIT"), ")");
+/// `--version`: the crate's version, the commit it was built from and the
+/// build (`release`, `dist`, `dist+pgo`, `debug`; build.rs).
+const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("SCHEDLAB_COMMIT"), ", ", env!("SCHEDLAB_BUILD"), " build)");
 
 /// The command line's definition.
 #[derive(Parser)]

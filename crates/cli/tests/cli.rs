@@ -521,10 +521,14 @@ fn bench_rows_of_one_block_come_without_the_table_around_them() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 1, "{out}");
     assert!(lines[0].starts_with("rt-pi-push (qemu-4)"), "{out}");
-    // With --only in this process: the header, the reference loop, the
-    // row, the targets.
+    // With --only in this process: what was measured (the binary as
+    // --version names it, and the machine), the header, the reference
+    // loop, the row, the targets.
     let out = ok(&["bench", "--only", "rt-pi-push", "--reps", "1"]);
-    let lines: Vec<&str> = out.lines().collect();
+    let version = ok(&["--version"]);
+    let (preamble, table) = out.split_once('\n').unwrap();
+    assert!(preamble.starts_with(&format!("{} on ", version.trim())) && preamble.contains(" CPUs"), "{out}");
+    let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].starts_with("benchmark") && lines[2].starts_with("rt-pi-push"), "{out}");
     assert!(lines.last().unwrap().starts_with("targets (issue 39"), "{out}");
     // Every row has its ns per event and their ratio to the reference's,

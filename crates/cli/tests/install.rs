@@ -1,6 +1,6 @@
 //! What installing the tool gives: man pages `man -l` renders, a bash
 //! completion that completes commands and flags, `--version` naming the
-//! commit, and exit statuses that tell a failed check from an error.
+//! commit and the build, and exit statuses that tell a failed check from an error.
 
 mod common;
 use common::{ok, root, schedlab, tmp_dir};
@@ -15,7 +15,10 @@ fn version_names_the_commit() {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
         _ => "unknown".to_string(),
     };
-    assert_eq!(v.trim(), format!("schedlab {} (commit {want})", env!("CARGO_PKG_VERSION")));
+    // The build is the profile whose directory holds the binary.
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_schedlab"));
+    let profile = exe.parent().and_then(|d| d.file_name()).expect("target/<profile>/schedlab").to_string_lossy();
+    assert_eq!(v.trim(), format!("schedlab {} (commit {want}, {profile} build)", env!("CARGO_PKG_VERSION")));
 }
 
 #[test]

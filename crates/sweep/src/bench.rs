@@ -70,6 +70,9 @@ pub struct BenchOptions {
     /// `schedlab bench` (by the parent of the block's process); `None`:
     /// measure it here.
     pub reference_ns: Option<f64>,
+    /// The binary measured, as `schedlab --version` names it (version,
+    /// commit, build profile): the table's first line.
+    pub build: String,
 }
 
 /// A benchmark that could not run.
@@ -225,6 +228,22 @@ pub fn header() -> String {
     )
 }
 
+/// The table's first line: what was measured and on what, so that a
+/// pasted table says it — the binary (`args.build`), the CPUs this
+/// process may use and the load average as the benchmarks start (the
+/// targets assume a quiet machine).
+pub fn preamble(args: &BenchOptions) -> String {
+    let cpus = std::thread::available_parallelism().map_or_else(|_| "? CPUs".to_string(), |n| format!("{n} CPUs"));
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| {
+            let f: Vec<&str> = l.split_whitespace().take(3).collect();
+            (f.len() == 3).then(|| format!(", load average {} {} {}", f[0], f[1], f[2]))
+        })
+        .unwrap_or_default();
+    format!("{} on {cpus}{load}", args.build)
+}
+
 /// The line naming the targets the rows are measured against.
 pub fn targets() -> String {
     "targets (issue 39, quiet machine, --reps 3): asym_min run+report >= 350x real time (sim/cpu); \
@@ -234,9 +253,10 @@ pub fn targets() -> String {
 }
 
 /// Run the benchmarks `args` selects, handing `line` the table one line
-/// at a time (a header, the reference row, a row per benchmark as it
+/// at a time (the preamble, a header, the reference row, a row per benchmark as it
 /// finishes, the targets).
 pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
+    line(preamble(args));
     line(header());
     let (reference, ns) = reference_row(args.reps);
     line(reference);
@@ -253,6 +273,7 @@ pub fn bench(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
 /// would count. The reference row is measured here, and each child divides
 /// its rows by it.
 pub fn bench_isolated(args: &BenchOptions, line: &mut dyn FnMut(String)) -> Result<()> {
+    line(preamble(args));
     line(header());
     let (reference, ns) = reference_row(args.reps);
     line(reference);
