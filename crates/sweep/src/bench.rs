@@ -24,7 +24,9 @@
 //! rates are per CPU second, so
 //! the figures mean something on a shared, loaded machine.
 //!
-//! The first row is a reference: a bare discrete-event loop of the same
+//! The table's first line names the binary (`schedlab --version`: commit
+//! and build profile), the CPUs it may use and the load average as it
+//! starts. The first row is a reference: a bare discrete-event loop of the same
 //! shape as the simulator's (a binary heap of timers, a tiny state update
 //! and a 32-byte record kept per event, [`reference_loop`]). Every row
 //! prints its CPU nanoseconds per trace event and their ratio to the
@@ -233,7 +235,11 @@ pub fn header() -> String {
 /// process may use and the load average as the benchmarks start (the
 /// targets assume a quiet machine).
 pub fn preamble(args: &BenchOptions) -> String {
-    let cpus = std::thread::available_parallelism().map_or_else(|_| "? CPUs".to_string(), |n| format!("{n} CPUs"));
+    let cpus = match std::thread::available_parallelism().map(usize::from) {
+        Ok(1) => "1 CPU".to_string(),
+        Ok(n) => format!("{n} CPUs"),
+        Err(_) => "an unknown number of CPUs".to_string(),
+    };
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| {
