@@ -58,6 +58,19 @@ impl SdState {
     pub fn balance_interval(&self) -> u64 {
         self.balance_interval
     }
+
+    /// `update_newidle_cost(sd, 0)`, as `sched_balance_domains()` calls it:
+    /// no cost to record, so only the once-a-second decay of
+    /// `max_newidle_lb_cost` by 253/256 (at `now`, jiffies). True when it
+    /// decayed.
+    fn decay_max_newidle_lb_cost(&mut self, now: u64, hz: u64) -> bool {
+        if now > self.last_decay_max_lb_cost + hz {
+            self.max_newidle_lb_cost = self.max_newidle_lb_cost * 253 / 256;
+            self.last_decay_max_lb_cost = now;
+            return true;
+        }
+        false
+    }
 }
 
 /// The global `nohz` state.
@@ -81,7 +94,7 @@ impl Kernel {
     }
 
     /// `HZ`.
-    fn hz(&self) -> u64 {
+    pub(crate) fn hz(&self) -> u64 {
         self.hz
     }
 
@@ -163,12 +176,9 @@ impl Kernel {
                 cost
             };
             st.last_decay_max_lb_cost = now;
-        } else if now > st.last_decay_max_lb_cost + hz {
-            st.max_newidle_lb_cost = st.max_newidle_lb_cost * 253 / 256;
-            st.last_decay_max_lb_cost = now;
-            return true;
+            return false;
         }
-        false
+        st.decay_max_newidle_lb_cost(now, hz)
     }
 
     /// `sched_balance_domains()`: walk `cpu`'s domains bottom-up and balance
@@ -181,25 +191,32 @@ impl Kernel {
         let mut update_next_balance = false;
         let mut need_decay = false;
         let mut max_cost = 0;
+        let hz = self.hz();
+        // The state is read through one borrow per step (the jiffies do
+        // not move during the pass): the walk visits ~1 M domains in a
+        // seed-000 sweep round (issue 39).
         for sd in 0..self.domains.cpus[cpu].domains.len() {
-            need_decay = self.update_newidle_cost(cpu, sd, 0, 0);
-            max_cost += self.sd_state[cpu][sd].max_newidle_lb_cost;
+            let st = &mut self.sd_state[cpu][sd];
+            need_decay = st.decay_max_newidle_lb_cost(now, hz);
+            max_cost += st.max_newidle_lb_cost;
             if !continue_balancing {
                 if need_decay {
                     continue;
                 }
                 break;
             }
-            let mut interval = self.get_sd_balance_interval(cpu, sd, busy);
-            if self.jiffies() >= self.sd_state[cpu][sd].last_balance + interval {
+            let mut interval = st.interval_jiffies[busy as usize];
+            let mut last_balance = st.last_balance;
+            if now >= last_balance + interval {
                 if self.sched_balance_rq(cpu, sd, idle, kind, &mut continue_balancing) > 0 {
                     idle = if self.idle_cpu(cpu) { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
                     busy = idle == CpuIdleType::NotIdle && !self.sched_idle_cpu(cpu);
                 }
-                self.sd_state[cpu][sd].last_balance = self.jiffies();
+                last_balance = now;
+                self.sd_state[cpu][sd].last_balance = now;
                 interval = self.get_sd_balance_interval(cpu, sd, busy);
             }
-            let due = self.sd_state[cpu][sd].last_balance + interval;
+            let due = last_balance + interval;
             if next_balance > due {
                 next_balance = due;
                 update_next_balance = true;

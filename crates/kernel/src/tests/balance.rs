@@ -289,3 +289,37 @@ fn newidle_cost_bump_grows_the_cost_of_failing_balances_up_to_the_sysctl() {
     assert_eq!(*bumped.last().unwrap(), 500_200, "capped: {bumped:?}");
     assert!(costs(&["NO_NI_RANDOM"]).iter().all(|&c| c == 10 * US));
 }
+
+#[test]
+fn a_balance_pass_decays_the_newidle_costs_once_a_second_and_sums_them() {
+    // `update_newidle_cost(sd, 0)` from sched_balance_domains(): each
+    // domain's max_newidle_lb_cost loses 3/256 when a second (HZ jiffies)
+    // has passed since its last decay, and the CPU's max_idle_balance_cost
+    // becomes their sum (at least the migration cost) when one decayed.
+    let mut k = kernel("qemu-4", "6.12", &[]);
+    let hz = k.hz();
+    let jiffy = MS * 1000 / hz;
+    let domains = k.sd_state[1].len() as u64;
+    assert!(domains >= 1);
+    for st in k.sd_state[1].iter_mut() {
+        st.max_newidle_lb_cost = 1_000_000;
+        st.last_decay_max_lb_cost = 0;
+    }
+    let costs = |k: &TestKernel| k.sd_state[1].iter().map(|st| st.max_newidle_lb_cost).collect::<Vec<_>>();
+    // A second has not passed since jiffy 0 at jiffy hz: nothing decays.
+    k.run_idle_balance(1, hz * jiffy, 2);
+    assert_eq!(costs(&k), vec![1_000_000; domains as usize]);
+    let before = k.rqs[1].max_idle_balance_cost;
+    // At jiffy hz + 1 every domain decays once, stamped with the jiffy.
+    k.run_idle_balance(1, (hz + 1) * jiffy, 2);
+    assert_eq!(costs(&k), vec![1_000_000 * 253 / 256; domains as usize]);
+    assert!(k.sd_state[1].iter().all(|st| st.last_decay_max_lb_cost == hz + 1));
+    let sum = domains * (1_000_000 * 253 / 256);
+    assert_eq!(k.rqs[1].max_idle_balance_cost, sum.max(500_000), "was {before}");
+    // Within the next second, no further decay.
+    k.run_idle_balance(1, (2 * hz + 1) * jiffy, 2);
+    assert_eq!(costs(&k), vec![1_000_000 * 253 / 256; domains as usize]);
+    // Past it, a second one.
+    k.run_idle_balance(1, (2 * hz + 2) * jiffy, 2);
+    assert_eq!(costs(&k), vec![1_000_000 * 253 / 256 * 253 / 256; domains as usize]);
+}
