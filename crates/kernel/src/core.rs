@@ -218,7 +218,7 @@ pub struct Kernel {
     pub(crate) profile: Profile,
     pub(crate) features: Features,
     pub(crate) tasks: Vec<Task>,
-    pub(crate) rqs: Vec<Rq>,
+    pub(crate) rqs: crate::sched::Runqueues,
     /// Task groups (FAIR_GROUP_SCHED); 0 is the root group, whose cfs_rqs are `rqs[cpu].cfs`.
     pub(crate) task_groups: Vec<crate::fair::group::TaskGroup>,
     /// The cfs_rqs of the other groups, `CfsRqId` nr_cpus and up.
@@ -254,6 +254,8 @@ pub struct Kernel {
     pub(crate) sd_state: Vec<Vec<crate::fair::nohz::SdState>>,
     /// `struct sched_group_capacity` of every sched group, indexed by its id.
     pub(crate) sgc: Vec<crate::sched::SchedGroupCapacity>,
+    /// The balancer's per-CPU sums by group span (not in the kernel: a cache).
+    pub(crate) group_sums: crate::fair::lb::GroupSums,
     /// The global `nohz` state.
     pub(crate) nohz: crate::fair::nohz::Nohz,
     pub(crate) rng_state: u64,
@@ -390,6 +392,7 @@ impl Kernel {
             distribute_cursor: 0,
             sd_state,
             sgc: crate::fair::capacity::init_sched_groups_capacity(&domains),
+            group_sums: crate::fair::lb::GroupSums::new(&domains),
             nohz,
             rng_state: cfg.seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
             lb_detached: Vec::with_capacity(SCHED_NR_MIGRATE),
@@ -397,7 +400,7 @@ impl Kernel {
             profile: cfg.profile,
             features: cfg.features,
             tasks: Vec::new(),
-            rqs,
+            rqs: crate::sched::Runqueues::new(rqs, crate::fair::lb::GroupSums::read_on(&domains, sched_energy_present)),
             task_groups: vec![crate::fair::group::TaskGroup::root(nr_cpus)],
             group_cfs: Vec::new(),
             run_nodes: Default::default(),
@@ -650,8 +653,12 @@ impl Kernel {
     /// `current_clr_polling()` around the state the cpuidle governor chose.
     /// Ignored on a busy CPU, whose flag is always clear.
     pub fn set_idle_polling(&mut self, cpu: usize, polling: bool) {
-        let rq = &mut self.rqs[cpu];
-        rq.idle_polling = polling && rq.curr.is_none();
+        // Written only when it changes (a mutable borrow is a write the
+        // balancer's sums recount, [`crate::sched::Runqueues`]).
+        let polling = polling && self.rqs[cpu].curr.is_none();
+        if self.rqs[cpu].idle_polling != polling {
+            self.rqs[cpu].idle_polling = polling;
+        }
     }
 
     pub fn curr(&self, cpu: usize) -> Option<TaskId> {

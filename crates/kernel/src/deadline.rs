@@ -704,10 +704,13 @@ impl Kernel {
 
     /// The queued push and pull callbacks of `cpu` (`__balance_callbacks()`).
     pub(crate) fn dl_balance_callback(&mut self, cpu: usize) {
-        if std::mem::take(&mut self.rqs[cpu].dl.push_callback) {
+        // (Cleared only when set, as `balance_callbacks()` does.)
+        if self.rqs[cpu].dl.push_callback {
+            self.rqs[cpu].dl.push_callback = false;
             self.push_dl_tasks(cpu);
         }
-        if std::mem::take(&mut self.rqs[cpu].dl.pull_callback) {
+        if self.rqs[cpu].dl.pull_callback {
+            self.rqs[cpu].dl.pull_callback = false;
             self.pull_dl_task(cpu);
         }
     }

@@ -357,11 +357,15 @@ impl Kernel {
     }
 
     /// `__balance_callbacks()`: run what was queued on `cpu`'s runqueue.
+    /// (A flag is cleared only when set: a mutable borrow of the runqueue
+    /// is a write the balancer's sums recount, [`crate::sched::Runqueues`].)
     pub(crate) fn balance_callbacks(&mut self, cpu: usize) {
-        if std::mem::take(&mut self.rqs[cpu].push_callback) {
+        if self.rqs[cpu].push_callback {
+            self.rqs[cpu].push_callback = false;
             self.push_rt_tasks(cpu);
         }
-        if std::mem::take(&mut self.rqs[cpu].pull_callback) {
+        if self.rqs[cpu].pull_callback {
+            self.rqs[cpu].pull_callback = false;
             self.pull_rt_task(cpu);
         }
         self.dl_balance_callback(cpu);

@@ -12,6 +12,9 @@
 //! `my_q` names the group's cfs_rq there, so entity ids stay `TaskId`s.
 
 pub mod class;
+mod runqueues;
+
+pub use runqueues::Runqueues;
 
 use crate::fair::timeline::Timeline;
 use crate::pelt::SchedAvg;

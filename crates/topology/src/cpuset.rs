@@ -98,6 +98,27 @@ impl CpuSet {
         self.words.iter().zip(other.words.iter()).all(|(a, b)| a & !b == 0)
     }
 
+    /// [`CpuSet::is_subset`] reading only the words `lo..hi` given by
+    /// `self.word_span()` (or a wider span).
+    #[inline]
+    pub fn is_subset_in(&self, other: &CpuSet, (lo, hi): (usize, usize)) -> bool {
+        debug_assert!(self.words.iter().enumerate().all(|(i, &w)| w == 0 || (lo..hi).contains(&i)));
+        (lo..hi).all(|i| self.words[i] & !other.words[i] == 0)
+    }
+
+    /// Removes the CPUs of `span` (within its words `lo..hi`,
+    /// [`CpuSet::word_span`]) from this set and returns those it held.
+    #[inline]
+    pub fn take_in(&mut self, span: &CpuSet, (lo, hi): (usize, usize)) -> CpuSet {
+        debug_assert!(span.words.iter().enumerate().all(|(i, &w)| w == 0 || (lo..hi).contains(&i)));
+        let mut taken = CpuSet::empty();
+        for i in lo..hi {
+            taken.words[i] = self.words[i] & span.words[i];
+            self.words[i] &= !span.words[i];
+        }
+        taken
+    }
+
     pub fn intersects(&self, other: &CpuSet) -> bool {
         self.words.iter().zip(other.words.iter()).any(|(a, b)| a & b != 0)
     }

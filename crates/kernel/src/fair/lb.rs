@@ -91,6 +91,9 @@ pub struct LbEnv {
     pub loop_max: u32,
     pub migration_type: MigrationType,
     pub dst_core_idle: bool,
+    /// Whether `update_sd_lb_stats()` reads the domain's groups from
+    /// [`GroupSums`] (not in the kernel).
+    pub kept_sums: KeptSums,
     /// Which path is balancing (for decision events).
     pub kind: BalanceKind,
 }
@@ -98,8 +101,10 @@ pub struct LbEnv {
 mod imbalance;
 mod migrate;
 mod stats;
+mod sums;
 
 pub use stats::{group_classify, group_has_capacity, group_is_overloaded, GroupType, SdLbStats, SgLbStats};
+pub use sums::{GroupSums, KeptSums};
 
 impl Rq {
     /// [`Kernel::lb_h_nr`] of this runqueue, for loops that hold it
@@ -253,6 +258,7 @@ impl Kernel {
             loop_max: 0,
             migration_type: MigrationType::Load,
             dst_core_idle: false,
+            kept_sums: KeptSums::Walk,
             kind,
         };
         let mut ld_moved;
@@ -410,6 +416,7 @@ impl Kernel {
                     loop_max: 0,
                     migration_type: MigrationType::Load,
                     dst_core_idle: false,
+                    kept_sums: KeptSums::Walk,
                     kind: BalanceKind::Active,
                 };
                 self.update_rq_clock(busiest_cpu);

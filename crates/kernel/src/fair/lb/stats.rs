@@ -10,8 +10,12 @@
 //! squeezed CPU counts as misfit (`sched_reduced_capacity()`).
 //!
 //! Simplified as the rest of [`crate::fair::lb`]: no NUMA (fbq) statistics.
+//! Not in the kernel: on domains of more than 64 CPUs the per-CPU sums of a
+//! group are read from [`super::GroupSums`], kept between balances, instead
+//! of walking its CPUs (the same figures; debug builds check each read).
 
-use super::{CpuIdleType, LbEnv};
+use super::sums::reads_kept_sums;
+use super::{CpuIdleType, KeptSums, LbEnv};
 use crate::core::Kernel;
 use crate::fair::capacity::{capacity_greater, check_cpu_capacity};
 use crate::sched::Rq;
@@ -121,7 +125,9 @@ pub struct SdLbStats {
 }
 
 impl Kernel {
-    /// `update_sg_lb_stats()`.
+    /// `update_sg_lb_stats()`. The per-CPU sums come from
+    /// [`GroupSums`](super::GroupSums) where they can (see there), else
+    /// from the walk over the group's CPUs the kernel does.
     fn update_sg_lb_stats(
         &self,
         env: &LbEnv,
@@ -132,50 +138,25 @@ impl Kernel {
     ) -> SgLbStats {
         let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
         let group = &dom.groups[gi];
-        let mut sgs = SgLbStats::new();
-        // What does not change from one CPU to the next is read once: this
-        // loop runs for every CPU a balance reads (up to 112 per newidle
-        // balance of a 224-CPU machine; issue 39).
-        let eas = self.sched_energy_present;
-        let (now, runnable_only) = (self.now, self.profile.lb_counts_runnable_only);
-        let asym_cpucapacity = dom.flags & SD_ASYM_CPUCAPACITY != 0;
-        let reduced_capacity_matters = !asym_cpucapacity && env.idle != CpuIdleType::NotIdle;
-        let imbalance_pct = dom.imbalance_pct as u64;
-        for i in group.span.iter_and_in(&env.cpus, group.span_words) {
-            let rq = &self.rqs[i];
-            let capacity_orig = self.topo.cpus[i].capacity as u64;
-            sgs.group_load += rq.cpu_load();
-            sgs.group_util += rq.cpu_util_cfs(capacity_orig);
-            sgs.group_runnable += rq.cpu_runnable();
-            let h_nr = rq.lb_h_nr(runnable_only);
-            sgs.sum_h_nr_running += h_nr;
-            let nr_running = rq.nr_running;
-            sgs.sum_nr_running += nr_running;
-            if nr_running > 1 {
-                *overloaded = true;
-            }
-            // (Read only with EAS on: `cpu_overutilized()` is false without.)
-            if eas && self.cpu_overutilized(i) {
-                *overutilized = true;
-            }
-            if nr_running == 0 && rq.is_idle_at(now) {
-                sgs.idle_cpus += 1;
-                continue;
-            }
-            if local_group {
-                continue;
-            }
-            if asym_cpucapacity {
-                // The biggest misfit task of the group.
-                if sgs.group_misfit_task_load < rq.misfit_task_load {
-                    sgs.group_misfit_task_load = rq.misfit_task_load;
-                    *overloaded = true;
+        let mut sgs = match self.sg_cpu_sums_kept(env, gi, local_group, overloaded) {
+            Some(sgs) => {
+                #[cfg(debug_assertions)]
+                {
+                    let (mut walk_overloaded, mut walk_overutilized) = (*overloaded, *overutilized);
+                    let walked =
+                        self.sg_cpu_sums_walk(env, gi, local_group, &mut walk_overloaded, &mut walk_overutilized);
+                    assert_eq!(
+                        (sgs, *overloaded, *overutilized),
+                        (walked, walk_overloaded, walk_overutilized),
+                        "the kept sums of group {gi} of CPU {}'s domain {} differ from the walk over its CPUs",
+                        env.sd_cpu,
+                        env.sd
+                    );
                 }
-            } else if reduced_capacity_matters && sched_reduced_capacity(rq, h_nr, capacity_orig, imbalance_pct) {
-                // A lone fair task on a CPU that RT/DL time squeezes.
-                sgs.group_misfit_task_load = sgs.group_misfit_task_load.max(rq.cpu_load());
+                sgs
             }
-        }
+            None => self.sg_cpu_sums_walk(env, gi, local_group, overloaded, overutilized),
+        };
         sgs.group_capacity = self.sgc[group.id].capacity;
         sgs.group_weight = group.weight;
         if !local_group && env.idle != CpuIdleType::NotIdle && sgs.sum_h_nr_running > 0 {
@@ -270,6 +251,136 @@ impl Kernel {
         }
     }
 
+    /// `update_sg_lb_stats()`'s loop over the group's CPUs: the sums, the
+    /// idle CPUs, the biggest misfit load, and the root domain's overload
+    /// and overutilized flags raised.
+    fn sg_cpu_sums_walk(
+        &self,
+        env: &LbEnv,
+        gi: usize,
+        local_group: bool,
+        overloaded: &mut bool,
+        overutilized: &mut bool,
+    ) -> SgLbStats {
+        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
+        let group = &dom.groups[gi];
+        let mut sgs = SgLbStats::new();
+        // What does not change from one CPU to the next is read once: this
+        // loop runs for every CPU a balance reads (up to 112 per newidle
+        // balance of a 224-CPU machine; issue 39).
+        let eas = self.sched_energy_present;
+        let (now, runnable_only) = (self.now, self.profile.lb_counts_runnable_only);
+        let asym_cpucapacity = dom.flags & SD_ASYM_CPUCAPACITY != 0;
+        let reduced_capacity_matters = !asym_cpucapacity && env.idle != CpuIdleType::NotIdle;
+        let imbalance_pct = dom.imbalance_pct as u64;
+        for i in group.span.iter_and_in(&env.cpus, group.span_words) {
+            let rq = &self.rqs[i];
+            let capacity_orig = self.topo.cpus[i].capacity as u64;
+            sgs.group_load += rq.cpu_load();
+            sgs.group_util += rq.cpu_util_cfs(capacity_orig);
+            sgs.group_runnable += rq.cpu_runnable();
+            let h_nr = rq.lb_h_nr(runnable_only);
+            sgs.sum_h_nr_running += h_nr;
+            let nr_running = rq.nr_running;
+            sgs.sum_nr_running += nr_running;
+            if nr_running > 1 {
+                *overloaded = true;
+            }
+            // (Read only with EAS on: `cpu_overutilized()` is false without.)
+            if eas && self.cpu_overutilized(i) {
+                *overutilized = true;
+            }
+            if nr_running == 0 && rq.is_idle_at(now) {
+                sgs.idle_cpus += 1;
+                continue;
+            }
+            if local_group {
+                continue;
+            }
+            if asym_cpucapacity {
+                // The biggest misfit task of the group.
+                if sgs.group_misfit_task_load < rq.misfit_task_load {
+                    sgs.group_misfit_task_load = rq.misfit_task_load;
+                    *overloaded = true;
+                }
+            } else if reduced_capacity_matters && sched_reduced_capacity(rq, h_nr, capacity_orig, imbalance_pct) {
+                // A lone fair task on a CPU that RT/DL time squeezes.
+                sgs.group_misfit_task_load = sgs.group_misfit_task_load.max(rq.cpu_load());
+            }
+        }
+        sgs
+    }
+
+    /// [`Kernel::sg_cpu_sums_walk`] from the kept sums, where the walk
+    /// would only add up: not with EAS (each CPU's overutilized test), not
+    /// for a group partly outside `env->cpus`, and not for a remote group
+    /// with a misfit or squeezed CPU the walk would weigh (None). The sums
+    /// are those of the last [`Kernel::recount_group_sums`] of the domain.
+    fn sg_cpu_sums_kept(&self, env: &LbEnv, gi: usize, local_group: bool, overloaded: &mut bool) -> Option<SgLbStats> {
+        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
+        let group = &dom.groups[gi];
+        match env.kept_sums {
+            KeptSums::Walk => return None,
+            KeptSums::Counted if !group.span.is_subset_in(&env.cpus, group.span_words) => return None,
+            _ => {}
+        }
+        let sums = self.group_sums.of(group.id);
+        if !local_group {
+            let asym_cpucapacity = dom.flags & SD_ASYM_CPUCAPACITY != 0;
+            let weighed = if asym_cpucapacity {
+                sums.misfit_cpus
+            } else if env.idle != CpuIdleType::NotIdle {
+                sums.reduced_cpus
+            } else {
+                0
+            };
+            if weighed != 0 {
+                return None;
+            }
+        }
+        if sums.overloaded_cpus != 0 {
+            *overloaded = true;
+        }
+        let held_busy = if sums.held_cpus == 0 {
+            0
+        } else {
+            let now = self.now;
+            self.group_sums.held_in(&group.span, group.span_words).filter(|&i| now < self.rqs[i].newidle_until).count()
+        };
+        Some(SgLbStats {
+            group_load: sums.load,
+            group_util: sums.util,
+            group_runnable: sums.runnable,
+            sum_h_nr_running: sums.h_nr,
+            sum_nr_running: sums.nr_running,
+            idle_cpus: sums.idle_unless_held - held_busy as u32,
+            ..SgLbStats::new()
+        })
+    }
+
+    /// Recounts, for [`Kernel::sg_cpu_sums_kept`], the CPUs of the groups
+    /// `env` balances whose runqueue was written since their last count,
+    /// and notes whether the groups lie wholly in `env.cpus`. Not for a
+    /// domain too small to pay ([`reads_kept_sums`]), nor with EAS (whose walk
+    /// tests each CPU for overutilization): those are walked.
+    fn recount_group_sums(&mut self, env: &mut LbEnv) {
+        env.kept_sums = KeptSums::Walk;
+        if self.sched_energy_present
+            || !self.rqs.noting()
+            || !reads_kept_sums(self.domains.cpus[env.sd_cpu].domains[env.sd].span_weight)
+        {
+            return;
+        }
+        let (now, runnable_only) = (self.now, self.profile.lb_counts_runnable_only);
+        let &(span, words) = self.group_sums.read_span(env.sd_cpu, env.sd);
+        env.kept_sums = if span.is_subset_in(&env.cpus, words) { KeptSums::AllInCpus } else { KeptSums::Counted };
+        let written = self.rqs.take_written(&span, words);
+        for cpu in written.iter_in(words) {
+            let capacity_orig = self.topo.cpus[cpu].capacity as u64;
+            self.group_sums.recount(cpu, &self.rqs[cpu], capacity_orig, runnable_only, now);
+        }
+    }
+
     /// `update_sd_lb_stats()`.
     pub(super) fn update_sd_lb_stats(&mut self, env: &mut LbEnv) -> SdLbStats {
         let mut sds = SdLbStats {
@@ -282,6 +393,7 @@ impl Kernel {
             busiest_stat: SgLbStats { idle_cpus: u32::MAX, ..SgLbStats::new() },
             local_stat: SgLbStats::new(),
         };
+        self.recount_group_sums(env);
         if self.update_sd_lb_stats_nothing_to_pull(env, &mut sds) {
             return sds;
         }
@@ -293,10 +405,10 @@ impl Kernel {
         let mut sum_util = 0;
         let ngroups = self.domains.cpus[env.sd_cpu].domains[env.sd].groups.len();
         for gi in 0..ngroups {
-            let span = self.domains.cpus[env.sd_cpu].domains[env.sd].groups[gi].span;
-            let local_group = span.contains(env.dst_cpu);
+            let group = &self.domains.cpus[env.sd_cpu].domains[env.sd].groups[gi];
+            let local_group = group.span.contains(env.dst_cpu);
             if local_group {
-                let id = self.domains.cpus[env.sd_cpu].domains[env.sd].groups[gi].id;
+                let id = group.id;
                 self.update_local_group_capacity(env, id);
             }
             let sgs = self.update_sg_lb_stats(env, gi, local_group, &mut overloaded, &mut overutilized);
@@ -387,19 +499,41 @@ impl Kernel {
                 local = Some((gi, group.id));
                 continue;
             }
-            for i in group.span.iter_and_in(&env.cpus, group.span_words) {
-                if self.lb_h_nr(i) > 0 || (asym_cap && self.rqs[i].misfit_task_load != 0) {
-                    return false;
-                }
+            // The kept sums where the group is wholly in the balance's CPUs
+            // (recounted by the caller), else the walk.
+            let kept = match env.kept_sums {
+                KeptSums::Walk => false,
+                KeptSums::Counted => group.span.is_subset_in(&env.cpus, group.span_words),
+                KeptSums::AllInCpus => true,
+            };
+            let busy = if kept {
+                let sums = self.group_sums.of(group.id);
+                sums.h_nr > 0 || (asym_cap && sums.misfit_cpus != 0)
+            } else {
+                group
+                    .span
+                    .iter_and_in(&env.cpus, group.span_words)
+                    .any(|i| self.lb_h_nr(i) > 0 || (asym_cap && self.rqs[i].misfit_task_load != 0))
+            };
+            if busy {
+                return false;
             }
         }
         let is_root = self.is_top_domain(env);
         // The overload flag counts every group, the local one included.
         let overloaded = is_root
-            && dom
-                .groups
-                .iter()
-                .any(|g| g.span.iter_and_in(&env.cpus, g.span_words).any(|i| self.rqs[i].nr_running > 1));
+            && dom.groups.iter().any(|g| {
+                let kept = match env.kept_sums {
+                    KeptSums::Walk => false,
+                    KeptSums::Counted => g.span.is_subset_in(&env.cpus, g.span_words),
+                    KeptSums::AllInCpus => true,
+                };
+                if kept {
+                    self.group_sums.of(g.id).overloaded_cpus != 0
+                } else {
+                    g.span.iter_and_in(&env.cpus, g.span_words).any(|i| self.rqs[i].nr_running > 1)
+                }
+            });
         #[cfg(debug_assertions)]
         self.debug_check_nothing_to_pull(env, sds, overloaded);
         if let Some((gi, id)) = local {
