@@ -224,9 +224,13 @@ fn cpuset_partitions_in_the_guest_balance_as_the_model_says() {
     assert!(out.status.success());
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
     let model = cpus_by_kind(&doc["metrics"], 1.0);
-    for (side, cpus) in [("guest", &guest), ("model", &model)] {
-        assert!(cpus["in"] > 1.9, "{side}: the root partition's hogs spread over its two CPUs: {cpus:?}");
+    // Two busy CPUs read 1.9 or more of a second in the model; the TCG
+    // guest's own interrupts and kworkers take their share of its hogs'
+    // CPUs (three hogs on CPUs 0-1 read 1.894 once, 2026-12-07), so it is
+    // held to 1.8: still far above the 1.0 one CPU could give.
+    for (side, cpus, two) in [("guest", &guest, 1.8), ("model", &model, 1.9)] {
+        assert!(cpus["in"] > two, "{side}: the root partition's hogs spread over its two CPUs: {cpus:?}");
         assert!((0.9..=1.02).contains(&cpus["iso"]), "{side}: the isolated partition's share one CPU: {cpus:?}");
-        assert!((1.9..=2.02).contains(&cpus["out"]), "{side}: the rest's three hogs keep to CPUs 0-1: {cpus:?}");
+        assert!((two..=2.02).contains(&cpus["out"]), "{side}: the rest's three hogs keep to CPUs 0-1: {cpus:?}");
     }
 }
