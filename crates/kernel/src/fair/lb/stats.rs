@@ -20,6 +20,7 @@ use crate::core::Kernel;
 use crate::fair::capacity::{capacity_greater, check_cpu_capacity};
 use crate::sched::Rq;
 use crate::topology::sd_flags::*;
+use crate::topology::{SchedDomain, SchedGroup};
 
 /// `enum group_type` (fair.c), in the kernel's order: later is busier.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -138,13 +139,18 @@ impl Kernel {
     ) -> SgLbStats {
         let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
         let group = &dom.groups[gi];
-        let mut sgs = match self.sg_cpu_sums_kept(env, gi, local_group, overloaded) {
+        let mut sgs = match self.sg_cpu_sums_kept(env, (dom, group), local_group, overloaded) {
             Some(sgs) => {
                 #[cfg(debug_assertions)]
                 {
                     let (mut walk_overloaded, mut walk_overutilized) = (*overloaded, *overutilized);
-                    let walked =
-                        self.sg_cpu_sums_walk(env, gi, local_group, &mut walk_overloaded, &mut walk_overutilized);
+                    let walked = self.sg_cpu_sums_walk(
+                        env,
+                        (dom, group),
+                        local_group,
+                        &mut walk_overloaded,
+                        &mut walk_overutilized,
+                    );
                     assert_eq!(
                         (sgs, *overloaded, *overutilized),
                         (walked, walk_overloaded, walk_overutilized),
@@ -155,7 +161,7 @@ impl Kernel {
                 }
                 sgs
             }
-            None => self.sg_cpu_sums_walk(env, gi, local_group, overloaded, overutilized),
+            None => self.sg_cpu_sums_walk(env, (dom, group), local_group, overloaded, overutilized),
         };
         sgs.group_capacity = self.sgc[group.id].capacity;
         sgs.group_weight = group.weight;
@@ -257,13 +263,11 @@ impl Kernel {
     fn sg_cpu_sums_walk(
         &self,
         env: &LbEnv,
-        gi: usize,
+        (dom, group): (&SchedDomain, &SchedGroup),
         local_group: bool,
         overloaded: &mut bool,
         overutilized: &mut bool,
     ) -> SgLbStats {
-        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
-        let group = &dom.groups[gi];
         let mut sgs = SgLbStats::new();
         // What does not change from one CPU to the next is read once: this
         // loop runs for every CPU a balance reads (up to 112 per newidle
@@ -316,9 +320,13 @@ impl Kernel {
     /// for a group partly outside `env->cpus`, and not for a remote group
     /// with a misfit or squeezed CPU the walk would weigh (None). The sums
     /// are those of the last [`Kernel::recount_group_sums`] of the domain.
-    fn sg_cpu_sums_kept(&self, env: &LbEnv, gi: usize, local_group: bool, overloaded: &mut bool) -> Option<SgLbStats> {
-        let dom = &self.domains.cpus[env.sd_cpu].domains[env.sd];
-        let group = &dom.groups[gi];
+    fn sg_cpu_sums_kept(
+        &self,
+        env: &LbEnv,
+        (dom, group): (&SchedDomain, &SchedGroup),
+        local_group: bool,
+        overloaded: &mut bool,
+    ) -> Option<SgLbStats> {
         match env.kept_sums {
             KeptSums::Walk => return None,
             KeptSums::Counted if !group.span.is_subset_in(&env.cpus, group.span_words) => return None,
