@@ -27,12 +27,11 @@ use crate::sched::Rq;
 use crate::topology::SchedDomains;
 
 /// Domains of at most this many CPUs are walked, not read from the sums:
-/// their balances (a NOHZ pass over a 32-CPU Ryzen's idle CPUs) find most
-/// of the domain's CPUs written since the last read, and a recount costs
-/// more than the walk's visit (asym_min: 2 235 M instructions with the
-/// walk everywhere, 2 346 M with the sums everywhere; issue 39). Past it
-/// (a 224-CPU machine's 112-CPU LLC) few of the CPUs a balance reads have
-/// changed since the last one read them.
+/// on a 32-CPU Ryzen a balance recounted ~2 CPUs at ~108 instructions
+/// each, more than a walk that stops at the first busy CPU (asym_min:
+/// 2 235 M instructions with the walk everywhere, 2 346 M with the sums
+/// everywhere; issue 39). Past it (a 224-CPU machine's 112-CPU LLC) a
+/// balance reads ~100 CPUs, few of them changed since the last read.
 pub(crate) const KEPT_SUMS_MIN_CPUS: u32 = 64;
 
 /// Whether a balance of a domain spanning `span_weight` CPUs reads the
