@@ -358,6 +358,7 @@ fn boot_and_run(
     let boot_runs_and_power_off = opts.boot_timeout
         + per_run.saturating_mul(opts.runs.saturating_mul(opts.settings.len().max(1) as u32))
         + Duration::from_secs(120);
+    remove_stale(&[&spec.console, &spec.data])?;
     let mut child = qemu::spawn(qemu_bin, &args, &work.join("qemu.stderr"), boot_runs_and_power_off)?;
     let mut tail = qemu::ConsoleTail::default();
     let mut guest: Option<GuestInfo> = None;
@@ -460,9 +461,39 @@ fn boot_and_run(
     })
 }
 
+/// Removes what a crashed boot left in `paths` (a missing file is fine):
+/// a retried boot's data file would otherwise be read before QEMU truncates
+/// it, its hello frame first ("guest up in 0.0 s") and then bytes at the
+/// wrong offsets ("unknown frame kind 41", a CI run on 2026-12-07), and its
+/// console log would show the old boot's oops.
+fn remove_stale(paths: &[&Path]) -> Result<(), VmError> {
+    for path in paths {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(VmError::Io { path: path.to_path_buf(), source: e })
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retried_boot_starts_without_the_crashed_boots_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (data, console, missing) =
+            (dir.path().join("data.bin"), dir.path().join("console.log"), dir.path().join("none"));
+        std::fs::write(&data, b"hello frame of the crashed boot").unwrap();
+        std::fs::write(&console, b"Oops: int3").unwrap();
+        remove_stale(&[&data, &console, &missing]).unwrap();
+        assert!(!data.exists() && !console.exists(), "the old boot's files are gone");
+        let err = remove_stale(&[dir.path()]).unwrap_err();
+        assert!(matches!(err, VmError::Io { .. }), "a path that cannot be removed is an error: {err}");
+    }
 
     #[test]
     fn a_run_header_naming_a_setting_that_was_not_sent_is_an_error() {
