@@ -316,10 +316,11 @@ impl Kernel {
     }
 
     /// [`Kernel::sg_cpu_sums_walk`] from the kept sums, where the walk
-    /// would only add up: not with EAS (each CPU's overutilized test), not
-    /// for a group partly outside `env->cpus`, and not for a remote group
-    /// with a misfit or squeezed CPU the walk would weigh (None). The sums
-    /// are those of the last [`Kernel::recount_group_sums`] of the domain.
+    /// would only add up: not when [`Kernel::recount_group_sums`] left the
+    /// domain to the walk (`env.kept_sums`: small domains, EAS), not for a
+    /// group partly outside `env->cpus`, and not for a remote group with a
+    /// misfit or squeezed CPU the walk would weigh (None). The sums are
+    /// those of the domain's last recount.
     fn sg_cpu_sums_kept(
         &self,
         env: &LbEnv,

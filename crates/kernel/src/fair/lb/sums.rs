@@ -160,13 +160,16 @@ pub struct GroupSums {
     /// The CPUs counted in `held_cpus`.
     held: CpuSet,
     /// By CPU and domain level: the union of the domain's group spans and
-    /// its words, recounted before a balance of the domain reads them.
+    /// its words, recounted before a balance of the domain reads them (not
+    /// the domain's span: an overlap group built from a sibling's domain
+    /// on an asymmetric NUMA machine may reach past it).
     read_spans: Vec<Vec<(CpuSet, (usize, usize))>>,
 }
 
 impl GroupSums {
-    /// Empty sums for the groups of `domains` (every CPU's figures zero,
-    /// as a CPU's first count will find them otherwise).
+    /// Zero sums for the groups of `domains`: every CPU starts noted as
+    /// written ([`crate::sched::Runqueues::new`]), so its first count
+    /// fills them in.
     pub fn new(domains: &SchedDomains) -> Self {
         let nr_cpus = domains.cpus.len();
         let groups = || domains.cpus.iter().flat_map(|c| c.domains.iter()).flat_map(|d| d.groups.iter());
