@@ -148,7 +148,7 @@ impl SpanSums {
     }
 }
 
-/// [`SpanSums`] of every distinct group span of the machine's domains.
+/// The sums (`SpanSums`) of every distinct group span of the machine's domains.
 #[derive(Clone, Debug)]
 pub struct GroupSums {
     /// By group id (`SchedGroup::id`): its span's index in `spans`.
@@ -221,7 +221,7 @@ impl GroupSums {
     }
 
     /// Whether a balance on `domains` ever reads the sums: some domain is
-    /// big enough ([`reads_kept_sums`]), and no EAS.
+    /// big enough (`reads_kept_sums()`), and no EAS.
     pub fn read_on(domains: &SchedDomains, sched_energy_present: bool) -> bool {
         !sched_energy_present
             && domains.cpus.iter().flat_map(|c| c.domains.iter()).any(|d| reads_kept_sums(d.span_weight))
