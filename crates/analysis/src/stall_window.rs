@@ -76,7 +76,20 @@ struct Records {
     /// pid → its last `sched_migrate_task` and the balancer's event at that instant.
     migration: HashMap<Pid, Vec<Seq>>,
     active_queued: BTreeMap<(u32, u32), Seq>,
+    /// How many events were folded, the instant of the last, and the
+    /// wakeups (new or not) and migrations folded at that instant within
+    /// [`RESCHED_REACH`] of the last: (their count, the task). A story reads
+    /// the `resched_curr()` that follows its wakee's wakeup or move at the
+    /// same instant (`Builder::resched_step`); that event is about no task,
+    /// so it joins the lists of the tasks these name.
+    folded: u64,
+    folded_ts: Nanos,
+    moved_at: VecDeque<(u64, Pid)>,
 }
+
+/// How far after a wakeup or move a story looks for its `resched_curr()`
+/// (`Builder::resched_step` in attribution.rs reads the 16 events after it).
+const RESCHED_REACH: usize = 16;
 
 /// The pids an event is about, as the attribution indexes them (0: none).
 pub(crate) fn about(ev: &Event) -> [Pid; 2] {
@@ -107,6 +120,7 @@ impl Records {
     /// events about it, so the others' lists are those of a full fold).
     fn fold_keeping(&mut self, se: &Seq, keep: impl Fn(Pid) -> bool) {
         let ev = &se.1;
+        self.fold_resched_reach(se, &keep);
         match ev.kind {
             EventKind::SchedSwitch { .. } => {
                 let cpu = ev.cpu as usize;
@@ -138,6 +152,7 @@ impl Records {
             }
             _ => {}
         }
+
         // A workload marker before the window tells a replay nothing: a
         // story reads its wakee's markers from its signal on (attribution.rs),
         // and its signal is in the window. A task that never blocks marks
@@ -155,6 +170,37 @@ impl Records {
                 list.drain(head..keep_from);
             }
             list.push(*se);
+        }
+    }
+
+    /// Counts the event (every event counts toward the reach) and puts a
+    /// `resched_curr()` in the lists of the tasks a wakeup or move within
+    /// reach before it at its instant names, each once. A list may then
+    /// hold one a story would not have read: a second wakeup or move of
+    /// the task at that instant within reach of it, the first not.
+    fn fold_resched_reach(&mut self, se: &Seq, keep: &impl Fn(Pid) -> bool) {
+        let ev = &se.1;
+        self.folded += 1;
+        if ev.ts != self.folded_ts {
+            self.folded_ts = ev.ts;
+            self.moved_at.clear();
+        }
+        while self.moved_at.front().is_some_and(|&(at, _)| self.folded - at > RESCHED_REACH as u64) {
+            self.moved_at.pop_front();
+        }
+        match ev.kind {
+            EventKind::Resched { .. } => {
+                for (k, &(_, pid)) in self.moved_at.iter().enumerate() {
+                    let named_before = self.moved_at.iter().take(k).any(|&(_, p)| p == pid);
+                    if !named_before && keep(pid) {
+                        self.since_switch.entry(pid).or_default().push(*se);
+                    }
+                }
+            }
+            EventKind::SchedWakeup { pid, .. }
+            | EventKind::SchedWakeupNew { pid, .. }
+            | EventKind::SchedMigrateTask { pid, .. } => self.moved_at.push_back((self.folded, pid)),
+            _ => {}
         }
     }
 
@@ -374,6 +420,9 @@ impl AttributionCollector {
             since_switch: HashMap::default(),
             migration: self.records.migration.clone(),
             active_queued: self.records.active_queued.clone(),
+            folded: self.records.folded,
+            folded_ts: self.records.folded_ts,
+            moved_at: self.records.moved_at.clone(),
         };
         // Only the wakees' replays read a task's events since its switch.
         let wakees: FxHashSet<Pid> = pending.iter().map(|p| p.3).collect();
