@@ -25,7 +25,6 @@ use schedlab_trace::{Event, EventKind, Nanos, Pid, TaskTable, Trace, UserOp};
 
 use crate::attribution::{attribute_stalls, AttributionOptions, Tally};
 use crate::causes::{Attribution, StallStory};
-use crate::handoff::HandoffTracker;
 use crate::handoff::KEPT_STALLS;
 
 /// Events kept before a stall's signal.
@@ -251,14 +250,14 @@ pub struct AttributionCollector {
     records: Records,
     seq: u64,
     /// obj → the first signal of the handoff in flight (as the whole-trace
-    /// attribution pairs them).
+    /// attribution and `HandoffTracker` pair them; a wait's latency is
+    /// measured from it).
     signals: HashMap<u32, Nanos>,
     /// The same, ordered by time: the oldest open handoff bounds the window.
     open: std::collections::BTreeSet<(Nanos, u32)>,
     /// Its first signal (`Nanos::MAX` when none), kept as it changes: read
     /// at every event (issue 39).
     open_oldest: Nanos,
-    tracker: HandoffTracker,
     /// The stories told: each counted in the cause table, the first kept.
     tally: Tally,
     /// Stalls ended but not yet explained: `(signal, end, obj, wakee)`, in
@@ -294,7 +293,6 @@ impl AttributionCollector {
             signals: HashMap::default(),
             open: std::collections::BTreeSet::new(),
             open_oldest: Nanos::MAX,
-            tracker: HandoffTracker::default(),
             tally: Tally::new(opts.stall_threshold_ns, KEPT_STALLS),
             pending: Vec::new(),
             pending_oldest: Nanos::MAX,
@@ -349,7 +347,6 @@ impl AttributionCollector {
                         self.open.insert((ev.ts, obj));
                         self.open_oldest = self.open_oldest.min(ev.ts);
                     }
-                    self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
                 }
                 UserOp::WaitDone { obj } => {
                     let signal = self.signals.remove(&obj);
@@ -357,9 +354,8 @@ impl AttributionCollector {
                         self.open.remove(&(s, obj));
                         self.open_oldest = self.open.first().map_or(Nanos::MAX, |&(t, _)| t);
                     }
-                    let h = self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
-                    if let (Some(h), Some(s)) = (h, signal) {
-                        if h.latency_ns >= self.opts.stall_threshold_ns {
+                    if let Some(s) = signal {
+                        if ev.ts.saturating_sub(s) >= self.opts.stall_threshold_ns {
                             self.pending.push((s, ev.ts, obj, pid));
                             self.pending_oldest = self.pending_oldest.min(s);
                             if self.pending.len() >= STALL_BATCH {
@@ -368,9 +364,7 @@ impl AttributionCollector {
                         }
                     }
                 }
-                _ => {
-                    self.tracker.event(ev.ts, pid, op, self.opts.stall_threshold_ns, |_| String::new());
-                }
+                _ => {}
             }
         }
         // Fold what no open handoff's or unexplained stall's story can read any more.
