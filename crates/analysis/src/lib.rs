@@ -29,6 +29,7 @@ mod handoff;
 mod measure;
 mod narrative;
 pub mod perf_sched;
+mod pidmap;
 mod rtapp;
 pub mod schbench;
 mod sketch;
@@ -301,7 +302,7 @@ impl MetricsCollector {
         self.tasks.finish(end);
         let threshold = self.threshold;
         let mut handoffs = self.handoffs;
-        let mut accs: Vec<(Pid, tasks::TaskAcc)> = self.tasks.tasks.drain().collect();
+        let mut accs: Vec<(Pid, tasks::TaskAcc)> = self.tasks.tasks.take_all();
         accs.sort_unstable_by_key(|&(pid, _)| pid);
         let rows = accs
             .into_iter()

@@ -78,8 +78,8 @@ impl TaskAcc {
 pub(crate) struct TaskTracker {
     /// Set by the window's first event.
     pub start: Nanos,
-    /// Hashed, not ordered (a per-event lookup): [`crate::MetricsCollector::finish`] sorts the rows.
-    pub tasks: rustc_hash::FxHashMap<Pid, TaskAcc>,
+    /// Not ordered (a per-event lookup): [`crate::MetricsCollector::finish`] sorts the rows.
+    pub tasks: crate::pidmap::PidMap<TaskAcc>,
     /// Wakeup latencies, exact for half of [`EXACT_SAMPLES_PER_RUN`].
     pub wakeups: SketchSet,
 }
@@ -90,7 +90,7 @@ impl TaskTracker {
     }
 
     fn acc(&mut self, pid: Pid) -> &mut TaskAcc {
-        self.tasks.entry(pid).or_insert_with(TaskAcc::new)
+        self.tasks.get_or_insert_with(pid, TaskAcc::new)
     }
 
     /// Make sure `pid` has a row even if the event tells nothing about it.

@@ -229,7 +229,7 @@ pub struct WorkConsCollector {
     curr: Vec<Pid>,
     cpus: Vec<CpuAcc>,
     /// Hashed (a lookup per event); [`Self::finish`] visits them by pid.
-    tasks: rustc_hash::FxHashMap<Pid, Waiter>,
+    tasks: crate::pidmap::PidMap<Waiter>,
     /// Ordered: an instant's tasks are checked by pid (the order decides
     /// which of two tasks of one class opening and closing a violation at
     /// one instant the CPUs hear of).
@@ -322,11 +322,11 @@ impl WorkConsCollector {
     }
 
     fn waiter(&mut self, pid: Pid) -> &mut Waiter {
-        if !self.tasks.contains_key(&pid) {
-            let allowed = allowed_cpus(&self.allowed, pid, self.table.comm(pid), self.nr_cpus);
-            let (classes, classes_of_cpu) = (&mut self.classes, &mut self.classes_of_cpu);
-            let nr_cpus = self.nr_cpus;
-            let class = *self.class_of.entry(allowed.clone()).or_insert_with(|| {
+        let (allowed_of, table, nr_cpus) = (&self.allowed, &self.table, self.nr_cpus);
+        let (classes, classes_of_cpu, class_of) = (&mut self.classes, &mut self.classes_of_cpu, &mut self.class_of);
+        self.tasks.get_or_insert_with(pid, || {
+            let allowed = allowed_cpus(allowed_of, pid, table.comm(pid), nr_cpus);
+            let class = *class_of.entry(allowed.clone()).or_insert_with(|| {
                 let cpus: Vec<u32> = allowed.iter().copied().filter(|&c| c < nr_cpus).collect();
                 for &c in &cpus {
                     classes_of_cpu[c as usize].push(classes.len());
@@ -334,9 +334,8 @@ impl WorkConsCollector {
                 classes.push((cpus, 0));
                 classes.len() - 1
             });
-            self.tasks.insert(pid, Waiter::new(allowed, class));
-        }
-        self.tasks.get_mut(&pid).expect("inserted above")
+            Waiter::new(allowed, class)
+        })
     }
 }
 
@@ -569,7 +568,7 @@ impl WorkConsCollector {
     pub fn finish(mut self, last_ts: Nanos) -> WorkConservation {
         self.settle();
         let end = self.end.unwrap_or(last_ts).max(self.start);
-        let mut tasks: Vec<(Pid, Waiter)> = std::mem::take(&mut self.tasks).into_iter().collect();
+        let mut tasks: Vec<(Pid, Waiter)> = self.tasks.take_all();
         tasks.sort_unstable_by_key(|&(pid, _)| pid);
         for (_, w) in &mut tasks {
             if let Some(since) = w.waiting_since.take() {
