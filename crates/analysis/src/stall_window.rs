@@ -54,11 +54,13 @@ pub const STALL_BATCH: usize = 64;
 /// a run whose stalls are seconds apart would otherwise hold seconds of
 /// events until [`STALL_BATCH`] of them had ended (asym_min: ~360 k events
 /// per batch, 300 MB at 120 s). Doubling keeps the passes over the window
-/// paid for by as many new events. 8 k events (512 KiB) stay in a core's
-/// L2: at 64 k, asym_min's window averaged 22 k events (1.4 MB), and a
-/// 10 s run took 2.9x the last-level misses and 2.0 % more instructions
-/// (cachegrind; issue 39). The stories do not depend on the bound: the
-/// sim crate's tests/stall_window.rs holds them to the whole trace's.
+/// paid for by as many new events. 8 k events are 512 KiB, which fits a
+/// core's L2; at 64 k, asym_min's window averaged 22 k events (1.4 MB),
+/// and a 10 s run ran 2.0 % more instructions and first touched ~7 MB
+/// more memory (cachegrind: 173 k against 59 k misses of a last-level
+/// cache larger than the run; issue 39). The stories do not depend on
+/// the bound: the sim crate's tests/stall_window.rs holds them to the
+/// whole trace's.
 pub const MIN_EXPLAIN_WINDOW: usize = 1 << 13;
 
 /// The most events [`Records`] keeps per task since its last switch: the
