@@ -157,7 +157,6 @@ impl Records {
             }
             _ => {}
         }
-
         // A workload marker before the window tells a replay nothing: a
         // story reads its wakee's markers from its signal on (attribution.rs),
         // and its signal is in the window. A task that never blocks marks
@@ -166,16 +165,21 @@ impl Records {
             return;
         }
         for pid in about(ev).into_iter().filter(|&p| p != 0 && keep(p)) {
-            let list = self.since_switch.entry(pid).or_default();
-            if list.len() >= MAX_SINCE_SWITCH {
-                // A task that never switches (a hog woken again and again
-                // while it runs) keeps its switch and the latest events.
-                let keep_from = list.len() - MAX_SINCE_SWITCH / 2;
-                let head = usize::from(list.first().is_some_and(|e| matches!(e.1.kind, EventKind::SchedSwitch { .. })));
-                list.drain(head..keep_from);
-            }
-            list.push(*se);
+            self.push_since_switch(pid, se);
         }
+    }
+
+    /// Add `se` to `pid`'s events since its last switch.
+    fn push_since_switch(&mut self, pid: Pid, se: &Seq) {
+        let list = self.since_switch.entry(pid).or_default();
+        if list.len() >= MAX_SINCE_SWITCH {
+            // A task that never switches (a hog woken again and again
+            // while it runs) keeps its switch and the latest events.
+            let keep_from = list.len() - MAX_SINCE_SWITCH / 2;
+            let head = usize::from(list.first().is_some_and(|e| matches!(e.1.kind, EventKind::SchedSwitch { .. })));
+            list.drain(head..keep_from);
+        }
+        list.push(*se);
     }
 
     /// Counts the event (every event counts toward the reach) and puts a
@@ -195,10 +199,11 @@ impl Records {
         }
         match ev.kind {
             EventKind::Resched { .. } => {
-                for (k, &(_, pid)) in self.moved_at.iter().enumerate() {
+                for k in 0..self.moved_at.len() {
+                    let pid = self.moved_at[k].1;
                     let named_before = self.moved_at.iter().take(k).any(|&(_, p)| p == pid);
                     if !named_before && keep(pid) {
-                        self.since_switch.entry(pid).or_default().push(*se);
+                        self.push_since_switch(pid, se);
                     }
                 }
             }

@@ -228,7 +228,7 @@ pub struct WorkConsCollector {
     group_ts: Option<Nanos>,
     curr: Vec<Pid>,
     cpus: Vec<CpuAcc>,
-    /// Hashed (a lookup per event); [`Self::finish`] visits them by pid.
+    /// Not ordered (a lookup per event); [`Self::finish`] visits them by pid.
     tasks: crate::pidmap::PidMap<Waiter>,
     /// Ordered: an instant's tasks are checked by pid (the order decides
     /// which of two tasks of one class opening and closing a violation at
