@@ -154,6 +154,10 @@ struct Pending {
     preempt: Option<PreemptCheck>,
 }
 
+/// How many events after a wakee's wakeup or move, at its instant, a story
+/// looks for the `resched_curr()` that followed it (`Builder::resched_step`).
+pub(crate) const RESCHED_REACH: usize = 16;
+
 /// Explain every stall of `trace` (see the module doc).
 pub fn attribute_stalls(trace: &Trace, opts: &AttributionOptions) -> Attribution {
     let events = trace.in_time_order();
@@ -443,10 +447,12 @@ impl<'c, 'a> Builder<'c, 'a> {
         self.step(a.ts, a.src_cpu, text);
     }
 
-    /// `schedlab_resched` events for `cpu` at the instant of event `i`.
+    /// `schedlab_resched` events for `cpu` at the instant of event `i`,
+    /// among the [`RESCHED_REACH`] events after it.
     fn resched_step(&mut self, i: usize, cpu: u32) {
         let ev = self.ctx.events;
-        let hit = ev[i + 1..].iter().take_while(|e| e.ts == ev[i].ts).take(16).find_map(|e| match e.kind {
+        let same_instant = ev[i + 1..].iter().take_while(|e| e.ts == ev[i].ts);
+        let hit = same_instant.take(RESCHED_REACH).find_map(|e| match e.kind {
             EventKind::Resched { cpu: c, ipi } if c == cpu => Some((e.cpu, ipi)),
             _ => None,
         });

@@ -18,7 +18,6 @@ const NONE: u32 = u32::MAX;
 
 /// A map from pid to `V`. Iteration order is the order of insertion for
 /// the indexed pids, then the hashed ones: callers that print sort first.
-#[derive(Clone, Debug)]
 pub(crate) struct PidMap<V> {
     /// pid → its place in `entries` (`NONE`: absent), for pids below [`DENSE_PIDS`].
     index: Vec<u32>,

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use schedlab_trace::{Event, EventKind, Nanos, Pid, TaskTable, Trace, UserOp};
 
-use crate::attribution::{attribute_stalls, AttributionOptions, Tally};
+use crate::attribution::{attribute_stalls, AttributionOptions, Tally, RESCHED_REACH};
 use crate::causes::{Attribution, StallStory};
 use crate::handoff::KEPT_STALLS;
 
@@ -91,10 +91,6 @@ struct Records {
     folded_ts: Nanos,
     moved_at: VecDeque<(u64, Pid)>,
 }
-
-/// How far after a wakeup or move a story looks for its `resched_curr()`
-/// (`Builder::resched_step` in attribution.rs reads the 16 events after it).
-const RESCHED_REACH: usize = 16;
 
 /// The pids an event is about, as the attribution indexes them (0: none).
 pub(crate) fn about(ev: &Event) -> [Pid; 2] {
