@@ -105,20 +105,34 @@ fn a_reclaiming_task_gets_max_bw_of_a_cpu_on_the_kernel_as_in_the_model() {
     assert!((0.098..=0.105).contains(&model_cbs), "model: cbs ran {model_cbs:.4}");
     // The kernel's GRUB gives the reclaiming task the same 95 %, not its
     // 30 %; the plain one keeps to its 10 %. Other load on the machine is
-    // fair and cannot take a deadline task's time. Up to three runs: twice
-    // (2026-12-06 and -07, each the first full test run of a session, never
-    // when rerun) this host's kernel let the reclaiming task run 99.1 % and
-    // 99.96 % of a run, with sched_rt_runtime_us at 950000; a runner that
-    // lost SCHED_FLAG_RECLAIM (30 %) or a model that lost GRUB fails every run.
+    // fair and cannot take a deadline task's time; the hypervisor can: the
+    // kernel charges a deadline task's runtime in task time, without steal,
+    // so a run with a CPU stolen from reads high (in three sessions' first
+    // full test run this host read grub 99.1-100 %, cbs 15-18 %, and never
+    // when rerun). Such a run is not compared; up to three runs are taken.
+    // A runner that lost SCHED_FLAG_RECLAIM (30 %) or a model that lost
+    // GRUB fails every run the hypervisor left alone.
     let mut runs = Vec::new();
+    let mut steady = 0;
     for _ in 0..3 {
         let host = json_of(&["real", "dl-grub-reclaim", "--duration", "2s", "--json"]);
         let window = host["window_ns"][1].as_f64().unwrap() - host["window_ns"][0].as_f64().unwrap();
         let (host_grub, host_cbs) = (share(&host, "grub", window), share(&host, "cbs", window));
-        runs.push(format!("grub {host_grub:.4} cbs {host_cbs:.4}"));
+        let stolen =
+            host["steal"].as_array().unwrap().iter().map(|s| s["ns"].as_f64().unwrap() / window).fold(0.0, f64::max);
+        runs.push(format!("grub {host_grub:.4} cbs {host_cbs:.4} steal {:.1} %", 100.0 * stolen));
+        if stolen > 0.02 {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            continue;
+        }
+        steady += 1;
         if (host_grub - model_grub).abs() < 0.03 && (host_cbs - model_cbs).abs() < 0.02 {
             return;
         }
+    }
+    if steady == 0 {
+        eprintln!("skipped the host side: the hypervisor took over 2 % of a CPU in every run [{}]", runs.join("; "));
+        return;
     }
     panic!("host runs [{}], model grub {model_grub:.4} cbs {model_cbs:.4}", runs.join("; "));
 }

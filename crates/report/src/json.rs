@@ -137,9 +137,9 @@ pub struct RunJson<'a> {
 }
 
 /// `schedlab real --json`; `C` is the runner's calibration, `T` its
-/// per-thread report.
+/// per-thread report, `S` its per-CPU steal.
 #[derive(Serialize)]
-pub struct RealJson<'a, C: Serialize, T: Serialize> {
+pub struct RealJson<'a, C: Serialize, T: Serialize, S: Serialize> {
     pub format: u32,
     pub scenario: &'a str,
     pub kernel: &'a str,
@@ -149,6 +149,8 @@ pub struct RealJson<'a, C: Serialize, T: Serialize> {
     pub notes: &'a [String],
     pub threads: &'a [T],
     pub window_ns: [u64; 2],
+    /// Each host CPU's steal over the window, ns (`S`: the runner's row).
+    pub steal: &'a [S],
     pub events_captured: usize,
     pub lost_events: u64,
     /// Per scenario cgroup (absent without cgroups).
@@ -160,7 +162,7 @@ pub struct RealJson<'a, C: Serialize, T: Serialize> {
 
 /// `schedlab vm --json`; `G` is what the guest reported about itself.
 #[derive(Serialize)]
-pub struct VmJson<'a, G: Serialize, T: Serialize> {
+pub struct VmJson<'a, G: Serialize, T: Serialize, S: Serialize> {
     pub format: u32,
     pub scenario: &'a str,
     pub kernel: &'a str,
@@ -175,18 +177,20 @@ pub struct VmJson<'a, G: Serialize, T: Serialize> {
     pub total_s: f64,
     pub notes: &'a [String],
     pub settings: &'a [Vec<String>],
-    pub runs: Vec<VmRunJson<'a, T>>,
+    pub runs: Vec<VmRunJson<'a, T, S>>,
 }
 
 /// One run of `schedlab vm --json`.
 #[derive(Serialize)]
-pub struct VmRunJson<'a, T: Serialize> {
+pub struct VmRunJson<'a, T: Serialize, S: Serialize> {
     /// The run's feature set, when the runs alternate between several.
     pub setting: Option<String>,
     /// `sched/features` as read back before the run.
     pub features: &'a str,
     pub wall_s: f64,
     pub window_ns: [u64; 2],
+    /// Each guest CPU's steal over the window, as the guest counted it.
+    pub steal: &'a [S],
     pub events: usize,
     pub lost_events: u64,
     pub notes: &'a [String],

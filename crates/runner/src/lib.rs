@@ -52,6 +52,7 @@ pub mod program;
 pub mod restorer;
 mod session;
 pub mod state;
+pub mod steal;
 mod supervisor;
 pub mod sys;
 pub mod tracefs;
@@ -102,6 +103,8 @@ pub struct RealRun {
     pub worker_pid: i32,
     /// Each scenario cgroup's `cpu.stat` counters at the end of the run.
     pub cgroup_stats: Vec<cgroup::CgroupStat>,
+    /// Each host CPU's steal over the window ([`steal`]).
+    pub steal: Vec<steal::CpuSteal>,
 }
 
 impl RealRun {
@@ -279,6 +282,7 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
     if report.marker_write_failures > 0 {
         notes.push(format!("{} trace_marker writes failed", report.marker_write_failures));
     }
+    notes.extend(steal::note(&report.steal, report.t_end_ns.saturating_sub(report.t0_ns)));
     Ok(RealRun {
         trace,
         start_ns,
@@ -294,6 +298,7 @@ pub fn assemble(scenario: &Scenario, opts: &RealOptions, cap: RawCapture) -> Res
         kernel: cap.kernel,
         worker_pid: cap.worker_pid,
         cgroup_stats: cap.cgroup_stats,
+        steal: report.steal,
     })
 }
 
@@ -313,6 +318,46 @@ mod tests {
         assert!((ratio - 1.0 - read_back_factor()).abs() < 0.01, "the ring, then the factor on top");
         assert_eq!(capture_bytes(4, 8192), 2 * capture_bytes(2, 8192), "per CPU");
         assert_eq!(capture_bytes(u64::MAX, u64::MAX), u64::MAX, "saturates instead of wrapping");
+    }
+
+    #[test]
+    fn a_run_the_hypervisor_stole_from_says_so_in_its_notes_and_keeps_the_counts() {
+        let text = "topology = \"qemu-2\"\nduration = \"2s\"\n[[thread]]\nname = \"a\"\n\
+                    program = [{ run = \"1ms\" }]\n";
+        let s = Scenario::from_toml_str("s.toml", text, std::path::Path::new(".")).unwrap();
+        let capture = |steal: Vec<steal::CpuSteal>| RawCapture {
+            plan: Plan {
+                host_cpus: vec![0, 1],
+                cpu_map: Default::default(),
+                threads: Vec::new(),
+                templates: Vec::new(),
+                duration_ns: 2_000_000_000,
+                notes: Vec::new(),
+            },
+            kernel: "6.18".into(),
+            text: String::new(),
+            report: WorkerReport {
+                calibration: None,
+                threads: Vec::new(),
+                t0_ns: 1_000_000_000,
+                t_end_ns: 3_000_000_000,
+                marker_write_failures: 0,
+                notes: Vec::new(),
+                steal,
+                error: None,
+            },
+            lost_events: 0,
+            notes: Vec::new(),
+            worker_pid: 1,
+            cgroup_stats: Vec::new(),
+        };
+        let stolen = vec![steal::CpuSteal { cpu: 0, ns: 0 }, steal::CpuSteal { cpu: 1, ns: 700_000_000 }];
+        let run = assemble(&s, &RealOptions::default(), capture(stolen.clone())).unwrap();
+        assert_eq!(run.steal, stolen);
+        assert!(run.notes.iter().any(|n| n.contains("CPU 1 35.0 %")), "{:?}", run.notes);
+        let quiet = vec![steal::CpuSteal { cpu: 0, ns: 10_000_000 }, steal::CpuSteal { cpu: 1, ns: 0 }];
+        let run = assemble(&s, &RealOptions::default(), capture(quiet)).unwrap();
+        assert!(!run.notes.iter().any(|n| n.contains("hypervisor")), "{:?}", run.notes);
     }
 
     #[test]

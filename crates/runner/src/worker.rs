@@ -54,6 +54,10 @@ pub struct WorkerReport {
     pub t_end_ns: u64,
     pub marker_write_failures: u64,
     pub notes: Vec<String>,
+    /// Each planned host CPU's steal over the window (empty where
+    /// `/proc/stat` could not be read, or from a runner before it was kept).
+    #[serde(default)]
+    pub steal: Vec<crate::steal::CpuSteal>,
     /// Why the run could not happen.
     pub error: Option<String>,
 }
@@ -248,6 +252,7 @@ fn failed_report(error: String) -> WorkerReport {
         t_end_ns: 0,
         marker_write_failures: 0,
         notes: Vec::new(),
+        steal: Vec::new(),
         error: Some(error),
     }
 }
@@ -326,6 +331,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
         }
     }
 
+    let steal_before = crate::steal::read();
     let t0 = now_ns();
     let stop_at = t0.saturating_add(plan.duration_ns);
     shared.stop_at.store(stop_at, Ordering::SeqCst);
@@ -338,6 +344,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
     let _ = sched_setattr(0, &SchedAttr { policy: libc::SCHED_FIFO as u32, priority: 98, ..Default::default() });
 
     let (mut outcomes, t_end) = crew.finish(&shared, done_rx, stop_at, true);
+    let steal = crate::steal::between(&steal_before, &crate::steal::read(), &plan.host_cpus);
     let mut tids: Vec<(i32, Vec<String>)> = crew.setups.lock().unwrap().clone();
     for c in children {
         match c.report(stop_at.saturating_add(STOP_GRACE_NS)) {
@@ -383,6 +390,7 @@ fn run(args: &WorkerArgs<'_>) -> WorkerReport {
         t_end_ns: t_end,
         marker_write_failures: shared.markers.failed.load(Ordering::Relaxed),
         notes,
+        steal,
         error: None,
     }
 }

@@ -73,6 +73,7 @@ impl GuestSession {
                 features: &r.features,
                 wall_s: r.wall_s,
                 window_ns: [a.run.start_ns, a.run.end_ns],
+                steal: &a.run.steal,
                 events: a.run.trace.events.len(),
                 lost_events: a.run.lost_events,
                 notes: &a.run.notes,

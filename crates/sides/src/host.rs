@@ -82,6 +82,7 @@ impl AnalysedRun {
             notes: &run.notes,
             threads: &run.threads,
             window_ns: [run.start_ns, run.end_ns],
+            steal: &run.steal,
             events_captured: run.events_captured,
             lost_events: run.lost_events,
             cgroups: &crate::cgroups::cgroup_rows(scenario, run, report),

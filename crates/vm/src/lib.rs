@@ -515,6 +515,7 @@ mod tests {
                 t_end_ns: 0,
                 marker_write_failures: 0,
                 notes: Vec::new(),
+                steal: Vec::new(),
                 error: None,
             },
             lost_events: 0,

@@ -57,15 +57,8 @@ fn spin(cpu: usize, duration_ns: u64) -> Result<(Vec<u64>, usize), ProbeError> {
 
 /// Per-CPU steal ticks (USER_HZ) from /proc/stat, in `cpus` order.
 fn steal_ticks(cpus: &[usize]) -> Option<Vec<u64>> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let mut out = Vec::with_capacity(cpus.len());
-    for &cpu in cpus {
-        let name = format!("cpu{cpu}");
-        let line = text.lines().find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
-        // cpuN user nice system idle iowait irq softirq steal ...
-        out.push(line.split_whitespace().nth(8)?.parse::<u64>().ok()?);
-    }
-    Some(out)
+    let all = crate::steal::read();
+    cpus.iter().map(|c| all.iter().find(|(cpu, _)| cpu == c).map(|&(_, ticks)| ticks)).collect()
 }
 
 /// The interrupts counted on each of `cpus` in /proc/interrupts text,
@@ -125,8 +118,7 @@ pub fn noise_probe(cpus: &[usize], duration_ns: u64) -> Result<NoiseProbe, Probe
         (Some(b), Some(a)) => Some(b.iter().zip(&a).map(|(b, a)| a.saturating_sub(*b)).sum()),
         _ => None,
     };
-    // SAFETY: sysconf has no preconditions.
-    let user_hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let user_hz = crate::steal::ticks_per_second();
     let (steal_ns, steal_raw_ns) = match (before, after) {
         (Some(b), Some(a)) => steal_beyond_resolution(&b, &a, 1_000_000_000 / user_hz),
         _ => (0, 0),
