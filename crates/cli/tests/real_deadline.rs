@@ -107,9 +107,10 @@ fn a_reclaiming_task_gets_max_bw_of_a_cpu_on_the_kernel_as_in_the_model() {
     // 30 %; the plain one keeps to its 10 %. Other load on the machine is
     // fair and cannot take a deadline task's time; the hypervisor can: the
     // kernel charges a deadline task's runtime in task time, without steal,
-    // so a run with a CPU stolen from reads high (in three sessions' first
-    // full test run this host read grub 99.1-100 %, cbs 15-18 %, and never
-    // when rerun). Such a run is not compared; up to three runs are taken.
+    // so a run with a CPU stolen from reads high: in three sessions' first
+    // full test run this host read grub 99.1-100 % (and, where printed, cbs
+    // 15-18 %), never when rerun, before the runner read steal. Such a run
+    // is not compared; up to three runs are taken.
     // A runner that lost SCHED_FLAG_RECLAIM (30 %) or a model that lost
     // GRUB fails every run the hypervisor left alone.
     let mut runs = Vec::new();

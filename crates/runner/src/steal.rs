@@ -5,11 +5,12 @@
 //! that clock which charges a deadline task's runtime, a CFS quota and PELT.
 //! A task's wall-clock share of a window in which the host stole a third of
 //! a CPU then reads half as high again as on a quiet machine: a 10 ms /
-//! 100 ms reservation runs 15 % of the window. That is what
-//! `tests/real_deadline.rs` saw here in the first full test run of three
-//! sessions (15-18 %, never when run again), when nothing read the
-//! counters. The runner reads them on both sides of the window so the
-//! report can say so.
+//! 100 ms reservation runs 15 % of the window. The GRUB test
+//! (`tests/real_deadline.rs`) read such figures in the first full test run
+//! of three sessions (the reclaiming task 99.1-100 %; the plain one 15-18 %
+//! in the one that printed it), never when run again. Nothing read the
+//! counters then, so steal is the likely cause, not a proven one. The
+//! runner reads them on both sides of the window so the report can say.
 
 use serde::{Deserialize, Serialize};
 
@@ -68,19 +69,24 @@ fn between_at(before: &[(usize, u64)], after: &[(usize, u64)], cpus: &[usize], h
         .collect()
 }
 
-/// Above this share of the window on some CPU the report says so: two
-/// ticks of a 2 s run (one can be the counter's rounding).
+/// Above this share of the window on some CPU, past one tick of
+/// rounding, the report says so.
 pub const NOTE_ABOVE: f64 = 0.01;
 
 /// A note for the report when some CPU lost more than [`NOTE_ABOVE`] of
-/// `window_ns` to the hypervisor.
+/// `window_ns` to the hypervisor, past one tick of the counter's rounding
+/// (as the noise probe counts it).
 pub fn note(steal: &[CpuSteal], window_ns: u64) -> Option<String> {
+    note_at(steal, window_ns, 1_000_000_000 / ticks_per_second())
+}
+
+fn note_at(steal: &[CpuSteal], window_ns: u64, tick_ns: u64) -> Option<String> {
     if window_ns == 0 {
         return None;
     }
     let share = |s: &CpuSteal| s.ns as f64 / window_ns as f64;
-    let worst = steal.iter().max_by(|a, b| share(a).total_cmp(&share(b)))?;
-    if share(worst) <= NOTE_ABOVE {
+    let beyond = |s: &CpuSteal| s.ns.saturating_sub(tick_ns) as f64 / window_ns as f64;
+    if !steal.iter().any(|s| beyond(s) > NOTE_ABOVE) {
         return None;
     }
     let each: Vec<String> = steal.iter().map(|s| format!("CPU {} {:.1} %", s.cpu, 100.0 * share(s))).collect();
@@ -118,14 +124,18 @@ mod tests {
     }
 
     #[test]
-    fn the_note_names_each_cpu_only_when_one_lost_more_than_a_percent() {
-        let window = 2_000_000_000;
-        let quiet = [CpuSteal { cpu: 0, ns: 10_000_000 }, CpuSteal { cpu: 1, ns: 20_000_000 }];
-        assert_eq!(note(&quiet, window), None, "1 % is the counter's rounding");
+    fn the_note_names_each_cpu_only_when_one_lost_more_than_a_percent_past_a_tick() {
+        let (window, tick) = (2_000_000_000, 10_000_000);
+        let quiet = [CpuSteal { cpu: 0, ns: 10_000_000 }, CpuSteal { cpu: 1, ns: 30_000_000 }];
+        assert_eq!(note_at(&quiet, window, tick), None, "1 % past the tick of rounding is not more than 1 %");
         let stolen = [CpuSteal { cpu: 0, ns: 10_000_000 }, CpuSteal { cpu: 1, ns: 700_000_000 }];
-        let n = note(&stolen, window).expect("35 % of CPU 1");
+        let n = note_at(&stolen, window, tick).expect("35 % of CPU 1");
         assert!(n.contains("CPU 0 0.5 %, CPU 1 35.0 %"), "{n}");
-        assert_eq!(note(&stolen, 0), None);
-        assert_eq!(note(&[], window), None);
+        // A short window: one tick is 5 % of 200 ms, and rounding.
+        let short = [CpuSteal { cpu: 0, ns: 10_000_000 }];
+        assert_eq!(note_at(&short, 200_000_000, tick), None);
+        assert!(note_at(&[CpuSteal { cpu: 0, ns: 20_000_000 }], 200_000_000, tick).is_some());
+        assert_eq!(note_at(&stolen, 0, tick), None);
+        assert_eq!(note_at(&[], window, tick), None);
     }
 }
