@@ -11,8 +11,18 @@ use std::process::{Command, Stdio};
 fn version_names_the_commit() {
     let v = ok(&["--version"]);
     let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(root()).output();
+    // "+dirty" when the binary's sources differ from HEAD (build.rs's
+    // BUILT_FROM): a clean clone (CI) builds without it.
+    let dirty = Command::new("git")
+        .args(["--no-optional-locks", "status", "--porcelain", "--untracked-files=no", "--"])
+        .args(["crates", "topologies", "scenarios", "Cargo.toml", "Cargo.lock"])
+        .current_dir(root())
+        .output()
+        .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
     let want = match head {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        Ok(o) if o.status.success() => {
+            format!("{}{}", String::from_utf8_lossy(&o.stdout).trim(), if dirty { "+dirty" } else { "" })
+        }
         _ => "unknown".to_string(),
     };
     // The build is the profile whose directory holds the binary.
