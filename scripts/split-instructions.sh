@@ -8,7 +8,8 @@
 # Runs the command once under callgrind (exact instruction counts; inlined
 # code counts to the function it was inlined into; the engine's steps are
 # the calls into Engine::step), then N times natively
-# (default 5) for its CPU time (user + system, /usr/bin/time). Prints each
+# (default 5) for its CPU time (perf's task-clock, or user + system from
+# GNU time where perf cannot count). Prints each
 # part's instructions and, at the fastest native run's instructions per ns
 # (the rate most favourable to a speed target), its CPU milliseconds:
 #
@@ -21,9 +22,9 @@
 #   topology   CPU-set iteration (schedlab_topology)
 #   other      std, allocator, startup, parsing
 #
-# Needs valgrind (scripts/install-deps.sh does not install it: this is a
-# measuring tool, not part of the test command). 30 s of asym_min takes
-# ~1 min under callgrind here.
+# Needs valgrind and GNU time; installs them if missing (Debian, root), as
+# count-instructions.sh does. 30 s of asym_min takes ~1 min under
+# callgrind here. Paths in ARGS are taken from the current directory.
 set -euo pipefail
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
     sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
@@ -42,8 +43,11 @@ if [ "${1:-}" != -- ] || [ $# -lt 2 ]; then
     exit 2
 fi
 shift
+here=$(cd "$(dirname "$0")" && pwd)
+command -v valgrind >/dev/null 2>&1 || "$here/apt-install.sh" split-instructions valgrind
+[ -x /usr/bin/time ] || "$here/apt-install.sh" split-instructions time
 for tool in valgrind callgrind_annotate /usr/bin/time; do
-    command -v "$tool" >/dev/null || { echo "split-instructions: needs $tool" >&2; exit 2; }
+    command -v "$tool" >/dev/null || { echo "split-instructions: needs $tool (Debian: apt-get install valgrind time)" >&2; exit 1; }
 done
 
 out=$(mktemp /tmp/split-instructions.XXXXXX)
@@ -55,14 +59,30 @@ status=0
 valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >/dev/null 2>&1 || status=$?
 [ "$status" = 0 ] || echo "note: the command exited $status"
 
+# CPU time per native run: perf's task-clock (ns) where perf can count it,
+# else GNU time's user + system (10 ms ticks).
+cpu_seconds() {
+    if [ -n "$use_perf" ]; then
+        perf stat -x, -o "$times" -e task-clock "$@" >/dev/null 2>&1 || true
+        awk -F, '/task-clock/ {printf "%.4f", $1 / 1000}' "$times"
+    else
+        /usr/bin/time -o "$times" -f "%U %S" "$@" >/dev/null 2>&1 || true
+        tail -1 "$times" | awk '{printf "%.3f", $1 + $2}'
+    fi
+}
+use_perf=""
+if command -v perf >/dev/null 2>&1 && perf stat -x, -e task-clock true >/dev/null 2>&1; then
+    use_perf=1
+fi
 best=""
 for _ in $(seq "$reps"); do
-    /usr/bin/time -o "$times" -f "%U %S" "$@" >/dev/null 2>&1 || true
-    t=$(tail -1 "$times" | awk '{printf "%.3f", $1 + $2}')
+    t=$(cpu_seconds "$@")
+    [ -n "$t" ] || continue
     if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN {exit !(a < b)}'; then
         best=$t
     fi
 done
+[ -n "$best" ] || best=0
 
 echo "command: $*"
 # Engine steps: the calls into Engine::step, one line per calling edge.
@@ -87,13 +107,20 @@ callgrind_annotate "$out" --auto=no --threshold=100 2>/dev/null | awk -v cpu_s="
     part[c] += v
 }
 END {
-    rate = total / (cpu_s * 1e9)
-    printf "%.1f M instructions, fastest of the native runs %.3f s CPU: %.2f instructions per ns\n", total / 1e6, cpu_s, rate
-    if (steps > 0) printf "%d engine steps: %.0f instructions, %.1f ns each\n", steps, total / steps, cpu_s * 1e9 / steps
+    # GNU time counts in 10 ms: below 50 ms the rate is not measured.
+    timed = cpu_s >= 0.05
+    rate = timed ? total / (cpu_s * 1e9) : 0
+    if (timed) printf "%.1f M instructions, fastest of the native runs %.3f s CPU: %.2f instructions per ns\n", total / 1e6, cpu_s, rate
+    else printf "%.1f M instructions; the native runs took %.3f s CPU, too short to time: no CPU times\n", total / 1e6, cpu_s
+    if (steps > 0) {
+        if (timed) printf "%d engine steps: %.0f instructions, %.1f ns each\n", steps, total / steps, cpu_s * 1e9 / steps
+        else printf "%d engine steps: %.0f instructions each\n", steps, total / steps
+    }
     printf "%-10s %12s %7s %10s\n", "part", "M instr", "share", "CPU ms"
     n = split("kernel trace engine hardware workload analysis topology other", order, " ")
     for (i = 1; i <= n; i++) {
         c = order[i]
-        printf "%-10s %12.1f %6.1f%% %10.1f\n", c, part[c] / 1e6, 100 * part[c] / total, part[c] / rate / 1e6
+        if (timed) printf "%-10s %12.1f %6.1f%% %10.1f\n", c, part[c] / 1e6, 100 * part[c] / total, part[c] / rate / 1e6
+        else printf "%-10s %12.1f %6.1f%% %10s\n", c, part[c] / 1e6, 100 * part[c] / total, "-"
     }
 }'
