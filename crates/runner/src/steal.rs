@@ -91,9 +91,10 @@ fn note_at(steal: &[CpuSteal], window_ns: u64, tick_ns: u64) -> Option<String> {
     }
     let each: Vec<String> = steal.iter().map(|s| format!("CPU {} {:.1} %", s.cpu, 100.0 * share(s))).collect();
     Some(format!(
-        "the hypervisor took {} of the window (steal, /proc/stat): the kernel charges deadline runtime, CFS \
-         quotas and PELT in task time, without steal, so wall-clock run shares read high and waits long by \
-         about as much; compare such a run with care or run it again",
+        "the hypervisor took {} of the window (steal, /proc/stat): a kernel with \
+         CONFIG_PARAVIRT_TIME_ACCOUNTING charges deadline runtime, CFS quotas and PELT in task time, without \
+         steal, so wall-clock run shares read high and waits long by about as much; compare such a run with \
+         care or run it again",
         each.join(", ")
     ))
 }
