@@ -128,8 +128,10 @@ S=$root/scenarios
 # Scenario runs: each bundled scenario, its tables, JSON, trace, Perfetto and plots.
 for f in "$S"/*.toml; do
     n=$(basename "$f" .toml)
+    # schbench scenarios run 60 s of hundreds of threads by default: minutes
+    # and gigabytes per case (schbench-skl with --plot held ~18 GiB).
     dur=()
-    [ "$n" = schbench-spr ] && dur=(--duration 30ms)
+    case $n in schbench-*) dur=(--duration 30ms) ;; esac
     run_case "run-$n" text run "$f" "${dur[@]}" --trace trace.txt --perfetto trace.pftrace --plot plots
     run_case "run-$n-json" json run "$f" "${dur[@]}" --json
 done
@@ -143,7 +145,7 @@ run_case run-invariants text run "$S/asym_min-2cpu.toml" --duration 2s --check-i
 for f in "$S"/sweeps/*.toml; do
     n=$(basename "$f" .toml)
     extra=()
-    [ "$n" = schbench-seed004 ] && extra=(--duration 20ms --rounds 2)
+    case $n in schbench-*) extra=(--duration 20ms --rounds 2) ;; esac
     run_case "sweep-$n" text sweep "$f" "${extra[@]}" --no-timing --csv out.csv
     run_case "sweep-$n-json" json sweep "$f" "${extra[@]}" --json
 done
