@@ -26,6 +26,8 @@ fn main() {
         (None, _) => "unknown".into(),
     };
     println!("cargo:rustc-env=SCHEDLAB_COMMIT={commit}");
+    // For tests/install.rs, which checks the marker against git itself.
+    println!("cargo:rustc-env=SCHEDLAB_BUILT_FROM={}", BUILT_FROM.join(" "));
     println!("cargo:rustc-env=SCHEDLAB_BUILD={}", build_kind());
     // Rebuild when HEAD moves: a commit rewrites the branch's loose ref
     // (refs/heads, scanned whole: it may not exist yet where the refs are

@@ -11,11 +11,11 @@ use std::process::{Command, Stdio};
 fn version_names_the_commit() {
     let v = ok(&["--version"]);
     let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(root()).output();
-    // "+dirty" when the binary's sources differ from HEAD (build.rs's
-    // BUILT_FROM): a clean clone (CI) builds without it.
+    // "+dirty" when the binary's sources differ from HEAD (the paths
+    // build.rs watches): a clean clone (CI) builds without it.
     let dirty = Command::new("git")
         .args(["--no-optional-locks", "status", "--porcelain", "--untracked-files=no", "--"])
-        .args(["crates", "topologies", "scenarios", "Cargo.toml", "Cargo.lock"])
+        .args(env!("SCHEDLAB_BUILT_FROM").split(' '))
         .current_dir(root())
         .output()
         .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());

@@ -26,7 +26,7 @@ pub struct CpuSteal {
 /// `cpuN` lines (the eighth counter: user nice system idle iowait irq
 /// softirq steal). A line without the counter (kernels before 2.6.11) is
 /// left out.
-pub fn parse_proc_stat(text: &str) -> Vec<(usize, u64)> {
+fn parse_proc_stat(text: &str) -> Vec<(usize, u64)> {
     text.lines()
         .filter_map(|l| {
             let rest = l.strip_prefix("cpu")?;
@@ -39,7 +39,7 @@ pub fn parse_proc_stat(text: &str) -> Vec<(usize, u64)> {
 }
 
 /// The counters now; empty where `/proc/stat` cannot be read.
-pub fn read() -> Vec<(usize, u64)> {
+pub(crate) fn read() -> Vec<(usize, u64)> {
     std::fs::read_to_string("/proc/stat").map(|t| parse_proc_stat(&t)).unwrap_or_default()
 }
 
@@ -55,7 +55,7 @@ pub(crate) fn ticks_per_second() -> u64 {
 }
 
 /// The steal of `cpus` between two readings, in ns.
-pub fn between(before: &[(usize, u64)], after: &[(usize, u64)], cpus: &[usize]) -> Vec<CpuSteal> {
+pub(crate) fn between(before: &[(usize, u64)], after: &[(usize, u64)], cpus: &[usize]) -> Vec<CpuSteal> {
     between_at(before, after, cpus, ticks_per_second())
 }
 
@@ -71,12 +71,12 @@ fn between_at(before: &[(usize, u64)], after: &[(usize, u64)], cpus: &[usize], h
 
 /// Above this share of the window on some CPU, past one tick of
 /// rounding, the report says so.
-pub const NOTE_ABOVE: f64 = 0.01;
+const NOTE_ABOVE: f64 = 0.01;
 
 /// A note for the report when some CPU lost more than [`NOTE_ABOVE`] of
 /// `window_ns` to the hypervisor, past one tick of the counter's rounding
 /// (as the noise probe counts it).
-pub fn note(steal: &[CpuSteal], window_ns: u64) -> Option<String> {
+pub(crate) fn note(steal: &[CpuSteal], window_ns: u64) -> Option<String> {
     note_at(steal, window_ns, 1_000_000_000 / ticks_per_second())
 }
 
